@@ -1,0 +1,10 @@
+// kiln::init(): the top of the library registers every layer's implementations of the seams the
+// lower layers define. It must not dispatch ops (the dispatcher calls it before the first one).
+#include "ops/op_registry.h"
+#include "runtime/init.h"
+
+namespace kiln {
+
+void init() { register_all_ops(); }
+
+}  // namespace kiln

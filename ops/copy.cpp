@@ -1,0 +1,94 @@
+// Copy (into any layout, casting), Cast (to another dtype) and Fill, plus contiguous/clone/to.
+// Attrs: Cast uses attrs.dtype; Fill uses attrs.dims (shape), attrs.scalars[0] (value),
+// attrs.dtype and attrs.device.
+#include "ops/cpu/elementwise_loop.h"
+#include "ops/cpu/pointwise_table.h"
+#include "ops/functions.h"
+#include "ops/meta_helpers.h"
+#include "ops/op_registry.h"
+
+namespace kiln {
+
+namespace {
+
+void copy_meta(const OpCall& c, OutputMeta& m) {
+  const TensorImpl* x = c.inputs[0].impl();
+  m.sizes = x->sizes();
+  m.dtype = c.op == OpId::Cast ? c.attrs.dtype : x->dtype();
+  m.device = x->device();
+}
+
+void copy_eager(const OpCall& c, const Tensor& out) {
+  const Tensor& src = c.inputs[0];
+  ElementwiseLoop loop(out, c.inputs);
+  loop.run(pointwise_table().cast[int(src.impl()->dtype())][int(out.impl()->dtype())], nullptr);
+}
+
+void fill_meta(const OpCall& c, OutputMeta& m) {
+  for (int64_t s : c.attrs.dims)
+    KILN_CHECK(s >= 0, "full: negative size {} in shape {}", s, shape_str(c.attrs.dims));
+  m.sizes = c.attrs.dims;
+  m.dtype = c.attrs.dtype;
+  m.device = c.attrs.device;
+  KILN_CHECK(m.device.is_cpu(), "full: device {} is not available (the CUDA backend is not built)",
+             m.device);
+}
+
+void fill_eager(const OpCall& c, const Tensor& out) {
+  ElementwiseLoop loop(out, {});
+  loop.run(pointwise_table().fill[int(out.impl()->dtype())], c.attrs.scalars.data());
+}
+
+}  // namespace
+
+void register_copy_ops() {
+  register_op(OpId::Copy, {"copy", copy_meta, copy_eager, kWritesAnyLayout});
+  register_op(OpId::Cast, {"to", copy_meta, copy_eager, kWritesAnyLayout});
+  register_op(OpId::Fill, {"full", fill_meta, fill_eager, kWritesAnyLayout});
+}
+
+Tensor Tensor::contiguous() const {
+  if (checked().is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  const Tensor in[] = {*this};
+  return dispatch(OpId::Copy, in, Attrs{});
+}
+
+Tensor Tensor::to(DType t) const {
+  if (checked().dtype() == t) return *this;
+  Attrs a;
+  a.dtype = t;
+  const Tensor in[] = {*this};
+  return dispatch(OpId::Cast, in, a);
+}
+
+Tensor Tensor::to(Device d) const {
+  if (checked().device() == d) return *this;
+  fail("to: cannot move a tensor from {} to {}: the CUDA backend is not built into this kiln",
+       checked().device(), d);
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  KILN_CHECK(src.defined(), "copy_: the source tensor is undefined");
+  Tensor s = src.impl()->sizes() == checked().sizes() ? src : src.expand(checked().sizes());
+  const Tensor in[] = {s};
+  dispatch_into(OpId::Copy, in, Attrs{}, *this);
+  return *this;
+}
+
+Tensor& Tensor::fill_(const Scalar& v) {
+  Attrs a;
+  a.dims = checked().sizes();
+  a.scalars[0] = v;
+  a.dtype = checked().dtype();
+  a.device = checked().device();
+  dispatch_into(OpId::Fill, {}, a, *this);
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0); }
+
+}  // namespace kiln

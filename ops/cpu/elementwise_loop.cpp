@@ -1,0 +1,96 @@
+#include "ops/cpu/elementwise_loop.h"
+
+#include "runtime/error.h"
+#include "runtime/parallel.h"
+
+namespace kiln {
+
+ElementwiseLoop::ElementwiseLoop(const Tensor& out, std::span<const Tensor> inputs,
+                                 std::span<const void* const> scalars) {
+  const TensorImpl* o = out.impl();
+  nops_ = 1 + static_cast<int>(inputs.size());
+  KILN_CHECK(nops_ <= kMaxOperands, "elementwise loop: too many operands ({})", nops_);
+  const DimVector& shape = o->sizes();
+  int nd = static_cast<int>(shape.size());
+  numel_ = o->numel();
+
+  // Byte strides per operand over the output's dims (0 where an input broadcasts).
+  std::array<DimVector, kMaxOperands> st;
+  st[0].resize(nd);
+  base_[0] = static_cast<char*>(o->data());
+  for (int d = 0; d < nd; ++d) st[0][d] = o->strides()[d] * int64_t(itemsize(o->dtype()));
+  for (int k = 1; k < nops_; ++k) {
+    st[k].assign(nd, 0);
+    size_t in_idx = k - 1;
+    if (in_idx < scalars.size() && scalars[in_idx]) {
+      base_[k] = static_cast<char*>(const_cast<void*>(scalars[in_idx]));
+      continue;
+    }
+    const TensorImpl* in = inputs[in_idx].impl();
+    base_[k] = static_cast<char*>(in->data());
+    int off = nd - static_cast<int>(in->dim());
+    int64_t isz = int64_t(itemsize(in->dtype()));
+    for (int d = 0; d < in->dim(); ++d)
+      st[k][d + off] = in->sizes()[d] == 1 ? 0 : in->strides()[d] * isz;
+  }
+
+  // Drop size-1 dims and merge dim d into d+1 when contiguous for every operand.
+  for (int d = 0; d < nd; ++d) {
+    if (shape[d] == 1) continue;
+    if (!sizes_.empty()) {
+      bool merge = true;
+      for (int k = 0; k < nops_ && merge; ++k)
+        merge = strides_[k].back() == st[k][d] * shape[d];
+      if (merge) {
+        sizes_.back() *= shape[d];
+        for (int k = 0; k < nops_; ++k) strides_[k].back() = st[k][d];
+        continue;
+      }
+    }
+    sizes_.push_back(shape[d]);
+    for (int k = 0; k < nops_; ++k) strides_[k].push_back(st[k][d]);
+  }
+  ndim_ = static_cast<int>(sizes_.size());
+}
+
+void ElementwiseLoop::run_range(int64_t begin, int64_t end, InnerLoop inner,
+                                const Scalar* params) const {
+  if (begin >= end) return;
+  std::array<char*, kMaxOperands> ptrs;
+  std::array<int64_t, kMaxOperands> inner_strides{};
+  if (ndim_ == 0) {
+    inner(base_.data(), inner_strides.data(), 1, params);
+    return;
+  }
+  const int last = ndim_ - 1;
+  for (int k = 0; k < nops_; ++k) inner_strides[k] = strides_[k][last];
+  DimVector idx(ndim_);
+  int64_t rem = begin;
+  for (int d = last; d >= 0; --d) {
+    idx[d] = rem % sizes_[d];
+    rem /= sizes_[d];
+  }
+  int64_t i = begin;
+  while (i < end) {
+    for (int k = 0; k < nops_; ++k) {
+      char* p = base_[k];
+      for (int d = 0; d < ndim_; ++d) p += idx[d] * strides_[k][d];
+      ptrs[k] = p;
+    }
+    int64_t n = std::min(sizes_[last] - idx[last], end - i);
+    inner(ptrs.data(), inner_strides.data(), n, params);
+    i += n;
+    idx[last] += n;
+    for (int d = last; d > 0 && idx[d] == sizes_[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+void ElementwiseLoop::run(InnerLoop inner, const Scalar* params) const {
+  parallel_for(0, numel_, kParallelGrain,
+               [&](int64_t b, int64_t e) { run_range(b, e, inner, params); });
+}
+
+}  // namespace kiln

@@ -1,0 +1,181 @@
+// The scalar math of every pointwise op, one functor per op. The per-ISA kernel files instantiate
+// these inside vectorizable loops; the tests compare them against their own scalar references.
+// Semantics follow PyTorch: NaN propagates through maximum/minimum/clamp/relu, round is half to
+// even, sign of NaN is 0.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "runtime/scalar.h"
+
+namespace kiln::pointwise {
+
+// Which dtypes an op's kernel is instantiated for.
+enum class Domain { Floating, Numeric, All, BoolOnly };
+
+template <Domain D, class T>
+constexpr bool in_domain() {
+  if constexpr (D == Domain::Floating) return std::is_floating_point_v<T>;
+  else if constexpr (D == Domain::Numeric) return !std::is_same_v<T, bool>;
+  else if constexpr (D == Domain::BoolOnly) return std::is_same_v<T, bool>;
+  else return true;
+}
+
+#define KILN_UNARY(Name, Dom, expr)                       \
+  struct Name {                                           \
+    static constexpr Domain domain = Domain::Dom;         \
+    static constexpr bool bool_out = false;               \
+    explicit Name(const Scalar*) {}                       \
+    template <class T>                                    \
+    T operator()(T x) const {                             \
+      return expr;                                        \
+    }                                                     \
+  };
+
+template <class T>
+inline T sigmoid_of(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+KILN_UNARY(NegF, Numeric, -x)
+KILN_UNARY(AbsF, Numeric, x < T(0) ? T(-x) : x)
+KILN_UNARY(ExpF, Floating, std::exp(x))
+KILN_UNARY(LogF, Floating, std::log(x))
+KILN_UNARY(Log1pF, Floating, std::log1p(x))
+KILN_UNARY(Expm1F, Floating, std::expm1(x))
+KILN_UNARY(SqrtF, Floating, std::sqrt(x))
+KILN_UNARY(RsqrtF, Floating, T(1) / std::sqrt(x))
+KILN_UNARY(ReciprocalF, Floating, T(1) / x)
+KILN_UNARY(SinF, Floating, std::sin(x))
+KILN_UNARY(CosF, Floating, std::cos(x))
+KILN_UNARY(TanhF, Floating, std::tanh(x))
+KILN_UNARY(SigmoidF, Floating, sigmoid_of(x))
+KILN_UNARY(ReluF, Numeric, x < T(0) ? T(0) : x)
+KILN_UNARY(SiluF, Floating, x* sigmoid_of(x))
+KILN_UNARY(ErfF, Floating, std::erf(x))
+KILN_UNARY(FloorF, Numeric, std::is_floating_point_v<T> ? T(std::floor(x)) : x)
+KILN_UNARY(CeilF, Numeric, std::is_floating_point_v<T> ? T(std::ceil(x)) : x)
+KILN_UNARY(RoundF, Numeric, std::is_floating_point_v<T> ? T(std::nearbyint(x)) : x)
+KILN_UNARY(SignF, All, T((T(0) < x) - (x < T(0))))
+KILN_UNARY(SquareF, Numeric, x* x)
+KILN_UNARY(GeluF, Floating, T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))))
+KILN_UNARY(GeluTanhF, Floating,
+           T(0.5) * x *
+               (T(1) + std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))))
+#undef KILN_UNARY
+
+struct IsnanF {
+  static constexpr Domain domain = Domain::All;
+  static constexpr bool bool_out = true;
+  explicit IsnanF(const Scalar*) {}
+  template <class T>
+  bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return x != x;
+    else return false;
+  }
+};
+
+struct LogicalNotF {
+  static constexpr Domain domain = Domain::BoolOnly;
+  static constexpr bool bool_out = false;
+  explicit LogicalNotF(const Scalar*) {}
+  bool operator()(bool x) const { return !x; }
+};
+
+// Integer power by squaring; a negative exponent gives 1/b^|e| truncated (0 unless |b| == 1).
+template <class T>
+T int_pow(T b, T e) {
+  if (e < 0) return b == 1 ? T(1) : (b == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0));
+  T r = 1;
+  while (e) {
+    if (e & 1) r *= b;
+    b *= b;
+    e >>= 1;
+  }
+  return r;
+}
+
+template <class T>
+T pow_of(T b, T e) {
+  if constexpr (std::is_floating_point_v<T>) return std::pow(b, e);
+  else return int_pow(b, e);
+}
+
+struct PowScalarF {
+  static constexpr Domain domain = Domain::Numeric;
+  static constexpr bool bool_out = false;
+  Scalar e;
+  explicit PowScalarF(const Scalar* p) : e(p[0]) {}
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      double ed = e.to_double();
+      if (ed == 2.0) return x * x;
+      if (ed == 0.5) return std::sqrt(x);
+      if (ed == 1.0) return x;
+      return std::pow(x, T(ed));
+    } else {
+      return int_pow(x, T(e.to_int()));
+    }
+  }
+};
+
+struct ClampF {
+  static constexpr Domain domain = Domain::Numeric;
+  static constexpr bool bool_out = false;
+  Scalar lo, hi;
+  explicit ClampF(const Scalar* p) : lo(p[0]), hi(p[1]) {}
+  template <class T>
+  T operator()(T x) const {
+    T l = lo.to<T>(), h = hi.to<T>();
+    return x < l ? l : (x > h ? h : x);
+  }
+};
+
+#define KILN_BINARY(Name, Dom, BoolOut, expr)             \
+  struct Name {                                           \
+    static constexpr Domain domain = Domain::Dom;         \
+    static constexpr bool bool_out = BoolOut;             \
+    explicit Name(const Scalar*) {}                       \
+    template <class T>                                    \
+    auto operator()(T a, T b) const {                     \
+      return expr;                                        \
+    }                                                     \
+  };
+
+template <class T>
+inline T max_nan(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return a < b ? b : a;
+}
+template <class T>
+inline T min_nan(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return b < a ? b : a;
+}
+
+KILN_BINARY(AddF, All, false, T(a + b))
+KILN_BINARY(SubF, Numeric, false, T(a - b))
+KILN_BINARY(MulF, All, false, T(a* b))
+KILN_BINARY(DivF, Floating, false, T(a / b))
+KILN_BINARY(PowF, Numeric, false, pow_of(a, b))
+KILN_BINARY(MaximumF, All, false, max_nan(a, b))
+KILN_BINARY(MinimumF, All, false, min_nan(a, b))
+KILN_BINARY(EqF, All, true, bool(a == b))
+KILN_BINARY(NeF, All, true, bool(a != b))
+KILN_BINARY(LtF, All, true, bool(a < b))
+KILN_BINARY(LeF, All, true, bool(a <= b))
+KILN_BINARY(GtF, All, true, bool(a > b))
+KILN_BINARY(GeF, All, true, bool(a >= b))
+KILN_BINARY(LogicalAndF, BoolOnly, false, bool(a&& b))
+KILN_BINARY(LogicalOrF, BoolOnly, false, bool(a || b))
+#undef KILN_BINARY
+
+}  // namespace kiln::pointwise

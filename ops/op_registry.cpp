@@ -1,0 +1,11 @@
+#include "ops/op_registry.h"
+
+namespace kiln {
+
+void register_all_ops() {
+  register_view_ops();
+  register_copy_ops();
+  register_pointwise_ops();
+}
+
+}  // namespace kiln

@@ -1,0 +1,67 @@
+// Data access on Tensor: item, to_vector, data_ptr. These are sync points (the recorder
+// materializes the tensor first, once it exists).
+#include <cstring>
+
+#include "ops/functions.h"
+#include "ops/meta_helpers.h"
+
+namespace kiln {
+
+template <class T>
+T Tensor::item() const {
+  const TensorImpl& x = checked();
+  KILN_CHECK(x.numel() == 1, "item: expects a tensor with one element, got {}", describe(*this));
+  T out{};
+  visit_dtype(x.dtype(), [&]<class S>(TypeTag<S>) { out = static_cast<T>(*static_cast<const S*>(x.data())); });
+  return out;
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = to(dtype_v<T>).contiguous();
+  int64_t n = c.impl()->numel();
+  std::vector<T> out(n);
+  if (n == 0) return out;
+  const T* p = static_cast<const T*>(c.impl()->data());
+  if constexpr (std::is_same_v<T, bool>) {
+    for (int64_t i = 0; i < n; ++i) out[i] = p[i];
+  } else {
+    std::memcpy(out.data(), p, n * sizeof(T));
+  }
+  return out;
+}
+
+template <class T>
+const T* Tensor::data_ptr() const {
+  const TensorImpl& x = checked();
+  KILN_CHECK(x.dtype() == dtype_v<T>, "data_ptr: the tensor is {}, not {}", describe(*this),
+             dtype_v<T>);
+  return static_cast<const T*>(x.data());
+}
+
+template <class T>
+T* Tensor::mutable_data_ptr() {
+  const TensorImpl& x = checked();
+  KILN_CHECK(x.dtype() == dtype_v<T>, "mutable_data_ptr: the tensor is {}, not {}",
+             describe(*this), dtype_v<T>);
+  x.storage()->bump_version();
+  return static_cast<T*>(x.data());
+}
+
+const void* Tensor::raw_data() const { return checked().data(); }
+
+#define KILN_INSTANTIATE(T)                               \
+  template T Tensor::item<T>() const;                     \
+  template std::vector<T> Tensor::to_vector<T>() const;   \
+  template const T* Tensor::data_ptr<T>() const;          \
+  template T* Tensor::mutable_data_ptr<T>();
+KILN_INSTANTIATE(bool)
+KILN_INSTANTIATE(int32_t)
+KILN_INSTANTIATE(int64_t)
+KILN_INSTANTIATE(float)
+KILN_INSTANTIATE(double)
+#undef KILN_INSTANTIATE
+
+void sync() {}
+
+}  // namespace kiln

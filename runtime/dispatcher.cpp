@@ -1,0 +1,139 @@
+#include "runtime/dispatcher.h"
+
+#include <array>
+
+#include "runtime/error.h"
+#include "runtime/init.h"
+
+namespace kiln {
+
+namespace {
+
+std::array<OpDef, kNumOps>& op_table() {
+  static std::array<OpDef, kNumOps> table{};
+  return table;
+}
+
+thread_local ModeHandler* tls_mode = nullptr;
+
+const char* const kOpNames[] = {
+#define KILN_OP_NAME(name) #name,
+    KILN_FOR_EACH_OP(KILN_OP_NAME)
+#undef KILN_OP_NAME
+};
+
+void check_defined(OpId id, std::span<const Tensor> inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    KILN_CHECK(inputs[i].defined(), "{}: input {} is an undefined tensor", op_name(id), i);
+  }
+}
+
+// True when writing `out` element by element could clobber an input element before it is read:
+// the input shares out's storage with a different geometry.
+bool overlaps_differently(const Tensor& out, std::span<const Tensor> inputs) {
+  const TensorImpl* o = out.impl();
+  for (const Tensor& in : inputs) {
+    const TensorImpl* i = in.impl();
+    if (i->storage() != o->storage()) continue;
+    if (i->offset() != o->offset() || i->sizes() != o->sizes() || i->strides() != o->strides())
+      return true;
+  }
+  return false;
+}
+
+void check_no_internal_overlap(OpId id, const Tensor& out) {
+  const TensorImpl* o = out.impl();
+  for (int64_t d = 0; d < o->dim(); ++d) {
+    KILN_CHECK(o->strides()[d] != 0 || o->sizes()[d] <= 1,
+               "{}: cannot write in place into a tensor of shape {} whose dim {} is expanded "
+               "(several elements share one memory location); call .contiguous() or .clone() "
+               "first",
+               op_name(id), shape_str(o->sizes()), d);
+  }
+}
+
+}  // namespace
+
+const char* op_name(OpId id) { return kOpNames[static_cast<int>(id)]; }
+
+void register_op(OpId id, const OpDef& def) { op_table()[static_cast<int>(id)] = def; }
+
+const OpDef& op_def(OpId id) {
+  ensure_initialized();
+  const OpDef& def = op_table()[static_cast<int>(id)];
+  KILN_CHECK(def.meta != nullptr, "{}: op has no registered definition", op_name(id));
+  return def;
+}
+
+ModeHandler* current_mode() { return tls_mode; }
+void set_current_mode(ModeHandler* handler) { tls_mode = handler; }
+
+Tensor empty_tensor(const DimVector& sizes, DType dtype, Device device) {
+  int64_t n = numel_of(sizes);
+  auto storage = make_ref<Storage>(static_cast<size_t>(n) * itemsize(dtype), device);
+  return Tensor(
+      make_ref<TensorImpl>(sizes, contiguous_strides(sizes), 0, dtype, device, std::move(storage)));
+}
+
+Tensor run_eager(const OpDef& def, const OpCall& call, const OutputMeta& meta) {
+  if (def.flags & kIsView) {
+    const TensorImpl* base = call.inputs[0].impl();
+    return Tensor(make_ref<TensorImpl>(meta.sizes, meta.strides, meta.offset, base->dtype(),
+                                       base->device(), base->storage_ref()));
+  }
+  Tensor out = empty_tensor(meta.sizes, meta.dtype, meta.device);
+  if (out.impl()->numel() > 0) def.eager(call, out);
+  return out;
+}
+
+Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
+  const OpDef& def = op_def(id);
+  check_defined(id, inputs);
+  OpCall call{id, inputs, attrs};
+  OutputMeta meta;
+  def.meta(call, meta);
+  if (ModeHandler* mode = tls_mode) [[unlikely]]
+    return mode->handle(def, call, meta);
+  return run_eager(def, call, meta);
+}
+
+void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, Tensor& out) {
+  const OpDef& def = op_def(id);
+  KILN_CHECK(out.defined(), "{}: the output tensor is undefined", op_name(id));
+  check_defined(id, inputs);
+  OpCall call{id, inputs, attrs};
+  OutputMeta meta;
+  def.meta(call, meta);
+  const TensorImpl* o = out.impl();
+  KILN_CHECK(meta.sizes == o->sizes(),
+             "{}: the result has shape {} but the output (written in place) has shape {}",
+             op_name(id), shape_str(meta.sizes), shape_str(o->sizes()));
+  // Copy casts to any dtype; other ops may not lower the category (PyTorch's can_cast).
+  KILN_CHECK(id == OpId::Copy || category(meta.dtype) <= category(o->dtype()),
+             "{}: result type {} can't be cast to the desired output type {}", op_name(id),
+             meta.dtype, o->dtype());
+  KILN_CHECK(meta.device == o->device(), "{}: the result is on {} but the output is on {}",
+             op_name(id), meta.device, o->device());
+  check_no_internal_overlap(id, out);
+
+  if (ModeHandler* mode = tls_mode) [[unlikely]] {
+    mode->handle_into(def, call, meta, out);
+    return;
+  }
+
+  if (o->numel() > 0) {
+    bool direct = (def.flags & kWritesAnyLayout) && (id == OpId::Copy || meta.dtype == o->dtype()) &&
+                  !overlaps_differently(out, inputs);
+    if (direct) {
+      def.eager(call, out);
+    } else {
+      Tensor tmp = run_eager(def, call, meta);
+      const Tensor src[] = {tmp};
+      Attrs none;
+      op_def(OpId::Copy).eager(OpCall{OpId::Copy, src, none}, out);
+    }
+  }
+  out.impl()->storage()->bump_version();
+}
+
+}  // namespace kiln

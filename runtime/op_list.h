@@ -1,0 +1,43 @@
+// The op vocabulary: every op the dispatcher knows, as an X-macro list. Each op's definition
+// (meta function, eager kernel, later backward rule and decomposition) lives in ops/.
+// Order is part of nothing: ids are only compared within one process.
+#pragma once
+#include <cstdint>
+
+#define KILN_FOR_EACH_OP(X)                                                              \
+  /* views: outputs alias input 0 */                                                     \
+  X(View) X(AsStrided) X(Expand) X(Permute) X(Slice) X(Select) X(Unsqueeze) X(Squeeze)   \
+  /* data movement and factories */                                                      \
+  X(Copy) X(Cast) X(Fill) X(Arange) X(Linspace) X(Eye) X(Rand) X(Randn) X(Randint)       \
+  /* unary pointwise */                                                                  \
+  X(Neg) X(Abs) X(Exp) X(Log) X(Log1p) X(Expm1) X(Sqrt) X(Rsqrt) X(Reciprocal) X(Sin)    \
+  X(Cos) X(Tanh) X(Sigmoid) X(Relu) X(Silu) X(Erf) X(Floor) X(Ceil) X(Round) X(Sign)     \
+  X(Gelu) X(GeluTanh) X(Isnan) X(LogicalNot) X(Square) X(PowScalar) X(Clamp)             \
+  /* binary pointwise (tensor-tensor or tensor-scalar) */                                \
+  X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) \
+  X(Ge) X(LogicalAnd) X(LogicalOr)                                                       \
+  /* ternary pointwise */                                                                \
+  X(Where) X(MaskedFill)                                                                 \
+  /* reductions */                                                                       \
+  X(Sum) X(Mean) X(Prod) X(Amax) X(Amin) X(Logsumexp) X(Argmax) X(Argmin) X(Var) X(All)  \
+  X(Any)                                                                                 \
+  /* linear algebra and nn */                                                            \
+  X(Matmul) X(Softmax) X(LogSoftmax) X(LayerNorm) X(Dropout) X(CrossEntropy)             \
+  /* shape and indexing */                                                               \
+  X(Cat) X(Stack) X(IndexSelect) X(Gather) X(ScatterAdd) X(OneHot) X(Tril) X(Triu)       \
+  X(Embedding)
+
+namespace kiln {
+
+enum class OpId : uint16_t {
+#define KILN_OP_ENUM(name) name,
+  KILN_FOR_EACH_OP(KILN_OP_ENUM)
+#undef KILN_OP_ENUM
+      kCount
+};
+
+inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
+
+const char* op_name(OpId id);
+
+}  // namespace kiln

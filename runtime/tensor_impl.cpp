@@ -1,0 +1,43 @@
+#include "runtime/tensor_impl.h"
+
+namespace kiln {
+
+int64_t numel_of(const DimVector& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+DimVector contiguous_strides(const DimVector& sizes) {
+  DimVector st(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return st;
+}
+
+bool is_contiguous_layout(const DimVector& sizes, const DimVector& strides) {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+TensorImpl::TensorImpl(DimVector sizes, DimVector strides, int64_t offset, DType dtype,
+                       Device device, Ref<Storage> storage)
+    : sizes_(std::move(sizes)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      numel_(numel_of(sizes_)),
+      dtype_(dtype),
+      device_(device),
+      contiguous_(is_contiguous_layout(sizes_, strides_)),
+      storage_(std::move(storage)) {}
+
+}  // namespace kiln

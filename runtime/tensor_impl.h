@@ -1,0 +1,52 @@
+// TensorImpl: the shared state behind a Tensor handle: geometry (sizes, strides, offset in
+// elements), dtype, device and the storage it views.
+#pragma once
+#include <cstdint>
+
+#include "runtime/device.h"
+#include "runtime/dtype.h"
+#include "runtime/ref.h"
+#include "runtime/small_vector.h"
+#include "runtime/storage.h"
+
+namespace kiln {
+
+class TensorImpl : public RefCounted {
+ public:
+  TensorImpl(DimVector sizes, DimVector strides, int64_t offset, DType dtype, Device device,
+             Ref<Storage> storage);
+
+  const DimVector& sizes() const { return sizes_; }
+  const DimVector& strides() const { return strides_; }
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  int64_t offset() const { return offset_; }
+  int64_t numel() const { return numel_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  bool is_contiguous() const { return contiguous_; }
+  Storage* storage() const { return storage_.get(); }
+  const Ref<Storage>& storage_ref() const { return storage_; }
+
+  // Address of element 0 (storage base + offset).
+  void* data() const {
+    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
+  }
+
+ private:
+  DimVector sizes_;
+  DimVector strides_;
+  int64_t offset_;
+  int64_t numel_;
+  DType dtype_;
+  Device device_;
+  bool contiguous_;
+  Ref<Storage> storage_;
+};
+
+// Row-major strides for `sizes`.
+DimVector contiguous_strides(const DimVector& sizes);
+// True when (sizes, strides) is row-major dense (size-1 dims may have any stride).
+bool is_contiguous_layout(const DimVector& sizes, const DimVector& strides);
+int64_t numel_of(const DimVector& sizes);
+
+}  // namespace kiln
