@@ -1,8 +1,9 @@
 // The inner loops and parallel drivers of the reductions (see reduce_plan.h for the layouts).
 //
 // Determinism: every output's result depends only on the input and the fixed constants below,
-// never on the thread count: rows longer than kRowChunk are cut into fixed chunks whose partial
-// results are combined in chunk order; columns are reduced per fixed-width slice.
+// never on the thread count: rows longer than kRowChunk (columns longer than kColRows) are cut
+// into fixed chunks whose partial results are combined in a fixed pairwise tree (earlier chunk
+// on the left); columns are reduced per fixed-width slice.
 // Accuracy: sums are pairwise (blocks of kPairBlock summed with 8 independent accumulators,
 // which also lets the compiler vectorize, then halves added recursively), so the rounding error
 // of an n-element float sum grows like log(n) rather than n.
@@ -11,7 +12,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "runtime/parallel.h"
@@ -20,7 +23,8 @@ namespace kiln::reduce {
 
 inline constexpr int64_t kPairBlock = 128;  // a multiple of 8
 inline constexpr int64_t kRowChunk = 65536;
-inline constexpr int64_t kColWidth = 64;
+inline constexpr int64_t kColWidth = 512;
+inline constexpr int64_t kColRows = 2048;  // column chunks: parallelism when outputs are few
 inline constexpr int64_t kColBlock = 64;
 
 // ---- elementwise combiners ----
@@ -143,15 +147,29 @@ struct ArgPart {
   T value;
   int64_t index;
 };
+// Two passes over the (cache-resident) piece: the extreme value with the vectorized lanes, then
+// the first index holding it (the first NaN when it is NaN).
 template <bool Greater, class T>
 ArgPart<T> arg_range(const T* p, int64_t n, int64_t start) {
-  ArgPart<T> r{p[0], start};
-  for (int64_t i = 1; i < n; ++i)
-    if (better<Greater>(p[i], r.value)) r = {p[i], start + i};
-  return r;
+  using Op = std::conditional_t<Greater, MaxOp, MinOp>;
+  const T best = lanes8<Op, T>(p, n, [](T v) { return v; });
+  int64_t i = 0;
+  if (is_nan(best)) {
+    while (!is_nan(p[i])) ++i;
+  } else {
+    while (p[i] != best) ++i;
+  }
+  return {best, start + i};
 }
 
 // ---- drivers ----
+
+// Combines parts[0..count) into parts[0] with a fixed pairwise tree, keeping chunk order.
+template <class Part, class Combine>
+void tree_combine(Part* parts, int64_t count, const Combine& combine) {
+  for (int64_t s = 1; s < count; s *= 2)
+    for (int64_t c = 0; c + s < count; c += 2 * s) parts[c] = combine(parts[c], parts[c + s]);
+}
 
 // Rows [m, n]: range(row, start, len) -> Part reduces a contiguous piece of row `row`;
 // combine(earlier, later) merges partials; store(row, Part) writes the output. n >= 1.
@@ -165,7 +183,7 @@ void run_rows(int64_t m, int64_t n, const Range& range, const Combine& combine,
     });
     return;
   }
-  std::vector<Part> part(static_cast<size_t>(m * chunks));
+  std::unique_ptr<Part[]> part(new Part[static_cast<size_t>(m * chunks)]);  // not vector<bool>
   parallel_for(0, m * chunks, 1, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       const int64_t r = t / chunks, c = t % chunks;
@@ -174,9 +192,8 @@ void run_rows(int64_t m, int64_t n, const Range& range, const Combine& combine,
   });
   parallel_for(0, m, std::max<int64_t>(1, 4096 / chunks), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
-      Part acc = part[r * chunks];
-      for (int64_t c = 1; c < chunks; ++c) acc = combine(acc, part[r * chunks + c]);
-      store(r, acc);
+      tree_combine(part.get() + r * chunks, chunks, combine);
+      store(r, part[r * chunks]);
     }
   });
 }
@@ -185,10 +202,22 @@ void run_rows(int64_t m, int64_t n, const Range& range, const Combine& combine,
 template <class Op, class A, class T>
 void col_block(const T* p, int64_t n, int64_t stride, int64_t w, A* buf) {
   if (n <= kColBlock) {
-    for (int64_t j = 0; j < w; ++j) buf[j] = Op::template identity<A>();
-    for (int64_t i = 0; i < n; ++i) {
-      const T* row = p + i * stride;
-      for (int64_t j = 0; j < w; ++j) buf[j] = Op::apply(buf[j], static_cast<A>(row[j]));
+    // 16 columns at a time in registers down the rows, stored once: no store/load of buf per
+    // element (and no 4K-aliasing stalls between buf and rows a page apart).
+    int64_t j = 0;
+    for (; j + 16 <= w; j += 16) {
+      A acc[16];
+      for (auto& a : acc) a = Op::template identity<A>();
+      for (int64_t i = 0; i < n; ++i) {
+        const T* row = p + i * stride + j;
+        for (int k = 0; k < 16; ++k) acc[k] = Op::apply(acc[k], static_cast<A>(row[k]));
+      }
+      for (int k = 0; k < 16; ++k) buf[j + k] = acc[k];
+    }
+    for (; j < w; ++j) {
+      A a = Op::template identity<A>();
+      for (int64_t i = 0; i < n; ++i) a = Op::apply(a, static_cast<A>(p[i * stride + j]));
+      buf[j] = a;
     }
     return;
   }
@@ -200,17 +229,48 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, A* buf) {
 }
 
 // Cols [outer, n, inner]: store(output index, A) for output (o, j) at o * inner + j. n >= 1.
+// Work items are (outer block, column slice, row chunk); row chunks' partial vectors are then
+// combined per output with tree_combine.
 template <class Op, class A, class T, class Store>
 void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& store) {
   const int64_t slices = (inner + kColWidth - 1) / kColWidth;
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (n * kColWidth));
-  parallel_for(0, outer * slices, grain, [&](int64_t b, int64_t e) {
-    A buf[kColWidth];
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t o = t / slices, j0 = (t % slices) * kColWidth;
+  const int64_t width = std::min(kColWidth, inner);
+  const int64_t chunks = (n + kColRows - 1) / kColRows;
+  const int64_t rows = std::min(n, kColRows);
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (rows * width));
+  auto reduce_piece = [&](int64_t t, A* buf) {  // t = (o * slices + slice) * chunks + chunk
+    const int64_t c = t % chunks, os = t / chunks;
+    const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
+    const int64_t w = std::min(kColWidth, inner - j0);
+    const int64_t r0 = c * kColRows;
+    col_block<Op, A>(x + (o * n + r0) * inner + j0, std::min(kColRows, n - r0), inner, w, buf);
+    return std::pair{o * inner + j0, w};
+  };
+  if (chunks == 1) {
+    parallel_for(0, outer * slices, grain, [&](int64_t b, int64_t e) {
+      A buf[kColWidth];
+      for (int64_t t = b; t < e; ++t) {
+        auto [first, w] = reduce_piece(t, buf);
+        for (int64_t j = 0; j < w; ++j) store(first + j, buf[j]);
+      }
+    });
+    return;
+  }
+  // Not std::vector: vector<bool> packs bits, which threads cannot write independently.
+  std::unique_ptr<A[]> part(new A[static_cast<size_t>(outer * slices * chunks * width)]);
+  parallel_for(0, outer * slices * chunks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) reduce_piece(t, part.get() + t * width);
+  });
+  parallel_for(0, outer * slices, 1, [&](int64_t b, int64_t e) {
+    for (int64_t os = b; os < e; ++os) {
+      A* p = part.get() + os * chunks * width;
+      for (int64_t s = 1; s < chunks; s *= 2)
+        for (int64_t c = 0; c + s < chunks; c += 2 * s)
+          for (int64_t j = 0; j < width; ++j)
+            p[c * width + j] = Op::apply(p[c * width + j], p[(c + s) * width + j]);
+      const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
       const int64_t w = std::min(kColWidth, inner - j0);
-      col_block<Op, A>(x + o * n * inner + j0, n, inner, w, buf);
-      for (int64_t j = 0; j < w; ++j) store(o * inner + j0 + j, buf[j]);
+      for (int64_t j = 0; j < w; ++j) store(o * inner + j0 + j, p[j]);
     }
   });
 }
