@@ -116,7 +116,9 @@ void reduce_meta(const OpCall& c, OutputMeta& m) {
 
 template <class T, class O>
 void sum_like(OpId op, const ReducePlan& p, O* out) {
-  using A = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+  // Integers accumulate in uint64_t: wrapping on overflow like PyTorch's Int64, without the
+  // undefined behaviour of signed overflow (the conversion back to int64_t is modular).
+  using A = std::conditional_t<std::is_floating_point_v<T>, T, uint64_t>;
   const int64_t n = p.n;
   auto finish = [&](A a) -> O {
     if (op == OpId::Mean) return static_cast<O>(a / static_cast<A>(n));

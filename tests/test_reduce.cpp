@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ops/functions.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
@@ -243,10 +245,8 @@ TEST_P(ReduceDims, MatchesReferenceOnEveryLayoutDtypeAndDims) {
       const std::vector<double> v = values(x);
       for (const auto& dims : kDimsLists) {
         for (bool keepdim : {false, true}) {
-          std::string what = std::string(c.name) + " " + std::string(dtype_name(dt)) + " " +
-                             layout + " dims " + std::to_string(dims.size()) +
-                             (dims.empty() ? "" : "@" + std::to_string(dims[0])) +
-                             (keepdim ? " keepdim" : "");
+          std::string what = fmt::format("{} {} {} dims {} {}", c.name, dt, layout, shape_str(dims),
+                                         keepdim ? "keepdim" : "");
           Tensor got = c.fn(x, dims, keepdim);
           EXPECT_EQ(got.dtype(), expected_dtype(c.r, dt)) << what;
           EXPECT_EQ(got.sizes(), out_shape(x.sizes(), dims, keepdim)) << what;
@@ -280,8 +280,7 @@ TEST(Reduce, ArgmaxArgminEveryLayoutDtypeDim) {
         for (bool keepdim : {false, true}) {
           for (R r : {R::Argmax, R::Argmin}) {
             Tensor got = r == R::Argmax ? argmax(x, d, keepdim) : argmin(x, d, keepdim);
-            std::string what =
-                layout + " " + std::string(dtype_name(dt)) + " dim " + std::to_string(d);
+            std::string what = fmt::format("{} {} dim {}", layout, dt, d);
             EXPECT_EQ(got.dtype(), DType::Int64);
             EXPECT_EQ(got.sizes(), out_shape(x.sizes(), {d}, keepdim)) << what;
             expect_matches(got, reference(v, x.sizes(), {d}, r, nullptr), {}, dt, true, what);
@@ -329,6 +328,10 @@ TEST(Reduce, ResultDtypes) {
   EXPECT_EQ(sum(i).dtype(), DType::Int64);
   EXPECT_EQ(sum(i).item<int64_t>(), 3ll << 30);  // accumulated in Int64: no Int32 overflow
   EXPECT_EQ(amax(i).dtype(), DType::Int32);
+  // Int64 sums wrap on overflow (two's complement, as PyTorch).
+  Tensor big = from_vector<int64_t>({std::numeric_limits<int64_t>::max(), 1}, {2});
+  EXPECT_EQ(sum(big).item<int64_t>(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(prod(from_vector<int32_t>({-3, 5, -7}, {3})).item<int64_t>(), 105);
   EXPECT_EQ(logsumexp(i, {0}).dtype(), DType::Float32);
   Tensor f = from_vector<double>({1, 2}, {2});
   EXPECT_EQ(sum(f).dtype(), DType::Float64);
@@ -449,6 +452,15 @@ TEST(Reduce, ColumnAndRowPathsLarge) {
     std::vector<double> scale;
     auto ref = reference(values(rows), rows.sizes(), {-1}, R::Sum, &scale);
     expect_matches(sum(rows, {-1}), ref, scale, dt, !is_floating(dt), "row sums");
+  }
+  // Columns longer than one row chunk (2048): partial vectors combined across chunks.
+  for (DType dt : {DType::Float32, DType::Int64}) {
+    Tensor c = make({5000, 40}, dt, rng, -3, 4);
+    std::vector<double> cs;
+    auto cref = reference(values(c), c.sizes(), {0}, R::Sum, &cs);
+    expect_matches(sum(c, {0}), cref, cs, dt, !is_floating(dt), "chunked column sums");
+    auto cmin = reference(values(c), c.sizes(), {0}, R::Amin, nullptr);
+    expect_matches(amin(c, {0}), cmin, {}, dt, true, "chunked column amin");
   }
   Tensor y = make({700, 500}, DType::Float32, rng, -3, 4);
   std::vector<double> scale;
