@@ -291,6 +291,30 @@ TEST(Reduce, ArgmaxArgminEveryLayoutDtypeDim) {
   }
 }
 
+// 4-D inputs: reduced dims forming one block before a kept inner dim of >= 16 take the column
+// kernel directly; other patterns and layouts are gathered first.
+TEST(Reduce, FourDimPatterns) {
+  std::mt19937 rng(19);
+  Tensor base = make({3, 4, 5, 16}, DType::Float64, rng, -3, 4);
+  const std::vector<std::vector<int64_t>> dims_lists = {{1, 2}, {0, 1}, {0, 2},
+                                                        {1, 3}, {-2},   {0, 1, 2}};
+  for (const Tensor& x : {base, base.permute({0, 2, 1, 3}), base.slice(3, 0, 16, 2)}) {
+    const std::vector<double> v = values(x);
+    for (const auto& dims : dims_lists) {
+      for (R r : {R::Sum, R::Amax, R::Prod, R::Var}) {
+        std::vector<double> scale;
+        auto ref = reference(v, x.sizes(), dims, r, &scale);
+        Tensor got = r == R::Sum    ? sum(x, dims, true)
+                     : r == R::Amax ? amax(x, dims)
+                     : r == R::Prod ? prod(x, dims)
+                                    : var(x, dims);
+        expect_matches(got, ref, scale, DType::Float64, r == R::Amax,
+                       fmt::format("4-D {} dims {}", int(r), shape_str(dims)));
+      }
+    }
+  }
+}
+
 TEST(Reduce, AllDimsFormsAndMethods) {
   Tensor x = from_vector<float>({1, -2, 3, 4, 5, 6}, {2, 3});
   EXPECT_EQ(sum(x).item<float>(), 17.f);
