@@ -163,9 +163,7 @@ void extreme(const ReducePlan& p, T* out) {
   if (p.kind == ReducePlan::Kind::Cols) return run_cols<Op, T>(x, p.outer, n, p.inner, store);
   run_rows<T>(
       p.outer, n,
-      [&](int64_t r, int64_t s, int64_t len) {
-        return lanes8<Op, T>(x + r * n + s, len, Cast<T>{});
-      },
+      [&](int64_t r, int64_t s, int64_t len) { return range_extreme<Op, T>(x + r * n + s, len); },
       [](T a, T b) { return Op::apply(a, b); }, store);
 }
 
@@ -194,7 +192,10 @@ void logsumexp_rows(const ReducePlan& p, C* out) {
   run_rows<C>(
       m, n,
       [&](int64_t r, int64_t s, int64_t len) {
-        return lanes8<MaxOp, C>(x + r * n + s, len, Cast<C>{});
+        if constexpr (std::is_same_v<T, C>)
+          return range_extreme<MaxOp, C>(x + r * n + s, len);
+        else
+          return lanes8<MaxOp, C>(x + r * n + s, len, Cast<C>{});
       },
       [](C a, C b) { return max_nan(a, b); },
       [&](int64_t i, C v) { shift[i] = std::isinf(v) ? C(0) : v; });

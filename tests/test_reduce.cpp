@@ -397,6 +397,30 @@ TEST(Reduce, NaNPropagatesAndArgFindsFirstNaN) {
   EXPECT_EQ(argmin(t, 0).item<int64_t>(), 1);
 }
 
+// Long rows take the vector path of amax/amin (and argmax's first pass): NaN anywhere still wins.
+TEST(Reduce, NaNInLongRows) {
+  for (int64_t pos : {0, 37, 500, 997}) {
+    std::vector<double> v(999);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i));
+    v[10] = INFINITY;
+    v[20] = -INFINITY;
+    Tensor clean = from_vector<double>(v, {999});
+    EXPECT_EQ(amax(clean).item<double>(), INFINITY);
+    EXPECT_EQ(amin(clean.to(DType::Float32)).item<float>(), -INFINITY);
+    EXPECT_EQ(argmax(clean, 0).item<int64_t>(), 10);
+    v[pos] = NAN;
+    v[pos + 1] = NAN;
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      Tensor x = from_vector<double>(v, {999}).to(dt);
+      EXPECT_TRUE(std::isnan(values(amax(x))[0])) << pos;
+      EXPECT_TRUE(std::isnan(values(amin(x))[0])) << pos;
+      EXPECT_EQ(argmax(x, 0).item<int64_t>(), pos);
+      EXPECT_EQ(argmin(x, 0).item<int64_t>(), pos);
+      EXPECT_TRUE(std::isnan(values(logsumexp(x, {0}))[0]));
+    }
+  }
+}
+
 TEST(Reduce, LogsumexpInfinities) {
   Tensor x = from_vector<double>({-INFINITY, -INFINITY, 1000, 1000, INFINITY, 0}, {3, 2});
   auto r = logsumexp(x, {1}).to_vector<double>();

@@ -19,6 +19,10 @@
 
 #include "runtime/parallel.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace kiln::reduce {
 
 inline constexpr int64_t kPairBlock = 128;  // a multiple of 8
@@ -116,6 +120,83 @@ A lanes8(const T* p, int64_t n, F f) {
   return s;
 }
 
+#if defined(__SSE2__)
+template <class T>
+struct SseVec {};
+template <>
+struct SseVec<float> {
+  using type = __m128;
+};
+template <>
+struct SseVec<double> {
+  using type = __m128d;
+};
+#endif
+
+// Max (MaxOp) or min (MinOp) of p[0..n), NaN propagating. GCC does not vectorize the NaN-aware
+// select of max_nan, so float and double get SSE2 lanes: max/min plus an unordered-compare mask
+// that turns the result into NaN when any element was NaN. Exact, so no rounding question.
+template <class Op, class T>
+T range_extreme(const T* p, int64_t n) {
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    constexpr bool kMax = std::is_same_v<Op, MaxOp>;
+    constexpr int64_t W = std::is_same_v<T, float> ? 4 : 2;
+    using V = typename SseVec<T>::type;
+    auto load = [](const T* q) {
+      if constexpr (W == 4)
+        return _mm_loadu_ps(q);
+      else
+        return _mm_loadu_pd(q);
+    };
+    auto pick = [](V a, V b) {
+      if constexpr (W == 4)
+        return kMax ? _mm_max_ps(a, b) : _mm_min_ps(a, b);
+      else
+        return kMax ? _mm_max_pd(a, b) : _mm_min_pd(a, b);
+    };
+    auto unord = [](V u, V v) {
+      if constexpr (W == 4)
+        return _mm_or_ps(u, _mm_cmpunord_ps(v, v));
+      else
+        return _mm_or_pd(u, _mm_cmpunord_pd(v, v));
+    };
+    int64_t i = 0;
+    T s = Op::template identity<T>();
+    if (n >= 4 * W) {
+      V init, zero;
+      if constexpr (W == 4)
+        init = _mm_set1_ps(s), zero = _mm_setzero_ps();
+      else
+        init = _mm_set1_pd(s), zero = _mm_setzero_pd();
+      V m0 = init, m1 = init, u0 = zero, u1 = zero;
+      for (; i + 2 * W <= n; i += 2 * W) {
+        const V v0 = load(p + i), v1 = load(p + i + W);
+        m0 = pick(m0, v0);
+        m1 = pick(m1, v1);
+        u0 = unord(u0, v0);
+        u1 = unord(u1, v1);
+      }
+      int mask;
+      if constexpr (W == 4)
+        mask = _mm_movemask_ps(_mm_or_ps(u0, u1));
+      else
+        mask = _mm_movemask_pd(_mm_or_pd(u0, u1));
+      if (mask != 0) return std::numeric_limits<T>::quiet_NaN();
+      alignas(16) T lanes[2 * W];
+      if constexpr (W == 4)
+        _mm_store_ps(lanes, m0), _mm_store_ps(lanes + W, m1);
+      else
+        _mm_store_pd(lanes, m0), _mm_store_pd(lanes + W, m1);
+      for (T v : lanes) s = Op::apply(s, v);
+    }
+    for (; i < n; ++i) s = Op::apply(s, p[i]);
+    return s;
+  }
+#endif
+  return lanes8<Op, T>(p, n, [](T v) { return v; });
+}
+
 // Pairwise sum of f(p[i]) in accumulator type A.
 template <class A, class T, class F>
 A pairwise_sum(const T* p, int64_t n, F f) {
@@ -152,7 +233,7 @@ struct ArgPart {
 template <bool Greater, class T>
 ArgPart<T> arg_range(const T* p, int64_t n, int64_t start) {
   using Op = std::conditional_t<Greater, MaxOp, MinOp>;
-  const T best = lanes8<Op, T>(p, n, [](T v) { return v; });
+  const T best = range_extreme<Op, T>(p, n);
   int64_t i = 0;
   if (is_nan(best)) {
     while (!is_nan(p[i])) ++i;
