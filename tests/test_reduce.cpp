@@ -549,7 +549,7 @@ TEST(Reduce, LargeFloatSumAccurateAndDeterministic) {
   EXPECT_NEAR(mean(t).item<float>(), ref / n, 2e-6 * ref / n);
   const int saved = config().num_threads;
   std::vector<float> results;
-  for (int threads : {1, 2, 3, 0}) {
+  for (int threads : {0, 3, 2, 1}) {
     set_num_threads(threads);
     float s = sum(t).item<float>();
     results.push_back(s);
