@@ -26,7 +26,7 @@ enum class Rule : uint8_t {
 Rule unary_rule(OpId id) {
   switch (id) {
     case OpId::Neg: case OpId::Abs: case OpId::Relu: case OpId::Floor: case OpId::Ceil:
-    case OpId::Round: case OpId::PowScalar: case OpId::Clamp:
+    case OpId::Round: case OpId::PowScalar: case OpId::Clamp: case OpId::Square:
       return Rule::Numeric;
     case OpId::Sign: return Rule::Any;
     case OpId::Isnan: return Rule::BoolOut;
