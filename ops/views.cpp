@@ -23,7 +23,7 @@ bool view_strides(const DimVector& sizes, const DimVector& strides, const DimVec
                   DimVector& out) {
   out.assign(shape.size(), 0);
   int64_t numel = numel_of(sizes);
-  if (numel == 0) {
+  if (numel == 0 || sizes.empty()) {  // a 0-dim tensor views as any all-ones shape
     out = contiguous_strides(shape);
     return true;
   }
@@ -99,6 +99,8 @@ void expand_meta(const OpCall& c, OutputMeta& m) {
     int64_t size = xi >= 0 ? x->sizes()[xi] : 1;
     int64_t stride = xi >= 0 ? x->strides()[xi] : 0;
     int64_t target = want[i];
+    KILN_CHECK(target >= -1, "expand: invalid size {} in the target shape {}", target,
+               shape_str(want));
     if (target == -1) {
       KILN_CHECK(xi >= 0, "expand: -1 is not allowed for a new leading dim (target shape {})",
                  shape_str(want));
@@ -181,7 +183,7 @@ void squeeze_meta(const OpCall& c, OutputMeta& m) {
   const TensorImpl* x = c.inputs[0].impl();
   base_meta(x, m);
   bool every = c.attrs.ints[1] != 0;
-  int64_t dim = every ? -1 : (x->dim() == 0 ? 0 : wrap_dim("squeeze", c.attrs.ints[0], x->dim()));
+  int64_t dim = every ? -1 : wrap_dim("squeeze", c.attrs.ints[0], x->dim());
   for (int64_t d = 0; d < x->dim(); ++d) {
     bool drop = x->sizes()[d] == 1 && (every || d == dim);
     if (drop) continue;
