@@ -18,8 +18,8 @@ Tensor scaled_by_alpha(const char* op, const Tensor& a, const Tensor& b, const S
   rt.add(b);
   DType d = rt.get();
   KILN_CHECK(is_floating(d) || !alpha.is_floating(),
-             "{}: alpha {} must not be a floating-point number for integral inputs ({} and {})",
-             op, alpha.to_double(), describe(a), describe(b));
+             "{}: alpha {} must not be a floating-point number for integral inputs ({} and {})", op,
+             alpha.to_double(), describe(a), describe(b));
   KILN_CHECK(alpha.category() != DTypeCategory::Bool || d == DType::Bool,
              "{}: a Bool alpha is only supported for Bool results ({} and {})", op, describe(a),
              describe(b));
@@ -36,10 +36,12 @@ Scalar bound(double v) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (alpha == Scalar(1)) return binary_op(OpId::Add, a, b);
   return binary_op(OpId::Add, a, scaled_by_alpha("add", a, b, alpha));
 }
 Tensor add(const Tensor& a, const Scalar& b) { return binary_op(OpId::Add, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (alpha == Scalar(1)) return binary_op(OpId::Sub, a, b);
   return binary_op(OpId::Sub, a, scaled_by_alpha("sub", a, b, alpha));
 }
 Tensor sub(const Tensor& a, const Scalar& b) { return binary_op(OpId::Sub, a, b); }
@@ -113,8 +115,12 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 }
 
 // ---- methods ----
-Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return kiln::add(*this, o, alpha); }
-Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return kiln::sub(*this, o, alpha); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const {
+  return kiln::add(*this, o, alpha);
+}
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const {
+  return kiln::sub(*this, o, alpha);
+}
 Tensor Tensor::mul(const Tensor& o) const { return kiln::mul(*this, o); }
 Tensor Tensor::div(const Tensor& o) const { return kiln::div(*this, o); }
 Tensor Tensor::neg() const { return kiln::neg(*this); }
@@ -179,8 +185,9 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
 }
 
 // ---- operators ----
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+// The operators skip the alpha handling of add/sub: they are the hottest entry points.
+Tensor operator+(const Tensor& a, const Tensor& b) { return binary_op(OpId::Add, a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return binary_op(OpId::Sub, a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }

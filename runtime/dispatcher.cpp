@@ -131,12 +131,12 @@ void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, 
   def.meta(call, meta);
   const TensorImpl* o = out.impl();
   KILN_CHECK(meta.sizes == o->sizes(),
-             "{}: the result has shape {} but the output (written in place) has shape {}",
-             def.name, shape_str(meta.sizes), shape_str(o->sizes()));
+             "{}: the result has shape {} but the output (written in place) has shape {}", def.name,
+             shape_str(meta.sizes), shape_str(o->sizes()));
   // Copy casts to any dtype; other ops may not lower the category (PyTorch's can_cast).
   KILN_CHECK(id == OpId::Copy || category(meta.dtype) <= category(o->dtype()),
-             "{}: result type {} can't be cast to the desired output type {}", def.name,
-             meta.dtype, o->dtype());
+             "{}: result type {} can't be cast to the desired output type {}", def.name, meta.dtype,
+             o->dtype());
   KILN_CHECK(meta.device == o->device(), "{}: the result is on {} but the output is on {}",
              def.name, meta.device, o->device());
   check_no_internal_overlap(def.name, out);
@@ -147,7 +147,8 @@ void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, 
   }
 
   if (o->numel() > 0) {
-    bool direct = (def.flags & kWritesAnyLayout) && (id == OpId::Copy || meta.dtype == o->dtype()) &&
+    bool direct = (def.flags & kWritesAnyLayout) &&
+                  (id == OpId::Copy || meta.dtype == o->dtype()) &&
                   !overlaps_differently(out, inputs);
     if (direct) {
       def.eager(call, out);

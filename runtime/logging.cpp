@@ -26,7 +26,8 @@ spdlog::level::level_enum parse_level(std::string_view s) {
   // spdlog spells these "warning" and "error"; accept the short forms users write too.
   if (s == "warn") return spdlog::level::warn;
   if (s == "err") return spdlog::level::err;
-  fail("KILN_LOG: unknown level '{}'; expected trace, debug, info, warn, error, critical or off", s);
+  fail("KILN_LOG: unknown level '{}'; expected trace, debug, info, warn, error, critical or off",
+       s);
 }
 
 // One item of a spec: the logger index (-1 for all) and its level.
@@ -97,8 +98,6 @@ void apply_levels(const std::string& spec) {
   }
 }
 
-spdlog::logger& get(Subsystem s) {
-  return *loggers().loggers[static_cast<int>(s)];
-}
+spdlog::logger& get(Subsystem s) { return *loggers().loggers[static_cast<int>(s)]; }
 
 }  // namespace kiln::logging

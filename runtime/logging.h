@@ -19,11 +19,11 @@ void check_levels(const std::string& spec);
 
 }  // namespace kiln::logging
 
-#define KILN_LOG_AT(sub, lvl, ...)                                       \
-  do {                                                                   \
-    auto& kiln_logger_ = ::kiln::logging::get(::kiln::logging::Subsystem::sub);  \
-    if (kiln_logger_.should_log(lvl)) [[unlikely]]                       \
-      kiln_logger_.log(lvl, __VA_ARGS__);                                \
+#define KILN_LOG_AT(sub, lvl, ...)                                              \
+  do {                                                                          \
+    auto& kiln_logger_ = ::kiln::logging::get(::kiln::logging::Subsystem::sub); \
+    if (kiln_logger_.should_log(lvl)) [[unlikely]]                              \
+      kiln_logger_.log(lvl, __VA_ARGS__);                                       \
   } while (0)
 #define KILN_DEBUG(sub, ...) KILN_LOG_AT(sub, spdlog::level::debug, __VA_ARGS__)
 #define KILN_INFO(sub, ...) KILN_LOG_AT(sub, spdlog::level::info, __VA_ARGS__)

@@ -53,8 +53,7 @@ struct Layout {
 };
 
 // `vals` are the row-major values of a [r, c] matrix.
-inline std::vector<Layout> layouts(const std::vector<double>& vals, int64_t r, int64_t c,
-                                   DType d) {
+inline std::vector<Layout> layouts(const std::vector<double>& vals, int64_t r, int64_t c, DType d) {
   std::vector<Layout> out;
   out.push_back({"contiguous", make(vals, {r, c}, d), vals});
   std::vector<double> tr(vals.size());

@@ -10,10 +10,10 @@ using namespace kiln::testutil;
 
 namespace {
 
-const char* const kVars[] = {"KILN_JIT",      "KILN_JIT_THRESHOLD", "KILN_JIT_ASYNC",
-                             "KILN_JIT_RECOMPILE_LIMIT", "KILN_JIT_VALIDATE", "KILN_DEVICE",
-                             "KILN_NUM_THREADS", "KILN_LOG",       "KILN_CACHE_DIR",
-                             "KILN_DUMP",     "KILN_PROFILE",       "KILN_STATS"};
+const char* const kVars[] = {
+    "KILN_JIT",          "KILN_JIT_THRESHOLD", "KILN_JIT_ASYNC",   "KILN_JIT_RECOMPILE_LIMIT",
+    "KILN_JIT_VALIDATE", "KILN_DEVICE",        "KILN_NUM_THREADS", "KILN_LOG",
+    "KILN_CACHE_DIR",    "KILN_DUMP",          "KILN_PROFILE",     "KILN_STATS"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {
@@ -27,8 +27,10 @@ class EnvGuard {
   }
   ~EnvGuard() {
     for (auto& [name, val] : saved_) {
-      if (val) setenv(name.c_str(), val->c_str(), 1);
-      else unsetenv(name.c_str());
+      if (val)
+        setenv(name.c_str(), val->c_str(), 1);
+      else
+        unsetenv(name.c_str());
     }
   }
 
@@ -45,7 +47,9 @@ Config with(const char* name, const char* value) {
 
 void expect_bad(const char* name, const char* value, std::vector<std::string> accepted) {
   setenv(name, value, 1);
-  accepted.insert(accepted.begin(), std::string(name) + (name == std::string("KILN_LOG") ? "" : std::string("=") + value));
+  accepted.insert(
+      accepted.begin(),
+      std::string(name) + (name == std::string("KILN_LOG") ? "" : std::string("=") + value));
   expect_error([] { config_from_env(); }, accepted);
   unsetenv(name);
 }
@@ -101,8 +105,8 @@ TEST(Config, BadValuesNameTheVariableAndTheAcceptedValues) {
 
 TEST(Logging, LevelSpecs) {
   // Every level name spdlog users write, including the short forms.
-  for (const char* l : {"trace", "debug", "info", "warn", "warning", "err", "error", "critical",
-                        "off"})
+  for (const char* l :
+       {"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"})
     EXPECT_NO_THROW(logging::apply_levels(l)) << l;
   logging::apply_levels("info,ops=debug,jit=off");
   EXPECT_EQ(logging::get(logging::Subsystem::Ops).level(), spdlog::level::debug);

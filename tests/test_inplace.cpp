@@ -98,8 +98,11 @@ TEST(InPlace, Errors) {
   expect_error([&] { u.add_(x); }, {"undefined"});
   expect_error([&] { x.copy_(u); }, {"copy", "undefined"});
   expect_error([&] { x.masked_fill_(make({1, 0, 1}, {3}, kInt32), 0); }, {"masked_fill", "Bool"});
-  expect_error([&] { x.masked_fill_(make({1, 0, 1, 1, 1, 1}, {2, 3}, kBool), 0); },
-               {"masked_fill", "[2, 3]"});
+  expect_error(
+      [&] {
+        x.masked_fill_(make({1, 0, 1, 1, 1, 1}, {2, 3}, kBool), 0);
+      },
+      {"masked_fill", "[2, 3]"});
 }
 
 TEST(InPlace, VersionCounter) {

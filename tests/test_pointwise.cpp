@@ -22,7 +22,8 @@ using LD = long double;
 
 namespace {
 
-const std::vector<double> kA = {-3.7, -2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, 3.25, 7.9, -10.25, 0.1};
+const std::vector<double> kA = {-3.7, -2.5, -1.5, -0.5, -0.0,   0.5,
+                                1.5,  2.5,  3.25, 7.9,  -10.25, 0.1};
 const std::vector<double> kB = {1.25, -2, 3, 0.5, -0.75, 2, 4, -1, 0.3, 5, 2, -3};
 
 LD round_half_even(LD x) {
@@ -78,56 +79,88 @@ struct Unary {
 
 LD gelu_ref(LD x) { return 0.5L * x * (1 + std::erf(x / std::sqrt(2.0L))); }
 LD gelu_tanh_ref(LD x) {
-  return 0.5L * x * (1 + std::tanh(std::sqrt(2.0L / 3.14159265358979323846264338327950288L) *
-                                   (x + 0.044715L * x * x * x)));
+  return 0.5L * x *
+         (1 + std::tanh(std::sqrt(2.0L / 3.14159265358979323846264338327950288L) *
+                        (x + 0.044715L * x * x * x)));
 }
 
 std::vector<Unary> unary_cases() {
   return {
       {"neg", [](const Tensor& x) { return -x; }, [](LD x) { return -x; }, Kind::Numeric, 0.5},
-      {"abs", [](const Tensor& x) { return abs(x); }, [](LD x) { return std::fabs(x); }, Kind::Numeric, 0.5},
-      {"exp", [](const Tensor& x) { return exp(x); }, [](LD x) { return std::exp(x); }, Kind::Floating, 2},
-      {"log", [](const Tensor& x) { return log(x); }, [](LD x) { return std::log(x); }, Kind::Floating, 2},
-      {"log1p", [](const Tensor& x) { return log1p(x); }, [](LD x) { return std::log1p(x); }, Kind::Floating, 2},
-      {"expm1", [](const Tensor& x) { return expm1(x); }, [](LD x) { return std::expm1(x); }, Kind::Floating, 2},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](LD x) { return std::sqrt(x); }, Kind::Floating, 0.5},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](LD x) { return 1 / std::sqrt(x); }, Kind::Floating, 4},
-      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, [](LD x) { return 1 / x; }, Kind::Floating, 0.5},
-      {"sin", [](const Tensor& x) { return sin(x); }, [](LD x) { return std::sin(x); }, Kind::Floating, 2},
-      {"cos", [](const Tensor& x) { return cos(x); }, [](LD x) { return std::cos(x); }, Kind::Floating, 2},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, [](LD x) { return std::tanh(x); }, Kind::Floating, 2},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](LD x) { return 1 / (1 + std::exp(-x)); }, Kind::Floating, 4},
-      {"relu", [](const Tensor& x) { return relu(x); }, [](LD x) { return x < 0 ? 0 : x; }, Kind::Numeric, 0.5},
-      {"silu", [](const Tensor& x) { return silu(x); }, [](LD x) { return x / (1 + std::exp(-x)); }, Kind::Floating, 4},
-      {"erf", [](const Tensor& x) { return erf(x); }, [](LD x) { return std::erf(x); }, Kind::Floating, 2},
-      {"floor", [](const Tensor& x) { return floor(x); }, [](LD x) { return std::floor(x); }, Kind::Numeric, 0.5},
-      {"ceil", [](const Tensor& x) { return ceil(x); }, [](LD x) { return std::ceil(x); }, Kind::Numeric, 0.5},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](LD x) { return std::fabs(x); },
+       Kind::Numeric, 0.5},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](LD x) { return std::exp(x); },
+       Kind::Floating, 2},
+      {"log", [](const Tensor& x) { return log(x); }, [](LD x) { return std::log(x); },
+       Kind::Floating, 2},
+      {"log1p", [](const Tensor& x) { return log1p(x); }, [](LD x) { return std::log1p(x); },
+       Kind::Floating, 2},
+      {"expm1", [](const Tensor& x) { return expm1(x); }, [](LD x) { return std::expm1(x); },
+       Kind::Floating, 2},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](LD x) { return std::sqrt(x); },
+       Kind::Floating, 0.5},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](LD x) { return 1 / std::sqrt(x); },
+       Kind::Floating, 4},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, [](LD x) { return 1 / x; },
+       Kind::Floating, 0.5},
+      {"sin", [](const Tensor& x) { return sin(x); }, [](LD x) { return std::sin(x); },
+       Kind::Floating, 2},
+      {"cos", [](const Tensor& x) { return cos(x); }, [](LD x) { return std::cos(x); },
+       Kind::Floating, 2},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](LD x) { return std::tanh(x); },
+       Kind::Floating, 2},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); },
+       [](LD x) { return 1 / (1 + std::exp(-x)); }, Kind::Floating, 4},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](LD x) { return x < 0 ? 0 : x; },
+       Kind::Numeric, 0.5},
+      {"silu", [](const Tensor& x) { return silu(x); }, [](LD x) { return x / (1 + std::exp(-x)); },
+       Kind::Floating, 4},
+      {"erf", [](const Tensor& x) { return erf(x); }, [](LD x) { return std::erf(x); },
+       Kind::Floating, 2},
+      {"floor", [](const Tensor& x) { return floor(x); }, [](LD x) { return std::floor(x); },
+       Kind::Numeric, 0.5},
+      {"ceil", [](const Tensor& x) { return ceil(x); }, [](LD x) { return std::ceil(x); },
+       Kind::Numeric, 0.5},
       {"round", [](const Tensor& x) { return round(x); }, round_half_even, Kind::Numeric, 0.5},
-      {"sign", [](const Tensor& x) { return sign(x); }, [](LD x) -> LD { return x > 0 ? 1 : (x < 0 ? -1 : 0); }, Kind::Any, 0.5},
-      {"square", [](const Tensor& x) { return square(x); }, [](LD x) { return x * x; }, Kind::Numeric, 0.5},
-      {"isnan", [](const Tensor& x) { return isnan(x); }, [](LD x) -> LD { return x != x; }, Kind::BoolOut, 0},
-      {"logical_not", [](const Tensor& x) { return logical_not(x); }, [](LD x) -> LD { return x == 0; }, Kind::ToBool, 0},
+      {"sign", [](const Tensor& x) { return sign(x); },
+       [](LD x) -> LD { return x > 0 ? 1 : (x < 0 ? -1 : 0); }, Kind::Any, 0.5},
+      {"square", [](const Tensor& x) { return square(x); }, [](LD x) { return x * x; },
+       Kind::Numeric, 0.5},
+      {"isnan", [](const Tensor& x) { return isnan(x); }, [](LD x) -> LD { return x != x; },
+       Kind::BoolOut, 0},
+      {"logical_not", [](const Tensor& x) { return logical_not(x); },
+       [](LD x) -> LD { return x == 0; }, Kind::ToBool, 0},
       {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, Kind::Floating, 4, 4},
-      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, Kind::Floating, 4, 4},
-      {"pow2", [](const Tensor& x) { return pow(x, 2); }, [](LD x) { return x * x; }, Kind::Numeric, 0.5},
-      {"pow3", [](const Tensor& x) { return pow(x, 3); }, [](LD x) { return x * x * x; }, Kind::Numeric, 2},
-      {"pow0.5", [](const Tensor& x) { return x.pow(0.5); }, [](LD x) { return std::sqrt(x); }, Kind::Floating, 0.5},
-      {"pow-1.5", [](const Tensor& x) { return x.pow(-1.5); }, [](LD x) { return std::pow(x, -1.5L); }, Kind::Floating, 2},
-      {"clamp", [](const Tensor& x) { return clamp(x, -2, 3); }, [](LD x) -> LD { return x < -2 ? -2 : (x > 3 ? 3 : x); }, Kind::Numeric, 0.5},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, Kind::Floating,
+       4, 4},
+      {"pow2", [](const Tensor& x) { return pow(x, 2); }, [](LD x) { return x * x; }, Kind::Numeric,
+       0.5},
+      {"pow3", [](const Tensor& x) { return pow(x, 3); }, [](LD x) { return x * x * x; },
+       Kind::Numeric, 2},
+      {"pow0.5", [](const Tensor& x) { return x.pow(0.5); }, [](LD x) { return std::sqrt(x); },
+       Kind::Floating, 0.5},
+      {"pow-1.5", [](const Tensor& x) { return x.pow(-1.5); },
+       [](LD x) { return std::pow(x, -1.5L); }, Kind::Floating, 2},
+      {"clamp", [](const Tensor& x) { return clamp(x, -2, 3); },
+       [](LD x) -> LD { return x < -2 ? -2 : (x > 3 ? 3 : x); }, Kind::Numeric, 0.5},
   };
 }
 
 // The dtype a unary op gives for input dtype d, or nullopt when it must raise.
 std::optional<DType> unary_out(Kind k, DType d, const std::string& name) {
   switch (k) {
-    case Kind::Floating: return is_floating(d) ? d : kFloat32;
+    case Kind::Floating:
+      return is_floating(d) ? d : kFloat32;
     case Kind::Numeric:
-      if (d == kBool) return name == "square" || name == "pow2" || name == "pow3" || name == "clamp"
-                                 ? std::optional<DType>(kInt64)
-                                 : std::nullopt;
+      if (d == kBool)
+        return name == "square" || name == "pow2" || name == "pow3" || name == "clamp"
+                   ? std::optional<DType>(kInt64)
+                   : std::nullopt;
       return d;
-    case Kind::Any: return d;
-    default: return kBool;
+    case Kind::Any:
+      return d;
+    default:
+      return kBool;
   }
 }
 
@@ -186,8 +219,8 @@ TEST(Pointwise, UnaryNaNAndInf) {
     }
     // NaN propagates through relu, clamp, maximum, minimum (either side).
     Tensor n = make({nan, nan}, {2}, d), o = make({1, -1}, {2}, d);
-    for (const Tensor& r : {relu(n), clamp(n, 0, 1), maximum(n, o), maximum(o, n), minimum(n, o),
-                            minimum(o, n)})
+    for (const Tensor& r :
+         {relu(n), clamp(n, 0, 1), maximum(n, o), maximum(o, n), minimum(n, o), minimum(o, n)})
       for (double v : values(r)) EXPECT_TRUE(std::isnan(v)) << dname(d);
   }
 }
@@ -224,41 +257,49 @@ LD int_pow_ref(LD b, LD e) {
 std::vector<Binary> binary_cases() {
   using B = Binary;
   return {
-      {"add", [](auto& a, auto& b) { return a + b; }, [](LD a, LD b) { return a + b; }, B::Same, 0.5,
-       [](auto& a, auto& s) { return a + s; }, [](auto& s, auto& a) { return s + a; }},
-      {"add_alpha2", [](auto& a, auto& b) { return add(a, b, 2); }, [](LD a, LD b) { return a + 2 * b; }, B::Same, 0.5},
-      {"sub", [](auto& a, auto& b) { return a - b; }, [](LD a, LD b) { return a - b; }, B::NoBool, 0.5,
-       [](auto& a, auto& s) { return a - s; }, [](auto& s, auto& a) { return s - a; }},
-      {"sub_alpha0.5", [](auto& a, auto& b) { return sub(a, b, 0.5); }, [](LD a, LD b) { return a - b / 2; }, B::FloatOut, 0.5},
-      {"mul", [](auto& a, auto& b) { return a * b; }, [](LD a, LD b) { return a * b; }, B::Same, 0.5,
-       [](auto& a, auto& s) { return a * s; }, [](auto& s, auto& a) { return s * a; }},
-      {"div", [](auto& a, auto& b) { return a / b; }, [](LD a, LD b) { return a / b; }, B::FloatOut, 0.5,
-       [](auto& a, auto& s) { return a / s; }, [](auto& s, auto& a) { return s / a; }},
-      {"pow", [](auto& a, auto& b) { return pow(a, b); }, [](LD a, LD b) { return std::pow(a, b); }, B::NoBool, 2,
-       [](auto& a, auto& s) { return pow(a, s); }, [](auto& s, auto& a) { return pow(s, a); }},
-      {"maximum", [](auto& a, auto& b) { return maximum(a, b); }, [](LD a, LD b) { return a < b ? b : a; }, B::Same, 0},
-      {"minimum", [](auto& a, auto& b) { return minimum(a, b); }, [](LD a, LD b) { return b < a ? b : a; }, B::Same, 0},
-      {"eq", [](auto& a, auto& b) { return a == b; }, [](LD a, LD b) -> LD { return a == b; }, B::BoolOut, 0,
-       [](auto& a, auto& s) { return a == s; }},
-      {"ne", [](auto& a, auto& b) { return a != b; }, [](LD a, LD b) -> LD { return a != b; }, B::BoolOut, 0,
-       [](auto& a, auto& s) { return a != s; }},
-      {"lt", [](auto& a, auto& b) { return a < b; }, [](LD a, LD b) -> LD { return a < b; }, B::BoolOut, 0,
-       [](auto& a, auto& s) { return a < s; }},
-      {"le", [](auto& a, auto& b) { return a <= b; }, [](LD a, LD b) -> LD { return a <= b; }, B::BoolOut, 0,
-       [](auto& a, auto& s) { return a <= s; }},
-      {"gt", [](auto& a, auto& b) { return a > b; }, [](LD a, LD b) -> LD { return a > b; }, B::BoolOut, 0,
-       [](auto& a, auto& s) { return a > s; }},
-      {"ge", [](auto& a, auto& b) { return a >= b; }, [](LD a, LD b) -> LD { return a >= b; }, B::BoolOut, 0,
-       [](auto& a, auto& s) { return a >= s; }},
-      {"logical_and", [](auto& a, auto& b) { return logical_and(a, b); }, [](LD a, LD b) -> LD { return a != 0 && b != 0; }, B::Logical, 0},
-      {"logical_or", [](auto& a, auto& b) { return logical_or(a, b); }, [](LD a, LD b) -> LD { return a != 0 || b != 0; }, B::Logical, 0},
+      {"add", [](auto& a, auto& b) { return a + b; }, [](LD a, LD b) { return a + b; }, B::Same,
+       0.5, [](auto& a, auto& s) { return a + s; }, [](auto& s, auto& a) { return s + a; }},
+      {"add_alpha2", [](auto& a, auto& b) { return add(a, b, 2); },
+       [](LD a, LD b) { return a + 2 * b; }, B::Same, 0.5},
+      {"sub", [](auto& a, auto& b) { return a - b; }, [](LD a, LD b) { return a - b; }, B::NoBool,
+       0.5, [](auto& a, auto& s) { return a - s; }, [](auto& s, auto& a) { return s - a; }},
+      {"sub_alpha0.5", [](auto& a, auto& b) { return sub(a, b, 0.5); },
+       [](LD a, LD b) { return a - b / 2; }, B::FloatOut, 0.5},
+      {"mul", [](auto& a, auto& b) { return a * b; }, [](LD a, LD b) { return a * b; }, B::Same,
+       0.5, [](auto& a, auto& s) { return a * s; }, [](auto& s, auto& a) { return s * a; }},
+      {"div", [](auto& a, auto& b) { return a / b; }, [](LD a, LD b) { return a / b; }, B::FloatOut,
+       0.5, [](auto& a, auto& s) { return a / s; }, [](auto& s, auto& a) { return s / a; }},
+      {"pow", [](auto& a, auto& b) { return pow(a, b); }, [](LD a, LD b) { return std::pow(a, b); },
+       B::NoBool, 2, [](auto& a, auto& s) { return pow(a, s); },
+       [](auto& s, auto& a) { return pow(s, a); }},
+      {"maximum", [](auto& a, auto& b) { return maximum(a, b); },
+       [](LD a, LD b) { return a < b ? b : a; }, B::Same, 0},
+      {"minimum", [](auto& a, auto& b) { return minimum(a, b); },
+       [](LD a, LD b) { return b < a ? b : a; }, B::Same, 0},
+      {"eq", [](auto& a, auto& b) { return a == b; }, [](LD a, LD b) -> LD { return a == b; },
+       B::BoolOut, 0, [](auto& a, auto& s) { return a == s; }},
+      {"ne", [](auto& a, auto& b) { return a != b; }, [](LD a, LD b) -> LD { return a != b; },
+       B::BoolOut, 0, [](auto& a, auto& s) { return a != s; }},
+      {"lt", [](auto& a, auto& b) { return a < b; }, [](LD a, LD b) -> LD { return a < b; },
+       B::BoolOut, 0, [](auto& a, auto& s) { return a < s; }},
+      {"le", [](auto& a, auto& b) { return a <= b; }, [](LD a, LD b) -> LD { return a <= b; },
+       B::BoolOut, 0, [](auto& a, auto& s) { return a <= s; }},
+      {"gt", [](auto& a, auto& b) { return a > b; }, [](LD a, LD b) -> LD { return a > b; },
+       B::BoolOut, 0, [](auto& a, auto& s) { return a > s; }},
+      {"ge", [](auto& a, auto& b) { return a >= b; }, [](LD a, LD b) -> LD { return a >= b; },
+       B::BoolOut, 0, [](auto& a, auto& s) { return a >= s; }},
+      {"logical_and", [](auto& a, auto& b) { return logical_and(a, b); },
+       [](LD a, LD b) -> LD { return a != 0 && b != 0; }, B::Logical, 0},
+      {"logical_or", [](auto& a, auto& b) { return logical_or(a, b); },
+       [](LD a, LD b) -> LD { return a != 0 || b != 0; }, B::Logical, 0},
   };
 }
 
 // (output dtype, compute dtype) for inputs promoted to p; nullopt when the op must raise.
 std::optional<std::pair<DType, DType>> binary_out(const Binary& op, DType p) {
   switch (op.kind) {
-    case Binary::Same: return std::pair{p, p};
+    case Binary::Same:
+      return std::pair{p, p};
     case Binary::FloatOut: {
       DType f = is_floating(p) ? p : kFloat32;
       return std::pair{f, f};
@@ -266,8 +307,10 @@ std::optional<std::pair<DType, DType>> binary_out(const Binary& op, DType p) {
     case Binary::NoBool:
       if (p == kBool) return std::nullopt;
       return std::pair{p, p};
-    case Binary::BoolOut: return std::pair{kBool, p};
-    default: return std::pair{kBool, kBool};
+    case Binary::BoolOut:
+      return std::pair{kBool, p};
+    default:
+      return std::pair{kBool, kBool};
   }
 }
 
@@ -308,7 +351,8 @@ TEST(Pointwise, BinaryEveryDTypeAndLayout) {
         std::vector<LD> ref;
         for (size_t i = 0; i < 12; ++i) {
           LD bv = stored(stored(bvals[i], d), compute);
-          ref.push_back(swap ? binary_ref(op, bv, av[i], compute) : binary_ref(op, av[i], bv, compute));
+          ref.push_back(swap ? binary_ref(op, bv, av[i], compute)
+                             : binary_ref(op, av[i], bv, compute));
         }
         check(y, ref, op.ulps, ctx);
       };
@@ -346,10 +390,9 @@ TEST(Pointwise, BinaryWithScalars) {
         auto oc = binary_out(op, p);
         ASSERT_TRUE(oc);
         auto [out_d, compute] = *oc;
-        LD sv = s.is_floating() ? stored(s.to_double(), compute)
-                                : static_cast<LD>(s.to_int());
-        std::string ctx = std::string(op.name) + " " + dname(d) + " scalar " +
-                          std::to_string(s.to_double());
+        LD sv = s.is_floating() ? stored(s.to_double(), compute) : static_cast<LD>(s.to_int());
+        std::string ctx =
+            std::string(op.name) + " " + dname(d) + " scalar " + std::to_string(s.to_double());
         for (const Layout& l : layouts(kA, 3, 4, d)) {
           std::vector<LD> rr, rl;
           for (double v : l.vals) {
@@ -380,11 +423,13 @@ TEST(Pointwise, WhereAndMaskedFill) {
       Tensor y = where(c, l.t, other);
       EXPECT_EQ(y.dtype(), d);
       std::vector<double> want;
-      for (size_t i = 0; i < 12; ++i) want.push_back(cond[i % 4] ? stored(l.vals[i], d) : stored(-1, d));
+      for (size_t i = 0; i < 12; ++i)
+        want.push_back(cond[i % 4] ? stored(l.vals[i], d) : stored(-1, d));
       EXPECT_EQ(values(y), want) << dname(d) << " " << l.name;
       Tensor m = masked_fill(l.t, c, 5);
       std::vector<double> wm;
-      for (size_t i = 0; i < 12; ++i) wm.push_back(cond[i % 4] ? stored(5, d) : stored(l.vals[i], d));
+      for (size_t i = 0; i < 12; ++i)
+        wm.push_back(cond[i % 4] ? stored(5, d) : stored(l.vals[i], d));
       EXPECT_EQ(values(m), wm) << dname(d) << " " << l.name;
       EXPECT_EQ(m.dtype(), d);
     }
@@ -414,8 +459,11 @@ TEST(Pointwise, Errors) {
   expect_error([&] { where(i, a, a); }, {"where", "Bool"});
   expect_error([&] { where(bl, a, a); }, {"where", "[2]", "[3, 4]"});
   expect_error([&] { masked_fill(a, i, 1); }, {"masked_fill", "Bool"});
-  expect_error([&] { masked_fill(b, make({1, 0, 1, 0, 1, 0}, {2, 3}, kBool), 1); },
-               {"masked_fill", "[2, 3]", "[3]"});
+  expect_error(
+      [&] {
+        masked_fill(b, make({1, 0, 1, 0, 1, 0}, {2, 3}, kBool), 1);
+      },
+      {"masked_fill", "[2, 3]", "[3]"});
   expect_error([&] { clamp(a, 2, 1); }, {"clamp"});
   expect_error([&] { gelu(a, "fast"); }, {"gelu", "fast"});
   Tensor u;
@@ -434,7 +482,7 @@ TEST(Pointwise, ParallelEqualsSerial) {
   for (int64_t i = 0; i < n * m; ++i) av[i] = std::sin(0.001 * i) * 10;
   for (int64_t j = 0; j < m; ++j) bv[j] = 0.5 + 0.001 * j;
   Tensor a = make(av, {m, n}, kFloat32).t();  // transposed: [n, m], non-contiguous
-  Tensor b = make(bv, {m}, kFloat32);          // broadcast row
+  Tensor b = make(bv, {m}, kFloat32);         // broadcast row
   int saved = config().num_threads;
   auto run = [&] { return std::vector<Tensor>{a * b + 1, exp(a), a.slice(1, 0, m, 3).tanh()}; };
   std::vector<Tensor> par = run();

@@ -68,7 +68,8 @@ TEST(Promotion, DimTensorWithZeroDimTensor) {
       DType da = DType(a), db = DType(b);
       Tensor x = tensor_of(da, false), z = tensor_of(db, true);
       EXPECT_EQ(dname((x + z).dtype()), dname(kDimZero[a][b])) << dname(da) << "+0d " << dname(db);
-      EXPECT_EQ(dname((z * x).dtype()), dname(kDimZero[a][b])) << "0d " << dname(db) << "*" << dname(da);
+      EXPECT_EQ(dname((z * x).dtype()), dname(kDimZero[a][b]))
+          << "0d " << dname(db) << "*" << dname(da);
       EXPECT_EQ((x + z).sizes(), (Shape{3}));
     }
   // The value is computed in the promoted dtype: Int32 [1] + 0-dim Float64 0.1 -> 1.1 in double.

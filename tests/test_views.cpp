@@ -22,11 +22,20 @@ struct ViewCase {
 
 std::vector<ViewCase> view_cases() {
   return {
-      {"view", [](const Tensor& x) { return x.view({6, 4}); }},
+      {"view",
+       [](const Tensor& x) {
+         return x.view({6, 4});
+       }},
       {"view-1", [](const Tensor& x) { return x.view({-1}); }},
-      {"reshape", [](const Tensor& x) { return x.reshape({4, 6}); }},
+      {"reshape",
+       [](const Tensor& x) {
+         return x.reshape({4, 6});
+       }},
       {"transpose", [](const Tensor& x) { return x.transpose(0, 2); }},
-      {"permute", [](const Tensor& x) { return x.permute({2, 0, 1}); }},
+      {"permute",
+       [](const Tensor& x) {
+         return x.permute({2, 0, 1});
+       }},
       {"slice_step", [](const Tensor& x) { return x.slice(2, 1, 4, 2); }},
       {"slice_neg", [](const Tensor& x) { return x.slice(1, -2, 100); }},
       {"select", [](const Tensor& x) { return x.select(1, 1); }},
@@ -40,7 +49,9 @@ std::vector<ViewCase> view_cases() {
       {"index", [](const Tensor& x) { return x[1]; }},
       {"chain", [](const Tensor& x) { return x.transpose(1, 2)[0].slice(1, 0, 3, 2).t(); }},
       {"reshape_of_transposed_viewable",
-       [](const Tensor& x) { return x.transpose(0, 1).reshape({3, 2, 2, 2}); }},
+       [](const Tensor& x) {
+         return x.transpose(0, 1).reshape({3, 2, 2, 2});
+       }},
   };
 }
 
