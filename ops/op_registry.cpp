@@ -6,6 +6,8 @@ void register_all_ops() {
   register_view_ops();
   register_copy_ops();
   register_pointwise_ops();
+  register_matmul_ops();
+  register_nn_ops();
 }
 
 }  // namespace kiln
