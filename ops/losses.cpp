@@ -103,10 +103,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
 }
 
 // mean((a - b)^2) over the broadcast shape, as torch.nn.functional.mse_loss (mean reduction).
+// Written as d.d / n with d = flatten(a - b): the sum of squares is one dot product (a BLAS call),
+// and the composite needs no reduction op. n == 0 gives 0/0 = NaN, as in PyTorch.
 Tensor mse_loss(const Tensor& a, const Tensor& b) {
-  KILN_CHECK(is_floating(a.dtype()) && is_floating(b.dtype()),
-             "mse_loss: expected float tensors, got {} and {}", describe(a), describe(b));
-  return mean(square(sub(a, b)));
+  KILN_CHECK(a.defined() && b.defined(), "mse_loss: an argument is an undefined tensor");
+  KILN_CHECK(is_floating(a.dtype()) && a.dtype() == b.dtype(),
+             "mse_loss: expected two tensors of one float dtype, got {} and {}", describe(a),
+             describe(b));
+  Tensor d = sub(a, b);
+  d = d.reshape({d.numel()});
+  return div(matmul(d, d), static_cast<double>(d.numel()));
 }
 
 }  // namespace kiln

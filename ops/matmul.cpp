@@ -32,6 +32,7 @@ namespace {
 
 // Dtype and device checks shared by matmul, mm and bmm (messages name the public op).
 void check_operands(const char* op, const Tensor& a, const Tensor& b) {
+  KILN_CHECK(a.defined() && b.defined(), "{}: an argument is an undefined tensor", op);
   const TensorImpl* x = a.impl();
   const TensorImpl* y = b.impl();
   KILN_CHECK(x->dtype() == y->dtype(),
@@ -142,10 +143,19 @@ BatchOffsets batch_offsets(const TensorImpl* x, const TensorImpl* y, const DimVe
 
 // C[M, N] (row-major) = A[M, K] @ B[K, N] for rows [r0, r1) with any strides. Integers accumulate
 // in the unsigned type, so overflow wraps (defined) like PyTorch's results.
+template <class T, bool = std::is_integral_v<T>>
+struct AccOf {
+  using type = T;
+};
+template <class T>
+struct AccOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
 template <class T>
 void gemm_rows(const T* A, int64_t sam, int64_t sak, const T* B, int64_t sbk, int64_t sbn, T* C,
                int64_t N, int64_t K, int64_t r0, int64_t r1) {
-  using Acc = std::conditional_t<std::is_integral_v<T>, std::make_unsigned_t<T>, T>;
+  using Acc = typename AccOf<T>::type;
   constexpr int64_t kBlockN = 256;  // a block of the output row stays in registers / L1
   Acc acc[kBlockN];
   for (int64_t i = r0; i < r1; ++i) {
@@ -261,8 +271,8 @@ void register_matmul_ops() {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  const int64_t da = a.dim(), db = b.dim();
   check_operands("matmul", a, b);
+  const int64_t da = a.dim(), db = b.dim();
   KILN_CHECK(da >= 1 && db >= 1, "matmul: both arguments need at least 1 dimension, got {} and {}",
              describe(a), describe(b));
   check_inner("matmul", a, b);
@@ -283,17 +293,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  check_operands("mm", a, b);
   KILN_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected 2-D tensors, got {} and {}", describe(a),
              describe(b));
-  check_operands("mm", a, b);
   check_inner("mm", a, b);
   return matmul_prim(a, b);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_operands("bmm", a, b);
   KILN_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got {} and {}",
              describe(a), describe(b));
-  check_operands("bmm", a, b);
   KILN_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ: {} and {}", describe(a),
              describe(b));
   check_inner("bmm", a, b);
