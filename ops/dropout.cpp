@@ -27,8 +27,7 @@ namespace kiln {
 namespace {
 
 void check_p(double p) {
-  KILN_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability has to be between 0 and 1, but got {}",
-             p);
+  KILN_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability has to be between 0 and 1, but got {}", p);
 }
 
 void dropout_meta(const OpCall& c, OutputMeta& m) {

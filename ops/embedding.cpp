@@ -20,8 +20,8 @@ void embedding_meta(const OpCall& c, OutputMeta& m) {
   const Tensor& it = c.inputs[1];
   KILN_CHECK(wt.impl()->dim() == 2, "embedding: expected a 2-D weight [V, D], got {}",
              describe(wt));
-  KILN_CHECK(is_integral(it.impl()->dtype()),
-             "embedding: expected Int32 or Int64 indices, got {}", describe(it));
+  KILN_CHECK(is_integral(it.impl()->dtype()), "embedding: expected Int32 or Int64 indices, got {}",
+             describe(it));
   m.sizes = it.impl()->sizes();
   m.sizes.push_back(wt.impl()->sizes()[1]);
   m.dtype = wt.impl()->dtype();

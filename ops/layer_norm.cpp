@@ -29,8 +29,8 @@ void layer_norm_meta(const OpCall& c, OutputMeta& m) {
              c.inputs.size());
   KILN_CHECK(!ns.empty(), "layer_norm: normalized_shape must have at least one dim (input {})",
              describe(xt));
-  KILN_CHECK(is_floating(x->dtype()),
-             "layer_norm: expected a Float32 or Float64 input, got {}", describe(xt));
+  KILN_CHECK(is_floating(x->dtype()), "layer_norm: expected a Float32 or Float64 input, got {}",
+             describe(xt));
   const int64_t nd = static_cast<int64_t>(ns.size());
   bool match = x->dim() >= nd;
   for (int64_t i = 0; match && i < nd; ++i) match = x->sizes()[x->dim() - nd + i] == ns[i];
@@ -40,11 +40,10 @@ void layer_norm_meta(const OpCall& c, OutputMeta& m) {
   for (size_t i = 1; i < c.inputs.size(); ++i) {
     const Tensor& p = c.inputs[i];
     const char* what = (i == 1 && has_w) ? "weight" : "bias";
-    KILN_CHECK(p.impl()->sizes() == ns,
-               "layer_norm: {} has shape {} but normalized_shape is {}", what, describe(p),
-               shape_str(ns));
-    KILN_CHECK(p.impl()->dtype() == x->dtype(),
-               "layer_norm: {} {} must have the input's dtype {}", what, describe(p), x->dtype());
+    KILN_CHECK(p.impl()->sizes() == ns, "layer_norm: {} has shape {} but normalized_shape is {}",
+               what, describe(p), shape_str(ns));
+    KILN_CHECK(p.impl()->dtype() == x->dtype(), "layer_norm: {} {} must have the input's dtype {}",
+               what, describe(p), x->dtype());
   }
   m.sizes = x->sizes();
   m.dtype = x->dtype();

@@ -28,8 +28,8 @@ void cross_entropy_meta(const OpCall& c, OutputMeta& m) {
   const Tensor& tt = c.inputs[1];
   const TensorImpl* l = lt.impl();
   const TensorImpl* t = tt.impl();
-  KILN_CHECK(is_floating(l->dtype()),
-             "cross_entropy: expected Float32 or Float64 logits, got {}", describe(lt));
+  KILN_CHECK(is_floating(l->dtype()), "cross_entropy: expected Float32 or Float64 logits, got {}",
+             describe(lt));
   KILN_CHECK(t->dtype() == DType::Int64,
              "cross_entropy: expected an Int64 target of class indices, got {}", describe(tt));
   KILN_CHECK(l->dim() == 1 || l->dim() == 2,

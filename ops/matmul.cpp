@@ -181,8 +181,8 @@ template <class T>
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* A,
                int64_t lda, const T* B, int64_t ldb, T* C) {
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, A, int(lda), B, int(ldb),
-                0.0f, C, int(N));
+    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, A, int(lda), B, int(ldb), 0.0f,
+                C, int(N));
   } else {
     cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, A, int(lda), B, int(ldb), 0.0,
                 C, int(N));
@@ -302,8 +302,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   check_operands("bmm", a, b);
-  KILN_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got {} and {}",
-             describe(a), describe(b));
+  KILN_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got {} and {}", describe(a),
+             describe(b));
   KILN_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ: {} and {}", describe(a),
              describe(b));
   check_inner("bmm", a, b);

@@ -79,7 +79,8 @@ void softmax_eager(const OpCall& c, const Tensor& out) {
   const bool log = c.op == OpId::LogSoftmax;
   constexpr int64_t kBlock = 64;  // columns swept together when dim is not innermost
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n * std::min(inner, kBlock)));
+  const int64_t grain =
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n * std::min(inner, kBlock)));
   visit_dtype(o->dtype(), [&]<class T>(TypeTag<T>) {
     if constexpr (std::is_floating_point_v<T>) {
       const T* xp = static_cast<const T*>(x.impl()->data());

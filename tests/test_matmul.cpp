@@ -73,8 +73,7 @@ Ref ref_matmul(const Tensor& ta, const Tensor& tb) {
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         double s = 0;
-        for (int64_t k = 0; k < K; ++k)
-          s += A[(ia * M + i) * K + k] * B[(ib * K + k) * N + j];
+        for (int64_t k = 0; k < K; ++k) s += A[(ia * M + i) * K + k] * B[(ib * K + k) * N + j];
         r.data[(bi * M + i) * N + j] = s;
       }
   }
@@ -114,11 +113,20 @@ std::string name(const Shape& s) { return shape_str(s); }
 
 TEST(Matmul, AllShapeRulesAllDTypes) {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{3}, {3}},             {{2, 3}, {3}},          {{3}, {3, 4}},
-      {{2, 3}, {3, 4}},       {{5, 2, 3}, {3, 4}},    {{2, 3}, {5, 3, 4}},
-      {{5, 2, 3}, {5, 3, 4}}, {{2, 1, 2, 3}, {4, 3, 2}}, {{3}, {2, 3, 4}},
-      {{2, 4, 3}, {3}},       {{1, 2, 3}, {4, 3, 5}}, {{3, 1, 2, 3}, {1, 2, 3, 1}},
-      {{1, 1}, {1, 1}},       {{4, 1}, {1, 5}},
+      {{3}, {3}},
+      {{2, 3}, {3}},
+      {{3}, {3, 4}},
+      {{2, 3}, {3, 4}},
+      {{5, 2, 3}, {3, 4}},
+      {{2, 3}, {5, 3, 4}},
+      {{5, 2, 3}, {5, 3, 4}},
+      {{2, 1, 2, 3}, {4, 3, 2}},
+      {{3}, {2, 3, 4}},
+      {{2, 4, 3}, {3}},
+      {{1, 2, 3}, {4, 3, 5}},
+      {{3, 1, 2, 3}, {1, 2, 3, 1}},
+      {{1, 1}, {1, 1}},
+      {{4, 1}, {1, 5}},
   };
   unsigned seed = 1;
   for (DType dt : kDTypes)
@@ -150,8 +158,7 @@ TEST(Matmul, TransposedSlicedExpandedInputs) {
     // Batched transposes and a permuted batch dim.
     check(make({5, 3, 2}, dt, 15).transpose(1, 2), make({5, 4, 3}, dt, 16).transpose(1, 2),
           "batched transposed" + d);
-    check(make({3, 5, 2}, dt, 17).transpose(0, 1), make({5, 2, 4}, dt, 18),
-          "permuted batch" + d);
+    check(make({3, 5, 2}, dt, 17).transpose(0, 1), make({5, 2, 4}, dt, 18), "permuted batch" + d);
     // Row slices (leading dim > cols), column steps (no unit stride: copied first).
     check(make({6, 5}, dt, 19).slice(0, 1, 4), make({5, 7}, dt, 20).slice(1, 2, 6),
           "row/col slices" + d);
@@ -247,18 +254,30 @@ TEST(Matmul, Errors) {
   expect_error([&] { matmul(scalar_tensor(1.0), g); }, "matmul", "at least 1 dimension");
   expect_error([&] { matmul(f, make({4, 2}, kFloat32, 3)); }, "matmul", "cannot be multiplied");
   expect_error([&] { matmul(make({3}, kFloat32, 4), make({4}, kFloat32, 5)); }, "matmul");
-  expect_error([&] { matmul(make({2, 2, 3}, kFloat32, 6), make({3, 3, 4}, kFloat32, 7)); },
-               "matmul");
+  expect_error(
+      [&] {
+        matmul(make({2, 2, 3}, kFloat32, 6), make({3, 3, 4}, kFloat32, 7));
+      },
+      "matmul");
   expect_error([&] { mm(make({3}, kFloat32, 8), g); }, "mm", "2-D");
   expect_error([&] { mm(make({1, 2, 3}, kFloat32, 9), g); }, "mm", "2-D");
   expect_error([&] { mm(f, make({2, 4}, kFloat32, 10)); }, "mm", "cannot be multiplied");
   expect_error([&] { mm(f, g.to(kFloat64)); }, "mm", "same dtype");
   expect_error([&] { bmm(f, g); }, "bmm", "3-D");
-  expect_error([&] { bmm(make({2, 2, 3}, kFloat32, 11), make({3, 3, 4}, kFloat32, 12)); }, "bmm",
-               "batch");
-  expect_error([&] { bmm(make({2, 2, 3}, kFloat32, 13), make({2, 4, 4}, kFloat32, 14)); }, "bmm",
-               "cannot be multiplied");
-  expect_error([&] { bmm(make({2, 2, 3}, kInt32, 15), make({2, 3, 4}, kInt64, 16)); }, "bmm",
-               "same dtype");
+  expect_error(
+      [&] {
+        bmm(make({2, 2, 3}, kFloat32, 11), make({3, 3, 4}, kFloat32, 12));
+      },
+      "bmm", "batch");
+  expect_error(
+      [&] {
+        bmm(make({2, 2, 3}, kFloat32, 13), make({2, 4, 4}, kFloat32, 14));
+      },
+      "bmm", "cannot be multiplied");
+  expect_error(
+      [&] {
+        bmm(make({2, 2, 3}, kInt32, 15), make({2, 3, 4}, kInt64, 16));
+      },
+      "bmm", "same dtype");
   expect_error([&] { matmul(Tensor(), g); }, "matmul");
 }

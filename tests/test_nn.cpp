@@ -99,8 +99,8 @@ TEST(Softmax, EveryDimBothDTypes) {
         const std::string what = fmt::format("{} dim {} {}", shape_str(shape), dim, dt);
         expect_near(softmax(x, dim), ref_softmax(xv, shape, dim, false), shape, dt, tol_for(dt),
                     "softmax " + what);
-        expect_near(log_softmax(x, dim), ref_softmax(xv, shape, dim, true), shape, dt,
-                    tol_for(dt), "log_softmax " + what);
+        expect_near(log_softmax(x, dim), ref_softmax(xv, shape, dim, true), shape, dt, tol_for(dt),
+                    "log_softmax " + what);
         // Negative dims name the same dim.
         const int64_t neg = dim - static_cast<int64_t>(shape.size());
         EXPECT_TRUE(same(softmax(x, neg), softmax(x, dim))) << what;
@@ -130,8 +130,8 @@ TEST(Softmax, RowsSumToOne) {
 TEST(Softmax, NonContiguousInputs) {
   for (DType dt : {kFloat32, kFloat64}) {
     Tensor base = make({5, 8}, dt, 7);
-    Tensor xt = base.t();                        // [8, 5], transposed
-    Tensor xs = base.slice(1, 1, 8, 3);          // [5, 3], stepped
+    Tensor xt = base.t();                            // [8, 5], transposed
+    Tensor xs = base.slice(1, 1, 8, 3);              // [5, 3], stepped
     Tensor xe = make({1, 6}, dt, 8).expand({4, 6});  // broadcast rows
     for (const Tensor& x : {xt, xs, xe})
       for (int64_t dim : {0, 1}) {
@@ -214,8 +214,8 @@ TEST(LayerNorm, WithAndWithoutAffine) {
       for (int64_t s : ns) D *= s;
       const double tol = dt == kFloat32 ? 4e-6 : 1e-12;  // outputs up to ~3 * 3 + 3
       const std::string what = fmt::format("ns {} {}", shape_str(ns), dt);
-      expect_near(layer_norm(x, ns), ref_layer_norm(xv, D, nullptr, nullptr, 1e-5), shape, dt,
-                  tol, "plain " + what);
+      expect_near(layer_norm(x, ns), ref_layer_norm(xv, D, nullptr, nullptr, 1e-5), shape, dt, tol,
+                  "plain " + what);
       expect_near(layer_norm(x, ns, w, b), ref_layer_norm(xv, D, &wv, &bv, 1e-5), shape, dt, tol,
                   "affine " + what);
       expect_near(layer_norm(x, ns, w), ref_layer_norm(xv, D, &wv, nullptr, 1e-5), shape, dt, tol,
@@ -297,20 +297,35 @@ TEST(CrossEntropy, ValueBatchedUnbatchedIgnored) {
 
 TEST(CrossEntropy, Errors) {
   Tensor l = zeros({3, 4});
-  expect_error([&] { cross_entropy(l, from_vector<int64_t>({0, 4, 1}, {3})); }, "cross_entropy",
-               "target 4");
-  expect_error([&] { cross_entropy(l, from_vector<int64_t>({0, -1, 1}, {3})); }, "cross_entropy",
-               "target -1");
-  expect_error([&] { cross_entropy(l, from_vector<int32_t>({0, 1, 1}, {3})); }, "cross_entropy",
-               "Int64");
+  expect_error(
+      [&] {
+        cross_entropy(l, from_vector<int64_t>({0, 4, 1}, {3}));
+      },
+      "cross_entropy", "target 4");
+  expect_error(
+      [&] {
+        cross_entropy(l, from_vector<int64_t>({0, -1, 1}, {3}));
+      },
+      "cross_entropy", "target -1");
+  expect_error(
+      [&] {
+        cross_entropy(l, from_vector<int32_t>({0, 1, 1}, {3}));
+      },
+      "cross_entropy", "Int64");
   expect_error([&] { cross_entropy(l, zeros({3})); }, "cross_entropy", "Int64");
-  expect_error([&] { cross_entropy(l.to(kInt64), from_vector<int64_t>({0, 1, 1}, {3})); },
-               "cross_entropy", "Float32");
+  expect_error(
+      [&] {
+        cross_entropy(l.to(kInt64), from_vector<int64_t>({0, 1, 1}, {3}));
+      },
+      "cross_entropy", "Float32");
   expect_error([&] { cross_entropy(l, from_vector<int64_t>({0, 1}, {2})); }, "cross_entropy");
-  expect_error([&] { cross_entropy(zeros({4}), from_vector<int64_t>({0}, {1})); },
-               "cross_entropy", "0-dim");
-  expect_error([&] { cross_entropy(zeros({2, 3, 4}), from_vector<int64_t>({0, 1}, {2})); },
-               "cross_entropy");
+  expect_error([&] { cross_entropy(zeros({4}), from_vector<int64_t>({0}, {1})); }, "cross_entropy",
+               "0-dim");
+  expect_error(
+      [&] {
+        cross_entropy(zeros({2, 3, 4}), from_vector<int64_t>({0, 1}, {2}));
+      },
+      "cross_entropy");
 }
 
 // ---- dropout ----
@@ -329,8 +344,7 @@ TEST(Dropout, KeepRuleIsPhilox) {
     ASSERT_EQ(yv.size(), 63u);
     for (size_t i = 0; i < yv.size(); ++i) {
       auto r = Philox::draw(seed, offset + i);
-      double u = dt == kFloat32 ? Philox::uniform_float(r[0])
-                                : Philox::uniform_double(r[0], r[1]);
+      double u = dt == kFloat32 ? Philox::uniform_float(r[0]) : Philox::uniform_double(r[0], r[1]);
       double expect = 0;
       if (u >= p) {
         if (dt == kFloat32)
@@ -409,8 +423,7 @@ TEST(Embedding, Errors) {
   expect_error([&] { embedding(w, from_vector<int64_t>({1, 5}, {2})); }, "embedding", "index 5");
   expect_error([&] { embedding(w, from_vector<int32_t>({-1}, {1})); }, "embedding", "V = 5");
   expect_error([&] { embedding(w, zeros({2})); }, "embedding", "Int64");
-  expect_error([&] { embedding(zeros({5}), from_vector<int64_t>({1}, {1})); }, "embedding",
-               "2-D");
+  expect_error([&] { embedding(zeros({5}), from_vector<int64_t>({1}, {1})); }, "embedding", "2-D");
 }
 
 // ---- composites ----
@@ -501,20 +514,28 @@ TEST(Attention, MatchesFormulaCausalAndNot) {
       }
   // Causal with L = S: row 0 attends only to key 0, so it equals v[0].
   Tensor v = make({3, 2}, kFloat64, 7);
-  Tensor y = scaled_dot_product_attention(make({3, 4}, kFloat64, 8), make({3, 4}, kFloat64, 9), v,
-                                          true);
+  Tensor y =
+      scaled_dot_product_attention(make({3, 4}, kFloat64, 8), make({3, 4}, kFloat64, 9), v, true);
   EXPECT_NEAR(values(y)[0], values(v)[0], 1e-15);
   EXPECT_NEAR(values(y)[1], values(v)[1], 1e-15);
 }
 
 TEST(Attention, Errors) {
   const std::string op = "scaled_dot_product_attention";
-  expect_error([] { scaled_dot_product_attention(zeros({2, 3}), zeros({2, 4}), zeros({2, 3})); },
-               op, "embedding size");
-  expect_error([] { scaled_dot_product_attention(zeros({2, 3}), zeros({2, 3}), zeros({5, 3})); },
-               op, "sequence length");
+  expect_error(
+      [] {
+        scaled_dot_product_attention(zeros({2, 3}), zeros({2, 4}), zeros({2, 3}));
+      },
+      op, "embedding size");
+  expect_error(
+      [] {
+        scaled_dot_product_attention(zeros({2, 3}), zeros({2, 3}), zeros({5, 3}));
+      },
+      op, "sequence length");
   expect_error([] { scaled_dot_product_attention(zeros({3}), zeros({3}), zeros({3})); }, op);
   expect_error(
-      [] { scaled_dot_product_attention(zeros({2, 3}), zeros({2, 3}, kFloat64), zeros({2, 3})); },
+      [] {
+        scaled_dot_product_attention(zeros({2, 3}), zeros({2, 3}, kFloat64), zeros({2, 3}));
+      },
       op, "dtype");
 }
