@@ -107,7 +107,7 @@ bool fits_int(int64_t v) { return v <= INT_MAX; }
 
 // Offsets (in elements) of each output batch's a- and b-matrices, honouring broadcast batch dims.
 struct BatchOffsets {
-  std::vector<int64_t> a, b;
+  DimVector a, b;  // inline storage: a plain 2-D product allocates nothing here
 };
 
 BatchOffsets batch_offsets(const TensorImpl* x, const TensorImpl* y, const DimVector& out_sizes) {
@@ -122,8 +122,8 @@ BatchOffsets batch_offsets(const TensorImpl* x, const TensorImpl* y, const DimVe
   int64_t count = 1;
   for (int64_t d = 0; d < nb; ++d) count *= out_sizes[d];
   BatchOffsets off;
-  off.a.resize(count);
-  off.b.resize(count);
+  off.a.resize(static_cast<size_t>(count));
+  off.b.resize(static_cast<size_t>(count));
   DimVector idx(nb, 0);
   int64_t oa = 0, ob = 0;
   for (int64_t i = 0; i < count; ++i) {

@@ -67,6 +67,23 @@ void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t c0, int64
   }
 }
 
+// One contiguous row (dim innermost).
+template <class T>
+void softmax_row(const T* x, T* y, int64_t n, bool log) {
+  T mx = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
+  T sum = 0;
+  if (log) {
+    for (int64_t j = 0; j < n; ++j) sum += std::exp(x[j] - mx);
+    const T lse = mx + std::log(sum);
+    for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
+  } else {
+    for (int64_t j = 0; j < n; ++j) sum += (y[j] = std::exp(x[j] - mx));
+    const T r = T(1) / sum;
+    for (int64_t j = 0; j < n; ++j) y[j] *= r;
+  }
+}
+
 void softmax_eager(const OpCall& c, const Tensor& out) {
   const TensorImpl* o = out.impl();
   const Tensor x = eager_contiguous(c.inputs[0], o->dtype());
@@ -85,6 +102,12 @@ void softmax_eager(const OpCall& c, const Tensor& out) {
     if constexpr (std::is_floating_point_v<T>) {
       const T* xp = static_cast<const T*>(x.impl()->data());
       T* yp = static_cast<T*>(o->data());
+      if (inner == 1) {
+        parallel_for(0, outer, grain, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) softmax_row<T>(xp + r * n, yp + r * n, n, log);
+        });
+        return;
+      }
       parallel_for(0, outer * blocks, grain, [&](int64_t t0, int64_t t1) {
         T mx[kBlock], sum[kBlock];
         for (int64_t t = t0; t < t1; ++t) {
