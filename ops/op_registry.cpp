@@ -1,5 +1,7 @@
 #include "ops/op_registry.h"
 
+#include "ops/grad_utils.h"
+
 namespace kiln {
 
 void register_all_ops() {
@@ -8,6 +10,8 @@ void register_all_ops() {
   register_pointwise_ops();
   register_matmul_ops();
   register_nn_ops();
+  register_pointwise_backward();
+  register_view_backward();
 }
 
 }  // namespace kiln
