@@ -81,6 +81,7 @@ void check_no_internal_overlap(const char* name, const Tensor& out) {
 }  // namespace
 
 const char* op_name(OpId id) { return op_names()[static_cast<int>(id)].c_str(); }
+const char* op_id_name(OpId id) { return kOpIdNames[static_cast<int>(id)]; }
 
 void register_op(OpId id, const OpDef& def) {
   OpDef& slot = op_table()[static_cast<int>(id)];

@@ -67,6 +67,7 @@ TEST(Dispatch, OpNamesAreSnakeCase) {
   EXPECT_STREQ(op_name(OpId::GeluTanh), "gelu_tanh");
   EXPECT_STREQ(op_name(OpId::MaskedFill), "masked_fill");
   EXPECT_STREQ(op_def(OpId::Cast).name, "to");
+  EXPECT_STREQ(op_id_name(OpId::LogSoftmax), "LogSoftmax");
 }
 
 namespace {
