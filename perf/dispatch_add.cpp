@@ -4,14 +4,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "kiln/kiln.h"
 
-int main() {
+int main(int argc, char** argv) {
   using clock = std::chrono::steady_clock;
   kiln::Tensor a = kiln::full({16}, 1.5f), b = kiln::full({16}, 0.25f);
-  constexpr int kCalls = 100000, kBatches = 31;
+  // Optional: batches and calls per batch (smaller for callgrind).
+  const int kBatches = argc > 1 ? std::atoi(argv[1]) : 31;
+  const int kCalls = argc > 2 ? std::atoi(argv[2]) : 100000;
   kiln::Tensor c = a + b;  // warm-up: op table, allocator, caches
   for (int i = 0; i < kCalls; ++i) c = a + b;
   std::vector<double> ns;
