@@ -140,3 +140,21 @@ TEST(Promotion, UnaryFloatOpsOnIntegers) {
   EXPECT_EQ(make({1}, {1}, kInt32).clamp(0.5, 5).dtype(), kFloat32);
   EXPECT_EQ(make({1}, {1}, kFloat64).clamp(0.5, 5).dtype(), kFloat64);
 }
+
+TEST(Promotion, AddSubAlpha) {
+  // alpha scales b in the result's dtype: Float64 + Float32 * 0.1 is computed in double.
+  Tensor a = make({1}, {1}, kFloat64), b = make({0.3}, {1}, kFloat32);
+  EXPECT_EQ(values(add(a, b, 0.1))[0], 1.0 + 0.1 * static_cast<double>(0.3f));
+  EXPECT_EQ(values(sub(a, b, 0.1))[0], 1.0 - 0.1 * static_cast<double>(0.3f));
+  // Integral inputs keep an integral alpha and reject a floating one (PyTorch's alpha_check).
+  Tensor i = make({5}, {1}, kInt32);
+  EXPECT_EQ(add(i, i, 3).dtype(), kInt32);
+  EXPECT_EQ(values(sub(i, i, 3))[0], -10);
+  expect_error([&] { add(i, i, 0.5); }, {"add", "alpha", "Int32"});
+  expect_error([&] { i.sub_(i, 1.5); }, {"sub_", "alpha"});
+  expect_error([&] { add(i, i, true); }, {"add", "Bool alpha"});
+  // Bool + Bool with an integral alpha stays Bool (alpha * b is cast back to Bool).
+  Tensor t = make({1, 0}, {2}, kBool);
+  EXPECT_EQ(add(t, t, 2).dtype(), kBool);
+  EXPECT_EQ(values(add(make({0, 0}, {2}, kBool), t, 2)), (std::vector<double>{1, 0}));
+}
