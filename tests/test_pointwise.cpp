@@ -10,6 +10,9 @@
 //   Integer and Bool results: exact.
 #include <cpuid.h>
 
+#include <atomic>
+#include <thread>
+
 #include "core_test_util.h"
 #include "ops/cpu/elementwise_loop.h"
 #include "ops/cpu/pointwise_table.h"
@@ -573,4 +576,22 @@ TEST(Pointwise, HighRankPermutedAndBroadcast) {
   p.mul_(b);
   std::vector<double> xv = values(x);
   for (int i = 0; i < 144; ++i) EXPECT_EQ(xv[i], v[i] * (i % 2 == 0 ? 0.5 : -2)) << i;
+}
+
+// Changing the thread count while another thread runs parallel ops must not pull the arena from
+// under it.
+TEST(Pointwise, ThreadCountChangesDuringParallelOps) {
+  int saved = config().num_threads;
+  Tensor a = make(std::vector<double>(400000, 1.5), {400000}, kFloat32);
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    for (int i = 0; i < 200; ++i) {
+      Tensor y = a * 2 + 1;
+      if (values(y[i])[0] != 4.0) ADD_FAILURE() << "wrong value at iteration " << i;
+    }
+    done = true;
+  });
+  for (int n = 1; !done; n = n % 3 + 1) set_num_threads(n);
+  worker.join();
+  set_num_threads(saved);
 }
