@@ -6,6 +6,7 @@ void register_all_ops() {
   register_view_ops();
   register_copy_ops();
   register_pointwise_ops();
+  register_factory_ops();
 }
 
 }  // namespace kiln
