@@ -34,11 +34,16 @@ std::optional<std::pair<DType, bool>> parse_descr(const std::string& d) {
   char order = d[0];
   std::string code = d.substr(1);
   std::optional<DType> t;
-  if (code == "b1") t = DType::Bool;
-  else if (code == "i4") t = DType::Int32;
-  else if (code == "i8") t = DType::Int64;
-  else if (code == "f4") t = DType::Float32;
-  else if (code == "f8") t = DType::Float64;
+  if (code == "b1")
+    t = DType::Bool;
+  else if (code == "i4")
+    t = DType::Int32;
+  else if (code == "i8")
+    t = DType::Int64;
+  else if (code == "f4")
+    t = DType::Float32;
+  else if (code == "f8")
+    t = DType::Float64;
   if (!t) return std::nullopt;
   const bool little_host = std::endian::native == std::endian::little;
   if (order == '|' || order == '=') return std::pair{*t, false};
@@ -49,11 +54,16 @@ std::optional<std::pair<DType, bool>> parse_descr(const std::string& d) {
 
 const char* descr_of(DType t) {
   switch (t) {
-    case DType::Bool: return "|b1";
-    case DType::Int32: return "<i4";
-    case DType::Int64: return "<i8";
-    case DType::Float32: return "<f4";
-    case DType::Float64: break;
+    case DType::Bool:
+      return "|b1";
+    case DType::Int32:
+      return "<i4";
+    case DType::Int64:
+      return "<i8";
+    case DType::Float32:
+      return "<f4";
+    case DType::Float64:
+      break;
   }
   return "<f8";
 }
@@ -140,8 +150,10 @@ class HeaderParser {
       }
       dims.push_back(v);
       skip_ws();
-      if (peek() == ',') ++pos_;
-      else if (peek() != ')') error(fmt::format("expected ',' or ')' at offset {}", pos_));
+      if (peek() == ',')
+        ++pos_;
+      else if (peek() != ')')
+        error(fmt::format("expected ',' or ')' at offset {}", pos_));
     }
     ++pos_;
     return dims;
@@ -176,7 +188,8 @@ Tensor load_npy(const std::string& path) {
   unsigned char lenbuf[4] = {0, 0, 0, 0};
   const size_t lenbytes = major == 1 ? 2 : 4;
   read_exact(reinterpret_cast<char*>(lenbuf), lenbytes, "the header length");
-  const size_t hlen = lenbuf[0] | lenbuf[1] << 8 | size_t(lenbuf[2]) << 16 | size_t(lenbuf[3]) << 24;
+  const size_t hlen =
+      lenbuf[0] | lenbuf[1] << 8 | size_t(lenbuf[2]) << 16 | size_t(lenbuf[3]) << 24;
   std::string header(hlen, '\0');
   read_exact(header.data(), hlen, "the header");
 
@@ -185,8 +198,9 @@ Tensor load_npy(const std::string& path) {
   DimVector shape;
   HeaderParser(header, path).parse(descr, fortran, shape);
   auto dt = parse_descr(descr);
-  KILN_CHECK(dt, "load_npy: '{}': unsupported dtype '{}' (kiln reads |b1, <i4, <i8, <f4, <f8 and "
-                 "their big-endian forms)",
+  KILN_CHECK(dt,
+             "load_npy: '{}': unsupported dtype '{}' (kiln reads |b1, <i4, <i8, <f4, <f8 and "
+             "their big-endian forms)",
              path, descr);
   auto [dtype, swap] = *dt;
 

@@ -105,9 +105,12 @@ class Printer {
   std::string element(const Formatter& f, int64_t off) const {
     return visit_dtype(impl_->dtype(), [&]<class T>(TypeTag<T>) -> std::string {
       T v = static_cast<const T*>(impl_->data())[off];
-      if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
-      else if constexpr (std::is_floating_point_v<T>) return f.format_float(static_cast<double>(v));
-      else return fmt::format("{}", v);
+      if constexpr (std::is_same_v<T, bool>)
+        return v ? "True" : "False";
+      else if constexpr (std::is_floating_point_v<T>)
+        return f.format_float(static_cast<double>(v));
+      else
+        return fmt::format("{}", v);
     });
   }
 
@@ -140,8 +143,10 @@ class Printer {
         continue;
       }
       int64_t o = off + idx[k] * strides_[d];
-      if (last_dim) out += padded(o);
-      else write(d + 1, o, indent + 1, out);
+      if (last_dim)
+        out += padded(o);
+      else
+        write(d + 1, o, indent + 1, out);
     }
     out += ']';
   }

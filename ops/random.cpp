@@ -49,11 +49,21 @@ void validate(OpId id, const Attrs& a) {
   // Every value in [low, high) must be representable (exactly, for floats), as torch checks.
   int64_t lo_lim = 0, hi_lim = 0;
   switch (a.dtype) {
-    case DType::Bool: lo_lim = 0, hi_lim = 1; break;
-    case DType::Int32: lo_lim = INT32_MIN, hi_lim = INT32_MAX; break;
-    case DType::Int64: lo_lim = INT64_MIN, hi_lim = INT64_MAX; break;
-    case DType::Float32: lo_lim = -(int64_t(1) << 24), hi_lim = int64_t(1) << 24; break;
-    case DType::Float64: lo_lim = -(int64_t(1) << 53), hi_lim = int64_t(1) << 53; break;
+    case DType::Bool:
+      lo_lim = 0, hi_lim = 1;
+      break;
+    case DType::Int32:
+      lo_lim = INT32_MIN, hi_lim = INT32_MAX;
+      break;
+    case DType::Int64:
+      lo_lim = INT64_MIN, hi_lim = INT64_MAX;
+      break;
+    case DType::Float32:
+      lo_lim = -(int64_t(1) << 24), hi_lim = int64_t(1) << 24;
+      break;
+    case DType::Float64:
+      lo_lim = -(int64_t(1) << 53), hi_lim = int64_t(1) << 53;
+      break;
   }
   KILN_CHECK(low >= lo_lim && high - 1 <= hi_lim,
              "randint: range [{}, {}) is out of bounds for dtype {} (values must lie in [{}, {}])",

@@ -14,8 +14,10 @@ namespace kiln {
 template <class T>
 inline T random_uniform(uint64_t seed, uint64_t counter) {
   auto r = Philox::draw(seed, counter);
-  if constexpr (sizeof(T) == 4) return Philox::uniform_float(r[0]);
-  else return Philox::uniform_double(r[0], r[1]);
+  if constexpr (sizeof(T) == 4)
+    return Philox::uniform_float(r[0]);
+  else
+    return Philox::uniform_double(r[0], r[1]);
 }
 
 // Standard normal by Box-Muller, computed in double and rounded to T.

@@ -27,8 +27,7 @@ void check_device(const char* op, Device d) {
 
 void arange_meta(const OpCall& c, OutputMeta& m) {
   const Attrs& a = c.attrs;
-  KILN_CHECK(a.dims.size() == 1 && a.dims[0] >= 0, "arange: invalid length {}",
-             shape_str(a.dims));
+  KILN_CHECK(a.dims.size() == 1 && a.dims[0] >= 0, "arange: invalid length {}", shape_str(a.dims));
   KILN_CHECK(a.dtype != DType::Bool, "arange: not supported for dtype Bool");
   KILN_CHECK(a.scalars[1].to_double() != 0, "arange: step must be nonzero");
   check_device("arange", a.device);

@@ -38,7 +38,8 @@ TEST(Allclose, BroadcastStridesAndDtypes) {
   EXPECT_FALSE(allclose(m.t(), from_vector<float>({1, 2}, {2})));
   EXPECT_TRUE(allclose(m, from_vector<int32_t>({1, 2, 3}, {3})));  // compared after promotion
   EXPECT_TRUE(allclose(from_vector<int64_t>({5, 7}, {2}), from_vector<int64_t>({5, 7}, {2})));
-  EXPECT_FALSE(allclose(from_vector<int64_t>({INT64_MAX}, {1}), from_vector<int64_t>({INT64_MIN}, {1})));
+  EXPECT_FALSE(
+      allclose(from_vector<int64_t>({INT64_MAX}, {1}), from_vector<int64_t>({INT64_MIN}, {1})));
   EXPECT_TRUE(allclose(from_vector<bool>({true}, {1}), from_vector<bool>({true}, {1})));
   EXPECT_TRUE(allclose(zeros({0, 3}), zeros({3})));
   Tensor big = arange(100000, kFloat32);
@@ -64,8 +65,8 @@ TEST(Equal, Basics) {
   EXPECT_TRUE(equal(a, a.clone()));
   EXPECT_TRUE(equal(a, from_vector<double>({1, 2, 3, 4}, {2, 2})));  // dtypes may differ
   EXPECT_FALSE(equal(a, from_vector<int32_t>({1, 2, 3, 5}, {2, 2})));
-  EXPECT_FALSE(equal(a, from_vector<int32_t>({1, 2, 3, 4}, {4})));   // shapes must match
-  EXPECT_FALSE(equal(a, from_vector<int32_t>({1, 2}, {2})));         // no broadcasting
+  EXPECT_FALSE(equal(a, from_vector<int32_t>({1, 2, 3, 4}, {4})));  // shapes must match
+  EXPECT_FALSE(equal(a, from_vector<int32_t>({1, 2}, {2})));        // no broadcasting
   EXPECT_TRUE(equal(a.t(), from_vector<int32_t>({1, 3, 2, 4}, {2, 2})));
   Tensor n = from_vector<float>({NAN}, {1});
   EXPECT_FALSE(equal(n, n));

@@ -68,8 +68,7 @@ TEST(Arange, FloatValues) {
   }
   // Integer bounds with a float dtype, and float bounds with an integer dtype (truncation).
   EXPECT_EQ(arange(3, kFloat32).to_vector<float>(), (std::vector<float>{0, 1, 2}));
-  EXPECT_EQ(arange(0.0, 2.0, 0.5, kInt64).to_vector<int64_t>(),
-            (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(arange(0.0, 2.0, 0.5, kInt64).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 1}));
 }
 
 TEST(Arange, LargeIsParallelAndCorrect) {
@@ -160,8 +159,15 @@ TEST(Factories, FullZerosOnes) {
   EXPECT_EQ(full_like(x, 9).to_vector<int32_t>(), std::vector<int32_t>(6, 9));
   EXPECT_EQ(empty_like(x).dtype(), kInt32);
   EXPECT_EQ(scalar_tensor(3.5).item<float>(), 3.5f);
-  expect_error([] { zeros({2, -1}); }, "full", "negative size");
+  expect_error([] { zeros({2, -1}); }, "zeros", "negative size");
+  expect_error([] { ones({-1}); }, "ones", "negative size");
+  expect_error([] { full({-1}, 2.0); }, "full", "negative size");
+  expect_error([] { zeros({2}, TensorOptions(Device::cuda())); }, "zeros", "not available");
   expect_error([] { empty({-2}); }, "empty", "negative size");
+  expect_error([] { zeros_like(Tensor()); }, "zeros_like", "undefined");
+  expect_error([] { ones_like(Tensor()); }, "ones_like", "undefined");
+  expect_error([] { empty_like(Tensor()); }, "empty_like", "undefined");
+  expect_error([] { full_like(Tensor(), 1); }, "full_like", "undefined");
   expect_error([] { from_vector<float>({1, 2, 3}, {2, 2}); }, "from_vector", "do not fill");
 }
 

@@ -2,12 +2,12 @@
 // that made them is described in tests/data/README.md). Values are compared exactly.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
 #include <iterator>
-#include <unistd.h>
 
 #include "kiln/kiln.h"
 
@@ -241,7 +241,8 @@ TEST_F(NpyTmp, RoundTripEveryDtype) {
     EXPECT_EQ(back.dtype(), ts[i].dtype()) << i;
     // Bitwise comparison (NaN payloads and -0.0 included) through the raw bytes.
     Tensor c = ts[i].contiguous();
-    size_t n = static_cast<size_t>(c.numel()) * (c.dtype() == kBool ? 1 : (c.dtype() == kInt32 || c.dtype() == kFloat32 ? 4 : 8));
+    size_t n = static_cast<size_t>(c.numel()) *
+               (c.dtype() == kBool ? 1 : (c.dtype() == kInt32 || c.dtype() == kFloat32 ? 4 : 8));
     if (n) {
       EXPECT_EQ(std::memcmp(back.raw_data(), c.raw_data(), n), 0) << i;
     }

@@ -37,7 +37,9 @@ U4 ref_draw(uint64_t seed, uint64_t counter) {
                     {uint32_t(seed), uint32_t(seed >> 32)});
 }
 
-float ref_rand_f(uint64_t seed, uint64_t c) { return float(ref_draw(seed, c)[0] >> 8) / 16777216.0f; }
+float ref_rand_f(uint64_t seed, uint64_t c) {
+  return float(ref_draw(seed, c)[0] >> 8) / 16777216.0f;
+}
 double ref_rand_d(uint64_t seed, uint64_t c) {
   U4 r = ref_draw(seed, c);
   return double(((uint64_t(r[0]) << 32) | r[1]) >> 11) / 9007199254740992.0;
@@ -88,10 +90,10 @@ TEST(Random, CounterSchemeAndFormulas) {
   // manual_seed resets the counter to 0; each op takes numel consecutive counters.
   const uint64_t seed = 1234;
   manual_seed(seed);
-  auto a = rand({2, 3}).to_vector<float>();           // counters 0..5
-  auto b = rand({4}, kFloat64).to_vector<double>();   // 6..9
-  auto c = randn({3}).to_vector<float>();             // 10..12
-  auto d = randn({3}, kFloat64).to_vector<double>();  // 13..15
+  auto a = rand({2, 3}).to_vector<float>();              // counters 0..5
+  auto b = rand({4}, kFloat64).to_vector<double>();      // 6..9
+  auto c = randn({3}).to_vector<float>();                // 10..12
+  auto d = randn({3}, kFloat64).to_vector<double>();     // 13..15
   auto e = randint(-5, 1000, {4}).to_vector<int64_t>();  // 16..19
   for (int i = 0; i < 6; ++i) EXPECT_EQ(a[i], ref_rand_f(seed, i));
   for (int i = 0; i < 4; ++i) EXPECT_EQ(b[i], ref_rand_d(seed, 6 + i));
