@@ -73,18 +73,27 @@ template Tensor from_vector(const std::vector<float>&, IntList, TensorOptions);
 template Tensor from_vector(const std::vector<double>&, IntList, TensorOptions);
 
 namespace {
-// The shape of the template tensor of a *_like factory (an undefined one is an error, not a crash).
-const DimVector& like_sizes(const char* op, const Tensor& t) {
+// The template tensor of a *_like factory: an undefined one is an error, not a crash.
+void check_like(const char* op, const Tensor& t) {
   KILN_CHECK(t.defined(), "{}: the tensor is undefined", op);
-  return t.impl()->sizes();
 }
 }  // namespace
 
-Tensor empty_like(const Tensor& t) { return empty(like_sizes("empty_like", t), t.options()); }
-Tensor zeros_like(const Tensor& t) { return zeros(like_sizes("zeros_like", t), t.options()); }
-Tensor ones_like(const Tensor& t) { return ones(like_sizes("ones_like", t), t.options()); }
+Tensor empty_like(const Tensor& t) {
+  check_like("empty_like", t);
+  return empty(t.impl()->sizes(), t.options());
+}
+Tensor zeros_like(const Tensor& t) {
+  check_like("zeros_like", t);
+  return zeros(t.impl()->sizes(), t.options());
+}
+Tensor ones_like(const Tensor& t) {
+  check_like("ones_like", t);
+  return ones(t.impl()->sizes(), t.options());
+}
 Tensor full_like(const Tensor& t, const Scalar& v) {
-  return full(like_sizes("full_like", t), v, t.options());
+  check_like("full_like", t);
+  return full(t.impl()->sizes(), v, t.options());
 }
 
 }  // namespace kiln
