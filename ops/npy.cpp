@@ -215,17 +215,27 @@ Tensor load_npy(const std::string& path) {
     n *= s;
   }
   const size_t nbytes = static_cast<size_t>(n) * itemsize(dtype);
+  // Compare with the bytes actually present before allocating, so a corrupt header cannot ask
+  // for a huge buffer.
+  const std::streamoff data_start = f.tellg();
+  f.seekg(0, std::ios::end);
+  const std::streamoff file_end = f.tellg();
+  f.seekg(data_start);
+  KILN_CHECK(f && data_start >= 0 && file_end >= data_start,
+             "load_npy: '{}': cannot determine the size of the file", path);
+  const size_t present = static_cast<size_t>(file_end - data_start);
+  KILN_CHECK(present >= nbytes,
+             "load_npy: '{}': truncated data: shape {} of '{}' needs {} bytes, the file has {}",
+             path, shape_str(shape), descr, nbytes, present);
+  KILN_CHECK(present == nbytes,
+             "load_npy: '{}': size mismatch: shape {} of '{}' needs {} bytes of data, the file "
+             "has {}",
+             path, shape_str(shape), descr, nbytes, present);
   Tensor t = empty_tensor(stored, dtype, Device::cpu());
   char* data = static_cast<char*>(t.impl()->data());
   f.read(data, static_cast<std::streamsize>(nbytes));
-  KILN_CHECK(static_cast<size_t>(f.gcount()) == nbytes,
-             "load_npy: '{}': truncated data: shape {} of '{}' needs {} bytes, the file has {}",
-             path, shape_str(shape), descr, nbytes, f.gcount());
-  char extra;
-  KILN_CHECK(!f.read(&extra, 1),
-             "load_npy: '{}': size mismatch: the file has more data than shape {} of '{}' ({} "
-             "bytes)",
-             path, shape_str(shape), descr, nbytes);
+  KILN_CHECK(static_cast<size_t>(f.gcount()) == nbytes, "load_npy: '{}': read error: {}", path,
+             std::strerror(errno));
 
   if (swap) byteswap_all(data, n, itemsize(dtype));
   if (dtype == DType::Bool) {
@@ -242,10 +252,11 @@ Tensor load_npy(const std::string& path) {
 
 void save_npy(const std::string& path, const Tensor& tensor) {
   KILN_CHECK(tensor.defined(), "save_npy: the tensor is undefined (writing '{}')", path);
+  KILN_CHECK(tensor.device().is_cpu(),
+             "save_npy: '{}': the tensor is on {}; move it to the CPU first", path,
+             tensor.device());
   Tensor t = tensor.contiguous();
   const TensorImpl* x = t.impl();
-  KILN_CHECK(x->device().is_cpu(), "save_npy: '{}': the tensor is on {}; move it to the CPU first",
-             path, x->device());
 
   // numpy.lib.format._write_array_header: sorted keys, repr() of the shape, then spaces so the
   // first axis can grow to 21 digits in place, then padding to kAlign and a newline.

@@ -187,6 +187,14 @@ TEST_F(NpyTmp, MalformedHeaders) {
         "unexpected key");
   check(write("badorder.npy", "{'descr': '!f4', 'fortran_order': False, 'shape': (), }"),
         "unsupported dtype '!f4'");
+  // Corrupt shapes: rejected before allocating anything.
+  check(
+      write("huge.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000000,), }"),
+      "truncated data");
+  check(
+      write("toolarge.npy",
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000, 1000000000000), }"),
+      "too large");
   // Double-quoted strings and no trailing comma are valid Python too.
   std::string p = write("dq.npy", "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": ()}");
   {
