@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cmath>
+#include <numbers>
 
 #include "kiln/kiln.h"
 #include "runtime/dispatcher.h"
@@ -47,13 +48,13 @@ double ref_rand_d(uint64_t seed, uint64_t c) {
 float ref_randn_f(uint64_t seed, uint64_t c) {
   U4 r = ref_draw(seed, c);
   double u1 = (double(r[0] >> 8) + 1.0) / 16777216.0, u2 = double(r[1] >> 8) / 16777216.0;
-  return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+  return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 double ref_randn_d(uint64_t seed, uint64_t c) {
   U4 r = ref_draw(seed, c);
   double u1 = (double(((uint64_t(r[0]) << 32) | r[1]) >> 11) + 1.0) / 9007199254740992.0;
   double u2 = double(((uint64_t(r[2]) << 32) | r[3]) >> 11) / 9007199254740992.0;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
 template <class F>
