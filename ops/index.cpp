@@ -237,8 +237,9 @@ void run_scatter_add(int64_t dim, const Tensor& out, const Tensor& index, const 
   for (int64_t d = 0; d < dim; ++d) outer *= sizes[d];
   for (size_t d = dim + 1; d < sizes.size(); ++d) inner *= sizes[d];
   const int64_t n = sizes[dim];
-  constexpr int64_t kInnerChunk = 4096;
-  if (inner < kInnerChunk || outer >= 64) {
+  // Inner chunks long enough to amortize locating a run, short enough to feed 16 threads.
+  const int64_t kInnerChunk = std::clamp<int64_t>(inner / 16, 256, 4096);
+  if (inner < 2 * kInnerChunk || outer >= 64) {
     // Whole blocks of the dims before `dim` per task: plain sequential order inside.
     const int64_t block = n * inner;
     parallel_for(0, outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(block, 1)),

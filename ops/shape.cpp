@@ -1,5 +1,6 @@
 // Shape ops: cat (a primitive with N inputs), and the composites stack, split and chunk.
 // Attrs: Cat uses ints[0] = dim (as the user gave it; the meta function wraps it).
+#include <algorithm>
 #include <cstring>
 
 #include "ops/cpu/elementwise_loop.h"
@@ -62,26 +63,45 @@ void cat_meta(const OpCall& c, OutputMeta& m) {
   }
 }
 
-// Contiguous inputs of the output's dtype: each output row (the elements of one index of the dims
-// before `dim`) is the concatenation of one row of every input, copied with memcpy.
+// Contiguous inputs of the output's dtype: output row r (one index of the dims before `dim`) is
+// row r of every input, back to back. The output's elements are split evenly between threads
+// (not its rows, of which there may be one) and each range is filled by memcpy of the pieces it
+// covers.
 void cat_contiguous(std::span<const Tensor> xs, const Tensor& out, int64_t dim) {
   const TensorImpl* o = out.impl();
-  const size_t isz = itemsize(o->dtype());
+  const int64_t isz = static_cast<int64_t>(itemsize(o->dtype()));
   int64_t outer = 1;
   for (int64_t d = 0; d < dim; ++d) outer *= o->sizes()[d];
-  const int64_t out_row = o->numel() / std::max<int64_t>(outer, 1);
+  const int64_t out_row = o->numel() / outer;
+  // Per non-empty input: its data, its row length and where its piece starts in an output row.
+  struct Piece {
+    const char* data;
+    int64_t row, start;
+  };
+  SmallVector<Piece, 8> pieces;
+  int64_t start = 0;
+  for (const Tensor& x : xs) {
+    const TensorImpl* t = x.impl();
+    if (cat_skips(t) || t->numel() == 0) continue;
+    const int64_t row = t->numel() / outer;
+    pieces.push_back({static_cast<const char*>(t->data()), row, start});
+    start += row;
+  }
   char* base = static_cast<char*>(o->data());
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(out_row, 1));
-  parallel_for(0, outer, grain, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      char* dst = base + r * out_row * isz;
-      for (const Tensor& x : xs) {
-        const TensorImpl* t = x.impl();
-        if (cat_skips(t)) continue;
-        const int64_t row = t->numel() / std::max<int64_t>(outer, 1);
-        if (row == 0) continue;
-        std::memcpy(dst, static_cast<const char*>(t->data()) + r * row * isz, row * isz);
-        dst += row * isz;
+  parallel_for(0, o->numel(), kParallelGrain, [&](int64_t b, int64_t e) {
+    int64_t r = b / out_row, c = b % out_row;
+    size_t k = 0;
+    while (pieces[k].start + pieces[k].row <= c) ++k;
+    for (int64_t pos = b; pos < e;) {
+      const Piece& p = pieces[k];
+      const int64_t len = std::min(p.start + p.row - c, e - pos);
+      std::memcpy(base + pos * isz, p.data + (r * p.row + c - p.start) * isz, len * isz);
+      pos += len;
+      c += len;
+      if (c == p.start + p.row && ++k == pieces.size()) {
+        k = 0;
+        c = 0;
+        ++r;
       }
     }
   });

@@ -134,6 +134,11 @@ TEST(Gather, LargeZeroSizeAndScalar) {
   Tensor out = gather(x, 1, index);
   for (const auto& idx : all_indices({300, 150}))
     ASSERT_EQ(at(out, idx), at(x, {idx[0], int64_t(at(index, idx))}));
+  // An index expanded along the innermost dim: one index value per run.
+  Tensor rowwise = index_in({300, 1}, 200, Layout::Contiguous, DType::Int64, 4).expand({300, 150});
+  Tensor out2 = gather(x, 1, rowwise);
+  for (const auto& idx : all_indices({300, 150}))
+    ASSERT_EQ(at(out2, idx), at(x, {idx[0], int64_t(at(rowwise, idx))}));
   EXPECT_EQ(gather(x, 0, empty({0, 5}, DType::Int64)).sizes(), (Shape{0, 5}));
   Tensor s = gather(scalar_tensor(2.5), 0, zeros({}, DType::Int64));
   EXPECT_EQ(s.dim(), 0);
