@@ -7,6 +7,7 @@
 // serves every layout. Index values are checked in the kernel (the meta function cannot see
 // them); a bad one raises after the parallel loop.
 #include <algorithm>
+#include <type_traits>
 
 #include "ops/cpu/elementwise_loop.h"
 #include "ops/cpu/pointwise_table.h"
@@ -226,10 +227,14 @@ void run_scatter_add(int64_t dim, const Tensor& out, const Tensor& index, const 
       if (v < 0 || v >= size) return bad.record(v);
       T& dst = o[off[0] + i * so + v * stride];
       const T add = s[off[1] + i * ss];
-      if constexpr (std::is_same_v<T, bool>)
+      if constexpr (std::is_same_v<T, bool>) {
         dst = dst || add;
-      else
+      } else if constexpr (std::is_integral_v<T>) {  // wraps like PyTorch, without signed UB
+        using U = std::make_unsigned_t<T>;
+        dst = static_cast<T>(static_cast<U>(dst) + static_cast<U>(add));
+      } else {
         dst += add;
+      }
     }
   };
 
