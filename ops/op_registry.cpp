@@ -8,15 +8,12 @@ void register_all_ops() {
   register_view_ops();
   register_copy_ops();
   register_pointwise_ops();
-<<<<<<< HEAD
   register_matmul_ops();
   register_nn_ops();
-  register_pointwise_backward();
-  register_view_backward();
-=======
   register_shape_ops();
   register_index_ops();
->>>>>>> wt/shape
+  register_pointwise_backward();
+  register_view_backward();
 }
 
 }  // namespace kiln
