@@ -11,5 +11,6 @@ Tensor sum_to(const Tensor& grad, const DimVector& shape);
 // Registers every op family's backward rules (called from register_all_ops()).
 void register_pointwise_backward();
 void register_view_backward();
+void register_index_backward();
 
 }  // namespace kiln
