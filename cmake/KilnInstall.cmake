@@ -5,7 +5,7 @@ include(CMakePackageConfigHelpers)
 
 install(TARGETS kiln EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/kiln/kiln.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
-foreach(layer runtime ops ops/cpu tracer jit)
+foreach(layer runtime runtime/autograd ops ops/cpu ops/optim tracer jit)
   file(GLOB headers ${PROJECT_SOURCE_DIR}/${layer}/*.h)
   if(headers)
     install(FILES ${headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/${layer})

@@ -1,5 +1,7 @@
 #include "ops/op_registry.h"
 
+#include "ops/grad_utils.h"
+
 namespace kiln {
 
 void register_all_ops() {
@@ -7,6 +9,14 @@ void register_all_ops() {
   register_copy_ops();
   register_pointwise_ops();
   register_factory_ops();
+  register_reduce_ops();
+  register_matmul_ops();
+  register_nn_ops();
+  register_shape_ops();
+  register_index_ops();
+  register_pointwise_backward();
+  register_view_backward();
+  register_index_backward();
 }
 
 }  // namespace kiln
