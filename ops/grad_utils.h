@@ -12,5 +12,6 @@ Tensor sum_to(const Tensor& grad, const DimVector& shape);
 void register_pointwise_backward();
 void register_view_backward();
 void register_index_backward();
+void register_reduce_backward();
 
 }  // namespace kiln

@@ -17,6 +17,7 @@ void register_all_ops() {
   register_pointwise_backward();
   register_view_backward();
   register_index_backward();
+  register_reduce_backward();
 }
 
 }  // namespace kiln
