@@ -7,6 +7,7 @@
 // serves every layout. Index values are checked in the kernel (the meta function cannot see
 // them); a bad one raises after the parallel loop.
 #include <algorithm>
+#include <type_traits>
 
 #include "ops/cpu/elementwise_loop.h"
 #include "ops/cpu/pointwise_table.h"
@@ -31,6 +32,12 @@ namespace {
 
 // ---- meta functions ----
 
+void check_index_dtype(const char* op, const Tensor& index) {
+  DType dt = index.impl()->dtype();
+  KILN_CHECK(dt == DType::Int64 || dt == DType::Int32,
+             "{}: expected an Int64 or Int32 index, got {}", op, describe(index));
+}
+
 void index_select_meta(const OpCall& c, OutputMeta& m) {
   const Tensor& x = c.inputs[0];
   const Tensor& index = c.inputs[1];
@@ -38,8 +45,7 @@ void index_select_meta(const OpCall& c, OutputMeta& m) {
   const TensorImpl* ii = index.impl();
   m.device = common_device("index_select", c.inputs);
   int64_t dim = wrap_dim("index_select", c.attrs.ints[0], xi->dim());
-  KILN_CHECK(ii->dtype() == DType::Int64 || ii->dtype() == DType::Int32,
-             "index_select: expected an Int64 or Int32 index, got {}", describe(index));
+  check_index_dtype("index_select", index);
   KILN_CHECK(ii->dim() <= 1, "index_select: the index must be a vector (at most 1-D), got {}",
              describe(index));
   KILN_CHECK(xi->dim() > 0 || ii->numel() == 1,
@@ -57,8 +63,10 @@ void gather_meta(const OpCall& c, OutputMeta& m) {
   const TensorImpl* ii = index.impl();
   m.device = common_device("gather", c.inputs);
   int64_t dim = wrap_dim("gather", c.attrs.ints[0], xi->dim());
-  KILN_CHECK(ii->dtype() == DType::Int64, "gather: expected an Int64 index, got {}",
-             describe(index));
+  m.dtype = xi->dtype();
+  m.sizes = ii->sizes();
+  if (ii->numel() == 0) return;  // nothing is read (PyTorch skips these checks too)
+  check_index_dtype("gather", index);
   DimVector xs = nonempty_sizes(xi), is = nonempty_sizes(ii);
   KILN_CHECK(xs.size() == is.size(),
              "gather: the index {} must have the same number of dims as the input {}",
@@ -69,8 +77,6 @@ void gather_meta(const OpCall& c, OutputMeta& m) {
                "{}: {} > {})",
                describe(index), describe(x), dim, d, is[d], xs[d]);
   }
-  m.dtype = xi->dtype();
-  m.sizes = ii->sizes();
 }
 
 void scatter_add_meta(const OpCall& c, OutputMeta& m) {
@@ -82,14 +88,13 @@ void scatter_add_meta(const OpCall& c, OutputMeta& m) {
   const TensorImpl* si = src.impl();
   m.device = common_device("scatter_add", c.inputs);
   int64_t dim = wrap_dim("scatter_add", c.attrs.ints[0], xi->dim());
-  KILN_CHECK(ii->dtype() == DType::Int64, "scatter_add: expected an Int64 index, got {}",
-             describe(index));
   KILN_CHECK(si->dtype() == xi->dtype(),
              "scatter_add: expected the source {} to have the input's dtype ({})", describe(src),
              describe(x));
   m.dtype = xi->dtype();
   m.sizes = xi->sizes();
-  if (ii->numel() == 0) return;  // nothing is read (PyTorch skips the shape checks too)
+  if (ii->numel() == 0) return;  // nothing is read (PyTorch skips these checks too)
+  check_index_dtype("scatter_add", index);
   DimVector xs = nonempty_sizes(xi), is = nonempty_sizes(ii), ss = nonempty_sizes(si);
   KILN_CHECK(xs.size() == is.size() && ss.size() == is.size(),
              "scatter_add: the input {}, index {} and source {} must have the same number of dims",
@@ -202,7 +207,7 @@ void gather_eager(const OpCall& c, const Tensor& out) {
 // Two index elements can only hit one output element when they differ in `dim` alone, so work
 // is split over the other coordinates and each piece walks `dim` in ascending order: every
 // output element receives its additions in the sequential row-major order, on any thread count.
-template <class T>
+template <class T, class I>
 void run_scatter_add(int64_t dim, const Tensor& out, const Tensor& index, const Tensor& src) {
   const TensorImpl* oi = out.impl();
   const TensorImpl* ii = index.impl();
@@ -216,7 +221,7 @@ void run_scatter_add(int64_t dim, const Tensor& out, const Tensor& index, const 
 
   T* o = static_cast<T*>(oi->data());
   const T* s = static_cast<const T*>(si->data());
-  const int64_t* ix = static_cast<const int64_t*>(ii->data());
+  const I* ix = static_cast<const I*>(ii->data());
   const int64_t so = rows.inner_stride(0), ss = rows.inner_stride(1), sx = rows.inner_stride(2);
   BadIndex bad;
   auto body = [&](const StridedRows<3>::Offsets& off, int64_t n) {
@@ -226,10 +231,14 @@ void run_scatter_add(int64_t dim, const Tensor& out, const Tensor& index, const 
       if (v < 0 || v >= size) return bad.record(v);
       T& dst = o[off[0] + i * so + v * stride];
       const T add = s[off[1] + i * ss];
-      if constexpr (std::is_same_v<T, bool>)
+      if constexpr (std::is_same_v<T, bool>) {
         dst = dst || add;
-      else
+      } else if constexpr (std::is_integral_v<T>) {  // wraps like PyTorch, without signed UB
+        using U = std::make_unsigned_t<T>;
+        dst = static_cast<T>(static_cast<U>(dst) + static_cast<U>(add));
+      } else {
         dst += add;
+      }
     }
   };
 
@@ -270,8 +279,12 @@ void scatter_add_eager(const OpCall& c, const Tensor& out) {
   copy.run(pointwise_table().cast[int(dt)][int(dt)], nullptr);
   if (c.inputs[1].impl()->numel() == 0) return;
   int64_t dim = wrap_dim("scatter_add", c.attrs.ints[0], x.impl()->dim());
-  visit_dtype(dt,
-              [&]<class T>(TypeTag<T>) { run_scatter_add<T>(dim, out, c.inputs[1], c.inputs[2]); });
+  visit_dtype(dt, [&]<class T>(TypeTag<T>) {
+    if (c.inputs[1].impl()->dtype() == DType::Int32)
+      run_scatter_add<T, int32_t>(dim, out, c.inputs[1], c.inputs[2]);
+    else
+      run_scatter_add<T, int64_t>(dim, out, c.inputs[1], c.inputs[2]);
+  });
 }
 
 }  // namespace
