@@ -65,10 +65,11 @@ void cross_entropy_bw(const BackwardCall& c, Grads g) {
   const Tensor& logits = c.inputs[0];
   const Tensor& target = c.inputs[1];
   const int64_t C = logits.size(-1);
-  // The one-hot rows come from a comparison with arange, so an ignored (out-of-range) target
-  // needs no special case: it matches no class.
-  Tensor onehot = eq(arange(C, like(target)), target.unsqueeze(-1)).to(logits.dtype());
   Tensor valid = ne(target, c.attrs.ints[0]);
+  // An ignored target may be any value (-100 by default): class 0 stands in for it, and its row
+  // is zeroed below.
+  Tensor safe = where(valid, target, zeros_like(target));
+  Tensor onehot = one_hot(safe, C).to(logits.dtype());
   Tensor count = sum(valid.to(logits.dtype()));
   Tensor d = (softmax(logits, -1) - onehot) * (c.grad / count);
   g[0] = where(valid.unsqueeze(-1), d, zeros_like(d));

@@ -16,7 +16,7 @@ TEST(AutogradIndex, CatStackSplitChunk) {
       [](const std::vector<Tensor>& x) {
         auto parts = split(x[0], 2, 1);
         auto chunks = chunk(x[0], 2, 0);
-        return parts[0] * parts[2].sum() + chunks[1].sum(1, true);
+        return parts[0] * parts[2].sum() + chunks[1].sum({1}, true);
       },
       {leaf({2, 5})});
 }
