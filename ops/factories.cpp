@@ -22,21 +22,27 @@ Tensor empty(IntList shape, TensorOptions opts) {
 }
 
 Tensor full(IntList shape, const Scalar& value, TensorOptions opts) {
+  check_factory("full", shape, opts);
   Attrs a;
   a.dims = shape.dims();
   a.scalars[0] = value;
   // full() without a dtype takes the value's kind, as torch.full does.
-  a.dtype = opts.has_dtype() ? opts.dtype()
+  a.dtype = opts.has_dtype()                              ? opts.dtype()
             : value.category() == DTypeCategory::Floating ? DType::Float32
                                                           : value.natural_dtype();
   a.device = opts.device();
   return dispatch(OpId::Fill, {}, a);
 }
 
+// zeros/ones check first so that errors name them rather than full.
 Tensor zeros(IntList shape, TensorOptions opts) {
+  check_factory("zeros", shape, opts);
   return full(shape, 0, opts.dtype(opts.dtype()));
 }
-Tensor ones(IntList shape, TensorOptions opts) { return full(shape, 1, opts.dtype(opts.dtype())); }
+Tensor ones(IntList shape, TensorOptions opts) {
+  check_factory("ones", shape, opts);
+  return full(shape, 1, opts.dtype(opts.dtype()));
+}
 
 Tensor scalar_tensor(const Scalar& value, TensorOptions opts) { return full({}, value, opts); }
 
@@ -66,9 +72,28 @@ template Tensor from_vector(const std::vector<int64_t>&, IntList, TensorOptions)
 template Tensor from_vector(const std::vector<float>&, IntList, TensorOptions);
 template Tensor from_vector(const std::vector<double>&, IntList, TensorOptions);
 
-Tensor empty_like(const Tensor& t) { return empty(t.impl()->sizes(), t.options()); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.impl()->sizes(), t.options()); }
-Tensor ones_like(const Tensor& t) { return ones(t.impl()->sizes(), t.options()); }
-Tensor full_like(const Tensor& t, const Scalar& v) { return full(t.impl()->sizes(), v, t.options()); }
+namespace {
+// The template tensor of a *_like factory: an undefined one is an error, not a crash.
+void check_like(const char* op, const Tensor& t) {
+  KILN_CHECK(t.defined(), "{}: the tensor is undefined", op);
+}
+}  // namespace
+
+Tensor empty_like(const Tensor& t) {
+  check_like("empty_like", t);
+  return empty(t.impl()->sizes(), t.options());
+}
+Tensor zeros_like(const Tensor& t) {
+  check_like("zeros_like", t);
+  return zeros(t.impl()->sizes(), t.options());
+}
+Tensor ones_like(const Tensor& t) {
+  check_like("ones_like", t);
+  return ones(t.impl()->sizes(), t.options());
+}
+Tensor full_like(const Tensor& t, const Scalar& v) {
+  check_like("full_like", t);
+  return full(t.impl()->sizes(), v, t.options());
+}
 
 }  // namespace kiln
