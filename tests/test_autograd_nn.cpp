@@ -13,12 +13,12 @@ using Inputs = std::vector<Tensor>;
 Tensor mm2(const Inputs& x) { return matmul(x[0], x[1]); }
 
 TEST(AutogradNN, MatmulVectorForms) {
-  expect_gradcheck(mm2, {leaf({4}, -1, 1, 1), leaf({4}, -1, 1, 2)});     // dot
-  expect_gradcheck(mm2, {leaf({3}, -1, 1, 1), leaf({3, 5}, -1, 1, 2)});  // vector @ matrix
-  expect_gradcheck(mm2, {leaf({2, 3}, -1, 1, 1), leaf({3}, -1, 1, 2)});  // matrix @ vector
+  expect_gradcheck(mm2, {leaf({4}, -1, 1, 1), leaf({4}, -1, 1, 2)});        // dot
+  expect_gradcheck(mm2, {leaf({3}, -1, 1, 1), leaf({3, 5}, -1, 1, 2)});     // vector @ matrix
+  expect_gradcheck(mm2, {leaf({2, 3}, -1, 1, 1), leaf({3}, -1, 1, 2)});     // matrix @ vector
   expect_gradcheck(mm2, {leaf({3}, -1, 1, 1), leaf({2, 3, 4}, -1, 1, 2)});  // vector @ batch
   expect_gradcheck(mm2, {leaf({2, 4, 3}, -1, 1, 1), leaf({3}, -1, 1, 2)});  // batch @ vector
-  expect_gradcheck(mm2, {transposed_leaf(4, 3), leaf({4}, -1, 1, 2)});
+  expect_gradcheck(mm2, {transposed_leaf(4, 3), leaf({3}, -1, 1, 2)});
 }
 
 TEST(AutogradNN, MatmulMatrices) {
@@ -69,10 +69,16 @@ TEST(AutogradNN, SoftmaxAndLogSoftmaxEveryDim) {
     expect_gradcheck(lsm, {transposed_leaf(3, 4, -2, 2)});
   }
   // A broadcast (expanded) input: the gradient sums back over the expanded dim.
-  expect_gradcheck([](const Inputs& x) { return softmax(x[0].expand({3, 4}), 0) * 2.0; },
-                   {leaf({1, 4})});
-  expect_gradcheck([](const Inputs& x) { return log_softmax(x[0].expand({3, 4}), -1); },
-                   {leaf({4})});
+  expect_gradcheck(
+      [](const Inputs& x) {
+        return softmax(x[0].expand({3, 4}), 0) * 2.0;
+      },
+      {leaf({1, 4})});
+  expect_gradcheck(
+      [](const Inputs& x) {
+        return log_softmax(x[0].expand({3, 4}), -1);
+      },
+      {leaf({4})});
   expect_gradcheck([](const Inputs& x) { return softmax(x[0], 0); }, {leaf({5})});
 }
 
@@ -82,13 +88,19 @@ TEST(AutogradNN, LayerNormWithAndWithoutAffine) {
                    {leaf({3, 4}), leaf({4}, 0.5, 1.5, 2)});
   expect_gradcheck([](const Inputs& x) { return layer_norm(x[0], {4}, {}, x[1]); },
                    {leaf({3, 4}), leaf({4}, -1, 1, 2)});
-  expect_gradcheck([](const Inputs& x) { return layer_norm(x[0], {3, 4}, x[1], x[2], 1e-3); },
-                   {leaf({2, 3, 4}), leaf({3, 4}, 0.5, 1.5, 2), leaf({3, 4}, -1, 1, 3)});
+  expect_gradcheck(
+      [](const Inputs& x) {
+        return layer_norm(x[0], {3, 4}, x[1], x[2], 1e-3);
+      },
+      {leaf({2, 3, 4}), leaf({3, 4}, 0.5, 1.5, 2), leaf({3, 4}, -1, 1, 3)});
   expect_gradcheck([](const Inputs& x) { return layer_norm(x[0], {3}, x[1], x[2]); },
                    {transposed_leaf(4, 3), leaf({3}, 0.5, 1.5, 2), leaf({3}, -1, 1, 3)});
   // Broadcast input (expanded rows), and a 1-D input (one row).
-  expect_gradcheck([](const Inputs& x) { return layer_norm(x[0].expand({3, 5}), {5}, x[1]); },
-                   {leaf({5}), leaf({5}, 0.5, 1.5, 2)});
+  expect_gradcheck(
+      [](const Inputs& x) {
+        return layer_norm(x[0].expand({3, 5}), {5}, x[1]);
+      },
+      {leaf({5}), leaf({5}, 0.5, 1.5, 2)});
 }
 
 TEST(AutogradNN, CrossEntropy) {
@@ -96,8 +108,11 @@ TEST(AutogradNN, CrossEntropy) {
   auto ce = [&](const Inputs& x) { return cross_entropy(x[0], target); };
   expect_gradcheck(ce, {leaf({3, 4}, -2, 2)});
   expect_gradcheck(ce, {transposed_leaf(3, 4, -2, 2)});
-  expect_gradcheck([&](const Inputs& x) { return cross_entropy(x[0].expand({3, 4}), target); },
-                   {leaf({4}, -2, 2)});
+  expect_gradcheck(
+      [&](const Inputs& x) {
+        return cross_entropy(x[0].expand({3, 4}), target);
+      },
+      {leaf({4}, -2, 2)});
   Tensor t0 = scalar_tensor(1, kInt64);
   expect_gradcheck([&](const Inputs& x) { return cross_entropy(x[0], t0); }, {leaf({4}, -2, 2)});
 }
@@ -173,7 +188,9 @@ TEST(AutogradNN, Composites) {
                    {transposed_leaf(3, 2), leaf({3, 2}, -1, 1, 2)});
   for (bool causal : {false, true}) {
     expect_gradcheck(
-        [causal](const Inputs& x) { return scaled_dot_product_attention(x[0], x[1], x[2], causal); },
+        [causal](const Inputs& x) {
+          return scaled_dot_product_attention(x[0], x[1], x[2], causal);
+        },
         {leaf({2, 3, 4}, -1, 1, 1), leaf({2, 3, 4}, -1, 1, 2), leaf({2, 3, 2}, -1, 1, 3)});
   }
   // Broadcast batch dims between q and k/v.
