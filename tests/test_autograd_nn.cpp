@@ -199,6 +199,28 @@ TEST(AutogradNN, Composites) {
       {leaf({2, 1, 3, 2}, -1, 1, 1), leaf({2, 4, 2}, -1, 1, 2), leaf({1, 4, 3}, -1, 1, 3)});
 }
 
+TEST(AutogradNN, Float32GradientsMatchFloat64) {
+  // The rules run in the input's dtype: Float32 gradients agree with Float64 ones to float
+  // precision (tolerance 1e-5 absolute on O(1) values) and come back as Float32.
+  auto grads = [](DType dt) {
+    Tensor x = leaf({3, 4}, -2, 2, 1).detach().to(dt).requires_grad_();
+    Tensor w = leaf({4, 4}, -1, 1, 2).detach().to(dt).requires_grad_();
+    Tensor g = leaf({4}, 0.5, 1.5, 3).detach().to(dt).requires_grad_();
+    Tensor target = from_vector<int64_t>({3, -100, 0}, {3});
+    Tensor h = softmax(layer_norm(x, {4}, g), 0) * 3.0;
+    cross_entropy(log_softmax(matmul(h, w), -1), target).backward();
+    for (const Tensor& t : {x, w, g}) EXPECT_EQ(t.grad().dtype(), dt);
+    return std::vector<Tensor>{x.grad(), w.grad(), g.grad()};
+  };
+  std::vector<Tensor> g32 = grads(kFloat32), g64 = grads(kFloat64);
+  for (size_t i = 0; i < g32.size(); ++i) {
+    std::vector<double> a = g32[i].to(kFloat64).to_vector<double>();
+    std::vector<double> b = g64[i].to_vector<double>();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-5) << i << " " << k;
+  }
+}
+
 TEST(AutogradNN, SmallTransformerBlockEndToEnd) {
   // Embedding -> layer_norm -> attention -> linear -> cross_entropy, checked as one function.
   Tensor idx = from_vector<int64_t>({0, 2, 1, 2}, {4});
