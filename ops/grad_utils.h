@@ -13,5 +13,7 @@ void register_pointwise_backward();
 void register_view_backward();
 void register_index_backward();
 void register_reduce_backward();
+void register_matmul_backward();  // ops/matmul_backward.cpp
+void register_nn_backward();      // ops/nn_backward.cpp
 
 }  // namespace kiln

@@ -18,6 +18,8 @@ void register_all_ops() {
   register_view_backward();
   register_index_backward();
   register_reduce_backward();
+  register_matmul_backward();
+  register_nn_backward();
 }
 
 }  // namespace kiln
