@@ -1,7 +1,7 @@
 // How random ops turn Philox draws into numbers (docs/random.md is the full contract; the CUDA
 // backend reproduces these functions bit for bit). A random op over n elements reserves n
 // consecutive counters at dispatch time; element i (row-major) uses Philox::draw(seed, off + i),
-// four 32-bit lanes r[0..3]. Dropout uses random_uniform<T> and keeps an element iff u >= p.
+// four 32-bit lanes r[0..3]. Dropout (ops/dropout.cpp) draws random_uniform<T>, keeps iff u >= p.
 #pragma once
 #include <cmath>
 #include <cstdint>
