@@ -2,6 +2,7 @@
 // the *_like forms. (arange, linspace, eye are in ops/ranges.cpp; random ones in ops/random.cpp.)
 #include <cstring>
 
+#include "ops/factory_options.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 
@@ -18,7 +19,7 @@ void check_factory(const char* op, IntList shape, const TensorOptions& o) {
 
 Tensor empty(IntList shape, TensorOptions opts) {
   check_factory("empty", shape, opts);
-  return empty_tensor(shape.dims(), opts.dtype(), opts.device());
+  return with_grad_option(empty_tensor(shape.dims(), opts.dtype(), opts.device()), opts);
 }
 
 Tensor full(IntList shape, const Scalar& value, TensorOptions opts) {
@@ -31,7 +32,7 @@ Tensor full(IntList shape, const Scalar& value, TensorOptions opts) {
             : value.category() == DTypeCategory::Floating ? DType::Float32
                                                           : value.natural_dtype();
   a.device = opts.device();
-  return dispatch(OpId::Fill, {}, a);
+  return with_grad_option(dispatch(OpId::Fill, {}, a), opts);
 }
 
 // zeros/ones check first so that errors name them rather than full.
@@ -44,7 +45,10 @@ Tensor ones(IntList shape, TensorOptions opts) {
   return full(shape, 1, opts.dtype(opts.dtype()));
 }
 
-Tensor scalar_tensor(const Scalar& value, TensorOptions opts) { return full({}, value, opts); }
+// torch.scalar_tensor gives the default float dtype unless told otherwise.
+Tensor scalar_tensor(const Scalar& value, TensorOptions opts) {
+  return full({}, value, opts.has_dtype() ? opts : opts.dtype(DType::Float32));
+}
 
 template <class T>
 Tensor from_vector(const std::vector<T>& data, IntList shape, TensorOptions opts) {
@@ -63,7 +67,7 @@ Tensor from_vector(const std::vector<T>& data, IntList shape, TensorOptions opts
       std::memcpy(t.impl()->data(), data.data(), n * sizeof(T));
     }
   }
-  return opts.has_dtype() ? t.to(opts.dtype()) : t;
+  return with_grad_option(opts.has_dtype() ? t.to(opts.dtype()) : t, opts);
 }
 
 template Tensor from_vector(const std::vector<bool>&, IntList, TensorOptions);

@@ -7,6 +7,7 @@
 //   Randint also: scalars[0] = low, scalars[1] = high (integral).
 #include <bit>
 
+#include "ops/factory_options.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/random.h"
@@ -136,18 +137,18 @@ void register_random_ops() {
 
 Tensor rand(IntList shape, TensorOptions opts) {
   Attrs a = random_attrs(shape, opts.dtype(), opts.device());
-  return dispatch_random(OpId::Rand, a);
+  return with_grad_option(dispatch_random(OpId::Rand, a), opts);
 }
 
 Tensor randn(IntList shape, TensorOptions opts) {
   Attrs a = random_attrs(shape, opts.dtype(), opts.device());
-  return dispatch_random(OpId::Randn, a);
+  return with_grad_option(dispatch_random(OpId::Randn, a), opts);
 }
 
 Tensor randint(int64_t low, int64_t high, IntList shape, TensorOptions opts) {
   Attrs a = random_attrs(shape, opts.has_dtype() ? opts.dtype() : DType::Int64, opts.device());
   a.scalars = {Scalar(low), Scalar(high)};
-  return dispatch_random(OpId::Randint, a);
+  return with_grad_option(dispatch_random(OpId::Randint, a), opts);
 }
 
 Tensor rand_like(const Tensor& t) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/factory_options.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/op_registry.h"
@@ -163,7 +164,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   bool any_float = start.is_floating() || end.is_floating() || step.is_floating();
   a.dtype = opts.has_dtype() ? opts.dtype() : (any_float ? DType::Float32 : DType::Int64);
   a.device = opts.device();
-  return dispatch(OpId::Arange, {}, a);
+  return with_grad_option(dispatch(OpId::Arange, {}, a), opts);
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
@@ -173,7 +174,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
   a.scalars = {Scalar(start), Scalar(end)};
   a.dtype = opts.dtype();  // Float32 unless set
   a.device = opts.device();
-  return dispatch(OpId::Linspace, {}, a);
+  return with_grad_option(dispatch(OpId::Linspace, {}, a), opts);
 }
 
 Tensor eye(int64_t n, TensorOptions opts) {
@@ -182,7 +183,7 @@ Tensor eye(int64_t n, TensorOptions opts) {
   a.dims = {n, n};
   a.dtype = opts.dtype();
   a.device = opts.device();
-  return dispatch(OpId::Eye, {}, a);
+  return with_grad_option(dispatch(OpId::Eye, {}, a), opts);
 }
 
 }  // namespace kiln

@@ -20,7 +20,7 @@ TEST(Print, FloatMatrix) {
 
 TEST(Print, ZeroDimAndDtypes) {
   EXPECT_EQ(scalar_tensor(3.5).str(), "tensor(3.5000)");
-  EXPECT_EQ(scalar_tensor(7).str(), "tensor(7)");
+  EXPECT_EQ(scalar_tensor(7, kInt64).str(), "tensor(7)");
   EXPECT_EQ(from_vector<int64_t>({1, -20, 300}, {3}).str(), "tensor([  1, -20, 300])");
   EXPECT_EQ(from_vector<int32_t>({5, 6}, {2}).str(), "tensor([5, 6], dtype=Int32)");
   EXPECT_EQ(from_vector<double>({1.5, -2}, {2}).str(), "tensor([ 1.5000, -2.0000], dtype=Float64)");
