@@ -1,9 +1,11 @@
 # The static library kiln::kiln. Sources are listed per layer; files named *_kernels.cpp under
 # ops/cpu are compiled once per ISA (see ops/cpu/isa.h).
-file(GLOB KILN_RUNTIME_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/runtime/*.cpp)
+file(GLOB KILN_RUNTIME_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/runtime/*.cpp
+     ${PROJECT_SOURCE_DIR}/runtime/autograd/*.cpp)
 file(GLOB KILN_TRACER_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tracer/*.cpp)
 file(GLOB KILN_JIT_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/jit/*.cpp)
 file(GLOB KILN_OPS_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/*.cpp
+     ${PROJECT_SOURCE_DIR}/ops/optim/*.cpp
      ${PROJECT_SOURCE_DIR}/ops/cpu/*.cpp)
 file(GLOB KILN_ISA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/cpu/*_kernels.cpp)
 list(REMOVE_ITEM KILN_OPS_SOURCES ${KILN_ISA_SOURCES})

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "runtime/autograd/record.h"
 #include "runtime/error.h"
 #include "runtime/init.h"
 
@@ -56,7 +57,22 @@ void check_no_internal_overlap(OpId id, const Tensor& out) {
 
 const char* op_name(OpId id) { return kOpNames[static_cast<int>(id)]; }
 
-void register_op(OpId id, const OpDef& def) { op_table()[static_cast<int>(id)] = def; }
+void register_op(OpId id, const OpDef& def) {
+  OpDef& slot = op_table()[static_cast<int>(id)];
+  BackwardFn bw = slot.backward;
+  uint32_t saves = slot.saves;
+  slot = def;
+  if (!def.backward) {  // keep a rule attached before the op itself was registered
+    slot.backward = bw;
+    slot.saves = saves;
+  }
+}
+
+void set_backward(OpId id, BackwardFn fn, uint32_t saves) {
+  OpDef& slot = op_table()[static_cast<int>(id)];
+  slot.backward = fn;
+  slot.saves = saves;
+}
 
 const OpDef& op_def(OpId id) {
   ensure_initialized();
@@ -92,9 +108,14 @@ Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
   OpCall call{id, inputs, attrs};
   OutputMeta meta;
   def.meta(call, meta);
+  Tensor out;
   if (ModeHandler* mode = tls_mode) [[unlikely]]
-    return mode->handle(def, call, meta);
-  return run_eager(def, call, meta);
+    out = mode->handle(def, call, meta);
+  else
+    out = run_eager(def, call, meta);
+  if (any_requires_grad(inputs)) [[unlikely]]
+    record_autograd(def, call, out);
+  return out;
 }
 
 void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, Tensor& out) {
@@ -115,6 +136,10 @@ void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, 
   KILN_CHECK(meta.device == o->device(), "{}: the result is on {} but the output is on {}",
              op_name(id), meta.device, o->device());
   check_no_internal_overlap(id, out);
+
+  if (any_requires_grad(inputs) || out.impl()->requires_grad()) [[unlikely]] {
+    if (inplace_with_autograd(def, call, out)) return;
+  }
 
   if (ModeHandler* mode = tls_mode) [[unlikely]] {
     mode->handle_into(def, call, meta, out);

@@ -39,15 +39,42 @@ enum OpFlags : uint32_t {
   kIsRandom = 1u << 2,        // consumes Philox offsets (ops/random.h documents how many)
 };
 
+// What a backward rule sees (runtime/autograd/op_node.cpp builds it).
+struct InputInfo {
+  DimVector sizes;
+  DType dtype;
+};
+struct BackwardCall {
+  OpId op;
+  const Attrs& attrs;
+  std::span<const Tensor> inputs;          // saved inputs (undefined unless the rule saves them)
+  std::span<const InputInfo> input_info;   // sizes and dtype of every input
+  const Tensor& output;                    // the saved output (undefined unless saved)
+  const Tensor& grad;                      // gradient of the output
+  uint32_t needs;                          // bit i set: input i needs a gradient
+  bool needs_input(size_t i) const { return (needs >> i) & 1u; }
+};
+// Writes grad_inputs[i] for each input that needs it, using kiln ops only (so that the tracer
+// records backward passes like any other code).
+using BackwardFn = void (*)(const BackwardCall& call, std::span<Tensor> grad_inputs);
+
+// Which tensors a backward rule needs saved: bit i for input i, kSaveOutput for the output.
+constexpr uint32_t save_input(int i) { return 1u << i; }
+inline constexpr uint32_t kSaveOutput = 1u << 31;
+
 struct OpDef {
   const char* name = nullptr;
   MetaFn meta = nullptr;
   EagerFn eager = nullptr;
   uint32_t flags = kNoFlags;
+  BackwardFn backward = nullptr;  // null: not differentiable (an error if a gradient reaches it)
+  uint32_t saves = 0;
 };
 
 // Registers the definition of one op (called by ops/ at init; see runtime/init.h).
 void register_op(OpId id, const OpDef& def);
+// Attaches a backward rule to a registered op (ops/*_backward.cpp).
+void set_backward(OpId id, BackwardFn fn, uint32_t saves);
 const OpDef& op_def(OpId id);
 
 // A mode other than eager (the recorder, a speculation) handles calls on this thread while

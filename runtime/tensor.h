@@ -79,6 +79,16 @@ class Tensor {
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor operator[](int64_t i) const;
 
+  // ---- autograd (runtime/autograd/) ----
+  Tensor& requires_grad_(bool on = true);
+  bool requires_grad() const;
+  bool is_leaf() const;
+  Tensor grad() const;     // accumulated gradient of a leaf; undefined if none
+  Tensor& mutable_grad();  // the leaf's gradient slot (optimizers reset it)
+  std::string grad_fn_name() const;  // e.g. "MulBackward"; empty for leaves
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;  // shares storage, no autograd history
+
   // ---- in place (return *this; bump the version counter) ----
   Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
   Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);

@@ -1,5 +1,7 @@
 #include "runtime/tensor_impl.h"
 
+#include "runtime/autograd/autograd_meta.h"
+
 namespace kiln {
 
 int64_t numel_of(const DimVector& sizes) {
@@ -39,5 +41,16 @@ TensorImpl::TensorImpl(DimVector sizes, DimVector strides, int64_t offset, DType
       device_(device),
       contiguous_(is_contiguous_layout(sizes_, strides_)),
       storage_(std::move(storage)) {}
+
+TensorImpl::~TensorImpl() = default;
+
+AutogradMeta& TensorImpl::ensure_autograd() {
+  if (!autograd_) autograd_ = std::make_unique<AutogradMeta>();
+  return *autograd_;
+}
+
+bool TensorImpl::requires_grad_slow() const {
+  return autograd_->requires_grad || static_cast<bool>(autograd_->grad_fn);
+}
 
 }  // namespace kiln

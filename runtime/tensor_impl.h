@@ -2,6 +2,7 @@
 // elements), dtype, device and the storage it views.
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "runtime/device.h"
 #include "runtime/dtype.h"
@@ -11,10 +12,13 @@
 
 namespace kiln {
 
+struct AutogradMeta;  // runtime/autograd/autograd_meta.h
+
 class TensorImpl : public RefCounted {
  public:
   TensorImpl(DimVector sizes, DimVector strides, int64_t offset, DType dtype, Device device,
              Ref<Storage> storage);
+  ~TensorImpl() override;
 
   const DimVector& sizes() const { return sizes_; }
   const DimVector& strides() const { return strides_; }
@@ -26,6 +30,12 @@ class TensorImpl : public RefCounted {
   bool is_contiguous() const { return contiguous_; }
   Storage* storage() const { return storage_.get(); }
   const Ref<Storage>& storage_ref() const { return storage_; }
+
+  // Autograd state; null for tensors that never took part in autograd.
+  AutogradMeta* autograd() const { return autograd_.get(); }
+  AutogradMeta& ensure_autograd();
+  // True for a leaf that requires grad or a tensor with a grad_fn (one branch when null).
+  bool requires_grad() const { return autograd_ && requires_grad_slow(); }
 
   // Address of element 0 (storage base + offset).
   void* data() const {
@@ -41,6 +51,9 @@ class TensorImpl : public RefCounted {
   Device device_;
   bool contiguous_;
   Ref<Storage> storage_;
+  std::unique_ptr<AutogradMeta> autograd_;
+
+  bool requires_grad_slow() const;
 };
 
 // Row-major strides for `sizes`.

@@ -10,3 +10,6 @@
 #include "runtime/scalar.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_options.h"
+#include "runtime/autograd/grad_mode.h"
+#include "ops/optim/adam.h"
+#include "ops/optim/sgd.h"

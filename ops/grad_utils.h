@@ -1,0 +1,15 @@
+// Helpers shared by backward rules (all written with kiln ops, so recording sees them).
+#pragma once
+#include "runtime/dispatcher.h"
+#include "runtime/tensor.h"
+
+namespace kiln {
+
+// Sums a broadcast gradient back down to `shape` (the inverse of broadcasting).
+Tensor sum_to(const Tensor& grad, const DimVector& shape);
+
+// Registers every op family's backward rules (called from register_all_ops()).
+void register_pointwise_backward();
+void register_view_backward();
+
+}  // namespace kiln
