@@ -48,6 +48,12 @@ int main() {
   double x = d.select(0, 1).select(0, 2).item<double>();  // 60
   std::vector<float> v = a.to_vector<float>();            // row-major copy
 
+  // Autograd (reductions are not in yet, so the output gradient is given explicitly).
+  Tensor w = full({3}, 2.0).requires_grad_();
+  Tensor y = w * w + w;
+  y.backward(ones_like(y));
+  Tensor dw = w.grad();              // dy/dw = 2w + 1 = 5 5 5
+
   // Errors are kiln::Error; the message names the op, the shapes and the dtypes.
   std::string message;
   try {
@@ -77,6 +83,8 @@ int main() {
          "the transposed view sees the write");
   expect(s.to_vector<float>() == std::vector<float>{1, 3, 40, 60}, "a.slice(1, 0, 3, 2)");
   expect(d.dtype() == kFloat64 && x == 60.0, "to(kFloat64) and item<double>()");
+  expect(dw.defined() && dw.to_vector<float>() == std::vector<float>(3, 5.0f),
+         "w.grad() is 2w + 1");
   expect(message.find("[2, 3]") != std::string::npos && message.find("[4]") != std::string::npos,
          "a + ones({4}) raised kiln::Error naming both shapes");
   std::printf("      error message: %s\n", message.c_str());

@@ -23,7 +23,7 @@ const std::vector<Workload>& workloads() {
       later("softmax", "softmax over rows of 8192x1024 float32, from amax/exp/sum/div",
             "it needs the reduction ops (amax, sum)"),
       later("mlp_train", "784-1024-1024-10 ReLU MLP training step, batch 256",
-            "it needs matmul, cross_entropy and autograd"),
+            "it needs matmul and cross_entropy"),
       later("block", "transformer block forward, batch 8, seq 512, d 512, 8 heads",
             "it needs matmul, softmax and layer_norm"),
       later("rnn_scan", "tanh RNN, T 64, batch 64, hidden 256, as a loop and as scan",
