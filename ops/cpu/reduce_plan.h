@@ -1,0 +1,37 @@
+// How a reduction walks its input. A reduction keeps some dims and reduces the others; the plan
+// reduces every layout to one of two dense shapes so the kernels only ever see contiguous memory:
+//   Rows: [outer, n]        each output reduces one contiguous row of n elements;
+//   Cols: [outer, n, inner] each output reduces a column of n elements at distance `inner`
+//                           (a kept contiguous inner dim: accumulate whole rows into a vector).
+// Inputs that are neither (transposed, sliced, expanded) are gathered once into a Rows buffer
+// with the reduced dims innermost, ordered by decreasing input stride for locality.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "runtime/tensor_impl.h"
+
+namespace kiln {
+
+struct ReducePlan {
+  enum class Kind { Rows, Cols };
+  Kind kind = Kind::Rows;
+  int64_t outer = 1;  // outputs (Rows) or outer blocks (Cols)
+  int64_t n = 1;      // elements reduced into each output
+  int64_t inner = 1;  // Cols only: kept contiguous inner extent
+  const void* data = nullptr;
+  std::unique_ptr<std::byte[]> owned;  // the gathered copy, when one was needed
+
+  int64_t outputs() const { return outer * inner; }
+  template <class T>
+  const T* ptr() const {
+    return static_cast<const T*>(data);
+  }
+};
+
+// mask: bit d set when dim d is reduced. allow_cols: the op has a column kernel.
+// With zero outputs or n == 0 the plan has no data (callers fill outputs or return).
+ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, bool allow_cols);
+
+}  // namespace kiln

@@ -1,0 +1,319 @@
+// Definitions of the reduction ops: sum, mean, prod, amax, amin, logsumexp, argmax, argmin, var,
+// all, any. Meta functions hold PyTorch's dtype rules and every check; kernels walk the layouts
+// of ops/cpu/reduce_plan.h with the loops of ops/cpu/reduce_loops.h.
+//
+// Attrs: dims = the reduced dims as given (empty: all dims; may be negative);
+//        ints[0] = keepdim; ints[1] = unbiased (Var only).
+//        Argmax/Argmin: dims = {dim}. All/Any: every dim, no attrs.
+#include <cmath>
+
+#include "ops/cpu/reduce_loops.h"
+#include "ops/cpu/reduce_plan.h"
+#include "ops/meta_helpers.h"
+#include "ops/op_registry.h"
+
+namespace kiln {
+
+namespace {
+
+using namespace reduce;
+
+// The op's name as users write it (for messages).
+const char* rname(OpId id) {
+  switch (id) {
+    case OpId::Sum:
+      return "sum";
+    case OpId::Mean:
+      return "mean";
+    case OpId::Prod:
+      return "prod";
+    case OpId::Amax:
+      return "amax";
+    case OpId::Amin:
+      return "amin";
+    case OpId::Logsumexp:
+      return "logsumexp";
+    case OpId::Argmax:
+      return "argmax";
+    case OpId::Argmin:
+      return "argmin";
+    case OpId::Var:
+      return "var";
+    case OpId::All:
+      return "all";
+    case OpId::Any:
+      return "any";
+    default:
+      return op_name(id);
+  }
+}
+
+uint64_t reduced_mask(const OpCall& c) {
+  const TensorImpl* x = c.inputs[0].impl();
+  if (c.op == OpId::All || c.op == OpId::Any) return dims_mask(rname(c.op), {}, x->dim());
+  return dims_mask(rname(c.op), c.attrs.dims, x->dim());
+}
+
+// The dtype a reduction writes (and, for the float ones, computes in).
+DType reduce_out_dtype(const OpCall& c) {
+  const DType in = c.inputs[0].impl()->dtype();
+  const char* name = rname(c.op);
+  switch (c.op) {
+    case OpId::Sum:
+    case OpId::Prod:
+      return is_floating(in) ? in : DType::Int64;
+    case OpId::Mean:
+    case OpId::Var:
+      KILN_CHECK(is_floating(in),
+                 "{}: expected a floating point input, got {} ({} is only defined for Float32 "
+                 "and Float64; convert the input with .to(kFloat32))",
+                 name, describe(c.inputs[0]), name);
+      return in;
+    case OpId::Logsumexp:
+      return to_floating(in);
+    case OpId::Argmax:
+    case OpId::Argmin:
+      KILN_CHECK(in != DType::Bool,
+                 "{}: not supported for Bool input {} (expected a numeric dtype)", name,
+                 describe(c.inputs[0]));
+      return DType::Int64;
+    case OpId::All:
+    case OpId::Any:
+      return DType::Bool;
+    default:
+      return in;  // Amax, Amin
+  }
+}
+
+void reduce_meta(const OpCall& c, OutputMeta& m) {
+  const TensorImpl* x = c.inputs[0].impl();
+  const char* name = rname(c.op);
+  if (c.op == OpId::Argmax || c.op == OpId::Argmin)
+    KILN_CHECK(c.attrs.dims.size() == 1, "{}: expected exactly one dim, got {}", name,
+               shape_str(c.attrs.dims));
+  const uint64_t mask = reduced_mask(c);
+  m.dtype = reduce_out_dtype(c);
+  m.device = x->device();
+  const bool keepdim = c.attrs.ints[0] != 0;
+  const bool needs_values =
+      c.op == OpId::Amax || c.op == OpId::Amin || c.op == OpId::Argmax || c.op == OpId::Argmin;
+  m.sizes.clear();
+  for (int64_t d = 0; d < x->dim(); ++d) {
+    const bool r = (mask >> d) & 1u;
+    if (r && needs_values)
+      KILN_CHECK(x->sizes()[d] != 0,
+                 "{}: reduced dim {} of {} has size 0 (expected a non-empty reduction: the "
+                 "result of an empty {} is undefined)",
+                 name, d, describe(c.inputs[0]), name);
+    if (!r)
+      m.sizes.push_back(x->sizes()[d]);
+    else if (keepdim)
+      m.sizes.push_back(1);
+  }
+}
+
+// ---- kernels: one per op family, instantiated per input dtype T ----
+
+template <class T, class O>
+void sum_like(OpId op, const ReducePlan& p, O* out) {
+  using A = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+  const int64_t n = p.n;
+  auto finish = [&](A a) -> O {
+    if (op == OpId::Mean) return static_cast<O>(a / static_cast<A>(n));
+    return static_cast<O>(a);
+  };
+  if (n == 0) {
+    const A id = op == OpId::Prod ? A(1) : A(0);
+    for (int64_t i = 0; i < p.outputs(); ++i) out[i] = finish(id);  // mean: 0/0 = NaN
+    return;
+  }
+  const T* x = p.ptr<T>();
+  auto store = [&](int64_t i, A a) { out[i] = finish(a); };
+  if (p.kind == ReducePlan::Kind::Cols) {
+    if (op == OpId::Prod)
+      run_cols<ProdOp, A>(x, p.outer, n, p.inner, store);
+    else
+      run_cols<SumOp, A>(x, p.outer, n, p.inner, store);
+    return;
+  }
+  if (op == OpId::Prod) {
+    run_rows<A>(
+        p.outer, n,
+        [&](int64_t r, int64_t s, int64_t len) {
+          return lanes8<ProdOp, A>(x + r * n + s, len, Cast<A>{});
+        },
+        [](A a, A b) { return a * b; }, store);
+  } else {
+    run_rows<A>(
+        p.outer, n,
+        [&](int64_t r, int64_t s, int64_t len) {
+          return pairwise_sum<A>(x + r * n + s, len, Cast<A>{});
+        },
+        [](A a, A b) { return a + b; }, store);
+  }
+}
+
+template <class Op, class T>
+void extreme(const ReducePlan& p, T* out) {
+  const T* x = p.ptr<T>();
+  const int64_t n = p.n;
+  auto store = [&](int64_t i, T v) { out[i] = v; };
+  if (p.kind == ReducePlan::Kind::Cols) return run_cols<Op, T>(x, p.outer, n, p.inner, store);
+  run_rows<T>(
+      p.outer, n,
+      [&](int64_t r, int64_t s, int64_t len) {
+        return lanes8<Op, T>(x + r * n + s, len, Cast<T>{});
+      },
+      [](T a, T b) { return Op::apply(a, b); }, store);
+}
+
+template <bool Greater, class T>
+void arg_extreme(const ReducePlan& p, int64_t* out) {
+  const T* x = p.ptr<T>();
+  const int64_t n = p.n;
+  run_rows<ArgPart<T>>(
+      p.outer, n,
+      [&](int64_t r, int64_t s, int64_t len) { return arg_range<Greater>(x + r * n + s, len, s); },
+      [](ArgPart<T> a, ArgPart<T> b) { return better<Greater>(b.value, a.value) ? b : a; },
+      [&](int64_t i, ArgPart<T> a) { out[i] = a.index; });
+}
+
+// logsumexp = m + log(sum(exp(x - m))) with m the row max (0 where it is infinite, so all -inf
+// rows give -inf and a +inf gives +inf), computed in C.
+template <class T, class C>
+void logsumexp_rows(const ReducePlan& p, C* out) {
+  const int64_t n = p.n, m = p.outer;
+  if (n == 0) {
+    for (int64_t i = 0; i < m; ++i) out[i] = -std::numeric_limits<C>::infinity();
+    return;
+  }
+  const T* x = p.ptr<T>();
+  std::vector<C> shift(static_cast<size_t>(m));
+  run_rows<C>(
+      m, n,
+      [&](int64_t r, int64_t s, int64_t len) {
+        return lanes8<MaxOp, C>(x + r * n + s, len, Cast<C>{});
+      },
+      [](C a, C b) { return max_nan(a, b); },
+      [&](int64_t i, C v) { shift[i] = std::isinf(v) ? C(0) : v; });
+  run_rows<C>(
+      m, n,
+      [&](int64_t r, int64_t s, int64_t len) {
+        const C sh = shift[r];
+        return pairwise_sum<C>(x + r * n + s, len,
+                               [sh](T v) { return std::exp(static_cast<C>(v) - sh); });
+      },
+      [](C a, C b) { return a + b; }, [&](int64_t i, C v) { out[i] = std::log(v) + shift[i]; });
+}
+
+// Two passes: the mean, then the pairwise sum of squared deviations, divided by n - unbiased.
+template <class T>
+void var_rows(const ReducePlan& p, bool unbiased, T* out) {
+  const int64_t n = p.n, m = p.outer;
+  if (n == 0) {
+    for (int64_t i = 0; i < m; ++i) out[i] = std::numeric_limits<T>::quiet_NaN();
+    return;
+  }
+  const T* x = p.ptr<T>();
+  std::vector<T> mean(static_cast<size_t>(m));
+  auto sum_range = [&](int64_t r, int64_t s, int64_t len) {
+    return pairwise_sum<T>(x + r * n + s, len, Cast<T>{});
+  };
+  auto add = [](T a, T b) { return a + b; };
+  run_rows<T>(m, n, sum_range, add, [&](int64_t i, T v) { mean[i] = v / static_cast<T>(n); });
+  const T denom = static_cast<T>(n - (unbiased ? 1 : 0));
+  run_rows<T>(
+      m, n,
+      [&](int64_t r, int64_t s, int64_t len) {
+        const T mu = mean[r];
+        return pairwise_sum<T>(x + r * n + s, len, [mu](T v) { return (v - mu) * (v - mu); });
+      },
+      add, [&](int64_t i, T v) { out[i] = v / denom; });
+}
+
+template <class T>
+void all_any(bool any, const ReducePlan& p, bool* out) {
+  if (p.n == 0 || p.outer == 0) {
+    out[0] = !any;
+    return;
+  }
+  const T* x = p.ptr<T>();
+  const int64_t n = p.n;
+  run_rows<unsigned char>(
+      1, n,
+      [&](int64_t, int64_t s, int64_t len) -> unsigned char {
+        const T* q = x + s;
+        unsigned char acc = any ? 0 : 1;
+        // Branch-free over the whole piece: the loop vectorizes and costs the same every time.
+        if (any)
+          for (int64_t i = 0; i < len; ++i) acc |= static_cast<unsigned char>(q[i] != T(0));
+        else
+          for (int64_t i = 0; i < len; ++i) acc &= static_cast<unsigned char>(q[i] != T(0));
+        return acc;
+      },
+      [any](unsigned char a, unsigned char b) -> unsigned char { return any ? (a | b) : (a & b); },
+      [&](int64_t, unsigned char v) { out[0] = v != 0; });
+}
+
+void reduce_eager(const OpCall& c, const Tensor& out) {
+  const TensorImpl& x = *c.inputs[0].impl();
+  const uint64_t mask = reduced_mask(c);
+  const OpId op = c.op;
+  const bool cols = op == OpId::Sum || op == OpId::Mean || op == OpId::Prod || op == OpId::Amax ||
+                    op == OpId::Amin;
+  const ReducePlan p = plan_reduction(x, mask, cols);
+  if (p.outputs() == 0 && op != OpId::All && op != OpId::Any) return;
+  void* o = out.impl()->data();
+  visit_dtype(x.dtype(), [&]<class T>(TypeTag<T>) {
+    switch (op) {
+      case OpId::Sum:
+      case OpId::Prod:
+      case OpId::Mean:
+        if constexpr (std::is_floating_point_v<T>)
+          sum_like<T>(op, p, static_cast<T*>(o));
+        else if (op != OpId::Mean)
+          sum_like<T>(op, p, static_cast<int64_t*>(o));
+        break;
+      case OpId::Amax:
+        extreme<MaxOp, T>(p, static_cast<T*>(o));
+        break;
+      case OpId::Amin:
+        extreme<MinOp, T>(p, static_cast<T*>(o));
+        break;
+      case OpId::Argmax:
+        if constexpr (!std::is_same_v<T, bool>) arg_extreme<true, T>(p, static_cast<int64_t*>(o));
+        break;
+      case OpId::Argmin:
+        if constexpr (!std::is_same_v<T, bool>) arg_extreme<false, T>(p, static_cast<int64_t*>(o));
+        break;
+      case OpId::Logsumexp:
+        if constexpr (std::is_floating_point_v<T>)
+          logsumexp_rows<T, T>(p, static_cast<T*>(o));
+        else
+          logsumexp_rows<T, float>(p, static_cast<float*>(o));
+        break;
+      case OpId::Var:
+        if constexpr (std::is_floating_point_v<T>)
+          var_rows<T>(p, c.attrs.ints[1] != 0, static_cast<T*>(o));
+        break;
+      case OpId::All:
+        all_any<T>(false, p, static_cast<bool*>(o));
+        break;
+      case OpId::Any:
+        all_any<T>(true, p, static_cast<bool*>(o));
+        break;
+      default:
+        fail("{}: not a reduction", rname(op));
+    }
+  });
+}
+
+}  // namespace
+
+void register_reduce_ops() {
+  for (OpId id : {OpId::Sum, OpId::Mean, OpId::Prod, OpId::Amax, OpId::Amin, OpId::Logsumexp,
+                  OpId::Argmax, OpId::Argmin, OpId::Var, OpId::All, OpId::Any})
+    register_op(id, {rname(id), reduce_meta, reduce_eager, kNoFlags});
+}
+
+}  // namespace kiln

@@ -1,0 +1,535 @@
+// Reductions against a scalar reference written here: every op over contiguous, transposed,
+// sliced and expanded inputs, keepdim on and off, several dims lists, every dtype, empty and
+// 0-dim tensors, inputs large enough for the parallel paths, and every error path.
+//
+// Tolerances: results are compared with the double-precision reference as
+//   |got - ref| <= tol * (scale + 1)
+// where scale is the sum of |x| over the reduced elements (sum/mean/var: the worst-case bound of
+// any summation order is n * eps * scale, pairwise stays far below it); tol = 1e-5 for Float32
+// and 1e-12 for Float64 (prod: scale = n * |product|). Integer results and amax/amin/argmax/argmin
+// are exact.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/functions.h"
+#include "runtime/config.h"
+#include "runtime/error.h"
+
+using namespace kiln;
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+enum class R { Sum, Mean, Prod, Amax, Amin, Lse, Var, VarBiased, Argmax, Argmin };
+
+// Reference: groups the row-major values by kept index and reduces each group in double.
+std::vector<double> reference(const std::vector<double>& v, const std::vector<int64_t>& sizes,
+                              std::vector<int64_t> dims, R r, std::vector<double>* scale) {
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  std::vector<bool> red(nd, dims.empty());
+  for (int64_t d : dims) red[d < 0 ? d + nd : d] = true;
+  int64_t outputs = 1;
+  for (int64_t d = 0; d < nd; ++d)
+    if (!red[d]) outputs *= sizes[d];
+  std::vector<std::vector<double>> groups(outputs);
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t rem = static_cast<int64_t>(i), o = 0, mul = 1;
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      int64_t idx = rem % sizes[d];
+      rem /= sizes[d];
+      if (!red[d]) {
+        o += idx * mul;
+        mul *= sizes[d];
+      }
+    }
+    groups[o].push_back(v[i]);
+  }
+  std::vector<double> out;
+  if (scale) scale->clear();
+  for (const auto& g : groups) {
+    double s = 0, p = 1, a = 0;
+    for (double x : g) {
+      s += x;
+      p *= x;
+      a += std::abs(x);
+    }
+    const double n = static_cast<double>(g.size());
+    double res = 0;
+    switch (r) {
+      case R::Sum:
+        res = s;
+        break;
+      case R::Mean:
+        res = s / n;
+        break;
+      case R::Prod:
+        res = p;
+        break;
+      case R::Amax:
+      case R::Amin:
+      case R::Argmax:
+      case R::Argmin: {
+        size_t best = 0;
+        for (size_t i = 1; i < g.size(); ++i) {
+          if (std::isnan(g[best])) break;
+          bool better = std::isnan(g[i]) ||
+                        (r == R::Amax || r == R::Argmax ? g[i] > g[best] : g[i] < g[best]);
+          if (better) best = i;
+        }
+        res = (r == R::Argmax || r == R::Argmin) ? double(best) : g[best];
+        break;
+      }
+      case R::Lse: {
+        double m = -kInf;
+        for (double x : g) m = std::max(m, x);
+        double e = 0;
+        for (double x : g) e += std::exp(x - m);
+        res = g.empty() ? -kInf : m + std::log(e);
+        break;
+      }
+      case R::Var:
+      case R::VarBiased: {
+        double mu = s / n, q = 0;
+        for (double x : g) q += (x - mu) * (x - mu);
+        res = q / (n - (r == R::Var ? 1 : 0));
+        a = a * a / std::max(n, 1.0);  // the squares' scale
+        break;
+      }
+    }
+    if (r == R::Prod) a = std::abs(p) * n;  // each multiply rounds by at most eps relative
+    out.push_back(res);
+    if (scale) scale->push_back(a);
+  }
+  return out;
+}
+
+// Values of any dtype as doubles, in row-major order of the (possibly strided) tensor.
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> out;
+  switch (t.dtype()) {
+    case DType::Bool:
+      for (bool b : t.to_vector<bool>()) out.push_back(b);
+      break;
+    case DType::Int32:
+      for (auto x : t.to_vector<int32_t>()) out.push_back(x);
+      break;
+    case DType::Int64:
+      for (auto x : t.to_vector<int64_t>()) out.push_back(double(x));
+      break;
+    case DType::Float32:
+      for (auto x : t.to_vector<float>()) out.push_back(x);
+      break;
+    case DType::Float64:
+      out = t.to_vector<double>();
+      break;
+  }
+  return out;
+}
+
+// A tensor of `shape` with values drawn for the op: small ints, or floats in [lo, hi).
+Tensor make(std::vector<int64_t> shape, DType dt, std::mt19937& rng, double lo, double hi) {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(n);
+  for (auto& x : v) x = is_floating(dt) ? u(rng) : std::floor(u(rng));
+  Tensor d = from_vector<double>(v, shape);
+  return d.to(dt);
+}
+
+// The four layouts of a logical [4, 5, 6] input.
+std::vector<std::pair<std::string, Tensor>> layouts(DType dt, std::mt19937& rng, double lo,
+                                                    double hi) {
+  return {
+      {"contiguous", make({4, 5, 6}, dt, rng, lo, hi)},
+      {"transposed", make({6, 5, 4}, dt, rng, lo, hi).permute({2, 1, 0})},
+      {"sliced", make({8, 5, 12}, dt, rng, lo, hi).slice(0, 0, 8, 2).slice(2, 1, 12, 2)},
+      {"expanded", make({4, 1, 6}, dt, rng, lo, hi).expand({4, 5, 6})},
+  };
+}
+
+std::vector<int64_t> out_shape(const std::vector<int64_t>& sizes, std::vector<int64_t> dims,
+                               bool keepdim) {
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  std::vector<bool> red(nd, dims.empty());
+  for (int64_t d : dims) red[d < 0 ? d + nd : d] = true;
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < nd; ++d)
+    if (!red[d])
+      out.push_back(sizes[d]);
+    else if (keepdim)
+      out.push_back(1);
+  return out;
+}
+
+void expect_matches(const Tensor& got, const std::vector<double>& ref,
+                    const std::vector<double>& scale, DType in, bool exact,
+                    const std::string& what) {
+  std::vector<double> g = values(got);
+  ASSERT_EQ(g.size(), ref.size()) << what;
+  const double tol =
+      exact ? 0 : (got.dtype() == DType::Float64 && in == DType::Float64 ? 1e-12 : 1e-5);
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(ref[i])) {
+      EXPECT_TRUE(std::isnan(g[i])) << what << " at " << i;
+    } else if (std::isinf(ref[i])) {
+      EXPECT_EQ(g[i], ref[i]) << what << " at " << i;
+    } else {
+      EXPECT_LE(std::abs(g[i] - ref[i]), tol * ((scale.empty() ? 0 : scale[i]) + 1))
+          << what << " at " << i << ": got " << g[i] << " want " << ref[i];
+    }
+  }
+}
+
+const std::vector<std::vector<int64_t>> kDimsLists = {{},     {0},     {1},    {2},      {-1},
+                                                      {0, 2}, {-1, 0}, {1, 2}, {0, 1, 2}};
+const DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+
+using DimsFn = Tensor (*)(const Tensor&, IntList, bool);
+
+struct Case {
+  const char* name;
+  DimsFn fn;
+  R r;
+  double lo, hi;  // input range (prod: near 1 so products stay finite and exact for ints)
+};
+
+Tensor var_unbiased(const Tensor& x, IntList d, bool k) { return var(x, d, true, k); }
+Tensor var_biased(const Tensor& x, IntList d, bool k) { return var(x, d, false, k); }
+Tensor sum_fn(const Tensor& x, IntList d, bool k) { return sum(x, d, k); }
+Tensor mean_fn(const Tensor& x, IntList d, bool k) { return mean(x, d, k); }
+Tensor prod_fn(const Tensor& x, IntList d, bool k) { return prod(x, d, k); }
+Tensor amax_fn(const Tensor& x, IntList d, bool k) { return amax(x, d, k); }
+Tensor amin_fn(const Tensor& x, IntList d, bool k) { return amin(x, d, k); }
+Tensor lse_fn(const Tensor& x, IntList d, bool k) { return logsumexp(x, d, k); }
+
+DType expected_dtype(R r, DType in) {
+  switch (r) {
+    case R::Sum:
+    case R::Prod:
+      return is_floating(in) ? in : DType::Int64;
+    case R::Lse:
+      return is_floating(in) ? in : DType::Float32;
+    case R::Argmax:
+    case R::Argmin:
+      return DType::Int64;
+    default:
+      return in;
+  }
+}
+
+bool supports(R r, DType dt) {
+  if (r == R::Mean || r == R::Var || r == R::VarBiased) return is_floating(dt);
+  return true;
+}
+
+class ReduceDims : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ReduceDims, MatchesReferenceOnEveryLayoutDtypeAndDims) {
+  const Case& c = GetParam();
+  std::mt19937 rng(7);
+  for (DType dt : kAll) {
+    if (!supports(c.r, dt)) continue;
+    for (auto& [layout, x] : layouts(dt, rng, c.lo, c.hi)) {
+      const std::vector<double> v = values(x);
+      for (const auto& dims : kDimsLists) {
+        for (bool keepdim : {false, true}) {
+          std::string what = std::string(c.name) + " " + std::string(dtype_name(dt)) + " " +
+                             layout + " dims " + std::to_string(dims.size()) +
+                             (dims.empty() ? "" : "@" + std::to_string(dims[0])) +
+                             (keepdim ? " keepdim" : "");
+          Tensor got = c.fn(x, dims, keepdim);
+          EXPECT_EQ(got.dtype(), expected_dtype(c.r, dt)) << what;
+          EXPECT_EQ(got.sizes(), out_shape(x.sizes(), dims, keepdim)) << what;
+          std::vector<double> scale;
+          auto ref = reference(v, x.sizes(), dims, c.r, &scale);
+          bool exact = !is_floating(got.dtype()) || c.r == R::Amax || c.r == R::Amin;
+          expect_matches(got, ref, scale, dt, exact, what);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Reduce, ReduceDims,
+                         ::testing::Values(Case{"sum", sum_fn, R::Sum, -3, 4},
+                                           Case{"mean", mean_fn, R::Mean, -3, 4},
+                                           Case{"prod", prod_fn, R::Prod, 0.7, 2.2},
+                                           Case{"amax", amax_fn, R::Amax, -3, 4},
+                                           Case{"amin", amin_fn, R::Amin, -3, 4},
+                                           Case{"logsumexp", lse_fn, R::Lse, -3, 4},
+                                           Case{"var", var_unbiased, R::Var, -3, 4},
+                                           Case{"var_biased", var_biased, R::VarBiased, -3, 4}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Reduce, ArgmaxArgminEveryLayoutDtypeDim) {
+  std::mt19937 rng(11);
+  for (DType dt : {DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+    for (auto& [layout, x] : layouts(dt, rng, -2, 3)) {  // small ints: many ties
+      const std::vector<double> v = values(x);
+      for (int64_t d : {0, 1, 2, -1, -3}) {
+        for (bool keepdim : {false, true}) {
+          for (R r : {R::Argmax, R::Argmin}) {
+            Tensor got = r == R::Argmax ? argmax(x, d, keepdim) : argmin(x, d, keepdim);
+            std::string what =
+                layout + " " + std::string(dtype_name(dt)) + " dim " + std::to_string(d);
+            EXPECT_EQ(got.dtype(), DType::Int64);
+            EXPECT_EQ(got.sizes(), out_shape(x.sizes(), {d}, keepdim)) << what;
+            expect_matches(got, reference(v, x.sizes(), {d}, r, nullptr), {}, dt, true, what);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, AllDimsFormsAndMethods) {
+  Tensor x = from_vector<float>({1, -2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(sum(x).item<float>(), 17.f);
+  EXPECT_EQ(x.sum().sizes(), std::vector<int64_t>{});
+  EXPECT_EQ(x.sum({1}, true).to_vector<float>(), (std::vector<float>{2, 15}));
+  EXPECT_FLOAT_EQ(x.mean().item<float>(), 17.f / 6);
+  EXPECT_EQ(x.mean({0}).to_vector<float>(), (std::vector<float>{2.5f, 1.5f, 4.5f}));
+  EXPECT_EQ(x.prod().item<float>(), -720.f);
+  EXPECT_EQ(x.prod({0}).to_vector<float>(), (std::vector<float>{4, -10, 18}));
+  EXPECT_EQ(x.amax().item<float>(), 6.f);
+  EXPECT_EQ(x.amin({1}).to_vector<float>(), (std::vector<float>{-2, 4}));
+  EXPECT_EQ(x.amax({0}).to_vector<float>(), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(amin(x).item<float>(), -2.f);
+  EXPECT_EQ(x.argmax(1).to_vector<int64_t>(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(x.argmin(0, true).sizes(), (std::vector<int64_t>{1, 3}));
+  EXPECT_NEAR(x.logsumexp({0, 1}).item<float>(), 6.44473f,
+              1e-4);  // 6 + log(1 + e^-1 + e^-2 + e^-3 + e^-5 + e^-8)
+  EXPECT_NEAR(x.var({1}).to_vector<float>()[0], 19.0f / 3, 1e-5);  // mean 2/3: (1/9+64/9+49/9)/2
+  EXPECT_NEAR(x.std({1}, false).to_vector<float>()[1], std::sqrt(2.0f / 3), 1e-6);
+  EXPECT_TRUE(x.all().item<bool>());
+  EXPECT_TRUE(x.any().item<bool>());
+}
+
+TEST(Reduce, ResultDtypes) {
+  Tensor b = from_vector<bool>({true, false, true}, {3});
+  EXPECT_EQ(sum(b).dtype(), DType::Int64);
+  EXPECT_EQ(sum(b).item<int64_t>(), 2);
+  EXPECT_EQ(prod(b).dtype(), DType::Int64);
+  EXPECT_EQ(prod(b).item<int64_t>(), 0);
+  EXPECT_EQ(amax(b).dtype(), DType::Bool);
+  EXPECT_TRUE(amax(b).item<bool>());
+  EXPECT_FALSE(amin(b).item<bool>());
+  EXPECT_EQ(logsumexp(b, {0}).dtype(), DType::Float32);
+  Tensor i = from_vector<int32_t>({1 << 30, 1 << 30, 1 << 30}, {3});
+  EXPECT_EQ(sum(i).dtype(), DType::Int64);
+  EXPECT_EQ(sum(i).item<int64_t>(), 3ll << 30);  // accumulated in Int64: no Int32 overflow
+  EXPECT_EQ(amax(i).dtype(), DType::Int32);
+  EXPECT_EQ(logsumexp(i, {0}).dtype(), DType::Float32);
+  Tensor f = from_vector<double>({1, 2}, {2});
+  EXPECT_EQ(sum(f).dtype(), DType::Float64);
+  EXPECT_EQ(var(f, {}).dtype(), DType::Float64);
+  EXPECT_EQ(argmax(f, 0).dtype(), DType::Int64);
+  for (DType dt : kAll) {
+    Tensor z = zeros({2, 2}, TensorOptions().dtype(dt));
+    EXPECT_EQ(all(z).dtype(), DType::Bool);
+    EXPECT_FALSE(all(z).item<bool>());
+    EXPECT_FALSE(any(z).item<bool>());
+    Tensor o = ones({2, 2}, TensorOptions().dtype(dt));
+    EXPECT_TRUE(all(o).item<bool>());
+    EXPECT_TRUE(any(o).item<bool>());
+  }
+}
+
+TEST(Reduce, AllAnyMixedAndStrided) {
+  Tensor x = from_vector<int64_t>({0, 1, 2, 0, 3, 4}, {2, 3});
+  EXPECT_FALSE(all(x).item<bool>());
+  EXPECT_TRUE(all(x.slice(1, 1, 3)).item<bool>());
+  EXPECT_FALSE(any(x.slice(1, 0, 1)).item<bool>());
+  EXPECT_TRUE(any(x.t()).item<bool>());
+  Tensor nan = from_vector<float>({NAN, 1}, {2});
+  EXPECT_TRUE(all(nan).item<bool>());  // NaN is nonzero
+  EXPECT_TRUE(any(from_vector<float>({0, NAN}, {2})).item<bool>());
+}
+
+TEST(Reduce, NaNPropagatesAndArgFindsFirstNaN) {
+  Tensor x = from_vector<float>({1, NAN, 5, NAN, -1}, {5});
+  EXPECT_TRUE(std::isnan(amax(x).item<float>()));
+  EXPECT_TRUE(std::isnan(amin(x).item<float>()));
+  EXPECT_EQ(argmax(x, 0).item<int64_t>(), 1);
+  EXPECT_EQ(argmin(x, 0).item<int64_t>(), 1);
+  EXPECT_TRUE(std::isnan(sum(x).item<float>()));
+  EXPECT_TRUE(std::isnan(logsumexp(x, {0}).item<float>()));
+  // First occurrence of ties.
+  Tensor t = from_vector<int64_t>({3, 1, 3, 1}, {4});
+  EXPECT_EQ(argmax(t, 0).item<int64_t>(), 0);
+  EXPECT_EQ(argmin(t, 0).item<int64_t>(), 1);
+}
+
+TEST(Reduce, LogsumexpInfinities) {
+  Tensor x = from_vector<double>({-INFINITY, -INFINITY, 1000, 1000, INFINITY, 0}, {3, 2});
+  auto r = logsumexp(x, {1}).to_vector<double>();
+  EXPECT_EQ(r[0], -INFINITY);
+  EXPECT_NEAR(r[1], 1000 + std::log(2.0), 1e-12);  // stable: no overflow of exp(1000)
+  EXPECT_EQ(r[2], INFINITY);
+}
+
+TEST(Reduce, EmptyTensors) {
+  Tensor e = zeros({0, 3});
+  EXPECT_EQ(sum(e).item<float>(), 0.f);
+  EXPECT_EQ(sum(e, {0}).to_vector<float>(), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(sum(e, {1}).sizes(), std::vector<int64_t>{0});
+  EXPECT_EQ(prod(e, {0}).to_vector<float>(), (std::vector<float>{1, 1, 1}));
+  EXPECT_EQ(prod(zeros({0}, TensorOptions().dtype(DType::Int32))).item<int64_t>(), 1);
+  EXPECT_TRUE(std::isnan(mean(e).item<float>()));
+  EXPECT_TRUE(std::isnan(var(e, {0}).to_vector<float>()[2]));
+  EXPECT_EQ(logsumexp(e, {0}).to_vector<float>()[0], -INFINITY);
+  EXPECT_EQ(amax(e, {1}).sizes(), std::vector<int64_t>{0});  // reduced dim 1 is not empty
+  EXPECT_EQ(argmax(e, 1).sizes(), std::vector<int64_t>{0});
+  EXPECT_TRUE(all(e).item<bool>());
+  EXPECT_FALSE(any(e).item<bool>());
+  EXPECT_EQ(sum(e, {0}, true).sizes(), (std::vector<int64_t>{1, 3}));
+}
+
+TEST(Reduce, ZeroDimInputs) {
+  Tensor s = scalar_tensor(2.5);
+  for (std::vector<int64_t> dims : {std::vector<int64_t>{}, {0}, {-1}}) {
+    for (bool keepdim : {false, true}) {
+      EXPECT_EQ(sum(s, dims, keepdim).sizes(), std::vector<int64_t>{});
+      EXPECT_EQ(sum(s, dims, keepdim).item<float>(), 2.5f);
+      EXPECT_EQ(mean(s, dims, keepdim).item<float>(), 2.5f);
+      EXPECT_EQ(prod(s, dims, keepdim).item<float>(), 2.5f);
+      EXPECT_EQ(amax(s, dims, keepdim).item<float>(), 2.5f);
+      EXPECT_EQ(amin(s, dims, keepdim).item<float>(), 2.5f);
+      EXPECT_FLOAT_EQ(logsumexp(s, dims, keepdim).item<float>(), 2.5f);
+      EXPECT_TRUE(std::isnan(var(s, dims, true, keepdim).item<float>()));  // N - 1 = 0
+      EXPECT_EQ(var(s, dims, false, keepdim).item<float>(), 0.f);
+    }
+  }
+  EXPECT_EQ(argmax(s, 0).item<int64_t>(), 0);
+  EXPECT_EQ(argmin(s, -1, true).sizes(), std::vector<int64_t>{});
+  EXPECT_TRUE(all(s).item<bool>());
+  EXPECT_EQ(sum(scalar_tensor(true)).item<int64_t>(), 1);
+}
+
+TEST(Reduce, VarSingleElementAndStd) {
+  Tensor x = from_vector<double>({4, 7, 1, 9}, {2, 2});
+  auto v = var(x, {1}).to_vector<double>();  // unbiased, N = 2
+  EXPECT_DOUBLE_EQ(v[0], 4.5);
+  EXPECT_DOUBLE_EQ(v[1], 32.0);
+  auto sd = kiln::std(x, {1}, true, true);
+  EXPECT_EQ(sd.sizes(), (std::vector<int64_t>{2, 1}));
+  EXPECT_DOUBLE_EQ(sd.to_vector<double>()[1], std::sqrt(32.0));
+  Tensor one = from_vector<float>({3}, {1});
+  EXPECT_TRUE(std::isnan(var(one, {0}).item<float>()));
+  EXPECT_EQ(var(one, {0}, false).item<float>(), 0.f);
+  // Two-pass: a large offset does not destroy the variance (one-pass E[x^2]-E[x]^2 would).
+  Tensor off = from_vector<float>({1e4f + 1, 1e4f + 2, 1e4f + 3}, {3});
+  EXPECT_NEAR(var(off, {0}).item<float>(), 1.0f, 1e-3);
+}
+
+// Column path: a contiguous kept inner dim (>= 16) with a long reduced dim before it.
+TEST(Reduce, ColumnAndRowPathsLarge) {
+  std::mt19937 rng(3);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int32}) {
+    Tensor x = make({2, 1500, 110}, dt, rng, -3, 4);  // 3.3e5 elements: parallel
+    const std::vector<double> v = values(x);
+    for (auto dims : std::vector<std::vector<int64_t>>{{1}, {0, 1}, {2}, {0, 2}, {}}) {
+      std::vector<double> scale;
+      auto ref = reference(v, x.sizes(), dims, R::Sum, &scale);
+      expect_matches(sum(x, dims), ref, scale, dt, !is_floating(dt), "sum large");
+      auto ref_max = reference(v, x.sizes(), dims, R::Amax, nullptr);
+      expect_matches(amax(x, dims), ref_max, ref_max, dt, true, "amax large");
+    }
+    Tensor rows = make({320, 1024}, dt, rng, -3, 4);
+    std::vector<double> scale;
+    auto ref = reference(values(rows), rows.sizes(), {-1}, R::Sum, &scale);
+    expect_matches(sum(rows, {-1}), ref, scale, dt, !is_floating(dt), "row sums");
+  }
+  Tensor y = make({700, 500}, DType::Float32, rng, -3, 4);
+  std::vector<double> scale;
+  auto ref = reference(values(y.t()), {500, 700}, {1}, R::Var, &scale);
+  expect_matches(var(y.t(), {1}), ref, scale, DType::Float32, false, "var transposed large");
+  ref = reference(values(y), {700, 500}, {0}, R::Lse, &scale);
+  expect_matches(logsumexp(y, {0}), ref, scale, DType::Float32, false, "lse large");
+}
+
+// Rows longer than one chunk: argmax ties across chunk boundaries keep the first occurrence.
+TEST(Reduce, ArgmaxAcrossChunks) {
+  std::vector<float> v(2 * 200000, 0.f);
+  v[150000] = 5;  // row 0: first max in chunk 2
+  v[190000] = 5;
+  v[200000 + 70000] = -3;  // row 1: min in chunk 1, tie later
+  v[200000 + 199999] = -3;
+  Tensor x = from_vector<float>(v, {2, 200000});
+  EXPECT_EQ(argmax(x, 1).to_vector<int64_t>(), (std::vector<int64_t>{150000, 0}));
+  EXPECT_EQ(argmin(x, 1).to_vector<int64_t>(), (std::vector<int64_t>{0, 70000}));
+  EXPECT_EQ(argmax(x.t(), 0).to_vector<int64_t>(), (std::vector<int64_t>{150000, 0}));
+}
+
+// A 1e7-element Float32 sum in float accumulators stays within 2e-6 relative of the double sum
+// (a naive float loop is off by ~1e-3 here); results are bitwise equal for any thread count.
+TEST(Reduce, LargeFloatSumAccurateAndDeterministic) {
+  const int64_t n = 10'000'000;
+  std::vector<float> v(n);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  double ref = 0;
+  for (auto& x : v) {
+    x = u(rng);
+    ref += x;
+  }
+  Tensor t = from_vector<float>(v, {n});
+  const float got = sum(t).item<float>();
+  EXPECT_NEAR(got, ref, 2e-6 * ref);
+  EXPECT_NEAR(mean(t).item<float>(), ref / n, 2e-6 * ref / n);
+  const int saved = config().num_threads;
+  std::vector<float> results;
+  for (int threads : {1, 2, 3, 0}) {
+    set_num_threads(threads);
+    float s = sum(t).item<float>();
+    results.push_back(s);
+    EXPECT_EQ(std::memcmp(&s, &got, sizeof s), 0) << threads << " threads";
+    Tensor rows = sum(t.view({1000, 10000}), {0});
+    EXPECT_EQ(rows.numel(), 10000);
+  }
+  set_num_threads(saved);
+}
+
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one containing \"" << needle << "\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Reduce, Errors) {
+  Tensor x = zeros({2, 3});
+  Tensor i = zeros({2, 3}, TensorOptions().dtype(DType::Int64));
+  Tensor e = zeros({0, 3});
+  expect_error([&] { sum(x, {0, -2}); }, "sum: dim 0 appears more than once");
+  expect_error([&] { mean(x, {2}); }, "mean: dim 2 is out of range");
+  expect_error([&] { prod(x, {-3}); }, "prod: dim -3 is out of range");
+  expect_error([&] { mean(i); }, "mean: expected a floating point input, got [2, 3] Int64");
+  expect_error([&] { var(i, {0}); }, "var: expected a floating point input");
+  expect_error([&] { kiln::std(i, {0}); }, "std: expected a floating point input");
+  expect_error([&] { mean(zeros({2}, TensorOptions().dtype(DType::Bool))); }, "mean:");
+  expect_error([&] { amax(e); }, "amax: reduced dim 0 of [0, 3] Float32 has size 0");
+  expect_error([&] { amin(e, {0}); }, "expected a non-empty reduction");
+  expect_error([&] { argmax(e, 0); }, "argmax: reduced dim 0");
+  expect_error([&] { argmin(e, -2); }, "argmin: reduced dim 0");
+  expect_error([&] { argmax(x, 2); }, "argmax: dim 2 is out of range");
+  expect_error([&] { argmin(zeros({2}, TensorOptions().dtype(DType::Bool)), 0); },
+               "argmin: not supported for Bool");
+  expect_error([&] { logsumexp(x, {1, 1}); }, "logsumexp: dim 1 appears more than once");
+  expect_error([&] { sum(scalar_tensor(1.0), {1}); }, "sum: dim 1 is out of range");
+  expect_error([&] { amax(Tensor()); }, "undefined");
+}
+
+}  // namespace
