@@ -46,6 +46,8 @@ const Workload* find_workload(const std::string& name);
 // Workload factories (one file each under perf/workloads/).
 Workload copy_workload();
 Workload gelu_workload();
+Workload layernorm_workload();
+Workload softmax_workload();
 Workload dispatch_workload();
 
 // A deterministic float32 input of n elements with values in [lo, hi) (no RNG op needed).

@@ -18,10 +18,8 @@ const std::vector<Workload>& workloads() {
   static const std::vector<Workload> all = {
       copy_workload(),
       gelu_workload(),
-      later("layernorm", "layer_norm over rows of 8192x1024 float32, from mean/var/sqrt",
-            "it needs the reduction ops (mean, var)"),
-      later("softmax", "softmax over rows of 8192x1024 float32, from amax/exp/sum/div",
-            "it needs the reduction ops (amax, sum)"),
+      layernorm_workload(),
+      softmax_workload(),
       later("mlp_train", "784-1024-1024-10 ReLU MLP training step, batch 256",
             "it needs matmul and cross_entropy"),
       later("block", "transformer block forward, batch 8, seq 512, d 512, 8 heads",
