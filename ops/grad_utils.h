@@ -11,5 +11,9 @@ Tensor sum_to(const Tensor& grad, const DimVector& shape);
 // Registers every op family's backward rules (called from register_all_ops()).
 void register_pointwise_backward();
 void register_view_backward();
+void register_index_backward();
+void register_reduce_backward();
+void register_matmul_backward();  // ops/matmul_backward.cpp
+void register_nn_backward();      // ops/nn_backward.cpp
 
 }  // namespace kiln

@@ -23,7 +23,8 @@ bool view_strides(const DimVector& sizes, const DimVector& strides, const DimVec
                   DimVector& out) {
   out.assign(shape.size(), 0);
   int64_t numel = numel_of(sizes);
-  if (numel == 0) {
+  // Nothing to preserve: an empty tensor, or a 0-dim one (whose target shape is all ones).
+  if (numel == 0 || sizes.empty()) {
     out = contiguous_strides(shape);
     return true;
   }

@@ -42,10 +42,13 @@ void detail::parallel_for_impl(int64_t begin, int64_t end, int64_t grain,
   arena().execute([&] {
     tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain),
                       [&](const tbb::blocked_range<int64_t>& r) {
-                        bool was = tls_in_parallel;
-                        tls_in_parallel = true;
+                        // Restored on exit, also when fn throws.
+                        struct Mark {
+                          bool was = tls_in_parallel;
+                          Mark() { tls_in_parallel = true; }
+                          ~Mark() { tls_in_parallel = was; }
+                        } mark;
                         fn(r.begin(), r.end());
-                        tls_in_parallel = was;
                       });
   });
 }

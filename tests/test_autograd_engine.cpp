@@ -116,3 +116,20 @@ TEST(AutogradEngine, GradientReachesBaseThroughViews) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(AutogradEngine, FactoriesHonourRequiresGrad) {
+  auto opts = TensorOptions().dtype(kFloat64).requires_grad(true);
+  for (const Tensor& t : {zeros({2}, opts), ones({2}, opts), full({2}, 3.0, opts), rand({2}, opts),
+                          randn({2}, opts), arange(0.0, 2.0, 1.0, opts), linspace(0, 1, 2, opts),
+                          from_vector<double>({1, 2}, {2}, opts), empty({2}, opts)}) {
+    EXPECT_TRUE(t.requires_grad());
+    EXPECT_TRUE(t.is_leaf());
+  }
+  EXPECT_FALSE(zeros({2}).requires_grad());
+  EXPECT_THROW(zeros({2}, TensorOptions().dtype(kInt64).requires_grad(true)), Error);
+  EXPECT_EQ(scalar_tensor(7).dtype(), kFloat32);
+}
+
+}  // namespace

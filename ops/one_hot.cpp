@@ -1,0 +1,90 @@
+// one_hot: Int64 class indices to an Int64 tensor of shape index.shape + [num_classes].
+// Attrs: OneHot uses ints[0] = num_classes (already resolved: one_hot() infers -1 from the data
+// before dispatching, since the output shape must be known to the meta function).
+#include <algorithm>
+
+#include "ops/cpu/strided_rows.h"
+#include "ops/functions.h"
+#include "ops/index_common.h"
+#include "ops/meta_helpers.h"
+#include "ops/op_registry.h"
+#include "runtime/parallel.h"
+
+namespace kiln {
+
+namespace {
+
+void one_hot_meta(const OpCall& c, OutputMeta& m) {
+  const Tensor& index = c.inputs[0];
+  KILN_CHECK(index.impl()->dtype() == DType::Int64, "one_hot: expected an Int64 index, got {}",
+             describe(index));
+  const int64_t classes = c.attrs.ints[0];
+  KILN_CHECK(classes >= 0, "one_hot: num_classes must be -1 (inferred) or >= 0, got {}", classes);
+  KILN_CHECK(classes > 0 || index.impl()->numel() == 0,
+             "one_hot: num_classes is 0 but the index {} is not empty (every class value is out of "
+             "range [0, 0))",
+             describe(index));
+  m.device = index.impl()->device();
+  m.dtype = DType::Int64;
+  m.sizes = index.impl()->sizes();
+  m.sizes.push_back(classes);
+}
+
+void one_hot_eager(const OpCall& c, const Tensor& out) {
+  const TensorImpl* ii = c.inputs[0].impl();
+  const int64_t classes = c.attrs.ints[0];
+  StridedRows<1> rows(nonempty_sizes(ii), {nonempty_strides(ii)});
+  const int64_t* ix = static_cast<const int64_t*>(ii->data());
+  int64_t* o = static_cast<int64_t*>(out.impl()->data());
+  const int64_t sx = rows.inner_stride(0);
+  BadIndex bad;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(classes, 1));
+  parallel_for(0, rows.numel(), grain, [&](int64_t b, int64_t e) {
+    std::fill(o + b * classes, o + e * classes, int64_t{0});
+    int64_t pos = b;  // linear index of the run's first element
+    rows.for_range(b, e, [&](const StridedRows<1>::Offsets& off, int64_t n) {
+      for (int64_t i = 0; i < n && !bad.seen(); ++i) {
+        const int64_t v = ix[off[0] + i * sx];
+        if (v < 0 || v >= classes) return bad.record(v);
+        o[(pos + i) * classes + v] = 1;
+      }
+      pos += n;
+    });
+  });
+  if (bad.seen())
+    fail("one_hot: class value {} is out of range for num_classes {} (expected a value in [0, {}))",
+         bad.value(), classes, classes);
+}
+
+}  // namespace
+
+void register_one_hot_op() {
+  register_op(OpId::OneHot, {"one_hot", one_hot_meta, one_hot_eager, kNoFlags});
+}
+
+Tensor one_hot(const Tensor& index, int64_t num_classes) {
+  KILN_CHECK(index.defined(), "one_hot: the index tensor is undefined");
+  KILN_CHECK(index.dtype() == DType::Int64, "one_hot: expected an Int64 index, got {}",
+             describe(index));
+  KILN_CHECK(num_classes >= -1, "one_hot: num_classes must be -1 (inferred) or >= 0, got {}",
+             num_classes);
+  if (index.numel() == 0) {
+    KILN_CHECK(num_classes > 0,
+               "one_hot: cannot infer the number of classes from an empty index {} (num_classes "
+               "is {})",
+               describe(index), num_classes);
+  } else if (num_classes == -1) {
+    // Data-dependent output shape: a sync point, as in PyTorch (index.max().item()).
+    Tensor flat = index.contiguous();
+    const int64_t* p = flat.data_ptr<int64_t>();
+    const auto [lo, hi] = std::minmax_element(p, p + flat.numel());
+    KILN_CHECK(*lo >= 0, "one_hot: class values must be non-negative, got {}", *lo);
+    num_classes = *hi + 1;
+  }
+  Attrs a;
+  a.ints[0] = num_classes;
+  const Tensor in[] = {index};
+  return dispatch(OpId::OneHot, in, a);
+}
+
+}  // namespace kiln

@@ -1,0 +1,283 @@
+// matmul / mm / bmm against a naive double-precision reference written here (torch.matmul's rules:
+// 1-D operands promoted and their dim removed, batch dims broadcast).
+// Tolerances: integers exact; Float64 |err| <= 1e-12 * K; Float32 |err| <= 1e-5 * K (inputs lie
+// in [-1, 1], so every product is <= 1 and the float32 rounding error of a K-term sum is bounded
+// by about K * 2^-24 * max|partial sum| <= K * 6e-8 * K; 1e-5 * K covers K up to ~150 with margin
+// and the BLAS blocked orders).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "runtime/config.h"
+
+extern "C" int openblas_get_num_threads(void);
+
+using namespace kiln;
+
+namespace {
+
+// A tensor of `shape` and dtype `dt` with deterministic values: floats in [-1, 1], ints in [-5, 5].
+Tensor make(const Shape& shape, DType dt, unsigned seed) {
+  std::mt19937 gen(seed);
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<double> v(static_cast<size_t>(n));
+  if (is_floating(dt)) {
+    std::uniform_real_distribution<double> d(-1, 1);
+    for (auto& x : v) x = d(gen);
+  } else {
+    std::uniform_int_distribution<int> d(-5, 5);
+    for (auto& x : v) x = d(gen);
+  }
+  return from_vector<double>(v, shape).to(dt);
+}
+
+std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
+
+struct Ref {
+  std::vector<double> data;
+  Shape shape;
+};
+
+// torch.matmul in double, written independently of kiln.
+Ref ref_matmul(const Tensor& ta, const Tensor& tb) {
+  std::vector<double> A = values(ta), B = values(tb);
+  Shape as = ta.sizes(), bs = tb.sizes();
+  const bool a1 = as.size() == 1, b1 = bs.size() == 1;
+  if (a1) as = {1, as[0]};
+  if (b1) bs = {bs[0], 1};
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  Shape ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  const size_t nb = std::max(ba.size(), bb.size());
+  ba.insert(ba.begin(), nb - ba.size(), 1);
+  bb.insert(bb.begin(), nb - bb.size(), 1);
+  Shape batch(nb);
+  for (size_t d = 0; d < nb; ++d) batch[d] = ba[d] == 1 ? bb[d] : ba[d];
+  int64_t count = 1;
+  for (int64_t s : batch) count *= s;
+  Ref r;
+  r.data.assign(static_cast<size_t>(count * M * N), 0.0);
+  for (int64_t bi = 0; bi < count; ++bi) {
+    int64_t rem = bi, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (int64_t d = static_cast<int64_t>(nb) - 1; d >= 0; --d) {
+      int64_t idx = rem % batch[d];
+      rem /= batch[d];
+      ia += (ba[d] == 1 ? 0 : idx) * sa;
+      ib += (bb[d] == 1 ? 0 : idx) * sb;
+      sa *= ba[d];
+      sb *= bb[d];
+    }
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += A[(ia * M + i) * K + k] * B[(ib * K + k) * N + j];
+        r.data[(bi * M + i) * N + j] = s;
+      }
+  }
+  r.shape = batch;
+  if (!a1) r.shape.push_back(M);
+  if (!b1) r.shape.push_back(N);
+  return r;
+}
+
+double tolerance(DType dt, int64_t K) {
+  if (dt == kFloat32) return 1e-5 * std::max<int64_t>(K, 1);
+  if (dt == kFloat64) return 1e-12 * std::max<int64_t>(K, 1);
+  return 0;
+}
+
+void expect_matches(const Tensor& got, const Ref& ref, DType dt, int64_t K,
+                    const std::string& what) {
+  ASSERT_EQ(got.sizes(), ref.shape) << what;
+  ASSERT_EQ(got.dtype(), dt) << what;
+  std::vector<double> g = values(got);
+  ASSERT_EQ(g.size(), ref.data.size()) << what;
+  const double tol = tolerance(dt, K);
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_LE(std::abs(g[i] - ref.data[i]), tol) << what << " at " << i;
+}
+
+void check(const Tensor& a, const Tensor& b, const std::string& what) {
+  Ref ref = ref_matmul(a, b);
+  expect_matches(matmul(a, b), ref, a.dtype(), a.size(-1), what);
+}
+
+const DType kDTypes[] = {kFloat32, kFloat64, kInt32, kInt64};
+
+std::string name(const Shape& s) { return shape_str(s); }
+
+}  // namespace
+
+TEST(Matmul, AllShapeRulesAllDTypes) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3}, {3}},
+      {{2, 3}, {3}},
+      {{3}, {3, 4}},
+      {{2, 3}, {3, 4}},
+      {{5, 2, 3}, {3, 4}},
+      {{2, 3}, {5, 3, 4}},
+      {{5, 2, 3}, {5, 3, 4}},
+      {{2, 1, 2, 3}, {4, 3, 2}},
+      {{3}, {2, 3, 4}},
+      {{2, 4, 3}, {3}},
+      {{1, 2, 3}, {4, 3, 5}},
+      {{3, 1, 2, 3}, {1, 2, 3, 1}},
+      {{1, 1}, {1, 1}},
+      {{4, 1}, {1, 5}},
+  };
+  unsigned seed = 1;
+  for (DType dt : kDTypes)
+    for (const auto& [sa, sb] : cases) {
+      Tensor a = make(sa, dt, seed++);
+      Tensor b = make(sb, dt, seed++);
+      check(a, b, fmt::format("{} @ {} {}", name(sa), name(sb), dt));
+    }
+}
+
+TEST(Matmul, DotIsZeroDim) {
+  Tensor a = from_vector<float>({1, 2, 3}, {3});
+  Tensor b = from_vector<float>({4, 5, 6}, {3});
+  Tensor r = matmul(a, b);
+  EXPECT_EQ(r.dim(), 0);
+  EXPECT_FLOAT_EQ(r.item<float>(), 32.0f);
+  Tensor ri = matmul(a.to(kInt64), b.to(kInt64));
+  EXPECT_EQ(ri.item<int64_t>(), 32);
+}
+
+TEST(Matmul, TransposedSlicedExpandedInputs) {
+  for (DType dt : kDTypes) {
+    const std::string d = fmt::format(" {}", dt);
+    Tensor at = make({3, 2}, dt, 11).t();  // [2, 3], column-major: BLAS trans flag
+    Tensor bt = make({4, 3}, dt, 12).t();  // [3, 4]
+    check(at, bt, "transposed both" + d);
+    check(at, make({3, 4}, dt, 13), "transposed a" + d);
+    check(make({2, 3}, dt, 14), bt, "transposed b" + d);
+    // Batched transposes and a permuted batch dim.
+    check(make({5, 3, 2}, dt, 15).transpose(1, 2), make({5, 4, 3}, dt, 16).transpose(1, 2),
+          "batched transposed" + d);
+    check(make({3, 5, 2}, dt, 17).transpose(0, 1), make({5, 2, 4}, dt, 18), "permuted batch" + d);
+    // Row slices (leading dim > cols), column steps (no unit stride: copied first).
+    check(make({6, 5}, dt, 19).slice(0, 1, 4), make({5, 7}, dt, 20).slice(1, 2, 6),
+          "row/col slices" + d);
+    check(make({4, 6}, dt, 21).slice(1, 0, 6, 2), make({6, 8}, dt, 22).slice(0, 0, 6, 2),
+          "stepped slices" + d);
+    // Broadcast stride 0 inside the matrix and in the batch.
+    check(make({1, 3}, dt, 23).expand({4, 3}), make({3, 1}, dt, 24).expand({3, 5}),
+          "expanded matrices" + d);
+    check(make({2, 3}, dt, 25).unsqueeze(0).expand({6, 2, 3}), make({6, 3, 4}, dt, 26),
+          "expanded batch" + d);
+    // Non-contiguous batched a times 2-D b (no fold) and contiguous (fold).
+    check(make({4, 2, 3}, dt, 27).slice(0, 0, 4, 2), make({3, 5}, dt, 28), "sliced batch" + d);
+    check(make({4, 2, 3}, dt, 29), make({5, 3}, dt, 30).t(), "folded batch" + d);
+  }
+}
+
+TEST(Matmul, ZeroSize) {
+  for (DType dt : kDTypes) {
+    check(make({0, 3}, dt, 1), make({3, 4}, dt, 2), "M=0");
+    check(make({2, 3}, dt, 3), make({3, 0}, dt, 4), "N=0");
+    check(make({0, 2, 3}, dt, 5), make({3, 4}, dt, 6), "batch 0");
+    check(make({0}, dt, 7), make({0}, dt, 8), "empty dot");
+    Tensor r = matmul(make({2, 0}, dt, 9), make({0, 3}, dt, 10));  // K = 0: zeros
+    EXPECT_EQ(r.sizes(), (Shape{2, 3}));
+    for (double v : values(r)) EXPECT_EQ(v, 0.0);
+    Tensor rb = matmul(make({4, 2, 0}, dt, 11), make({4, 0, 3}, dt, 12));
+    EXPECT_EQ(rb.sizes(), (Shape{4, 2, 3}));
+    for (double v : values(rb)) EXPECT_EQ(v, 0.0);
+  }
+}
+
+TEST(Matmul, LargeBlasAndParallelPaths) {
+  check(make({2, 130, 70}, kFloat32, 40), make({70, 90}, kFloat32, 41), "large f32 folded");
+  check(make({3, 64, 100}, kFloat64, 42), make({3, 100, 48}, kFloat64, 43), "large f64 batched");
+  check(make({150, 120}, kFloat32, 44).t(), make({150, 110}, kFloat32, 45), "large f32 trans");
+  check(make({300, 200}, kInt64, 46), make({200, 150}, kInt64, 47), "large i64 parallel rows");
+  check(make({4, 90, 80}, kInt32, 48), make({80, 300}, kInt32, 49).t().contiguous().t(),
+        "large i32 strided b, row blocks > 256");
+}
+
+TEST(Matmul, IntegerOverflowWraps) {
+  const int32_t big = 1 << 20;
+  Tensor a = from_vector<int32_t>({big, big}, {1, 2});
+  Tensor b = from_vector<int32_t>({big, big}, {2, 1});
+  // 2 * 2^40 wraps to 0 in 32 bits (two's complement), as torch's int32 matmul.
+  EXPECT_EQ(matmul(a, b).to_vector<int32_t>(), (std::vector<int32_t>{0}));
+}
+
+TEST(Matmul, BlasThreadsFollowKilnConfig) {
+  const int saved = config().num_threads;
+  set_num_threads(1);
+  (void)matmul(make({8, 8}, kFloat32, 1), make({8, 8}, kFloat32, 2));
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  set_num_threads(2);
+  (void)matmul(make({8, 8}, kFloat64, 1), make({8, 8}, kFloat64, 2));
+  EXPECT_EQ(openblas_get_num_threads(), 2);
+  set_num_threads(saved);
+}
+
+TEST(Matmul, MmBmmAndMethods) {
+  for (DType dt : kDTypes) {
+    Tensor a = make({3, 4}, dt, 1), b = make({4, 2}, dt, 2);
+    expect_matches(mm(a, b), ref_matmul(a, b), dt, 4, "mm");
+    expect_matches(a.mm(b), ref_matmul(a, b), dt, 4, "Tensor::mm");
+    expect_matches(a.matmul(b), ref_matmul(a, b), dt, 4, "Tensor::matmul");
+    Tensor x = make({5, 3, 4}, dt, 3), y = make({5, 2, 4}, dt, 4).transpose(1, 2);
+    expect_matches(bmm(x, y), ref_matmul(x, y), dt, 4, "bmm");
+    expect_matches(x.bmm(y), ref_matmul(x, y), dt, 4, "Tensor::bmm");
+  }
+}
+
+namespace {
+template <class F>
+void expect_error(F&& f, const std::string& op, const std::string& also = "") {
+  try {
+    f();
+    ADD_FAILURE() << "expected a kiln::Error from " << op;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(op), std::string::npos) << msg;
+    if (!also.empty()) {
+      EXPECT_NE(msg.find(also), std::string::npos) << msg;
+    }
+  }
+}
+}  // namespace
+
+TEST(Matmul, Errors) {
+  Tensor f = make({2, 3}, kFloat32, 1), g = make({3, 4}, kFloat32, 2);
+  expect_error([&] { matmul(f, g.to(kFloat64)); }, "matmul", "same dtype");
+  expect_error([&] { matmul(f.to(kInt64), g); }, "matmul", "same dtype");
+  expect_error([&] { matmul(f.to(kBool), g.to(kBool)); }, "matmul", "Bool");
+  expect_error([&] { matmul(scalar_tensor(1.0), g); }, "matmul", "at least 1 dimension");
+  expect_error([&] { matmul(f, make({4, 2}, kFloat32, 3)); }, "matmul", "cannot be multiplied");
+  expect_error([&] { matmul(make({3}, kFloat32, 4), make({4}, kFloat32, 5)); }, "matmul");
+  expect_error(
+      [&] {
+        matmul(make({2, 2, 3}, kFloat32, 6), make({3, 3, 4}, kFloat32, 7));
+      },
+      "matmul");
+  expect_error([&] { mm(make({3}, kFloat32, 8), g); }, "mm", "2-D");
+  expect_error([&] { mm(make({1, 2, 3}, kFloat32, 9), g); }, "mm", "2-D");
+  expect_error([&] { mm(f, make({2, 4}, kFloat32, 10)); }, "mm", "cannot be multiplied");
+  expect_error([&] { mm(f, g.to(kFloat64)); }, "mm", "same dtype");
+  expect_error([&] { bmm(f, g); }, "bmm", "3-D");
+  expect_error(
+      [&] {
+        bmm(make({2, 2, 3}, kFloat32, 11), make({3, 3, 4}, kFloat32, 12));
+      },
+      "bmm", "batch");
+  expect_error(
+      [&] {
+        bmm(make({2, 2, 3}, kFloat32, 13), make({2, 4, 4}, kFloat32, 14));
+      },
+      "bmm", "cannot be multiplied");
+  expect_error(
+      [&] {
+        bmm(make({2, 2, 3}, kInt32, 15), make({2, 3, 4}, kInt64, 16));
+      },
+      "bmm", "same dtype");
+  expect_error([&] { matmul(Tensor(), g); }, "matmul");
+}
