@@ -75,7 +75,7 @@ expect(seen STREQUAL "copy,gelu,dispatch" "workloads in the JSON: ${seen}")
 foreach(case "--modes;interp|mode interp is not available yet: it needs the tracer"
              "--modes;jit|mode jit is not available yet: it needs the tracer"
              "--devices;cuda|device cuda is not available yet"
-             "--workloads;block|workload block is not available yet"
+             "--workloads;newton|workload newton is not available yet"
              "--workloads;nosuch|unknown workload 'nosuch'"
              "--reps;0|--reps: expected an integer >= 1")
   string(REPLACE "|" ";" parts "${case}")

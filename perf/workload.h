@@ -48,6 +48,8 @@ Workload copy_workload();
 Workload gelu_workload();
 Workload layernorm_workload();
 Workload softmax_workload();
+Workload mlp_train_workload();
+Workload block_workload();
 Workload dispatch_workload();
 
 // A deterministic float32 input of n elements with values in [lo, hi) (no RNG op needed).
