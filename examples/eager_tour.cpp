@@ -48,11 +48,11 @@ int main() {
   double x = d.select(0, 1).select(0, 2).item<double>();  // 60
   std::vector<float> v = a.to_vector<float>();            // row-major copy
 
-  // Autograd (reductions are not in yet, so the output gradient is given explicitly).
+  // Autograd, as in libtorch.
   Tensor w = full({3}, 2.0).requires_grad_();
-  Tensor y = w * w + w;
-  y.backward(ones_like(y));
-  Tensor dw = w.grad();              // dy/dw = 2w + 1 = 5 5 5
+  Tensor loss = (w * w + w).sum();
+  loss.backward();
+  Tensor dw = w.grad();              // d(loss)/dw = 2w + 1 = 5 5 5
 
   // Errors are kiln::Error; the message names the op, the shapes and the dtypes.
   std::string message;
