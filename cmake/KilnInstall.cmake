@@ -5,10 +5,12 @@ include(CMakePackageConfigHelpers)
 
 install(TARGETS kiln EXPORT kilnTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/kiln/kiln.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
-foreach(layer runtime runtime/autograd ops ops/cpu ops/optim tracer jit)
-  file(GLOB headers ${PROJECT_SOURCE_DIR}/${layer}/*.h)
-  if(headers)
-    install(FILES ${headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/${layer})
+# Directories, not a configure-time glob: headers added since the last configure are installed
+# too. The public headers include each other as "runtime/x.h", hence include/kiln on the path.
+foreach(layer runtime ops tracer jit)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/${layer})
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln
+            FILES_MATCHING PATTERN "*.h")
   endif()
 endforeach()
 install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)

@@ -1,0 +1,101 @@
+# Checks kiln-perf (run with cmake -DKILN_PERF=... -DOUT=... -P check_perf.cmake):
+#  1. a short run writes JSON whose results carry every key BENCHMARKS.md fixes, with sane values;
+#  2. requests that are not available yet exit with status 2 and say why (never a crash).
+cmake_minimum_required(VERSION 3.25)
+
+# expect(<if() condition words> "message"): the last argument is the message.
+# Local names start with _x_ so that they do not hide the caller's variables in the condition.
+function(expect)
+  math(EXPR _x_last "${ARGC} - 1")
+  set(_x_msg "${ARGV${_x_last}}")  # taken whole: the message may contain ';'
+  set(_x_cond "")
+  math(EXPR _x_n "${_x_last} - 1")
+  foreach(_x_i RANGE ${_x_n})
+    list(APPEND _x_cond "${ARGV${_x_i}}")
+  endforeach()
+  if(NOT (${_x_cond}))
+    message(FATAL_ERROR "perf check failed: ${_x_msg}")
+  endif()
+endfunction()
+
+file(REMOVE "${OUT}")
+execute_process(
+  COMMAND "${KILN_PERF}" --size small --workloads copy,gelu,dispatch --reps 3 --json "${OUT}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE progress)
+message("${table}")
+expect(rc EQUAL 0 "kiln-perf exited with ${rc}: ${progress}")
+expect(EXISTS "${OUT}" "no JSON written to ${OUT}")
+file(READ "${OUT}" json)
+
+string(JSON n LENGTH "${json}" results)
+expect(n EQUAL 3 "expected 3 results (copy, gelu, dispatch), got ${n}")
+set(seen "")
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  foreach(key workload mode device median_ms min_ms max_ms gbps copy_fraction first_call_ms)
+    string(JSON type ERROR_VARIABLE err TYPE "${json}" results ${i} ${key})
+    expect(NOT err "result ${i} has no key '${key}'")
+  endforeach()
+  string(JSON w GET "${json}" results ${i} workload)
+  string(JSON mode GET "${json}" results ${i} mode)
+  string(JSON dev GET "${json}" results ${i} device)
+  expect(mode STREQUAL "eager" "result ${i}: mode is '${mode}'")
+  expect(dev STREQUAL "cpu" "result ${i}: device is '${dev}'")
+  list(APPEND seen ${w})
+  foreach(key median_ms min_ms max_ms first_call_ms)
+    string(JSON type TYPE "${json}" results ${i} ${key})
+    expect(type STREQUAL "NUMBER" "${w}: ${key} is ${type}, expected a number")
+  endforeach()
+  string(JSON lo GET "${json}" results ${i} min_ms)
+  string(JSON mid GET "${json}" results ${i} median_ms)
+  string(JSON hi GET "${json}" results ${i} max_ms)
+  expect("${lo}" LESS_EQUAL "${mid}" "${w}: min ${lo} > median ${mid}")
+  expect("${mid}" LESS_EQUAL "${hi}" "${w}: median ${mid} > max ${hi}")
+  expect("${lo}" GREATER 0 "${w}: min_ms ${lo} is not positive")
+  string(JSON gt TYPE "${json}" results ${i} gbps)
+  string(JSON ct TYPE "${json}" results ${i} copy_fraction)
+  if(w STREQUAL "dispatch")
+    expect(gt STREQUAL "NULL" "dispatch: gbps should be null, is ${gt}")
+    expect(ct STREQUAL "NULL" "dispatch: copy_fraction should be null, is ${ct}")
+    string(JSON us GET "${json}" results ${i} us_per_op)
+    expect("${us}" GREATER 0 "dispatch: us_per_op ${us} is not positive")
+  else()
+    expect(gt STREQUAL "NUMBER" "${w}: gbps is ${gt}, expected a number")
+    expect(ct STREQUAL "NUMBER" "${w}: copy_fraction is ${ct}, expected a number")
+  endif()
+  if(w STREQUAL "copy")
+    string(JSON cf GET "${json}" results ${i} copy_fraction)
+    expect(cf EQUAL 1 "copy: copy_fraction is ${cf}, expected 1")
+  endif()
+endforeach()
+list(JOIN seen "," seen)
+expect(seen STREQUAL "copy,gelu,dispatch" "workloads in the JSON: ${seen}")
+
+# Not-yet-available requests: status 2 and a message that says what is missing.
+foreach(case "--modes;interp|mode interp is not available yet: it needs the tracer"
+             "--modes;jit|mode jit is not available yet: it needs the tracer"
+             "--devices;cuda|device cuda is not available yet"
+             "--workloads;newton|workload newton is not available yet"
+             "--workloads;nosuch|unknown workload 'nosuch'"
+             "--reps;0|--reps: expected an integer >= 1")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 flag)
+  list(GET parts 1 value)
+  list(GET parts 2 want)
+  execute_process(COMMAND "${KILN_PERF}" ${flag} ${value} --size small --reps 1
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  expect(rc EQUAL 2 "'${flag} ${value}' exited with '${rc}', expected 2 (${err})")
+  string(FIND "${err}" "${want}" at)
+  expect(NOT at EQUAL -1 "'${flag} ${value}': message '${err}' lacks '${want}'")
+endforeach()
+
+execute_process(COMMAND "${KILN_PERF}" --list RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+expect(rc EQUAL 0 "--list exited with ${rc}")
+foreach(w copy gelu layernorm softmax mlp_train block rnn_scan newton dispatch compile_layers
+          compile_latency)
+  string(FIND "${out}" "${w}" at)
+  expect(NOT at EQUAL -1 "--list does not show ${w}")
+endforeach()
+string(FIND "${out}" "not yet available" at)
+expect(NOT at EQUAL -1 "--list does not mark unavailable workloads")
+message(STATUS "kiln-perf JSON and error statuses OK")

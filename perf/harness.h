@@ -1,0 +1,68 @@
+// kiln-perf's harness: command-line options, the timing runner and the reports (table, JSON).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perf/workload.h"
+
+namespace kiln::perf {
+
+// Exit codes: 0 success, 1 a workload failed (error or wrong result), 2 bad or unavailable request.
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// A request kiln-perf cannot serve (unknown flag, unavailable mode, device or workload): main()
+// prints the message and exits with kExitUsage.
+struct UsageError {
+  std::string message;
+};
+
+struct Options {
+  std::vector<std::string> workloads;  // empty: every available workload
+  std::vector<std::string> modes = {"eager"};
+  std::vector<std::string> devices = {"cpu"};
+  int reps = 10;
+  int warmup = 2;
+  Size size = Size::Default;
+  std::string json;  // path, empty: no JSON
+  bool list = false;
+  bool help = false;
+};
+
+// Parses argv; throws UsageError. Validates names but not availability (see plan()).
+Options parse_options(int argc, char** argv);
+std::string usage_text();
+std::string list_text();
+
+// One measured figure (one JSON object of "results").
+struct Figure {
+  std::string workload, mode, device, shape;
+  int reps = 0, warmup = 0, threads = 0;
+  double median_ms = 0, min_ms = 0, max_ms = 0, first_call_ms = 0;
+  std::optional<double> gbps;           // bytes per run / median time
+  std::optional<double> copy_fraction;  // gbps / the same run's copy gbps (same mode and device)
+  std::optional<double> us_per_op;      // per-op workloads (dispatch)
+  bool implicit = false;                // copy added only as the copy_fraction reference
+};
+
+struct Job {
+  const Workload* workload;
+  std::string mode, device;
+  bool implicit = false;
+};
+
+// The jobs to run, in order; throws UsageError for unavailable modes, devices and workloads.
+// Adds copy (flagged implicit) when a GB/s workload is selected without it.
+std::vector<Job> plan(const Options& o);
+
+// Runs one job: a first call (timed apart and checked), warm-up, then o.reps timed runs.
+Figure measure(const Job& job, const Options& o, int index, int total);
+
+// Fills copy_fraction from the copy figures of the same mode and device.
+void attach_copy_fractions(std::vector<Figure>& figures);
+
+std::string table_text(const std::vector<Figure>& figures);
+void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o);
+
+}  // namespace kiln::perf

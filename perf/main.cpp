@@ -1,0 +1,39 @@
+// kiln-perf: the benchmark suite of BENCHMARKS.md. See perf/harness.h for the pieces and
+// `kiln-perf --help` for the flags.
+#include <fmt/format.h>
+#include <cstdio>
+
+#include "perf/harness.h"
+
+int main(int argc, char** argv) {
+  using namespace kiln::perf;
+  try {
+    Options o = parse_options(argc, argv);
+    if (o.help) {
+      fmt::print("{}", usage_text());
+      return 0;
+    }
+    if (o.list) {
+      fmt::print("workloads:\n{}", list_text());
+      return 0;
+    }
+    std::vector<Job> jobs = plan(o);
+    std::vector<Figure> figures;
+    for (size_t i = 0; i < jobs.size(); ++i)
+      figures.push_back(
+          measure(jobs[i], o, static_cast<int>(i + 1), static_cast<int>(jobs.size())));
+    attach_copy_fractions(figures);
+    fmt::print("\n{}", table_text(figures));
+    if (!o.json.empty()) {
+      write_json(o.json, figures, o);
+      fmt::print(stderr, "kiln-perf: wrote {}\n", o.json);
+    }
+    return 0;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "kiln-perf: {}\n", e.message);
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kiln-perf: {}\n", e.what());
+    return kExitFailure;
+  }
+}

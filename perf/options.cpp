@@ -1,0 +1,151 @@
+// kiln-perf's command line: --workloads a,b --modes eager --devices cpu --reps N --warmup N
+// --json FILE --size small|default --list. Flags take "--flag value" or "--flag=value".
+#include <fmt/format.h>
+#include <charconv>
+
+#include "perf/harness.h"
+
+namespace kiln::perf {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& flag, const std::string& v) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string::npos) comma = v.size();
+    std::string item = v.substr(start, comma - start);
+    if (item.empty()) throw UsageError{fmt::format("{}: empty name in '{}'", flag, v)};
+    out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+int parse_count(const std::string& flag, const std::string& v, int lo) {
+  int n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p != v.data() + v.size() || n < lo || n > 1000000)
+    throw UsageError{fmt::format("{}: expected an integer >= {}, got '{}'", flag, lo, v)};
+  return n;
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return R"(usage: kiln-perf [options]
+  --workloads a,b     workloads to run (default: every available one; see --list)
+  --modes m,n         eager (now); interp and jit arrive with the tracer and the JIT
+  --devices d,e       cpu (now); cuda arrives with the CUDA backend
+  --reps N            timed repetitions after warm-up (default 10)
+  --warmup N          untimed repetitions after the first call (default 2)
+  --size S            small (quick, for the README table and CI) or default (BENCHMARKS.md sizes)
+  --json FILE         also write the results as JSON
+  --list              list the workloads and exit
+Exit status: 0 ok, 1 a workload failed, 2 a bad or not-yet-available request.
+)";
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    auto take = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) throw UsageError{fmt::format("{}: missing value", arg)};
+      return argv[++i];
+    };
+    if (arg == "--workloads" || arg == "--workload")
+      o.workloads = split_list(arg, take());
+    else if (arg == "--modes" || arg == "--mode")
+      o.modes = split_list(arg, take());
+    else if (arg == "--devices" || arg == "--device")
+      o.devices = split_list(arg, take());
+    else if (arg == "--reps")
+      o.reps = parse_count(arg, take(), 1);
+    else if (arg == "--warmup")
+      o.warmup = parse_count(arg, take(), 0);
+    else if (arg == "--json")
+      o.json = take();
+    else if (arg == "--size") {
+      std::string s = take();
+      if (s == "small")
+        o.size = Size::Small;
+      else if (s == "default")
+        o.size = Size::Default;
+      else
+        throw UsageError{fmt::format("--size: expected small or default, got '{}'", s)};
+    } else if (arg == "--list")
+      o.list = true;
+    else if (arg == "--help" || arg == "-h")
+      o.help = true;
+    else
+      throw UsageError{fmt::format("unknown argument '{}' (see --help)", argv[i])};
+  }
+  return o;
+}
+
+std::string list_text() {
+  std::string out;
+  for (const Workload& w : workloads()) {
+    out += fmt::format("  {:<17}{}\n", w.name, w.what);
+    if (!w.unavailable.empty())
+      out += fmt::format("  {:<17}  not yet available: {}\n", "", w.unavailable);
+  }
+  return out;
+}
+
+std::vector<Job> plan(const Options& o) {
+  for (const std::string& m : o.modes) {
+    if (m == "interp" || m == "jit")
+      throw UsageError{fmt::format("mode {} is not available yet: it needs the tracer", m)};
+    if (m != "eager")
+      throw UsageError{fmt::format("unknown mode '{}'; expected eager, interp or jit", m)};
+  }
+  for (const std::string& d : o.devices) {
+    if (d == "cuda" || d.starts_with("cuda:"))
+      throw UsageError{
+          fmt::format("device {} is not available yet: kiln has no CUDA backend in this build", d)};
+    if (d != "cpu") throw UsageError{fmt::format("unknown device '{}'; expected cpu or cuda", d)};
+  }
+  std::vector<const Workload*> selected;
+  if (o.workloads.empty()) {
+    for (const Workload& w : workloads())
+      if (w.unavailable.empty()) selected.push_back(&w);
+  } else {
+    for (const std::string& name : o.workloads) {
+      const Workload* w = find_workload(name);
+      if (!w) throw UsageError{fmt::format("unknown workload '{}'; --list shows them", name)};
+      if (!w->unavailable.empty())
+        throw UsageError{fmt::format("workload {} is not available yet: {}", name, w->unavailable)};
+      selected.push_back(w);
+    }
+  }
+  // copy_fraction needs the same run's copy: measure it first when GB/s workloads want it.
+  bool has_copy = false, wants_copy = false;
+  for (const Workload* w : selected) {
+    if (w->name == "copy")
+      has_copy = true;
+    else if (w->reports_gbps)
+      wants_copy = true;
+  }
+  const Workload* copy = find_workload("copy");
+  std::vector<Job> jobs;
+  for (const std::string& d : o.devices) {
+    for (const std::string& m : o.modes) {
+      if (!has_copy && wants_copy && copy) jobs.push_back({copy, m, d, true});
+      for (const Workload* w : selected) jobs.push_back({w, m, d, false});
+    }
+  }
+  return jobs;
+}
+
+}  // namespace kiln::perf

@@ -1,0 +1,109 @@
+// kiln-perf's outputs: the aligned table on stdout and the JSON file (keys fixed by
+// BENCHMARKS.md: results[] of workload, mode, device, median_ms, min_ms, max_ms, gbps,
+// copy_fraction, first_call_ms; the rest are extras).
+#include <fmt/format.h>
+#include <cmath>
+#include <cstdio>
+
+#include "perf/harness.h"
+
+namespace kiln::perf {
+
+namespace {
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += {'\\', c};
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += fmt::format("\\u{:04x}", int(c));
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
+std::string json_number(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
+
+std::string cell(const std::optional<double>& v, const char* f) {
+  return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
+}
+
+}  // namespace
+
+std::string table_text(const std::vector<Figure>& figures) {
+  struct Row {
+    std::vector<std::string> cells;
+  };
+  std::vector<std::string> head = {"workload",  "mode",   "device", "size",
+                                   "median ms", "min ms", "max ms", "first ms",
+                                   "GB/s",      "% copy", "µs/op"};
+  std::vector<Row> rows;
+  for (const Figure& f : figures) {
+    rows.push_back({{f.workload + (f.implicit ? "*" : ""), f.mode, f.device, f.shape,
+                     fmt::format("{:.3f}", f.median_ms), fmt::format("{:.3f}", f.min_ms),
+                     fmt::format("{:.3f}", f.max_ms), fmt::format("{:.3f}", f.first_call_ms),
+                     cell(f.gbps, "{:.2f}"),
+                     f.copy_fraction ? fmt::format("{:.1f}%", 100 * *f.copy_fraction) : "-",
+                     cell(f.us_per_op, "{:.3f}")}});
+  }
+  // Width in code points ("µ" is two bytes in UTF-8).
+  auto width = [](const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  std::vector<size_t> w(head.size());
+  for (size_t i = 0; i < head.size(); ++i) {
+    w[i] = width(head[i]);
+    for (const Row& r : rows) w[i] = std::max(w[i], width(r.cells[i]));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      std::string pad(w[i] - width(cells[i]), ' ');
+      out += i < 4 ? cells[i] + pad : pad + cells[i];  // names left, numbers right
+      out += i + 1 < cells.size() ? "  " : "\n";
+    }
+    return out;
+  };
+  std::string out = line(head);
+  for (const Row& r : rows) out += line(r.cells);
+  bool implicit = false;
+  for (const Figure& f : figures) implicit |= f.implicit;
+  if (implicit) out += "* measured as the reference for % copy\n";
+  return out;
+}
+
+void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o) {
+  std::string out = "{\n";
+  out += fmt::format("  \"tool\": \"kiln-perf\",\n  \"size\": {},\n  \"reps\": {},\n",
+                     json_string(o.size == Size::Small ? "small" : "default"), o.reps);
+  out += fmt::format("  \"warmup\": {},\n  \"threads\": {},\n  \"results\": [", o.warmup,
+                     num_threads());
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const Figure& f = figures[i];
+    out += i ? ",\n    {" : "\n    {";
+    out += fmt::format("\"workload\": {}, \"mode\": {}, \"device\": {}, ", json_string(f.workload),
+                       json_string(f.mode), json_string(f.device));
+    out += fmt::format("\"median_ms\": {}, \"min_ms\": {}, \"max_ms\": {}, ",
+                       json_number(f.median_ms), json_number(f.min_ms), json_number(f.max_ms));
+    out += fmt::format("\"gbps\": {}, \"copy_fraction\": {}, \"first_call_ms\": {}, ",
+                       json_number(f.gbps), json_number(f.copy_fraction),
+                       json_number(f.first_call_ms));
+    out += fmt::format("\"us_per_op\": {}, \"shape\": {}, \"reps\": {}, \"warmup\": {}, ",
+                       json_number(f.us_per_op), json_string(f.shape), f.reps, f.warmup);
+    out += fmt::format("\"threads\": {}, \"reference_only\": {}}}", f.threads,
+                       f.implicit ? "true" : "false");
+  }
+  out += "\n  ]\n}\n";
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  KILN_CHECK(file != nullptr, "kiln-perf: cannot open '{}' for writing", path);
+  bool ok = std::fwrite(out.data(), 1, out.size(), file) == out.size();
+  ok = (std::fclose(file) == 0) && ok;
+  KILN_CHECK(ok, "kiln-perf: writing '{}' failed", path);
+}
+
+}  // namespace kiln::perf

@@ -1,0 +1,58 @@
+// kiln-perf's workload interface. A workload prepares one Case for a size and a device; the runner
+// (perf/runner.cpp) times Case::run() and turns bytes/ops into GB/s and µs per op.
+// Workloads are listed explicitly in perf/workloads/registry.cpp (no static self-registration).
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln::perf {
+
+enum class Size { Small, Default };  // small: quick runs for the README table and CI
+
+// One prepared instance: inputs allocated, outputs ready to be (re)written.
+class Case {
+ public:
+  virtual ~Case() = default;
+  // One repetition. Results must be complete when it returns (the runner also calls kiln::sync()).
+  virtual void run() = 0;
+  // Checks the last run's result against a scalar reference; raises kiln::Error when it is wrong,
+  // so that a fast but broken kernel never produces a figure.
+  virtual void check() const {}
+};
+
+struct Prepared {
+  std::unique_ptr<Case> c;
+  std::string shape;  // human-readable size, e.g. "2^26 float32"
+  double bytes = 0;   // bytes an ideal kernel reads + writes per run (0: GB/s does not apply)
+  double ops = 0;     // ops per run for a per-op figure (0: does not apply)
+};
+
+struct Workload {
+  std::string name;
+  std::string what;         // one line for --list
+  std::string unavailable;  // empty when it runs; otherwise what it still needs
+  std::function<Prepared(Size, Device)> prepare;
+  bool reports_gbps = false;  // its figure has GB/s, so it wants the same run's copy
+};
+
+// Every workload BENCHMARKS.md names, available or not, in its table's order.
+const std::vector<Workload>& workloads();
+const Workload* find_workload(const std::string& name);
+
+// Workload factories (one file each under perf/workloads/).
+Workload copy_workload();
+Workload gelu_workload();
+Workload layernorm_workload();
+Workload softmax_workload();
+Workload mlp_train_workload();
+Workload block_workload();
+Workload dispatch_workload();
+
+// A deterministic float32 input of n elements with values in [lo, hi) (no RNG op needed).
+Tensor ramp_input(int64_t n, float lo, float hi);
+
+}  // namespace kiln::perf
