@@ -15,12 +15,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Dumping must not throw into the user's program, even when the logger itself cannot log.
+void warn(const std::string& message) noexcept {
+  try {
+    KILN_WARN(Tracer, "KILN_DUMP: {}", message);
+  } catch (...) {
+  }
+}
+
 bool write_file(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
   if (f) f.close();
   if (!f) {
-    KILN_WARN(Tracer, "KILN_DUMP: cannot write {}", path.string());
+    warn("cannot write " + path.string());
     return false;
   }
   return true;
@@ -46,8 +54,7 @@ bool dump_graph_to(const Graph& g, std::string_view name, std::string_view dir) 
     std::error_code ec;
     fs::create_directories(folder, ec);
     if (ec) {
-      KILN_WARN(Tracer, "KILN_DUMP: cannot create the folder {}: {}", folder.string(),
-                ec.message());
+      warn("cannot create the folder " + folder.string() + ": " + ec.message());
       return false;
     }
     const std::string stem = dump_file_stem(name);
@@ -55,7 +62,7 @@ bool dump_graph_to(const Graph& g, std::string_view name, std::string_view dir) 
     const bool dot = write_file(folder / (stem + ".dot"), graph_to_dot(g, name));
     return txt && dot;
   } catch (const std::exception& e) {  // bad_alloc, filesystem errors: never into user code
-    KILN_WARN(Tracer, "KILN_DUMP: dumping graph {} failed: {}", name, e.what());
+    warn("dumping graph " + std::string(name) + " failed: " + e.what());
     return false;
   }
 }
@@ -65,7 +72,7 @@ bool dump_graph(const Graph& g, std::string_view name) {
   try {
     dir = config().dump;
   } catch (const std::exception& e) {  // a bad KILN_* variable is reported elsewhere
-    KILN_WARN(Tracer, "KILN_DUMP: no configuration: {}", e.what());
+    warn(std::string("no configuration: ") + e.what());
     return false;
   }
   if (dir.empty()) return false;

@@ -104,9 +104,8 @@ void verify_graph(const Graph& g, const std::string& context) {
   }
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     const Node& n = g.nodes[j];
-    KILN_CHECK(static_cast<int>(n.op) < kNumOps,
-               "graph verify{}: node {} has an invalid op id {}", context, j,
-               static_cast<int>(n.op));
+    KILN_CHECK(static_cast<int>(n.op) < kNumOps, "graph verify{}: node {} has an invalid op id {}",
+               context, j, static_cast<int>(n.op));
     const std::string what = fmt::format("node {} ({})", j, op_display_name(n.op));
     const int32_t pos = ninputs + static_cast<int32_t>(j);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -115,8 +114,10 @@ void verify_graph(const Graph& g, const std::string& context) {
                  "graph verify{}: {} input {} is %{}, which is not a valid id (the graph has {} "
                  "values)",
                  context, what, k, v, nvalues);
-      KILN_CHECK(def_at[v] != kUndefined, "graph verify{}: {} input {} is %{}, which is never "
-                 "defined", context, what, k, v);
+      KILN_CHECK(def_at[v] != kUndefined,
+                 "graph verify{}: {} input {} is %{}, which is never "
+                 "defined",
+                 context, what, k, v);
       KILN_CHECK(def_at[v] < pos,
                  "graph verify{}: {} input {} is %{}, which is used before its definition (node "
                  "{})",

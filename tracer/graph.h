@@ -47,7 +47,7 @@ struct Node {
   Attrs attrs;
   SmallVector<ValueId, 4> inputs;  // in the op's argument order
   ValueId output = kNoValue;
-  ValueMeta meta;                  // of `output`
+  ValueMeta meta;  // of `output`
   // Bodies of a higher-order op (cond branches, a loop body). Each is self-contained: its value
   // ids are its own, and its inputs are bound by the op (node inputs, then lifted captures).
   std::vector<Graph> subgraphs;

@@ -33,12 +33,12 @@ class DotWriter {
   void write(const Graph& g, const std::string& prefix, int depth) {
     const std::string pad(static_cast<size_t>(2 * depth + 2), ' ');
     for (const GraphInput& in : g.inputs) {
-      fmt::format_to(std::back_inserter(out), "{}{}v{} [shape=ellipse, label=\"%{}\\n{}\"];\n",
-                     pad, prefix, in.id, in.id, escape(format_type(in.meta)));
+      fmt::format_to(std::back_inserter(out), "{}{}v{} [shape=ellipse, label=\"%{}\\n{}\"];\n", pad,
+                     prefix, in.id, in.id, escape(format_type(in.meta)));
     }
     for (const Node& n : g.nodes) {
-      std::string label = fmt::format("{}\n%{}: {}", op_display_name(n.op), n.output,
-                                      format_type(n.meta));
+      std::string label =
+          fmt::format("{}\n%{}: {}", op_display_name(n.op), n.output, format_type(n.meta));
       if (std::string attrs = format_attrs(n.attrs); !attrs.empty()) label += '\n' + attrs;
       fmt::format_to(std::back_inserter(out), "{}{}v{} [shape=box, label=\"{}\"];\n", pad, prefix,
                      n.output, escape(label));
@@ -50,9 +50,10 @@ class DotWriter {
       }
       for (size_t s = 0; s < n.subgraphs.size(); ++s) {
         const std::string sub = fmt::format("{}n{}s{}_", prefix, n.output, s);
-        fmt::format_to(std::back_inserter(out),
-                       "{}subgraph cluster_{} {{\n{}  label=\"{} subgraph {}\";\n{}  style=dashed;\n",
-                       pad, sub, pad, escape(op_display_name(n.op)), s, pad);
+        fmt::format_to(
+            std::back_inserter(out),
+            "{}subgraph cluster_{} {{\n{}  label=\"{} subgraph {}\";\n{}  style=dashed;\n", pad,
+            sub, pad, escape(op_display_name(n.op)), s, pad);
         write(n.subgraphs[s], sub, depth + 1);
         fmt::format_to(std::back_inserter(out), "{}}}\n", pad);
         fmt::format_to(std::back_inserter(out), "{}{}v{} -> {}return [style=dashed, dir=back];\n",

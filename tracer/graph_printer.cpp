@@ -24,8 +24,8 @@ void print_graph_into(const Graph& g, int indent, std::string& out) {
   }
   out += ") {\n";
   for (const Node& n : g.nodes) {
-    fmt::format_to(std::back_inserter(out), "{}  %{}: {} = {}(", pad, n.output,
-                   format_type(n.meta), op_display_name(n.op));
+    fmt::format_to(std::back_inserter(out), "{}  %{}: {} = {}(", pad, n.output, format_type(n.meta),
+                   op_display_name(n.op));
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       fmt::format_to(std::back_inserter(out), "{}%{}", k > 0 ? ", " : "", n.inputs[k]);
     }
