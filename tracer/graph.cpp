@@ -64,13 +64,14 @@ const ValueMeta& Graph::meta(ValueId id) const {
 
 namespace {
 
-void check_meta(const ValueMeta& m, ValueId id, const std::string& context,
-                const std::string& what) {
+// Messages are only formatted on failure (KILN_CHECK evaluates its arguments lazily), so a
+// successful verify() allocates nothing but its definition table.
+void check_meta(const ValueMeta& m, ValueId id, const std::string& context, const auto& what) {
   for (int64_t s : m.sizes) {
-    KILN_CHECK(s >= 0, "graph verify{}: {} (%{}) has a negative size ({})", context, what, id, s);
+    KILN_CHECK(s >= 0, "graph verify{}: {} (%{}) has a negative size ({})", context, what(), id, s);
   }
   KILN_CHECK(m.strides.empty() || m.strides.size() == m.sizes.size(),
-             "graph verify{}: {} (%{}) has {} sizes but {} strides", context, what, id,
+             "graph verify{}: {} (%{}) has {} sizes but {} strides", context, what(), id,
              m.sizes.size(), m.strides.size());
 }
 
@@ -78,54 +79,51 @@ void verify_graph(const Graph& g, const std::string& context) {
   constexpr int32_t kUndefined = -1;
   const int32_t nvalues = g.num_values();
   const auto ninputs = static_cast<int32_t>(g.inputs.size());
+  auto position_name = [&](int32_t pos) {
+    return pos < ninputs ? fmt::format("input {}", pos) : fmt::format("node {}", pos - ninputs);
+  };
   // Where each value is defined: input i at position i, node j at position ninputs + j.
   std::vector<int32_t> def_at(static_cast<size_t>(nvalues), kUndefined);
-  auto define = [&](ValueId id, int32_t pos, const std::string& what) {
+  auto define = [&](ValueId id, int32_t pos) {
     KILN_CHECK(id >= 0 && id < nvalues,
                "graph verify{}: {} defines %{}, which is not a valid id (the graph has {} values)",
-               context, what, id, nvalues);
+               context, position_name(pos), id, nvalues);
     KILN_CHECK(def_at[id] == kUndefined, "graph verify{}: {} redefines %{} (already defined at {})",
-               context, what, id,
-               def_at[id] < ninputs ? fmt::format("input {}", def_at[id])
-                                    : fmt::format("node {}", def_at[id] - ninputs));
+               context, position_name(pos), id, position_name(def_at[id]));
     def_at[id] = pos;
   };
   for (int32_t i = 0; i < ninputs; ++i) {
     const GraphInput& in = g.inputs[i];
-    const std::string what = fmt::format("input {}", i);
-    define(in.id, i, what);
-    check_meta(in.meta, in.id, context, what);
+    define(in.id, i);
+    check_meta(in.meta, in.id, context, [&] { return position_name(i); });
     KILN_CHECK(in.meta.strides.size() == in.meta.sizes.size(),
                "graph verify{}: input {} (%{}) must state its strides", context, i, in.id);
   }
   for (size_t j = 0; j < g.nodes.size(); ++j) {
-    const std::string what = fmt::format("node {}", j);
-    define(g.nodes[j].output, ninputs + static_cast<int32_t>(j), what);
+    define(g.nodes[j].output, ninputs + static_cast<int32_t>(j));
   }
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     const Node& n = g.nodes[j];
     KILN_CHECK(static_cast<int>(n.op) < kNumOps, "graph verify{}: node {} has an invalid op id {}",
                context, j, static_cast<int>(n.op));
-    const std::string what = fmt::format("node {} ({})", j, op_display_name(n.op));
+    auto what = [&] { return fmt::format("node {} ({})", j, op_display_name(n.op)); };
     const int32_t pos = ninputs + static_cast<int32_t>(j);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const ValueId v = n.inputs[k];
       KILN_CHECK(v >= 0 && v < nvalues,
                  "graph verify{}: {} input {} is %{}, which is not a valid id (the graph has {} "
                  "values)",
-                 context, what, k, v, nvalues);
+                 context, what(), k, v, nvalues);
       KILN_CHECK(def_at[v] != kUndefined,
-                 "graph verify{}: {} input {} is %{}, which is never "
-                 "defined",
-                 context, what, k, v);
+                 "graph verify{}: {} input {} is %{}, which is never defined", context, what(), k,
+                 v);
       KILN_CHECK(def_at[v] < pos,
-                 "graph verify{}: {} input {} is %{}, which is used before its definition (node "
-                 "{})",
-                 context, what, k, v, def_at[v] - ninputs);
+                 "graph verify{}: {} input {} is %{}, which is used before its definition ({})",
+                 context, what(), k, v, position_name(def_at[v]));
     }
-    check_meta(n.meta, n.output, context, what + " output");
+    check_meta(n.meta, n.output, context, [&] { return what() + " output"; });
     for (size_t s = 0; s < n.subgraphs.size(); ++s) {
-      verify_graph(n.subgraphs[s], fmt::format("{} (in subgraph {} of {})", context, s, what));
+      verify_graph(n.subgraphs[s], fmt::format("{} (in subgraph {} of {})", context, s, what()));
     }
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
