@@ -458,6 +458,30 @@ TEST(GraphHash, ShapelessIgnoresSizesOnly) {
   o.inputs[0].meta.offset = 64;
   EXPECT_EQ(graph_hash(o), graph_hash(base));
 
+  // View offsets count relative to their base: the same slice of an input stored at another
+  // offset is the same graph; a slice starting elsewhere is not.
+  auto slice_graph = [](int64_t input_offset, int64_t slice_start) {
+    Graph g;
+    ValueMeta in = meta({8, 16});
+    in.offset = input_offset;
+    ValueId x = g.add_input(in);
+    ValueMeta v = meta({4, 16});
+    v.strides = {16, 1};
+    v.offset = input_offset + slice_start * 16;
+    ValueId s = g.add_node(OpId::Slice, Attrs{}, {x}, v);
+    ValueMeta v2 = meta({4, 8});
+    v2.strides = {16, 1};
+    v2.offset = v.offset + 8;
+    g.set_outputs({g.add_node(OpId::Slice, Attrs{}, {s}, v2)});
+    return g;
+  };
+  EXPECT_EQ(graph_hash(slice_graph(0, 2)), graph_hash(slice_graph(100, 2)));
+  EXPECT_TRUE(structurally_equal(slice_graph(0, 2), slice_graph(100, 2)));
+  EXPECT_NE(graph_hash(slice_graph(0, 2)), graph_hash(slice_graph(0, 3)));
+  EXPECT_FALSE(structurally_equal(slice_graph(0, 2), slice_graph(0, 3)));
+  EXPECT_EQ(graph_hash(slice_graph(0, 2), HashMode::Shapeless),
+            graph_hash(slice_graph(0, 3), HashMode::Shapeless));
+
   // Sizes baked into attributes stay in the key.
   Graph d1 = add_sum_graph(), d2 = add_sum_graph();
   d2.nodes[1].attrs.dims = {0};

@@ -49,14 +49,27 @@ class Encoder {
 
   void graph(const Graph& g) {
     // Definition positions of the values (edges are encoded by position, not by id).
-    std::vector<int64_t> position(static_cast<size_t>(std::max(g.num_values(), 0)), -1);
+    // Storage offsets too: a view's offset is absolute in its base's storage, and is encoded
+    // relative to the base's offset, so that input offsets (data, like pointers) stay out of the
+    // key even through views.
+    const auto nvalues = static_cast<size_t>(std::max(g.num_values(), 0));
+    std::vector<int64_t> position(nvalues, -1);
+    std::vector<int64_t> offset(nvalues, 0);
     int64_t next = 0;
-    auto define = [&](ValueId id) {
-      if (id >= 0 && id < g.num_values()) position[id] = next;
+    auto define = [&](ValueId id, const ValueMeta& m) {
+      if (id >= 0 && id < g.num_values()) {
+        position[id] = next;
+        offset[id] = m.offset;
+      }
       ++next;
     };
-    for (const GraphInput& in : g.inputs) define(in.id);
-    for (const Node& n : g.nodes) define(n.output);
+    for (const GraphInput& in : g.inputs) define(in.id, in.meta);
+    for (const Node& n : g.nodes) define(n.output, n.meta);
+    auto base_offset = [&](const Node& n) -> int64_t {
+      if (n.inputs.empty()) return 0;
+      const ValueId base = n.inputs[0];
+      return base >= 0 && base < g.num_values() ? offset[base] : 0;
+    };
     auto ref = [&](ValueId id) {
       const bool ok = id >= 0 && id < g.num_values() && position[id] >= 0;
       put(ok ? static_cast<uint64_t>(position[id]) : kUndefinedValue);
@@ -66,7 +79,7 @@ class Encoder {
     put(g.inputs.size());
     for (const GraphInput& in : g.inputs) {
       put(kInput);
-      meta(in.meta, /*is_input=*/true);
+      meta(in.meta, /*is_input=*/true, 0);
     }
     put(g.nodes.size());
     for (const Node& n : g.nodes) {
@@ -75,7 +88,7 @@ class Encoder {
       put(n.inputs.size());
       for (ValueId v : n.inputs) ref(v);
       attrs(n.attrs);
-      meta(n.meta, /*is_input=*/false);
+      meta(n.meta, /*is_input=*/false, base_offset(n));
       put(kSubgraphs);
       put(n.subgraphs.size());
       for (const Graph& s : n.subgraphs) graph(s);
@@ -107,7 +120,7 @@ class Encoder {
     put((static_cast<uint64_t>(d.type) << 8) | static_cast<uint8_t>(d.index));
   }
 
-  void meta(const ValueMeta& m, bool is_input) {
+  void meta(const ValueMeta& m, bool is_input, int64_t base_offset) {
     put(kMeta);
     put(static_cast<uint64_t>(m.dtype));
     device(m.device);
@@ -120,7 +133,7 @@ class Encoder {
       if (has_layout) {
         put(m.strides.size());
         for (int64_t s : m.strides) put(static_cast<uint64_t>(s));
-        if (!is_input) put(static_cast<uint64_t>(m.offset));
+        if (!is_input) put(static_cast<uint64_t>(m.offset - base_offset));
       }
     } else {
       for (int64_t s : m.sizes) put(s == 1);

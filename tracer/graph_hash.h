@@ -7,7 +7,8 @@
 // position i, node j is position #inputs + j), so renumbered but identical graphs are equal;
 // outputs; subgraphs recursively; and the metadata of inputs and node outputs, per mode:
 //
-// - HashMode::Exact: dtypes, devices, sizes, strides, and view offsets.
+// - HashMode::Exact: dtypes, devices, sizes, strides, and view offsets (relative to the offset
+//   of the view's base, input 0).
 // - HashMode::Shapeless: dtypes, devices, ranks, which dims are size 1 (broadcasting), and the
 //   contiguity class of each input and view; not the sizes, strides or offsets themselves, so a
 //   new batch size maps to the same key. Sizes baked into Attrs (a reshape's target shape) are
