@@ -114,7 +114,7 @@ TEST(ShapeCat, Errors) {
       {"cat", "tensor 2", "[2, 3]", "[2, 4]"});
   expect_error([&] { cat({x, x}, 2); }, {"cat", "dim 2"});
   expect_error([&] { cat({x, x}, -3); }, {"cat", "dim -3"});
-  expect_error([&] { cat({x, Tensor()}, 0); }, {"Cat", "undefined"});
+  expect_error([&] { cat({x, Tensor()}, 0); }, {"cat", "undefined"});
 }
 
 TEST(ShapeStack, EveryDim) {
