@@ -1,0 +1,189 @@
+#include "tracer/graph_hash.h"
+
+#include <algorithm>
+#include <bit>
+#include <vector>
+
+namespace kiln::tracer {
+
+namespace {
+
+bool is_row_major(const DimVector& sizes, const DimVector& strides) {
+  if (std::find(sizes.begin(), sizes.end(), int64_t{0}) != sizes.end()) return true;
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+// splitmix64's finalizer: a bijective mix with full avalanche.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+struct HashSink {
+  uint64_t h = 0xcbf29ce484222325ull;
+  void put(uint64_t w) { h = mix(h ^ w); }
+};
+
+struct VectorSink {
+  std::vector<uint64_t> words;
+  void put(uint64_t w) { words.push_back(w); }
+};
+
+// Tags separate the sections, so that no two different graphs share an encoding (every list is
+// also length-prefixed).
+enum Tag : uint64_t { kGraph = 0x4b47, kInput, kNode, kAttrs, kMeta, kSubgraphs, kOutputs, kEnd };
+constexpr uint64_t kUndefinedValue = ~0ull;
+
+template <class Sink>
+class Encoder {
+ public:
+  Encoder(Sink& sink, HashMode mode) : sink_(sink), mode_(mode) {}
+
+  void graph(const Graph& g) {
+    // Definition positions of the values (edges are encoded by position, not by id).
+    // Storage offsets too: a view's offset is absolute in its base's storage, and is encoded
+    // relative to the base's offset, so that input offsets (data, like pointers) stay out of the
+    // key even through views.
+    const auto nvalues = static_cast<size_t>(std::max(g.num_values(), 0));
+    std::vector<int64_t> position(nvalues, -1);
+    std::vector<int64_t> offset(nvalues, 0);
+    int64_t next = 0;
+    auto define = [&](ValueId id, const ValueMeta& m) {
+      if (id >= 0 && id < g.num_values()) {
+        position[id] = next;
+        offset[id] = m.offset;
+      }
+      ++next;
+    };
+    for (const GraphInput& in : g.inputs) define(in.id, in.meta);
+    for (const Node& n : g.nodes) define(n.output, n.meta);
+    auto base_offset = [&](const Node& n) -> int64_t {
+      if (n.inputs.empty()) return 0;
+      const ValueId base = n.inputs[0];
+      return base >= 0 && base < g.num_values() ? offset[base] : 0;
+    };
+    auto ref = [&](ValueId id) {
+      const bool ok = id >= 0 && id < g.num_values() && position[id] >= 0;
+      put(ok ? static_cast<uint64_t>(position[id]) : kUndefinedValue);
+    };
+
+    put(kGraph);
+    put(g.inputs.size());
+    for (const GraphInput& in : g.inputs) {
+      put(kInput);
+      meta(in.meta, /*is_input=*/true, 0);
+    }
+    put(g.nodes.size());
+    for (const Node& n : g.nodes) {
+      put(kNode);
+      put(static_cast<uint64_t>(n.op));
+      put(n.inputs.size());
+      for (ValueId v : n.inputs) ref(v);
+      attrs(n.attrs);
+      meta(n.meta, /*is_input=*/false, base_offset(n));
+      put(kSubgraphs);
+      put(n.subgraphs.size());
+      for (const Graph& s : n.subgraphs) graph(s);
+    }
+    put(kOutputs);
+    put(g.outputs.size());
+    for (ValueId v : g.outputs) ref(v);
+    put(kEnd);
+  }
+
+ private:
+  void put(uint64_t w) { sink_.put(w); }
+
+  void attrs(const Attrs& a) {
+    put(kAttrs);
+    put(a.dims.size());
+    for (int64_t d : a.dims) put(static_cast<uint64_t>(d));
+    for (const Scalar& s : a.scalars) {
+      put(static_cast<uint64_t>(s.category()));
+      put(s.is_floating() ? std::bit_cast<uint64_t>(s.to_double())
+                          : static_cast<uint64_t>(s.to_int()));
+    }
+    for (int64_t i : a.ints) put(static_cast<uint64_t>(i));
+    put(static_cast<uint64_t>(a.dtype));
+    device(a.device);
+  }
+
+  void device(Device d) {
+    put((static_cast<uint64_t>(d.type) << 8) | static_cast<uint8_t>(d.index));
+  }
+
+  void meta(const ValueMeta& m, bool is_input, int64_t base_offset) {
+    put(kMeta);
+    put(static_cast<uint64_t>(m.dtype));
+    device(m.device);
+    put(m.sizes.size());
+    // Node outputs without strides are fresh row-major tensors; views and inputs have a layout.
+    const bool has_layout = is_input || !m.strides.empty();
+    put(has_layout);
+    if (mode_ == HashMode::Exact) {
+      for (int64_t s : m.sizes) put(static_cast<uint64_t>(s));
+      if (has_layout) {
+        put(m.strides.size());
+        for (int64_t s : m.strides) put(static_cast<uint64_t>(s));
+        if (!is_input) put(static_cast<uint64_t>(m.offset - base_offset));
+      }
+    } else {
+      for (int64_t s : m.sizes) put(s == 1);
+      if (has_layout) {
+        put(static_cast<uint64_t>(contiguity_class(m.sizes, m.strides)));
+      }
+    }
+  }
+
+  Sink& sink_;
+  HashMode mode_;
+};
+
+}  // namespace
+
+Contiguity contiguity_class(const DimVector& sizes, const DimVector& strides) {
+  if (strides.empty()) return Contiguity::Contiguous;
+  if (strides.size() != sizes.size()) return Contiguity::Other;
+  if (is_row_major(sizes, strides)) return Contiguity::Contiguous;
+  if (sizes.size() < 2) return Contiguity::Other;
+  DimVector s = sizes, st = strides;
+  const size_t r = sizes.size();
+  std::swap(s[r - 1], s[r - 2]);
+  std::swap(st[r - 1], st[r - 2]);
+  return is_row_major(s, st) ? Contiguity::TransposedLastTwo : Contiguity::Other;
+}
+
+const char* contiguity_name(Contiguity c) {
+  switch (c) {
+    case Contiguity::Contiguous:
+      return "contiguous";
+    case Contiguity::TransposedLastTwo:
+      return "transposed";
+    case Contiguity::Other:
+      break;
+  }
+  return "other";
+}
+
+uint64_t graph_hash(const Graph& g, HashMode mode) {
+  HashSink sink;
+  Encoder<HashSink>(sink, mode).graph(g);
+  return sink.h;
+}
+
+bool structurally_equal(const Graph& a, const Graph& b, HashMode mode) {
+  VectorSink ea, eb;
+  Encoder<VectorSink>(ea, mode).graph(a);
+  Encoder<VectorSink>(eb, mode).graph(b);
+  return ea.words == eb.words;
+}
+
+}  // namespace kiln::tracer

@@ -1,0 +1,43 @@
+// Canonical structural hashing of graphs: the key of the region cache (DESIGN.md, "Guards").
+//
+// Both functions walk one canonical encoding of the graph (a stream of 64-bit words), so that
+// structurally_equal(a, b) implies graph_hash(a) == graph_hash(b) by construction. The encoding
+// covers: op ids; every Attrs field (scalars with their kind and their exact bit pattern, so 0.0
+// and -0.0, or two NaN payloads, are different keys); edges as definition positions (input i is
+// position i, node j is position #inputs + j), so renumbered but identical graphs are equal;
+// outputs; subgraphs recursively; and the metadata of inputs and node outputs, per mode:
+//
+// - HashMode::Exact: dtypes, devices, sizes, strides, and view offsets (relative to the offset
+//   of the view's base, input 0).
+// - HashMode::Shapeless: dtypes, devices, ranks, which dims are size 1 (broadcasting), and the
+//   contiguity class of each input and view; not the sizes, strides or offsets themselves, so a
+//   new batch size maps to the same key. Sizes baked into Attrs (a reshape's target shape) are
+//   still part of the key.
+//
+// Graph-input storage offsets are never part of the key (they are data, like pointers).
+// structurally_equal is the full check made on a cache hit: a hash collision must never run the
+// wrong code.
+#pragma once
+#include <cstdint>
+
+#include "runtime/small_vector.h"
+#include "tracer/graph.h"
+
+namespace kiln::tracer {
+
+enum class HashMode : uint8_t { Exact, Shapeless };
+
+// How a strided geometry is laid out, as far as generated code cares. Dims of size 1 never
+// matter; a tensor with no elements is Contiguous. Empty strides mean row-major.
+enum class Contiguity : uint8_t {
+  Contiguous,         // row-major
+  TransposedLastTwo,  // row-major once the last two dims are swapped (x.t(), x.mT())
+  Other,              // anything else (broadcast stride 0, slices with gaps, permutations)
+};
+Contiguity contiguity_class(const DimVector& sizes, const DimVector& strides);
+const char* contiguity_name(Contiguity c);
+
+uint64_t graph_hash(const Graph& g, HashMode mode = HashMode::Exact);
+bool structurally_equal(const Graph& a, const Graph& b, HashMode mode = HashMode::Exact);
+
+}  // namespace kiln::tracer
