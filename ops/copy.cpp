@@ -73,6 +73,11 @@ Tensor Tensor::to(Device d) const {
 
 Tensor& Tensor::copy_(const Tensor& src) {
   KILN_CHECK(src.defined(), "copy_: the source tensor is undefined");
+  DimVector b = broadcast_shapes("copy_", src.impl()->sizes(), checked().sizes());
+  KILN_CHECK(b == checked().sizes(),
+             "copy_: the source of shape {} does not broadcast to the "
+             "destination's shape {}",
+             shape_str(src.impl()->sizes()), shape_str(checked().sizes()));
   Tensor s = src.impl()->sizes() == checked().sizes() ? src : src.expand(checked().sizes());
   const Tensor in[] = {s};
   dispatch_into(OpId::Copy, in, Attrs{}, *this);

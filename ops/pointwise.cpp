@@ -26,7 +26,7 @@ enum class Rule : uint8_t {
 Rule unary_rule(OpId id) {
   switch (id) {
     case OpId::Neg: case OpId::Abs: case OpId::Relu: case OpId::Floor: case OpId::Ceil:
-    case OpId::Round: case OpId::PowScalar: case OpId::Clamp:
+    case OpId::Round: case OpId::PowScalar: case OpId::Clamp: case OpId::Square:
       return Rule::Numeric;
     case OpId::Sign: return Rule::Any;
     case OpId::Isnan: return Rule::BoolOut;
@@ -79,7 +79,7 @@ DType unary_compute(const OpCall& c) {
     DType d = compute_dtype(c.op, r, rt.get(), "input");
     if (c.op == OpId::PowScalar && is_integral(d)) {
       KILN_CHECK(c.attrs.scalars[0].to_double() >= 0,
-                 "pow: integers to negative integer powers are not allowed (input {} , exponent {})",
+                 "pow: integers to negative integer powers are not allowed (input {}, exponent {})",
                  describe(c.inputs[0]), c.attrs.scalars[0].to_double());
     }
     return d;

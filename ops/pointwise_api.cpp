@@ -1,4 +1,5 @@
 // Public pointwise functions, their Tensor method forms and the operators.
+#include <cmath>
 #include <string>
 
 #include "ops/functions.h"
@@ -7,14 +8,41 @@
 
 namespace kiln {
 
+namespace {
+// alpha * b for add/sub, computed in the dtype of the result (PyTorch: a float alpha is an error
+// for integral results, a bool alpha for non-Bool ones; b is scaled in the result's precision).
+Tensor scaled_by_alpha(const char* op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (alpha == Scalar(1) || !a.defined() || !b.defined()) return b;
+  ResultType rt;
+  rt.add(a);
+  rt.add(b);
+  DType d = rt.get();
+  KILN_CHECK(is_floating(d) || !alpha.is_floating(),
+             "{}: alpha {} must not be a floating-point number for integral inputs ({} and {})", op,
+             alpha.to_double(), describe(a), describe(b));
+  KILN_CHECK(alpha.category() != DTypeCategory::Bool || d == DType::Bool,
+             "{}: a Bool alpha is only supported for Bool results ({} and {})", op, describe(a),
+             describe(b));
+  Tensor s = mul(b.to(d), alpha);
+  return s.impl()->dtype() == d ? s : s.to(d);  // Bool * int alpha gives Int64
+}
+
+// The API takes double bounds; whole-number bounds count as integers, as the literals in
+// clamp(x, 0, 6) do in libtorch, so an integer tensor stays integral (and clamp_ works on it).
+Scalar bound(double v) {
+  bool whole = std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.0e15;
+  return whole ? Scalar(static_cast<int64_t>(v)) : Scalar(v);
+}
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   if (alpha == Scalar(1)) return binary_op(OpId::Add, a, b);
-  return binary_op(OpId::Add, a, mul(b, alpha));
+  return binary_op(OpId::Add, a, scaled_by_alpha("add", a, b, alpha));
 }
 Tensor add(const Tensor& a, const Scalar& b) { return binary_op(OpId::Add, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   if (alpha == Scalar(1)) return binary_op(OpId::Sub, a, b);
-  return binary_op(OpId::Sub, a, mul(b, alpha));
+  return binary_op(OpId::Sub, a, scaled_by_alpha("sub", a, b, alpha));
 }
 Tensor sub(const Tensor& a, const Scalar& b) { return binary_op(OpId::Sub, a, b); }
 Tensor rsub(const Tensor& a, const Scalar& b) { return binary_op(OpId::Sub, a, b, kScalarLeft); }
@@ -54,7 +82,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op(OpId::Maximu
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op(OpId::Minimum, a, b); }
 Tensor clamp(const Tensor& x, double lo, double hi) {
   KILN_CHECK(!(lo > hi), "clamp: lower bound {} is greater than upper bound {}", lo, hi);
-  return unary_op(OpId::Clamp, x, lo, hi);
+  return unary_op(OpId::Clamp, x, bound(lo), bound(hi));
 }
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   if (approximate == "none") return unary_op(OpId::Gelu, x);
@@ -87,8 +115,12 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 }
 
 // ---- methods ----
-Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return kiln::add(*this, o, alpha); }
-Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return kiln::sub(*this, o, alpha); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const {
+  return kiln::add(*this, o, alpha);
+}
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const {
+  return kiln::sub(*this, o, alpha);
+}
 Tensor Tensor::mul(const Tensor& o) const { return kiln::mul(*this, o); }
 Tensor Tensor::div(const Tensor& o) const { return kiln::div(*this, o); }
 Tensor Tensor::neg() const { return kiln::neg(*this); }
@@ -126,11 +158,11 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const {
 
 // ---- in place ----
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
-  binary_op_(OpId::Add, *this, alpha == Scalar(1) ? o : kiln::mul(o, alpha));
+  binary_op_(OpId::Add, *this, scaled_by_alpha("add_", *this, o, alpha));
   return *this;
 }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
-  binary_op_(OpId::Sub, *this, alpha == Scalar(1) ? o : kiln::mul(o, alpha));
+  binary_op_(OpId::Sub, *this, scaled_by_alpha("sub_", *this, o, alpha));
   return *this;
 }
 Tensor& Tensor::mul_(const Tensor& o) { return binary_op_(OpId::Mul, *this, o), *this; }
@@ -141,7 +173,7 @@ Tensor& Tensor::mul_(const Scalar& s) { return binary_op_(OpId::Mul, *this, s), 
 Tensor& Tensor::div_(const Scalar& s) { return binary_op_(OpId::Div, *this, s), *this; }
 Tensor& Tensor::clamp_(double lo, double hi) {
   KILN_CHECK(!(lo > hi), "clamp_: lower bound {} is greater than upper bound {}", lo, hi);
-  return unary_op_(OpId::Clamp, *this, lo, hi), *this;
+  return unary_op_(OpId::Clamp, *this, bound(lo), bound(hi)), *this;
 }
 Tensor& Tensor::relu_() { return unary_op_(OpId::Relu, *this), *this; }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
@@ -153,8 +185,9 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
 }
 
 // ---- operators ----
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+// The operators skip the alpha handling of add/sub: they are the hottest entry points.
+Tensor operator+(const Tensor& a, const Tensor& b) { return binary_op(OpId::Add, a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return binary_op(OpId::Sub, a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }

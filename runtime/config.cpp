@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "runtime/error.h"
+#include "runtime/logging.h"
 
 namespace kiln {
 
@@ -57,8 +58,11 @@ Config config_from_env() {
     c.jit_recompile_limit = parse_int("KILN_JIT_RECOMPILE_LIMIT", v, 0, 1 << 20);
   if (auto v = env("KILN_JIT_VALIDATE")) c.jit_validate = parse_bool("KILN_JIT_VALIDATE", v);
   if (auto v = env("KILN_DEVICE")) c.default_device = parse_device("KILN_DEVICE", v);
-  if (auto v = env("KILN_NUM_THREADS")) c.num_threads = parse_int("KILN_NUM_THREADS", v, 1, 4096);
-  if (auto v = env("KILN_LOG")) c.log = v;
+  if (auto v = env("KILN_NUM_THREADS")) c.num_threads = parse_int("KILN_NUM_THREADS", v, 0, 4096);
+  if (auto v = env("KILN_LOG")) {
+    logging::check_levels(v);  // a bad spec fails here, naming KILN_LOG, not at the first log line
+    c.log = v;
+  }
   if (auto v = env("KILN_CACHE_DIR")) c.cache_dir = v;
   if (auto v = env("KILN_DUMP")) c.dump = v;
   if (auto v = env("KILN_PROFILE")) c.profile = v;

@@ -1,6 +1,8 @@
 #include "runtime/dispatcher.h"
 
 #include <array>
+#include <cctype>
+#include <string>
 
 #include "runtime/autograd/record.h"
 #include "runtime/error.h"
@@ -17,15 +19,38 @@ std::array<OpDef, kNumOps>& op_table() {
 
 thread_local ModeHandler* tls_mode = nullptr;
 
-const char* const kOpNames[] = {
+const char* const kOpIdNames[] = {
 #define KILN_OP_NAME(name) #name,
     KILN_FOR_EACH_OP(KILN_OP_NAME)
 #undef KILN_OP_NAME
 };
 
-void check_defined(OpId id, std::span<const Tensor> inputs) {
+// Messages name ops as users call them (add, log_softmax), not by their CamelCase ids.
+std::string snake_case(const char* id) {
+  std::string out;
+  for (const char* c = id; *c; ++c) {
+    if (std::isupper(static_cast<unsigned char>(*c))) {
+      if (c != id) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+    } else {
+      out += *c;
+    }
+  }
+  return out;
+}
+
+const std::array<std::string, kNumOps>& op_names() {
+  static const std::array<std::string, kNumOps> names = [] {
+    std::array<std::string, kNumOps> n;
+    for (int i = 0; i < kNumOps; ++i) n[i] = snake_case(kOpIdNames[i]);
+    return n;
+  }();
+  return names;
+}
+
+void check_defined(const char* name, std::span<const Tensor> inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
-    KILN_CHECK(inputs[i].defined(), "{}: input {} is an undefined tensor", op_name(id), i);
+    KILN_CHECK(inputs[i].defined(), "{}: input {} is an undefined tensor", name, i);
   }
 }
 
@@ -42,20 +67,21 @@ bool overlaps_differently(const Tensor& out, std::span<const Tensor> inputs) {
   return false;
 }
 
-void check_no_internal_overlap(OpId id, const Tensor& out) {
+void check_no_internal_overlap(const char* name, const Tensor& out) {
   const TensorImpl* o = out.impl();
   for (int64_t d = 0; d < o->dim(); ++d) {
     KILN_CHECK(o->strides()[d] != 0 || o->sizes()[d] <= 1,
                "{}: cannot write in place into a tensor of shape {} whose dim {} is expanded "
                "(several elements share one memory location); call .contiguous() or .clone() "
                "first",
-               op_name(id), shape_str(o->sizes()), d);
+               name, shape_str(o->sizes()), d);
   }
 }
 
 }  // namespace
 
-const char* op_name(OpId id) { return kOpNames[static_cast<int>(id)]; }
+const char* op_name(OpId id) { return op_names()[static_cast<int>(id)].c_str(); }
+const char* op_id_name(OpId id) { return kOpIdNames[static_cast<int>(id)]; }
 
 void register_op(OpId id, const OpDef& def) {
   OpDef& slot = op_table()[static_cast<int>(id)];
@@ -104,7 +130,7 @@ Tensor run_eager(const OpDef& def, const OpCall& call, const OutputMeta& meta) {
 
 Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
   const OpDef& def = op_def(id);
-  check_defined(id, inputs);
+  check_defined(def.name, inputs);
   OpCall call{id, inputs, attrs};
   OutputMeta meta;
   def.meta(call, meta);
@@ -120,22 +146,22 @@ Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
 
 void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, Tensor& out) {
   const OpDef& def = op_def(id);
-  KILN_CHECK(out.defined(), "{}: the output tensor is undefined", op_name(id));
-  check_defined(id, inputs);
+  KILN_CHECK(out.defined(), "{}: the output tensor is undefined", def.name);
+  check_defined(def.name, inputs);
   OpCall call{id, inputs, attrs};
   OutputMeta meta;
   def.meta(call, meta);
   const TensorImpl* o = out.impl();
   KILN_CHECK(meta.sizes == o->sizes(),
-             "{}: the result has shape {} but the output (written in place) has shape {}",
-             op_name(id), shape_str(meta.sizes), shape_str(o->sizes()));
+             "{}: the result has shape {} but the output (written in place) has shape {}", def.name,
+             shape_str(meta.sizes), shape_str(o->sizes()));
   // Copy casts to any dtype; other ops may not lower the category (PyTorch's can_cast).
   KILN_CHECK(id == OpId::Copy || category(meta.dtype) <= category(o->dtype()),
-             "{}: result type {} can't be cast to the desired output type {}", op_name(id),
-             meta.dtype, o->dtype());
+             "{}: result type {} can't be cast to the desired output type {}", def.name, meta.dtype,
+             o->dtype());
   KILN_CHECK(meta.device == o->device(), "{}: the result is on {} but the output is on {}",
-             op_name(id), meta.device, o->device());
-  check_no_internal_overlap(id, out);
+             def.name, meta.device, o->device());
+  check_no_internal_overlap(def.name, out);
 
   if (any_requires_grad(inputs) || out.impl()->requires_grad()) [[unlikely]] {
     if (inplace_with_autograd(def, call, out)) return;
@@ -147,7 +173,8 @@ void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, 
   }
 
   if (o->numel() > 0) {
-    bool direct = (def.flags & kWritesAnyLayout) && (id == OpId::Copy || meta.dtype == o->dtype()) &&
+    bool direct = (def.flags & kWritesAnyLayout) &&
+                  (id == OpId::Copy || meta.dtype == o->dtype()) &&
                   !overlaps_differently(out, inputs);
     if (direct) {
       def.eager(call, out);

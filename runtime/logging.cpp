@@ -5,11 +5,12 @@
 #include <array>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "runtime/config.h"
 #include "runtime/error.h"
 
-namespace kiln::log {
+namespace kiln::logging {
 
 namespace {
 
@@ -22,8 +23,42 @@ spdlog::level::level_enum parse_level(std::string_view s) {
     auto name = spdlog::level::to_string_view(lvl);
     if (s == std::string_view(name.data(), name.size())) return lvl;
   }
-  if (s == "warning") return spdlog::level::warn;
-  fail("KILN_LOG: unknown level '{}'; expected trace, debug, info, warn, error, critical or off", s);
+  // spdlog spells these "warning" and "error"; accept the short forms users write too.
+  if (s == "warn") return spdlog::level::warn;
+  if (s == "err") return spdlog::level::err;
+  fail("KILN_LOG: unknown level '{}'; expected trace, debug, info, warn, error, critical or off",
+       s);
+}
+
+// One item of a spec: the logger index (-1 for all) and its level.
+struct LevelItem {
+  int logger;
+  spdlog::level::level_enum level;
+};
+
+// Parses a whole spec first, so that a bad spec raises before anything changes.
+std::vector<LevelItem> parse_spec(std::string_view rest) {
+  std::vector<LevelItem> items;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      items.push_back({-1, parse_level(item)});
+      continue;
+    }
+    std::string_view name = item.substr(0, eq);
+    auto lvl = parse_level(item.substr(eq + 1));
+    int found = -1;
+    for (size_t i = 0; i < kNames.size(); ++i)
+      if (name == kNames[i]) found = static_cast<int>(i);
+    KILN_CHECK(found >= 0,
+               "KILN_LOG: unknown logger '{}'; expected runtime, ops, tracer, jit or perf", name);
+    items.push_back({found, lvl});
+  }
+  return items;
 }
 
 struct Loggers {
@@ -35,6 +70,12 @@ struct Loggers {
       loggers[i]->set_pattern("[%H:%M:%S.%e] [%n] [%l] %v");
       loggers[i]->set_level(spdlog::level::warn);
     }
+    // KILN_LOG is applied once, when the loggers are created (thread-safe static
+    // initialisation), so that a later apply_levels() is not overridden.
+    for (const LevelItem& it : parse_spec(config().log)) {
+      for (size_t i = 0; i < kNames.size(); ++i)
+        if (it.logger < 0 || it.logger == static_cast<int>(i)) loggers[i]->set_level(it.level);
+    }
   }
 };
 
@@ -45,39 +86,18 @@ Loggers& loggers() {
 
 }  // namespace
 
+void check_levels(const std::string& spec) { parse_spec(spec); }
+
 void apply_levels(const std::string& spec) {
   auto& ls = loggers().loggers;
-  std::string_view rest(spec);
-  while (!rest.empty()) {
-    size_t comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      auto lvl = parse_level(item);
-      for (auto& l : ls) l->set_level(lvl);
-      continue;
-    }
-    std::string_view name = item.substr(0, eq);
-    auto lvl = parse_level(item.substr(eq + 1));
-    bool found = false;
-    for (size_t i = 0; i < kNames.size(); ++i) {
-      if (name == kNames[i]) {
-        ls[i]->set_level(lvl);
-        found = true;
-      }
-    }
-    KILN_CHECK(found, "KILN_LOG: unknown logger '{}'; expected runtime, ops, tracer, jit or perf",
-               name);
+  for (const LevelItem& it : parse_spec(spec)) {
+    if (it.logger < 0)
+      for (auto& l : ls) l->set_level(it.level);
+    else
+      ls[it.logger]->set_level(it.level);
   }
 }
 
-spdlog::logger& get(Subsystem s) {
-  // KILN_LOG is applied once, on first use (thread-safe static initialisation).
-  static const bool applied = (apply_levels(config().log), true);
-  (void)applied;
-  return *loggers().loggers[static_cast<int>(s)];
-}
+spdlog::logger& get(Subsystem s) { return *loggers().loggers[static_cast<int>(s)]; }
 
-}  // namespace kiln::log
+}  // namespace kiln::logging

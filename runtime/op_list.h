@@ -38,6 +38,9 @@ enum class OpId : uint16_t {
 
 inline constexpr int kNumOps = static_cast<int>(OpId::kCount);
 
+// The op's name as users call it, for messages: "add", "log_softmax".
 const char* op_name(OpId id);
+// The id's own CamelCase spelling: "Add", "LogSoftmax" (autograd node names: "AddBackward").
+const char* op_id_name(OpId id);
 
 }  // namespace kiln

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -15,17 +16,16 @@ namespace {
 
 thread_local bool tls_in_parallel = false;
 
-// One arena per thread count; rebuilt when KILN_NUM_THREADS is changed through config().
+// One arena per thread count, created on first use and kept for the process: another thread may
+// still be running in the arena of the previous count when KILN_NUM_THREADS is changed through
+// config(), so arenas are never destroyed while the process runs.
 tbb::task_arena& arena() {
   static std::mutex mu;
-  static std::unique_ptr<tbb::task_arena> a;
-  static int a_threads = 0;
+  static std::map<int, std::unique_ptr<tbb::task_arena>> arenas;
   int want = num_threads();
   std::lock_guard<std::mutex> lock(mu);
-  if (!a || a_threads != want) {
-    a = std::make_unique<tbb::task_arena>(want);
-    a_threads = want;
-  }
+  auto& a = arenas[want];
+  if (!a) a = std::make_unique<tbb::task_arena>(want);
   return *a;
 }
 

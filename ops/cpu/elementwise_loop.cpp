@@ -14,6 +14,35 @@ ElementwiseLoop::ElementwiseLoop(const Tensor& out, std::span<const Tensor> inpu
   int nd = static_cast<int>(shape.size());
   numel_ = o->numel();
 
+  // Fast path (most small eager ops): every tensor operand has out's shape and is contiguous,
+  // so the whole space is one dense dim; scalars get stride 0.
+  if (o->is_contiguous() && nd > 0) {
+    bool dense = true;
+    for (size_t i = 0; i < inputs.size() && dense; ++i) {
+      if (i < scalars.size() && scalars[i]) continue;
+      const TensorImpl* in = inputs[i].impl();
+      dense = in->is_contiguous() && in->sizes() == shape;
+    }
+    if (dense) {
+      sizes_.push_back(numel_);
+      base_[0] = static_cast<char*>(o->data());
+      strides_[0].push_back(int64_t(itemsize(o->dtype())));
+      for (int k = 1; k < nops_; ++k) {
+        size_t i = k - 1;
+        bool scalar = i < scalars.size() && scalars[i];
+        base_[k] =
+            static_cast<char*>(const_cast<void*>(scalar ? scalars[i] : inputs[i].impl()->data()));
+        strides_[k].push_back(scalar ? 0 : int64_t(itemsize(inputs[i].impl()->dtype())));
+      }
+      ndim_ = numel_ > 1 ? 1 : 0;
+      if (ndim_ == 0) {
+        sizes_.clear();
+        for (int k = 0; k < nops_; ++k) strides_[k].clear();
+      }
+      return;
+    }
+  }
+
   // Byte strides per operand over the output's dims (0 where an input broadcasts).
   std::array<DimVector, kMaxOperands> st;
   st[0].resize(nd);
@@ -39,8 +68,7 @@ ElementwiseLoop::ElementwiseLoop(const Tensor& out, std::span<const Tensor> inpu
     if (shape[d] == 1) continue;
     if (!sizes_.empty()) {
       bool merge = true;
-      for (int k = 0; k < nops_ && merge; ++k)
-        merge = strides_[k].back() == st[k][d] * shape[d];
+      for (int k = 0; k < nops_ && merge; ++k) merge = strides_[k].back() == st[k][d] * shape[d];
       if (merge) {
         sizes_.back() *= shape[d];
         for (int k = 0; k < nops_; ++k) strides_[k].back() = st[k][d];

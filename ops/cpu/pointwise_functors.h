@@ -90,8 +90,8 @@ T int_pow(T b, T e) {
   T r = 1;
   while (e) {
     if (e & 1) r *= b;
-    b *= b;
     e >>= 1;
+    if (e) b *= b;  // not after the last bit: that square could overflow needlessly
   }
   return r;
 }

@@ -29,7 +29,7 @@ OpNode::OpNode(const OpDef& def, const OpCall& call, const Tensor& out, uint32_t
   if (def.saves & kSaveOutput) output_ = SavedTensor::save(out);
 }
 
-std::string OpNode::name() const { return std::string(op_name(op_)) + "Backward"; }
+std::string OpNode::name() const { return std::string(op_id_name(op_)) + "Backward"; }
 
 void OpNode::release_saved() {
   for (auto& s : inputs_) s = SavedTensor{};
