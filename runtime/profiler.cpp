@@ -19,30 +19,47 @@ namespace kiln::profiler {
 
 const char* kind_category(EventKind kind) {
   switch (kind) {
-    case EventKind::Op: return "op";
-    case EventKind::Flush: return "flush";
+    case EventKind::Op:
+      return "op";
+    case EventKind::Flush:
+      return "flush";
     case EventKind::CacheHit:
-    case EventKind::CacheMiss: return "cache";
-    case EventKind::Interpret: return "interpret";
-    case EventKind::Fallback: return "fallback";
-    case EventKind::Compile: return "compile";
-    case EventKind::KernelLaunch: return "kernel";
-    case EventKind::kCount: break;
+    case EventKind::CacheMiss:
+      return "cache";
+    case EventKind::Interpret:
+      return "interpret";
+    case EventKind::Fallback:
+      return "fallback";
+    case EventKind::Compile:
+      return "compile";
+    case EventKind::KernelLaunch:
+      return "kernel";
+    case EventKind::kCount:
+      break;
   }
   return "unknown";
 }
 
 const char* kind_label(EventKind kind) {
   switch (kind) {
-    case EventKind::Op: return "op";
-    case EventKind::Flush: return "flush";
-    case EventKind::CacheHit: return "cache hit";
-    case EventKind::CacheMiss: return "cache miss";
-    case EventKind::Interpret: return "interpret";
-    case EventKind::Fallback: return "fallback";
-    case EventKind::Compile: return "compile";
-    case EventKind::KernelLaunch: return "kernel launch";
-    case EventKind::kCount: break;
+    case EventKind::Op:
+      return "op";
+    case EventKind::Flush:
+      return "flush";
+    case EventKind::CacheHit:
+      return "cache hit";
+    case EventKind::CacheMiss:
+      return "cache miss";
+    case EventKind::Interpret:
+      return "interpret";
+    case EventKind::Fallback:
+      return "fallback";
+    case EventKind::Compile:
+      return "compile";
+    case EventKind::KernelLaunch:
+      return "kernel launch";
+    case EventKind::kCount:
+      break;
   }
   return "unknown";
 }
@@ -124,8 +141,7 @@ void write_outputs(const std::string& trace_path, bool stats) {
   if (!trace_path.empty()) {
     std::string json = render_trace(snap);
     std::FILE* f = std::fopen(trace_path.c_str(), "w");
-    KILN_CHECK(f != nullptr, "profiler: cannot open the trace file '{}' for writing",
-               trace_path);
+    KILN_CHECK(f != nullptr, "profiler: cannot open the trace file '{}' for writing", trace_path);
     size_t written = std::fwrite(json.data(), 1, json.size(), f);
     bool ok = std::fclose(f) == 0 && written == json.size();
     KILN_CHECK(ok, "profiler: could not write the trace file '{}'", trace_path);
@@ -190,8 +206,8 @@ Snapshot snapshot() {
   snap.sample_min_ns = s.sample_min_ns.load();
   for (const auto& b : buffers) {
     std::lock_guard lock(b->mu);
-    Snapshot::Thread th{b->tid, b->events, b->dropped, {}, {}, b->flush_reasons,
-                        b->fallback_reasons};
+    Snapshot::Thread th{b->tid, b->events,        b->dropped,         {},
+                        {},     b->flush_reasons, b->fallback_reasons};
     bool any = false;
     for (int i = 0; i < kNumOps; ++i) th.ops[i] = b->ops[i].load();
     for (int k = 0; k < kNumEventKinds; ++k) {

@@ -23,7 +23,7 @@ struct Event {
   std::string name;  // display name (op name, kernel name, "flush", ...)
   std::string text;  // reason (Flush, Fallback) or tier (Compile)
   uint64_t region = 0;
-  int64_t number = 0;  // Op: the op's sequence number (per name, per thread); Interpret: nodes
+  int64_t number = 0;      // Op: the op's sequence number (per name, per thread); Interpret: nodes
   OpId op = OpId::kCount;  // Op only (its name is looked up when written)
 };
 
@@ -61,8 +61,8 @@ struct ThreadBuffer {
   std::mutex mu;
   int64_t tid = 0;  // the OS thread id
   std::vector<Event> events;
-  int64_t dropped = 0;                     // events past kMaxEventsPerThread
-  std::array<Counter, kNumOps> ops;        // every op, sampled or not
+  int64_t dropped = 0;               // events past kMaxEventsPerThread
+  std::array<Counter, kNumOps> ops;  // every op, sampled or not
   std::array<Counter, kNumEventKinds> kinds;
   std::map<std::string, int64_t, std::less<>> flush_reasons;
   std::map<std::string, int64_t, std::less<>> fallback_reasons;

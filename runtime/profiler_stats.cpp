@@ -54,8 +54,8 @@ std::string render_stats(const Snapshot& snap) {
     const Totals& t = kinds[k];
     const auto kind = static_cast<EventKind>(k);
     if (t.count == 0 && kind != EventKind::Op) continue;
-    const bool instant = kind == EventKind::CacheHit || kind == EventKind::CacheMiss ||
-                         kind == EventKind::Fallback;
+    const bool instant =
+        kind == EventKind::CacheHit || kind == EventKind::CacheMiss || kind == EventKind::Fallback;
     if (instant || t.count == 0)
       fmt::format_to(it, "{:<16} {:>10} {:>12} {:>10}\n", kind_label(kind), t.count, "-", "-");
     else
@@ -75,13 +75,13 @@ std::string render_stats(const Snapshot& snap) {
   if (!order.empty()) {
     fmt::format_to(it, "\ntop ops by time ({} of {} used)\n", std::min(order.size(), kTopOps),
                    order.size());
-    fmt::format_to(it, "{:<16} {:>10} {:>12} {:>10} {:>8}\n", "op", "count", "total ms",
-                   "mean us", "% time");
+    fmt::format_to(it, "{:<16} {:>10} {:>12} {:>10} {:>8}\n", "op", "count", "total ms", "mean us",
+                   "% time");
     for (size_t i = 0; i < order.size() && i < kTopOps; ++i) {
       const Totals& t = ops[order[i]];
-      fmt::format_to(it, "{:<16} {:>10} {:>12.3f} {:>10.3f} {:>7.1f}%\n",
-                     snap.op_names[order[i]], t.count, to_ms(t.ns),
-                     static_cast<double>(t.ns) / 1e3 / t.count, 100.0 * t.ns / op_ns);
+      fmt::format_to(it, "{:<16} {:>10} {:>12.3f} {:>10.3f} {:>7.1f}%\n", snap.op_names[order[i]],
+                     t.count, to_ms(t.ns), static_cast<double>(t.ns) / 1e3 / t.count,
+                     100.0 * t.ns / op_ns);
     }
   }
   if (dropped > 0)

@@ -18,11 +18,21 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20)
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<int>(c));
@@ -37,9 +47,9 @@ double to_us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 void append_event(std::string& out, const Snapshot& snap, int64_t tid, const Event& e) {
   auto it = std::back_inserter(out);
-  const std::string_view name =
-      e.kind == EventKind::Op ? std::string_view(snap.op_names[static_cast<int>(e.op)])
-                              : std::string_view(e.name);
+  const std::string_view name = e.kind == EventKind::Op
+                                    ? std::string_view(snap.op_names[static_cast<int>(e.op)])
+                                    : std::string_view(e.name);
   out += "{\"name\":";
   append_json_string(out, name);
   fmt::format_to(it, ",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":{:.3f}", kind_category(e.kind),
@@ -50,14 +60,18 @@ void append_event(std::string& out, const Snapshot& snap, int64_t tid, const Eve
     fmt::format_to(it, ",\"ph\":\"X\",\"dur\":{:.3f}", to_us(e.end_ns - e.begin_ns));
   out += ",\"args\":{";
   switch (e.kind) {
-    case EventKind::Op: fmt::format_to(it, "\"seq\":{}", e.number); break;
+    case EventKind::Op:
+      fmt::format_to(it, "\"seq\":{}", e.number);
+      break;
     case EventKind::Flush:
     case EventKind::Fallback:
       out += "\"reason\":";
       append_json_string(out, e.text);
       break;
     case EventKind::CacheHit:
-    case EventKind::CacheMiss: fmt::format_to(it, "\"region\":\"{:#018x}\"", e.region); break;
+    case EventKind::CacheMiss:
+      fmt::format_to(it, "\"region\":\"{:#018x}\"", e.region);
+      break;
     case EventKind::Interpret:
       fmt::format_to(it, "\"region\":\"{:#018x}\",\"nodes\":{}", e.region, e.number);
       break;
@@ -67,7 +81,8 @@ void append_event(std::string& out, const Snapshot& snap, int64_t tid, const Eve
       fmt::format_to(it, ",\"region\":\"{:#018x}\"", e.region);
       break;
     case EventKind::KernelLaunch:
-    case EventKind::kCount: break;
+    case EventKind::kCount:
+      break;
   }
   out += "}}";
 }

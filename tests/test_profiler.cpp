@@ -137,14 +137,30 @@ class JsonParser {
       char e = peek();
       ++i_;
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned code = 0;
           for (int k = 0; k < 4; ++k) {
@@ -158,7 +174,8 @@ class JsonParser {
           out += code < 0x80 ? static_cast<char>(code) : '?';
           break;
         }
-        default: error("bad escape");
+        default:
+          error("bad escape");
       }
     }
   }
@@ -287,7 +304,8 @@ TEST(Profiler, TraceHasOpsFromEveryThread) {
   int adds = 0, muls = 0;
   std::set<double> add_tids, named_tids;
   for (const Json& e : events) {
-    if (e.str("ph") == "M" && e.str("name") == "thread_name") named_tids.insert(e.get("tid")->number);
+    if (e.str("ph") == "M" && e.str("name") == "thread_name")
+      named_tids.insert(e.get("tid")->number);
     if (e.str("cat") != "op") continue;
     EXPECT_EQ(e.str("ph"), "X");
     EXPECT_TRUE(e.get("args")->get("seq"));
@@ -471,13 +489,14 @@ TEST(Profiler, ConfiguredOutputsAtExit) {
   const std::string path = temp_path("exit");
   const std::string err = temp_path("exit_stderr");
   std::remove(path.c_str());
-  const std::string cmd = "KILN_TEST_PROFILER_CHILD=1 KILN_PROFILE='" + path +
-                          "' KILN_STATS=1 '" + exe +
-                          "' --gtest_filter=ProfilerChild.RunsOps > /dev/null 2> '" + err + "'";
+  const std::string cmd = "KILN_TEST_PROFILER_CHILD=1 KILN_PROFILE='" + path + "' KILN_STATS=1 '" +
+                          exe + "' --gtest_filter=ProfilerChild.RunsOps > /dev/null 2> '" + err +
+                          "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   Json root;
   check_trace(read_file(path), &root);
   EXPECT_EQ(total_count(root, "neg"), 3);
+  EXPECT_EQ(total_count(root, "fill"), 1);  // the first op, which started the profiler, counts
   const std::string stats = read_file(err);
   EXPECT_NE(stats.find("kiln stats"), std::string::npos) << stats;
   EXPECT_EQ(stats_count(stats, "neg"), 3) << stats;
