@@ -221,8 +221,10 @@ Snapshot snapshot() {
 
 }  // namespace detail
 
-void start(const std::string& trace_path, bool stats) {
-  using namespace detail;
+namespace detail {
+namespace {
+
+void start_collecting(const std::string& trace_path, bool stats) {
   State& s = state();
   std::lock_guard lock(s.mu);
   // Forget the buffers of threads that have ended; empty the others.
@@ -244,6 +246,15 @@ void start(const std::string& trace_path, bool stats) {
   s.started = true;
   g_enabled.store(true, std::memory_order_relaxed);
   g_op_hook.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace
+}  // namespace detail
+
+void start(const std::string& trace_path, bool stats) {
+  // kiln::init() first: it may start from KILN_PROFILE / KILN_STATS, and an explicit start wins.
+  ensure_initialized();
+  detail::start_collecting(trace_path, stats);
 }
 
 void stop() {
@@ -279,7 +290,7 @@ void flush_now() {
 
 void start_from_config() {
   const Config& c = config();
-  if (!c.profile.empty() || c.stats) start(c.profile, c.stats);
+  if (!c.profile.empty() || c.stats) detail::start_collecting(c.profile, c.stats);
 }
 
 void set_op_sampling(int64_t every_n, int64_t min_ns) {

@@ -68,7 +68,8 @@ void stop();
 // Writes the trace file and/or the stats with what was collected so far, and keeps collecting.
 // Throws kiln::Error when the trace file cannot be written.
 void flush_now();
-// Starts from the configuration (kiln::config().profile / .stats); called by kiln::init().
+// Starts from the configuration (kiln::config().profile / .stats); called by kiln::init() (so
+// it must not be called from code that init() runs; start() may be).
 void start_from_config();
 
 // Op sampling for trace events (counters always see every op): the first op of each name on each

@@ -371,7 +371,7 @@ TEST(Profiler, EveryEventKindProducesAValidEvent) {
   prof::record_interpret(0x1234, 17, t + 2000, t + 5000);
   prof::record_fallback("cond", "data-dependent predicate");
   prof::record_compile("cpu-asmjit", 0x1234, t, t + 250'000);
-  prof::record_kernel_launch("fused_add_mul_0", t + 6000, t + 6500);
+  std::thread([&] { prof::record_kernel_launch("fused_add_mul_0", t + 6000, t + 6500); }).join();
   prof::flush_now();  // writes while still collecting
   EXPECT_TRUE(prof::enabled());
   std::vector<Json> events = check_trace(read_file(path));
@@ -403,6 +403,8 @@ TEST(Profiler, EveryEventKindProducesAValidEvent) {
   const Json* kern = find_one(events, "kernel", "fused_add_mul_0");
   ASSERT_TRUE(kern);
   EXPECT_EQ(kern->str("ph"), "X");
+  // Recorded on another thread: its own track.
+  EXPECT_NE(kern->get("tid")->number, flush->get("tid")->number);
 
   const std::string stats = prof::stats_text();
   for (const char* row : {"flush", "cache hit", "cache miss", "interpret", "fallback", "compile",
