@@ -24,6 +24,51 @@ void append_reasons(std::string& out, const char* title,
   for (const auto& [reason, count] : reasons) fmt::format_to(it, "{:<40} {:>10}\n", reason, count);
 }
 
+// Regions by the time spent in them (interpreting or compiling), from the recorded events.
+void append_regions(std::string& out, const Snapshot& snap) {
+  struct Region {
+    int64_t hits = 0, misses = 0;
+    Totals interpret, compile;
+    int64_t ns() const { return interpret.ns + compile.ns; }
+  };
+  std::map<uint64_t, Region> regions;
+  for (const auto& th : snap.threads) {
+    for (const Event& e : th.events) {
+      switch (e.kind) {
+        case EventKind::CacheHit:
+          ++regions[e.region].hits;
+          break;
+        case EventKind::CacheMiss:
+          ++regions[e.region].misses;
+          break;
+        case EventKind::Interpret:
+          regions[e.region].interpret.add(e.end_ns - e.begin_ns);
+          break;
+        case EventKind::Compile:
+          regions[e.region].compile.add(e.end_ns - e.begin_ns);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  if (regions.empty()) return;
+  std::vector<std::pair<uint64_t, Region>> order(regions.begin(), regions.end());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second.ns() > b.second.ns(); });
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "\ntop regions by time ({} of {})\n", std::min(order.size(), kTopOps),
+                 order.size());
+  fmt::format_to(it, "{:<18} {:>8} {:>8} {:>10} {:>12} {:>8} {:>12}\n", "region", "hits", "misses",
+                 "interprets", "interp ms", "compiles", "compile ms");
+  for (size_t i = 0; i < order.size() && i < kTopOps; ++i) {
+    const Region& r = order[i].second;
+    fmt::format_to(it, "{:#018x} {:>8} {:>8} {:>10} {:>12.3f} {:>8} {:>12.3f}\n", order[i].first,
+                   r.hits, r.misses, r.interpret.count, to_ms(r.interpret.ns), r.compile.count,
+                   to_ms(r.compile.ns));
+  }
+}
+
 }  // namespace
 
 std::string render_stats(const Snapshot& snap) {
@@ -84,6 +129,7 @@ std::string render_stats(const Snapshot& snap) {
                      100.0 * t.ns / op_ns);
     }
   }
+  append_regions(out, snap);
   if (dropped > 0)
     fmt::format_to(it, "\n{} trace events dropped (more than {} on one thread)\n", dropped,
                    kMaxEventsPerThread);

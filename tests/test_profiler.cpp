@@ -410,6 +410,12 @@ TEST(Profiler, EveryEventKindProducesAValidEvent) {
   for (const char* row : {"flush", "cache hit", "cache miss", "interpret", "fallback", "compile",
                           "kernel launch", "data-dependent predicate"})
     EXPECT_NE(stats.find(row), std::string::npos) << row << "\n" << stats;
+  // Region 0x1234: a miss, one interpretation of 3 µs, one compile of 250 µs.
+  EXPECT_NE(stats.find("top regions by time (2 of 2)"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("0x0000000000001234        0        1          1        0.003        1"
+                       "        0.250"),
+            std::string::npos)
+      << stats;
   prof::stop();
   std::remove(path.c_str());
 }
