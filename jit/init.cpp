@@ -2,9 +2,13 @@
 // lower layers define. It must not dispatch ops (the dispatcher calls it before the first one).
 #include "ops/op_registry.h"
 #include "runtime/init.h"
+#include "runtime/profiler.h"
 
 namespace kiln {
 
-void init() { register_all_ops(); }
+void init() {
+  register_all_ops();
+  profiler::start_from_config();  // KILN_PROFILE, KILN_STATS
+}
 
 }  // namespace kiln

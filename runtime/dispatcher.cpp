@@ -7,6 +7,7 @@
 #include "runtime/autograd/record.h"
 #include "runtime/error.h"
 #include "runtime/init.h"
+#include "runtime/profiler.h"
 
 namespace kiln {
 
@@ -128,7 +129,9 @@ Tensor run_eager(const OpDef& def, const OpCall& call, const OutputMeta& meta) {
   return out;
 }
 
-Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
+namespace {
+
+Tensor dispatch_impl(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
   const OpDef& def = op_def(id);
   check_defined(def.name, inputs);
   OpCall call{id, inputs, attrs};
@@ -144,7 +147,7 @@ Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
   return out;
 }
 
-void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, Tensor& out) {
+void dispatch_into_impl(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, Tensor& out) {
   const OpDef& def = op_def(id);
   KILN_CHECK(out.defined(), "{}: the output tensor is undefined", def.name);
   check_defined(def.name, inputs);
@@ -186,6 +189,31 @@ void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, 
     }
   }
   out.impl()->storage()->bump_version();
+}
+
+// Kept out of line so that, with the profiler off, dispatch() is a flag test and a tail call.
+[[gnu::noinline]] Tensor dispatch_profiled(OpId id, std::span<const Tensor> inputs,
+                                           const Attrs& attrs) {
+  return profiler::time_op(id, [&] { return dispatch_impl(id, inputs, attrs); });
+}
+[[gnu::noinline]] void dispatch_into_profiled(OpId id, std::span<const Tensor> inputs,
+                                              const Attrs& attrs, Tensor& out) {
+  profiler::time_op(id, [&] { dispatch_into_impl(id, inputs, attrs, out); });
+}
+
+}  // namespace
+
+// The profiler switch: one predictable branch per op when off (DESIGN.md, "The hot path").
+Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs) {
+  if (profiler::op_hook()) [[unlikely]]
+    return dispatch_profiled(id, inputs, attrs);
+  return dispatch_impl(id, inputs, attrs);
+}
+
+void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, Tensor& out) {
+  if (profiler::op_hook()) [[unlikely]]
+    return dispatch_into_profiled(id, inputs, attrs, out);
+  dispatch_into_impl(id, inputs, attrs, out);
 }
 
 }  // namespace kiln

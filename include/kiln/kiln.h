@@ -7,6 +7,7 @@
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "runtime/philox.h"
+#include "runtime/profiler.h"
 #include "runtime/scalar.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_options.h"

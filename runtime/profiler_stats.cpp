@@ -1,0 +1,139 @@
+// Renders the profiler's snapshot as the KILN_STATS summary: counts and times per event kind
+// (all threads together), the reasons of flushes and fallbacks, and the ops that took the most
+// time. Op times are inclusive: meta function, mode/eager handler and autograd recording.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "runtime/profiler_buffers.h"
+
+namespace kiln::profiler::detail {
+
+namespace {
+
+inline constexpr size_t kTopOps = 15;
+
+double to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+void append_reasons(std::string& out, const char* title,
+                    const std::map<std::string, int64_t, std::less<>>& reasons) {
+  if (reasons.empty()) return;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "\n{:<40} {:>10}\n", title, "count");
+  for (const auto& [reason, count] : reasons) fmt::format_to(it, "{:<40} {:>10}\n", reason, count);
+}
+
+// Regions by the time spent in them (interpreting or compiling), from the recorded events.
+void append_regions(std::string& out, const Snapshot& snap) {
+  struct Region {
+    int64_t hits = 0, misses = 0;
+    Totals interpret, compile;
+    int64_t ns() const { return interpret.ns + compile.ns; }
+  };
+  std::map<uint64_t, Region> regions;
+  for (const auto& th : snap.threads) {
+    for (const Event& e : th.events) {
+      switch (e.kind) {
+        case EventKind::CacheHit:
+          ++regions[e.region].hits;
+          break;
+        case EventKind::CacheMiss:
+          ++regions[e.region].misses;
+          break;
+        case EventKind::Interpret:
+          regions[e.region].interpret.add(e.end_ns - e.begin_ns);
+          break;
+        case EventKind::Compile:
+          regions[e.region].compile.add(e.end_ns - e.begin_ns);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  if (regions.empty()) return;
+  std::vector<std::pair<uint64_t, Region>> order(regions.begin(), regions.end());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second.ns() > b.second.ns(); });
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "\ntop regions by time ({} of {})\n", std::min(order.size(), kTopOps),
+                 order.size());
+  fmt::format_to(it, "{:<18} {:>8} {:>8} {:>10} {:>12} {:>8} {:>12}\n", "region", "hits", "misses",
+                 "interprets", "interp ms", "compiles", "compile ms");
+  for (size_t i = 0; i < order.size() && i < kTopOps; ++i) {
+    const Region& r = order[i].second;
+    fmt::format_to(it, "{:#018x} {:>8} {:>8} {:>10} {:>12.3f} {:>8} {:>12.3f}\n", order[i].first,
+                   r.hits, r.misses, r.interpret.count, to_ms(r.interpret.ns), r.compile.count,
+                   to_ms(r.compile.ns));
+  }
+}
+
+}  // namespace
+
+std::string render_stats(const Snapshot& snap) {
+  std::array<Totals, kNumEventKinds> kinds{};
+  std::vector<Totals> ops(snap.op_names.size());
+  std::map<std::string, int64_t, std::less<>> flush_reasons, fallback_reasons;
+  int64_t dropped = 0;
+  for (const auto& th : snap.threads) {
+    for (int k = 0; k < kNumEventKinds; ++k) {
+      kinds[k].count += th.kinds[k].count;
+      kinds[k].ns += th.kinds[k].ns;
+    }
+    for (size_t op = 0; op < ops.size() && op < th.ops.size(); ++op) {
+      ops[op].count += th.ops[op].count;
+      ops[op].ns += th.ops[op].ns;
+    }
+    for (const auto& [r, n] : th.flush_reasons) flush_reasons[r] += n;
+    for (const auto& [r, n] : th.fallback_reasons) fallback_reasons[r] += n;
+    dropped += th.dropped;
+  }
+
+  std::string out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "\n== kiln stats: {:.3f} s profiled, {} thread(s) ==\n",
+                 to_ms(snap.now_ns - snap.origin_ns) / 1e3, snap.threads.size());
+  fmt::format_to(it, "{:<16} {:>10} {:>12} {:>10}\n", "event", "count", "total ms", "mean us");
+  for (int k = 0; k < kNumEventKinds; ++k) {
+    const Totals& t = kinds[k];
+    const auto kind = static_cast<EventKind>(k);
+    if (t.count == 0 && kind != EventKind::Op) continue;
+    const bool instant =
+        kind == EventKind::CacheHit || kind == EventKind::CacheMiss || kind == EventKind::Fallback;
+    if (instant || t.count == 0)
+      fmt::format_to(it, "{:<16} {:>10} {:>12} {:>10}\n", kind_label(kind), t.count, "-", "-");
+    else
+      fmt::format_to(it, "{:<16} {:>10} {:>12.3f} {:>10.3f}\n", kind_label(kind), t.count,
+                     to_ms(t.ns), static_cast<double>(t.ns) / 1e3 / t.count);
+  }
+  append_reasons(out, "flush reason", flush_reasons);
+  append_reasons(out, "fallback reason", fallback_reasons);
+
+  std::vector<size_t> order;
+  for (size_t op = 0; op < ops.size(); ++op)
+    if (ops[op].count > 0) order.push_back(op);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return ops[a].ns != ops[b].ns ? ops[a].ns > ops[b].ns : a < b;
+  });
+  const int64_t op_ns = std::max<int64_t>(kinds[static_cast<int>(EventKind::Op)].ns, 1);
+  if (!order.empty()) {
+    fmt::format_to(it, "\ntop ops by time ({} of {} used)\n", std::min(order.size(), kTopOps),
+                   order.size());
+    fmt::format_to(it, "{:<16} {:>10} {:>12} {:>10} {:>8}\n", "op", "count", "total ms", "mean us",
+                   "% time");
+    for (size_t i = 0; i < order.size() && i < kTopOps; ++i) {
+      const Totals& t = ops[order[i]];
+      fmt::format_to(it, "{:<16} {:>10} {:>12.3f} {:>10.3f} {:>7.1f}%\n", snap.op_names[order[i]],
+                     t.count, to_ms(t.ns), static_cast<double>(t.ns) / 1e3 / t.count,
+                     100.0 * t.ns / op_ns);
+    }
+  }
+  append_regions(out, snap);
+  if (dropped > 0)
+    fmt::format_to(it, "\n{} trace events dropped (more than {} on one thread)\n", dropped,
+                   kMaxEventsPerThread);
+  return out;
+}
+
+}  // namespace kiln::profiler::detail
