@@ -69,8 +69,8 @@ DimVector infer_shape(const char* op, IntList shape, int64_t numel, const DimVec
                shape_str(shape), shape_str(from), numel);
     out[infer] = numel / known;
   } else {
-    KILN_CHECK(known == numel, "{}: shape {} is invalid for an input of shape {} ({} elements)",
-               op, shape_str(shape), shape_str(from), numel);
+    KILN_CHECK(known == numel, "{}: shape {} is invalid for an input of shape {} ({} elements)", op,
+               shape_str(shape), shape_str(from), numel);
   }
   return out;
 }
@@ -90,8 +90,7 @@ void expand_meta(const OpCall& c, OutputMeta& m) {
   base_meta(x, m);
   const DimVector& want = c.attrs.dims;
   int64_t nd = static_cast<int64_t>(want.size()), xd = x->dim();
-  KILN_CHECK(nd >= xd,
-             "expand: the target shape {} has fewer dims than the input's shape {}",
+  KILN_CHECK(nd >= xd, "expand: the target shape {} has fewer dims than the input's shape {}",
              shape_str(want), shape_str(x->sizes()));
   m.sizes.resize(nd);
   m.strides.resize(nd);
@@ -100,6 +99,8 @@ void expand_meta(const OpCall& c, OutputMeta& m) {
     int64_t size = xi >= 0 ? x->sizes()[xi] : 1;
     int64_t stride = xi >= 0 ? x->strides()[xi] : 0;
     int64_t target = want[i];
+    KILN_CHECK(target >= -1, "expand: invalid size {} in the target shape {}", target,
+               shape_str(want));
     if (target == -1) {
       KILN_CHECK(xi >= 0, "expand: -1 is not allowed for a new leading dim (target shape {})",
                  shape_str(want));
@@ -157,8 +158,8 @@ void select_meta(const OpCall& c, OutputMeta& m) {
   int64_t dim = wrap_dim("select", c.attrs.ints[0], x->dim());
   int64_t size = x->sizes()[dim], index = c.attrs.ints[1];
   KILN_CHECK(index >= -size && index < size,
-             "select: index {} is out of range for dim {} of size {} (input {})", index, dim,
-             size, describe(c.inputs[0]));
+             "select: index {} is out of range for dim {} of size {} (input {})", index, dim, size,
+             describe(c.inputs[0]));
   if (index < 0) index += size;
   m.sizes = x->sizes();
   m.strides = x->strides();
@@ -182,7 +183,7 @@ void squeeze_meta(const OpCall& c, OutputMeta& m) {
   const TensorImpl* x = c.inputs[0].impl();
   base_meta(x, m);
   bool every = c.attrs.ints[1] != 0;
-  int64_t dim = every ? -1 : (x->dim() == 0 ? 0 : wrap_dim("squeeze", c.attrs.ints[0], x->dim()));
+  int64_t dim = every ? -1 : wrap_dim("squeeze", c.attrs.ints[0], x->dim());
   for (int64_t d = 0; d < x->dim(); ++d) {
     bool drop = x->sizes()[d] == 1 && (every || d == dim);
     if (drop) continue;
@@ -309,8 +310,8 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   int64_t size = x.sizes()[d];
   if (start < 0) start += size;
   KILN_CHECK(start >= 0 && length >= 0 && start + length <= size,
-             "narrow: start {} and length {} are out of range for dim {} of size {}", start,
-             length, d, size);
+             "narrow: start {} and length {} are out of range for dim {} of size {}", start, length,
+             d, size);
   return slice(d, start, start + length, 1);
 }
 
