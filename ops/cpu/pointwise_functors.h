@@ -16,21 +16,25 @@ enum class Domain { Floating, Numeric, All, BoolOnly };
 
 template <Domain D, class T>
 constexpr bool in_domain() {
-  if constexpr (D == Domain::Floating) return std::is_floating_point_v<T>;
-  else if constexpr (D == Domain::Numeric) return !std::is_same_v<T, bool>;
-  else if constexpr (D == Domain::BoolOnly) return std::is_same_v<T, bool>;
-  else return true;
+  if constexpr (D == Domain::Floating)
+    return std::is_floating_point_v<T>;
+  else if constexpr (D == Domain::Numeric)
+    return !std::is_same_v<T, bool>;
+  else if constexpr (D == Domain::BoolOnly)
+    return std::is_same_v<T, bool>;
+  else
+    return true;
 }
 
-#define KILN_UNARY(Name, Dom, expr)                       \
-  struct Name {                                           \
-    static constexpr Domain domain = Domain::Dom;         \
-    static constexpr bool bool_out = false;               \
-    explicit Name(const Scalar*) {}                       \
-    template <class T>                                    \
-    T operator()(T x) const {                             \
-      return expr;                                        \
-    }                                                     \
+#define KILN_UNARY(Name, Dom, expr)               \
+  struct Name {                                   \
+    static constexpr Domain domain = Domain::Dom; \
+    static constexpr bool bool_out = false;       \
+    explicit Name(const Scalar*) {}               \
+    template <class T>                            \
+    T operator()(T x) const {                     \
+      return expr;                                \
+    }                                             \
   };
 
 // Integer arithmetic wraps in two's complement as PyTorch's does (INT_MIN negated is INT_MIN),
@@ -39,8 +43,10 @@ template <class T>
 constexpr bool kWraps = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 template <class T>
 inline T wrap_neg(T x) {
-  if constexpr (kWraps<T>) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));
-  else return -x;
+  if constexpr (kWraps<T>)
+    return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));
+  else
+    return -x;
 }
 template <class T>
 inline T wrap_add(T a, T b) {
@@ -108,8 +114,10 @@ struct IsnanF {
   explicit IsnanF(const Scalar*) {}
   template <class T>
   bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return x != x;
-    else return false;
+    if constexpr (std::is_floating_point_v<T>)
+      return x != x;
+    else
+      return false;
   }
 };
 
@@ -135,8 +143,10 @@ T int_pow(T b, T e) {
 
 template <class T>
 T pow_of(T b, T e) {
-  if constexpr (std::is_floating_point_v<T>) return std::pow(b, e);
-  else return int_pow(b, e);
+  if constexpr (std::is_floating_point_v<T>)
+    return std::pow(b, e);
+  else
+    return int_pow(b, e);
 }
 
 struct PowScalarF {
@@ -170,15 +180,15 @@ struct ClampF {
   }
 };
 
-#define KILN_BINARY(Name, Dom, BoolOut, expr)             \
-  struct Name {                                           \
-    static constexpr Domain domain = Domain::Dom;         \
-    static constexpr bool bool_out = BoolOut;             \
-    explicit Name(const Scalar*) {}                       \
-    template <class T>                                    \
-    auto operator()(T a, T b) const {                     \
-      return expr;                                        \
-    }                                                     \
+#define KILN_BINARY(Name, Dom, BoolOut, expr)     \
+  struct Name {                                   \
+    static constexpr Domain domain = Domain::Dom; \
+    static constexpr bool bool_out = BoolOut;     \
+    explicit Name(const Scalar*) {}               \
+    template <class T>                            \
+    auto operator()(T a, T b) const {             \
+      return expr;                                \
+    }                                             \
   };
 
 template <class T>
