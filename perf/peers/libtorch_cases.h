@@ -11,7 +11,8 @@
 
 namespace kiln::perf::peer {
 
-// kiln-perf's ramp_input (perf/workloads/registry.cpp), same values: lo + (hi - lo) * frac(i * phi).
+// kiln-perf's ramp_input (perf/workloads/registry.cpp), same values: lo + (hi - lo) * frac(i *
+// phi).
 at::Tensor torch_ramp(int64_t n, float lo, float hi);
 
 // Raises the std::runtime_error that a failed check() reports.

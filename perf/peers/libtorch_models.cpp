@@ -84,8 +84,8 @@ class BlockCase : public PeerCase {
     at::Tensor a = attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
     a = a.transpose(1, 2).reshape({batch_, seq_, kD});
     at::Tensor x = x_ + at::linear(a, proj_w_, proj_b_);
-    at::Tensor m = at::gelu(at::linear(at::layer_norm(x, {kD}, ln2_w_, ln2_b_), fc1_w_, fc1_b_),
-                            "tanh");
+    at::Tensor m =
+        at::gelu(at::linear(at::layer_norm(x, {kD}, ln2_w_, ln2_b_), fc1_w_, fc1_b_), "tanh");
     y_ = x + at::linear(m, fc2_w_, fc2_b_);
   }
   void check() const override {

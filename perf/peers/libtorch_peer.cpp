@@ -17,9 +17,9 @@ using Factory = PeerPrepared (*)(bool);
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> all = {
-      {"copy", torch_copy},           {"gelu", torch_gelu},   {"layernorm", torch_layernorm},
-      {"softmax", torch_softmax},     {"dispatch", torch_dispatch},
-      {"mlp_train", torch_mlp_train}, {"block", torch_block},
+      {"copy", torch_copy},       {"gelu", torch_gelu},         {"layernorm", torch_layernorm},
+      {"softmax", torch_softmax}, {"dispatch", torch_dispatch}, {"mlp_train", torch_mlp_train},
+      {"block", torch_block},
   };
   return all;
 }
