@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "perf/peers/libtorch_cases.h"
 
 namespace kiln::perf::peer {
@@ -11,8 +13,7 @@ namespace kiln::perf::peer {
 namespace {
 
 std::string at_str(int64_t r, int64_t c, float got, double want) {
-  return "(" + std::to_string(r) + ", " + std::to_string(c) + ") is " + std::to_string(got) +
-         ", expected " + std::to_string(want);
+  return fmt::format("({}, {}) is {}, expected {}", r, c, got, want);
 }
 
 class CopyCase : public PeerCase {
