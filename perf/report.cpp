@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "perf/harness.h"
 #include "perf/peers/peer.h"
@@ -87,6 +88,12 @@ std::string comparison_text(const std::vector<Figure>& figures) {
                                 peer::libtorch_version(), threads);
   out += aligned({"workload", "size", "kiln eager", "libtorch", "kiln speed"}, rows, 2);
   out += "kiln speed = libtorch median time / kiln median time (above 1: kiln is faster)\n";
+  // Debian's libtorch runs its threads on libgomp, whose default active wait fights OpenBLAS's
+  // threads for the cores (docs/performance.md): say which wait policy the figures had.
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  out += fmt::format("libtorch's OpenMP wait policy: {}\n",
+                     wait ? fmt::format("OMP_WAIT_POLICY={}", wait)
+                          : "OMP_WAIT_POLICY unset (libgomp spins a while, then sleeps)");
   return out;
 }
 
