@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ops/functions.h"
+#include "runtime/allocator.h"
 #include "runtime/config.h"
 #include "runtime/device.h"
 #include "runtime/dtype.h"
