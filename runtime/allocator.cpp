@@ -10,6 +10,7 @@
 #include "runtime/allocator.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -70,10 +71,14 @@ void release(void* p, size_t block) {
 constexpr int kThreadClasses = size_class(32 * 1024).index + 1;
 constexpr int kThreadBinCapacity = 16;
 // Up to 16 blocks per class, at most 256 KiB per class.
-constexpr int bin_capacity(int index) {
-  size_t bytes = detail::class_bytes(index);
-  return static_cast<int>(std::clamp<size_t>((256 << 10) / bytes, 4, kThreadBinCapacity));
-}
+constexpr auto kBinCapacity = [] {
+  std::array<uint8_t, kThreadClasses> cap{};
+  for (int i = 0; i < kThreadClasses; ++i) {
+    cap[i] = static_cast<uint8_t>(
+        std::clamp<size_t>((256 << 10) / detail::class_bytes(i), 4, kThreadBinCapacity));
+  }
+  return cap;
+}();
 
 // Counters a thread updates alone: relaxed load + store (a plain mov on x86), read by
 // cpu_allocator_stats() from other threads.
@@ -279,7 +284,7 @@ void cpu_free(void* p, size_t nbytes) noexcept {
   poison(p, sc.bytes);
   ThreadCache& tc = t_cache;
   if (fast_path_ok(tc)) [[likely]] {
-    if (sc.index < kThreadClasses && tc.count[sc.index] < bin_capacity(sc.index) &&
+    if (sc.index < kThreadClasses && tc.count[sc.index] < kBinCapacity[sc.index] &&
         tc.bytes + sc.bytes <= kCpuThreadCacheBytes) {
       tc.blocks[sc.index][tc.count[sc.index]++] = p;
       tc.bytes += sc.bytes;
