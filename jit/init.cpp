@@ -1,7 +1,7 @@
 // kiln::init(): the top of the library registers every layer's implementations of the seams the
 // lower layers define. It must not dispatch ops (the dispatcher calls it before the first one).
-#include "ops/op_registry.h"
 #include "runtime/init.h"
+#include "ops/op_registry.h"
 #include "runtime/profiler.h"
 
 namespace kiln {

@@ -1,5 +1,6 @@
 // The public op functions of API.md. Each is a thin wrapper that packs inputs and attributes and
-// calls the dispatcher; the op's definition (meta function, kernel) lives in the file of its family.
+// calls the dispatcher; the op's definition (meta function, kernel) lives in the file of its
+// family.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,7 +25,8 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts = {}
 Tensor eye(int64_t n, TensorOptions opts = {});
 Tensor rand(IntList shape, TensorOptions opts = {});
 Tensor randn(IntList shape, TensorOptions opts = {});
-Tensor randint(int64_t low, int64_t high, IntList shape, TensorOptions opts = {});  // Int64 unless opts set a dtype
+Tensor randint(int64_t low, int64_t high, IntList shape,
+               TensorOptions opts = {});  // Int64 unless opts set a dtype
 template <class T>
 Tensor from_vector(const std::vector<T>& data, IntList shape, TensorOptions opts = {});
 Tensor scalar_tensor(const Scalar& value, TensorOptions opts = {});
@@ -44,7 +46,7 @@ Tensor sub(const Tensor& a, const Scalar& b);
 Tensor rsub(const Tensor& a, const Scalar& b);  // b - a
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Scalar& b);
-Tensor div(const Tensor& a, const Tensor& b);   // true division: integers give Float32
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give Float32
 Tensor div(const Tensor& a, const Scalar& b);
 Tensor rdiv(const Tensor& a, const Scalar& b);  // b / a
 Tensor neg(const Tensor& x);

@@ -16,46 +16,71 @@ namespace {
 
 // How an op's compute dtype follows from its input's dtype.
 enum class Rule : uint8_t {
-  Floating,   // ints and bool compute in Float32
-  Numeric,    // same dtype; Bool is an error
-  Any,        // same dtype, Bool included
-  BoolOut,    // same dtype in, Bool out
-  BoolIn,     // input converted to Bool, Bool out
+  Floating,  // ints and bool compute in Float32
+  Numeric,   // same dtype; Bool is an error
+  Any,       // same dtype, Bool included
+  BoolOut,   // same dtype in, Bool out
+  BoolIn,    // input converted to Bool, Bool out
 };
 
 Rule unary_rule(OpId id) {
   switch (id) {
-    case OpId::Neg: case OpId::Abs: case OpId::Relu: case OpId::Floor: case OpId::Ceil:
-    case OpId::Round: case OpId::PowScalar: case OpId::Clamp: case OpId::Square:
+    case OpId::Neg:
+    case OpId::Abs:
+    case OpId::Relu:
+    case OpId::Floor:
+    case OpId::Ceil:
+    case OpId::Round:
+    case OpId::PowScalar:
+    case OpId::Clamp:
+    case OpId::Square:
       return Rule::Numeric;
-    case OpId::Sign: return Rule::Any;
-    case OpId::Isnan: return Rule::BoolOut;
-    case OpId::LogicalNot: return Rule::BoolIn;
-    default: return Rule::Floating;
+    case OpId::Sign:
+      return Rule::Any;
+    case OpId::Isnan:
+      return Rule::BoolOut;
+    case OpId::LogicalNot:
+      return Rule::BoolIn;
+    default:
+      return Rule::Floating;
   }
 }
 
 Rule binary_rule(OpId id) {
   switch (id) {
-    case OpId::Div: return Rule::Floating;
-    case OpId::Sub: case OpId::Pow: return Rule::Numeric;
-    case OpId::Eq: case OpId::Ne: case OpId::Lt: case OpId::Le: case OpId::Gt: case OpId::Ge:
+    case OpId::Div:
+      return Rule::Floating;
+    case OpId::Sub:
+    case OpId::Pow:
+      return Rule::Numeric;
+    case OpId::Eq:
+    case OpId::Ne:
+    case OpId::Lt:
+    case OpId::Le:
+    case OpId::Gt:
+    case OpId::Ge:
       return Rule::BoolOut;
-    case OpId::LogicalAnd: case OpId::LogicalOr: return Rule::BoolIn;
-    default: return Rule::Any;
+    case OpId::LogicalAnd:
+    case OpId::LogicalOr:
+      return Rule::BoolIn;
+    default:
+      return Rule::Any;
   }
 }
 
 // Compute dtype from the promoted input dtype, or an error naming the op.
 DType compute_dtype(OpId id, Rule r, DType in, const char* what) {
   switch (r) {
-    case Rule::Floating: return to_floating(in);
+    case Rule::Floating:
+      return to_floating(in);
     case Rule::Numeric:
       KILN_CHECK(in != DType::Bool, "{}: not supported for Bool {} (expected a numeric dtype)",
                  op_name(id), what);
       return in;
-    case Rule::BoolIn: return DType::Bool;
-    default: return in;
+    case Rule::BoolIn:
+      return DType::Bool;
+    default:
+      return in;
   }
 }
 
@@ -109,10 +134,11 @@ DType binary_compute(const OpCall& c) {
   if (c.attrs.ints[0] != kNoScalar) rt.add(c.attrs.scalars[0]);
   DType promoted = rt.get();
   if (c.op == OpId::Sub && promoted == DType::Bool) {
-    fail("sub: subtraction of Bool tensors is not supported ({}); use logical_xor or "
-         "logical_not",
-         c.inputs.size() == 2 ? describe(c.inputs[0]) + " and " + describe(c.inputs[1])
-                              : describe(c.inputs[0]));
+    fail(
+        "sub: subtraction of Bool tensors is not supported ({}); use logical_xor or "
+        "logical_not",
+        c.inputs.size() == 2 ? describe(c.inputs[0]) + " and " + describe(c.inputs[1])
+                             : describe(c.inputs[0]));
   }
   return compute_dtype(c.op, binary_rule(c.op), promoted, "inputs");
 }
@@ -197,16 +223,18 @@ void masked_fill_eager(const OpCall& c, const Tensor& out) {
 }  // namespace
 
 void register_pointwise_ops() {
-  constexpr OpId unary[] = {
-      OpId::Neg,  OpId::Abs,     OpId::Exp,   OpId::Log,   OpId::Log1p,      OpId::Expm1,
-      OpId::Sqrt, OpId::Rsqrt,   OpId::Reciprocal, OpId::Sin, OpId::Cos,     OpId::Tanh,
-      OpId::Sigmoid, OpId::Relu, OpId::Silu,  OpId::Erf,   OpId::Floor,      OpId::Ceil,
-      OpId::Round, OpId::Sign,   OpId::Gelu,  OpId::GeluTanh, OpId::Isnan,   OpId::LogicalNot,
-      OpId::Square, OpId::PowScalar, OpId::Clamp};
+  constexpr OpId unary[] = {OpId::Neg,        OpId::Abs,       OpId::Exp,   OpId::Log,
+                            OpId::Log1p,      OpId::Expm1,     OpId::Sqrt,  OpId::Rsqrt,
+                            OpId::Reciprocal, OpId::Sin,       OpId::Cos,   OpId::Tanh,
+                            OpId::Sigmoid,    OpId::Relu,      OpId::Silu,  OpId::Erf,
+                            OpId::Floor,      OpId::Ceil,      OpId::Round, OpId::Sign,
+                            OpId::Gelu,       OpId::GeluTanh,  OpId::Isnan, OpId::LogicalNot,
+                            OpId::Square,     OpId::PowScalar, OpId::Clamp};
   for (OpId id : unary) register_op(id, {op_name(id), unary_meta, unary_eager, kWritesAnyLayout});
-  constexpr OpId binary[] = {OpId::Add, OpId::Sub, OpId::Mul, OpId::Div, OpId::Pow,
-                             OpId::Maximum, OpId::Minimum, OpId::Eq, OpId::Ne, OpId::Lt,
-                             OpId::Le, OpId::Gt, OpId::Ge, OpId::LogicalAnd, OpId::LogicalOr};
+  constexpr OpId binary[] = {OpId::Add, OpId::Sub,        OpId::Mul,      OpId::Div,
+                             OpId::Pow, OpId::Maximum,    OpId::Minimum,  OpId::Eq,
+                             OpId::Ne,  OpId::Lt,         OpId::Le,       OpId::Gt,
+                             OpId::Ge,  OpId::LogicalAnd, OpId::LogicalOr};
   for (OpId id : binary)
     register_op(id, {op_name(id), binary_meta, binary_eager, kWritesAnyLayout});
   register_op(OpId::Where, {"where", where_meta, where_eager, kWritesAnyLayout});

@@ -96,30 +96,65 @@ void unary_bw(const BackwardCall& c, Grads g) {
   constexpr double kInvSqrtPi2 = 2.0 / 1.7724538509055160273;  // 2/sqrt(pi)
   Tensor r;
   switch (c.op) {
-    case OpId::Neg: r = neg(gy); break;
-    case OpId::Abs: r = gy * sign(x); break;
-    case OpId::Exp: r = gy * y; break;
-    case OpId::Log: r = gy / x; break;
-    case OpId::Log1p: r = gy / (x + 1.0); break;
-    case OpId::Expm1: r = gy * (y + 1.0); break;
-    case OpId::Sqrt: r = gy / (y * 2.0); break;
-    case OpId::Rsqrt: r = gy * y * y * y * -0.5; break;
-    case OpId::Reciprocal: r = neg(gy * y * y); break;
-    case OpId::Sin: r = gy * cos(x); break;
-    case OpId::Cos: r = neg(gy * sin(x)); break;
-    case OpId::Tanh: r = gy * rsub(y * y, 1.0); break;
-    case OpId::Sigmoid: r = gy * y * rsub(y, 1.0); break;
-    case OpId::Relu: r = where(y > 0.0, gy, zeros_like(gy)); break;
+    case OpId::Neg:
+      r = neg(gy);
+      break;
+    case OpId::Abs:
+      r = gy * sign(x);
+      break;
+    case OpId::Exp:
+      r = gy * y;
+      break;
+    case OpId::Log:
+      r = gy / x;
+      break;
+    case OpId::Log1p:
+      r = gy / (x + 1.0);
+      break;
+    case OpId::Expm1:
+      r = gy * (y + 1.0);
+      break;
+    case OpId::Sqrt:
+      r = gy / (y * 2.0);
+      break;
+    case OpId::Rsqrt:
+      r = gy * y * y * y * -0.5;
+      break;
+    case OpId::Reciprocal:
+      r = neg(gy * y * y);
+      break;
+    case OpId::Sin:
+      r = gy * cos(x);
+      break;
+    case OpId::Cos:
+      r = neg(gy * sin(x));
+      break;
+    case OpId::Tanh:
+      r = gy * rsub(y * y, 1.0);
+      break;
+    case OpId::Sigmoid:
+      r = gy * y * rsub(y, 1.0);
+      break;
+    case OpId::Relu:
+      r = where(y > 0.0, gy, zeros_like(gy));
+      break;
     case OpId::Silu: {
       Tensor s = sigmoid(x);
       r = gy * s * (x * rsub(s, 1.0) + 1.0);
       break;
     }
-    case OpId::Erf: r = gy * exp(neg(x * x)) * kInvSqrtPi2; break;
-    case OpId::Floor: case OpId::Ceil: case OpId::Round: case OpId::Sign:
+    case OpId::Erf:
+      r = gy * exp(neg(x * x)) * kInvSqrtPi2;
+      break;
+    case OpId::Floor:
+    case OpId::Ceil:
+    case OpId::Round:
+    case OpId::Sign:
       r = zeros_like(gy);
       break;
-    case OpId::Square: r = gy * x * 2.0; break;
+    case OpId::Square:
+      r = gy * x * 2.0;
+      break;
     case OpId::Gelu: {
       // d/dx x Φ(x) = Φ(x) + x φ(x)
       Tensor cdf = (erf(x * 0.70710678118654752440) + 1.0) * 0.5;
@@ -140,7 +175,8 @@ void unary_bw(const BackwardCall& c, Grads g) {
       r = where(inside, gy, zeros_like(gy));
       break;
     }
-    default: fail("backward of {}: no rule", op_name(c.op));
+    default:
+      fail("backward of {}: no rule", op_name(c.op));
   }
   g[0] = r;
 }

@@ -12,7 +12,8 @@ T Tensor::item() const {
   const TensorImpl& x = checked();
   KILN_CHECK(x.numel() == 1, "item: expects a tensor with one element, got {}", describe(*this));
   T out{};
-  visit_dtype(x.dtype(), [&]<class S>(TypeTag<S>) { out = static_cast<T>(*static_cast<const S*>(x.data())); });
+  visit_dtype(x.dtype(),
+              [&]<class S>(TypeTag<S>) { out = static_cast<T>(*static_cast<const S*>(x.data())); });
   return out;
 }
 
@@ -42,18 +43,18 @@ const T* Tensor::data_ptr() const {
 template <class T>
 T* Tensor::mutable_data_ptr() {
   const TensorImpl& x = checked();
-  KILN_CHECK(x.dtype() == dtype_v<T>, "mutable_data_ptr: the tensor is {}, not {}",
-             describe(*this), dtype_v<T>);
+  KILN_CHECK(x.dtype() == dtype_v<T>, "mutable_data_ptr: the tensor is {}, not {}", describe(*this),
+             dtype_v<T>);
   x.storage()->bump_version();
   return static_cast<T*>(x.data());
 }
 
 const void* Tensor::raw_data() const { return checked().data(); }
 
-#define KILN_INSTANTIATE(T)                               \
-  template T Tensor::item<T>() const;                     \
-  template std::vector<T> Tensor::to_vector<T>() const;   \
-  template const T* Tensor::data_ptr<T>() const;          \
+#define KILN_INSTANTIATE(T)                             \
+  template T Tensor::item<T>() const;                   \
+  template std::vector<T> Tensor::to_vector<T>() const; \
+  template const T* Tensor::data_ptr<T>() const;        \
   template T* Tensor::mutable_data_ptr<T>();
 KILN_INSTANTIATE(bool)
 KILN_INSTANTIATE(int32_t)

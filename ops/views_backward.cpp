@@ -9,9 +9,7 @@ namespace {
 
 using Grads = std::span<Tensor>;
 
-void reshape_bw(const BackwardCall& c, Grads g) {
-  g[0] = c.grad.reshape(c.input_info[0].sizes);
-}
+void reshape_bw(const BackwardCall& c, Grads g) { g[0] = c.grad.reshape(c.input_info[0].sizes); }
 
 void expand_bw(const BackwardCall& c, Grads g) { g[0] = sum_to(c.grad, c.input_info[0].sizes); }
 

@@ -1,6 +1,9 @@
-# Checks kiln-perf (run with cmake -DKILN_PERF=... -DOUT=... -P check_perf.cmake):
+# Checks kiln-perf (run with cmake -DKILN_PERF=... -DOUT=... -DWITH_LIBTORCH=ON|OFF -P
+# check_perf.cmake):
 #  1. a short run writes JSON whose results carry every key BENCHMARKS.md fixes, with sane values;
-#  2. requests that are not available yet exit with status 2 and say why (never a crash).
+#  2. requests that are not available yet exit with status 2 and say why (never a crash);
+#  3. mode libtorch: without KILN_WITH_LIBTORCH, status 2 and how to build it; with it, a short
+#     eager,libtorch run gives libtorch rows with the same keys and the side-by-side table.
 cmake_minimum_required(VERSION 3.25)
 
 # expect(<if() condition words> "message"): the last argument is the message.
@@ -98,4 +101,42 @@ foreach(w copy gelu layernorm softmax mlp_train block rnn_scan newton dispatch c
 endforeach()
 string(FIND "${out}" "not yet available" at)
 expect(NOT at EQUAL -1 "--list does not mark unavailable workloads")
+
+if(NOT WITH_LIBTORCH)
+  execute_process(COMMAND "${KILN_PERF}" --modes eager,libtorch --size small --reps 1
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  expect(rc EQUAL 2 "'--modes eager,libtorch' without libtorch exited with '${rc}', expected 2")
+  string(FIND "${err}" "-DKILN_WITH_LIBTORCH=ON" at)
+  expect(NOT at EQUAL -1 "'--modes libtorch': message '${err}' does not say how to build it")
+else()
+  file(REMOVE "${OUT}")
+  execute_process(
+    COMMAND "${KILN_PERF}" --size small --workloads gelu,dispatch --modes eager,libtorch --reps 3
+            --json "${OUT}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE progress)
+  message("${table}")
+  expect(rc EQUAL 0 "kiln-perf --modes eager,libtorch exited with ${rc}: ${progress}")
+  file(READ "${OUT}" json)
+  string(JSON n LENGTH "${json}" results)
+  # copy (reference) for each mode, then gelu and dispatch in each mode.
+  expect(n EQUAL 6 "expected 6 results with --modes eager,libtorch, got ${n}")
+  set(seen "")
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    foreach(key workload mode device median_ms min_ms max_ms gbps copy_fraction first_call_ms)
+      string(JSON type ERROR_VARIABLE err TYPE "${json}" results ${i} ${key})
+      expect(NOT err "libtorch run: result ${i} has no key '${key}'")
+    endforeach()
+    string(JSON w GET "${json}" results ${i} workload)
+    string(JSON mode GET "${json}" results ${i} mode)
+    string(JSON lo GET "${json}" results ${i} min_ms)
+    expect("${lo}" GREATER 0 "${w} ${mode}: min_ms ${lo} is not positive")
+    list(APPEND seen "${w}:${mode}")
+  endforeach()
+  list(JOIN seen "," seen)
+  expect(seen STREQUAL "copy:eager,copy:libtorch,gelu:eager,gelu:libtorch,dispatch:eager,dispatch:libtorch"
+         "libtorch run: results in the JSON: ${seen}")
+  string(FIND "${table}" "kiln eager vs libtorch" at)
+  expect(NOT at EQUAL -1 "the table has no kiln eager vs libtorch comparison")
+endif()
 message(STATUS "kiln-perf JSON and error statuses OK")

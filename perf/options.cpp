@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "perf/harness.h"
+#include "perf/peers/peer.h"
 
 namespace kiln::perf {
 
@@ -36,7 +37,9 @@ int parse_count(const std::string& flag, const std::string& v, int lo) {
 std::string usage_text() {
   return R"(usage: kiln-perf [options]
   --workloads a,b     workloads to run (default: every available one; see --list)
-  --modes m,n         eager (now); interp and jit arrive with the tracer and the JIT
+  --modes m,n         eager (now); interp and jit arrive with the tracer and the JIT;
+                      libtorch: the same workloads in libtorch eager, same process and thread
+                      count (needs a build with -DKILN_WITH_LIBTORCH=ON)
   --devices d,e       cpu (now); cuda arrives with the CUDA backend
   --reps N            timed repetitions after warm-up (default 10)
   --warmup N          untimed repetitions after the first call (default 2)
@@ -104,11 +107,22 @@ std::string list_text() {
 }
 
 std::vector<Job> plan(const Options& o) {
+  bool libtorch = false;
   for (const std::string& m : o.modes) {
+    if (m == "libtorch") {
+      if (!peer::libtorch_built())
+        throw UsageError{
+            "mode libtorch is not built in: install libtorch (Debian: apt-get install "
+            "libtorch-dev), configure with -DKILN_WITH_LIBTORCH=ON (cmake --preset "
+            "release-libtorch) and build kiln-perf there; see docs/building.md"};
+      libtorch = true;
+      continue;
+    }
     if (m == "interp" || m == "jit")
       throw UsageError{fmt::format("mode {} is not available yet: it needs the tracer", m)};
     if (m != "eager")
-      throw UsageError{fmt::format("unknown mode '{}'; expected eager, interp or jit", m)};
+      throw UsageError{
+          fmt::format("unknown mode '{}'; expected eager, interp, jit or libtorch", m)};
   }
   for (const std::string& d : o.devices) {
     if (d == "cuda" || d.starts_with("cuda:"))
@@ -126,6 +140,8 @@ std::vector<Job> plan(const Options& o) {
       if (!w) throw UsageError{fmt::format("unknown workload '{}'; --list shows them", name)};
       if (!w->unavailable.empty())
         throw UsageError{fmt::format("workload {} is not available yet: {}", name, w->unavailable)};
+      if (libtorch && !peer::libtorch_has(name))
+        throw UsageError{fmt::format("workload {} has no libtorch version", name)};
       selected.push_back(w);
     }
   }
@@ -137,13 +153,19 @@ std::vector<Job> plan(const Options& o) {
     else if (w->reports_gbps)
       wants_copy = true;
   }
+  // Workload by workload, every mode in turn, so that the load of a shared machine hits the
+  // modes of one workload alike (their ratio is the figure to trust). Each mode gets its own copy.
   const Workload* copy = find_workload("copy");
+  auto runs_in = [](const Workload* w, const std::string& m) {
+    return m != "libtorch" || peer::libtorch_has(w->name);  // default selection: skip, not fail
+  };
   std::vector<Job> jobs;
   for (const std::string& d : o.devices) {
-    for (const std::string& m : o.modes) {
-      if (!has_copy && wants_copy && copy) jobs.push_back({copy, m, d, true});
-      for (const Workload* w : selected) jobs.push_back({w, m, d, false});
-    }
+    if (!has_copy && wants_copy && copy)
+      for (const std::string& m : o.modes) jobs.push_back({copy, m, d, true});
+    for (const Workload* w : selected)
+      for (const std::string& m : o.modes)
+        if (runs_in(w, m)) jobs.push_back({w, m, d, false});
   }
   return jobs;
 }

@@ -2,10 +2,14 @@
 // BENCHMARKS.md: results[] of workload, mode, device, median_ms, min_ms, max_ms, gbps,
 // copy_fraction, first_call_ms; the rest are extras).
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "perf/harness.h"
+#include "perf/peers/peer.h"
 
 namespace kiln::perf {
 
@@ -31,24 +35,9 @@ std::string cell(const std::optional<double>& v, const char* f) {
   return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
 }
 
-}  // namespace
-
-std::string table_text(const std::vector<Figure>& figures) {
-  struct Row {
-    std::vector<std::string> cells;
-  };
-  std::vector<std::string> head = {"workload",  "mode",   "device", "size",
-                                   "median ms", "min ms", "max ms", "first ms",
-                                   "GB/s",      "% copy", "µs/op"};
-  std::vector<Row> rows;
-  for (const Figure& f : figures) {
-    rows.push_back({{f.workload + (f.implicit ? "*" : ""), f.mode, f.device, f.shape,
-                     fmt::format("{:.3f}", f.median_ms), fmt::format("{:.3f}", f.min_ms),
-                     fmt::format("{:.3f}", f.max_ms), fmt::format("{:.3f}", f.first_call_ms),
-                     cell(f.gbps, "{:.2f}"),
-                     f.copy_fraction ? fmt::format("{:.1f}%", 100 * *f.copy_fraction) : "-",
-                     cell(f.us_per_op, "{:.3f}")}});
-  }
+// Rows of cells as aligned text: the first `left` columns left-aligned (names), the rest right.
+std::string aligned(const std::vector<std::string>& head,
+                    const std::vector<std::vector<std::string>>& rows, size_t left) {
   // Width in code points ("µ" is two bytes in UTF-8).
   auto width = [](const std::string& s) {
     size_t n = 0;
@@ -58,29 +47,84 @@ std::string table_text(const std::vector<Figure>& figures) {
   std::vector<size_t> w(head.size());
   for (size_t i = 0; i < head.size(); ++i) {
     w[i] = width(head[i]);
-    for (const Row& r : rows) w[i] = std::max(w[i], width(r.cells[i]));
+    for (const auto& r : rows) w[i] = std::max(w[i], width(r[i]));
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
     for (size_t i = 0; i < cells.size(); ++i) {
       std::string pad(w[i] - width(cells[i]), ' ');
-      out += i < 4 ? cells[i] + pad : pad + cells[i];  // names left, numbers right
+      out += i < left ? cells[i] + pad : pad + cells[i];
       out += i + 1 < cells.size() ? "  " : "\n";
     }
     return out;
   };
   std::string out = line(head);
-  for (const Row& r : rows) out += line(r.cells);
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+// A figure's headline number with its unit: GB/s, µs per op, or ms.
+std::string headline(const Figure& f) {
+  if (f.gbps) return fmt::format("{:.2f} GB/s", *f.gbps);
+  if (f.us_per_op) return fmt::format("{:.3f} µs/op", *f.us_per_op);
+  return fmt::format("{:.3f} ms", f.median_ms);
+}
+
+// kiln eager next to libtorch for every workload measured in both modes on one device.
+std::string comparison_text(const std::vector<Figure>& figures) {
+  std::vector<std::vector<std::string>> rows;
+  int threads = 0;
+  for (const Figure& k : figures) {
+    if (k.mode != "eager") continue;
+    for (const Figure& t : figures) {
+      if (t.mode != "libtorch" || t.workload != k.workload || t.device != k.device) continue;
+      rows.push_back({k.workload + (k.implicit ? "*" : ""), k.shape, headline(k), headline(t),
+                      fmt::format("{:.2f}x", t.median_ms / k.median_ms)});
+      threads = k.threads;
+    }
+  }
+  if (rows.empty()) return {};
+  std::string out = fmt::format("\nkiln eager vs libtorch {} eager, {} threads each:\n",
+                                peer::libtorch_version(), threads);
+  out += aligned({"workload", "size", "kiln eager", "libtorch", "kiln speed"}, rows, 2);
+  out += "kiln speed = libtorch median time / kiln median time (above 1: kiln is faster)\n";
+  // Debian's libtorch runs its threads on libgomp, whose default active wait fights OpenBLAS's
+  // threads for the cores (docs/performance.md): say which wait policy the figures had.
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  out += fmt::format("libtorch's OpenMP wait policy: {}\n",
+                     wait ? fmt::format("OMP_WAIT_POLICY={}", wait)
+                          : "OMP_WAIT_POLICY unset (libgomp spins a while, then sleeps)");
+  return out;
+}
+
+}  // namespace
+
+std::string table_text(const std::vector<Figure>& figures) {
+  std::vector<std::string> head = {"workload",  "mode",   "device", "size",
+                                   "median ms", "min ms", "max ms", "first ms",
+                                   "GB/s",      "% copy", "µs/op"};
+  std::vector<std::vector<std::string>> rows;
+  for (const Figure& f : figures) {
+    rows.push_back({f.workload + (f.implicit ? "*" : ""), f.mode, f.device, f.shape,
+                    fmt::format("{:.3f}", f.median_ms), fmt::format("{:.3f}", f.min_ms),
+                    fmt::format("{:.3f}", f.max_ms), fmt::format("{:.3f}", f.first_call_ms),
+                    cell(f.gbps, "{:.2f}"),
+                    f.copy_fraction ? fmt::format("{:.1f}%", 100 * *f.copy_fraction) : "-",
+                    cell(f.us_per_op, "{:.3f}")});
+  }
+  std::string out = aligned(head, rows, 4);
   bool implicit = false;
   for (const Figure& f : figures) implicit |= f.implicit;
   if (implicit) out += "* measured as the reference for % copy\n";
-  return out;
+  return out + comparison_text(figures);
 }
 
 void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o) {
   std::string out = "{\n";
   out += fmt::format("  \"tool\": \"kiln-perf\",\n  \"size\": {},\n  \"reps\": {},\n",
                      json_string(o.size == Size::Small ? "small" : "default"), o.reps);
+  if (peer::libtorch_built())  // mode "libtorch" rows are this version's
+    out += fmt::format("  \"libtorch\": {},\n", json_string(peer::libtorch_version()));
   out += fmt::format("  \"warmup\": {},\n  \"threads\": {},\n  \"results\": [", o.warmup,
                      num_threads());
   for (size_t i = 0; i < figures.size(); ++i) {

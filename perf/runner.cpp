@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "perf/harness.h"
+#include "perf/peers/peer.h"
 
 namespace kiln::perf {
 
@@ -53,13 +54,38 @@ class Progress {
   std::string head_;
 };
 
+// A libtorch peer as a Case. Its check() raises std::runtime_error, which main() reports as a
+// failed workload (exit 1), as it does kiln::Error.
+class PeerAdapter : public Case {
+ public:
+  explicit PeerAdapter(std::unique_ptr<peer::PeerCase> c) : c_(std::move(c)) {}
+  void run() override { c_->run(); }
+  void check() const override { c_->check(); }
+
+ private:
+  std::unique_ptr<peer::PeerCase> c_;
+};
+
+Prepared prepare(const Job& job, Size size) {
+  if (job.mode != "libtorch") return job.workload->prepare(size, Device::cpu());
+  // Same sizes and the same thread count as kiln (at::set_num_threads(num_threads())).
+  peer::PeerPrepared pp =
+      peer::libtorch_prepare(job.workload->name, size == Size::Small, num_threads());
+  Prepared p;
+  p.c = std::make_unique<PeerAdapter>(std::move(pp.c));
+  p.shape = pp.shape;
+  p.bytes = pp.bytes;
+  p.ops = pp.ops;
+  return p;
+}
+
 }  // namespace
 
 Figure measure(const Job& job, const Options& o, int index, int total) {
   config().jit = false;  // eager is the only mode until the tracer lands (plan() checked it)
   Progress progress(job, index, total);
   progress.step("preparing", 0, 1);
-  Prepared p = job.workload->prepare(o.size, Device::cpu());
+  Prepared p = prepare(job, o.size);
 
   Figure f;
   f.workload = job.workload->name;

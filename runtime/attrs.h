@@ -13,11 +13,11 @@
 namespace kiln {
 
 struct Attrs {
-  DimVector dims;                  // a shape, a dims list or a permutation
+  DimVector dims;                   // a shape, a dims list or a permutation
   std::array<Scalar, 2> scalars{};  // numbers: alpha, fill value, bounds, exponent
-  std::array<int64_t, 4> ints{};   // small integer arguments: dim, keepdim, flags, counts
-  DType dtype = DType::Float32;    // requested output dtype (factories, casts)
-  Device device = Device::cpu();   // requested output device (factories)
+  std::array<int64_t, 4> ints{};    // small integer arguments: dim, keepdim, flags, counts
+  DType dtype = DType::Float32;     // requested output dtype (factories, casts)
+  Device device = Device::cpu();    // requested output device (factories)
 
   friend bool operator==(const Attrs& a, const Attrs& b) {
     return a.dims == b.dims && a.scalars == b.scalars && a.ints == b.ints && a.dtype == b.dtype &&

@@ -8,18 +8,18 @@
 namespace kiln {
 
 struct Config {
-  bool jit = false;               // KILN_JIT: 0 eager, 1 record and compile hot regions
-  int jit_threshold = 2;          // KILN_JIT_THRESHOLD: runs before a region is compiled
-  bool jit_async = true;          // KILN_JIT_ASYNC: compile in the background
-  int jit_recompile_limit = 8;    // KILN_JIT_RECOMPILE_LIMIT: distinct compiles per region
-  bool jit_validate = false;      // KILN_JIT_VALIDATE: check compiled regions against eager
+  bool jit = false;                       // KILN_JIT: 0 eager, 1 record and compile hot regions
+  int jit_threshold = 2;                  // KILN_JIT_THRESHOLD: runs before a region is compiled
+  bool jit_async = true;                  // KILN_JIT_ASYNC: compile in the background
+  int jit_recompile_limit = 8;            // KILN_JIT_RECOMPILE_LIMIT: distinct compiles per region
+  bool jit_validate = false;              // KILN_JIT_VALIDATE: check compiled regions against eager
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
-  int num_threads = 0;            // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
-  std::string log = "warn";       // KILN_LOG: e.g. "info,ops=debug"
-  std::string cache_dir;          // KILN_CACHE_DIR: on-disk kernel cache
-  std::string dump;               // KILN_DUMP: folder for graphs, code and asm
-  std::string profile;            // KILN_PROFILE: Chrome trace written at exit
-  bool stats = false;             // KILN_STATS: summary printed at exit
+  int num_threads = 0;                    // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
+  std::string log = "warn";               // KILN_LOG: e.g. "info,ops=debug"
+  std::string cache_dir;                  // KILN_CACHE_DIR: on-disk kernel cache
+  std::string dump;                       // KILN_DUMP: folder for graphs, code and asm
+  std::string profile;                    // KILN_PROFILE: Chrome trace written at exit
+  bool stats = false;                     // KILN_STATS: summary printed at exit
 };
 
 // The process-wide configuration (read from the environment on first call).

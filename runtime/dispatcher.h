@@ -34,9 +34,9 @@ using EagerFn = void (*)(const OpCall& call, const Tensor& out);
 
 enum OpFlags : uint32_t {
   kNoFlags = 0,
-  kIsView = 1u << 0,          // output aliases input 0's storage; meta gives strides/offset
-  kWritesAnyLayout = 1u << 1, // elementwise kernel: may write into any strided `out` directly
-  kIsRandom = 1u << 2,        // consumes Philox offsets (ops/random.h documents how many)
+  kIsView = 1u << 0,           // output aliases input 0's storage; meta gives strides/offset
+  kWritesAnyLayout = 1u << 1,  // elementwise kernel: may write into any strided `out` directly
+  kIsRandom = 1u << 2,         // consumes Philox offsets (ops/random.h documents how many)
 };
 
 // What a backward rule sees (runtime/autograd/op_node.cpp builds it).
@@ -47,11 +47,11 @@ struct InputInfo {
 struct BackwardCall {
   OpId op;
   const Attrs& attrs;
-  std::span<const Tensor> inputs;          // saved inputs (undefined unless the rule saves them)
-  std::span<const InputInfo> input_info;   // sizes and dtype of every input
-  const Tensor& output;                    // the saved output (undefined unless saved)
-  const Tensor& grad;                      // gradient of the output
-  uint32_t needs;                          // bit i set: input i needs a gradient
+  std::span<const Tensor> inputs;         // saved inputs (undefined unless the rule saves them)
+  std::span<const InputInfo> input_info;  // sizes and dtype of every input
+  const Tensor& output;                   // the saved output (undefined unless saved)
+  const Tensor& grad;                     // gradient of the output
+  uint32_t needs;                         // bit i set: input i needs a gradient
   bool needs_input(size_t i) const { return (needs >> i) & 1u; }
 };
 // Writes grad_inputs[i] for each input that needs it, using kiln ops only (so that the tracer
@@ -84,8 +84,7 @@ class ModeHandler {
   virtual ~ModeHandler() = default;
   virtual Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) = 0;
   // The in-place form: the result must end up written into `out` (whose version it bumps).
-  virtual void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta,
-                           Tensor& out) = 0;
+  virtual void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta, Tensor& out) = 0;
 };
 ModeHandler* current_mode();
 void set_current_mode(ModeHandler* handler);  // nullptr returns to eager

@@ -42,11 +42,26 @@ constexpr DType promote_types(DType a, DType b) { return a > b ? a : b; }
 // Maps C++ types to dtypes and back.
 template <class T>
 struct dtype_of;
-template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::Int32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::Int64; };
-template <> struct dtype_of<float> { static constexpr DType value = DType::Float32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::Float64; };
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::Bool;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::Int32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::Float64;
+};
 template <class T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
 
@@ -60,11 +75,16 @@ struct TypeTag {
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::Bool: return f(TypeTag<bool>{});
-    case DType::Int32: return f(TypeTag<int32_t>{});
-    case DType::Int64: return f(TypeTag<int64_t>{});
-    case DType::Float32: return f(TypeTag<float>{});
-    case DType::Float64: break;
+    case DType::Bool:
+      return f(TypeTag<bool>{});
+    case DType::Int32:
+      return f(TypeTag<int32_t>{});
+    case DType::Int64:
+      return f(TypeTag<int64_t>{});
+    case DType::Float32:
+      return f(TypeTag<float>{});
+    case DType::Float64:
+      break;
   }
   return f(TypeTag<double>{});
 }

@@ -21,7 +21,8 @@ template <class... Args>
 }  // namespace kiln
 
 // KILN_CHECK(cond, "fmt", args...): raise kiln::Error with the message when cond is false.
-#define KILN_CHECK(cond, ...)                     \
-  do {                                            \
-    if (!(cond)) [[unlikely]] ::kiln::fail(__VA_ARGS__); \
+#define KILN_CHECK(cond, ...)    \
+  do {                           \
+    if (!(cond)) [[unlikely]]    \
+      ::kiln::fail(__VA_ARGS__); \
   } while (0)

@@ -4,9 +4,10 @@
 #pragma once
 #include <cstdint>
 
+// clang-format off
 #define KILN_FOR_EACH_OP(X)                                                              \
   /* views: outputs alias input 0 */                                                     \
-  X(View) X(AsStrided) X(Expand) X(Permute) X(Slice) X(Select) X(Unsqueeze) X(Squeeze)   \
+  X(View) X(Expand) X(Permute) X(Slice) X(Select) X(Unsqueeze) X(Squeeze)                \
   /* data movement and factories */                                                      \
   X(Copy) X(Cast) X(Fill) X(Arange) X(Linspace) X(Eye) X(Rand) X(Randn) X(Randint)       \
   /* unary pointwise */                                                                  \
@@ -23,9 +24,9 @@
   X(Any)                                                                                 \
   /* linear algebra and nn */                                                            \
   X(Matmul) X(Softmax) X(LogSoftmax) X(LayerNorm) X(Dropout) X(CrossEntropy)             \
-  /* shape and indexing */                                                               \
-  X(Cat) X(Stack) X(IndexSelect) X(Gather) X(ScatterAdd) X(OneHot) X(Tril) X(Triu)       \
-  X(Embedding)
+  /* shape and indexing (stack is a composite of unsqueeze and cat) */                   \
+  X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(OneHot) X(Tril) X(Triu) X(Embedding)
+// clang-format on
 
 namespace kiln {
 

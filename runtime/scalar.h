@@ -14,10 +14,10 @@ class Scalar {
   constexpr Scalar() : i_(0), cat_(DTypeCategory::Integral) {}
   constexpr Scalar(bool b) : i_(b), cat_(DTypeCategory::Bool) {}
   template <class T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-  constexpr Scalar(T v) : i_(static_cast<int64_t>(v)), cat_(DTypeCategory::Integral) {}
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) constexpr Scalar(T v)
+      : i_(static_cast<int64_t>(v)), cat_(DTypeCategory::Integral) {}
   template <class T>
-    requires std::is_floating_point_v<T>
+  requires std::is_floating_point_v<T>
   constexpr Scalar(T v) : d_(static_cast<double>(v)), cat_(DTypeCategory::Floating) {}
 
   constexpr DTypeCategory category() const { return cat_; }
@@ -26,9 +26,12 @@ class Scalar {
   constexpr int64_t to_int() const { return is_floating() ? static_cast<int64_t>(d_) : i_; }
   template <class T>
   constexpr T to() const {
-    if constexpr (std::is_same_v<T, bool>) return is_floating() ? d_ != 0 : i_ != 0;
-    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
-    else return is_floating() ? static_cast<T>(d_) : static_cast<T>(i_);
+    if constexpr (std::is_same_v<T, bool>)
+      return is_floating() ? d_ != 0 : i_ != 0;
+    else if constexpr (std::is_floating_point_v<T>)
+      return static_cast<T>(to_double());
+    else
+      return is_floating() ? static_cast<T>(d_) : static_cast<T>(i_);
   }
   // The dtype a scalar has on its own: Bool, Int64 or Float64 (used where no tensor decides).
   constexpr DType natural_dtype() const {

@@ -21,10 +21,7 @@ class SmallVector {
   explicit SmallVector(size_t n, T v = T()) { assign(n, v); }
   SmallVector(std::initializer_list<T> il) { assign(il.begin(), il.end()); }
   template <class It>
-    requires(!std::is_integral_v<It>)
-  SmallVector(It b, It e) {
-    assign(b, e);
-  }
+  requires(!std::is_integral_v<It>) SmallVector(It b, It e) { assign(b, e); }
   SmallVector(const SmallVector& o) { assign(o.begin(), o.end()); }
   SmallVector(SmallVector&& o) noexcept { steal(o); }
   SmallVector& operator=(const SmallVector& o) {
@@ -41,8 +38,7 @@ class SmallVector {
   ~SmallVector() { release(); }
 
   template <class It>
-    requires(!std::is_integral_v<It>)
-  void assign(It b, It e) {
+  requires(!std::is_integral_v<It>) void assign(It b, It e) {
     size_t n = static_cast<size_t>(std::distance(b, e));
     clear();
     reserve(n);

@@ -41,9 +41,7 @@ DType Tensor::dtype() const { return checked().dtype(); }
 Device Tensor::device() const { return checked().device(); }
 bool Tensor::is_contiguous() const { return checked().is_contiguous(); }
 int64_t Tensor::storage_offset() const { return checked().offset(); }
-TensorOptions Tensor::options() const {
-  return TensorOptions().dtype(dtype()).device(device());
-}
+TensorOptions Tensor::options() const { return TensorOptions().dtype(dtype()).device(device()); }
 bool Tensor::is_same_storage(const Tensor& o) const {
   return defined() && o.defined() && impl_->storage() == o.impl_->storage();
 }

@@ -83,8 +83,8 @@ class Tensor {
   Tensor& requires_grad_(bool on = true);
   bool requires_grad() const;
   bool is_leaf() const;
-  Tensor grad() const;     // accumulated gradient of a leaf; undefined if none
-  Tensor& mutable_grad();  // the leaf's gradient slot (optimizers reset it)
+  Tensor grad() const;               // accumulated gradient of a leaf; undefined if none
+  Tensor& mutable_grad();            // the leaf's gradient slot (optimizers reset it)
   std::string grad_fn_name() const;  // e.g. "MulBackward"; empty for leaves
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
   Tensor detach() const;  // shares storage, no autograd history

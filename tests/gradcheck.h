@@ -37,8 +37,8 @@ inline double weighted_sum(const Tensor& out, const std::vector<double>& w) {
 }
 
 // Leaves of Float64 built by `make` are checked; each must require grad.
-inline void expect_gradcheck(const GradFn& f, const std::vector<Tensor>& inputs,
-                             double atol = 1e-6, double rtol = 1e-5, double h = 1e-6) {
+inline void expect_gradcheck(const GradFn& f, const std::vector<Tensor>& inputs, double atol = 1e-6,
+                             double rtol = 1e-5, double h = 1e-6) {
   for (const Tensor& x : inputs) {
     ASSERT_EQ(x.dtype(), kFloat64);
     ASSERT_TRUE(x.requires_grad());

@@ -8,10 +8,15 @@ namespace {
 
 TEST(AutogradIndex, CatStackSplitChunk) {
   expect_gradcheck(
-      [](const std::vector<Tensor>& x) { return cat({x[0], x[1] * 2.0, x[2]}, 1); },
+      [](const std::vector<Tensor>& x) {
+        return cat({x[0], x[1] * 2.0, x[2]}, 1);
+      },
       {leaf({2, 3}, -1, 1, 1), transposed_leaf(2, 2), leaf({2, 1}, -1, 1, 3)});
-  expect_gradcheck([](const std::vector<Tensor>& x) { return stack({x[0], x[1]}, -1); },
-                   {leaf({3}, -1, 1, 1), leaf({3}, -1, 1, 2)});
+  expect_gradcheck(
+      [](const std::vector<Tensor>& x) {
+        return stack({x[0], x[1]}, -1);
+      },
+      {leaf({3}, -1, 1, 1), leaf({3}, -1, 1, 2)});
   expect_gradcheck(
       [](const std::vector<Tensor>& x) {
         auto parts = split(x[0], 2, 1);

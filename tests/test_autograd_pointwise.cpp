@@ -31,17 +31,18 @@ Tensor neg_fn(const Tensor& x) { return -x; }
 
 INSTANTIATE_TEST_SUITE_P(
     Autograd, UnaryGrad,
-    ::testing::Values(UnaryCase{"neg", neg_fn, -1, 1}, UnaryCase{"abs", kiln::abs, 0.1, 1},
-                      UnaryCase{"exp", kiln::exp, -1, 1}, UnaryCase{"log", kiln::log, 0.5, 2},
-                      UnaryCase{"log1p", kiln::log1p, 0, 1}, UnaryCase{"expm1", kiln::expm1, -1, 1},
-                      UnaryCase{"sqrt", kiln::sqrt, 0.5, 2}, UnaryCase{"rsqrt", kiln::rsqrt, 0.5, 2},
-                      UnaryCase{"reciprocal", kiln::reciprocal, 0.5, 2},
-                      UnaryCase{"sin", kiln::sin, -2, 2}, UnaryCase{"cos", kiln::cos, -2, 2},
-                      UnaryCase{"tanh", kiln::tanh, -2, 2}, UnaryCase{"sigmoid", kiln::sigmoid, -2, 2},
-                      UnaryCase{"relu", kiln::relu, 0.1, 1}, UnaryCase{"silu", kiln::silu, -2, 2},
-                      UnaryCase{"erf", kiln::erf, -2, 2}, UnaryCase{"square", kiln::square, -2, 2},
-                      UnaryCase{"gelu", gelu_erf, -2, 2}, UnaryCase{"gelu_tanh", gelu_tanh, -2, 2},
-                      UnaryCase{"clamp", clamp_mid, -0.4, 0.4}, UnaryCase{"pow", pow_scalar, 0.5, 2}),
+    ::testing::Values(
+        UnaryCase{"neg", neg_fn, -1, 1}, UnaryCase{"abs", kiln::abs, 0.1, 1},
+        UnaryCase{"exp", kiln::exp, -1, 1}, UnaryCase{"log", kiln::log, 0.5, 2},
+        UnaryCase{"log1p", kiln::log1p, 0, 1}, UnaryCase{"expm1", kiln::expm1, -1, 1},
+        UnaryCase{"sqrt", kiln::sqrt, 0.5, 2}, UnaryCase{"rsqrt", kiln::rsqrt, 0.5, 2},
+        UnaryCase{"reciprocal", kiln::reciprocal, 0.5, 2}, UnaryCase{"sin", kiln::sin, -2, 2},
+        UnaryCase{"cos", kiln::cos, -2, 2}, UnaryCase{"tanh", kiln::tanh, -2, 2},
+        UnaryCase{"sigmoid", kiln::sigmoid, -2, 2}, UnaryCase{"relu", kiln::relu, 0.1, 1},
+        UnaryCase{"silu", kiln::silu, -2, 2}, UnaryCase{"erf", kiln::erf, -2, 2},
+        UnaryCase{"square", kiln::square, -2, 2}, UnaryCase{"gelu", gelu_erf, -2, 2},
+        UnaryCase{"gelu_tanh", gelu_tanh, -2, 2}, UnaryCase{"clamp", clamp_mid, -0.4, 0.4},
+        UnaryCase{"pow", pow_scalar, 0.5, 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Autograd, BinaryOpsWithBroadcasting) {
@@ -89,7 +90,9 @@ TEST(Autograd, MaskedFillAndViews) {
       },
       {leaf({2, 6})});
   expect_gradcheck(
-      [](const std::vector<Tensor>& x) { return x[0].permute({2, 0, 1}).reshape({6, 2}) * 2.0; },
+      [](const std::vector<Tensor>& x) {
+        return x[0].permute({2, 0, 1}).reshape({6, 2}) * 2.0;
+      },
       {leaf({2, 2, 3})});
 }
 

@@ -10,12 +10,16 @@ TEST(AutogradReduce, SumMeanVarStdLogsumexp) {
   for (bool keep : {false, true}) {
     expect_gradcheck([&](const std::vector<Tensor>& x) { return x[0].sum({1}, keep); },
                      {leaf({2, 3})});
-    expect_gradcheck([&](const std::vector<Tensor>& x) { return x[0].mean({0, -1}, keep); },
-                     {leaf({2, 3, 2})});
+    expect_gradcheck(
+        [&](const std::vector<Tensor>& x) {
+          return x[0].mean({0, -1}, keep);
+        },
+        {leaf({2, 3, 2})});
     expect_gradcheck([&](const std::vector<Tensor>& x) { return var(x[0], {0}, true, keep); },
                      {transposed_leaf(3, 4)});
-    expect_gradcheck([&](const std::vector<Tensor>& x) { return kiln::std(x[0], {1}, false, keep); },
-                     {leaf({3, 4})});
+    expect_gradcheck(
+        [&](const std::vector<Tensor>& x) { return kiln::std(x[0], {1}, false, keep); },
+        {leaf({3, 4})});
     expect_gradcheck([&](const std::vector<Tensor>& x) { return logsumexp(x[0], {1}, keep); },
                      {leaf({2, 5})});
   }

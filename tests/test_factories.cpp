@@ -4,26 +4,14 @@
 
 #include <cmath>
 
+#include "expect_error.h"
 #include "kiln/kiln.h"
 #include "runtime/dispatcher.h"
 
 using namespace kiln;
+using kiln::testing::expect_error;
 
-namespace {
-
-template <class F>
-void expect_error(F&& f, const std::string& op, const std::string& what = "") {
-  try {
-    f();
-    ADD_FAILURE() << "expected a kiln::Error from " << op;
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(op), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(Arange, DtypeInference) {
   EXPECT_EQ(arange(5).dtype(), kInt64);

@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "kiln/kiln.h"
 #include "runtime/config.h"
 
 extern "C" int openblas_get_num_threads(void);
 
 using namespace kiln;
+using kiln::testing::expect_error;
 
 namespace {
 
@@ -230,21 +232,7 @@ TEST(Matmul, MmBmmAndMethods) {
   }
 }
 
-namespace {
-template <class F>
-void expect_error(F&& f, const std::string& op, const std::string& also = "") {
-  try {
-    f();
-    ADD_FAILURE() << "expected a kiln::Error from " << op;
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(op), std::string::npos) << msg;
-    if (!also.empty()) {
-      EXPECT_NE(msg.find(also), std::string::npos) << msg;
-    }
-  }
-}
-}  // namespace
+namespace {}  // namespace
 
 TEST(Matmul, Errors) {
   Tensor f = make({2, 3}, kFloat32, 1), g = make({3, 4}, kFloat32, 2);

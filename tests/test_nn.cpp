@@ -12,9 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
+using kiln::testing::expect_error;
 
 namespace {
 
@@ -51,20 +53,6 @@ bool same(const Tensor& a, const Tensor& b) {
 }
 
 double tol_for(DType dt) { return dt == kFloat32 ? 2e-6 : 1e-12; }
-
-template <class F>
-void expect_error(F&& f, const std::string& op, const std::string& also = "") {
-  try {
-    f();
-    ADD_FAILURE() << "expected a kiln::Error from " << op;
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(op), std::string::npos) << msg;
-    if (!also.empty()) {
-      EXPECT_NE(msg.find(also), std::string::npos) << msg;
-    }
-  }
-}
 
 // (log_)softmax along `dim` of a row-major array of `shape`, in double.
 std::vector<double> ref_softmax(const std::vector<double>& x, const Shape& shape, int64_t dim,

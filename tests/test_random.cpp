@@ -7,10 +7,12 @@
 #include <cmath>
 #include <numbers>
 
+#include "expect_error.h"
 #include "kiln/kiln.h"
 #include "runtime/dispatcher.h"
 
 using namespace kiln;
+using kiln::testing::expect_error;
 
 namespace {
 
@@ -55,18 +57,6 @@ double ref_randn_d(uint64_t seed, uint64_t c) {
   double u1 = (double(((uint64_t(r[0]) << 32) | r[1]) >> 11) + 1.0) / 9007199254740992.0;
   double u2 = double(((uint64_t(r[2]) << 32) | r[3]) >> 11) / 9007199254740992.0;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-}
-
-template <class F>
-void expect_error(F&& f, const std::string& op, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << "expected a kiln::Error from " << op;
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(op), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-  }
 }
 
 }  // namespace

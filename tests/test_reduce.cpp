@@ -20,11 +20,13 @@
 
 #include <fmt/format.h>
 
+#include "expect_error.h"
 #include "ops/functions.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
 
 using namespace kiln;
+using kiln::testing::expect_error;
 
 namespace {
 
@@ -558,15 +560,6 @@ TEST(Reduce, LargeFloatSumAccurateAndDeterministic) {
     EXPECT_EQ(rows.numel(), 10000);
   }
   set_num_threads(saved);
-}
-
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one containing \"" << needle << "\"";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(Reduce, Errors) {

@@ -2,6 +2,9 @@
 #pragma once
 
 #include "ops/functions.h"
+#include "ops/optim/adam.h"
+#include "ops/optim/sgd.h"
+#include "runtime/autograd/grad_mode.h"
 #include "runtime/allocator.h"
 #include "runtime/config.h"
 #include "runtime/device.h"
@@ -12,6 +15,3 @@
 #include "runtime/scalar.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_options.h"
-#include "runtime/autograd/grad_mode.h"
-#include "ops/optim/adam.h"
-#include "ops/optim/sgd.h"

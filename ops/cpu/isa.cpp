@@ -35,9 +35,12 @@ CpuIsa active_isa() {
 
 const char* isa_name(CpuIsa isa) {
   switch (isa) {
-    case CpuIsa::Baseline: return "baseline";
-    case CpuIsa::Avx2: return "avx2";
-    case CpuIsa::Avx512: return "avx512";
+    case CpuIsa::Baseline:
+      return "baseline";
+    case CpuIsa::Avx2:
+      return "avx2";
+    case CpuIsa::Avx512:
+      return "avx512";
   }
   return "?";
 }

@@ -16,30 +16,73 @@ enum class Domain { Floating, Numeric, All, BoolOnly };
 
 template <Domain D, class T>
 constexpr bool in_domain() {
-  if constexpr (D == Domain::Floating) return std::is_floating_point_v<T>;
-  else if constexpr (D == Domain::Numeric) return !std::is_same_v<T, bool>;
-  else if constexpr (D == Domain::BoolOnly) return std::is_same_v<T, bool>;
-  else return true;
+  if constexpr (D == Domain::Floating)
+    return std::is_floating_point_v<T>;
+  else if constexpr (D == Domain::Numeric)
+    return !std::is_same_v<T, bool>;
+  else if constexpr (D == Domain::BoolOnly)
+    return std::is_same_v<T, bool>;
+  else
+    return true;
 }
 
-#define KILN_UNARY(Name, Dom, expr)                       \
-  struct Name {                                           \
-    static constexpr Domain domain = Domain::Dom;         \
-    static constexpr bool bool_out = false;               \
-    explicit Name(const Scalar*) {}                       \
-    template <class T>                                    \
-    T operator()(T x) const {                             \
-      return expr;                                        \
-    }                                                     \
+#define KILN_UNARY(Name, Dom, expr)               \
+  struct Name {                                   \
+    static constexpr Domain domain = Domain::Dom; \
+    static constexpr bool bool_out = false;       \
+    explicit Name(const Scalar*) {}               \
+    template <class T>                            \
+    T operator()(T x) const {                     \
+      return expr;                                \
+    }                                             \
   };
+
+// Integer arithmetic wraps in two's complement as PyTorch's does (INT_MIN negated is INT_MIN),
+// computed in the unsigned type so it is defined behaviour; floats and bool use the plain ops.
+template <class T>
+constexpr bool kWraps = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+inline T wrap_neg(T x) {
+  if constexpr (kWraps<T>)
+    return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));
+  else
+    return -x;
+}
+template <class T>
+inline T wrap_add(T a, T b) {
+  if constexpr (kWraps<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return T(a + b);
+  }
+}
+template <class T>
+inline T wrap_sub(T a, T b) {
+  if constexpr (kWraps<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  } else {
+    return T(a - b);
+  }
+}
+template <class T>
+inline T wrap_mul(T a, T b) {
+  if constexpr (kWraps<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return T(a * b);
+  }
+}
 
 template <class T>
 inline T sigmoid_of(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
-KILN_UNARY(NegF, Numeric, -x)
-KILN_UNARY(AbsF, Numeric, x < T(0) ? T(-x) : x)
+KILN_UNARY(NegF, Numeric, wrap_neg(x))
+KILN_UNARY(AbsF, Numeric, x < T(0) ? wrap_neg(x) : x)
 KILN_UNARY(ExpF, Floating, std::exp(x))
 KILN_UNARY(LogF, Floating, std::log(x))
 KILN_UNARY(Log1pF, Floating, std::log1p(x))
@@ -58,7 +101,7 @@ KILN_UNARY(FloorF, Numeric, std::is_floating_point_v<T> ? T(std::floor(x)) : x)
 KILN_UNARY(CeilF, Numeric, std::is_floating_point_v<T> ? T(std::ceil(x)) : x)
 KILN_UNARY(RoundF, Numeric, std::is_floating_point_v<T> ? T(std::nearbyint(x)) : x)
 KILN_UNARY(SignF, All, T((T(0) < x) - (x < T(0))))
-KILN_UNARY(SquareF, Numeric, x* x)
+KILN_UNARY(SquareF, Numeric, wrap_mul(x, x))
 KILN_UNARY(GeluF, Floating, T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))))
 KILN_UNARY(GeluTanhF, Floating,
            T(0.5) * x *
@@ -71,8 +114,10 @@ struct IsnanF {
   explicit IsnanF(const Scalar*) {}
   template <class T>
   bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return x != x;
-    else return false;
+    if constexpr (std::is_floating_point_v<T>)
+      return x != x;
+    else
+      return false;
   }
 };
 
@@ -89,17 +134,19 @@ T int_pow(T b, T e) {
   if (e < 0) return b == 1 ? T(1) : (b == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0));
   T r = 1;
   while (e) {
-    if (e & 1) r *= b;
+    if (e & 1) r = wrap_mul(r, b);
     e >>= 1;
-    if (e) b *= b;  // not after the last bit: that square could overflow needlessly
+    if (e) b = wrap_mul(b, b);  // not after the last bit: that square could overflow needlessly
   }
   return r;
 }
 
 template <class T>
 T pow_of(T b, T e) {
-  if constexpr (std::is_floating_point_v<T>) return std::pow(b, e);
-  else return int_pow(b, e);
+  if constexpr (std::is_floating_point_v<T>)
+    return std::pow(b, e);
+  else
+    return int_pow(b, e);
 }
 
 struct PowScalarF {
@@ -133,15 +180,15 @@ struct ClampF {
   }
 };
 
-#define KILN_BINARY(Name, Dom, BoolOut, expr)             \
-  struct Name {                                           \
-    static constexpr Domain domain = Domain::Dom;         \
-    static constexpr bool bool_out = BoolOut;             \
-    explicit Name(const Scalar*) {}                       \
-    template <class T>                                    \
-    auto operator()(T a, T b) const {                     \
-      return expr;                                        \
-    }                                                     \
+#define KILN_BINARY(Name, Dom, BoolOut, expr)     \
+  struct Name {                                   \
+    static constexpr Domain domain = Domain::Dom; \
+    static constexpr bool bool_out = BoolOut;     \
+    explicit Name(const Scalar*) {}               \
+    template <class T>                            \
+    auto operator()(T a, T b) const {             \
+      return expr;                                \
+    }                                             \
   };
 
 template <class T>
@@ -161,9 +208,9 @@ inline T min_nan(T a, T b) {
   return b < a ? b : a;
 }
 
-KILN_BINARY(AddF, All, false, T(a + b))
-KILN_BINARY(SubF, Numeric, false, T(a - b))
-KILN_BINARY(MulF, All, false, T(a* b))
+KILN_BINARY(AddF, All, false, wrap_add(a, b))
+KILN_BINARY(SubF, Numeric, false, wrap_sub(a, b))
+KILN_BINARY(MulF, All, false, wrap_mul(a, b))
 KILN_BINARY(DivF, Floating, false, T(a / b))
 KILN_BINARY(PowF, Numeric, false, pow_of(a, b))
 KILN_BINARY(MaximumF, All, false, max_nan(a, b))

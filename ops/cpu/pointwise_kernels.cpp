@@ -87,7 +87,7 @@ void where_loop(char* const* p, const int64_t* s, int64_t n, const Scalar*) {
   for (int64_t i = 0; i < n; ++i) {
     bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
     *reinterpret_cast<T*>(p[0] + i * s[0]) = c ? *reinterpret_cast<const T*>(p[2] + i * s[2])
-                                              : *reinterpret_cast<const T*>(p[3] + i * s[3]);
+                                               : *reinterpret_cast<const T*>(p[3] + i * s[3]);
   }
 }
 
@@ -107,8 +107,10 @@ template <class F, int Arity>
 void set_op(PointwiseTable& t, OpId id) {
   auto one = [&]<class T>(Tag<T>, DType dt) {
     if constexpr (in_domain<F::domain, T>()) {
-      if constexpr (Arity == 1) t.op[int(id)][int(dt)] = &unary_loop<F, T>;
-      else t.op[int(id)][int(dt)] = &binary_loop<F, T>;
+      if constexpr (Arity == 1)
+        t.op[int(id)][int(dt)] = &unary_loop<F, T>;
+      else
+        t.op[int(id)][int(dt)] = &binary_loop<F, T>;
     }
   };
   one(Tag<bool>{}, DType::Bool);

@@ -9,17 +9,17 @@
 namespace kiln {
 
 struct PointwiseTable {
-  InnerLoop op[kNumOps][kNumDTypes] = {};            // null where the op lacks that dtype
-  InnerLoop cast[kNumDTypes][kNumDTypes] = {};       // [from][to]: out = static_cast<To>(in)
-  InnerLoop fill[kNumDTypes] = {};                   // out = params[0]
-  InnerLoop where[kNumDTypes] = {};                  // out = cond ? a : b (ptrs: out, cond, a, b)
-  InnerLoop masked_fill[kNumDTypes] = {};            // out = mask ? params[0] : x (out, x, mask)
+  InnerLoop op[kNumOps][kNumDTypes] = {};       // null where the op lacks that dtype
+  InnerLoop cast[kNumDTypes][kNumDTypes] = {};  // [from][to]: out = static_cast<To>(in)
+  InnerLoop fill[kNumDTypes] = {};              // out = params[0]
+  InnerLoop where[kNumDTypes] = {};             // out = cond ? a : b (ptrs: out, cond, a, b)
+  InnerLoop masked_fill[kNumDTypes] = {};       // out = mask ? params[0] : x (out, x, mask)
 };
 
 const PointwiseTable& pointwise_table();
 
-#define KILN_DECLARE_FILL(ns) \
-  namespace ns {              \
+#define KILN_DECLARE_FILL(ns)                   \
+  namespace ns {                                \
   void fill_pointwise_table(PointwiseTable& t); \
   }
 KILN_FOR_EACH_ISA_NS(KILN_DECLARE_FILL)

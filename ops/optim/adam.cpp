@@ -15,8 +15,7 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
   KILN_CHECK(options.eps() >= 0, "Adam: invalid epsilon {}", options.eps());
   KILN_CHECK(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1,
              "Adam: invalid betas ({}, {}); expected each in [0, 1)", b1, b2);
-  KILN_CHECK(options.weight_decay() >= 0, "Adam: invalid weight_decay {}",
-             options.weight_decay());
+  KILN_CHECK(options.weight_decay() >= 0, "Adam: invalid weight_decay {}", options.weight_decay());
 }
 
 // The same sequence of operations as torch.optim.Adam (single-tensor, non-amsgrad path).

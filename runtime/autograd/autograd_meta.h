@@ -12,7 +12,7 @@ struct AutogradMeta {
   Tensor grad;                 // accumulated gradient (leaves)
   Ref<Node> grad_fn;           // the node that produced this tensor (non-leaves)
   uint32_t output_nr = 0;
-  bool is_view = false;        // produced by a view op from a tensor that requires grad
+  bool is_view = false;  // produced by a view op from a tensor that requires grad
 };
 
 }  // namespace kiln

@@ -38,7 +38,8 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   AutogradMeta& m = leaf_->ensure_autograd();
   if (!m.grad.defined()) {
     // Keep a private, dense copy when the gradient could alias something else or is expanded.
-    bool own = grad_output.impl()->is_contiguous() && grad_output.impl()->storage()->use_count() == 1;
+    bool own =
+        grad_output.impl()->is_contiguous() && grad_output.impl()->storage()->use_count() == 1;
     m.grad = own ? grad_output : copy_tensor(grad_output);
   } else {
     m.grad = add_tensors(m.grad, grad_output);

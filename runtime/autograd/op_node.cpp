@@ -11,8 +11,8 @@ std::string sizes_str(const DimVector& d) { return shape_str(d); }
 
 SavedTensor SavedTensor::save(const Tensor& t) {
   const TensorImpl* x = t.impl();
-  Tensor alias(make_ref<TensorImpl>(x->sizes(), x->strides(), x->offset(), x->dtype(),
-                                    x->device(), x->storage_ref()));
+  Tensor alias(make_ref<TensorImpl>(x->sizes(), x->strides(), x->offset(), x->dtype(), x->device(),
+                                    x->storage_ref()));
   return {alias, x->storage()->version()};
 }
 
@@ -40,11 +40,12 @@ void OpNode::release_saved() {
 void OpNode::check_saved(const SavedTensor& s, const char* what, size_t index) const {
   if (!s.data.defined()) return;
   uint32_t now = s.data.impl()->storage()->version();
-  KILN_CHECK(now == s.version,
-             "backward of {}: one of the tensors needed for the gradient ({} {}, shape {}) has been "
-             "modified by an in-place operation: it is at version {}, expected version {}. Clone "
-             "it before the in-place write, or write out of place.",
-             op_name(op_), what, index, sizes_str(s.data.impl()->sizes()), now, s.version);
+  KILN_CHECK(
+      now == s.version,
+      "backward of {}: one of the tensors needed for the gradient ({} {}, shape {}) has been "
+      "modified by an in-place operation: it is at version {}, expected version {}. Clone "
+      "it before the in-place write, or write out of place.",
+      op_name(op_), what, index, sizes_str(s.data.impl()->sizes()), now, s.version);
 }
 
 std::vector<Tensor> OpNode::apply(const Tensor& grad_output) {

@@ -33,9 +33,7 @@ Tensor Tensor::grad() const {
   return m ? m->grad : Tensor();
 }
 
-Tensor& Tensor::mutable_grad() {
-  return const_cast<TensorImpl&>(checked()).ensure_autograd().grad;
-}
+Tensor& Tensor::mutable_grad() { return const_cast<TensorImpl&>(checked()).ensure_autograd().grad; }
 
 std::string Tensor::grad_fn_name() const {
   AutogradMeta* m = checked().autograd();
