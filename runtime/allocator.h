@@ -1,12 +1,38 @@
-// CPU memory: 64-byte aligned blocks (a cache line, and a full AVX-512 vector).
+// CPU memory: 64-byte aligned blocks (a cache line, and a full AVX-512 vector), from a caching
+// allocator. Freed blocks are kept per size class and handed out again, so an eager op does not
+// pay malloc/free for small outputs, nor fresh page faults for large ones (docs/architecture.md,
+// "CPU allocator"). Memory is not zeroed. Blocks may be freed on any thread.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace kiln {
 
 inline constexpr size_t kCpuAlignment = 64;
+// At most this many bytes sit in the shared pool; freeing past it releases cached blocks, the
+// largest first. Each thread also keeps up to kCpuThreadCacheBytes of small blocks (<= 32 KiB).
+inline constexpr size_t kCpuCacheLimit = size_t{1} << 30;
+inline constexpr size_t kCpuThreadCacheBytes = size_t{2} << 20;
 
-void* cpu_allocate(size_t nbytes);  // throws kiln::Error when out of memory
-void cpu_free(void* p) noexcept;
+// Returns nullptr for 0 bytes. When the system is out of memory the cache is emptied and the
+// allocation retried once before kiln::Error is thrown.
+void* cpu_allocate(size_t nbytes);
+// nbytes must be the size passed to cpu_allocate (it picks the size class). nullptr is ignored.
+void cpu_free(void* p, size_t nbytes) noexcept;
+
+// The bytes a request of nbytes really occupies (its size class); 0 for 0.
+size_t cpu_block_size(size_t nbytes);
+
+struct CpuAllocatorStats {
+  size_t allocated = 0;  // bytes in blocks handed out and not yet freed (class sizes)
+  size_t cached = 0;     // bytes in freed blocks kept for reuse (shared pool + thread caches)
+  uint64_t hits = 0;     // allocations served from a cache
+  uint64_t misses = 0;   // allocations that went to the system
+};
+CpuAllocatorStats cpu_allocator_stats();
+
+// Releases every cached block to the system: the shared pool and this thread's cache now, other
+// threads' small-block caches at their next allocation or free (or their exit).
+void empty_cpu_cache();
 
 }  // namespace kiln

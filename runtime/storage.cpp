@@ -11,6 +11,6 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
   data_ = cpu_allocate(nbytes);
 }
 
-Storage::~Storage() { cpu_free(data_); }
+Storage::~Storage() { cpu_free(data_, nbytes_); }
 
 }  // namespace kiln

@@ -4,6 +4,7 @@
 #include "ops/functions.h"
 #include "ops/optim/adam.h"
 #include "ops/optim/sgd.h"
+#include "runtime/allocator.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/config.h"
 #include "runtime/device.h"

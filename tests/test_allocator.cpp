@@ -1,0 +1,275 @@
+// The caching CPU allocator (runtime/allocator.cpp): alignment, size classes, reuse, frees on
+// another thread, concurrent use, the cache limit, empty_cpu_cache, and tensors on reused memory.
+// Counters are compared as differences: other tests in this binary leave blocks in the caches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "runtime/allocator.h"
+#include "runtime/allocator_size_class.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KILN_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KILN_TEST_ASAN 1
+#endif
+#endif
+#ifdef KILN_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace {
+
+using kiln::cpu_allocate;
+using kiln::cpu_allocator_stats;
+using kiln::cpu_free;
+
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kiln::kCpuAlignment == 0; }
+
+const std::vector<size_t> kSizes = {1,
+                                    3,
+                                    7,
+                                    63,
+                                    64,
+                                    65,
+                                    100,
+                                    255,
+                                    256,
+                                    257,
+                                    1000,
+                                    4095,
+                                    4097,
+                                    65537,
+                                    1u << 20,
+                                    (1u << 20) + 1,
+                                    (3u << 20) + 5};
+
+TEST(CpuAllocator, ZeroBytesIsNull) {
+  EXPECT_EQ(cpu_allocate(0), nullptr);
+  cpu_free(nullptr, 0);  // a no-op
+  EXPECT_EQ(kiln::cpu_block_size(0), 0u);
+}
+
+TEST(CpuAllocator, AlignedAndWritableForManySizes) {
+  for (int round = 0; round < 2; ++round) {  // the second round is served from the caches
+    for (size_t n : kSizes) {
+      void* p = cpu_allocate(n);
+      ASSERT_NE(p, nullptr) << n;
+      EXPECT_TRUE(aligned(p)) << n;
+      std::memset(p, 0xab, n);  // every requested byte is usable (ASan checks the bounds)
+      cpu_free(p, n);
+    }
+  }
+}
+
+TEST(CpuAllocator, SizeClassesBoundTheWaste) {
+  using kiln::detail::class_bytes;
+  using kiln::detail::size_class;
+  size_t prev_bytes = 0;
+  int prev_index = -1;
+  for (size_t n = 1; n < (size_t{1} << 40); n += n / 7 + 1) {
+    auto sc = size_class(n);
+    EXPECT_GE(sc.bytes, n);
+    EXPECT_EQ(sc.bytes % 64, 0u) << n;
+    EXPECT_LE(sc.bytes, std::max(n + 63, n + n / 4)) << n;  // <= 25% (or one cache line) over
+    EXPECT_EQ(class_bytes(sc.index), sc.bytes) << n;
+    EXPECT_GE(sc.index, prev_index);
+    EXPECT_GE(sc.bytes, prev_bytes);
+    prev_index = sc.index;
+    prev_bytes = sc.bytes;
+    EXPECT_EQ(kiln::cpu_block_size(n), sc.bytes);
+  }
+}
+
+TEST(CpuAllocator, FreedBlocksAreReused) {
+  for (size_t n : {size_t{1000}, size_t{4} << 20}) {  // a thread-cache size, a shared-pool size
+    void* p = cpu_allocate(n);
+    cpu_free(p, n);
+    auto before = cpu_allocator_stats();
+    void* q = cpu_allocate(n - 10);  // same class
+    auto after = cpu_allocator_stats();
+    EXPECT_EQ(q, p) << n;
+    EXPECT_EQ(after.hits, before.hits + 1) << n;
+    EXPECT_EQ(after.misses, before.misses) << n;
+    EXPECT_EQ(after.allocated, before.allocated + kiln::cpu_block_size(n)) << n;
+    EXPECT_EQ(after.cached, before.cached - kiln::cpu_block_size(n)) << n;
+    cpu_free(q, n - 10);
+  }
+}
+
+TEST(CpuAllocator, BlocksFreedOnAnotherThread) {
+  auto before = cpu_allocator_stats();
+  std::vector<std::pair<void*, size_t>> blocks;
+  std::thread producer([&] {
+    for (int i = 0; i < 500; ++i) {
+      size_t n = 64 + 97 * static_cast<size_t>(i % 50) + (i % 7 == 0 ? (1 << 20) : 0);
+      void* p = cpu_allocate(n);
+      std::memset(p, i & 0xff, n);
+      blocks.emplace_back(p, n);
+    }
+  });
+  producer.join();  // its thread cache has gone to the shared pool
+  std::thread consumer([&] {
+    for (auto [p, n] : blocks) cpu_free(p, n);
+  });
+  consumer.join();
+  auto after = cpu_allocator_stats();
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_EQ(after.hits + after.misses, before.hits + before.misses + 500);
+}
+
+TEST(CpuAllocator, ManyThreadsAllocateAndFreeConcurrently) {
+  auto before = cpu_allocator_stats();
+  constexpr int kThreads = 8;
+  std::mutex mu;
+  std::vector<std::pair<void*, size_t>> exchange;  // blocks handed to whichever thread is next
+  auto fill_byte = [](void* p) {
+    return static_cast<unsigned char>(reinterpret_cast<uintptr_t>(p) >> 6);
+  };
+  auto check_and_free = [&](void* p, size_t n) {
+    auto* b = static_cast<unsigned char*>(p);
+    unsigned char v = fill_byte(p);
+    bool ok = b[0] == v && b[n / 2] == v && b[n - 1] == v;
+    cpu_free(p, n);
+    return ok;
+  };
+  std::atomic<int> corrupted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::vector<std::pair<void*, size_t>> live;
+      for (int i = 0; i < 4000; ++i) {
+        size_t n = rng() % 3 == 0 ? 1 + rng() % (256 << 10) : 1 + rng() % 2048;
+        if (rng() % 64 == 0) n = (1 << 20) + rng() % (1 << 20);
+        void* p = cpu_allocate(n);
+        if (!aligned(p)) corrupted.fetch_add(1);
+        std::memset(p, fill_byte(p), n);
+        live.emplace_back(p, n);
+        if (live.size() > 16) {  // free a random live block, here or on another thread
+          size_t k = rng() % live.size();
+          auto blk = live[k];
+          live.erase(live.begin() + static_cast<ptrdiff_t>(k));
+          if (rng() % 2) {
+            std::lock_guard lock(mu);
+            exchange.push_back(blk);
+          } else if (!check_and_free(blk.first, blk.second)) {
+            corrupted.fetch_add(1);
+          }
+        }
+        if (i % 8 == 0) {
+          std::pair<void*, size_t> other{nullptr, 0};
+          {
+            std::lock_guard lock(mu);
+            if (!exchange.empty()) {
+              other = exchange.back();
+              exchange.pop_back();
+            }
+          }
+          if (other.first && !check_and_free(other.first, other.second)) corrupted.fetch_add(1);
+        }
+      }
+      for (auto [p, n] : live)
+        if (!check_and_free(p, n)) corrupted.fetch_add(1);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto [p, n] : exchange)
+    if (!check_and_free(p, n)) corrupted.fetch_add(1);
+  EXPECT_EQ(corrupted.load(), 0);
+  auto after = cpu_allocator_stats();
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_EQ(after.hits + after.misses, before.hits + before.misses + kThreads * 4000);
+  EXPECT_LE(after.cached, kiln::kCpuCacheLimit + kThreads * kiln::kCpuThreadCacheBytes);
+}
+
+TEST(CpuAllocator, EmptyCacheReleasesBlocks) {
+  const size_t big = size_t{4} << 20, small = 1000;
+  void* a = cpu_allocate(big);
+  void* b = cpu_allocate(small);
+  cpu_free(a, big);
+  cpu_free(b, small);
+  auto cached = cpu_allocator_stats();
+  EXPECT_GE(cached.cached, kiln::cpu_block_size(big) + kiln::cpu_block_size(small));
+  kiln::empty_cpu_cache();
+  auto emptied = cpu_allocator_stats();
+  EXPECT_LE(emptied.cached,
+            cached.cached - kiln::cpu_block_size(big) - kiln::cpu_block_size(small));
+  // Nothing of either class is left to reuse on this thread.
+  void* c = cpu_allocate(big);
+  void* d = cpu_allocate(small);
+  auto after = cpu_allocator_stats();
+  EXPECT_EQ(after.misses, emptied.misses + 2);
+  cpu_free(c, big);
+  cpu_free(d, small);
+}
+
+TEST(CpuAllocator, SharedPoolStaysUnderTheLimit) {
+  // Untouched blocks: only address space, the pages are never faulted in.
+  const size_t chunk = size_t{640} << 20;  // a class size; two do not fit under 1 GiB
+  const size_t huge = size_t{5} << 28;     // 1.25 GiB: above the limit, never cached
+  static_assert(size_t{640} << 20 < kiln::kCpuCacheLimit &&
+                (size_t{5} << 28) > kiln::kCpuCacheLimit);
+  kiln::empty_cpu_cache();
+  void* a = cpu_allocate(chunk);
+  void* b = cpu_allocate(chunk);
+  void* h = cpu_allocate(huge);
+  cpu_free(h, huge);
+  EXPECT_LT(cpu_allocator_stats().cached, kiln::kCpuCacheLimit / 2);
+  cpu_free(a, chunk);
+  cpu_free(b, chunk);
+  auto s = cpu_allocator_stats();
+  EXPECT_GE(s.cached, chunk);
+  EXPECT_LE(s.cached, kiln::kCpuCacheLimit + kiln::kCpuThreadCacheBytes);
+  kiln::empty_cpu_cache();
+}
+
+#ifndef KILN_TEST_ASAN  // ASan aborts on impossible sizes instead of returning nullptr
+TEST(CpuAllocator, OutOfMemoryThrows) {
+  try {
+    (void)cpu_allocate(size_t{1} << 60);
+    FAIL() << "expected kiln::Error";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)cpu_allocate(SIZE_MAX), kiln::Error);
+}
+#else
+TEST(CpuAllocator, CachedBlocksArePoisoned) {
+  void* p = cpu_allocate(100);
+  EXPECT_FALSE(__asan_address_is_poisoned(static_cast<char*>(p) + 99));
+  EXPECT_TRUE(__asan_address_is_poisoned(static_cast<char*>(p) + 100));  // past the request
+  cpu_free(p, 100);
+  EXPECT_TRUE(__asan_address_is_poisoned(p));  // a use after free is still reported
+}
+#endif
+
+TEST(CpuAllocator, TensorsOnReusedMemoryAreCorrect) {
+  for (int64_t n : {int64_t{16}, int64_t{1000}, int64_t{1} << 20}) {
+    { kiln::Tensor garbage = kiln::full({n}, 7.0f); }  // leaves a block of 7s in the cache
+    kiln::Tensor z = kiln::zeros({n});
+    kiln::Tensor a = kiln::full({n}, 1.5f), b = kiln::full({n}, 0.25f);
+    for (int i = 0; i < 3; ++i) {
+      kiln::Tensor c = a + b * 2.0;
+      kiln::Tensor s = c.sum();
+      const float* z_data = z.data_ptr<float>();
+      const float* c_data = c.data_ptr<float>();
+      for (int64_t k = 0; k < n; k += std::max<int64_t>(1, n / 97)) {
+        ASSERT_EQ(z_data[k], 0.0f);
+        ASSERT_EQ(c_data[k], 2.0f);
+      }
+      EXPECT_EQ(s.item<float>(),
+                2.0f * static_cast<float>(n));  // exact: sums of 2.0 stay below 2^24
+    }
+  }
+}
+
+}  // namespace
