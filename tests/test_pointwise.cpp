@@ -467,7 +467,6 @@ TEST(Pointwise, Errors) {
         masked_fill(b, make({1, 0, 1, 0, 1, 0}, {2, 3}, kBool), 1);
       },
       {"masked_fill", "[2, 3]", "[3]"});
-  expect_error([&] { clamp(a, 2, 1); }, {"clamp"});
   expect_error([&] { gelu(a, "fast"); }, {"gelu", "fast"});
   Tensor u;
   expect_error([&] { add(u, a); }, {"add", "undefined"});
@@ -594,4 +593,17 @@ TEST(Pointwise, ThreadCountChangesDuringParallelOps) {
   for (int n = 1; !done; n = n % 3 + 1) set_num_threads(n);
   worker.join();
   set_num_threads(saved);
+}
+
+// PyTorch's clamp is min(max(x, lo), hi): with lo > hi every element becomes hi.
+TEST(Pointwise, ClampWithLowAboveHighGivesHigh) {
+  kiln::Tensor x = kiln::from_vector<float>({-5, 0, 5, NAN}, {4});
+  std::vector<float> got = kiln::clamp(x, 2.0, 1.0).to_vector<float>();
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_EQ(got[1], 1.0f);
+  EXPECT_EQ(got[2], 1.0f);
+  EXPECT_TRUE(std::isnan(got[3]));
+  kiln::Tensor i = kiln::from_vector<int64_t>({-5, 0, 5}, {3});
+  i.clamp_(3, 1);
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 1}));
 }

@@ -175,8 +175,10 @@ struct ClampF {
   explicit ClampF(const Scalar* p) : lo(p[0]), hi(p[1]) {}
   template <class T>
   T operator()(T x) const {
+    // min(max(x, lo), hi) as PyTorch: NaN passes through, and lo > hi gives hi everywhere.
     T l = lo.to<T>(), h = hi.to<T>();
-    return x < l ? l : (x > h ? h : x);
+    T v = x < l ? l : x;
+    return v > h ? h : v;
   }
 };
 
