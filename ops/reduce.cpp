@@ -1,6 +1,6 @@
 // Definitions of the reduction ops: sum, mean, prod, amax, amin, logsumexp, argmax, argmin, var,
 // all, any. The meta functions here hold PyTorch's dtype rules and every check; the kernels are
-// in ops/reduce_eager.cpp.
+// in ops/cpu/reduce_kernels.cpp (compiled per ISA).
 //
 // Attrs: dims = the reduced dims as given (empty: all dims; may be negative);
 //        ints[0] = keepdim; ints[1] = unbiased (Var only).
@@ -9,6 +9,7 @@
 
 #include "ops/meta_helpers.h"
 #include "ops/op_registry.h"
+#include "ops/reduce_isa.h"
 
 namespace kiln {
 
@@ -113,6 +114,20 @@ void register_reduce_ops() {
   for (OpId id : {OpId::Sum, OpId::Mean, OpId::Prod, OpId::Amax, OpId::Amin, OpId::Logsumexp,
                   OpId::Argmax, OpId::Argmin, OpId::Var, OpId::All, OpId::Any})
     register_op(id, {reduce_name(id), reduce_meta, reduce_eager, kNoFlags});
+}
+
+void fail_not_a_reduction(OpId id) { fail("{}: not a reduction", reduce_name(id)); }
+
+void reduce_eager(const OpCall& c, const Tensor& out) {
+  switch (active_isa()) {
+    case CpuIsa::Avx512:
+      return isa_avx512::reduce_eager(c, out);
+    case CpuIsa::Avx2:
+      return isa_avx2::reduce_eager(c, out);
+    case CpuIsa::Baseline:
+      break;
+  }
+  isa_baseline::reduce_eager(c, out);
 }
 
 }  // namespace kiln

@@ -10,7 +10,10 @@ namespace kiln {
 const char* reduce_name(OpId id);
 // Bit d set when dim d of input 0 is reduced (validated: wrapped, no duplicates).
 uint64_t reduced_mask(const OpCall& c);
-// The eager kernel of every reduction op.
+// Raises kiln::Error for an op that is not a reduction. Out of line so the per-ISA kernel file
+// instantiates no error-formatting templates (tests/cmake/check_isa_symbols.cmake).
+[[noreturn]] void fail_not_a_reduction(OpId id);
+// The eager kernel of every reduction op (the active ISA's build of ops/cpu/reduce_kernels.cpp).
 void reduce_eager(const OpCall& c, const Tensor& out);
 
 }  // namespace kiln

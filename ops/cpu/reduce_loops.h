@@ -23,7 +23,13 @@
 #include <emmintrin.h>
 #endif
 
+// Included by the per-ISA kernel file: everything here lives in the ISA's own inline namespace so
+// no inline or template symbol is shared between ISAs at link time (tests/cmake/check_isa_symbols).
+#ifndef KILN_ISA_NS
+#error "reduce_loops.h is for the per-ISA kernel files (ops/cpu/*_kernels.cpp)"
+#endif
 namespace kiln::reduce {
+inline namespace KILN_ISA_NS {
 
 inline constexpr int64_t kPairBlock = 128;  // a multiple of 8
 inline constexpr int64_t kRowChunk = 65536;
@@ -356,4 +362,5 @@ void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& 
   });
 }
 
+}  // namespace KILN_ISA_NS
 }  // namespace kiln::reduce

@@ -1,5 +1,7 @@
 // The eager kernels of the reductions: plan the layout (ops/cpu/reduce_plan.h), then run the
 // row or column loops of ops/cpu/reduce_loops.h for the op, instantiated per input dtype.
+// Compiled once per ISA (see ops/cpu/isa.h); ops/reduce.cpp calls the active ISA's reduce_eager.
+// The loops keep a fixed accumulation order, so every ISA gives the same bits.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -8,9 +10,13 @@
 #include "ops/cpu/reduce_loops.h"
 #include "ops/cpu/reduce_plan.h"
 #include "ops/reduce.h"
-#include "runtime/error.h"
+#include "ops/reduce_isa.h"
 
-namespace kiln {
+#ifndef KILN_ISA_NS
+#error "KILN_ISA_NS must name the ISA namespace"
+#endif
+
+namespace kiln::KILN_ISA_NS {
 
 namespace {
 
@@ -211,9 +217,9 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
         all_any<T>(true, p, static_cast<bool*>(o));
         break;
       default:
-        fail("{}: not a reduction", reduce_name(op));
+        fail_not_a_reduction(op);
     }
   });
 }
 
-}  // namespace kiln
+}  // namespace kiln::KILN_ISA_NS

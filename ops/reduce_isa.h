@@ -1,0 +1,16 @@
+// The per-ISA reduction kernels (ops/cpu/reduce_kernels.cpp, compiled once per ISA) and the
+// entry that picks the active ISA's (ops/reduce.cpp).
+#pragma once
+#include "ops/cpu/isa.h"
+#include "runtime/dispatcher.h"
+
+namespace kiln {
+
+#define KILN_DECLARE_REDUCE(ns)                          \
+  namespace ns {                                         \
+  void reduce_eager(const OpCall& c, const Tensor& out); \
+  }
+KILN_FOR_EACH_ISA_NS(KILN_DECLARE_REDUCE)
+#undef KILN_DECLARE_REDUCE
+
+}  // namespace kiln
