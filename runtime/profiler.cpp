@@ -17,51 +17,30 @@
 
 namespace kiln::profiler {
 
+namespace {
+// Per event kind: the trace's "cat" field and the label of the stats table (EventKind order).
+struct KindNames {
+  const char* category;
+  const char* label;
+};
+constexpr KindNames kKindNames[kNumEventKinds] = {{"op", "op"},
+                                                  {"flush", "flush"},
+                                                  {"cache", "cache hit"},
+                                                  {"cache", "cache miss"},
+                                                  {"interpret", "interpret"},
+                                                  {"fallback", "fallback"},
+                                                  {"compile", "compile"},
+                                                  {"kernel", "kernel launch"}};
+}  // namespace
+
 const char* kind_category(EventKind kind) {
-  switch (kind) {
-    case EventKind::Op:
-      return "op";
-    case EventKind::Flush:
-      return "flush";
-    case EventKind::CacheHit:
-    case EventKind::CacheMiss:
-      return "cache";
-    case EventKind::Interpret:
-      return "interpret";
-    case EventKind::Fallback:
-      return "fallback";
-    case EventKind::Compile:
-      return "compile";
-    case EventKind::KernelLaunch:
-      return "kernel";
-    case EventKind::kCount:
-      break;
-  }
-  return "unknown";
+  int k = static_cast<int>(kind);
+  return k >= 0 && k < kNumEventKinds ? kKindNames[k].category : "unknown";
 }
 
 const char* kind_label(EventKind kind) {
-  switch (kind) {
-    case EventKind::Op:
-      return "op";
-    case EventKind::Flush:
-      return "flush";
-    case EventKind::CacheHit:
-      return "cache hit";
-    case EventKind::CacheMiss:
-      return "cache miss";
-    case EventKind::Interpret:
-      return "interpret";
-    case EventKind::Fallback:
-      return "fallback";
-    case EventKind::Compile:
-      return "compile";
-    case EventKind::KernelLaunch:
-      return "kernel launch";
-    case EventKind::kCount:
-      break;
-  }
-  return "unknown";
+  int k = static_cast<int>(kind);
+  return k >= 0 && k < kNumEventKinds ? kKindNames[k].label : "unknown";
 }
 
 int64_t now_ns() {
