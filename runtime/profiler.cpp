@@ -236,7 +236,10 @@ void start(const std::string& trace_path, bool stats) {
   detail::start_collecting(trace_path, stats);
 }
 
-void stop() {
+namespace {
+// Reads what to write under the lock (and, for stop, turns collection off), then writes outside
+// it. Does nothing when the profiler is not running.
+void write_current(bool stop_collecting) {
   using namespace detail;
   State& s = state();
   std::string path;
@@ -244,28 +247,21 @@ void stop() {
   {
     std::lock_guard lock(s.mu);
     if (!s.started) return;
-    s.started = false;
-    g_enabled.store(false, std::memory_order_relaxed);
-    g_op_hook.store(false, std::memory_order_relaxed);
+    if (stop_collecting) {
+      s.started = false;
+      g_enabled.store(false, std::memory_order_relaxed);
+      g_op_hook.store(false, std::memory_order_relaxed);
+    }
     path = s.trace_path;
     stats = s.stats;
   }
   write_outputs(path, stats);
 }
+}  // namespace
 
-void flush_now() {
-  using namespace detail;
-  State& s = state();
-  std::string path;
-  bool stats = false;
-  {
-    std::lock_guard lock(s.mu);
-    if (!s.started) return;
-    path = s.trace_path;
-    stats = s.stats;
-  }
-  write_outputs(path, stats);
-}
+void stop() { write_current(/*stop_collecting=*/true); }
+
+void flush_now() { write_current(/*stop_collecting=*/false); }
 
 void start_from_config() {
   const Config& c = config();
