@@ -31,6 +31,18 @@ struct Prepared {
   double ops = 0;     // ops per run for a per-op figure (0: does not apply)
 };
 
+// Prepares a row-wise case over [rows, 1024] float32 (8192 rows, 2048 small) whose GB/s counts one
+// read and one write of the matrix: the shared setup of the layernorm and softmax workloads.
+template <class RowCase>
+Prepared prepare_rowwise(Size size) {
+  int64_t rows = size == Size::Small ? 2048 : 8192, cols = 1024;
+  Prepared p;
+  p.c = std::make_unique<RowCase>(rows, cols);
+  p.shape = fmt::format("{}x{} float32", rows, cols);
+  p.bytes = 2.0 * 4.0 * static_cast<double>(rows * cols);
+  return p;
+}
+
 struct Workload {
   std::string name;
   std::string what;         // one line for --list

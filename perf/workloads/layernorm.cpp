@@ -51,15 +51,7 @@ class LayerNormCase : public Case {
 
 Workload layernorm_workload() {
   return {"layernorm", "layer_norm over rows of 8192x1024 float32, from mean/var/sqrt", "",
-          [](Size size, Device) {
-            int64_t rows = size == Size::Small ? 2048 : 8192, cols = 1024;
-            Prepared p;
-            p.c = std::make_unique<LayerNormCase>(rows, cols);
-            p.shape = fmt::format("{}x{} float32", rows, cols);
-            p.bytes = 2.0 * 4.0 * static_cast<double>(rows * cols);
-            return p;
-          },
-          true};
+          [](Size size, Device) { return prepare_rowwise<LayerNormCase>(size); }, true};
 }
 
 }  // namespace kiln::perf

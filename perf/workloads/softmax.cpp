@@ -42,15 +42,7 @@ class SoftmaxCase : public Case {
 
 Workload softmax_workload() {
   return {"softmax", "softmax over rows of 8192x1024 float32, from amax/exp/sum/div", "",
-          [](Size size, Device) {
-            int64_t rows = size == Size::Small ? 2048 : 8192, cols = 1024;
-            Prepared p;
-            p.c = std::make_unique<SoftmaxCase>(rows, cols);
-            p.shape = fmt::format("{}x{} float32", rows, cols);
-            p.bytes = 2.0 * 4.0 * static_cast<double>(rows * cols);
-            return p;
-          },
-          true};
+          [](Size size, Device) { return prepare_rowwise<SoftmaxCase>(size); }, true};
 }
 
 }  // namespace kiln::perf
