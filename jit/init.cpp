@@ -3,11 +3,13 @@
 #include "runtime/init.h"
 #include "ops/op_registry.h"
 #include "runtime/profiler.h"
+#include "tracer/recorder.h"
 
 namespace kiln {
 
 void init() {
   register_all_ops();
+  tracer::register_recorder();
   profiler::start_from_config();  // KILN_PROFILE, KILN_STATS
 }
 

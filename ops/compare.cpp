@@ -6,6 +6,7 @@
 
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
+#include "runtime/lazy.h"
 #include "runtime/parallel.h"
 
 namespace kiln {
@@ -18,6 +19,8 @@ template <class Pred>
 bool all_pairs(const Tensor& a, const Tensor& b, const Pred& pred) {
   DType dt = promote_types(a.impl()->dtype(), b.impl()->dtype());
   Tensor x = a.to(dt).contiguous(), y = b.to(dt).contiguous();
+  sync_point(x, SyncReason::Compare);
+  sync_point(y, SyncReason::Compare);
   int64_t n = x.impl()->numel();
   std::atomic<bool> ok{true};
   visit_dtype(dt, [&]<class T>(TypeTag<T>) {

@@ -52,7 +52,7 @@ void embedding_eager(const OpCall& c, const Tensor& out) {
 }  // namespace
 
 void register_embedding_ops() {
-  register_op(OpId::Embedding, {"embedding", embedding_meta, embedding_eager, kNoFlags});
+  register_op(OpId::Embedding, {"embedding", embedding_meta, embedding_eager, kChecksData});
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {

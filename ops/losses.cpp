@@ -92,7 +92,7 @@ void cross_entropy_eager(const OpCall& c, const Tensor& out) {
 
 void register_loss_ops() {
   register_op(OpId::CrossEntropy,
-              {"cross_entropy", cross_entropy_meta, cross_entropy_eager, kNoFlags});
+              {"cross_entropy", cross_entropy_meta, cross_entropy_eager, kChecksData});
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target) {

@@ -17,6 +17,7 @@
 
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
+#include "runtime/lazy.h"
 
 namespace kiln {
 
@@ -256,6 +257,7 @@ void save_npy(const std::string& path, const Tensor& tensor) {
              "save_npy: '{}': the tensor is on {}; move it to the CPU first", path,
              tensor.device());
   Tensor t = tensor.contiguous();
+  sync_point(t, SyncReason::Save);
   const TensorImpl* x = t.impl();
 
   // numpy.lib.format._write_array_header: sorted keys, repr() of the shape, then spaces so the

@@ -59,7 +59,7 @@ void one_hot_eager(const OpCall& c, const Tensor& out) {
 }  // namespace
 
 void register_one_hot_op() {
-  register_op(OpId::OneHot, {"one_hot", one_hot_meta, one_hot_eager, kNoFlags});
+  register_op(OpId::OneHot, {"one_hot", one_hot_meta, one_hot_eager, kChecksData});
 }
 
 Tensor one_hot(const Tensor& index, int64_t num_classes) {

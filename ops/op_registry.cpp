@@ -14,6 +14,7 @@ void register_all_ops() {
   register_nn_ops();
   register_shape_ops();
   register_index_ops();
+  register_strided_ops();
   register_pointwise_backward();
   register_view_backward();
   register_index_backward();

@@ -14,5 +14,6 @@ void register_matmul_ops();
 void register_nn_ops();
 void register_shape_ops();
 void register_index_ops();
+void register_strided_ops();
 
 }  // namespace kiln

@@ -11,6 +11,7 @@
 
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
+#include "runtime/lazy.h"
 
 namespace kiln {
 
@@ -177,6 +178,7 @@ std::string suffix(const Tensor& t) {
 
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
+  sync_point(*this, SyncReason::Print);
   std::string body = impl_->numel() == 0 ? "[]" : Printer(*this).body(7);  // 7 = "tensor("
   return "tensor(" + body + suffix(*this) + ")";
 }

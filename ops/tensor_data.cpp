@@ -4,6 +4,7 @@
 
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
+#include "runtime/lazy.h"
 
 namespace kiln {
 
@@ -11,6 +12,7 @@ template <class T>
 T Tensor::item() const {
   const TensorImpl& x = checked();
   KILN_CHECK(x.numel() == 1, "item: expects a tensor with one element, got {}", describe(*this));
+  sync_point(*this, SyncReason::Item);
   T out{};
   visit_dtype(x.dtype(),
               [&]<class S>(TypeTag<S>) { out = static_cast<T>(*static_cast<const S*>(x.data())); });
@@ -20,6 +22,7 @@ T Tensor::item() const {
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   Tensor c = to(dtype_v<T>).contiguous();
+  sync_point(c, SyncReason::ToVector);
   int64_t n = c.impl()->numel();
   std::vector<T> out(n);
   if (n == 0) return out;
@@ -37,6 +40,7 @@ const T* Tensor::data_ptr() const {
   const TensorImpl& x = checked();
   KILN_CHECK(x.dtype() == dtype_v<T>, "data_ptr: the tensor is {}, not {}", describe(*this),
              dtype_v<T>);
+  sync_point(*this, SyncReason::DataPtr);
   return static_cast<const T*>(x.data());
 }
 
@@ -45,11 +49,16 @@ T* Tensor::mutable_data_ptr() {
   const TensorImpl& x = checked();
   KILN_CHECK(x.dtype() == dtype_v<T>, "mutable_data_ptr: the tensor is {}, not {}", describe(*this),
              dtype_v<T>);
+  sync_point(*this, SyncReason::DataPtr);
   x.storage()->bump_version();
   return static_cast<T*>(x.data());
 }
 
-const void* Tensor::raw_data() const { return checked().data(); }
+const void* Tensor::raw_data() const {
+  const TensorImpl& x = checked();
+  sync_point(*this, SyncReason::DataPtr);
+  return x.data();
+}
 
 #define KILN_INSTANTIATE(T)                             \
   template T Tensor::item<T>() const;                   \
@@ -63,6 +72,6 @@ KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 #undef KILN_INSTANTIATE
 
-void sync() {}
+void sync() { sync_thread(SyncReason::Sync); }
 
 }  // namespace kiln

@@ -56,6 +56,8 @@ Config config_from_env() {
   if (auto v = env("KILN_JIT_ASYNC")) c.jit_async = parse_bool("KILN_JIT_ASYNC", v);
   if (auto v = env("KILN_JIT_RECOMPILE_LIMIT"))
     c.jit_recompile_limit = parse_int("KILN_JIT_RECOMPILE_LIMIT", v, 0, 1 << 20);
+  if (auto v = env("KILN_JIT_SEGMENT_LIMIT"))
+    c.jit_segment_limit = parse_int("KILN_JIT_SEGMENT_LIMIT", v, 1, 1 << 30);
   if (auto v = env("KILN_JIT_VALIDATE")) c.jit_validate = parse_bool("KILN_JIT_VALIDATE", v);
   if (auto v = env("KILN_DEVICE")) c.default_device = parse_device("KILN_DEVICE", v);
   if (auto v = env("KILN_NUM_THREADS")) c.num_threads = parse_int("KILN_NUM_THREADS", v, 0, 4096);

@@ -12,6 +12,7 @@ struct Config {
   int jit_threshold = 2;                  // KILN_JIT_THRESHOLD: runs before a region is compiled
   bool jit_async = true;                  // KILN_JIT_ASYNC: compile in the background
   int jit_recompile_limit = 8;            // KILN_JIT_RECOMPILE_LIMIT: distinct compiles per region
+  int jit_segment_limit = 10000;          // KILN_JIT_SEGMENT_LIMIT: ops recorded before a flush
   bool jit_validate = false;              // KILN_JIT_VALIDATE: check compiled regions against eager
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   int num_threads = 0;                    // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores

@@ -1,10 +1,12 @@
 #include "runtime/dispatcher.h"
 
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <string>
 
 #include "runtime/autograd/record.h"
+#include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/init.h"
 #include "runtime/profiler.h"
@@ -19,6 +21,16 @@ std::array<OpDef, kNumOps>& op_table() {
 }
 
 thread_local ModeHandler* tls_mode = nullptr;
+std::atomic<RecordingModeFn> g_recording_mode{nullptr};
+
+// The thread's mode: its installed handler, else the recorder when config().jit asks for one.
+inline ModeHandler* active_mode() {
+  ModeHandler* mode = tls_mode;
+  if (mode == nullptr && config().jit) [[unlikely]] {
+    if (RecordingModeFn fn = g_recording_mode.load(std::memory_order_acquire)) mode = fn();
+  }
+  return mode;
+}
 
 const char* const kOpIdNames[] = {
 #define KILN_OP_NAME(name) #name,
@@ -110,6 +122,25 @@ const OpDef& op_def(OpId id) {
 
 ModeHandler* current_mode() { return tls_mode; }
 void set_current_mode(ModeHandler* handler) { tls_mode = handler; }
+namespace {
+class EagerMode final : public ModeHandler {
+ public:
+  Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
+    return run_eager(def, call, meta);
+  }
+  void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta, Tensor& out) override {
+    run_eager_into(def, call, meta, out);
+  }
+};
+EagerMode g_eager_mode;
+}  // namespace
+
+EagerModeGuard::EagerModeGuard() : saved_(tls_mode) { tls_mode = &g_eager_mode; }
+EagerModeGuard::~EagerModeGuard() { tls_mode = saved_; }
+
+void set_recording_mode_provider(RecordingModeFn fn) {
+  g_recording_mode.store(fn, std::memory_order_release);
+}
 
 Tensor empty_tensor(const DimVector& sizes, DType dtype, Device device) {
   int64_t n = numel_of(sizes);
@@ -138,7 +169,7 @@ Tensor dispatch_impl(OpId id, std::span<const Tensor> inputs, const Attrs& attrs
   OutputMeta meta;
   def.meta(call, meta);
   Tensor out;
-  if (ModeHandler* mode = tls_mode) [[unlikely]]
+  if (ModeHandler* mode = active_mode()) [[unlikely]]
     out = mode->handle(def, call, meta);
   else
     out = run_eager(def, call, meta);
@@ -170,15 +201,22 @@ void dispatch_into_impl(OpId id, std::span<const Tensor> inputs, const Attrs& at
     if (inplace_with_autograd(def, call, out)) return;
   }
 
-  if (ModeHandler* mode = tls_mode) [[unlikely]] {
+  if (ModeHandler* mode = active_mode()) [[unlikely]] {
     mode->handle_into(def, call, meta, out);
     return;
   }
+  run_eager_into(def, call, meta, out);
+}
 
+}  // namespace
+
+void run_eager_into(const OpDef& def, const OpCall& call, const OutputMeta& meta,
+                    const Tensor& out) {
+  const TensorImpl* o = out.impl();
   if (o->numel() > 0) {
     bool direct = (def.flags & kWritesAnyLayout) &&
-                  (id == OpId::Copy || meta.dtype == o->dtype()) &&
-                  !overlaps_differently(out, inputs);
+                  (call.op == OpId::Copy || meta.dtype == o->dtype()) &&
+                  !overlaps_differently(out, call.inputs);
     if (direct) {
       def.eager(call, out);
     } else {
@@ -188,8 +226,10 @@ void dispatch_into_impl(OpId id, std::span<const Tensor> inputs, const Attrs& at
       op_def(OpId::Copy).eager(OpCall{OpId::Copy, src, none}, out);
     }
   }
-  out.impl()->storage()->bump_version();
+  o->storage()->bump_version();
 }
+
+namespace {
 
 // Kept out of line so that, with the profiler off, dispatch() is a flag test and a tail call.
 [[gnu::noinline]] Tensor dispatch_profiled(OpId id, std::span<const Tensor> inputs,

@@ -37,6 +37,9 @@ enum OpFlags : uint32_t {
   kIsView = 1u << 0,           // output aliases input 0's storage; meta gives strides/offset
   kWritesAnyLayout = 1u << 1,  // elementwise kernel: may write into any strided `out` directly
   kIsRandom = 1u << 2,         // consumes Philox offsets (ops/random.h documents how many)
+  kChecksData = 1u << 3,       // the kernel validates data (index ranges): when recorded, the
+                               // node runs even if its result is dead, so that the error
+                               // still surfaces (at the next sync point)
 };
 
 // What a backward rule sees (runtime/autograd/op_node.cpp builds it).
@@ -89,6 +92,25 @@ class ModeHandler {
 ModeHandler* current_mode();
 void set_current_mode(ModeHandler* handler);  // nullptr returns to eager
 
+// Forces eager execution on this thread while alive, whatever config().jit says: the recorder's
+// interpreter and the JIT's compile thread run kernels, and kernels may dispatch ops of their own.
+class EagerModeGuard {
+ public:
+  EagerModeGuard();
+  ~EagerModeGuard();
+  EagerModeGuard(const EagerModeGuard&) = delete;
+  EagerModeGuard& operator=(const EagerModeGuard&) = delete;
+
+ private:
+  ModeHandler* saved_;
+};
+
+// The mode a thread gets when config().jit is on and it has none installed: the recorder, which
+// the tracer registers in kiln::init() (it installs itself with set_current_mode and returns
+// itself, or returns null to stay eager).
+using RecordingModeFn = ModeHandler* (*)();
+void set_recording_mode_provider(RecordingModeFn fn);
+
 // Runs one op and returns its output.
 Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs);
 // Runs one op and writes its output into `out` (an in-place op when `out` is also an input):
@@ -97,6 +119,12 @@ void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, 
 
 // Runs an op eagerly on materialized inputs (the eager mode, and the tracer's interpreter).
 Tensor run_eager(const OpDef& def, const OpCall& call, const OutputMeta& meta);
+
+// Writes an op's result into `out` eagerly (the in-place half of the eager mode; inputs and
+// `out` materialized): directly when the kernel can, else through a temporary and a copy.
+// Bumps out's version.
+void run_eager_into(const OpDef& def, const OpCall& call, const OutputMeta& meta,
+                    const Tensor& out);
 
 // Allocates a row-major tensor (no initialisation).
 Tensor empty_tensor(const DimVector& sizes, DType dtype, Device device);

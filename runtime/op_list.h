@@ -7,7 +7,7 @@
 // clang-format off
 #define KILN_FOR_EACH_OP(X)                                                              \
   /* views: outputs alias input 0 */                                                     \
-  X(View) X(Expand) X(Permute) X(Slice) X(Select) X(Unsqueeze) X(Squeeze)                \
+  X(View) X(Expand) X(Permute) X(Slice) X(Select) X(Unsqueeze) X(Squeeze) X(AsStrided)   \
   /* data movement and factories */                                                      \
   X(Copy) X(Cast) X(Fill) X(Arange) X(Linspace) X(Eye) X(Rand) X(Randn) X(Randint)       \
   /* unary pointwise */                                                                  \
@@ -25,7 +25,9 @@
   /* linear algebra and nn */                                                            \
   X(Matmul) X(Softmax) X(LogSoftmax) X(LayerNorm) X(Dropout) X(CrossEntropy)             \
   /* shape and indexing (stack is a composite of unsqueeze and cat) */                   \
-  X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(OneHot) X(Tril) X(Triu) X(Embedding)
+  X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(OneHot) X(Tril) X(Triu) X(Embedding)    \
+  /* functional writes through a view (the recorder's functionalization) */          \
+  X(AsStridedScatter)
 // clang-format on
 
 namespace kiln {

@@ -15,6 +15,16 @@ class RefCounted {
   int32_t use_count() const { return refs_.load(std::memory_order_relaxed); }
 
  protected:
+  // Takes a reference unless the count already reached zero (the object is being destroyed):
+  // how an owner of a plain pointer upgrades it safely (Storage::try_ref).
+  bool try_retain() const {
+    int32_t n = refs_.load(std::memory_order_relaxed);
+    while (n > 0) {
+      if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_acquire)) return true;
+    }
+    return false;
+  }
+
   virtual ~RefCounted() = default;
 
  private:
@@ -51,6 +61,12 @@ class Ref {
     if (p_) p_->release();
   }
   void swap(Ref& o) noexcept { std::swap(p_, o.p_); }
+  // Wraps a pointer whose reference was already taken (RefCounted::try_retain).
+  static Ref adopt(T* p) {
+    Ref r;
+    r.p_ = p;
+    return r;
+  }
 
   T* get() const { return p_; }
   T* operator->() const { return p_; }

@@ -37,6 +37,14 @@ class TensorImpl : public RefCounted {
   // True for a leaf that requires grad or a tensor with a grad_fn (one branch when null).
   bool requires_grad() const { return autograd_ && requires_grad_slow(); }
 
+  // The recorder's note for a lazy view (tracer/segment.cpp): the graph value it was recorded
+  // as, valid while `stamp` still matches its storage's write stamp in the segment.
+  struct RecordedValue {
+    uint64_t stamp = 0;
+    int32_t value = -1;
+  };
+  RecordedValue& recorded() const { return recorded_; }
+
   // Address of element 0 (storage base + offset).
   void* data() const {
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
@@ -52,6 +60,7 @@ class TensorImpl : public RefCounted {
   bool contiguous_;
   Ref<Storage> storage_;
   std::unique_ptr<AutogradMeta> autograd_;
+  mutable RecordedValue recorded_;
 
   bool requires_grad_slow() const;
 };

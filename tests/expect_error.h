@@ -13,6 +13,7 @@ template <class F>
 void expect_error(F&& fn, const std::string& part, const std::string& also = "") {
   try {
     fn();
+    kiln::sync();  // with KILN_JIT=1, errors found by kernels surface at the sync point
     ADD_FAILURE() << "expected a kiln::Error containing '" << part << "'";
   } catch (const Error& e) {
     std::string msg = e.what();

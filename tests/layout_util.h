@@ -115,6 +115,7 @@ template <class F>
 void expect_error(F&& fn, std::initializer_list<std::string> parts) {
   try {
     fn();
+    kiln::sync();  // with KILN_JIT=1, errors found by kernels surface at the sync point
     ADD_FAILURE() << "expected a kiln::Error containing '" << *parts.begin() << "'";
   } catch (const kiln::Error& e) {
     std::string msg = e.what();

@@ -45,7 +45,8 @@ constexpr uint64_t kUndefinedValue = ~0ull;
 template <class Sink>
 class Encoder {
  public:
-  Encoder(Sink& sink, HashMode mode) : sink_(sink), mode_(mode) {}
+  Encoder(Sink& sink, HashMode mode, ScalarKey scalars)
+      : sink_(sink), mode_(mode), scalars_(scalars) {}
 
   void graph(const Graph& g) {
     // Definition positions of the values (edges are encoded by position, not by id).
@@ -87,7 +88,7 @@ class Encoder {
       put(static_cast<uint64_t>(n.op));
       put(n.inputs.size());
       for (ValueId v : n.inputs) ref(v);
-      attrs(n.attrs);
+      attrs(n.op, n.attrs);
       meta(n.meta, /*is_input=*/false, base_offset(n));
       put(kSubgraphs);
       put(n.subgraphs.size());
@@ -102,16 +103,20 @@ class Encoder {
  private:
   void put(uint64_t w) { sink_.put(w); }
 
-  void attrs(const Attrs& a) {
+  void attrs(OpId op, const Attrs& a) {
     put(kAttrs);
     put(a.dims.size());
     for (int64_t d : a.dims) put(static_cast<uint64_t>(d));
     for (const Scalar& s : a.scalars) {
       put(static_cast<uint64_t>(s.category()));
-      put(s.is_floating() ? std::bit_cast<uint64_t>(s.to_double())
-                          : static_cast<uint64_t>(s.to_int()));
+      if (scalars_ == ScalarKey::Values)
+        put(s.is_floating() ? std::bit_cast<uint64_t>(s.to_double())
+                            : static_cast<uint64_t>(s.to_int()));
     }
-    for (int64_t i : a.ints) put(static_cast<uint64_t>(i));
+    for (size_t i = 0; i < a.ints.size(); ++i) {
+      if (mode_ != HashMode::Exact && is_philox_attr(op, i)) continue;
+      put(static_cast<uint64_t>(a.ints[i]));
+    }
     put(static_cast<uint64_t>(a.dtype));
     device(a.device);
   }
@@ -125,6 +130,7 @@ class Encoder {
     put(static_cast<uint64_t>(m.dtype));
     device(m.device);
     put(m.sizes.size());
+    if (mode_ == HashMode::Skeleton) return;
     // Node outputs without strides are fresh row-major tensors; views and inputs have a layout.
     const bool has_layout = is_input || !m.strides.empty();
     put(has_layout);
@@ -135,7 +141,7 @@ class Encoder {
         for (int64_t s : m.strides) put(static_cast<uint64_t>(s));
         if (!is_input) put(static_cast<uint64_t>(m.offset - base_offset));
       }
-    } else {
+    } else if (mode_ == HashMode::Shapeless) {
       for (int64_t s : m.sizes) put(s == 1);
       if (has_layout) {
         put(static_cast<uint64_t>(contiguity_class(m.sizes, m.strides)));
@@ -145,6 +151,7 @@ class Encoder {
 
   Sink& sink_;
   HashMode mode_;
+  ScalarKey scalars_;
 };
 
 }  // namespace
@@ -173,16 +180,20 @@ const char* contiguity_name(Contiguity c) {
   return "other";
 }
 
-uint64_t graph_hash(const Graph& g, HashMode mode) {
+bool is_philox_attr(OpId op, size_t int_index) {
+  return int_index < 2 && (op_def(op).flags & kIsRandom);
+}
+
+uint64_t graph_hash(const Graph& g, HashMode mode, ScalarKey scalars) {
   HashSink sink;
-  Encoder<HashSink>(sink, mode).graph(g);
+  Encoder<HashSink>(sink, mode, scalars).graph(g);
   return sink.h;
 }
 
-bool structurally_equal(const Graph& a, const Graph& b, HashMode mode) {
+bool structurally_equal(const Graph& a, const Graph& b, HashMode mode, ScalarKey scalars) {
   VectorSink ea, eb;
-  Encoder<VectorSink>(ea, mode).graph(a);
-  Encoder<VectorSink>(eb, mode).graph(b);
+  Encoder<VectorSink>(ea, mode, scalars).graph(a);
+  Encoder<VectorSink>(eb, mode, scalars).graph(b);
   return ea.words == eb.words;
 }
 

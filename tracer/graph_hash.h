@@ -14,6 +14,15 @@
 //   new batch size maps to the same key. Sizes baked into Attrs (a reshape's target shape) are
 //   still part of the key.
 //
+// - HashMode::Skeleton: only dtypes, devices and ranks of the metadata, with the ops, attributes
+//   and edges. The region cache groups the variants of one program (other layouts, broadcasts,
+//   aliasing, scalars) under this key to enforce the recompile limit.
+//
+// ScalarKey::Kinds leaves the values of Attrs scalars out (only their kinds are encoded): the
+// region cache then compares values itself, promoting a scalar that varies to a runtime input.
+// The Philox seed and counter of random ops (ints[0] and ints[1]) are never in a Shapeless or
+// Skeleton key: every replay draws fresh numbers from the offsets reserved when it was recorded.
+//
 // Graph-input storage offsets are never part of the key (they are data, like pointers).
 // structurally_equal is the full check made on a cache hit: a hash collision must never run the
 // wrong code.
@@ -25,7 +34,8 @@
 
 namespace kiln::tracer {
 
-enum class HashMode : uint8_t { Exact, Shapeless };
+enum class HashMode : uint8_t { Exact, Shapeless, Skeleton };
+enum class ScalarKey : uint8_t { Values, Kinds };
 
 // How a strided geometry is laid out, as far as generated code cares. Dims of size 1 never
 // matter; a tensor with no elements is Contiguous. Empty strides mean row-major.
@@ -37,7 +47,12 @@ enum class Contiguity : uint8_t {
 Contiguity contiguity_class(const DimVector& sizes, const DimVector& strides);
 const char* contiguity_name(Contiguity c);
 
-uint64_t graph_hash(const Graph& g, HashMode mode = HashMode::Exact);
-bool structurally_equal(const Graph& a, const Graph& b, HashMode mode = HashMode::Exact);
+uint64_t graph_hash(const Graph& g, HashMode mode = HashMode::Exact,
+                    ScalarKey scalars = ScalarKey::Values);
+bool structurally_equal(const Graph& a, const Graph& b, HashMode mode = HashMode::Exact,
+                        ScalarKey scalars = ScalarKey::Values);
+
+// True for the attrs words that carry a random op's Philox seed and counter.
+bool is_philox_attr(OpId op, size_t int_index);
 
 }  // namespace kiln::tracer

@@ -1,0 +1,45 @@
+#include "runtime/lazy.h"
+
+#include <array>
+#include <atomic>
+
+#include "runtime/tensor.h"
+
+namespace kiln {
+
+namespace {
+std::atomic<SyncHook> g_sync_hook{nullptr};
+}  // namespace
+
+const char* sync_reason_name(SyncReason r) {
+  static constexpr std::array<const char*, static_cast<size_t>(SyncReason::kCount)> kNames = {
+      "item",
+      "to_vector",
+      "data_ptr",
+      "print",
+      "compare",
+      "save",
+      "data-dependent shape",
+      "data access",
+      "sync",
+      "segment limit",
+      "aliased write",
+      "cross-thread",
+      "recording off",
+      "thread exit",
+      "higher-order op"};
+  return kNames[static_cast<size_t>(r)];
+}
+
+void set_sync_hook(SyncHook hook) { g_sync_hook.store(hook, std::memory_order_release); }
+
+void sync_thread(SyncReason reason) {
+  if (SyncHook hook = g_sync_hook.load(std::memory_order_acquire)) hook(reason);
+}
+
+void sync_point(const Tensor& t, SyncReason reason) {
+  sync_thread(reason);
+  if (t.defined()) t.impl()->storage()->materialize(reason);
+}
+
+}  // namespace kiln

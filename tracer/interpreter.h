@@ -1,0 +1,34 @@
+// The interpreter: runs a canonical graph node by node with the eager kernels (run_eager), so its
+// results are bitwise those of eager mode: same kernels, same order, same Philox offsets (random
+// nodes carry the offsets reserved when they were recorded). Values are freed after their last
+// use, so intermediates live no longer than they must.
+#pragma once
+#include <exception>
+#include <span>
+#include <vector>
+
+#include "runtime/tensor.h"
+#include "tracer/graph.h"
+
+namespace kiln::tracer {
+
+// What the interpreter precomputes once per region: after node j, release_after[j] lists the
+// values nothing later reads (and that are not outputs).
+struct InterpreterPlan {
+  std::vector<SmallVector<ValueId, 4>> release_after;
+};
+InterpreterPlan plan_interpreter(const Graph& g);
+
+// Runs `g` (canonical numbering) on `inputs` (one per graph input, materialized) and returns its
+// outputs in order. A node that throws (an index out of range found by its kernel) poisons its
+// value and everything computed from it: those outputs come back undefined and `error` holds
+// the first exception; every other output is still computed, as eager mode would have.
+// Higher-order nodes are not handled here yet.
+struct InterpretResult {
+  std::vector<Tensor> outputs;
+  std::exception_ptr error;
+};
+InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
+                          std::span<const Tensor> inputs);
+
+}  // namespace kiln::tracer

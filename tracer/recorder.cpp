@@ -1,0 +1,118 @@
+#include "tracer/recorder.h"
+
+#include <mutex>
+#include <vector>
+
+#include "runtime/config.h"
+#include "runtime/dispatcher.h"
+#include "tracer/segment.h"
+
+namespace kiln::tracer {
+
+namespace {
+
+// Segments are reused by later threads and never freed (lazy storages keep plain pointers).
+class SegmentPool {
+ public:
+  static Segment* acquire() {
+    SegmentPool& p = instance();
+    std::lock_guard lock(p.mu_);
+    if (p.free_.empty()) return new Segment();
+    Segment* s = p.free_.back();
+    p.free_.pop_back();
+    return s;
+  }
+  static void give_back(Segment* s) {
+    SegmentPool& p = instance();
+    std::lock_guard lock(p.mu_);
+    p.free_.push_back(s);
+  }
+
+ private:
+  static SegmentPool& instance() {
+    static SegmentPool* pool = new SegmentPool();
+    return *pool;
+  }
+  std::mutex mu_;
+  std::vector<Segment*> free_;
+};
+
+// A tensor whose storage another segment produces is computed before this thread uses it.
+void materialize_foreign(const Tensor& t, const Segment* mine) {
+  Storage* s = t.impl()->storage();
+  LazyProducer* p = s->producer();
+  if (p != nullptr && p != mine) s->materialize(SyncReason::CrossThread);
+}
+
+class Recorder final : public ModeHandler {
+ public:
+  Recorder() : segment_(SegmentPool::acquire()) {}
+  ~Recorder() override {
+    if (current_mode() == this) set_current_mode(nullptr);
+    try {
+      segment_->flush(SyncReason::ThreadExit);
+    } catch (...) {  // the values stay unreadable (FailedFlush); a thread's end must not throw
+    }
+    SegmentPool::give_back(segment_);
+  }
+
+  Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
+    if (!config().jit) [[unlikely]] {
+      stop();
+      return run_eager(def, call, meta);
+    }
+    for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
+    return segment_->record(def, call, meta);
+  }
+
+  void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta, Tensor& out) override {
+    if (!config().jit) [[unlikely]] {
+      stop();
+      run_eager_into(def, call, meta, out);
+      return;
+    }
+    for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
+    materialize_foreign(out, segment_);
+    segment_->record_into(def, call, meta, out);
+  }
+
+  Segment& segment() { return *segment_; }
+
+ private:
+  // Recording was switched off: run what is pending and return this thread to eager mode.
+  void stop() {
+    segment_->flush(SyncReason::ModeChange);
+    if (current_mode() == this) set_current_mode(nullptr);
+  }
+
+  Segment* segment_;
+};
+
+// The thread's recorder, created at its first recorded op and destroyed (flushing) at its exit.
+thread_local std::unique_ptr<Recorder> t_recorder;
+
+ModeHandler* recording_mode() {
+  if (!t_recorder) t_recorder = std::make_unique<Recorder>();
+  set_current_mode(t_recorder.get());
+  return t_recorder.get();
+}
+
+void sync_hook(SyncReason reason) {
+  if (Recorder* r = t_recorder.get()) r->segment().flush(reason);
+}
+
+}  // namespace
+
+void register_recorder() {
+  set_recording_mode_provider(&recording_mode);
+  set_sync_hook(&sync_hook);
+}
+
+void flush_this_thread(SyncReason reason) { sync_hook(reason); }
+
+int64_t pending_ops_this_thread() {
+  Recorder* r = t_recorder.get();
+  return r ? r->segment().pending_nodes() : 0;
+}
+
+}  // namespace kiln::tracer

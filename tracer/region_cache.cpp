@@ -1,0 +1,218 @@
+#include "tracer/region_cache.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+
+#include "runtime/config.h"
+#include "runtime/logging.h"
+#include "tracer/graph_hash.h"
+
+namespace kiln::tracer {
+
+namespace {
+
+// Regions of one or two ops are exempt from the recompile limit: they come from programs that
+// sync after nearly every op, cost next to nothing to compile, and would reach the limit just by
+// meeting each layout once.
+constexpr size_t kMinLimitedNodes = 3;
+
+uint64_t mix(uint64_t h, uint64_t w) {
+  h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+uint64_t aliasing_hash(std::span<const int32_t> aliasing) {
+  uint64_t h = aliasing.size();
+  for (int32_t a : aliasing) h = mix(h, static_cast<uint64_t>(static_cast<int64_t>(a)));
+  return h;
+}
+
+bool same_bits(const Scalar& a, const Scalar& b) {
+  if (a.category() != b.category()) return false;
+  return a.is_floating()
+             ? std::bit_cast<uint64_t>(a.to_double()) == std::bit_cast<uint64_t>(b.to_double())
+             : a.to_int() == b.to_int();
+}
+
+bool is_runtime(const RuntimeScalars& rs, int32_t node, int32_t index) {  // rs is short
+  for (const ScalarPosition& p : rs)
+    if (p.node == node && p.index == index) return true;
+  return false;
+}
+
+// Scalar positions where `g` differs from the region's recording and that are still baked.
+RuntimeScalars new_runtime_scalars(const Region& r, const Graph& g) {
+  RuntimeScalars out;
+  const RuntimeScalars known = r.runtime_scalars();
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    const auto& a = r.graph.nodes[j].attrs.scalars;
+    const auto& b = g.nodes[j].attrs.scalars;
+    for (size_t k = 0; k < a.size(); ++k) {
+      const auto node = static_cast<int32_t>(j), index = static_cast<int32_t>(k);
+      if (!same_bits(a[k], b[k]) && !is_runtime(known, node, index)) out.push_back({node, index});
+    }
+  }
+  return out;
+}
+
+std::string size1_pattern(const DimVector& sizes) {
+  std::string s;
+  for (int64_t d : sizes) s += d == 1 ? '1' : 'n';
+  return "[" + s + "]";
+}
+
+std::string describe_meta_change(const std::string& what, const ValueMeta& a, const ValueMeta& b,
+                                 bool has_layout) {
+  if (a.dtype != b.dtype) return fmt::format("{}: dtype {} -> {}", what, a.dtype, b.dtype);
+  if (a.device != b.device) return fmt::format("{}: device {} -> {}", what, a.device, b.device);
+  if (a.sizes.size() != b.sizes.size())
+    return fmt::format("{}: rank {} -> {}", what, a.sizes.size(), b.sizes.size());
+  if (size1_pattern(a.sizes) != size1_pattern(b.sizes))
+    return fmt::format("{}: size-1 (broadcast) dims {} -> {}", what, size1_pattern(a.sizes),
+                       size1_pattern(b.sizes));
+  if (has_layout) {
+    Contiguity ca = contiguity_class(a.sizes, a.strides), cb = contiguity_class(b.sizes, b.strides);
+    if (ca != cb)
+      return fmt::format("{}: layout {} -> {}", what, contiguity_name(ca), contiguity_name(cb));
+  }
+  return {};
+}
+
+}  // namespace
+
+Region::Region(uint64_t id_, Graph graph_, std::vector<int32_t> aliasing_, RegionFamily* family_)
+    : id(id_),
+      graph(std::move(graph_)),
+      aliasing(std::move(aliasing_)),
+      plan(plan_interpreter(graph)),
+      family(family_) {}
+
+std::shared_ptr<CompiledRegion> Region::compiled() const {
+  std::lock_guard lock(plan_mu_);
+  return compiled_;
+}
+
+void Region::set_compiled(std::shared_ptr<CompiledRegion> plan) {
+  std::lock_guard lock(plan_mu_);
+  compiled_ = std::move(plan);
+}
+
+RuntimeScalars Region::runtime_scalars() const {
+  std::lock_guard lock(plan_mu_);
+  return runtime_scalars_;
+}
+
+void Region::add_runtime_scalars(const RuntimeScalars& more) {
+  std::lock_guard lock(plan_mu_);
+  runtime_scalars_.insert(runtime_scalars_.end(), more.begin(), more.end());
+  compiled_.reset();
+  compile_state.store(CompileState::None);
+}
+
+std::string describe_guard_change(const Graph& before, std::span<const int32_t> aliasing_before,
+                                  const Graph& after, std::span<const int32_t> aliasing_after) {
+  const size_t ni = std::min(before.inputs.size(), after.inputs.size());
+  for (size_t i = 0; i < ni; ++i) {
+    std::string d = describe_meta_change(fmt::format("input {}", i), before.inputs[i].meta,
+                                         after.inputs[i].meta, /*has_layout=*/true);
+    if (!d.empty()) return d;
+  }
+  if (!std::equal(aliasing_before.begin(), aliasing_before.end(), aliasing_after.begin(),
+                  aliasing_after.end()))
+    return "which inputs share storage (aliasing)";
+  const size_t nn = std::min(before.nodes.size(), after.nodes.size());
+  for (size_t j = 0; j < nn; ++j) {
+    const Node& a = before.nodes[j];
+    const Node& b = after.nodes[j];
+    std::string what = fmt::format("node {} ({})", j, op_display_name(a.op));
+    std::string d = describe_meta_change(what, a.meta, b.meta, !a.meta.strides.empty());
+    if (!d.empty()) return d;
+    for (size_t k = 0; k < a.attrs.scalars.size(); ++k) {
+      if (!same_bits(a.attrs.scalars[k], b.attrs.scalars[k]))
+        return fmt::format("{}: scalar {} {} -> {}", what, k, a.attrs.scalars[k].to_double(),
+                           b.attrs.scalars[k].to_double());
+    }
+  }
+  return {};
+}
+
+RegionCache& RegionCache::instance() {
+  static RegionCache* cache = new RegionCache();  // never destroyed: flushes run at thread exit
+  return *cache;
+}
+
+CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasing) {
+  const uint64_t key =
+      mix(graph_hash(g, HashMode::Shapeless, ScalarKey::Kinds), aliasing_hash(aliasing));
+  const int limit = config().jit_recompile_limit;
+  std::lock_guard lock(mu_);
+  auto over_limit = [&](RegionFamily& f) {
+    if (limit == 0 || f.compiles < limit || g.nodes.size() < kMinLimitedNodes) return false;
+    if (!f.frozen) {
+      f.frozen = true;
+      const Region* last = f.variants.empty() ? nullptr : f.variants.back();
+      std::string change =
+          last ? describe_guard_change(last->graph, last->aliasing, g, aliasing) : std::string();
+      KILN_WARN(Tracer,
+                "a region of {} ops was recompiled {} times (KILN_JIT_RECOMPILE_LIMIT); what kept "
+                "changing: {}. It is interpreted from now on.",
+                g.nodes.size(), f.compiles, change.empty() ? "its guards" : change);
+    }
+    ++counters_.uncached;
+    return true;
+  };
+
+  auto& bucket = by_key_[key];
+  for (auto& r : bucket) {
+    if (!std::equal(r->aliasing.begin(), r->aliasing.end(), aliasing.begin(), aliasing.end()))
+      continue;
+    if (!structurally_equal(r->graph, g, HashMode::Shapeless, ScalarKey::Kinds)) continue;
+    RuntimeScalars fresh = new_runtime_scalars(*r, g);
+    CacheLookup out{r.get(), true, false};
+    if (!fresh.empty()) {
+      if (over_limit(*r->family)) return {};
+      ++r->family->compiles;
+      r->add_runtime_scalars(fresh);
+      out.promoted = true;
+      ++counters_.promotions;
+    }
+    ++counters_.hits;
+    r->hits.fetch_add(1, std::memory_order_relaxed);
+    return out;
+  }
+
+  const uint64_t skeleton = graph_hash(g, HashMode::Skeleton, ScalarKey::Kinds);
+  auto& family = families_[skeleton];
+  if (!family) family = std::make_unique<RegionFamily>();
+  if (over_limit(*family)) return {};
+  ++family->compiles;
+  bucket.push_back(std::make_unique<Region>(
+      key, g, std::vector<int32_t>(aliasing.begin(), aliasing.end()), family.get()));
+  Region* r = bucket.back().get();
+  family->variants.push_back(r);
+  order_.push_back(r);
+  ++counters_.regions;
+  ++counters_.misses;
+  return {r, false, false};
+}
+
+CacheCounters RegionCache::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+std::vector<const Region*> RegionCache::regions() const {
+  std::lock_guard lock(mu_);
+  return order_;
+}
+
+void RegionCache::clear() {
+  std::lock_guard lock(mu_);
+  by_key_.clear();
+  families_.clear();
+  order_.clear();
+  counters_ = {};
+}
+
+}  // namespace kiln::tracer

@@ -1,0 +1,106 @@
+// The region cache (DESIGN.md, "Tracer", "Guards"): maps a flushed segment's canonical graph to a
+// Region, the unit that is counted, interpreted with a precomputed plan, and later compiled.
+//
+// Keys. A region is found by its Shapeless key (graph_hash with ScalarKey::Kinds: ops, attrs,
+// edges, dtypes, ranks, devices, size-1 dims, contiguity classes) plus the aliasing of its inputs
+// (which inputs share a storage), with a full structural check on a hit. Scalar values are
+// compared separately: a scalar that differs from the region's first recording is promoted to a
+// runtime input of the region (a learning-rate schedule reuses one region) instead of making a
+// new one.
+//
+// Recompile limit. Regions whose graphs share a Skeleton key (the same ops and edges, with other
+// dtypes, layouts or broadcasts) form a family; each new variant or scalar promotion is a
+// (re)compile. Past config().jit_recompile_limit (0: no limit) the family stops caching: its
+// graphs are interpreted uncached, and one warning names what kept changing.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tracer/backend.h"
+#include "tracer/graph.h"
+#include "tracer/interpreter.h"
+
+namespace kiln::tracer {
+
+struct RegionFamily;
+
+class Region {
+ public:
+  Region(uint64_t id, Graph graph, std::vector<int32_t> aliasing, RegionFamily* family);
+
+  const uint64_t id;  // the cache key (Shapeless hash mixed with the aliasing)
+  const Graph graph;  // canonical graph of the first recording
+  const std::vector<int32_t> aliasing;
+  const InterpreterPlan plan;
+  RegionFamily* const family;
+
+  // Positions of promoted scalars.
+  RuntimeScalars runtime_scalars() const;
+  // Promotes more scalars; a plan compiled with them baked in is dropped.
+  void add_runtime_scalars(const RuntimeScalars& more);
+
+  std::atomic<int64_t> runs{0};
+  std::atomic<int64_t> hits{0};
+  std::atomic<int64_t> interpret_ns{0};
+
+  // The compiled plan, once a backend produced one (null until then, or after a promotion).
+  std::shared_ptr<CompiledRegion> compiled() const;
+  void set_compiled(std::shared_ptr<CompiledRegion> plan);
+  enum class CompileState : uint8_t { None, Queued, Ready, Failed };
+  std::atomic<CompileState> compile_state{CompileState::None};
+
+ private:
+  mutable std::mutex plan_mu_;
+  std::shared_ptr<CompiledRegion> compiled_;
+  RuntimeScalars runtime_scalars_;
+};
+
+struct RegionFamily {
+  std::vector<Region*> variants;
+  int compiles = 0;  // variants created + scalar promotions
+  bool frozen = false;
+};
+
+struct CacheLookup {
+  Region* region = nullptr;  // null: not cached (the family is past its recompile limit)
+  bool hit = false;
+  bool promoted = false;  // a scalar became a runtime input of `region` on this lookup
+};
+
+struct CacheCounters {
+  int64_t regions = 0, hits = 0, misses = 0, promotions = 0, uncached = 0;
+};
+
+class RegionCache {
+ public:
+  static RegionCache& instance();
+
+  // `aliasing[i]`: the index of the first earlier input sharing input i's storage, or -1.
+  CacheLookup lookup(const Graph& g, std::span<const int32_t> aliasing);
+
+  CacheCounters counters() const;
+  // Every region, in creation order (for tests and stats).
+  std::vector<const Region*> regions() const;
+  // Forgets every region (tests). Not safe while other threads flush.
+  void clear();
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, std::vector<std::unique_ptr<Region>>> by_key_;
+  std::unordered_map<uint64_t, std::unique_ptr<RegionFamily>> families_;
+  std::vector<const Region*> order_;
+  CacheCounters counters_;
+};
+
+// What differs between two graphs of one family, for the recompile-limit warning ("input 2:
+// contiguity contiguous -> transposed"); empty if nothing is found.
+std::string describe_guard_change(const Graph& before, std::span<const int32_t> aliasing_before,
+                                  const Graph& after, std::span<const int32_t> aliasing_after);
+
+}  // namespace kiln::tracer

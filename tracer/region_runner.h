@@ -1,0 +1,24 @@
+// Runs one flushed, canonical graph: looks its region up in the cache, runs the region's compiled
+// plan when a backend produced one, else interprets it, and asks the backend for a plan once the
+// region has run config().jit_threshold times (in the background when config().jit_async).
+// Records the cache and interpretation events of the profiler, and dumps each new region's graph
+// when KILN_DUMP is set.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "runtime/tensor.h"
+#include "tracer/graph.h"
+#include "tracer/interpreter.h"
+
+namespace kiln::tracer {
+
+// Outputs and the first error, as interpret() returns them (a compiled plan that throws fails
+// every output).
+InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
+                           std::span<const int32_t> aliasing);
+
+// Waits until no compile is queued or running (tests, and before reporting stats).
+void wait_for_compiles();
+
+}  // namespace kiln::tracer

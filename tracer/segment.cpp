@@ -1,0 +1,351 @@
+#include "tracer/segment.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "ops/strided.h"
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/profiler.h"
+#include "tracer/canonicalize.h"
+#include "tracer/region_runner.h"
+
+namespace kiln::tracer {
+
+namespace {
+
+bool same_geometry(const TensorImpl* a, const TensorImpl* b) {
+  return a->offset() == b->offset() && a->sizes() == b->sizes() && a->strides() == b->strides() &&
+         a->dtype() == b->dtype();
+}
+
+ValueMeta meta_of(const TensorImpl* t) {
+  ValueMeta m;
+  m.sizes = t->sizes();
+  m.dtype = t->dtype();
+  m.device = t->device();
+  m.strides = t->strides();
+  m.offset = t->offset();
+  return m;
+}
+
+// Where the storages of a flush that failed point: reading them raises the error again.
+class FailedFlush final : public LazyProducer {
+ public:
+  explicit FailedFlush(std::string message) : message_(std::move(message)) {}
+  void materialize(Storage&, SyncReason) override {
+    throw Error(fmt::format(
+        "this tensor's value could not be computed: a recorded op that produces it failed at an "
+        "earlier sync point: {}",
+        message_));
+  }
+  void release(Storage&) noexcept override {}
+
+ private:
+  std::string message_;
+};
+
+// Hands a computed buffer to a lazy storage: the buffer itself when it is a whole row-major
+// block of the right size that nothing else shares, else a copy.
+void hand_over(Storage& target, const Tensor& result, const DimVector& sizes, DType dtype) {
+  const TensorImpl* r = result.impl();
+  Storage* rs = r->storage();
+  const bool exact = r->offset() == 0 && r->is_contiguous() && r->sizes() == sizes &&
+                     r->dtype() == dtype && rs->nbytes() == target.nbytes() &&
+                     rs->use_count() == 1 && !rs->is_lazy();
+  if (exact) {
+    target.adopt_data(rs->release_data());
+    return;
+  }
+  Tensor tmp = empty_tensor(sizes, dtype, target.device());
+  if (tmp.impl()->numel() > 0) {
+    const Tensor src[] = {result};
+    op_def(OpId::Copy).eager(OpCall{OpId::Copy, src, Attrs{}}, tmp);
+  }
+  target.adopt_data(tmp.impl()->storage()->release_data());
+}
+
+std::string describe_exception(const std::exception_ptr& e) {
+  try {
+    if (e) std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+  }
+  return "unknown error";
+}
+
+}  // namespace
+
+bool Segment::owns(const Storage* s) const {
+  return s->producer() == this && s->lazy_epoch() == epoch_ &&
+         s->lazy_slot() != Storage::kPendingWrites;
+}
+
+bool Segment::pending_here(const Storage* s) const {
+  return s->producer() == this && s->lazy_epoch() == epoch_;
+}
+
+uint64_t Segment::stamp(const Slot& slot) const {
+  return (static_cast<uint64_t>(epoch_) << 32) | slot.writes;
+}
+
+Segment::Input* Segment::find_input(const Tensor& t) {
+  auto it = inputs_by_storage_.find(t.impl()->storage());
+  if (it == inputs_by_storage_.end()) return nullptr;
+  for (int32_t i : it->second)
+    if (same_geometry(inputs_[i].tensor.impl(), t.impl())) return &inputs_[i];
+  return nullptr;
+}
+
+Segment::Input& Segment::input_for(const Tensor& t) {
+  if (Input* in = find_input(t)) return *in;
+  inputs_by_storage_[t.impl()->storage()].push_back(static_cast<int32_t>(inputs_.size()));
+  inputs_.push_back(Input{t});
+  return inputs_.back();
+}
+
+bool Segment::touches_written_input_elsewhere(const Tensor& t) const {
+  auto it = inputs_by_storage_.find(t.impl()->storage());
+  if (it == inputs_by_storage_.end()) return false;
+  for (int32_t i : it->second) {
+    const Input& in = inputs_[i];
+    if (in.current != kNoValue && !same_geometry(in.tensor.impl(), t.impl())) return true;
+  }
+  return false;
+}
+
+bool Segment::needs_aliasing_flush(const OpCall& call, const Tensor* out) const {
+  if (inputs_by_storage_.empty()) return false;
+  for (const Tensor& t : call.inputs)
+    if (!owns(t.impl()->storage()) && touches_written_input_elsewhere(t)) return true;
+  return out && !owns(out->impl()->storage()) && touches_written_input_elsewhere(*out);
+}
+
+ValueId Segment::read(const Tensor& t) {
+  const TensorImpl* ti = t.impl();
+  Storage* s = ti->storage();
+  if (owns(s)) {
+    Slot& slot = slots_[s->lazy_slot()];
+    if (ti->offset() == 0 && ti->is_contiguous() && ti->sizes() == slot.sizes) return slot.current;
+    TensorImpl::RecordedValue& rec = ti->recorded();
+    if (rec.value != kNoValue && rec.stamp == stamp(slot)) return rec.value;
+    const ValueId base = slot.current;
+    const ValueId v =
+        graph_.add_node(OpId::AsStrided, strided_attrs(ti->sizes(), ti->strides(), ti->offset()),
+                        {base}, meta_of(ti));
+    rec = {stamp(slot), v};
+    return v;
+  }
+  Input& in = input_for(t);
+  if (in.current != kNoValue) return in.current;
+  if (in.value == kNoValue) {
+    in.value = graph_.add_input(meta_of(ti));
+    graph_input_owner_.push_back(static_cast<int32_t>(&in - inputs_.data()));
+  }
+  return in.value;
+}
+
+void Segment::write(const Tensor& out, ValueId value) {
+  const TensorImpl* o = out.impl();
+  Storage* s = o->storage();
+  if (owns(s)) {
+    Slot& slot = slots_[s->lazy_slot()];
+    if (o->offset() == 0 && o->is_contiguous() && o->sizes() == slot.sizes) {
+      slot.current = value;
+    } else {
+      ValueMeta m;
+      m.sizes = slot.sizes;
+      m.dtype = o->dtype();
+      m.device = o->device();
+      slot.current = graph_.add_node(OpId::AsStridedScatter,
+                                     strided_attrs(o->sizes(), o->strides(), o->offset()),
+                                     {slot.current, value}, std::move(m));
+    }
+    ++slot.writes;
+  } else {
+    input_for(out).current = value;
+    s->mark_pending_writes(this, epoch_);  // reading it before the flush must flush
+  }
+  s->bump_version();
+}
+
+Tensor Segment::new_lazy(ValueId value, const OutputMeta& meta) {
+  const auto slot = static_cast<uint32_t>(slots_.size());
+  const size_t nbytes = static_cast<size_t>(numel_of(meta.sizes)) * itemsize(meta.dtype);
+  auto storage = make_ref<Storage>(nbytes, meta.device, this, slot, epoch_);
+  slots_.push_back(Slot{storage.get(), true, value, 0, meta.sizes, meta.dtype});
+  return Tensor(make_ref<TensorImpl>(meta.sizes, contiguous_strides(meta.sizes), 0, meta.dtype,
+                                     meta.device, std::move(storage)));
+}
+
+Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& meta) {
+  std::lock_guard lock(mu_);
+  if (def.flags & kIsView) {
+    // A view shares its input's storage; on a lazy input it is also a node, so that the graph
+    // reads as the program did (transpose, slice) rather than as raw strides.
+    Tensor out = run_eager(def, call, meta);
+    Storage* s = call.inputs[0].impl()->storage();
+    if (owns(s)) {
+      const ValueId in = read(call.inputs[0]);
+      const ValueId v = graph_.add_node(call.op, call.attrs, {in}, meta);
+      out.impl()->recorded() = {stamp(slots_[s->lazy_slot()]), v};
+    }
+    return out;
+  }
+  if (needs_aliasing_flush(call, nullptr)) flush_locked(SyncReason::Aliasing);
+  SmallVector<ValueId, 4> ids;
+  for (const Tensor& t : call.inputs) ids.push_back(read(t));
+  const ValueId v =
+      graph_.add_node(call.op, call.attrs, std::span<const ValueId>(ids.begin(), ids.size()), meta);
+  Tensor out = new_lazy(v, meta);
+  if (static_cast<int64_t>(graph_.nodes.size()) >= config().jit_segment_limit)
+    flush_locked(SyncReason::SegmentLimit);
+  return out;
+}
+
+void Segment::record_into(const OpDef& def, const OpCall& call, const OutputMeta& meta,
+                          Tensor& out) {
+  (void)def;
+  std::lock_guard lock(mu_);
+  if (needs_aliasing_flush(call, &out)) flush_locked(SyncReason::Aliasing);
+  SmallVector<ValueId, 4> ids;
+  for (const Tensor& t : call.inputs) ids.push_back(read(t));
+  ValueId r =
+      graph_.add_node(call.op, call.attrs, std::span<const ValueId>(ids.begin(), ids.size()), meta);
+  const DType out_dtype = out.impl()->dtype();
+  if (meta.dtype != out_dtype) {  // eager computes in the result type, then casts into `out`
+    Attrs cast;
+    cast.dtype = out_dtype;
+    ValueMeta m;
+    m.sizes = meta.sizes;
+    m.dtype = out_dtype;
+    m.device = meta.device;
+    r = graph_.add_node(OpId::Cast, cast, {r}, std::move(m));
+  }
+  write(out, r);
+  if (static_cast<int64_t>(graph_.nodes.size()) >= config().jit_segment_limit)
+    flush_locked(SyncReason::SegmentLimit);
+}
+
+void Segment::flush(SyncReason reason) {
+  std::lock_guard lock(mu_);
+  flush_locked(reason);
+}
+
+int64_t Segment::pending_nodes() {
+  std::lock_guard lock(mu_);
+  return static_cast<int64_t>(graph_.nodes.size());
+}
+
+void Segment::materialize(Storage& s, SyncReason reason) {
+  std::lock_guard lock(mu_);
+  if (pending_here(&s)) flush_locked(reason);
+}
+
+void Segment::release(Storage& s) noexcept {
+  std::lock_guard lock(mu_);
+  if (owns(&s)) slots_[s.lazy_slot()].alive = false;
+}
+
+void Segment::reset() {
+  graph_ = Graph();
+  slots_.clear();
+  inputs_.clear();
+  inputs_by_storage_.clear();
+  graph_input_owner_.clear();
+  ++epoch_;
+}
+
+void Segment::flush_locked(SyncReason reason) {
+  if (graph_.nodes.empty()) {
+    reset();
+    return;
+  }
+  const int64_t t0 = profiler::now_ns();
+
+  // Outputs: live lazy storages, then written inputs.
+  std::vector<Ref<Storage>> live;
+  std::vector<const Slot*> live_slots;
+  std::vector<ValueId> outs;
+  for (const Slot& slot : slots_) {
+    if (!slot.alive) continue;
+    if (Ref<Storage> r = Storage::try_ref(slot.storage)) {
+      live.push_back(std::move(r));
+      live_slots.push_back(&slot);
+      outs.push_back(slot.current);
+    }
+  }
+  std::vector<const Input*> written;
+  for (const Input& in : inputs_) {
+    if (in.current == kNoValue) continue;
+    written.push_back(&in);
+    outs.push_back(in.current);
+    // The region reads the old contents; the new ones are written back below.
+    in.tensor.impl()->storage()->clear_pending_writes();
+  }
+  graph_.set_outputs(outs);
+
+  CanonicalGraph cg = canonicalize(std::move(graph_));
+  std::vector<Tensor> args;
+  std::vector<int32_t> aliasing;
+  args.reserve(cg.input_origin.size());
+  for (int32_t origin : cg.input_origin) {
+    const Tensor& t = inputs_[graph_input_owner_[origin]].tensor;
+    int32_t alias = -1;
+    for (size_t j = 0; j < args.size(); ++j) {
+      if (args[j].impl()->storage() == t.impl()->storage()) {
+        alias = static_cast<int32_t>(j);
+        break;
+      }
+    }
+    aliasing.push_back(alias);
+    args.push_back(t);
+  }
+
+  InterpretResult run;
+  {
+    EagerModeGuard eager;  // kernels may dispatch ops of their own: those run now
+    try {
+      run = run_region(cg.graph, args, aliasing);
+    } catch (...) {  // the cache or the runner itself failed: nothing was computed
+      run.error = std::current_exception();
+      run.outputs.assign(outs.size(), Tensor());
+    }
+  }
+  FailedFlush* failed = nullptr;
+  auto fail = [&](Storage& s) {
+    if (failed == nullptr) {
+      // Kept for the process: storages may outlive any owner we could give it (rare).
+      failed = new FailedFlush(describe_exception(run.error));
+    }
+    s.rebind_producer(failed);
+  };
+  for (size_t i = 0; i < live.size(); ++i) {
+    const Tensor& r = run.outputs[i];
+    if (!r.defined()) {
+      fail(*live[i]);
+      continue;
+    }
+    try {
+      hand_over(*live[i], r, live_slots[i]->sizes, live_slots[i]->dtype);
+    } catch (...) {
+      if (!run.error) run.error = std::current_exception();
+      fail(*live[i]);
+    }
+  }
+  const OpDef& copy = op_def(OpId::Copy);
+  for (size_t i = 0; i < written.size(); ++i) {
+    const Tensor& target = written[i]->tensor;
+    const Tensor& r = run.outputs[live.size() + i];
+    if (!r.defined() || target.impl()->numel() == 0) continue;  // a failed write leaves it as is
+    const Tensor src[] = {r};
+    copy.eager(OpCall{OpId::Copy, src, Attrs{}}, target);
+  }
+  reset();
+  profiler::record_flush(sync_reason_name(reason), t0, profiler::now_ns());
+  if (run.error) std::rethrow_exception(run.error);
+}
+
+}  // namespace kiln::tracer

@@ -1,0 +1,90 @@
+// A recording segment (DESIGN.md, "The flow of one op", steps 3-5): the ops one thread recorded
+// since its last flush, as a Graph under construction, plus the bookkeeping that turns tensors
+// into graph values and back.
+//
+// Buffer-level functionalization. Values are tracked per storage:
+// - A lazy storage (an output of a recorded op) is a slot whose `current` value is its whole
+//   content, row-major. Reading a tensor that views it gives `current`, the view op recorded on
+//   it (while the slot was not written since), or an as_strided view of `current`. Writing into
+//   it (an in-place op) records the op functionally and makes the result, or an
+//   as_strided_scatter of it into `current`, the slot's new `current`.
+// - A materialized storage the segment touches becomes graph inputs, one per geometry read.
+//   Writing into one makes the written geometry's `current` the op's result; it is written back
+//   into the user's memory after the region runs (a mutated input is an extra graph output).
+//   Once a materialized storage is written, touching it through another geometry first flushes
+//   (reason: aliased write), so reads of one geometry never miss a write through another.
+//
+// At a flush the graph's outputs are the slots whose storage is still alive (dead intermediates
+// are never computed) and the written inputs; the interpreter's (or a compiled plan's) result
+// buffers are then handed to the lazy storages, and written inputs are copied back.
+//
+// Threads: the owning thread records; any thread may materialize a storage (it flushes the whole
+// segment) or drop the last handle to one. One mutex guards the segment; the recorder never holds
+// it while user code runs. Segments are pooled and never freed, so a storage's producer pointer
+// is always safe to call.
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/dispatcher.h"
+#include "runtime/lazy.h"
+#include "runtime/tensor.h"
+#include "tracer/graph.h"
+
+namespace kiln::tracer {
+
+class Segment final : public LazyProducer {
+ public:
+  Segment() = default;
+
+  // Records a functional op (the meta function already ran) and returns its lazy output.
+  Tensor record(const OpDef& def, const OpCall& call, const OutputMeta& meta);
+  // Records an in-place op writing into `out`.
+  void record_into(const OpDef& def, const OpCall& call, const OutputMeta& meta, Tensor& out);
+  // Runs everything recorded so far (no-op when nothing is pending).
+  void flush(SyncReason reason);
+  int64_t pending_nodes();
+
+  void materialize(Storage& s, SyncReason reason) override;
+  void release(Storage& s) noexcept override;
+
+ private:
+  struct Slot {
+    Storage* storage = nullptr;  // not owned: release() tells when it dies
+    bool alive = true;
+    ValueId current = kNoValue;
+    uint32_t writes = 0;
+    DimVector sizes;
+    DType dtype = DType::Float32;
+  };
+  struct Input {
+    Tensor tensor;               // the user's tensor: its geometry, and where writes go back
+    ValueId value = kNoValue;    // the graph input (kNoValue while never read)
+    ValueId current = kNoValue;  // the value after the last write (kNoValue: never written)
+  };
+
+  bool owns(const Storage* s) const;          // a lazy slot of this segment
+  bool pending_here(const Storage* s) const;  // a slot, or a storage with writes pending here
+  uint64_t stamp(const Slot& slot) const;
+  bool touches_written_input_elsewhere(const Tensor& t) const;
+  bool needs_aliasing_flush(const OpCall& call, const Tensor* out) const;
+  Input* find_input(const Tensor& t);
+  Input& input_for(const Tensor& t);
+  ValueId read(const Tensor& t);
+  void write(const Tensor& out, ValueId value);
+  Tensor new_lazy(ValueId value, const OutputMeta& meta);
+  void flush_locked(SyncReason reason);
+  void reset();
+
+  std::mutex mu_;
+  Graph graph_;
+  std::vector<Slot> slots_;
+  std::vector<Input> inputs_;
+  std::vector<int32_t> graph_input_owner_;  // graph input i reads inputs_[graph_input_owner_[i]]
+  std::unordered_map<const Storage*, std::vector<int32_t>> inputs_by_storage_;
+  uint32_t epoch_ = 1;
+};
+
+}  // namespace kiln::tracer
