@@ -1,6 +1,7 @@
 // TensorImpl: the shared state behind a Tensor handle: geometry (sizes, strides, offset in
 // elements), dtype, device and the storage it views.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -44,6 +45,9 @@ class TensorImpl : public RefCounted {
     int32_t value = -1;
   };
   RecordedValue& recorded() const { return recorded_; }
+  // The recorder's note for a materialized tensor a segment reads: (segment epoch << 32) | the
+  // index of its input record. Atomic: threads recording at once may share a tensor (weights).
+  std::atomic<uint64_t>& input_note() const { return input_note_; }
 
   // Address of element 0 (storage base + offset).
   void* data() const {
@@ -61,6 +65,7 @@ class TensorImpl : public RefCounted {
   Ref<Storage> storage_;
   std::unique_ptr<AutogradMeta> autograd_;
   mutable RecordedValue recorded_;
+  mutable std::atomic<uint64_t> input_note_{0};
 
   bool requires_grad_slow() const;
 };

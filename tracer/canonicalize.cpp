@@ -4,7 +4,7 @@
 
 namespace kiln::tracer {
 
-CanonicalGraph canonicalize(Graph&& g) {
+CanonicalGraph canonicalize(Graph& g) {
   const auto nvalues = static_cast<size_t>(g.num_values());
   // Liveness, backwards from the outputs.
   std::vector<uint8_t> live(nvalues, 0);
@@ -18,6 +18,7 @@ CanonicalGraph canonicalize(Graph&& g) {
   }
 
   CanonicalGraph out;
+  out.graph.nodes.reserve(g.nodes.size());
   std::vector<ValueId> renumber(nvalues, kNoValue);
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const GraphInput& in = g.inputs[i];

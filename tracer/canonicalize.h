@@ -19,7 +19,7 @@ struct CanonicalGraph {
   std::vector<int32_t> input_origin;
 };
 
-// Consumes `g` (nodes are moved, not copied).
-CanonicalGraph canonicalize(Graph&& g);
+// Moves the nodes out of `g` (which the caller then clears and reuses).
+CanonicalGraph canonicalize(Graph& g);
 
 }  // namespace kiln::tracer

@@ -79,6 +79,14 @@ class Graph {
     set_outputs(std::span<const ValueId>(outs.begin(), outs.size()));
   }
 
+  // Empties the graph but keeps its memory (the recorder reuses one graph per segment).
+  void clear() {
+    inputs.clear();
+    nodes.clear();
+    outputs.clear();
+    next_value_ = 0;
+  }
+
   // The metadata of a value (linear in the graph size: for tests, printers and error paths).
   // Throws kiln::Error if `id` is not defined in this graph.
   const ValueMeta& meta(ValueId id) const;

@@ -78,6 +78,17 @@ std::string describe_exception(const std::exception_ptr& e) {
 
 }  // namespace
 
+namespace {
+// Epochs are unique across all segments, so a tensor's input note names one segment's flush.
+std::atomic<uint32_t> g_next_epoch{1};
+uint32_t next_epoch() {
+  uint32_t e = g_next_epoch.fetch_add(1, std::memory_order_relaxed);
+  return e != 0 ? e : g_next_epoch.fetch_add(1, std::memory_order_relaxed);  // 0 means "none"
+}
+}  // namespace
+
+Segment::Segment() : epoch_(next_epoch()) { graph_.nodes.reserve(256); }
+
 bool Segment::owns(const Storage* s) const {
   return s->producer() == this && s->lazy_epoch() == epoch_ &&
          s->lazy_slot() != Storage::kPendingWrites;
@@ -92,6 +103,8 @@ uint64_t Segment::stamp(const Slot& slot) const {
 }
 
 Segment::Input* Segment::find_input(const Tensor& t) {
+  const uint64_t note = t.impl()->input_note().load(std::memory_order_relaxed);
+  if ((note >> 32) == epoch_) return &inputs_[static_cast<uint32_t>(note)];
   auto it = inputs_by_storage_.find(t.impl()->storage());
   if (it == inputs_by_storage_.end()) return nullptr;
   for (int32_t i : it->second)
@@ -101,8 +114,11 @@ Segment::Input* Segment::find_input(const Tensor& t) {
 
 Segment::Input& Segment::input_for(const Tensor& t) {
   if (Input* in = find_input(t)) return *in;
-  inputs_by_storage_[t.impl()->storage()].push_back(static_cast<int32_t>(inputs_.size()));
+  const auto index = static_cast<uint32_t>(inputs_.size());
+  inputs_by_storage_[t.impl()->storage()].push_back(static_cast<int32_t>(index));
   inputs_.push_back(Input{t});
+  t.impl()->input_note().store((static_cast<uint64_t>(epoch_) << 32) | index,
+                               std::memory_order_relaxed);
   return inputs_.back();
 }
 
@@ -117,7 +133,7 @@ bool Segment::touches_written_input_elsewhere(const Tensor& t) const {
 }
 
 bool Segment::needs_aliasing_flush(const OpCall& call, const Tensor* out) const {
-  if (inputs_by_storage_.empty()) return false;
+  if (written_inputs_ == 0) return false;
   for (const Tensor& t : call.inputs)
     if (!owns(t.impl()->storage()) && touches_written_input_elsewhere(t)) return true;
   return out && !owns(out->impl()->storage()) && touches_written_input_elsewhere(*out);
@@ -165,7 +181,9 @@ void Segment::write(const Tensor& out, ValueId value) {
     }
     ++slot.writes;
   } else {
-    input_for(out).current = value;
+    Input& in = input_for(out);
+    if (in.current == kNoValue) ++written_inputs_;
+    in.current = value;
     s->mark_pending_writes(this, epoch_);  // reading it before the flush must flush
   }
   s->bump_version();
@@ -250,12 +268,13 @@ void Segment::release(Storage& s) noexcept {
 }
 
 void Segment::reset() {
-  graph_ = Graph();
+  graph_.clear();
   slots_.clear();
   inputs_.clear();
   inputs_by_storage_.clear();
   graph_input_owner_.clear();
-  ++epoch_;
+  written_inputs_ = 0;
+  epoch_ = next_epoch();
 }
 
 void Segment::flush_locked(SyncReason reason) {
@@ -287,7 +306,7 @@ void Segment::flush_locked(SyncReason reason) {
   }
   graph_.set_outputs(outs);
 
-  CanonicalGraph cg = canonicalize(std::move(graph_));
+  CanonicalGraph cg = canonicalize(graph_);
   std::vector<Tensor> args;
   std::vector<int32_t> aliasing;
   args.reserve(cg.input_origin.size());

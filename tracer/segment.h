@@ -37,7 +37,7 @@ namespace kiln::tracer {
 
 class Segment final : public LazyProducer {
  public:
-  Segment() = default;
+  Segment();
 
   // Records a functional op (the meta function already ran) and returns its lazy output.
   Tensor record(const OpDef& def, const OpCall& call, const OutputMeta& meta);
@@ -84,7 +84,8 @@ class Segment final : public LazyProducer {
   std::vector<Input> inputs_;
   std::vector<int32_t> graph_input_owner_;  // graph input i reads inputs_[graph_input_owner_[i]]
   std::unordered_map<const Storage*, std::vector<int32_t>> inputs_by_storage_;
-  uint32_t epoch_ = 1;
+  uint32_t epoch_;              // unique across segments (a global counter)
+  int32_t written_inputs_ = 0;  // inputs with a pending write (none: no aliasing checks)
 };
 
 }  // namespace kiln::tracer

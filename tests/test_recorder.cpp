@@ -1,0 +1,402 @@
+// The recorder (KILN_JIT=1 without a JIT): lazy tensors, sync points, bitwise equality with eager
+// mode, functionalized writes, the region cache (hits, scalar promotion, recompile limit), errors
+// found by kernels, and the backend hand-off. The fuzzer (test_record_fuzz.cpp) and the thread
+// tests (test_record_threads.cpp) cover random programs and concurrency.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <atomic>
+#include <filesystem>
+#include <sstream>
+
+#include "kiln/kiln.h"
+#include "record_util.h"
+#include "runtime/config.h"
+#include "runtime/logging.h"
+#include "tracer/backend.h"
+#include "tracer/graph_printer.h"
+#include "tracer/interpreter.h"
+#include "tracer/recorder.h"
+#include "tracer/region_runner.h"
+
+using namespace kiln;
+using kiln::testing::bytes_of;
+using kiln::testing::CacheDelta;
+using kiln::testing::expect_bitwise_equal;
+using kiln::testing::JitMode;
+
+namespace {
+
+Tensor ramp(std::vector<int64_t> shape, double start = 0.5, double step = 0.25) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return (arange(n, DType::Float32) * step + start).reshape(shape);
+}
+
+// Restores one config field at the end of a scope.
+template <class T>
+class ConfigOverride {
+ public:
+  ConfigOverride(T& field, T value) : field_(field), saved_(field) { field_ = value; }
+  ~ConfigOverride() { field_ = saved_; }
+
+ private:
+  T& field_;
+  T saved_;
+};
+
+// A small program with views, in-place writes, randomness and reductions.
+std::vector<Tensor> program(const Tensor& x, const Tensor& w) {
+  manual_seed(7);
+  Tensor h = gelu(x.matmul(w.t()) + 0.5);
+  Tensor d = dropout(h, 0.25, /*train=*/true);
+  Tensor buf = zeros({4, 6});
+  buf.slice(1, 1, 5).copy_(d);
+  buf.select(0, 2).mul_(3.0);
+  buf.t().slice(0, 0, 2).add_(1.0);
+  Tensor s = softmax(buf, 1);
+  Tensor m = s.sum({1}, /*keepdim=*/true);
+  return {s, m, d, buf};
+}
+
+TEST(Recorder, OpsReturnLazyTensorsUntilASyncPoint) {
+  JitMode jit(true);
+  Tensor x = ramp({3, 4});
+  kiln::sync();
+  Tensor y = x * 2.0 + 1.0;
+  EXPECT_TRUE(y.impl()->storage()->is_lazy());
+  EXPECT_EQ(y.sizes(), (Shape{3, 4}));  // metadata is known at once
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 2);
+  EXPECT_FLOAT_EQ(y.sum().item<float>(), (x.sum().item<float>() * 2 + 12));
+  EXPECT_FALSE(y.impl()->storage()->is_lazy());
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 0);
+}
+
+TEST(Recorder, ShapeErrorsRaiseAtTheCall) {
+  JitMode jit(true);
+  Tensor a = ones({3}), b = ones({2});
+  EXPECT_THROW(a + b, Error);
+  EXPECT_THROW(a.matmul(b), Error);
+  EXPECT_EQ((a + a).to_vector<float>(), (std::vector<float>{2, 2, 2}));
+}
+
+TEST(Recorder, ProgramIsBitwiseEager) {
+  Tensor x = ramp({4, 3}), w = ramp({4, 3}, -0.3, 0.05);
+  std::vector<Tensor> eager;
+  {
+    JitMode mode(false);
+    eager = program(x, w);
+  }
+  std::vector<Tensor> recorded;
+  {
+    JitMode mode(true);
+    recorded = program(x, w);
+  }
+  ASSERT_EQ(eager.size(), recorded.size());
+  for (size_t i = 0; i < eager.size(); ++i) expect_bitwise_equal(recorded[i], eager[i], "output");
+}
+
+TEST(Recorder, WritesThroughViewsOfLazyTensorsAreSeenEverywhere) {
+  auto run = [] {
+    Tensor base = zeros({3, 4});
+    Tensor row = base.select(0, 1);
+    Tensor col = base.t().select(0, 2);  // a column, through a transposed view
+    row.fill_(2.0);                      // write through one view...
+    col.add_(10.0);                      // ...and another
+    Tensor seen_by_row = row * 1.0;      // read through a view after both writes
+    base.mul_(2.0);                      // write the whole base
+    return std::vector<Tensor>{base, row.clone(), col.clone(), seen_by_row};
+  };
+  std::vector<Tensor> e, r;
+  {
+    JitMode mode(false);
+    e = run();
+  }
+  {
+    JitMode mode(true);
+    r = run();
+  }
+  for (size_t i = 0; i < e.size(); ++i) expect_bitwise_equal(r[i], e[i], "view write");
+}
+
+TEST(Recorder, InPlaceOnMaterializedTensorIsWrittenBack) {
+  Tensor p = ramp({2, 3});
+  const std::vector<float> before = p.to_vector<float>();
+  const uint32_t version = p.version();
+  JitMode jit(true);
+  p.add_(1.0);
+  EXPECT_EQ(p.version(), version + 1);  // the version bumps at the call, as in eager mode
+  Tensor q = p * 2.0;                   // reads the written value
+  // Reading p's memory directly (not through an op) flushes the pending write first.
+  const float* data = static_cast<const float*>(p.impl()->data());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(data[i], before[i] + 1.0f);
+  EXPECT_EQ(q.to_vector<float>()[0], (before[0] + 1.0f) * 2.0f);
+}
+
+TEST(Recorder, AliasedWriteFlushesAndStaysCorrect) {
+  auto run = [] {
+    Tensor x = ramp({3, 3});
+    kiln::sync();
+    x.add_(1.0);             // written through geometry x...
+    Tensor y = x.t() * 1.0;  // ...then read through another geometry of the same memory
+    x.t().slice(0, 0, 1).mul_(5.0);
+    Tensor z = x + y;
+    return std::vector<Tensor>{x, y, z};
+  };
+  std::vector<Tensor> e, r;
+  {
+    JitMode mode(false);
+    e = run();
+  }
+  {
+    JitMode mode(true);
+    r = run();
+  }
+  for (size_t i = 0; i < e.size(); ++i) expect_bitwise_equal(r[i], e[i], "aliased");
+}
+
+TEST(Recorder, DeadValuesAreNotComputed) {
+  JitMode jit(true);
+  Tensor x = ramp({8});
+  kiln::sync();
+  tracer::RegionCache::instance().clear();
+  for (int i = 0; i < 5; ++i) (void)exp(x);  // dropped at once
+  Tensor y = x + 1.0;
+  kiln::sync();
+  auto regions = tracer::RegionCache::instance().regions();
+  ASSERT_EQ(regions.size(), 1u);
+  EXPECT_EQ(regions[0]->graph.nodes.size(), 1u) << tracer::print_graph(regions[0]->graph);
+  EXPECT_EQ(y.to_vector<float>()[0], 1.5f);
+}
+
+TEST(Recorder, RegionGraphPrintsAsRecorded) {
+  JitMode jit(true);
+  Tensor x = ones({2, 3}), w = ones({4, 3});
+  kiln::sync();
+  tracer::RegionCache::instance().clear();
+  Tensor y = relu(x.matmul(w.t()) * 0.5).sum({1});
+  kiln::sync();
+  auto regions = tracer::RegionCache::instance().regions();
+  ASSERT_EQ(regions.size(), 1u);
+  EXPECT_EQ(tracer::print_graph(regions[0]->graph),
+            // w.t() of a materialized tensor is a strided graph input, not a node.
+            "graph(%0: Float32[2, 3], %1: Float32[3, 4]{strides=[1, 3]}) {\n"
+            "  %2: Float32[2, 4] = matmul(%0, %1)\n"
+            "  %3: Float32[2, 4] = mul(%2) {scalars=[0.5], ints=[1]}\n"
+            "  %4: Float32[2, 4] = relu(%3)\n"
+            "  %5: Float32[2] = sum(%4) {dims=[1]}\n"
+            "  return (%5)\n"
+            "}\n");
+}
+
+TEST(Recorder, TrainingStepIsOneRegionThatRepeats) {
+  constexpr int kSteps = 6;
+  auto train = [&](std::vector<float>& losses) {
+    manual_seed(3);
+    Tensor w1 = (randn({16, 4}) * 0.3).requires_grad_();
+    Tensor b1 = zeros({16}).requires_grad_();
+    Tensor w2 = (randn({3, 16}) * 0.3).requires_grad_();
+    Tensor x = randn({32, 4});
+    Tensor target = randint(0, 3, {32});
+    kiln::sync();
+    optim::SGD opt({w1, b1, w2}, optim::SGDOptions(0.1));
+    for (int step = 0; step < kSteps; ++step) {
+      opt.zero_grad();
+      Tensor loss = cross_entropy(linear(relu(linear(x, w1, b1)), w2), target);
+      loss.backward();
+      opt.step();
+      losses.push_back(loss.item<float>());
+    }
+    return std::vector<Tensor>{w1.detach(), b1.detach(), w2.detach()};
+  };
+  std::vector<float> eager_losses, recorded_losses;
+  std::vector<Tensor> eager_params, recorded_params;
+  {
+    JitMode mode(false);
+    eager_params = train(eager_losses);
+  }
+  CacheDelta delta;
+  {
+    JitMode mode(true);
+    recorded_params = train(recorded_losses);
+  }
+  EXPECT_EQ(recorded_losses, eager_losses);  // bitwise: same kernels, same order
+  for (size_t i = 0; i < eager_params.size(); ++i)
+    expect_bitwise_equal(recorded_params[i], eager_params[i], "parameter");
+  // One region for the initialization, one for the training step, hit on every later step.
+  tracer::CacheCounters c = delta.now();
+  EXPECT_EQ(c.hits, kSteps - 1);
+  EXPECT_EQ(c.misses, 2);
+  const tracer::Region* step = tracer::RegionCache::instance().regions().back();
+  EXPECT_EQ(step->runs.load(), kSteps);
+  EXPECT_EQ(step->hits.load(), kSteps - 1);
+}
+
+TEST(Recorder, VaryingScalarIsPromotedNotRecompiled) {
+  JitMode jit(true);
+  Tensor x = ramp({5});
+  kiln::sync();
+  CacheDelta delta;
+  for (int i = 0; i < 6; ++i) {
+    const double lr = 0.1 / (i + 1);
+    Tensor y = (x * lr + 1.0).exp();
+    EXPECT_EQ(y.to_vector<float>(), ((x.detach() * lr + 1.0).exp()).to_vector<float>());
+  }
+  tracer::CacheCounters c = delta.now();
+  // Each iteration flushes two regions (y, and the reference); y's region is made once, its
+  // `lr` promoted on the second run, and hit from then on.
+  EXPECT_EQ(c.promotions, 1);
+  EXPECT_EQ(c.uncached, 0);
+}
+
+TEST(Recorder, RecompileLimitEndsInInterpretationWithOneWarning) {
+  ConfigOverride limit(config().jit_recompile_limit, 2);
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  auto& logger = logging::get(logging::Subsystem::Tracer);
+  logger.sinks().push_back(sink);
+  JitMode jit(true);
+  tracer::RegionCache::instance().clear();
+  Tensor base = ramp({6, 6});
+  kiln::sync();
+  const Tensor layouts[] = {base, base.t(), base.slice(1, 0, 6, 2).expand({6, 3}),
+                            base.slice(0, 1, 4).t(), base};
+  CacheDelta delta;
+  for (const Tensor& in : layouts) {
+    Tensor y = ((in * 2.0).exp() + 1.0).sum();
+    EXPECT_EQ(y.item<float>(), ((in * 2.0).exp() + 1.0).sum().item<float>());
+  }
+  logger.sinks().pop_back();
+  EXPECT_GT(delta.now().uncached, 0);
+  const std::string text = log.str();
+  EXPECT_NE(text.find("KILN_JIT_RECOMPILE_LIMIT"), std::string::npos) << text;
+  EXPECT_NE(text.find("layout"), std::string::npos) << text;
+  // One warning per region family, however often it comes back.
+  EXPECT_EQ(text.find("KILN_JIT_RECOMPILE_LIMIT"), text.rfind("KILN_JIT_RECOMPILE_LIMIT")) << text;
+}
+
+TEST(Recorder, KernelErrorsSurfaceAtTheSyncPoint) {
+  JitMode jit(true);
+  Tensor x = ramp({3, 4});
+  Tensor good = x * 2.0;
+  Tensor bad = gather(x, 1, from_vector<int64_t>({0, 9}, {1, 2}));  // no error yet
+  EXPECT_THROW(
+      {
+        try {
+          kiln::sync();
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("gather"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+  // Values that did not depend on the failed op were computed; the failed one raises on read.
+  EXPECT_EQ(good.to_vector<float>()[1], 1.5f);
+  try {
+    (void)bad.to_vector<float>();
+    ADD_FAILURE() << "reading a failed value must raise";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("could not be computed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Recorder, SegmentLimitAndModeSwitch) {
+  ConfigOverride limit(config().jit_segment_limit, 8);
+  Tensor y;
+  {
+    JitMode jit(true);
+    y = ramp({4});
+    for (int i = 0; i < 30; ++i) y = y + 1.0;
+    EXPECT_LT(tracer::pending_ops_this_thread(), 8);
+    // Switching recording off at run time: the next op flushes and runs eagerly.
+    config().jit = false;
+    Tensor z = y * 1.0;
+    EXPECT_FALSE(z.impl()->storage()->is_lazy());
+    EXPECT_EQ(tracer::pending_ops_this_thread(), 0);
+  }
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{30.5f, 30.75f, 31.0f, 31.25f}));
+}
+
+TEST(Recorder, DumpWritesEveryNewRegion) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("kiln-record-dump-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ConfigOverride dump(config().dump, dir.string());
+  {
+    JitMode jit(true);
+    tracer::RegionCache::instance().clear();
+    Tensor x = ramp({4});
+    kiln::sync();
+    (void)(x * 3.0 - 1.0).sum().item<float>();
+  }
+  int txt = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    txt += e.path().extension() == ".txt" && e.path().filename().string().starts_with("region-");
+  EXPECT_GE(txt, 1);
+  fs::remove_all(dir);
+}
+
+// A backend that "compiles" by interpreting, and counts what it is asked to do.
+class CountingBackend final : public tracer::Backend {
+ public:
+  std::atomic<int> compiles{0}, runs{0};
+  bool fail = false;
+  const char* name() const override { return "counting"; }
+  bool accepts(const tracer::Graph&) const override { return true; }
+  std::unique_ptr<tracer::CompiledRegion> compile(const tracer::Graph& g,
+                                                  const tracer::RuntimeScalars&) override {
+    ++compiles;
+    if (fail) throw Error("counting backend: refusing to compile");
+    return std::make_unique<Plan>(*this, g);
+  }
+
+ private:
+  struct Plan final : tracer::CompiledRegion {
+    Plan(CountingBackend& b, const tracer::Graph& g)
+        : backend(b), plan(tracer::plan_interpreter(g)) {}
+    std::vector<Tensor> run(const tracer::Graph& current, std::span<const Tensor> inputs) override {
+      ++backend.runs;
+      tracer::InterpretResult r = tracer::interpret(current, plan, inputs);
+      if (r.error) std::rethrow_exception(r.error);
+      return r.outputs;
+    }
+    CountingBackend& backend;
+    tracer::InterpreterPlan plan;
+  };
+};
+
+void run_with_backend(CountingBackend& backend, bool async, int iterations) {
+  ConfigOverride threshold(config().jit_threshold, 2);
+  ConfigOverride asynchronous(config().jit_async, async);
+  tracer::set_backend(&backend);
+  JitMode jit(true);
+  tracer::RegionCache::instance().clear();
+  Tensor x = ramp({6});
+  kiln::sync();
+  for (int i = 0; i < iterations; ++i) {
+    Tensor y = (x * 2.0 + 1.0).tanh();
+    EXPECT_EQ(bytes_of(y), bytes_of((x.detach() * 2.0 + 1.0).tanh()));
+    if (async) tracer::wait_for_compiles();
+  }
+  tracer::set_backend(nullptr);
+}
+
+TEST(Recorder, BackendCompilesHotRegionsAndRunsTheirPlans) {
+  for (bool async : {false, true}) {
+    CountingBackend backend;
+    run_with_backend(backend, async, 5);
+    EXPECT_EQ(backend.compiles.load(), 1) << "async=" << async;
+    EXPECT_GE(backend.runs.load(), 2) << "async=" << async;
+  }
+}
+
+TEST(Recorder, BackendFailureFallsBackToInterpretation) {
+  CountingBackend backend;
+  backend.fail = true;
+  run_with_backend(backend, false, 5);    // results are checked inside
+  EXPECT_EQ(backend.compiles.load(), 1);  // tried once, never again
+  EXPECT_EQ(backend.runs.load(), 0);
+}
+
+}  // namespace
