@@ -107,6 +107,9 @@ class Generator {
     const bool square = below(2) == 0;
     const int64_t n = 2 + below(3);
     for (int d = 0; d < rank; ++d) p.canon.push_back(square ? n : 1 + below(5));
+    // Some programs get one long dim, so that kernels run their vector loops and not only the
+    // scalar tails (a layout-dependent result would show between the modes).
+    if (below(4) == 0) p.canon[below(rank)] = 16 + below(25);
     // A few materialized leaves first, so that ops have operands.
     for (int i = 0; i < 3; ++i) p.steps.push_back(leaf(p.canon, i));
     const int count = 10 + below(31);

@@ -257,6 +257,32 @@ TEST(RecordThreads, InPlaceWriteIntoAnotherThreadsLazyTensor) {
   EXPECT_EQ(got_keep, want_keep);
 }
 
+// A write into a materialized tensor that is still pending on another (live) thread's segment is
+// seen by a later read on this thread, as an op input and through a view.
+TEST(RecordThreads, PendingWriteOnAnotherThreadIsSeen) {
+  JitRestore restore;
+  config().jit = false;
+  Tensor ex = data({4, 6}, 71);
+  ex.slice(1, 0, 6, 3).add_(ex.select(1, 1).unsqueeze(1), 2.0);
+  const std::string want_z = bytes(ex * 2.0), want_v = bytes(ex.t().select(0, 3));
+
+  config().jit = true;
+  Tensor x = data({4, 6}, 71);
+  std::promise<void> written, done;
+  std::thread writer([&] {
+    x.slice(1, 0, 6, 3).add_(x.select(1, 1).unsqueeze(1), 2.0);  // pending in this segment
+    written.set_value();
+    done.get_future().wait();
+  });
+  written.get_future().wait();
+  const std::string got_z = bytes(x * 2.0);
+  const std::string got_v = bytes(x.t().select(0, 3));
+  done.set_value();
+  writer.join();
+  EXPECT_EQ(got_z, want_z);
+  EXPECT_EQ(got_v, want_v);
+}
+
 // Write after a pending read on another thread: the producer recorded a read of the materialized
 // tensor x, then (ordered by a future) another thread writes x. Eager read x before the write, so
 // the producer's value must not see it.
