@@ -1,8 +1,11 @@
 # Checks kiln-perf (run with cmake -DKILN_PERF=... -DOUT=... -DWITH_LIBTORCH=ON|OFF -P
 # check_perf.cmake):
 #  1. a short run writes JSON whose results carry every key BENCHMARKS.md fixes, with sane values;
-#  2. requests that are not available yet exit with status 2 and say why (never a crash);
-#  3. mode libtorch: without KILN_WITH_LIBTORCH, status 2 and how to build it; with it, a short
+#  2. a short eager,interp run: interp rows with the same keys plus speedup_vs_eager and the
+#     region-cache hits and misses;
+#  3. requests that are not available yet (mode jit among them) exit with status 2 and say why
+#     (never a crash);
+#  4. mode libtorch: without KILN_WITH_LIBTORCH, status 2 and how to build it; with it, a short
 #     eager,libtorch run gives libtorch rows with the same keys and the side-by-side table.
 cmake_minimum_required(VERSION 3.25)
 
@@ -79,9 +82,59 @@ endforeach()
 list(JOIN seen "," seen)
 expect(seen STREQUAL "copy,gelu,dispatch" "workloads in the JSON: ${seen}")
 
+# Interp mode (recorded, flushed, interpreted; no JIT) next to eager: each workload runs in both
+# modes, checks its result in both, and its interp row carries the speedup over the same run's
+# eager row and the region-cache hits and misses of its runs.
+file(REMOVE "${OUT}")
+execute_process(
+  COMMAND "${KILN_PERF}" --size small --workloads copy,gelu,dispatch --modes eager,interp
+          --reps 3 --json "${OUT}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE progress)
+message("${table}")
+expect(rc EQUAL 0 "kiln-perf --modes eager,interp exited with ${rc}: ${progress}")
+file(READ "${OUT}" json)
+string(JSON n LENGTH "${json}" results)
+expect(n EQUAL 6 "expected 6 results with --modes eager,interp, got ${n}")
+set(seen "")
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  expect_required_keys("${json}" ${i} "interp run: ")
+  string(JSON w GET "${json}" results ${i} workload)
+  string(JSON mode GET "${json}" results ${i} mode)
+  list(APPEND seen "${w}:${mode}")
+  string(JSON lo GET "${json}" results ${i} min_ms)
+  expect("${lo}" GREATER 0 "${w} ${mode}: min_ms ${lo} is not positive")
+  foreach(key speedup_vs_eager region_hits region_misses region_uncached)
+    string(JSON type ERROR_VARIABLE err TYPE "${json}" results ${i} ${key})
+    expect(NOT err "${w} ${mode}: no key '${key}'")
+    if(mode STREQUAL "eager")
+      expect(type STREQUAL "NULL" "${w} eager: ${key} is ${type}, expected null")
+    else()
+      expect(type STREQUAL "NUMBER" "${w} interp: ${key} is ${type}, expected a number")
+    endif()
+  endforeach()
+  if(mode STREQUAL "interp")
+    string(JSON speedup GET "${json}" results ${i} speedup_vs_eager)
+    string(JSON hits GET "${json}" results ${i} region_hits)
+    string(JSON misses GET "${json}" results ${i} region_misses)
+    expect("${speedup}" GREATER 0 "${w} interp: speedup_vs_eager ${speedup} is not positive")
+    # The first call records a graph the cache has not seen; the 5 later runs (2 warm-up, 3
+    # timed) record the same graph again and must find its region.
+    expect(misses GREATER_EQUAL 1 "${w} interp: ${misses} region misses, expected at least 1")
+    expect(hits GREATER_EQUAL 5 "${w} interp: ${hits} region hits, expected at least 5")
+  endif()
+endforeach()
+list(JOIN seen "," seen)
+expect(seen STREQUAL "copy:eager,copy:interp,gelu:eager,gelu:interp,dispatch:eager,dispatch:interp"
+       "interp run: results in the JSON: ${seen}")
+foreach(col "vs eager" "regions hit/miss")
+  string(FIND "${table}" "${col}" at)
+  expect(NOT at EQUAL -1 "the eager,interp table has no '${col}' column")
+endforeach()
+
 # Not-yet-available requests: status 2 and a message that says what is missing.
-foreach(case "--modes;interp|mode interp is not available yet: it needs the tracer"
-             "--modes;jit|mode jit is not available yet: it needs the tracer"
+foreach(case "--modes;jit|mode jit is not available yet: the CPU JIT is not built yet"
+             "--modes;eager,jit|mode jit is not available yet: the CPU JIT is not built yet"
              "--devices;cuda|device cuda is not available yet"
              "--workloads;newton|workload newton is not available yet"
              "--workloads;nosuch|unknown workload 'nosuch'"

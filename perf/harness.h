@@ -1,5 +1,6 @@
 // kiln-perf's harness: command-line options, the timing runner and the reports (table, JSON).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,7 +44,13 @@ struct Figure {
   std::optional<double> gbps;           // bytes per run / median time
   std::optional<double> copy_fraction;  // gbps / the same run's copy gbps (same mode and device)
   std::optional<double> us_per_op;      // per-op workloads (dispatch)
-  bool implicit = false;                // copy added only as the copy_fraction reference
+  // The same run's eager median over this figure's median (above 1: faster than eager); null
+  // for eager itself or without an eager figure of the workload.
+  std::optional<double> speedup_vs_eager;
+  // Region-cache lookups over the first call, warm-up and timed runs, in modes that record
+  // (interp, jit); null otherwise. Uncached: interpreted without a region (recompile limit).
+  std::optional<int64_t> region_hits, region_misses, region_uncached;
+  bool implicit = false;  // copy added only as the copy_fraction reference
 };
 
 struct Job {
@@ -61,6 +68,8 @@ Figure measure(const Job& job, const Options& o, int index, int total);
 
 // Fills copy_fraction from the copy figures of the same mode and device.
 void attach_copy_fractions(std::vector<Figure>& figures);
+// Fills speedup_vs_eager from the eager figures of the same workload and device.
+void attach_speedups(std::vector<Figure>& figures);
 
 std::string table_text(const std::vector<Figure>& figures);
 void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o);

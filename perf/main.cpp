@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       figures.push_back(
           measure(jobs[i], o, static_cast<int>(i + 1), static_cast<int>(jobs.size())));
     attach_copy_fractions(figures);
+    attach_speedups(figures);
     fmt::print("\n{}", table_text(figures));
     if (!o.json.empty()) {
       write_json(o.json, figures, o);

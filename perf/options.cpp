@@ -1,4 +1,4 @@
-// kiln-perf's command line: --workloads a,b --modes eager --devices cpu --reps N --warmup N
+// kiln-perf's command line: --workloads a,b --modes eager,interp --devices cpu --reps N --warmup N
 // --json FILE --size small|default --list. Flags take "--flag value" or "--flag=value".
 #include <fmt/format.h>
 #include <charconv>
@@ -37,9 +37,12 @@ int parse_count(const std::string& flag, const std::string& v, int lo) {
 std::string usage_text() {
   return R"(usage: kiln-perf [options]
   --workloads a,b     workloads to run (default: every available one; see --list)
-  --modes m,n         eager (now); interp and jit arrive with the tracer and the JIT;
-                      libtorch: the same workloads in libtorch eager, same process and thread
-                      count (needs a build with -DKILN_WITH_LIBTORCH=ON)
+  --modes m,n         eager: op by op (KILN_JIT=0); interp: recorded by the tracer, flushed
+                      and interpreted, never compiled (KILN_JIT=1 with no JIT backend); jit
+                      arrives with the CPU JIT; libtorch: the same workloads in libtorch eager,
+                      same process and thread count (needs a build with -DKILN_WITH_LIBTORCH=ON).
+                      Modes of one workload run one after the other, and each non-eager figure
+                      gets its speedup over the same run's eager figure (--mode is an alias)
   --devices d,e       cpu (now); cuda arrives with the CUDA backend
   --reps N            timed repetitions after warm-up (default 10)
   --warmup N          untimed repetitions after the first call (default 2)
@@ -118,9 +121,11 @@ std::vector<Job> plan(const Options& o) {
       libtorch = true;
       continue;
     }
-    if (m == "interp" || m == "jit")
-      throw UsageError{fmt::format("mode {} is not available yet: it needs the tracer", m)};
-    if (m != "eager")
+    if (m == "jit")
+      throw UsageError{
+          "mode jit is not available yet: the CPU JIT is not built yet (no backend compiles "
+          "regions; --modes interp records and interprets them)"};
+    if (m != "eager" && m != "interp")
       throw UsageError{
           fmt::format("unknown mode '{}'; expected eager, interp, jit or libtorch", m)};
   }

@@ -1,6 +1,7 @@
 // kiln-perf's outputs: the aligned table on stdout and the JSON file (keys fixed by
 // BENCHMARKS.md: results[] of workload, mode, device, median_ms, min_ms, max_ms, gbps,
-// copy_fraction, first_call_ms; the rest are extras).
+// copy_fraction, first_call_ms; the rest are extras: us_per_op, speedup_vs_eager, region_hits,
+// region_misses, region_uncached, ...).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,6 +31,9 @@ std::string json_string(const std::string& s) {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 std::string json_number(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
+std::string json_count(const std::optional<int64_t>& v) {
+  return v ? fmt::format("{}", *v) : "null";
+}
 
 std::string cell(const std::optional<double>& v, const char* f) {
   return v ? fmt::format(fmt::runtime(f), *v) : std::string("-");
@@ -100,22 +104,33 @@ std::string comparison_text(const std::vector<Figure>& figures) {
 }  // namespace
 
 std::string table_text(const std::vector<Figure>& figures) {
-  std::vector<std::string> head = {"workload",  "mode",   "device", "size",
-                                   "median ms", "min ms", "max ms", "first ms",
-                                   "GB/s",      "% copy", "µs/op"};
+  std::vector<std::string> head = {"workload", "mode",     "device",          "size", "median ms",
+                                   "min ms",   "max ms",   "first ms",        "GB/s", "% copy",
+                                   "µs/op",    "vs eager", "regions hit/miss"};
   std::vector<std::vector<std::string>> rows;
+  bool implicit = false, speedups = false, regions = false;
   for (const Figure& f : figures) {
     rows.push_back({f.workload + (f.implicit ? "*" : ""), f.mode, f.device, f.shape,
                     fmt::format("{:.3f}", f.median_ms), fmt::format("{:.3f}", f.min_ms),
                     fmt::format("{:.3f}", f.max_ms), fmt::format("{:.3f}", f.first_call_ms),
                     cell(f.gbps, "{:.2f}"),
                     f.copy_fraction ? fmt::format("{:.1f}%", 100 * *f.copy_fraction) : "-",
-                    cell(f.us_per_op, "{:.3f}")});
+                    cell(f.us_per_op, "{:.3f}"), cell(f.speedup_vs_eager, "{:.2f}x"),
+                    f.region_hits ? fmt::format("{}/{}", *f.region_hits, *f.region_misses) : "-"});
+    implicit |= f.implicit;
+    speedups |= f.speedup_vs_eager.has_value();
+    regions |= f.region_hits.has_value();
   }
+  // An eager-only run keeps the table it always had: drop the columns that would be all "-".
+  size_t keep = head.size() - (regions ? 0 : speedups ? 1 : 2);
+  head.resize(keep);
+  for (auto& r : rows) r.resize(keep);
   std::string out = aligned(head, rows, 4);
-  bool implicit = false;
-  for (const Figure& f : figures) implicit |= f.implicit;
   if (implicit) out += "* measured as the reference for % copy\n";
+  if (speedups)
+    out += "vs eager = the same run's eager median / this median (above 1: faster than eager)\n";
+  if (regions)
+    out += "regions hit/miss: region-cache lookups over the first call, warm-up and timed runs\n";
   return out + comparison_text(figures);
 }
 
@@ -139,8 +154,12 @@ void write_json(const std::string& path, const std::vector<Figure>& figures, con
                        json_number(f.first_call_ms));
     out += fmt::format("\"us_per_op\": {}, \"shape\": {}, \"reps\": {}, \"warmup\": {}, ",
                        json_number(f.us_per_op), json_string(f.shape), f.reps, f.warmup);
-    out += fmt::format("\"threads\": {}, \"reference_only\": {}}}", f.threads,
+    out += fmt::format("\"threads\": {}, \"reference_only\": {}, ", f.threads,
                        f.implicit ? "true" : "false");
+    out += fmt::format("\"speedup_vs_eager\": {}, \"region_hits\": {}, \"region_misses\": {}, ",
+                       json_number(f.speedup_vs_eager), json_count(f.region_hits),
+                       json_count(f.region_misses));
+    out += fmt::format("\"region_uncached\": {}}}", json_count(f.region_uncached));
   }
   out += "\n  ]\n}\n";
   std::FILE* file = std::fopen(path.c_str(), "w");

@@ -1,6 +1,8 @@
 // Times one job: the first call on a fresh Case (timed apart: it includes one-time costs such as
-// page faults, and, once the JIT exists, compilation), a check of its result, warm-up runs, then
-// the timed repetitions. Every run ends with kiln::sync() so that recorded work is included.
+// page faults, recording a region for the first time, and, once the JIT exists, compilation), a
+// check of its result, warm-up runs, then the timed repetitions. Every run ends with kiln::sync(),
+// so that in interp mode the figure holds recording + flush + interpretation (in eager mode the
+// sync has nothing to do, and both modes are timed alike).
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <cstdio>
 
 #include "perf/harness.h"
+#include "perf/mode_scope.h"
 #include "perf/peers/peer.h"
 
 namespace kiln::perf {
@@ -19,11 +22,15 @@ double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-double timed_run(Case& c) {
+// One run, synced, with the region-cache lookups it caused added to `tally` (outside the timing).
+double timed_run(Case& c, RegionTally& tally) {
+  tally.begin();
   double t0 = now_ms();
   c.run();
   sync();
-  return now_ms() - t0;
+  double t = now_ms() - t0;
+  tally.end();
+  return t;
 }
 
 double median(std::vector<double> v) {
@@ -45,8 +52,11 @@ class Progress {
     if (tty_) fmt::print(stderr, "\r\033[K{}: {} {}/{}", head_, what, i, n);
   }
   void done(const Figure& f) {
-    fmt::print(stderr, "{}{}: median {:.3f} ms (first call {:.3f} ms)\n", tty_ ? "\r\033[K" : "",
-               head_, f.median_ms, f.first_call_ms);
+    std::string regions =
+        f.region_hits ? fmt::format(", regions hit/miss {}/{}", *f.region_hits, *f.region_misses)
+                      : "";
+    fmt::print(stderr, "{}{}: median {:.3f} ms (first call {:.3f} ms{})\n", tty_ ? "\r\033[K" : "",
+               head_, f.median_ms, f.first_call_ms, regions);
   }
 
  private:
@@ -82,9 +92,11 @@ Prepared prepare(const Job& job, Size size) {
 }  // namespace
 
 Figure measure(const Job& job, const Options& o, int index, int total) {
-  config().jit = false;  // eager is the only mode until the tracer lands (plan() checked it)
   Progress progress(job, index, total);
   progress.step("preparing", 0, 1);
+  // Inputs are made eagerly: in interp mode they are materialized inputs of the recorded regions,
+  // as a program's weights and data would be.
+  config().jit = false;
   Prepared p = prepare(job, o.size);
 
   Figure f;
@@ -97,17 +109,25 @@ Figure measure(const Job& job, const Options& o, int index, int total) {
   f.threads = num_threads();
   f.implicit = job.implicit;
 
+  // The mode holds for the runs and for check(), which reads the outputs through sync points.
+  ModeScope mode(job.mode);
+  RegionTally tally;
   progress.step("first call", 0, 1);
-  f.first_call_ms = timed_run(*p.c);
+  f.first_call_ms = timed_run(*p.c, tally);
   p.c->check();
   for (int i = 0; i < o.warmup; ++i) {
     progress.step("warm-up", i + 1, o.warmup);
-    timed_run(*p.c);
+    timed_run(*p.c, tally);
   }
   std::vector<double> times;
   for (int i = 0; i < o.reps; ++i) {
     progress.step("rep", i + 1, o.reps);
-    times.push_back(timed_run(*p.c));
+    times.push_back(timed_run(*p.c, tally));
+  }
+  if (mode.records()) {
+    f.region_hits = tally.hits;
+    f.region_misses = tally.misses;
+    f.region_uncached = tally.uncached;
   }
   f.median_ms = median(times);
   f.min_ms = *std::min_element(times.begin(), times.end());
@@ -124,6 +144,19 @@ void attach_copy_fractions(std::vector<Figure>& figures) {
     for (const Figure& c : figures) {
       if (c.workload == "copy" && c.mode == f.mode && c.device == f.device && c.gbps) {
         f.copy_fraction = *f.gbps / *c.gbps;
+        break;
+      }
+    }
+  }
+}
+
+void attach_speedups(std::vector<Figure>& figures) {
+  for (Figure& f : figures) {
+    if (f.mode == "eager") continue;
+    for (const Figure& e : figures) {
+      if (e.mode == "eager" && e.workload == f.workload && e.device == f.device &&
+          f.median_ms > 0) {
+        f.speedup_vs_eager = e.median_ms / f.median_ms;
         break;
       }
     }
