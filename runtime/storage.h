@@ -57,6 +57,11 @@ class Storage : public RefCounted {
     lazy_.store(producer, std::memory_order_release);
   }
   void clear_pending_writes() { lazy_.store(nullptr, std::memory_order_release); }
+  // Segments whose pending (unflushed) work reads this storage as a graph input: a write from
+  // another thread's segment must flush them first, or they would read the new contents.
+  void add_pending_reader() { readers_.fetch_add(1, std::memory_order_acq_rel); }
+  void drop_pending_reader() { readers_.fetch_sub(1, std::memory_order_acq_rel); }
+  bool has_pending_readers() const { return readers_.load(std::memory_order_acquire) > 0; }
   // Producer only: hands a still-lazy storage to another producer (a failed flush's).
   void rebind_producer(LazyProducer* producer) { lazy_.store(producer, std::memory_order_release); }
 
@@ -70,6 +75,7 @@ class Storage : public RefCounted {
   Device device_;
   std::atomic<uint32_t> version_{0};
   std::atomic<LazyProducer*> lazy_{nullptr};
+  std::atomic<int32_t> readers_{0};
   uint32_t slot_ = 0;
   uint32_t epoch_ = 0;
 };

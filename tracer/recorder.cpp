@@ -17,7 +17,10 @@ class SegmentPool {
   static Segment* acquire() {
     SegmentPool& p = instance();
     std::lock_guard lock(p.mu_);
-    if (p.free_.empty()) return new Segment();
+    if (p.free_.empty()) {
+      p.all_.push_back(new Segment());
+      return p.all_.back();
+    }
     Segment* s = p.free_.back();
     p.free_.pop_back();
     return s;
@@ -27,6 +30,12 @@ class SegmentPool {
     std::lock_guard lock(p.mu_);
     p.free_.push_back(s);
   }
+  // Every segment ever made (they are never freed, so the copy stays valid).
+  static std::vector<Segment*> all() {
+    SegmentPool& p = instance();
+    std::lock_guard lock(p.mu_);
+    return p.all_;
+  }
 
  private:
   static SegmentPool& instance() {
@@ -35,6 +44,7 @@ class SegmentPool {
   }
   std::mutex mu_;
   std::vector<Segment*> free_;
+  std::vector<Segment*> all_;
 };
 
 // A tensor whose storage another segment produces is computed before this thread uses it.
@@ -42,6 +52,16 @@ void materialize_foreign(const Tensor& t, const Segment* mine) {
   Storage* s = t.impl()->storage();
   LazyProducer* p = s->producer();
   if (p != nullptr && p != mine) s->materialize(SyncReason::CrossThread);
+}
+
+// Before this thread records a write into a materialized tensor, other segments with pending
+// reads of its memory run, so that they read what eager mode would have (the old contents).
+// Called without holding any segment's lock, so two threads never wait on each other's.
+void flush_other_readers(const Tensor& out, const Segment* mine) {
+  const Storage* s = out.impl()->storage();
+  if (!s->has_pending_readers() || s->producer() != nullptr) return;
+  for (Segment* other : SegmentPool::all())
+    if (other != mine) other->flush_if_reading(s, SyncReason::CrossThread);
 }
 
 class Recorder final : public ModeHandler {
@@ -73,6 +93,7 @@ class Recorder final : public ModeHandler {
     }
     for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
     materialize_foreign(out, segment_);
+    flush_other_readers(out, segment_);
     segment_->record_into(def, call, meta, out);
   }
 

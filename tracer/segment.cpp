@@ -158,6 +158,7 @@ ValueId Segment::read(const Tensor& t) {
   if (in.current != kNoValue) return in.current;
   if (in.value == kNoValue) {
     in.value = graph_.add_input(meta_of(ti));
+    s->add_pending_reader();
     graph_input_owner_.push_back(static_cast<int32_t>(&in - inputs_.data()));
   }
   return in.value;
@@ -257,6 +258,18 @@ int64_t Segment::pending_nodes() {
   return static_cast<int64_t>(graph_.nodes.size());
 }
 
+void Segment::flush_if_reading(const Storage* s, SyncReason reason) {
+  std::lock_guard lock(mu_);
+  auto it = inputs_by_storage_.find(s);
+  if (it == inputs_by_storage_.end()) return;
+  for (int32_t i : it->second) {
+    if (inputs_[i].value != kNoValue) {
+      flush_locked(reason);
+      return;
+    }
+  }
+}
+
 void Segment::materialize(Storage& s, SyncReason reason) {
   std::lock_guard lock(mu_);
   if (pending_here(&s)) flush_locked(reason);
@@ -268,6 +281,8 @@ void Segment::release(Storage& s) noexcept {
 }
 
 void Segment::reset() {
+  for (const Input& in : inputs_)
+    if (in.value != kNoValue) in.tensor.impl()->storage()->drop_pending_reader();
   graph_.clear();
   slots_.clear();
   inputs_.clear();

@@ -46,6 +46,9 @@ class Segment final : public LazyProducer {
   // Runs everything recorded so far (no-op when nothing is pending).
   void flush(SyncReason reason);
   int64_t pending_nodes();
+  // Flushes when the pending work reads `s` as a graph input (another segment is about to
+  // write it).
+  void flush_if_reading(const Storage* s, SyncReason reason);
 
   void materialize(Storage& s, SyncReason reason) override;
   void release(Storage& s) noexcept override;
