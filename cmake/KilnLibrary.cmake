@@ -21,7 +21,7 @@ target_include_directories(kiln PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:include>
   $<INSTALL_INTERFACE:include/kiln>)
-target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb PRIVATE kiln_openblas)
+target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb TBB::tbbmalloc PRIVATE kiln_openblas)
 target_compile_features(kiln PUBLIC cxx_std_20)
 
 # One object library per ISA for the kernel files.

@@ -12,11 +12,12 @@
 
 #include "runtime/device.h"
 #include "runtime/lazy.h"
+#include "runtime/pooled.h"
 #include "runtime/ref.h"
 
 namespace kiln {
 
-class Storage : public RefCounted {
+class Storage : public RefCounted, public PooledObject {
  public:
   Storage(size_t nbytes, Device device);  // allocates
   // A lazy storage: `producer` computes it; `slot` and `epoch` are the producer's bookkeeping.

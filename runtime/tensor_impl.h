@@ -7,6 +7,7 @@
 
 #include "runtime/device.h"
 #include "runtime/dtype.h"
+#include "runtime/pooled.h"
 #include "runtime/ref.h"
 #include "runtime/small_vector.h"
 #include "runtime/storage.h"
@@ -15,7 +16,7 @@ namespace kiln {
 
 struct AutogradMeta;  // runtime/autograd/autograd_meta.h
 
-class TensorImpl : public RefCounted {
+class TensorImpl : public RefCounted, public PooledObject {
  public:
   TensorImpl(DimVector sizes, DimVector strides, int64_t offset, DType dtype, Device device,
              Ref<Storage> storage);

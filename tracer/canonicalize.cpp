@@ -26,15 +26,16 @@ CanonicalGraph canonicalize(Graph& g) {
     renumber[in.id] = out.graph.add_input(in.meta);
     out.input_origin.push_back(static_cast<int32_t>(i));
   }
+  // Nodes are moved, then renumbered in place (no copy of attrs or metadata).
+  int32_t next = static_cast<int32_t>(out.graph.inputs.size());
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     if (!node_live[j]) continue;
-    Node& n = g.nodes[j];
-    SmallVector<ValueId, 4> ins;
-    for (ValueId v : n.inputs) ins.push_back(renumber[v]);
-    renumber[n.output] =
-        out.graph.add_node(n.op, n.attrs, std::span<const ValueId>(ins.begin(), ins.size()),
-                           std::move(n.meta), std::move(n.subgraphs));
+    Node& n = out.graph.nodes.emplace_back(std::move(g.nodes[j]));
+    for (ValueId& v : n.inputs) v = renumber[v];
+    renumber[n.output] = next;
+    n.output = next++;
   }
+  out.graph.set_num_values(next);
   std::vector<ValueId> outs;
   outs.reserve(g.outputs.size());
   for (ValueId v : g.outputs) outs.push_back(renumber[v]);

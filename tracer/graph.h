@@ -79,6 +79,10 @@ class Graph {
     set_outputs(std::span<const ValueId>(outs.begin(), outs.size()));
   }
 
+  // For passes that append nodes to `nodes` directly (numbering them themselves): every id is
+  // below `n`.
+  void set_num_values(int32_t n) { next_value_ = n; }
+
   // Empties the graph but keeps its memory (the recorder reuses one graph per segment).
   void clear() {
     inputs.clear();

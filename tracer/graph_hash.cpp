@@ -190,6 +190,24 @@ uint64_t graph_hash(const Graph& g, HashMode mode, ScalarKey scalars) {
   return sink.h;
 }
 
+std::vector<uint64_t> encode_graph(const Graph& g, HashMode mode, ScalarKey scalars) {
+  VectorSink sink;
+  sink.words.reserve(16 + 24 * g.nodes.size() + 8 * g.inputs.size());
+  Encoder<VectorSink>(sink, mode, scalars).graph(g);
+  return std::move(sink.words);
+}
+
+uint64_t hash_encoding(std::span<const uint64_t> words) {
+  // Cheaper than HashSink's full mix per word (this runs on every flush): a multiply-rotate
+  // per word and one full mix at the end. Collisions only cost a failed comparison.
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ words.size();
+  for (uint64_t w : words) {
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h = (h << 29) | (h >> 35);
+  }
+  return mix(h);
+}
+
 bool structurally_equal(const Graph& a, const Graph& b, HashMode mode, ScalarKey scalars) {
   VectorSink ea, eb;
   Encoder<VectorSink>(ea, mode, scalars).graph(a);

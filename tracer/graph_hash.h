@@ -28,6 +28,8 @@
 // wrong code.
 #pragma once
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "runtime/small_vector.h"
 #include "tracer/graph.h"
@@ -51,6 +53,11 @@ uint64_t graph_hash(const Graph& g, HashMode mode = HashMode::Exact,
                     ScalarKey scalars = ScalarKey::Values);
 bool structurally_equal(const Graph& a, const Graph& b, HashMode mode = HashMode::Exact,
                         ScalarKey scalars = ScalarKey::Values);
+
+// The canonical encoding itself, and a (faster, different) hash of an encoding. The region cache
+// keeps each region's encoding, so that a lookup encodes the new graph once and compares words.
+std::vector<uint64_t> encode_graph(const Graph& g, HashMode mode, ScalarKey scalars);
+uint64_t hash_encoding(std::span<const uint64_t> words);
 
 // True for the attrs words that carry a random op's Philox seed and counter.
 bool is_philox_attr(OpId op, size_t int_index);

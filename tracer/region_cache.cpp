@@ -81,9 +81,11 @@ std::string describe_meta_change(const std::string& what, const ValueMeta& a, co
 
 }  // namespace
 
-Region::Region(uint64_t id_, Graph graph_, std::vector<int32_t> aliasing_, RegionFamily* family_)
+Region::Region(uint64_t id_, Graph graph_, std::vector<uint64_t> encoding_,
+               std::vector<int32_t> aliasing_, RegionFamily* family_)
     : id(id_),
       graph(std::move(graph_)),
+      encoding(std::move(encoding_)),
       aliasing(std::move(aliasing_)),
       plan(plan_interpreter(graph)),
       family(family_) {}
@@ -143,8 +145,8 @@ RegionCache& RegionCache::instance() {
 }
 
 CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasing) {
-  const uint64_t key =
-      mix(graph_hash(g, HashMode::Shapeless, ScalarKey::Kinds), aliasing_hash(aliasing));
+  std::vector<uint64_t> words = encode_graph(g, HashMode::Shapeless, ScalarKey::Kinds);
+  const uint64_t key = mix(hash_encoding(words), aliasing_hash(aliasing));
   const int limit = config().jit_recompile_limit;
   std::lock_guard lock(mu_);
   auto over_limit = [&](RegionFamily& f) {
@@ -167,7 +169,7 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
   for (auto& r : bucket) {
     if (!std::equal(r->aliasing.begin(), r->aliasing.end(), aliasing.begin(), aliasing.end()))
       continue;
-    if (!structurally_equal(r->graph, g, HashMode::Shapeless, ScalarKey::Kinds)) continue;
+    if (r->encoding != words) continue;  // the full structural check: never trust the hash
     RuntimeScalars fresh = new_runtime_scalars(*r, g);
     CacheLookup out{r.get(), true, false};
     if (!fresh.empty()) {
@@ -187,8 +189,9 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
   if (!family) family = std::make_unique<RegionFamily>();
   if (over_limit(*family)) return {};
   ++family->compiles;
-  bucket.push_back(std::make_unique<Region>(
-      key, g, std::vector<int32_t>(aliasing.begin(), aliasing.end()), family.get()));
+  bucket.push_back(std::make_unique<Region>(key, g, std::move(words),
+                                            std::vector<int32_t>(aliasing.begin(), aliasing.end()),
+                                            family.get()));
   Region* r = bucket.back().get();
   family->variants.push_back(r);
   order_.push_back(r);

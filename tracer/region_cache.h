@@ -32,10 +32,12 @@ struct RegionFamily;
 
 class Region {
  public:
-  Region(uint64_t id, Graph graph, std::vector<int32_t> aliasing, RegionFamily* family);
+  Region(uint64_t id, Graph graph, std::vector<uint64_t> encoding, std::vector<int32_t> aliasing,
+         RegionFamily* family);
 
-  const uint64_t id;  // the cache key (Shapeless hash mixed with the aliasing)
-  const Graph graph;  // canonical graph of the first recording
+  const uint64_t id;                     // the cache key (Shapeless hash mixed with the aliasing)
+  const Graph graph;                     // canonical graph of the first recording
+  const std::vector<uint64_t> encoding;  // its Shapeless encoding without scalar values
   const std::vector<int32_t> aliasing;
   const InterpreterPlan plan;
   RegionFamily* const family;
