@@ -29,6 +29,25 @@ class JitMode {
   bool saved_;
 };
 
+// Restores config().jit when a test ends, whatever it set (flushing what is pending; an error
+// there was the test's to report).
+class JitRestore {
+ public:
+  JitRestore() : saved_(config().jit) {}
+  ~JitRestore() {
+    try {
+      kiln::sync();
+    } catch (...) {
+    }
+    config().jit = saved_;
+  }
+  JitRestore(const JitRestore&) = delete;
+  JitRestore& operator=(const JitRestore&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // The tensor's elements in row-major order, as raw bytes (a sync point).
 inline std::vector<unsigned char> bytes_of(const Tensor& t) {
   Tensor c = t.contiguous();

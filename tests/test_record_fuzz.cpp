@@ -21,30 +21,15 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "record_util.h"
 #include "tracer/region_cache.h"
 
 namespace kiln {
 namespace {
 
+using kiln::testing::JitRestore;
+
 constexpr int kPool = 10;
-
-// Restores config().jit when a test ends, whatever it set.
-class JitRestore {
- public:
-  JitRestore() : saved_(config().jit) {}
-  ~JitRestore() {
-    try {
-      sync();
-    } catch (...) {
-    }
-    config().jit = saved_;
-  }
-  JitRestore(const JitRestore&) = delete;
-  JitRestore& operator=(const JitRestore&) = delete;
-
- private:
-  bool saved_;
-};
 
 enum class Kind : uint8_t {
   Leaf,

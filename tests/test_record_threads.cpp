@@ -13,26 +13,12 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "record_util.h"
 
 namespace kiln {
 namespace {
 
-class JitRestore {
- public:
-  JitRestore() : saved_(config().jit) {}
-  ~JitRestore() {
-    try {
-      sync();
-    } catch (...) {
-    }
-    config().jit = saved_;
-  }
-  JitRestore(const JitRestore&) = delete;
-  JitRestore& operator=(const JitRestore&) = delete;
-
- private:
-  bool saved_;
-};
+using kiln::testing::JitRestore;
 
 // Deterministic data without kiln's generator.
 Tensor data(Shape shape, uint64_t seed, double scale = 1.0) {
