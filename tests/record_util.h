@@ -67,8 +67,9 @@ class CacheDelta {
   CacheDelta() : start_(tracer::RegionCache::instance().counters()) {}
   tracer::CacheCounters now() const {
     tracer::CacheCounters c = tracer::RegionCache::instance().counters();
-    return {c.regions - start_.regions, c.hits - start_.hits, c.misses - start_.misses,
-            c.promotions - start_.promotions, c.uncached - start_.uncached};
+    return {c.regions - start_.regions,   c.hits - start_.hits,
+            c.misses - start_.misses,     c.promotions - start_.promotions,
+            c.uncached - start_.uncached, c.repeats - start_.repeats};
   }
 
  private:

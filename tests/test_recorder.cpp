@@ -249,6 +249,62 @@ TEST(Recorder, VaryingScalarIsPromotedNotRecompiled) {
   EXPECT_EQ(c.uncached, 0);
 }
 
+// A loop whose iterations flush the same program: from the second iteration on, the segment
+// follows its last recording (tracer/flush_memo.h) instead of rebuilding and looking it up. A
+// promoted scalar, dropout's Philox counter and an iteration that records something else must all
+// still give eager's bits.
+TEST(Recorder, RepeatedFlushFollowsTheLastRecording) {
+  auto program = [](const Tensor& x, int i) {
+    const double lr = 0.1 / (i + 1);
+    Tensor h = dropout(x * lr + 1.0, 0.5, /*train=*/true);
+    if (i == 3) h = h.exp();  // this iteration differs: following stops, then starts again
+    return (h * h).sum();
+  };
+  Tensor x = ramp({64});
+  std::vector<float> eager, recorded;
+  {
+    JitMode off(false);
+    manual_seed(11);
+    for (int i = 0; i < 8; ++i) eager.push_back(program(x, i).item<float>());
+  }
+  JitMode jit(true);
+  kiln::sync();
+  CacheDelta delta;
+  manual_seed(11);
+  for (int i = 0; i < 8; ++i) recorded.push_back(program(x, i).item<float>());
+  EXPECT_EQ(recorded, eager);
+  const tracer::CacheCounters c = delta.now();
+  EXPECT_EQ(c.regions, 2);  // the loop body, and iteration 3's variant
+  EXPECT_EQ(c.misses, 2);   // iterations 0 and 3
+  EXPECT_EQ(c.hits, 6);
+  EXPECT_EQ(c.promotions, 1);  // lr, at iteration 1
+  // Iterations 2, 5, 6 and 7 repeat the recording before them (1 and 4 follow a different one).
+  EXPECT_EQ(c.repeats, 4);
+}
+
+// The interpreter writes an elementwise op's result into a dead input buffer (InterpreterPlan::
+// donor); a buffer a live view still reaches, or a graph input, must never be reused.
+TEST(Recorder, InterpreterReusesOnlyDeadBuffers) {
+  auto program = [](const Tensor& a, const Tensor& b) {
+    Tensor y = a + b;
+    Tensor v = y.t();            // a live view of y: y's buffer must survive z
+    Tensor z = (y * 2.0) + 1.0;  // y dies here, but v still reads its buffer
+    Tensor w = (a - 1.0).exp();  // a is a graph input: never written
+    return std::vector<Tensor>{v, z, w, a};
+  };
+  Tensor a = ramp({4, 3}), b = ramp({4, 3}, 1.0, -0.5);
+  std::vector<Tensor> eager;
+  {
+    JitMode off(false);
+    eager = program(a, b);
+  }
+  JitMode jit(true);
+  for (int run = 0; run < 3; ++run) {  // first recording, lookup, then a followed repeat
+    std::vector<Tensor> got = program(a, b);
+    for (size_t i = 0; i < got.size(); ++i) expect_bitwise_equal(got[i], eager[i]);
+  }
+}
+
 TEST(Recorder, RecompileLimitEndsInInterpretationWithOneWarning) {
   ConfigOverride limit(config().jit_recompile_limit, 2);
   std::ostringstream log;

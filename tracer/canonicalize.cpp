@@ -31,6 +31,7 @@ CanonicalGraph canonicalize(Graph& g) {
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     if (!node_live[j]) continue;
     Node& n = out.graph.nodes.emplace_back(std::move(g.nodes[j]));
+    out.node_origin.push_back(static_cast<int32_t>(j));
     for (ValueId& v : n.inputs) v = renumber[v];
     renumber[n.output] = next;
     n.output = next++;

@@ -17,6 +17,8 @@ struct CanonicalGraph {
   Graph graph;
   // For each input of `graph`, the index of the input of the original graph it came from.
   std::vector<int32_t> input_origin;
+  // For each node of `graph`, the index of the node of the original graph it came from.
+  std::vector<int32_t> node_origin;
 };
 
 // Moves the nodes out of `g` (which the caller then clears and reuses).

@@ -21,8 +21,40 @@ InterpreterPlan plan_interpreter(const Graph& g) {
     ValueId out = g.nodes[j].output;
     if (last_use[out] == kNever) plan.release_after[j].push_back(out);
   }
+  plan.donor.assign(g.nodes.size(), -1);
+  std::vector<const Node*> producer(nvalues, nullptr);  // null: a graph input
+  for (const Node& n : g.nodes) producer[n.output] = &n;
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    const Node& n = g.nodes[j];
+    if (!(op_def(n.op).flags & kWritesAnyLayout) || !n.subgraphs.empty()) continue;
+    for (size_t k = 0; k < n.inputs.size() && k < 127; ++k) {
+      const ValueId v = n.inputs[k];
+      const Node* p = producer[v];
+      // Graph inputs are the user's memory; views share a buffer with their base.
+      if (p == nullptr || !p->meta.strides.empty() || (op_def(p->op).flags & kIsView)) continue;
+      if (last_use[v] != static_cast<int32_t>(j) || p->meta.sizes != n.meta.sizes ||
+          p->meta.dtype != n.meta.dtype || p->meta.device != n.meta.device)
+        continue;
+      plan.donor[j] = static_cast<int8_t>(k);
+      break;
+    }
+  }
   return plan;
 }
+
+namespace {
+
+// The buffer of a donor value, when nothing but the interpreter's own handles reach it: the value
+// table's and the argument list's (one per use of `v` by the node).
+bool can_take_over(const Tensor& t, const Node& n, ValueId v) {
+  int32_t uses = 1;
+  for (ValueId u : n.inputs) uses += u == v;
+  const TensorImpl* ti = t.impl();
+  return ti->use_count() == uses && ti->storage()->use_count() == 1 && !ti->storage()->is_lazy() &&
+         ti->autograd() == nullptr;
+}
+
+}  // namespace
 
 InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
                           std::span<const Tensor> inputs) {
@@ -50,7 +82,15 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
         args.clear();
         for (ValueId v : n.inputs) args.push_back(values[v]);
         const OpCall call{n.op, args, n.attrs};
-        values[n.output] = run_eager(op_def(n.op), call, n.meta);
+        const OpDef& def = op_def(n.op);
+        const int8_t donor = plan.donor[j];
+        if (donor >= 0 && can_take_over(values[n.inputs[donor]], n, n.inputs[donor])) {
+          Tensor out = values[n.inputs[donor]];
+          if (out.impl()->numel() > 0) def.eager(call, out);
+          values[n.output] = std::move(out);
+        } else {
+          values[n.output] = run_eager(def, call, n.meta);
+        }
       } catch (...) {
         if (!result.error) result.error = std::current_exception();
         if (poisoned.empty()) poisoned.assign(values.size(), 0);

@@ -13,9 +13,13 @@
 namespace kiln::tracer {
 
 // What the interpreter precomputes once per region: after node j, release_after[j] lists the
-// values nothing later reads (and that are not outputs).
+// values nothing later reads (and that are not outputs). donor[j] is the input position of node j
+// whose buffer node j may write its result into (-1: none): an elementwise op (kWritesAnyLayout)
+// reading a row-major intermediate of its own shape and dtype that dies at j. Reusing that buffer
+// changes no bits (eager in-place ops write the same way) and saves an allocation per op.
 struct InterpreterPlan {
   std::vector<SmallVector<ValueId, 4>> release_after;
+  std::vector<int8_t> donor;
 };
 InterpreterPlan plan_interpreter(const Graph& g);
 

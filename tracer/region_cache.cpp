@@ -200,6 +200,15 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
   return {r, false, false};
 }
 
+void RegionCache::count_hit(Region* r) {
+  {
+    std::lock_guard lock(mu_);
+    ++counters_.hits;
+    ++counters_.repeats;
+  }
+  r->hits.fetch_add(1, std::memory_order_relaxed);
+}
+
 CacheCounters RegionCache::counters() const {
   std::lock_guard lock(mu_);
   return counters_;
@@ -216,6 +225,7 @@ void RegionCache::clear() {
   families_.clear();
   order_.clear();
   counters_ = {};
+  generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 }  // namespace kiln::tracer

@@ -77,6 +77,7 @@ struct CacheLookup {
 
 struct CacheCounters {
   int64_t regions = 0, hits = 0, misses = 0, promotions = 0, uncached = 0;
+  int64_t repeats = 0;  // hits found by following the last flush, without a lookup
 };
 
 class RegionCache {
@@ -85,6 +86,12 @@ class RegionCache {
 
   // `aliasing[i]`: the index of the first earlier input sharing input i's storage, or -1.
   CacheLookup lookup(const Graph& g, std::span<const int32_t> aliasing);
+
+  // Counts a hit on `r` found without a lookup (a segment recognised a repeat of its last flush,
+  // tracer/flush_memo.h).
+  void count_hit(Region* r);
+  // Changes whenever clear() forgets the regions (so that remembered Region pointers expire).
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
   CacheCounters counters() const;
   // Every region, in creation order (for tests and stats).
@@ -98,6 +105,7 @@ class RegionCache {
   std::unordered_map<uint64_t, std::unique_ptr<RegionFamily>> families_;
   std::vector<const Region*> order_;
   CacheCounters counters_;
+  std::atomic<uint64_t> generation_{0};
 };
 
 // What differs between two graphs of one family, for the recompile-limit warning ("input 2:

@@ -126,7 +126,11 @@ void wait_for_compiles() { CompileQueue::instance().wait_idle(); }
 
 InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
                            std::span<const int32_t> aliasing) {
-  CacheLookup found = RegionCache::instance().lookup(g, aliasing);
+  return run_cached_region(RegionCache::instance().lookup(g, aliasing), g, inputs);
+}
+
+InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
+                                  std::span<const Tensor> inputs) {
   Region* region = found.region;
   const int64_t t0 = profiler::now_ns();
   if (region == nullptr) {  // past the recompile limit: interpreted, uncached

@@ -10,13 +10,21 @@
 #include "runtime/tensor.h"
 #include "tracer/graph.h"
 #include "tracer/interpreter.h"
+#include "tracer/region_cache.h"
 
 namespace kiln::tracer {
 
 // Outputs and the first error, as interpret() returns them (a compiled plan that throws fails
 // every output).
+// Looks `g` up in the region cache, then runs it (run_cached_region).
 InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
                            std::span<const int32_t> aliasing);
+
+// Runs `g`, which the cache already matched to `found` (a null region: uncached, past the
+// recompile limit): the region's compiled plan when it has one, else the interpreter; counts
+// the run and hands the region to the backend when it turns hot.
+InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
+                                  std::span<const Tensor> inputs);
 
 // Waits until no compile is queued or running (tests, and before reporting stats).
 void wait_for_compiles();

@@ -149,8 +149,8 @@ ValueId Segment::read(const Tensor& t) {
     if (rec.value != kNoValue && rec.stamp == stamp(slot)) return rec.value;
     const ValueId base = slot.current;
     const ValueId v =
-        graph_.add_node(OpId::AsStrided, strided_attrs(ti->sizes(), ti->strides(), ti->offset()),
-                        {base}, meta_of(ti));
+        append_node(OpId::AsStrided, strided_attrs(ti->sizes(), ti->strides(), ti->offset()),
+                    {base}, meta_of(ti));
     rec = {stamp(slot), v};
     return v;
   }
@@ -176,9 +176,9 @@ void Segment::write(const Tensor& out, ValueId value) {
       m.sizes = slot.sizes;
       m.dtype = o->dtype();
       m.device = o->device();
-      slot.current = graph_.add_node(OpId::AsStridedScatter,
-                                     strided_attrs(o->sizes(), o->strides(), o->offset()),
-                                     {slot.current, value}, std::move(m));
+      slot.current =
+          append_node(OpId::AsStridedScatter, strided_attrs(o->sizes(), o->strides(), o->offset()),
+                      {slot.current, value}, m);
     }
     ++slot.writes;
   } else {
@@ -208,7 +208,7 @@ Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& m
     Storage* s = call.inputs[0].impl()->storage();
     if (owns(s)) {
       const ValueId in = read(call.inputs[0]);
-      const ValueId v = graph_.add_node(call.op, call.attrs, {in}, meta);
+      const ValueId v = append_node(call.op, call.attrs, {in}, meta);
       out.impl()->recorded() = {stamp(slots_[s->lazy_slot()]), v};
     }
     return out;
@@ -217,10 +217,9 @@ Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& m
   SmallVector<ValueId, 4> ids;
   for (const Tensor& t : call.inputs) ids.push_back(read(t));
   const ValueId v =
-      graph_.add_node(call.op, call.attrs, std::span<const ValueId>(ids.begin(), ids.size()), meta);
+      append_node(call.op, call.attrs, std::span<const ValueId>(ids.begin(), ids.size()), meta);
   Tensor out = new_lazy(v, meta);
-  if (static_cast<int64_t>(graph_.nodes.size()) >= config().jit_segment_limit)
-    flush_locked(SyncReason::SegmentLimit);
+  if (node_count() >= config().jit_segment_limit) flush_locked(SyncReason::SegmentLimit);
   return out;
 }
 
@@ -232,7 +231,7 @@ void Segment::record_into(const OpDef& def, const OpCall& call, const OutputMeta
   SmallVector<ValueId, 4> ids;
   for (const Tensor& t : call.inputs) ids.push_back(read(t));
   ValueId r =
-      graph_.add_node(call.op, call.attrs, std::span<const ValueId>(ids.begin(), ids.size()), meta);
+      append_node(call.op, call.attrs, std::span<const ValueId>(ids.begin(), ids.size()), meta);
   const DType out_dtype = out.impl()->dtype();
   if (meta.dtype != out_dtype) {  // eager computes in the result type, then casts into `out`
     Attrs cast;
@@ -241,11 +240,10 @@ void Segment::record_into(const OpDef& def, const OpCall& call, const OutputMeta
     m.sizes = meta.sizes;
     m.dtype = out_dtype;
     m.device = meta.device;
-    r = graph_.add_node(OpId::Cast, cast, {r}, std::move(m));
+    r = append_node(OpId::Cast, cast, {r}, m);
   }
   write(out, r);
-  if (static_cast<int64_t>(graph_.nodes.size()) >= config().jit_segment_limit)
-    flush_locked(SyncReason::SegmentLimit);
+  if (node_count() >= config().jit_segment_limit) flush_locked(SyncReason::SegmentLimit);
 }
 
 void Segment::flush(SyncReason reason) {
@@ -255,7 +253,7 @@ void Segment::flush(SyncReason reason) {
 
 int64_t Segment::pending_nodes() {
   std::lock_guard lock(mu_);
-  return static_cast<int64_t>(graph_.nodes.size());
+  return node_count();
 }
 
 void Segment::flush_if_reading(const Storage* s, SyncReason reason) {
@@ -284,6 +282,8 @@ void Segment::reset() {
   for (const Input& in : inputs_)
     if (in.value != kNoValue) in.tensor.impl()->storage()->drop_pending_reader();
   graph_.clear();
+  following_ = memo_.begin();
+  followed_ = 0;
   slots_.clear();
   inputs_.clear();
   inputs_by_storage_.clear();
@@ -292,8 +292,52 @@ void Segment::reset() {
   epoch_ = next_epoch();
 }
 
+ValueId Segment::append_node(OpId op, const Attrs& attrs, std::span<const ValueId> inputs,
+                             const ValueMeta& meta) {
+  if (following_) {
+    const ValueId id = graph_.num_values();
+    if (memo_.follow(followed_, id, op, attrs, inputs, meta)) {
+      ++followed_;
+      graph_.set_num_values(id + 1);
+      return id;
+    }
+    stop_following();
+  }
+  return graph_.add_node(op, attrs, inputs, meta);
+}
+
+void Segment::stop_following() {
+  if (!following_) return;
+  following_ = false;
+  graph_.nodes.clear();
+  memo_.copy_nodes(graph_, followed_);
+  followed_ = 0;
+}
+
+// The tensors bound to the canonical graph's inputs, and which of them share storage
+// (aliasing[i]: the first earlier input with input i's storage, or -1).
+std::vector<Tensor> Segment::graph_args(const CanonicalGraph& cg,
+                                        std::vector<int32_t>& aliasing) const {
+  std::vector<Tensor> args;
+  args.reserve(cg.input_origin.size());
+  aliasing.clear();
+  for (int32_t origin : cg.input_origin) {
+    const Tensor& t = inputs_[graph_input_owner_[origin]].tensor;
+    int32_t alias = -1;
+    for (size_t j = 0; j < args.size(); ++j) {
+      if (args[j].impl()->storage() == t.impl()->storage()) {
+        alias = static_cast<int32_t>(j);
+        break;
+      }
+    }
+    aliasing.push_back(alias);
+    args.push_back(t);
+  }
+  return args;
+}
+
 void Segment::flush_locked(SyncReason reason) {
-  if (graph_.nodes.empty()) {
+  if (node_count() == 0) {
     reset();
     return;
   }
@@ -321,28 +365,34 @@ void Segment::flush_locked(SyncReason reason) {
   }
   graph_.set_outputs(outs);
 
-  CanonicalGraph cg = canonicalize(graph_);
-  std::vector<Tensor> args;
-  std::vector<int32_t> aliasing;
-  args.reserve(cg.input_origin.size());
-  for (int32_t origin : cg.input_origin) {
-    const Tensor& t = inputs_[graph_input_owner_[origin]].tensor;
-    int32_t alias = -1;
-    for (size_t j = 0; j < args.size(); ++j) {
-      if (args[j].impl()->storage() == t.impl()->storage()) {
-        alias = static_cast<int32_t>(j);
-        break;
+  // A repeat of the last flush runs its remembered canonical graph and region; anything else is
+  // canonicalized and looked up, and remembered.
+  auto run_graph = [&]() -> InterpretResult {
+    std::vector<int32_t> aliasing;
+    if (following_ && memo_.completes(graph_, followed_)) {
+      const CanonicalGraph& known = memo_.canonical();
+      std::vector<Tensor> args = graph_args(known, aliasing);
+      if (memo_.same_aliasing(aliasing)) {
+        RegionCache::instance().count_hit(memo_.region());
+        return run_cached_region(CacheLookup{memo_.region(), true, false}, known.graph, args);
       }
     }
-    aliasing.push_back(alias);
-    args.push_back(t);
-  }
+    stop_following();
+    memo_.forget();
+    Graph raw = graph_;  // canonicalize moves the nodes out
+    CanonicalGraph cg = canonicalize(graph_);
+    std::vector<Tensor> args = graph_args(cg, aliasing);
+    const CacheLookup found = RegionCache::instance().lookup(cg.graph, aliasing);
+    if (found.region == nullptr) return run_cached_region(found, cg.graph, args);
+    memo_.remember(std::move(raw), std::move(cg), aliasing, found.region);
+    return run_cached_region(found, memo_.canonical().graph, args);
+  };
 
   InterpretResult run;
   {
     EagerModeGuard eager;  // kernels may dispatch ops of their own: those run now
     try {
-      run = run_region(cg.graph, args, aliasing);
+      run = run_graph();
     } catch (...) {  // the cache or the runner itself failed: nothing was computed
       run.error = std::current_exception();
       run.outputs.assign(outs.size(), Tensor());

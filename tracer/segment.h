@@ -31,6 +31,7 @@
 #include "runtime/dispatcher.h"
 #include "runtime/lazy.h"
 #include "runtime/tensor.h"
+#include "tracer/flush_memo.h"
 #include "tracer/graph.h"
 
 namespace kiln::tracer {
@@ -78,7 +79,17 @@ class Segment final : public LazyProducer {
   ValueId read(const Tensor& t);
   void write(const Tensor& out, ValueId value);
   Tensor new_lazy(ValueId value, const OutputMeta& meta);
+  // Appends a node to the graph, or only counts it while the recording repeats the last flush's.
+  ValueId append_node(OpId op, const Attrs& attrs, std::span<const ValueId> inputs,
+                      const ValueMeta& meta);
+  ValueId append_node(OpId op, const Attrs& attrs, std::initializer_list<ValueId> inputs,
+                      const ValueMeta& meta) {
+    return append_node(op, attrs, std::span<const ValueId>(inputs.begin(), inputs.size()), meta);
+  }
+  void stop_following();
+  int64_t node_count() const { return static_cast<int64_t>(followed_ + graph_.nodes.size()); }
   void flush_locked(SyncReason reason);
+  std::vector<Tensor> graph_args(const CanonicalGraph& cg, std::vector<int32_t>& aliasing) const;
   void reset();
 
   std::mutex mu_;
@@ -89,6 +100,9 @@ class Segment final : public LazyProducer {
   std::unordered_map<const Storage*, std::vector<int32_t>> inputs_by_storage_;
   uint32_t epoch_;              // unique across segments (a global counter)
   int32_t written_inputs_ = 0;  // inputs with a pending write (none: no aliasing checks)
+  FlushMemo memo_;              // the last flush (a loop's next iteration repeats it)
+  bool following_ = false;      // the nodes so far repeat memo_'s (graph_ holds none of them)
+  size_t followed_ = 0;         // how many
 };
 
 }  // namespace kiln::tracer
