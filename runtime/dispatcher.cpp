@@ -145,8 +145,7 @@ void set_recording_mode_provider(RecordingModeFn fn) {
 Tensor empty_tensor(const DimVector& sizes, DType dtype, Device device) {
   int64_t n = numel_of(sizes);
   auto storage = make_ref<Storage>(static_cast<size_t>(n) * itemsize(dtype), device);
-  return Tensor(
-      make_ref<TensorImpl>(sizes, contiguous_strides(sizes), 0, dtype, device, std::move(storage)));
+  return Tensor(make_ref<TensorImpl>(sizes, dtype, device, std::move(storage)));
 }
 
 Tensor run_eager(const OpDef& def, const OpCall& call, const OutputMeta& meta) {

@@ -42,6 +42,24 @@ TensorImpl::TensorImpl(DimVector sizes, DimVector strides, int64_t offset, DType
       contiguous_(is_contiguous_layout(sizes_, strides_)),
       storage_(std::move(storage)) {}
 
+TensorImpl::TensorImpl(const DimVector& sizes, DType dtype, Device device, Ref<Storage> storage)
+    : sizes_(sizes),
+      strides_(sizes.size()),
+      offset_(0),
+      dtype_(dtype),
+      device_(device),
+      contiguous_(true),
+      storage_(std::move(storage)) {
+  int64_t acc = 1;
+  bool empty = false;
+  for (size_t i = sizes_.size(); i-- > 0;) {
+    strides_[i] = acc;
+    acc *= sizes_[i] > 1 ? sizes_[i] : 1;
+    empty = empty || sizes_[i] == 0;
+  }
+  numel_ = empty ? 0 : acc;
+}
+
 TensorImpl::~TensorImpl() = default;
 
 AutogradMeta& TensorImpl::ensure_autograd() {

@@ -20,6 +20,9 @@ class TensorImpl : public RefCounted, public PooledObject {
  public:
   TensorImpl(DimVector sizes, DimVector strides, int64_t offset, DType dtype, Device device,
              Ref<Storage> storage);
+  // A row-major tensor at the start of `storage` (strides computed here: the common case of
+  // every op output, kept cheap).
+  TensorImpl(const DimVector& sizes, DType dtype, Device device, Ref<Storage> storage);
   ~TensorImpl() override;
 
   const DimVector& sizes() const { return sizes_; }

@@ -21,6 +21,15 @@ InterpreterPlan plan_interpreter(const Graph& g) {
     ValueId out = g.nodes[j].output;
     if (last_use[out] == kNever) plan.release_after[j].push_back(out);
   }
+  plan.moves.assign(g.nodes.size(), 0);
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    const auto& ins = g.nodes[j].inputs;
+    for (size_t k = 0; k < ins.size() && k < 64; ++k) {
+      bool last_here = last_use[ins[k]] == static_cast<int32_t>(j);
+      for (size_t m = k + 1; m < ins.size() && last_here; ++m) last_here = ins[m] != ins[k];
+      if (last_here) plan.moves[j] |= uint64_t{1} << k;
+    }
+  }
   plan.donor.assign(g.nodes.size(), -1);
   std::vector<const Node*> producer(nvalues, nullptr);  // null: a graph input
   for (const Node& n : g.nodes) producer[n.output] = &n;
@@ -44,10 +53,10 @@ InterpreterPlan plan_interpreter(const Graph& g) {
 
 namespace {
 
-// The buffer of a donor value, when nothing but the interpreter's own handles reach it: the value
-// table's and the argument list's (one per use of `v` by the node).
+// The buffer of a donor value (which dies at this node, so the value table no longer holds it),
+// when nothing but the argument list reaches it (one handle per use of `v` by the node).
 bool can_take_over(const Tensor& t, const Node& n, ValueId v) {
-  int32_t uses = 1;
+  int32_t uses = 0;
   for (ValueId u : n.inputs) uses += u == v;
   const TensorImpl* ti = t.impl();
   return ti->use_count() == uses && ti->storage()->use_count() == 1 && !ti->storage()->is_lazy() &&
@@ -80,14 +89,21 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
                    "interpret: {} has subgraphs, which the interpreter cannot run",
                    op_display_name(n.op));
         args.clear();
-        for (ValueId v : n.inputs) args.push_back(values[v]);
+        const uint64_t moves = plan.moves[j];
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          Tensor& v = values[n.inputs[k]];
+          if (k < 64 && ((moves >> k) & 1)) {
+            args.push_back(std::move(v));
+          } else {
+            args.push_back(v);
+          }
+        }
         const OpCall call{n.op, args, n.attrs};
         const OpDef& def = op_def(n.op);
         const int8_t donor = plan.donor[j];
-        if (donor >= 0 && can_take_over(values[n.inputs[donor]], n, n.inputs[donor])) {
-          Tensor out = values[n.inputs[donor]];
-          if (out.impl()->numel() > 0) def.eager(call, out);
-          values[n.output] = std::move(out);
+        if (donor >= 0 && can_take_over(args[donor], n, n.inputs[donor])) {
+          if (args[donor].impl()->numel() > 0) def.eager(call, args[donor]);
+          values[n.output] = std::move(args[donor]);
         } else {
           values[n.output] = run_eager(def, call, n.meta);
         }

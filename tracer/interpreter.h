@@ -17,9 +17,12 @@ namespace kiln::tracer {
 // whose buffer node j may write its result into (-1: none): an elementwise op (kWritesAnyLayout)
 // reading a row-major intermediate of its own shape and dtype that dies at j. Reusing that buffer
 // changes no bits (eager in-place ops write the same way) and saves an allocation per op.
+// moves[j] has bit k set when node j's input k is the last use of its value (the value table's
+// handle is moved into the argument list instead of copied: no reference-count traffic).
 struct InterpreterPlan {
   std::vector<SmallVector<ValueId, 4>> release_after;
   std::vector<int8_t> donor;
+  std::vector<uint64_t> moves;
 };
 InterpreterPlan plan_interpreter(const Graph& g);
 

@@ -195,8 +195,7 @@ Tensor Segment::new_lazy(ValueId value, const OutputMeta& meta) {
   const size_t nbytes = static_cast<size_t>(numel_of(meta.sizes)) * itemsize(meta.dtype);
   auto storage = make_ref<Storage>(nbytes, meta.device, this, slot, epoch_);
   slots_.push_back(Slot{storage.get(), true, value, 0, meta.sizes, meta.dtype});
-  return Tensor(make_ref<TensorImpl>(meta.sizes, contiguous_strides(meta.sizes), 0, meta.dtype,
-                                     meta.device, std::move(storage)));
+  return Tensor(make_ref<TensorImpl>(meta.sizes, meta.dtype, meta.device, std::move(storage)));
 }
 
 Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& meta) {
