@@ -67,6 +67,11 @@ class Ref {
     r.p_ = p;
     return r;
   }
+  // The first reference to a new object nobody else can see yet: a plain store, no atomic add.
+  static Ref first(T* p) {
+    p->refs_.store(1, std::memory_order_relaxed);
+    return adopt(p);
+  }
 
   T* get() const { return p_; }
   T* operator->() const { return p_; }
@@ -80,7 +85,7 @@ class Ref {
 
 template <class T, class... Args>
 Ref<T> make_ref(Args&&... args) {
-  return Ref<T>(new T(std::forward<Args>(args)...));
+  return Ref<T>::first(new T(std::forward<Args>(args)...));
 }
 
 }  // namespace kiln

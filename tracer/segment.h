@@ -19,9 +19,9 @@
 // buffers are then handed to the lazy storages, and written inputs are copied back.
 //
 // Threads: the owning thread records; any thread may materialize a storage (it flushes the whole
-// segment) or drop the last handle to one. One mutex guards the segment; the recorder never holds
-// it while user code runs. Segments are pooled and never freed, so a storage's producer pointer
-// is always safe to call.
+// segment) or drop the last handle to one. One lock guards the segment; the recorder never holds
+// it while user code runs (tracer/spin_lock.h). Segments are pooled and never freed, so a storage's
+// producer pointer is always safe to call.
 #pragma once
 #include <cstdint>
 #include <mutex>
@@ -33,6 +33,7 @@
 #include "runtime/tensor.h"
 #include "tracer/flush_memo.h"
 #include "tracer/graph.h"
+#include "tracer/spin_lock.h"
 
 namespace kiln::tracer {
 
@@ -92,7 +93,7 @@ class Segment final : public LazyProducer {
   std::vector<Tensor> graph_args(const CanonicalGraph& cg, std::vector<int32_t>& aliasing) const;
   void reset();
 
-  std::mutex mu_;
+  SpinLock mu_;
   Graph graph_;
   std::vector<Slot> slots_;
   std::vector<Input> inputs_;
