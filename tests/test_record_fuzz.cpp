@@ -965,6 +965,8 @@ constexpr uint64_t kSeeds = 3000;
 
 TEST(RecordFuzz, RandomProgramsMatchEagerBitwise) {
   JitRestore restore;
+  kiln::sync();
+  tracer::RegionCache::instance().clear();  // the counts below assume a cold cache
   const tracer::CacheCounters c0 = tracer::RegionCache::instance().counters();
   int failures = 0;
   int64_t errors = 0, reads = 0;
@@ -998,6 +1000,8 @@ TEST(RecordFuzz, RandomProgramsMatchEagerBitwise) {
 // that changed to runtime inputs and must still reproduce eager's bits.
 TEST(RecordFuzz, ScalarVariantsMatchEagerBitwise) {
   JitRestore restore;
+  kiln::sync();
+  tracer::RegionCache::instance().clear();  // the counts below assume a cold cache
   const tracer::CacheCounters c0 = tracer::RegionCache::instance().counters();
   int failures = 0;
   for (uint64_t seed = 1; seed <= kSeeds / 4 && failures < 3; ++seed) {
