@@ -331,6 +331,35 @@ TEST(Recorder, RecompileLimitEndsInInterpretationWithOneWarning) {
   EXPECT_EQ(text.find("KILN_JIT_RECOMPILE_LIMIT"), text.rfind("KILN_JIT_RECOMPILE_LIMIT")) << text;
 }
 
+// An index that changes every iteration (x.select(0, i)) is an attribute, not a scalar: each
+// value is a variant of the same program family, so the recompile limit still ends it.
+TEST(Recorder, VaryingViewIndexReachesTheRecompileLimit) {
+  ConfigOverride limit(config().jit_recompile_limit, 3);
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  auto& logger = logging::get(logging::Subsystem::Tracer);
+  logger.sinks().push_back(sink);
+  JitMode jit(true);
+  tracer::RegionCache::instance().clear();
+  Tensor x = ramp({8, 5});
+  kiln::sync();
+  CacheDelta delta;
+  for (int64_t i = 0; i < 8; ++i) {
+    const float got = ((x * 2.0).select(0, i) + 1.0).sum().item<float>();
+    float want = 0;
+    {
+      JitMode off(false);
+      want = ((x * 2.0).select(0, i) + 1.0).sum().item<float>();
+    }
+    EXPECT_EQ(got, want);
+  }
+  logger.sinks().pop_back();
+  EXPECT_EQ(delta.now().regions, 3);
+  EXPECT_EQ(delta.now().uncached, 5);
+  const std::string text = log.str();
+  EXPECT_NE(text.find("integer attribute"), std::string::npos) << text;
+}
+
 TEST(Recorder, KernelErrorsSurfaceAtTheSyncPoint) {
   JitMode jit(true);
   Tensor x = ramp({3, 4});
@@ -456,3 +485,26 @@ TEST(Recorder, BackendFailureFallsBackToInterpretation) {
 }
 
 }  // namespace
+
+// A plan compiled in the background for the scalars baked in when it was queued must not be
+// installed once one of them was promoted meanwhile (it would run with the stale value).
+TEST(Recorder, PlanCompiledBeforeAPromotionIsNotInstalled) {
+  tracer::Graph g;
+  const tracer::ValueId in = g.add_input({4}, DType::Float32);
+  Attrs mul;
+  mul.scalars[0] = 2.0;
+  tracer::ValueMeta m;
+  m.sizes = {4};
+  const tracer::ValueId out = g.add_node(OpId::Mul, mul, {in}, m);
+  g.set_outputs({out});
+  tracer::Region region(1, g, {}, {}, nullptr);
+  CountingBackend backend;
+  const tracer::RuntimeScalars queued = region.runtime_scalars();
+  region.add_runtime_scalars({{0, 0}});  // promoted while the compile ran
+  EXPECT_FALSE(region.install_compiled(backend.compile(g, queued), queued));
+  EXPECT_EQ(region.compiled(), nullptr);
+  EXPECT_NE(region.compile_state.load(), tracer::Region::CompileState::Ready);
+  const tracer::RuntimeScalars now = region.runtime_scalars();
+  EXPECT_TRUE(region.install_compiled(backend.compile(g, now), now));
+  EXPECT_NE(region.compiled(), nullptr);
+}

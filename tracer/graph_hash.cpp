@@ -106,14 +106,18 @@ class Encoder {
   void attrs(OpId op, const Attrs& a) {
     put(kAttrs);
     put(a.dims.size());
-    for (int64_t d : a.dims) put(static_cast<uint64_t>(d));
+    // A skeleton keeps the attrs' layout but not their integer values (an index, a shape): the
+    // variants of one program that differ only there are one family, under one recompile limit.
+    const bool values = mode_ != HashMode::Skeleton;
+    if (values)
+      for (int64_t d : a.dims) put(static_cast<uint64_t>(d));
     for (const Scalar& s : a.scalars) {
       put(static_cast<uint64_t>(s.category()));
       if (scalars_ == ScalarKey::Values)
         put(s.is_floating() ? std::bit_cast<uint64_t>(s.to_double())
                             : static_cast<uint64_t>(s.to_int()));
     }
-    for (size_t i = 0; i < a.ints.size(); ++i) {
+    for (size_t i = 0; values && i < a.ints.size(); ++i) {
       if (mode_ != HashMode::Exact && is_philox_attr(op, i)) continue;
       put(static_cast<uint64_t>(a.ints[i]));
     }

@@ -14,9 +14,10 @@
 //   new batch size maps to the same key. Sizes baked into Attrs (a reshape's target shape) are
 //   still part of the key.
 //
-// - HashMode::Skeleton: only dtypes, devices and ranks of the metadata, with the ops, attributes
-//   and edges. The region cache groups the variants of one program (other layouts, broadcasts,
-//   aliasing, scalars) under this key to enforce the recompile limit.
+// - HashMode::Skeleton: only dtypes, devices and ranks of the metadata, with the ops, edges and
+//   the attrs' dtype, device and scalar kinds (not their integer values: an index, a target
+//   shape). The region cache groups the variants of one program (other layouts, broadcasts,
+//   aliasing, scalars, indices) under this key to enforce the recompile limit.
 //
 // ScalarKey::Kinds leaves the values of Attrs scalars out (only their kinds are encoded): the
 // region cache then compares values itself, promoting a scalar that varies to a runtime input.

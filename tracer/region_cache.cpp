@@ -100,6 +100,14 @@ void Region::set_compiled(std::shared_ptr<CompiledRegion> plan) {
   compiled_ = std::move(plan);
 }
 
+bool Region::install_compiled(std::shared_ptr<CompiledRegion> plan, const RuntimeScalars& runtime) {
+  std::lock_guard lock(plan_mu_);
+  if (runtime.size() != runtime_scalars_.size()) return false;  // promotions only add
+  compiled_ = std::move(plan);
+  compile_state.store(CompileState::Ready);
+  return true;
+}
+
 RuntimeScalars Region::runtime_scalars() const {
   std::lock_guard lock(plan_mu_);
   return runtime_scalars_;
@@ -130,6 +138,14 @@ std::string describe_guard_change(const Graph& before, std::span<const int32_t> 
     std::string what = fmt::format("node {} ({})", j, op_display_name(a.op));
     std::string d = describe_meta_change(what, a.meta, b.meta, !a.meta.strides.empty());
     if (!d.empty()) return d;
+    if (a.attrs.dims != b.attrs.dims)
+      return fmt::format("{}: attribute shape {} -> {}", what, shape_str(a.attrs.dims),
+                         shape_str(b.attrs.dims));
+    for (size_t k = 0; k < a.attrs.ints.size(); ++k) {
+      if (a.attrs.ints[k] != b.attrs.ints[k] && !is_philox_attr(a.op, k))
+        return fmt::format("{}: integer attribute {} {} -> {}", what, k, a.attrs.ints[k],
+                           b.attrs.ints[k]);
+    }
     for (size_t k = 0; k < a.attrs.scalars.size(); ++k) {
       if (!same_bits(a.attrs.scalars[k], b.attrs.scalars[k]))
         return fmt::format("{}: scalar {} {} -> {}", what, k, a.attrs.scalars[k].to_double(),

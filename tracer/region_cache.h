@@ -54,6 +54,9 @@ class Region {
   // The compiled plan, once a backend produced one (null until then, or after a promotion).
   std::shared_ptr<CompiledRegion> compiled() const;
   void set_compiled(std::shared_ptr<CompiledRegion> plan);
+  // Installs a plan compiled for `runtime` scalars and marks the region Ready, unless a scalar
+  // was promoted since (the plan bakes it in): then false, and the region stays uncompiled.
+  bool install_compiled(std::shared_ptr<CompiledRegion> plan, const RuntimeScalars& runtime);
   enum class CompileState : uint8_t { None, Queued, Ready, Failed };
   std::atomic<CompileState> compile_state{CompileState::None};
 

@@ -78,9 +78,9 @@ void compile_region(Region* region, Backend* backend, Graph graph, RuntimeScalar
   try {
     std::shared_ptr<CompiledRegion> plan = backend->compile(graph, runtime);
     if (!plan) throw Error("the backend returned no plan");
-    region->set_compiled(std::move(plan));
-    region->compile_state.store(Region::CompileState::Ready);
-    profiler::record_compile(backend->name(), region->id, t0, profiler::now_ns());
+    // A scalar promoted while this compiled makes the plan stale: the next run compiles again.
+    if (region->install_compiled(std::move(plan), runtime))
+      profiler::record_compile(backend->name(), region->id, t0, profiler::now_ns());
   } catch (const std::exception& e) {
     region->compile_state.store(Region::CompileState::Failed);
     KILN_WARN(Jit, "{}: compiling a region of {} ops failed; it stays interpreted: {}",
