@@ -63,7 +63,7 @@ int main() {
   }
 
   // Configuration: KILN_* variables, read once, overridable through kiln::config().
-  bool jit = config().jit;           // KILN_JIT (no effect until the JIT lands)
+  bool jit = config().jit;           // KILN_JIT: record and interpret (docs/tracer.md)
   int threads = num_threads();       // KILN_NUM_THREADS, or all cores
   // [tour-end]
   // clang-format on

@@ -1,5 +1,5 @@
 // Trains a small MLP to separate two interleaved spirals, printing the loss as it falls.
-// Run it eagerly (KILN_JIT=0, the default) or recorded (KILN_JIT=1, once the tracer lands):
+// Run it eagerly (KILN_JIT=0, the default) or recorded and interpreted (KILN_JIT=1):
 // the program does not change.
 #include <cstdio>
 

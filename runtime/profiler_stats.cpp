@@ -1,10 +1,12 @@
 // Renders the profiler's snapshot as the KILN_STATS summary: counts and times per event kind
-// (all threads together), the reasons of flushes and fallbacks, and the ops that took the most
-// time. Op times are inclusive: meta function, mode/eager handler and autograd recording.
+// (all threads together), the reasons of flushes and fallbacks, the ops that took the most time,
+// and the recorder's regions (a summary line, then the regions that took the most time). Op times
+// are inclusive: meta function, mode/eager handler and autograd recording.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <iterator>
+#include <string>
 
 #include "runtime/profiler_buffers.h"
 
@@ -24,7 +26,8 @@ void append_reasons(std::string& out, const char* title,
   for (const auto& [reason, count] : reasons) fmt::format_to(it, "{:<40} {:>10}\n", reason, count);
 }
 
-// Regions by the time spent in them (interpreting or compiling), from the recorded events.
+// A summary of the region cache and the regions by the time spent in them (interpreting or
+// compiling), from the recorded events.
 void append_regions(std::string& out, const Snapshot& snap) {
   struct Region {
     int64_t hits = 0, misses = 0;
@@ -53,18 +56,39 @@ void append_regions(std::string& out, const Snapshot& snap) {
     }
   }
   if (regions.empty()) return;
+  // The summary line: cached regions (region 0 is the recorder's "uncached": a family past
+  // KILN_JIT_RECOMPILE_LIMIT, interpreted without a region), their hits and misses, the time
+  // spent interpreting.
+  int64_t cached = 0, hits = 0, misses = 0;
+  Totals interpreted;
+  for (const auto& [id, r] : regions) {
+    cached += id != 0;
+    hits += r.hits;
+    misses += r.misses;
+    interpreted.count += r.interpret.count;
+    interpreted.ns += r.interpret.ns;
+  }
+  auto it = std::back_inserter(out);
+  fmt::format_to(it,
+                 "\n{} region(s), {} cache hit(s), {} miss(es), {} interpreted run(s) in {:.3f} ms",
+                 cached, hits, misses, interpreted.count, to_ms(interpreted.ns));
+  if (auto u = regions.find(0); u != regions.end())
+    fmt::format_to(it, " ({} uncached)", u->second.interpret.count);
+  out += '\n';
+
   std::vector<std::pair<uint64_t, Region>> order(regions.begin(), regions.end());
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.second.ns() > b.second.ns(); });
-  auto it = std::back_inserter(out);
   fmt::format_to(it, "\ntop regions by time ({} of {})\n", std::min(order.size(), kTopOps),
                  order.size());
   fmt::format_to(it, "{:<18} {:>8} {:>8} {:>10} {:>12} {:>8} {:>12}\n", "region", "hits", "misses",
                  "interprets", "interp ms", "compiles", "compile ms");
   for (size_t i = 0; i < order.size() && i < kTopOps; ++i) {
     const Region& r = order[i].second;
-    fmt::format_to(it, "{:#018x} {:>8} {:>8} {:>10} {:>12.3f} {:>8} {:>12.3f}\n", order[i].first,
-                   r.hits, r.misses, r.interpret.count, to_ms(r.interpret.ns), r.compile.count,
+    const std::string id =
+        order[i].first == 0 ? std::string("uncached") : fmt::format("{:#018x}", order[i].first);
+    fmt::format_to(it, "{:<18} {:>8} {:>8} {:>10} {:>12.3f} {:>8} {:>12.3f}\n", id, r.hits,
+                   r.misses, r.interpret.count, to_ms(r.interpret.ns), r.compile.count,
                    to_ms(r.compile.ns));
   }
 }
