@@ -22,6 +22,7 @@ Region::Region(std::string name, Fn fn)
       fn_(std::make_shared<const Fn>(std::move(fn))) {}
 
 TensorList Region::operator()(const TensorList& args) const {
+  // The op name with the region's name is built only on the error path (this runs per call).
   for (const Tensor& a : args)
     if (!a.defined()) hop::check_defined_inputs(("region '" + *name_ + "'").c_str(), "args", args);
   hop::note_region_call(*name_, hop::region_signature(args));
