@@ -46,4 +46,27 @@ uint64_t current_seed();
 // Reserves `count` consecutive counters and returns the first (thread-safe).
 uint64_t reserve_philox_offsets(uint64_t count);
 
+// Where the next draw on this thread would come from: (current_seed(), next offset).
+struct PhiloxState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+PhiloxState philox_state();
+
+// Replays earlier draws on this thread: while alive, current_seed() and reserve_philox_offsets()
+// on this thread use `state` and a private counter that starts at state.offset, and leave the
+// process-wide state alone (other threads draw as usual). checkpoint's recompute uses it so the
+// recomputed body draws exactly the numbers its forward drew. Guards nest.
+class PhiloxReplayGuard {
+ public:
+  explicit PhiloxReplayGuard(PhiloxState state);
+  ~PhiloxReplayGuard();
+  PhiloxReplayGuard(const PhiloxReplayGuard&) = delete;
+  PhiloxReplayGuard& operator=(const PhiloxReplayGuard&) = delete;
+
+ private:
+  bool had_prev_;
+  PhiloxState prev_;
+};
+
 }  // namespace kiln

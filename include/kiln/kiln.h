@@ -15,3 +15,4 @@
 #include "runtime/scalar.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_options.h"
+#include "tracer/hop/hop.h"

@@ -47,32 +47,67 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   return {};
 }
 
-void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+namespace {
+
+// The gradient that starts backward at `root`: `grad` checked against it, or ones for a scalar.
+Tensor seed_gradient(const Tensor& root, const Tensor& grad) {
   const TensorImpl* r = root.impl();
   KILN_CHECK(r->requires_grad(),
              "backward: the tensor ({}) does not require grad and has no grad_fn",
              shape_str(r->sizes()));
-  Tensor seed = grad;
-  if (!seed.defined()) {
+  if (!grad.defined()) {
     KILN_CHECK(r->numel() == 1,
                "backward: a gradient can be created implicitly only for a tensor with one "
                "element; this one has shape {}; pass the gradient explicitly",
                shape_str(r->sizes()));
-    seed = ones_like_tensor(root);
-  } else {
-    KILN_CHECK(seed.impl()->sizes() == r->sizes(),
-               "backward: the gradient has shape {} but the tensor has shape {}",
-               shape_str(seed.impl()->sizes()), shape_str(r->sizes()));
+    return ones_like_tensor(root);
   }
+  KILN_CHECK(grad.impl()->sizes() == r->sizes(),
+             "backward: the gradient has shape {} but the tensor has shape {}",
+             shape_str(grad.impl()->sizes()), shape_str(r->sizes()));
+  return grad;
+}
+
+// Gradients waiting for one node, indexed by the output they belong to (Edge::input_nr).
+using PendingGrads = std::vector<Tensor>;
+
+void add_pending(PendingGrads& slots, uint32_t output_nr, const Tensor& g) {
+  if (slots.size() <= output_nr) slots.resize(output_nr + 1);
+  Tensor& slot = slots[output_nr];
+  slot = slot.defined() ? add_tensors(slot, g) : g;
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  const Tensor roots[] = {root};
+  const Tensor grads[] = {grad};
+  run_backward(roots, grads, retain_graph);
+}
+
+void run_backward(std::span<const Tensor> roots, std::span<const Tensor> grads, bool retain_graph) {
+  KILN_CHECK(roots.size() == grads.size(), "backward: {} roots but {} gradients", roots.size(),
+             grads.size());
+  std::vector<Tensor> seeds;
+  seeds.reserve(roots.size());
+  for (size_t i = 0; i < roots.size(); ++i) seeds.push_back(seed_gradient(roots[i], grads[i]));
 
   NoGradGuard no_grad;
-  AutogradMeta* rm = r->autograd();
-  Ref<Node> start = rm->grad_fn ? rm->grad_fn : Ref<Node>(new AccumulateGrad(root.impl_ref()));
+  // Where each root's gradient enters the graph: its grad_fn (at its output_nr), or a fresh
+  // accumulator for a leaf.
+  std::vector<Edge> starts;
+  starts.reserve(roots.size());
+  for (const Tensor& root : roots) {
+    AutogradMeta* rm = root.impl()->autograd();
+    starts.push_back(rm->grad_fn ? Edge{rm->grad_fn, rm->output_nr}
+                                 : Edge{Ref<Node>(new AccumulateGrad(root.impl_ref())), 0});
+  }
 
   // Count, for every reachable node, how many edges lead into it.
   std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack{start.get()};
-  deps[start.get()] = 0;
+  std::vector<Node*> stack;
+  for (const Edge& s : starts)
+    if (deps.try_emplace(s.fn.get(), 0).second) stack.push_back(s.fn.get());
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
@@ -84,34 +119,39 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     }
   }
 
-  // Run nodes whose every producer of gradient has run; sum what reaches each node first. A node
-  // that no gradient reached still releases its successors (they may get gradient elsewhere).
-  std::unordered_map<Node*, Tensor> pending;
-  std::vector<Ref<Node>> ready{start};
-  pending[start.get()] = seed;
+  // Run nodes whose every producer of gradient has run; sum what reaches each (node, output)
+  // first. A node that no gradient reached still releases its successors (they may get
+  // gradient elsewhere). A root reachable from another root waits for it like any node.
+  std::unordered_map<Node*, PendingGrads> pending;
+  std::vector<Ref<Node>> ready;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    Node* n = starts[i].fn.get();
+    bool first = pending.find(n) == pending.end();
+    add_pending(pending[n], starts[i].input_nr, seeds[i]);
+    if (first && deps[n] == 0) ready.push_back(starts[i].fn);
+  }
   while (!ready.empty()) {
     Ref<Node> n = std::move(ready.back());
     ready.pop_back();
-    auto it = pending.find(n.get());
-    Tensor g;
-    if (it != pending.end()) {
+    PendingGrads g;
+    if (auto it = pending.find(n.get()); it != pending.end()) {
       g = std::move(it->second);
       pending.erase(it);
     }
-    std::vector<Tensor> grads;
-    if (g.defined()) grads = n->apply(g);
+    bool reached = false;
+    for (const Tensor& t : g) reached |= t.defined();
+    std::vector<Tensor> grads_in;
+    if (reached) grads_in = n->apply_outputs(g);
     const auto& edges = n->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
       if (!e.valid()) continue;
       Node* next = e.fn.get();
-      if (i < grads.size() && grads[i].defined()) {
-        Tensor& slot = pending[next];
-        slot = slot.defined() ? add_tensors(slot, grads[i]) : grads[i];
-      }
+      if (i < grads_in.size() && grads_in[i].defined())
+        add_pending(pending[next], e.input_nr, grads_in[i]);
       if (--deps[next] == 0) ready.push_back(e.fn);
     }
-    if (!retain_graph && g.defined()) n->release_saved();
+    if (!retain_graph && reached) n->release_saved();
   }
 }
 

@@ -15,7 +15,9 @@ namespace kiln {
 
 class Node;
 
-// Where one input's gradient goes: into input `input_nr` of `fn` (none when fn is null).
+// Where one input's gradient goes: into input `input_nr` of `fn` (none when fn is null). For a
+// node with several outputs, input_nr is the output_nr of the tensor the edge was taken from:
+// the engine sums gradients per (node, input_nr).
 struct Edge {
   Ref<Node> fn;
   uint32_t input_nr = 0;
@@ -27,6 +29,12 @@ class Node : public RefCounted {
   // Gradients of this node's inputs (one per edge; undefined where not needed) from the gradient
   // of its output.
   virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
+  // The multi-output form the engine calls: grad_outputs[i] is the summed gradient of output i
+  // (undefined where none reached it; the engine calls a node once at least one is defined).
+  // Single-output nodes keep the default; nodes with several outputs override it.
+  virtual std::vector<Tensor> apply_outputs(std::span<const Tensor> grad_outputs) {
+    return grad_outputs.empty() ? std::vector<Tensor>{} : apply(grad_outputs[0]);
+  }
   virtual std::string name() const = 0;
   // Frees saved tensors after a backward pass that does not retain the graph.
   virtual void release_saved() {}

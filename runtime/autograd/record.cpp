@@ -6,17 +6,13 @@
 
 namespace kiln {
 
-namespace {
-
-Edge edge_for(const Tensor& t) {
+Edge gradient_edge(const Tensor& t) {
   const TensorImpl* x = t.impl();
   if (!x->requires_grad()) return {};
   AutogradMeta* m = x->autograd();
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   return {Ref<Node>(new AccumulateGrad(t.impl_ref())), 0};
 }
-
-}  // namespace
 
 void record_autograd(const OpDef& def, const OpCall& call, const Tensor& out) {
   if (!is_floating(out.impl()->dtype())) return;  // integer and bool results carry no gradient
@@ -26,7 +22,7 @@ void record_autograd(const OpDef& def, const OpCall& call, const Tensor& out) {
   Ref<Node> node(new OpNode(def, call, out, needs));
   auto& edges = node->next_edges();
   edges.reserve(call.inputs.size());
-  for (const Tensor& in : call.inputs) edges.push_back(edge_for(in));
+  for (const Tensor& in : call.inputs) edges.push_back(gradient_edge(in));
   AutogradMeta& m = out.impl()->ensure_autograd();
   m.grad_fn = std::move(node);
   m.output_nr = 0;

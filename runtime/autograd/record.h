@@ -4,6 +4,7 @@
 #include <span>
 
 #include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/node.h"
 #include "runtime/dispatcher.h"
 
 namespace kiln {
@@ -14,6 +15,10 @@ inline bool any_requires_grad(std::span<const Tensor> inputs) {
   for (const Tensor& t : inputs) any |= t.impl()->requires_grad();
   return any && GradMode::is_enabled();
 }
+
+// Where a gradient for `t` goes: its grad_fn at its output_nr, a fresh accumulator for a leaf
+// that requires grad, or nothing (an invalid edge) when t does not require grad.
+Edge gradient_edge(const Tensor& t);
 
 // Makes `out` the output of a new autograd node for this call (no-op for non-float outputs).
 void record_autograd(const OpDef& def, const OpCall& call, const Tensor& out);

@@ -1,0 +1,52 @@
+// checkpoint: runs the body once, keeps only its arguments, and recomputes it in backward
+// (tracer/hop/checkpoint_node.h), trading compute for the memory of its activations.
+#include "runtime/autograd/autograd_meta.h"
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/autograd/record.h"
+#include "tracer/hop/checkpoint_node.h"
+#include "tracer/hop/eager.h"
+#include "tracer/hop/hop_checks.h"
+
+namespace kiln {
+
+namespace hop {
+
+TensorList run_checkpoint_eagerly(const Fn& fn, const TensorList& args) {
+  if (!GradMode::is_enabled()) {  // no graph would be built: nothing to save or drop
+    TensorList out = fn(args);
+    check_defined_outputs("checkpoint", "fn", out);
+    return out;
+  }
+  // Run over fresh leaves so that the body's graph ends at them (and not in the caller's
+  // history), note where the random draws start, then keep the outputs and drop the graph.
+  PhiloxState rng = philox_state();
+  std::vector<bool> requires_grad;
+  for (const Tensor& a : args) requires_grad.push_back(a.impl()->requires_grad());
+  TensorList out = fn(detached_inputs(args, requires_grad));
+  check_defined_outputs("checkpoint", "fn", out);
+
+  bool any = false;
+  for (const Tensor& o : out) any |= o.impl()->requires_grad();
+  if (!any) return out;  // nothing (not even a captured weight) requires grad
+
+  Ref<Node> node(new CheckpointBackward(fn, args, out, rng));
+  for (const Tensor& a : args) node->next_edges().push_back(gradient_edge(a));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].impl()->requires_grad()) continue;
+    out[i] = out[i].detach();  // the body's graph (and its saved activations) dies here
+    AutogradMeta& m = out[i].impl()->ensure_autograd();
+    m.grad_fn = node;
+    m.output_nr = static_cast<uint32_t>(i);
+  }
+  return out;
+}
+
+}  // namespace hop
+
+TensorList checkpoint(Fn fn, const TensorList& args) {
+  hop::check_callable("checkpoint", "fn", static_cast<bool>(fn));
+  hop::check_defined_inputs("checkpoint", "args", args);
+  return hop::run_checkpoint_eagerly(fn, args);
+}
+
+}  // namespace kiln

@@ -1,0 +1,65 @@
+#include "tracer/hop/region_registry.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace kiln::hop {
+
+namespace {
+
+struct RegionRecord {
+  std::vector<RegionSignature> signatures;  // few per name: a linear search is enough
+  size_t calls = 0;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::string, RegionRecord> regions;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: regions may run during exit
+  return *r;
+}
+
+}  // namespace
+
+RegionSignature region_signature(const TensorList& args) {
+  RegionSignature sig;
+  sig.reserve(args.size());
+  for (const Tensor& a : args) sig.push_back(hop_meta(a));
+  return sig;
+}
+
+bool note_region_call(const std::string& name, const RegionSignature& sig) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  RegionRecord& rec = r.regions[name];
+  ++rec.calls;
+  for (const RegionSignature& s : rec.signatures)
+    if (s == sig) return false;
+  rec.signatures.push_back(sig);
+  return true;
+}
+
+size_t region_signature_count(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.regions.find(name);
+  return it == r.regions.end() ? 0 : it->second.signatures.size();
+}
+
+size_t region_call_count(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.regions.find(name);
+  return it == r.regions.end() ? 0 : it->second.calls;
+}
+
+void reset_region_registry() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.regions.clear();
+}
+
+}  // namespace kiln::hop

@@ -1,0 +1,29 @@
+// The region registry: for each region name, the distinct input metadata signatures (dtype and
+// sizes of each argument, in order) its calls have seen. The tracing side looks traced bodies up
+// by (name, signature); the count of distinct signatures per name is what stats and tests read.
+// Thread-safe.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "tracer/hop/hop_checks.h"
+
+namespace kiln::hop {
+
+using RegionSignature = std::vector<HopMeta>;
+
+RegionSignature region_signature(const TensorList& args);
+
+// Records a call of region `name` with `sig`; returns true when the signature is new for it.
+bool note_region_call(const std::string& name, const RegionSignature& sig);
+
+// Distinct signatures seen for `name` (0 for a name never called).
+size_t region_signature_count(const std::string& name);
+// Calls recorded for `name`.
+size_t region_call_count(const std::string& name);
+
+// Forgets every region (tests).
+void reset_region_registry();
+
+}  // namespace kiln::hop
