@@ -40,6 +40,8 @@ enum OpFlags : uint32_t {
   kChecksData = 1u << 3,       // the kernel validates data (index ranges): when recorded, the
                                // node runs even if its result is dead, so that the error
                                // still surfaces (at the next sync point)
+  kHigherOrder = 1u << 4,      // a graph node with bodies (cond, loops, calls) or one of its
+                               // results (tuple_get): run by the tracer, never dispatched
 };
 
 // What a backward rule sees (runtime/autograd/op_node.cpp builds it).

@@ -27,7 +27,9 @@
   /* shape and indexing (stack is a composite of unsqueeze and cat) */                   \
   X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(OneHot) X(Tril) X(Triu) X(Embedding)    \
   /* functional writes through a view (the recorder's functionalization) */          \
-  X(AsStridedScatter)
+  X(AsStridedScatter)                                                                    \
+  /* higher-order nodes of recorded graphs (tracer/hop_nodes.h): never dispatched */     \
+  X(Cond) X(WhileLoop) X(Scan) X(Map) X(Call) X(TupleGet)
 // clang-format on
 
 namespace kiln {

@@ -4,7 +4,7 @@
 
 namespace kiln::tracer {
 
-CanonicalGraph canonicalize(Graph& g) {
+CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
   const auto nvalues = static_cast<size_t>(g.num_values());
   // Liveness, backwards from the outputs.
   std::vector<uint8_t> live(nvalues, 0);
@@ -22,7 +22,7 @@ CanonicalGraph canonicalize(Graph& g) {
   std::vector<ValueId> renumber(nvalues, kNoValue);
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const GraphInput& in = g.inputs[i];
-    if (!live[in.id]) continue;
+    if (!live[in.id] && !keep_inputs) continue;
     renumber[in.id] = out.graph.add_input(in.meta);
     out.input_origin.push_back(static_cast<int32_t>(i));
   }

@@ -21,7 +21,8 @@ struct CanonicalGraph {
   std::vector<int32_t> node_origin;
 };
 
-// Moves the nodes out of `g` (which the caller then clears and reuses).
-CanonicalGraph canonicalize(Graph& g);
+// Moves the nodes out of `g` (which the caller then clears and reuses). With `keep_inputs`
+// (a higher-order op's body, whose inputs are bound by position) no input is dropped.
+CanonicalGraph canonicalize(Graph& g, bool keep_inputs = false);
 
 }  // namespace kiln::tracer

@@ -1,6 +1,7 @@
 #include "tracer/interpreter.h"
 
 #include "runtime/error.h"
+#include "tracer/hop_interpreter.h"
 
 namespace kiln::tracer {
 
@@ -30,6 +31,9 @@ InterpreterPlan plan_interpreter(const Graph& g) {
       if (last_here) plan.moves[j] |= uint64_t{1} << k;
     }
   }
+  plan.bodies.resize(g.nodes.size());
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    for (const Graph& body : g.nodes[j].subgraphs) plan.bodies[j].push_back(plan_interpreter(body));
   plan.donor.assign(g.nodes.size(), -1);
   std::vector<const Node*> producer(nvalues, nullptr);  // null: a graph input
   for (const Node& n : g.nodes) producer[n.output] = &n;
@@ -40,7 +44,10 @@ InterpreterPlan plan_interpreter(const Graph& g) {
       const ValueId v = n.inputs[k];
       const Node* p = producer[v];
       // Graph inputs are the user's memory; views share a buffer with their base.
-      if (p == nullptr || !p->meta.strides.empty() || (op_def(p->op).flags & kIsView)) continue;
+      // A tuple_get's result may be a body's input passed through.
+      if (p == nullptr || !p->meta.strides.empty() ||
+          (op_def(p->op).flags & (kIsView | kHigherOrder)))
+        continue;
       if (last_use[v] != static_cast<int32_t>(j) || p->meta.sizes != n.meta.sizes ||
           p->meta.dtype != n.meta.dtype || p->meta.device != n.meta.device)
         continue;
@@ -72,7 +79,8 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
   InterpretResult result;
   std::vector<Tensor> values(static_cast<size_t>(g.num_values()));
   for (size_t i = 0; i < inputs.size(); ++i) values[g.inputs[i].id] = inputs[i];
-  std::vector<uint8_t> poisoned;  // sized on the first failure
+  std::vector<uint8_t> poisoned;            // sized on the first failure
+  std::vector<std::vector<Tensor>> tuples;  // results of higher-order nodes, by value id
   std::vector<Tensor> args;
   args.reserve(8);
   for (size_t j = 0; j < g.nodes.size(); ++j) {
@@ -85,9 +93,6 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
       poisoned[n.output] = 1;
     } else {
       try {
-        KILN_CHECK(n.subgraphs.empty(),
-                   "interpret: {} has subgraphs, which the interpreter cannot run",
-                   op_display_name(n.op));
         args.clear();
         const uint64_t moves = plan.moves[j];
         for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -101,7 +106,17 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
         const OpCall call{n.op, args, n.attrs};
         const OpDef& def = op_def(n.op);
         const int8_t donor = plan.donor[j];
-        if (donor >= 0 && can_take_over(args[donor], n, n.inputs[donor])) {
+        if (def.flags & kHigherOrder) {
+          if (tuples.empty()) tuples.resize(values.size());
+          if (n.op == OpId::TupleGet)
+            values[n.output] = tuples[n.inputs[0]].at(static_cast<size_t>(n.attrs.ints[0]));
+          else
+            tuples[n.output] = run_hop_node(n, plan.bodies[j], args);
+        } else if (def.flags & kIsView) {
+          OutputMeta m;  // from the actual input: a body may see it at another offset
+          def.meta(call, m);
+          values[n.output] = run_eager(def, call, m);
+        } else if (donor >= 0 && can_take_over(args[donor], n, n.inputs[donor])) {
           if (args[donor].impl()->numel() > 0) def.eager(call, args[donor]);
           values[n.output] = std::move(args[donor]);
         } else {
@@ -113,7 +128,10 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
         poisoned[n.output] = 1;
       }
     }
-    for (ValueId v : plan.release_after[j]) values[v] = Tensor();
+    for (ValueId v : plan.release_after[j]) {
+      values[v] = Tensor();
+      if (!tuples.empty()) tuples[v].clear();
+    }
   }
   result.outputs.reserve(g.outputs.size());
   for (ValueId v : g.outputs) result.outputs.push_back(values[v]);

@@ -19,10 +19,12 @@ namespace kiln::tracer {
 // changes no bits (eager in-place ops write the same way) and saves an allocation per op.
 // moves[j] has bit k set when node j's input k is the last use of its value (the value table's
 // handle is moved into the argument list instead of copied: no reference-count traffic).
+// bodies[j] holds the plans of node j's subgraphs (empty for an ordinary node).
 struct InterpreterPlan {
   std::vector<SmallVector<ValueId, 4>> release_after;
   std::vector<int8_t> donor;
   std::vector<uint64_t> moves;
+  std::vector<std::vector<InterpreterPlan>> bodies;
 };
 InterpreterPlan plan_interpreter(const Graph& g);
 
@@ -30,7 +32,8 @@ InterpreterPlan plan_interpreter(const Graph& g);
 // outputs in order. A node that throws (an index out of range found by its kernel) poisons its
 // value and everything computed from it: those outputs come back undefined and `error` holds
 // the first exception; every other output is still computed, as eager mode would have.
-// Higher-order nodes are not handled here yet.
+// Higher-order nodes run their bodies through tracer/hop_interpreter.h; a view node's geometry is
+// computed from its actual input (a body's inputs may sit at another offset on each step).
 struct InterpretResult {
   std::vector<Tensor> outputs;
   std::exception_ptr error;

@@ -1,10 +1,15 @@
 #include "tracer/recorder.h"
 
+#include <fmt/format.h>
+
 #include <mutex>
 #include <vector>
 
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
+#include "tracer/body_tracer.h"
+#include "tracer/hop_nodes.h"
+#include "tracer/hop_recorder.h"
 #include "tracer/segment.h"
 
 namespace kiln::tracer {
@@ -119,17 +124,29 @@ ModeHandler* recording_mode() {
 }
 
 void sync_hook(SyncReason reason) {
+  if (speculating())
+    throw SpeculationAbort(fmt::format("it reaches a sync point ({})", sync_reason_name(reason)));
   if (Recorder* r = t_recorder.get()) r->segment().flush(reason);
 }
 
 }  // namespace
 
 void register_recorder() {
+  register_hop_ops();
   set_recording_mode_provider(&recording_mode);
   set_sync_hook(&sync_hook);
 }
 
 void flush_this_thread(SyncReason reason) { sync_hook(reason); }
+
+HopRecorder* hop_recorder() {
+  if (HopRecorder* body = current_body_tracer()) return body;
+  if (!config().jit) return nullptr;
+  ModeHandler* mode = current_mode();
+  if (mode == nullptr) mode = recording_mode();
+  auto* recorder = dynamic_cast<Recorder*>(mode);
+  return recorder ? &recorder->segment() : nullptr;  // else an EagerModeGuard scope
+}
 
 int64_t pending_ops_this_thread() {
   Recorder* r = t_recorder.get();

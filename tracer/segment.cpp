@@ -8,7 +8,9 @@
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/profiler.h"
+#include "tracer/body_tracer.h"
 #include "tracer/canonicalize.h"
+#include "tracer/hop_nodes.h"
 #include "tracer/region_runner.h"
 
 namespace kiln::tracer {
@@ -245,6 +247,36 @@ void Segment::record_into(const OpDef& def, const OpCall& call, const OutputMeta
   if (node_count() >= config().jit_segment_limit) flush_locked(SyncReason::SegmentLimit);
 }
 
+std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector<Graph> bodies,
+                                        std::span<const Tensor> inputs,
+                                        std::span<const ValueMeta> results) {
+  for (const Tensor& t : inputs) {  // another thread's lazy tensor is computed first
+    Storage* s = t.impl()->storage();
+    if (LazyProducer* p = s->producer(); p != nullptr && p != this)
+      s->materialize(SyncReason::CrossThread);
+  }
+  std::lock_guard lock(mu_);
+  if (needs_aliasing_flush(OpCall{op, inputs, attrs}, nullptr)) flush_locked(SyncReason::Aliasing);
+  stop_following();  // a recording with bodies is never followed (tracer/flush_memo.h)
+  SmallVector<ValueId, 4> ids;
+  for (const Tensor& t : inputs) ids.push_back(read(t));
+  const ValueId tuple =
+      graph_.add_node(op, attrs, std::span<const ValueId>(ids.begin(), ids.size()), tuple_meta(),
+                      std::move(bodies));
+  std::vector<Tensor> outs;
+  outs.reserve(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    Attrs get;
+    get.ints[0] = static_cast<int64_t>(i);
+    OutputMeta m = results[i];
+    m.strides = {};
+    m.offset = 0;
+    outs.push_back(new_lazy(graph_.add_node(OpId::TupleGet, get, {tuple}, m), m));
+  }
+  if (node_count() >= config().jit_segment_limit) flush_locked(SyncReason::SegmentLimit);
+  return outs;
+}
+
 void Segment::flush(SyncReason reason) {
   std::lock_guard lock(mu_);
   flush_locked(reason);
@@ -268,6 +300,7 @@ void Segment::flush_if_reading(const Storage* s, SyncReason reason) {
 }
 
 void Segment::materialize(Storage& s, SyncReason reason) {
+  if (speculating()) throw SpeculationAbort("it reads the data of a tensor recorded before it");
   std::lock_guard lock(mu_);
   if (pending_here(&s)) flush_locked(reason);
 }

@@ -33,11 +33,12 @@
 #include "runtime/tensor.h"
 #include "tracer/flush_memo.h"
 #include "tracer/graph.h"
+#include "tracer/hop_recorder.h"
 #include "tracer/spin_lock.h"
 
 namespace kiln::tracer {
 
-class Segment final : public LazyProducer {
+class Segment final : public LazyProducer, public HopRecorder {
  public:
   Segment();
 
@@ -45,6 +46,10 @@ class Segment final : public LazyProducer {
   Tensor record(const OpDef& def, const OpCall& call, const OutputMeta& meta);
   // Records an in-place op writing into `out`.
   void record_into(const OpDef& def, const OpCall& call, const OutputMeta& meta, Tensor& out);
+  // Records a higher-order node (tracer/hop_nodes.h) and returns its lazy results.
+  std::vector<Tensor> record_hop(OpId op, const Attrs& attrs, std::vector<Graph> bodies,
+                                 std::span<const Tensor> inputs,
+                                 std::span<const ValueMeta> results) override;
   // Runs everything recorded so far (no-op when nothing is pending).
   void flush(SyncReason reason);
   int64_t pending_nodes();
