@@ -32,8 +32,11 @@ class RefCounted {
   friend class Ref;
   void retain() const { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release() const {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
   }
+  // Out of line: inlined, GCC pairs a class's own operator new (PooledObject) with the global
+  // delete of a speculatively devirtualized destructor and warns (-Wmismatched-new-delete).
+  [[gnu::noinline]] void destroy() const { delete this; }
   mutable std::atomic<int32_t> refs_{0};
 };
 
