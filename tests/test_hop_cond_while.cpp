@@ -27,8 +27,9 @@ TEST(HopCond, RunsOnlyTheTakenBranch) {
   };
   TensorList yes = cond(from_vector<bool>({true}, {1}), t, f, {x});
   TensorList no = cond(from_vector<bool>({false}, {}), t, f, {x});
-  EXPECT_EQ(true_runs, 1);
-  EXPECT_EQ(false_runs, 1);
+  // Eagerly only the taken branch runs; recorded, each branch is traced once per cond call.
+  EXPECT_EQ(true_runs, config().jit ? 2 : 1);
+  EXPECT_EQ(false_runs, config().jit ? 2 : 1);
   ASSERT_EQ(yes.size(), 2u);
   ASSERT_EQ(no.size(), 2u);
   expect_bitwise_equal(yes[0], x * 2.0);
@@ -125,7 +126,7 @@ TEST(HopWhileLoop, MatchesAPlainLoop) {
   TensorList out = while_loop(below5, body, {i0, x});
   Tensor ref = x;
   for (int k = 0; k < 5; ++k) ref = ref * 1.5 + 1.0;
-  EXPECT_EQ(cond_calls, 6);
+  EXPECT_EQ(cond_calls, config().jit ? 1 : 6);  // recorded, cond_fn is traced once
   EXPECT_EQ(out[0].item<int64_t>(), 5);
   expect_bitwise_equal(out[1], ref);
 }
@@ -134,12 +135,18 @@ TEST(HopWhileLoop, ZeroIterationsReturnsTheCarriedValues) {
   Tensor x = from_vector<float>({1, 2}, {2});
   auto never = [](const TensorList&) { return scalar_tensor(false); };
   TensorList out = while_loop(never, times(2.0), {x});
-  EXPECT_EQ(out[0].impl(), x.impl());
+  // Eagerly the carried tensors themselves come back; recorded, the loop node's results are new
+  // tensors with their values (docs/control_flow.md).
+  if (config().jit)
+    expect_bitwise_equal(out[0], x);
+  else
+    EXPECT_EQ(out[0].impl(), x.impl());
 }
 
 TEST(HopWhileLoop, Errors) {
   Tensor x = ones({3});
-  auto once = [n = 0](const TensorList&) mutable { return scalar_tensor(n++ == 0); };
+  // Data, not host state, decides the loop (a body is traced once when recording).
+  auto once = [](const TensorList& c) { return c[0].sum() < 100.0; };
   auto always = [](const TensorList&) { return scalar_tensor(true); };
   expect_error([&] { while_loop(nullptr, times(1.0), {x}); }, "while_loop: cond_fn is empty");
   expect_error([&] { while_loop(always, nullptr, {x}); }, "while_loop: body_fn is empty");

@@ -73,6 +73,9 @@ TEST(HopScan, Errors) {
   auto undefined_y = [](const TensorList& c, const TensorList&) { return Carry{c, {Tensor()}}; };
   expect_error([&] { scan(undefined_y, {c0}, {xs}); },
                "scan: output 0 of fn's ys at step 0 is an undefined tensor");
+  // Bodies whose outputs depend on host state (a counter), not on data: recorded, a body is
+  // traced once and every step runs that trace, so only eager mode can see them change.
+  if (config().jit) return;
   auto varying = [n = 0](const TensorList& c, const TensorList& x) mutable {
     return Carry{c, {n++ == 2 ? x[0].to(kFloat64) : x[0]}};
   };
@@ -153,6 +156,9 @@ TEST(HopMap, Errors) {
   Fn undefined = [](const TensorList&) { return TensorList{Tensor()}; };
   expect_error([&] { map(undefined, {ones({2})}); },
                "map: output 0 of fn at step 0 is an undefined tensor");
+  // Bodies whose outputs depend on host state (a counter), not on data: recorded, a body is
+  // traced once and every step runs that trace, so only eager mode can see them change.
+  if (config().jit) return;
   Fn varying = [n = 0](const TensorList& x) mutable {
     return TensorList{n++ == 1 ? cat({x[0], x[0]}) : x[0]};
   };

@@ -6,6 +6,7 @@
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
 #include "runtime/lazy.h"
+#include "runtime/philox.h"
 #include "runtime/storage.h"
 #include "tracer/canonicalize.h"
 #include "tracer/hop_nodes.h"
@@ -214,6 +215,9 @@ bool speculating() { return t_speculation_depth > 0; }
 HopRecorder* current_body_tracer() { return dynamic_cast<BodyTracer*>(current_mode()); }
 
 TracedBody trace_body(const BodyFn& fn, std::span<const Tensor> args) {
+  // Tracing draws nothing: a random op aborts it, and the offsets it reserved first must not
+  // move the generator (the eager fallback then draws what eager mode draws).
+  PhiloxReplayGuard no_draws(philox_state());
   BodyTracer tracer;
   std::vector<Tensor> placeholders;
   placeholders.reserve(args.size());

@@ -94,12 +94,12 @@ bool FlushMemo::same_aliasing(std::span<const int32_t> aliasing) const {
 
 void FlushMemo::remember(Graph raw, CanonicalGraph canon, std::vector<int32_t> aliasing,
                          Region* region) {
-  region_ = nullptr;
-  for (const Node& n : raw.nodes)
-    if (!n.subgraphs.empty()) return;  // bodies are not compared node for node
   raw_ = std::move(raw);
-  canon_ = std::move(canon);
+  canon_ = std::move(canon);  // canonical() is what the flush runs, remembered or not
   aliasing_ = std::move(aliasing);
+  region_ = nullptr;
+  for (const Node& n : raw_.nodes)
+    if (!n.subgraphs.empty()) return;  // bodies are not compared node for node: never followed
   canon_index_.assign(raw_.nodes.size(), -1);
   for (size_t c = 0; c < canon_.node_origin.size(); ++c)
     canon_index_[canon_.node_origin[c]] = static_cast<int32_t>(c);

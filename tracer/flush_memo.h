@@ -39,7 +39,8 @@ class FlushMemo {
   Region* region() const { return region_; }
   const CanonicalGraph& canonical() const { return canon_; }
 
-  // Remembers a flush that ran `canon` as `region`.
+  // Remembers a flush that runs `canon` (canonical()) as `region`; a recording with bodies is
+  // kept but never followed.
   void remember(Graph raw, CanonicalGraph canon, std::vector<int32_t> aliasing, Region* region);
   void forget() { region_ = nullptr; }
 

@@ -6,6 +6,7 @@
 #include "tracer/hop/checkpoint_node.h"
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
+#include "tracer/hop/traced.h"
 
 namespace kiln {
 
@@ -46,6 +47,8 @@ TensorList run_checkpoint_eagerly(const Fn& fn, const TensorList& args) {
 TensorList checkpoint(Fn fn, const TensorList& args) {
   hop::check_callable("checkpoint", "fn", static_cast<bool>(fn));
   hop::check_defined_inputs("checkpoint", "args", args);
+  // With gradients checkpoint keeps its own autograd node (eager form); without, it is a call.
+  if (auto traced = hop::traced_call("checkpoint", fn, args)) return *traced;
   return hop::run_checkpoint_eagerly(fn, args);
 }
 

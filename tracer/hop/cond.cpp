@@ -2,6 +2,7 @@
 #include "runtime/error.h"
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
+#include "tracer/hop/traced.h"
 
 namespace kiln {
 
@@ -24,6 +25,7 @@ TensorList cond(const Tensor& pred, Fn true_fn, Fn false_fn, const TensorList& o
   hop::check_callable("cond", "false_fn", static_cast<bool>(false_fn));
   KILN_CHECK(pred.defined(), "cond: pred is an undefined tensor");
   hop::check_defined_inputs("cond", "operands", operands);
+  if (auto traced = hop::traced_cond(pred, true_fn, false_fn, operands)) return *traced;
   return hop::run_cond_eagerly(pred, true_fn, false_fn, operands);
 }
 

@@ -5,6 +5,7 @@
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
 #include "tracer/hop/stacking.h"
+#include "tracer/hop/traced.h"
 
 namespace kiln {
 
@@ -32,6 +33,7 @@ TensorList map(Fn fn, const TensorList& xs) {
   hop::check_callable("map", "fn", static_cast<bool>(fn));
   hop::check_defined_inputs("map", "xs", xs);
   hop::leading_length("map", xs);  // xs non-empty, one shared length T >= 1
+  if (auto traced = hop::traced_map(fn, xs)) return *traced;
   return hop::run_map_eagerly(fn, xs);
 }
 

@@ -4,6 +4,7 @@
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
 #include "tracer/hop/region_registry.h"
+#include "tracer/hop/traced.h"
 
 namespace kiln {
 
@@ -26,6 +27,7 @@ TensorList Region::operator()(const TensorList& args) const {
   for (const Tensor& a : args)
     if (!a.defined()) hop::check_defined_inputs(("region '" + *name_ + "'").c_str(), "args", args);
   hop::note_region_call(*name_, hop::region_signature(args));
+  if (auto traced = hop::traced_call("region", *fn_, args)) return *traced;
   return hop::run_region_eagerly(*name_, *fn_, args);
 }
 

@@ -7,6 +7,7 @@
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
 #include "tracer/hop/stacking.h"
+#include "tracer/hop/traced.h"
 
 namespace kiln {
 
@@ -42,6 +43,7 @@ std::pair<TensorList, TensorList> scan(
   hop::check_defined_inputs("scan", "init", init);
   hop::check_defined_inputs("scan", "xs", xs);
   hop::leading_length("scan", xs);  // xs non-empty, one shared length T >= 1
+  if (auto traced = hop::traced_scan(fn, init, xs)) return *traced;
   return hop::run_scan_eagerly(fn, init, xs);
 }
 

@@ -4,6 +4,7 @@
 #include "runtime/error.h"
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
+#include "tracer/hop/traced.h"
 
 namespace kiln {
 
@@ -62,6 +63,7 @@ TensorList while_loop(std::function<Tensor(const TensorList&)> cond_fn, Fn body_
   hop::check_callable("while_loop", "cond_fn", static_cast<bool>(cond_fn));
   hop::check_callable("while_loop", "body_fn", static_cast<bool>(body_fn));
   hop::check_defined_inputs("while_loop", "carried", carried);
+  if (auto traced = hop::traced_while_loop(cond_fn, body_fn, carried)) return *traced;
   return hop::run_while_loop_eagerly(cond_fn, body_fn, carried);
 }
 
