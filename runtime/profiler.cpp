@@ -30,7 +30,8 @@ constexpr KindNames kKindNames[kNumEventKinds] = {{"op", "op"},
                                                   {"interpret", "interpret"},
                                                   {"fallback", "fallback"},
                                                   {"compile", "compile"},
-                                                  {"kernel", "kernel launch"}};
+                                                  {"kernel", "kernel launch"},
+                                                  {"region", "region body traced"}};
 }  // namespace
 
 const char* kind_category(EventKind kind) {
@@ -315,6 +316,12 @@ void record_compile(std::string_view tier, uint64_t region, int64_t begin_ns, in
 void record_kernel_launch(std::string_view kernel, int64_t begin_ns, int64_t end_ns) {
   if (!enabled()) return;
   detail::record(EventKind::KernelLaunch, kernel, {}, 0, 0, begin_ns, end_ns);
+}
+
+void record_region_trace(std::string_view region_name) {
+  if (!enabled()) return;
+  const int64_t t = now_ns();
+  detail::record(EventKind::RegionTrace, region_name, {}, 0, 0, t, detail::kInstant);
 }
 
 }  // namespace kiln::profiler

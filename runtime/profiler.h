@@ -33,6 +33,7 @@ enum class EventKind : uint8_t {
   Fallback,      // a higher-order op fell back to eager; args.reason
   Compile,       // a region was compiled; args.tier, args.region
   KernelLaunch,  // a compiled kernel ran; complete event named after the kernel
+  RegionTrace,   // region(name, fn) traced a body it had not seen; instant event named after it
   kCount
 };
 inline constexpr int kNumEventKinds = static_cast<int>(EventKind::kCount);
@@ -111,5 +112,6 @@ void record_interpret(uint64_t region, int64_t nodes, int64_t begin_ns, int64_t 
 void record_fallback(std::string_view op, std::string_view reason);
 void record_compile(std::string_view tier, uint64_t region, int64_t begin_ns, int64_t end_ns);
 void record_kernel_launch(std::string_view kernel, int64_t begin_ns, int64_t end_ns);
+void record_region_trace(std::string_view region_name);
 
 }  // namespace kiln::profiler

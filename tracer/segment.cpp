@@ -49,13 +49,14 @@ class FailedFlush final : public LazyProducer {
 };
 
 // Hands a computed buffer to a lazy storage: the buffer itself when it is a whole row-major
-// block of the right size that nothing else shares, else a copy.
+// block of the right size that nothing else shares (no other handle, no view: a graph input that
+// a body passed through is the user's tensor), else a copy.
 void hand_over(Storage& target, const Tensor& result, const DimVector& sizes, DType dtype) {
   const TensorImpl* r = result.impl();
   Storage* rs = r->storage();
   const bool exact = r->offset() == 0 && r->is_contiguous() && r->sizes() == sizes &&
                      r->dtype() == dtype && rs->nbytes() == target.nbytes() &&
-                     rs->use_count() == 1 && !rs->is_lazy();
+                     r->use_count() == 1 && rs->use_count() == 1 && !rs->is_lazy();
   if (exact) {
     target.adopt_data(rs->release_data());
     return;

@@ -58,17 +58,28 @@ Region region(std::string name, Fn fn);
 // A host callback: fn runs eagerly on materialized args (a sync point when recording).
 TensorList opaque(Fn fn, const TensorList& args);
 
-// Explicit whole-function capture (guards and retracing come with the tracer); eagerly, a call
-// runs fn.
+namespace hop {
+class CompileCache;
+}
+
+// Explicit whole-function capture. Eagerly (KILN_JIT=0) a call runs fn. Recording, the first call
+// with given argument metadata (dtypes, sizes, strides, devices: the guards) traces fn into one
+// call node; later calls that pass the guards record that node again without running fn (the
+// tensors fn captured are read as they are at each call). A guard miss traces again, up to
+// KILN_JIT_RECOMPILE_LIMIT traces per function; past it, and for a body that cannot be traced,
+// calls run fn (recorded op by op). Copies share one cache.
 class CompiledFn {
  public:
   TensorList operator()(const TensorList& args) const;
   const Fn& fn() const { return *fn_; }
+  // Bodies traced so far (one per distinct guard signature).
+  size_t traces() const;
 
  private:
   friend CompiledFn compile(Fn fn);
   explicit CompiledFn(Fn fn);
   std::shared_ptr<const Fn> fn_;
+  std::shared_ptr<hop::CompileCache> cache_;
 };
 CompiledFn compile(Fn fn);
 

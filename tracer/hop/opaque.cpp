@@ -3,6 +3,7 @@
 #include "ops/functions.h"
 #include "runtime/dispatcher.h"
 #include "runtime/lazy.h"
+#include "tracer/body_tracer.h"
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
 
@@ -11,7 +12,9 @@ namespace kiln {
 namespace hop {
 
 TensorList run_opaque_eagerly(const Fn& fn, const TensorList& args) {
-  kiln::sync();
+  // Inside a body being traced there is nothing to run it on: the enclosing op falls back.
+  if (tracer::speculating()) throw tracer::SpeculationAbort("it calls opaque (a host callback)");
+  sync_thread(SyncReason::HigherOrderOp);
   EagerModeGuard eager;
   TensorList out = fn(args);
   check_defined_outputs("opaque", "fn", out);

@@ -5,6 +5,8 @@
 #include "tracer/hop/hop_checks.h"
 #include "tracer/hop/region_registry.h"
 #include "tracer/hop/traced.h"
+#include "runtime/profiler.h"
+#include "tracer/graph_hash.h"
 
 namespace kiln {
 
@@ -27,7 +29,10 @@ TensorList Region::operator()(const TensorList& args) const {
   for (const Tensor& a : args)
     if (!a.defined()) hop::check_defined_inputs(("region '" + *name_ + "'").c_str(), "args", args);
   hop::note_region_call(*name_, hop::region_signature(args));
-  if (auto traced = hop::traced_call("region", *fn_, args)) return *traced;
+  auto count_body = [&](const tracer::Graph& body) {
+    if (hop::note_region_body(*name_, tracer::graph_hash(body))) profiler::record_region_trace(*name_);
+  };
+  if (auto traced = hop::traced_call("region", *fn_, args, count_body)) return *traced;
   return hop::run_region_eagerly(*name_, *fn_, args);
 }
 

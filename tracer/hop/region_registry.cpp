@@ -9,6 +9,7 @@ namespace {
 
 struct RegionRecord {
   std::vector<RegionSignature> signatures;  // few per name: a linear search is enough
+  std::vector<uint64_t> bodies;             // structural hashes of the traced bodies
   size_t calls = 0;
 };
 
@@ -54,6 +55,23 @@ size_t region_call_count(const std::string& name) {
   std::lock_guard lock(r.mutex);
   auto it = r.regions.find(name);
   return it == r.regions.end() ? 0 : it->second.calls;
+}
+
+bool note_region_body(const std::string& name, uint64_t body) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  RegionRecord& rec = r.regions[name];
+  for (uint64_t b : rec.bodies)
+    if (b == body) return false;
+  rec.bodies.push_back(body);
+  return true;
+}
+
+size_t region_body_count(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.regions.find(name);
+  return it == r.regions.end() ? 0 : it->second.bodies.size();
 }
 
 void reset_region_registry() {

@@ -23,6 +23,12 @@ size_t region_signature_count(const std::string& name);
 // Calls recorded for `name`.
 size_t region_call_count(const std::string& name);
 
+// Records that a call of `name` traced a body with structural hash `body`; true when that body
+// is new for the name (KILN_STATS counts those: "region body traced").
+bool note_region_body(const std::string& name, uint64_t body);
+// Distinct traced bodies of `name`.
+size_t region_body_count(const std::string& name);
+
 // Forgets every region (tests).
 void reset_region_registry();
 

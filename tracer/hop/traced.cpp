@@ -209,7 +209,8 @@ std::optional<TensorList> traced_map(const Fn& fn, const TensorList& xs) {
   });
 }
 
-std::optional<TensorList> traced_call(const char* op, const Fn& fn, const TensorList& args) {
+std::optional<TensorList> traced_call(const char* op, const Fn& fn, const TensorList& args,
+                                      const std::function<void(const tracer::Graph&)>& on_body) {
   return attempt<TensorList>(op, [&](HopRecorder& recorder) {
     check_no_gradients(args);
     TracedBody body = tracer::trace_body(
@@ -219,6 +220,7 @@ std::optional<TensorList> traced_call(const char* op, const Fn& fn, const Tensor
           return out;
         },
         args);
+    if (on_body) on_body(body.graph);
     Attrs attrs;
     attrs.ints[0] = static_cast<int64_t>(args.size());
     std::vector<tracer::Graph> bodies;

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "tracer/graph.h"
 #include "tracer/hop/eager.h"
 
 namespace kiln::hop {
@@ -22,8 +23,10 @@ std::optional<std::pair<TensorList, TensorList>> traced_scan(const ScanFn& fn,
                                                              const TensorList& xs);
 std::optional<TensorList> traced_map(const Fn& fn, const TensorList& xs);
 // One call node over fn's body (region, checkpoint without gradients). `op` names the op in
-// messages.
-std::optional<TensorList> traced_call(const char* op, const Fn& fn, const TensorList& args);
+// messages; `on_body` (optional) sees the traced body before it is recorded.
+std::optional<TensorList> traced_call(
+    const char* op, const Fn& fn, const TensorList& args,
+    const std::function<void(const tracer::Graph&)>& on_body = {});
 
 // Logs (once per op and reason) and counts a fallback.
 void note_fallback(const char* op, const std::string& reason);
