@@ -67,6 +67,10 @@ TEST(HopCond, ReturnsBranchOutputsAsIs) {
   Fn identity = [](const TensorList& a) { return a; };
   TensorList out = cond(scalar_tensor(true), identity, identity, {x});
   ASSERT_EQ(out.size(), 1u);
+  if (config().jit) {  // recorded: a new tensor with the value the branch passed through
+    expect_bitwise_equal(out[0], x);
+    return;
+  }
   EXPECT_TRUE(out[0].is_same_storage(x));
   EXPECT_EQ(out[0].impl(), x.impl());
 }

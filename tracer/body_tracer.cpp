@@ -84,10 +84,6 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
     std::vector<ValueId> outs;
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (!outputs[i].defined()) throw SpeculationAbort("the body returned an undefined tensor");
-      // Eagerly such a result would alias the op's input: keep eager's aliasing by falling back.
-      const Storage* s = outputs[i].impl()->storage();
-      if (s->producer() != this || is_argument_storage(s))
-        throw SpeculationAbort("it returns its argument, a captured tensor or a view of one");
       outs.push_back(value_of(outputs[i]));
       body.results.push_back(graph_.meta(outs.back()));
       ValueMeta& r = body.results.back();
@@ -172,12 +168,6 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
           "it calls a random op (a traced body's draws would differ from eager mode's)");
     if (any_requires_grad(call.inputs))
       throw SpeculationAbort("it needs gradients (autograd through traced bodies comes later)");
-  }
-
-  bool is_argument_storage(const Storage* s) const {
-    for (const TensorImpl* a : arguments_)
-      if (a->storage() == s) return true;
-    return false;
   }
 
   bool is_argument(const TensorImpl* t) const {

@@ -12,6 +12,8 @@
 // - it writes into a tensor from outside the body, into its own argument, or through a view;
 // - it needs gradients (autograd through traced bodies is not built yet);
 // - it raises an error (eager mode may not, if that branch is never taken).
+// A body may return its argument or a capture (a loop carrying the previous value): the op's
+// result is then a new tensor with that value, where eagerly it would be the same tensor.
 #pragma once
 #include <exception>
 #include <functional>

@@ -40,8 +40,7 @@ bool needs_gradients(const TensorList& args) {
 }
 
 // The recorded call: the cached trace for these guards, a new trace, or nullopt (run fn).
-std::optional<TensorList> compiled_call(CompileCache& cache, const Fn& fn,
-                                        const TensorList& args) {
+std::optional<TensorList> compiled_call(CompileCache& cache, const Fn& fn, const TensorList& args) {
   tracer::HopRecorder* recorder = tracer::hop_recorder();
   if (recorder == nullptr) return std::nullopt;
   if (needs_gradients(args)) {

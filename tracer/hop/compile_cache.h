@@ -14,9 +14,9 @@ class CompileCache {
  public:
   struct Entry {
     std::vector<tracer::ValueMeta> guards;
-    bool traceable = false;          // false: calls with these guards run fn op by op
-    tracer::Graph body;              // inputs: the arguments, then the captures
-    TensorList captures;             // what fn captured, read at each call
+    bool traceable = false;  // false: calls with these guards run fn op by op
+    tracer::Graph body;      // inputs: the arguments, then the captures
+    TensorList captures;     // what fn captured, read at each call
     std::vector<tracer::ValueMeta> results;
   };
 

@@ -1,12 +1,12 @@
 // region(name, fn): a named repeated subgraph. Eagerly a call runs fn; every call notes its input
 // metadata in the region registry, which the tracer keys its traced bodies on.
 #include "runtime/error.h"
+#include "runtime/profiler.h"
+#include "tracer/graph_hash.h"
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
 #include "tracer/hop/region_registry.h"
 #include "tracer/hop/traced.h"
-#include "runtime/profiler.h"
-#include "tracer/graph_hash.h"
 
 namespace kiln {
 
@@ -30,7 +30,8 @@ TensorList Region::operator()(const TensorList& args) const {
     if (!a.defined()) hop::check_defined_inputs(("region '" + *name_ + "'").c_str(), "args", args);
   hop::note_region_call(*name_, hop::region_signature(args));
   auto count_body = [&](const tracer::Graph& body) {
-    if (hop::note_region_body(*name_, tracer::graph_hash(body))) profiler::record_region_trace(*name_);
+    if (hop::note_region_body(*name_, tracer::graph_hash(body)))
+      profiler::record_region_trace(*name_);
   };
   if (auto traced = hop::traced_call("region", *fn_, args, count_body)) return *traced;
   return hop::run_region_eagerly(*name_, *fn_, args);

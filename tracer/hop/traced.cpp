@@ -72,8 +72,10 @@ void note_fallback(const char* op, const std::string& reason) {
     first = g_fallbacks[key]++ == 0;
   }
   if (first)
-    KILN_WARN(Tracer, "{}: its body could not be traced ({}); it runs eagerly, recorded op by op "
-              "(results are the same; logged once)", op, reason);
+    KILN_WARN(Tracer,
+              "{}: its body could not be traced ({}); it runs eagerly, recorded op by op "
+              "(results are the same; logged once)",
+              op, reason);
   profiler::record_fallback(op, reason);
 }
 
@@ -97,8 +99,7 @@ std::optional<TensorList> traced_cond(const Tensor& pred, const Fn& true_fn, con
       check_same_outputs("cond", "false_fn", i, "true_fn's", meta_of(yes.results[i]),
                          meta_of(no.results[i]));
     Attrs attrs;
-    attrs.ints = {static_cast<int64_t>(operands.size()),
-                  static_cast<int64_t>(yes.captures.size()),
+    attrs.ints = {static_cast<int64_t>(operands.size()), static_cast<int64_t>(yes.captures.size()),
                   static_cast<int64_t>(no.captures.size()), 0};
     TensorList inputs = concat(concat(TensorList{pred}, operands), yes.captures);
     inputs = concat(std::move(inputs), no.captures);
