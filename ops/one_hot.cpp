@@ -8,6 +8,7 @@
 #include "ops/index_common.h"
 #include "ops/meta_helpers.h"
 #include "ops/op_registry.h"
+#include "runtime/lazy.h"
 #include "runtime/parallel.h"
 
 namespace kiln {
@@ -75,6 +76,7 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
                describe(index), num_classes);
   } else if (num_classes == -1) {
     // Data-dependent output shape: a sync point, as in PyTorch (index.max().item()).
+    sync_point(index, SyncReason::DataDependent);
     Tensor flat = index.contiguous();
     const int64_t* p = flat.data_ptr<int64_t>();
     const auto [lo, hi] = std::minmax_element(p, p + flat.numel());
