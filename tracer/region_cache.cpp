@@ -173,8 +173,9 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
       std::string change =
           last ? describe_guard_change(last->graph, last->aliasing, g, aliasing) : std::string();
       KILN_WARN(Tracer,
-                "a region of {} ops was recompiled {} times (KILN_JIT_RECOMPILE_LIMIT); what kept "
-                "changing: {}. It is interpreted from now on.",
+                "a region of {} ops reached {} variants and scalar promotions "
+                "(KILN_JIT_RECOMPILE_LIMIT); what kept changing: {}. New variants of it are "
+                "interpreted uncached from now on.",
                 g.nodes.size(), f.compiles, change.empty() ? "its guards" : change);
     }
     ++counters_.uncached;
