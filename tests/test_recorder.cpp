@@ -33,6 +33,20 @@ Tensor ramp(std::vector<int64_t> shape, double start = 0.5, double step = 0.25) 
   return (arange(n, DType::Float32) * step + start).reshape(shape);
 }
 
+// Collects what the tracer's logger writes while it lives.
+class TracerLog {
+ public:
+  TracerLog() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    logging::get(logging::Subsystem::Tracer).sinks().push_back(sink_);
+  }
+  ~TracerLog() { logging::get(logging::Subsystem::Tracer).sinks().pop_back(); }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
 // Restores one config field at the end of a scope.
 template <class T>
 class ConfigOverride {
@@ -307,10 +321,7 @@ TEST(Recorder, InterpreterReusesOnlyDeadBuffers) {
 
 TEST(Recorder, RecompileLimitEndsInInterpretationWithOneWarning) {
   ConfigOverride limit(config().jit_recompile_limit, 2);
-  std::ostringstream log;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  auto& logger = logging::get(logging::Subsystem::Tracer);
-  logger.sinks().push_back(sink);
+  TracerLog log;
   JitMode jit(true);
   tracer::RegionCache::instance().clear();
   Tensor base = ramp({6, 6});
@@ -322,9 +333,8 @@ TEST(Recorder, RecompileLimitEndsInInterpretationWithOneWarning) {
     Tensor y = ((in * 2.0).exp() + 1.0).sum();
     EXPECT_EQ(y.item<float>(), ((in * 2.0).exp() + 1.0).sum().item<float>());
   }
-  logger.sinks().pop_back();
   EXPECT_GT(delta.now().uncached, 0);
-  const std::string text = log.str();
+  const std::string text = log.text();
   EXPECT_NE(text.find("KILN_JIT_RECOMPILE_LIMIT"), std::string::npos) << text;
   EXPECT_NE(text.find("layout"), std::string::npos) << text;
   // One warning per region family, however often it comes back.
@@ -335,10 +345,7 @@ TEST(Recorder, RecompileLimitEndsInInterpretationWithOneWarning) {
 // value is a variant of the same program family, so the recompile limit still ends it.
 TEST(Recorder, VaryingViewIndexReachesTheRecompileLimit) {
   ConfigOverride limit(config().jit_recompile_limit, 3);
-  std::ostringstream log;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  auto& logger = logging::get(logging::Subsystem::Tracer);
-  logger.sinks().push_back(sink);
+  TracerLog log;
   JitMode jit(true);
   tracer::RegionCache::instance().clear();
   Tensor x = ramp({8, 5});
@@ -353,10 +360,9 @@ TEST(Recorder, VaryingViewIndexReachesTheRecompileLimit) {
     }
     EXPECT_EQ(got, want);
   }
-  logger.sinks().pop_back();
   EXPECT_EQ(delta.now().regions, 3);
   EXPECT_EQ(delta.now().uncached, 5);
-  const std::string text = log.str();
+  const std::string text = log.text();
   EXPECT_NE(text.find("integer attribute"), std::string::npos) << text;
 }
 

@@ -18,16 +18,6 @@ namespace {
 
 thread_local int t_speculation_depth = 0;
 
-ValueMeta meta_of(const TensorImpl* t) {
-  ValueMeta m;
-  m.sizes = t->sizes();
-  m.dtype = t->dtype();
-  m.device = t->device();
-  m.strides = t->strides();
-  m.offset = t->offset();
-  return m;
-}
-
 // Where the storages of a finished trace point: a body tensor kept past its trace (stored into
 // an outer variable by the callable) cannot be read.
 class EscapedBodyValue final : public LazyProducer {
@@ -144,13 +134,9 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
                         std::move(bodies));
     std::vector<Tensor> outs;
     for (size_t i = 0; i < results.size(); ++i) {
-      Attrs get;
-      get.ints[0] = static_cast<int64_t>(i);
-      OutputMeta m = results[i];
-      m.strides = {};
-      m.offset = 0;
+      const ValueMeta m = tuple_element_meta(results[i]);
       Tensor out = new_value(m);
-      bind(out, graph_.add_node(OpId::TupleGet, get, {tuple}, m));
+      bind(out, graph_.add_node(OpId::TupleGet, tuple_get_attrs(i), {tuple}, m));
       outs.push_back(out);
     }
     return outs;

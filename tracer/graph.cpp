@@ -23,6 +23,16 @@ std::string op_display_name(OpId op) {
   return out;
 }
 
+ValueMeta meta_of(const TensorImpl* t) {
+  ValueMeta m;
+  m.sizes = t->sizes();
+  m.dtype = t->dtype();
+  m.device = t->device();
+  m.strides = t->strides();
+  m.offset = t->offset();
+  return m;
+}
+
 ValueId Graph::add_input(ValueMeta meta) {
   if (meta.strides.empty() && !meta.sizes.empty()) meta.strides = contiguous_strides(meta.sizes);
   const ValueId id = next_value_++;

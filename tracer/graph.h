@@ -35,6 +35,9 @@ using ValueMeta = OutputMeta;
 // spelling op_name() uses. The printer, DOT export and error messages all use it.
 std::string op_display_name(OpId op);
 
+// The metadata of a tensor as a graph value: sizes, dtype, device, strides and offset.
+ValueMeta meta_of(const TensorImpl* t);
+
 struct GraphInput {
   ValueId id = kNoValue;
   ValueMeta meta;

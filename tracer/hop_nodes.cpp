@@ -29,4 +29,17 @@ ValueMeta tuple_meta() {
   return m;
 }
 
+Attrs tuple_get_attrs(size_t index) {
+  Attrs a;
+  a.ints[0] = static_cast<int64_t>(index);
+  return a;
+}
+
+ValueMeta tuple_element_meta(const ValueMeta& result) {
+  ValueMeta m = result;
+  m.strides = {};
+  m.offset = 0;
+  return m;
+}
+
 }  // namespace kiln::tracer

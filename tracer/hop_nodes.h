@@ -35,5 +35,9 @@ void register_hop_ops();
 
 // The metadata of the tuple placeholder value a higher-order node defines.
 ValueMeta tuple_meta();
+// A tuple_get node's attrs and metadata for result `index` of metadata `result` (a fresh
+// row-major tensor: strides and offset cleared).
+Attrs tuple_get_attrs(size_t index);
+ValueMeta tuple_element_meta(const ValueMeta& result);
 
 }  // namespace kiln::tracer

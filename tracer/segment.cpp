@@ -22,16 +22,6 @@ bool same_geometry(const TensorImpl* a, const TensorImpl* b) {
          a->dtype() == b->dtype();
 }
 
-ValueMeta meta_of(const TensorImpl* t) {
-  ValueMeta m;
-  m.sizes = t->sizes();
-  m.dtype = t->dtype();
-  m.device = t->device();
-  m.strides = t->strides();
-  m.offset = t->offset();
-  return m;
-}
-
 // Where the storages of a flush that failed point: reading them raises the error again.
 class FailedFlush final : public LazyProducer {
  public:
@@ -267,12 +257,8 @@ std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector
   std::vector<Tensor> outs;
   outs.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
-    Attrs get;
-    get.ints[0] = static_cast<int64_t>(i);
-    OutputMeta m = results[i];
-    m.strides = {};
-    m.offset = 0;
-    outs.push_back(new_lazy(graph_.add_node(OpId::TupleGet, get, {tuple}, m), m));
+    const ValueMeta m = tuple_element_meta(results[i]);
+    outs.push_back(new_lazy(graph_.add_node(OpId::TupleGet, tuple_get_attrs(i), {tuple}, m), m));
   }
   if (node_count() >= config().jit_segment_limit) flush_locked(SyncReason::SegmentLimit);
   return outs;

@@ -19,15 +19,7 @@ bool same_guards(const std::vector<tracer::ValueMeta>& a, const std::vector<trac
 std::vector<tracer::ValueMeta> CompileCache::guards_of(const TensorList& args) {
   std::vector<tracer::ValueMeta> out;
   out.reserve(args.size());
-  for (const Tensor& a : args) {
-    tracer::ValueMeta m;
-    const TensorImpl* t = a.impl();
-    m.sizes = t->sizes();
-    m.strides = t->strides();
-    m.dtype = t->dtype();
-    m.device = t->device();
-    out.push_back(std::move(m));
-  }
+  for (const Tensor& a : args) out.push_back(tracer::meta_of(a.impl()));
   return out;
 }
 
