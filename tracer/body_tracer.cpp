@@ -152,8 +152,7 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
     if (def.flags & kIsRandom)
       throw SpeculationAbort(
           "it calls a random op (a traced body's draws would differ from eager mode's)");
-    if (any_requires_grad(call.inputs))
-      throw SpeculationAbort("it needs gradients (autograd through traced bodies comes later)");
+    if (any_requires_grad(call.inputs)) throw SpeculationAbort(kNeedsGradients);
   }
 
   bool is_argument(const TensorImpl* t) const {

@@ -10,7 +10,7 @@
 // - it calls opaque, or uses a random op (the draws of a body run many times, or of a cond branch
 //   not taken, would not be eager's);
 // - it writes into a tensor from outside the body, into its own argument, or through a view;
-// - it needs gradients (autograd through traced bodies is not built yet);
+// - it needs gradients (its eager form then records eager mode's backward: bitwise gradients);
 // - it raises an error (eager mode may not, if that branch is never taken).
 // A body may return its argument or a capture (a loop carrying the previous value): the op's
 // result is then a new tensor with that value, where eagerly it would be the same tensor.
@@ -35,6 +35,10 @@ class SpeculationAbort : public std::exception {
  private:
   std::string reason_;
 };
+
+// The fallback reason of an op whose inputs or captures need gradients.
+inline constexpr const char* kNeedsGradients =
+    "it needs gradients (its eager form records eager mode's backward, bit for bit)";
 
 using BodyFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 

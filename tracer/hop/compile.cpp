@@ -44,7 +44,7 @@ std::optional<TensorList> compiled_call(CompileCache& cache, const Fn& fn, const
   tracer::HopRecorder* recorder = tracer::hop_recorder();
   if (recorder == nullptr) return std::nullopt;
   if (needs_gradients(args)) {
-    note_fallback("compile", "it needs gradients (autograd through traced bodies comes later)");
+    note_fallback("compile", tracer::kNeedsGradients);
     return std::nullopt;
   }
   std::vector<tracer::ValueMeta> guards = CompileCache::guards_of(args);

@@ -45,8 +45,7 @@ TensorList concat(TensorList a, const TensorList& b) {
 void check_no_gradients(const TensorList& inputs) {
   if (!GradMode::is_enabled()) return;
   for (const Tensor& t : inputs)
-    if (t.impl()->requires_grad())
-      throw SpeculationAbort("it needs gradients (autograd through traced bodies comes later)");
+    if (t.impl()->requires_grad()) throw SpeculationAbort(tracer::kNeedsGradients);
 }
 
 // Runs `trace` when recording is on; a SpeculationAbort becomes a fallback (nullopt).
