@@ -6,6 +6,7 @@
 #include "hop_traced_util.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/config.h"
+#include "tracer/body_tracer.h"
 #include "tracer/graph_hash.h"
 #include "tracer/hop/region_registry.h"
 #include "tracer/hop/traced.h"
@@ -23,8 +24,9 @@ const std::string kRandom =
     "it calls a random op (a traced body's draws would differ from eager mode's)";
 const std::string kWritesOutside =
     "it writes into a tensor from outside the body (or into its own argument)";
-const std::string kGradients = "it needs gradients (autograd through traced bodies comes later)";
-const std::string kReturnsArgument = "it returns its argument, a captured tensor or a view of one";
+const std::string kGradients = tracer::kNeedsGradients;
+const std::string kStridedResult = "it returns a strided view (a new result would be row-major)";
+const std::string kSharedResults = "it returns results that share memory";
 
 // Recorded, `program` falls back `times` times for "op: reason" and still computes eager's
 // results.
@@ -134,12 +136,56 @@ TEST(HopTracedFallback, ErrorInTheBranchNotTaken) {
   });
 }
 
-TEST(HopTracedFallback, BodyReturnsItsArgument) {
-  expect_fallback("region", kReturnsArgument, [] {
-    Region same = region("hop_traced_identity", [](const TensorList& a) { return a; });
-    Tensor x = ramp({3});
-    TensorList out = same({x});
-    EXPECT_EQ(out[0].impl(), x.impl());  // eager's aliasing is kept
+// A body may pass its argument through (a loop carrying its previous value): traced, the result
+// is a new tensor with the argument's value (eagerly it is the argument itself).
+TEST(HopTracedFallback, BodyPassingItsArgumentThroughIsTraced) {
+  JitMode jit(true);
+  Region same = region("hop_traced_identity", [](const TensorList& a) { return a; });
+  Tensor x = ramp({3});
+  const size_t before = hop::fallback_count("region: " + kSharedResults);
+  TensorList out = same({x});
+  expect_bitwise_equal(out[0], x);
+  EXPECT_NE(out[0].impl(), x.impl());
+  EXPECT_EQ(hop::fallback_count("region: " + kSharedResults), before);
+}
+
+// Results that eagerly alias each other, or are strided views, fall back: new row-major results
+// would not keep that aliasing or layout (an in-place write through one would not show in the
+// other; y.view() would not raise as eagerly).
+TEST(HopTracedFallback, ResultsThatShareMemory) {
+  expect_fallback("cond", kSharedResults, [] {
+    TensorList out = cond(
+        scalar_tensor(true),
+        [](const TensorList& a) {
+          Tensor t = a[0] * 2.0;
+          return TensorList{t, t};
+        },
+        [](const TensorList& a) {
+          Tensor t = a[0] * 3.0;
+          return TensorList{t, t};
+        },
+        {ramp({3})});
+    out[0].add_(100.0);
+    return TensorList{out[0], out[1]};  // both are the written tensor
+  });
+  expect_fallback("region", kSharedResults, [] {
+    Region r = region("hop_traced_view_result", [](const TensorList& a) {
+      Tensor t = a[0] * 2.0;
+      return TensorList{t, t.slice(0, 0, 2)};
+    });
+    TensorList out = r({ramp({3, 2})});
+    out[0].add_(100.0);
+    return out;  // out[1] is rows 0..1 of the written out[0]
+  });
+}
+
+TEST(HopTracedFallback, StridedResult) {
+  expect_fallback("cond", kStridedResult, [] {
+    Tensor x = ramp({2, 3});
+    TensorList out = cond(
+        x.sum() > 0.0, [](const TensorList& a) { return TensorList{(a[0] * 2.0).t()}; },
+        [](const TensorList& a) { return TensorList{(a[0] * 3.0).t()}; }, {x});
+    EXPECT_FALSE(out[0].is_contiguous());  // eager's layout
     return out;
   });
 }

@@ -69,11 +69,20 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
     return v;
   }
 
-  TracedBody finish(const std::vector<Tensor>& outputs) {
+  TracedBody finish(const std::vector<Tensor>& outputs, size_t direct) {
     TracedBody body;
     std::vector<ValueId> outs;
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (!outputs[i].defined()) throw SpeculationAbort("the body returned an undefined tensor");
+      // The op's results are new row-major tensors: a result that eagerly is a strided view, or
+      // that shares memory with another result, would lose that layout or aliasing. (Outputs
+      // past `direct` are stacked over steps, which copies them anyway.)
+      const TensorImpl* o = outputs[i].impl();
+      if (i < direct && (!o->is_contiguous() || o->offset() != 0))
+        throw SpeculationAbort("it returns a strided view (a new result would be row-major)");
+      for (size_t j = 0; j < i && i < direct; ++j)
+        if (outputs[j].impl()->storage() == o->storage())
+          throw SpeculationAbort("it returns results that share memory");
       outs.push_back(value_of(outputs[i]));
       body.results.push_back(graph_.meta(outs.back()));
       ValueMeta& r = body.results.back();
@@ -189,7 +198,7 @@ bool speculating() { return t_speculation_depth > 0; }
 
 HopRecorder* current_body_tracer() { return dynamic_cast<BodyTracer*>(current_mode()); }
 
-TracedBody trace_body(const BodyFn& fn, std::span<const Tensor> args) {
+TracedBody trace_body(const BodyFn& fn, std::span<const Tensor> args, size_t direct_results) {
   // Tracing draws nothing: a random op aborts it, and the offsets it reserved first must not
   // move the generator (the eager fallback then draws what eager mode draws).
   PhiloxReplayGuard no_draws(philox_state());
@@ -204,7 +213,7 @@ TracedBody trace_body(const BodyFn& fn, std::span<const Tensor> args) {
     // Eager mode raises it only if this body runs: let the fallback decide.
     throw SpeculationAbort(std::string("it raised an error while traced: ") + e.what());
   }
-  return tracer.finish(outputs);
+  return tracer.finish(outputs, direct_results);
 }
 
 }  // namespace kiln::tracer

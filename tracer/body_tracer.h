@@ -11,7 +11,8 @@
 //   not taken, would not be eager's);
 // - it writes into a tensor from outside the body, into its own argument, or through a view;
 // - it needs gradients (its eager form then records eager mode's backward: bitwise gradients);
-// - it raises an error (eager mode may not, if that branch is never taken).
+// - it raises an error (eager mode may not, if that branch is never taken);
+// - it returns a strided view, or results that share memory (new results would not keep that).
 // A body may return its argument or a capture (a loop carrying the previous value): the op's
 // result is then a new tensor with that value, where eagerly it would be the same tensor.
 #pragma once
@@ -49,8 +50,12 @@ struct TracedBody {
 };
 
 // Traces `fn` on placeholders with the geometry of `args`. Throws SpeculationAbort (fall back)
-// or whatever `fn` throws that is not a kiln::Error.
-TracedBody trace_body(const BodyFn& fn, std::span<const Tensor> args);
+// or whatever `fn` throws that is not a kiln::Error. The first `direct_results` outputs become
+// the op's results as they are (checked for layout and aliasing); the rest are stacked over
+// steps (scan's ys, map's outputs).
+inline constexpr size_t kAllDirect = ~size_t{0};
+TracedBody trace_body(const BodyFn& fn, std::span<const Tensor> args,
+                      size_t direct_results = kAllDirect);
 
 // True while this thread traces a body: sync points and reads of lazy data abort the trace.
 bool speculating();

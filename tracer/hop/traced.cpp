@@ -159,7 +159,7 @@ std::optional<std::pair<TensorList, TensorList>> traced_scan(const ScanFn& fn,
           check_defined_outputs("scan", "fn's ys at step 0", ys);
           return concat(std::move(next), ys);
         },
-        concat(init, slices_at(xs, 0)));
+        concat(init, slices_at(xs, 0)), /*direct_results=*/n_init);
     const size_t n_ys = body.results.size() - n_init;
     std::vector<ValueMeta> results(body.results.begin(),
                                    body.results.begin() + static_cast<ptrdiff_t>(n_init));
@@ -192,7 +192,7 @@ std::optional<TensorList> traced_map(const Fn& fn, const TensorList& xs) {
           check_defined_outputs("map", "fn at step 0", out);
           return out;
         },
-        slices_at(xs, 0));
+        slices_at(xs, 0), /*direct_results=*/0);
     std::vector<ValueMeta> results;
     for (ValueMeta m : body.results) {
       m.sizes = stacked_sizes(steps, m.sizes);
