@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <memory>
+#include <mutex>
 
 #include "ops/strided.h"
 #include "runtime/config.h"
@@ -57,6 +59,16 @@ void hand_over(Storage& target, const Tensor& result, const DimVector& sizes, DT
     op_def(OpId::Copy).eager(OpCall{OpId::Copy, src, Attrs{}}, tmp);
   }
   target.adopt_data(tmp.impl()->storage()->release_data());
+}
+
+// Failed flushes live as long as the process: the storages pointing at them may outlive any
+// owner we could give them (rare; one per failed flush). Held here, they are not leaks.
+FailedFlush* keep_failure(std::string message) {
+  static std::mutex mu;
+  static auto* failures = new std::vector<std::unique_ptr<FailedFlush>>();
+  std::lock_guard lock(mu);
+  failures->push_back(std::make_unique<FailedFlush>(std::move(message)));
+  return failures->back().get();
 }
 
 std::string describe_exception(const std::exception_ptr& e) {
@@ -420,8 +432,7 @@ void Segment::flush_locked(SyncReason reason) {
   FailedFlush* failed = nullptr;
   auto fail = [&](Storage& s) {
     if (failed == nullptr) {
-      // Kept for the process: storages may outlive any owner we could give it (rare).
-      failed = new FailedFlush(describe_exception(run.error));
+      failed = keep_failure(describe_exception(run.error));
     }
     s.rebind_producer(failed);
   };
