@@ -80,7 +80,7 @@ void attach_copy_fractions(std::vector<Figure>& figures);
 void attach_speedups(std::vector<Figure>& figures);
 
 std::string table_text(const std::vector<Figure>& figures);
-// compile_latency (perf/latency_report.cpp): each figure's first call next to its steady-state
+// compile_latency (perf/report.cpp): each figure's first call next to its steady-state
 // median, modes side by side, as a table and as the JSON object written under "compile_latency".
 std::string latency_text(const std::vector<Figure>& figures);
 std::string latency_json(const std::vector<Figure>& figures);

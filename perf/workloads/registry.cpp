@@ -11,7 +11,7 @@ namespace kiln::perf {
 namespace {
 
 // compile_latency runs nothing itself: it is the first-call summary of the run's other figures
-// (perf/latency_report.cpp). Selected alone, it stands for every available workload.
+// (perf/report.cpp). Selected alone, it stands for every available workload.
 Workload compile_latency_workload() {
   Workload w{"compile_latency",
              "first call of each selected workload vs its steady state (no JIT, so no disk cache "
