@@ -3,9 +3,11 @@
 #  1. a short run writes JSON whose results carry every key BENCHMARKS.md fixes, with sane values;
 #  2. a short eager,interp run: interp rows with the same keys plus speedup_vs_eager and the
 #     region-cache hits and misses;
-#  3. requests that are not available yet (mode jit among them) exit with status 2 and say why
+#  3. the loop, control-flow and region workloads (rnn_loop, rnn_scan, newton, compile_layers with
+#     one figure per layer count) in both modes, and the compile_latency summary of first calls;
+#  4. requests that are not available yet (mode jit among them) exit with status 2 and say why
 #     (never a crash);
-#  4. mode libtorch: without KILN_WITH_LIBTORCH, status 2 and how to build it; with it, a short
+#  5. mode libtorch: without KILN_WITH_LIBTORCH, status 2 and how to build it; with it, a short
 #     eager,libtorch run gives libtorch rows with the same keys and the side-by-side table.
 cmake_minimum_required(VERSION 3.25)
 
@@ -132,11 +134,68 @@ foreach(col "vs eager" "regions hit/miss")
   expect(NOT at EQUAL -1 "the eager,interp table has no '${col}' column")
 endforeach()
 
+# The loop and region workloads in both modes (each checks its result against a scalar reference
+# in both), plus compile_latency: no figures of its own, a "compile_latency" object of first calls.
+file(REMOVE "${OUT}")
+execute_process(
+  COMMAND "${KILN_PERF}" --size small --workloads rnn_loop,rnn_scan,newton,compile_layers,compile_latency
+          --modes eager,interp --reps 2 --warmup 1 --json "${OUT}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE progress)
+message("${table}")
+expect(rc EQUAL 0 "kiln-perf loop/region workloads exited with ${rc}: ${progress}")
+file(READ "${OUT}" json)
+string(JSON n LENGTH "${json}" results)
+expect(n EQUAL 10 "expected 10 results (rnn_loop, rnn_scan, newton, compile_layers x 2, two modes each), got ${n}")
+set(seen "")
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  expect_required_keys("${json}" ${i} "loop run: ")
+  string(JSON w GET "${json}" results ${i} workload)
+  string(JSON mode GET "${json}" results ${i} mode)
+  string(JSON lo GET "${json}" results ${i} min_ms)
+  string(JSON first GET "${json}" results ${i} first_call_ms)
+  expect("${lo}" GREATER 0 "${w} ${mode}: min_ms ${lo} is not positive")
+  expect("${first}" GREATER 0 "${w} ${mode}: first_call_ms ${first} is not positive")
+  string(JSON gt TYPE "${json}" results ${i} gbps)
+  expect(gt STREQUAL "NULL" "${w}: gbps should be null, is ${gt}")
+  string(JSON layers ERROR_VARIABLE err GET "${json}" results ${i} layers)
+  if(w STREQUAL "compile_layers")
+    expect(NOT err "compile_layers ${mode}: no key 'layers'")
+    set(w "${w}${layers}")
+  else()
+    expect(err "${w}: unexpected key 'layers'")
+  endif()
+  if(mode STREQUAL "interp")
+    string(JSON misses GET "${json}" results ${i} region_misses)
+    string(JSON hits GET "${json}" results ${i} region_hits)
+    expect(misses GREATER_EQUAL 1 "${w} interp: ${misses} region misses, expected at least 1")
+    expect(hits GREATER_EQUAL 3 "${w} interp: ${hits} region hits, expected at least 3")
+  endif()
+  list(APPEND seen "${w}:${mode}")
+endforeach()
+list(JOIN seen "," seen)
+expect(seen STREQUAL "rnn_loop:eager,rnn_loop:interp,rnn_scan:eager,rnn_scan:interp,newton:eager,newton:interp,compile_layers1:eager,compile_layers1:interp,compile_layers4:eager,compile_layers4:interp"
+       "loop run: results in the JSON: ${seen}")
+string(JSON cache TYPE "${json}" compile_latency disk_cache)
+expect(cache STREQUAL "NULL" "compile_latency: disk_cache is ${cache}, expected null (no JIT yet)")
+string(JSON n LENGTH "${json}" compile_latency first_calls)
+expect(n EQUAL 10 "compile_latency: expected 10 first calls, got ${n}")
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  foreach(key workload mode device first_call_ms median_ms first_over_median)
+    string(JSON type ERROR_VARIABLE err TYPE "${json}" compile_latency first_calls ${i} ${key})
+    expect(NOT err "compile_latency first call ${i} has no key '${key}'")
+  endforeach()
+endforeach()
+foreach(text "compile_latency: first call" "compile_layers [layers=4]" "no disk cache")
+  string(FIND "${table}" "${text}" at)
+  expect(NOT at EQUAL -1 "the loop run's output lacks '${text}'")
+endforeach()
+
 # Not-yet-available requests: status 2 and a message that says what is missing.
 foreach(case "--modes;jit|mode jit is not available yet: the CPU JIT is not built yet"
              "--modes;eager,jit|mode jit is not available yet: the CPU JIT is not built yet"
              "--devices;cuda|device cuda is not available yet"
-             "--workloads;newton|workload newton is not available yet"
              "--workloads;nosuch|unknown workload 'nosuch'"
              "--reps;0|--reps: expected an integer >= 1")
   string(REPLACE "|" ";" parts "${case}")
@@ -152,13 +211,11 @@ endforeach()
 
 execute_process(COMMAND "${KILN_PERF}" --list RESULT_VARIABLE rc OUTPUT_VARIABLE out)
 expect(rc EQUAL 0 "--list exited with ${rc}")
-foreach(w copy gelu layernorm softmax mlp_train block rnn_scan newton dispatch compile_layers
-          compile_latency)
+foreach(w copy gelu layernorm softmax mlp_train block rnn_loop rnn_scan newton dispatch
+          compile_layers compile_latency)
   string(FIND "${out}" "${w}" at)
   expect(NOT at EQUAL -1 "--list does not show ${w}")
 endforeach()
-string(FIND "${out}" "not yet available" at)
-expect(NOT at EQUAL -1 "--list does not mark unavailable workloads")
 
 if(NOT WITH_LIBTORCH)
   execute_process(COMMAND "${KILN_PERF}" --modes eager,libtorch --size small --reps 1
@@ -169,15 +226,15 @@ if(NOT WITH_LIBTORCH)
 else()
   file(REMOVE "${OUT}")
   execute_process(
-    COMMAND "${KILN_PERF}" --size small --workloads gelu,dispatch --modes eager,libtorch --reps 3
-            --json "${OUT}"
+    COMMAND "${KILN_PERF}" --size small --workloads gelu,dispatch,rnn_loop,newton
+            --modes eager,libtorch --reps 3 --json "${OUT}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE progress)
   message("${table}")
   expect(rc EQUAL 0 "kiln-perf --modes eager,libtorch exited with ${rc}: ${progress}")
   file(READ "${OUT}" json)
   string(JSON n LENGTH "${json}" results)
-  # copy (reference) for each mode, then gelu and dispatch in each mode.
-  expect(n EQUAL 6 "expected 6 results with --modes eager,libtorch, got ${n}")
+  # copy (reference) for each mode, then gelu, dispatch, rnn_loop and newton in each mode.
+  expect(n EQUAL 10 "expected 10 results with --modes eager,libtorch, got ${n}")
   set(seen "")
   math(EXPR last "${n} - 1")
   foreach(i RANGE ${last})
@@ -189,9 +246,15 @@ else()
     list(APPEND seen "${w}:${mode}")
   endforeach()
   list(JOIN seen "," seen)
-  expect(seen STREQUAL "copy:eager,copy:libtorch,gelu:eager,gelu:libtorch,dispatch:eager,dispatch:libtorch"
+  expect(seen STREQUAL "copy:eager,copy:libtorch,gelu:eager,gelu:libtorch,dispatch:eager,dispatch:libtorch,rnn_loop:eager,rnn_loop:libtorch,newton:eager,newton:libtorch"
          "libtorch run: results in the JSON: ${seen}")
   string(FIND "${table}" "kiln eager vs libtorch" at)
   expect(NOT at EQUAL -1 "the table has no kiln eager vs libtorch comparison")
+  # Workloads libtorch has no equivalent of are refused when asked for by name.
+  execute_process(COMMAND "${KILN_PERF}" --workloads rnn_scan --modes libtorch --size small --reps 1
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  expect(rc EQUAL 2 "'--workloads rnn_scan --modes libtorch' exited with '${rc}', expected 2")
+  string(FIND "${err}" "workload rnn_scan has no libtorch version" at)
+  expect(NOT at EQUAL -1 "'--workloads rnn_scan --modes libtorch': message '${err}'")
 endif()
 message(STATUS "kiln-perf JSON and error statuses OK")

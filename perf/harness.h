@@ -39,6 +39,10 @@ std::string list_text();
 // One measured figure (one JSON object of "results").
 struct Figure {
   std::string workload, mode, device, shape;
+  // The workload's parameter and its value for this figure (compile_layers: "layers", N);
+  // param_name empty for the others. The JSON writes it as one more key.
+  std::string param_name;
+  std::optional<int64_t> param;
   int reps = 0, warmup = 0, threads = 0;
   double median_ms = 0, min_ms = 0, max_ms = 0, first_call_ms = 0;
   std::optional<double> gbps;           // bytes per run / median time
@@ -57,21 +61,31 @@ struct Job {
   const Workload* workload;
   std::string mode, device;
   bool implicit = false;
+  std::optional<int64_t> param{};  // the value of workload->param_name, for a parametrized workload
 };
 
 // The jobs to run, in order; throws UsageError for unavailable modes, devices and workloads.
-// Adds copy (flagged implicit) when a GB/s workload is selected without it.
+// Adds copy (flagged implicit) when a GB/s workload is selected without it. A summary workload
+// (compile_latency) gets no jobs: selected alone, it selects every available workload.
 std::vector<Job> plan(const Options& o);
+// Whether the run prints the compile_latency summary (selected, or every workload selected).
+bool wants_latency_summary(const Options& o);
 
 // Runs one job: a first call (timed apart and checked), warm-up, then o.reps timed runs.
 Figure measure(const Job& job, const Options& o, int index, int total);
 
 // Fills copy_fraction from the copy figures of the same mode and device.
 void attach_copy_fractions(std::vector<Figure>& figures);
-// Fills speedup_vs_eager from the eager figures of the same workload and device.
+// Fills speedup_vs_eager from the eager figures of the same workload, parameter and device.
 void attach_speedups(std::vector<Figure>& figures);
 
 std::string table_text(const std::vector<Figure>& figures);
-void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o);
+// compile_latency (perf/report.cpp): each figure's first call next to its steady-state
+// median, modes side by side, as a table and as the JSON object written under "compile_latency".
+std::string latency_text(const std::vector<Figure>& figures);
+std::string latency_json(const std::vector<Figure>& figures);
+// latency_json: the "compile_latency" object's text, or empty for no such key.
+void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o,
+                const std::string& latency_json);
 
 }  // namespace kiln::perf

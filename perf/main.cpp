@@ -25,8 +25,10 @@ int main(int argc, char** argv) {
     attach_copy_fractions(figures);
     attach_speedups(figures);
     fmt::print("\n{}", table_text(figures));
+    bool latency = wants_latency_summary(o);
+    if (latency) fmt::print("{}", latency_text(figures));
     if (!o.json.empty()) {
-      write_json(o.json, figures, o);
+      write_json(o.json, figures, o, latency ? latency_json(figures) : std::string());
       fmt::print(stderr, "kiln-perf: wrote {}\n", o.json);
     }
     return 0;

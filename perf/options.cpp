@@ -136,19 +136,24 @@ std::vector<Job> plan(const Options& o) {
     if (d != "cpu") throw UsageError{fmt::format("unknown device '{}'; expected cpu or cuda", d)};
   }
   std::vector<const Workload*> selected;
-  if (o.workloads.empty()) {
+  auto select_all = [&] {
     for (const Workload& w : workloads())
-      if (w.unavailable.empty()) selected.push_back(&w);
+      if (w.unavailable.empty() && !w.summary) selected.push_back(&w);
+  };
+  if (o.workloads.empty()) {
+    select_all();
   } else {
     for (const std::string& name : o.workloads) {
       const Workload* w = find_workload(name);
       if (!w) throw UsageError{fmt::format("unknown workload '{}'; --list shows them", name)};
       if (!w->unavailable.empty())
         throw UsageError{fmt::format("workload {} is not available yet: {}", name, w->unavailable)};
+      if (w->summary) continue;  // no runs of its own
       if (libtorch && !peer::libtorch_has(name))
         throw UsageError{fmt::format("workload {} has no libtorch version", name)};
       selected.push_back(w);
     }
+    if (selected.empty()) select_all();  // compile_latency alone: the first call of every workload
   }
   // copy_fraction needs the same run's copy: measure it first when GB/s workloads want it.
   bool has_copy = false, wants_copy = false;
@@ -168,11 +173,25 @@ std::vector<Job> plan(const Options& o) {
   for (const std::string& d : o.devices) {
     if (!has_copy && wants_copy && copy)
       for (const std::string& m : o.modes) jobs.push_back({copy, m, d, true});
-    for (const Workload* w : selected)
-      for (const std::string& m : o.modes)
-        if (runs_in(w, m)) jobs.push_back({w, m, d, false});
+    for (const Workload* w : selected) {
+      if (w->param_name.empty()) {
+        for (const std::string& m : o.modes)
+          if (runs_in(w, m)) jobs.push_back({w, m, d, false});
+        continue;
+      }
+      for (int64_t value : w->param_values(o.size))
+        for (const std::string& m : o.modes)
+          if (runs_in(w, m)) jobs.push_back({w, m, d, false, value});
+    }
   }
   return jobs;
+}
+
+bool wants_latency_summary(const Options& o) {
+  if (o.workloads.empty()) return true;
+  for (const std::string& name : o.workloads)
+    if (const Workload* w = find_workload(name); w && w->summary) return true;
+  return false;
 }
 
 }  // namespace kiln::perf

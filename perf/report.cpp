@@ -1,7 +1,7 @@
 // kiln-perf's outputs: the aligned table on stdout and the JSON file (keys fixed by
 // BENCHMARKS.md: results[] of workload, mode, device, median_ms, min_ms, max_ms, gbps,
 // copy_fraction, first_call_ms; the rest are extras: us_per_op, speedup_vs_eager, region_hits,
-// region_misses, region_uncached, ...).
+// region_misses, region_uncached, layers, ...), and the compile_latency summary of first calls.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -67,6 +67,12 @@ std::string aligned(const std::vector<std::string>& head,
   return out;
 }
 
+// "compile_layers [layers=4]" for a parametrized figure, the workload's name otherwise.
+std::string figure_name(const Figure& f) {
+  std::string name = f.workload + (f.implicit ? "*" : "");
+  return f.param ? fmt::format("{} [{}={}]", name, f.param_name, *f.param) : name;
+}
+
 // A figure's headline number with its unit: GB/s, µs per op, or ms.
 std::string headline(const Figure& f) {
   if (f.gbps) return fmt::format("{:.2f} GB/s", *f.gbps);
@@ -81,8 +87,10 @@ std::string comparison_text(const std::vector<Figure>& figures) {
   for (const Figure& k : figures) {
     if (k.mode != "eager") continue;
     for (const Figure& t : figures) {
-      if (t.mode != "libtorch" || t.workload != k.workload || t.device != k.device) continue;
-      rows.push_back({k.workload + (k.implicit ? "*" : ""), k.shape, headline(k), headline(t),
+      if (t.mode != "libtorch" || t.workload != k.workload || t.param != k.param ||
+          t.device != k.device)
+        continue;
+      rows.push_back({figure_name(k), k.shape, headline(k), headline(t),
                       fmt::format("{:.2f}x", t.median_ms / k.median_ms)});
       threads = k.threads;
     }
@@ -101,7 +109,72 @@ std::string comparison_text(const std::vector<Figure>& figures) {
   return out;
 }
 
+constexpr const char* kLatencyNote =
+    "no JIT yet: nothing is compiled and there is no disk cache, so BENCHMARKS.md's "
+    "warm-disk-cache first call does not exist yet";
+
 }  // namespace
+
+std::string latency_text(const std::vector<Figure>& figures) {
+  // One row per workload (and parameter) and device, one column group per mode.
+  std::vector<std::string> modes;
+  std::vector<const Figure*> keys;
+  for (const Figure& f : figures) {
+    if (f.implicit) continue;
+    if (std::find(modes.begin(), modes.end(), f.mode) == modes.end()) modes.push_back(f.mode);
+    bool seen = false;
+    for (const Figure* k : keys)
+      seen |= k->workload == f.workload && k->param == f.param && k->device == f.device;
+    if (!seen) keys.push_back(&f);
+  }
+  if (keys.empty()) return {};
+  std::vector<std::string> head = {"workload", "size"};
+  for (const std::string& m : modes)
+    for (const char* col : {" first ms", " median ms", " first/median"}) head.push_back(m + col);
+  std::vector<std::vector<std::string>> rows;
+  for (const Figure* k : keys) {
+    std::vector<std::string> row = {figure_name(*k), k->shape};
+    for (const std::string& m : modes) {
+      const Figure* f = nullptr;
+      for (const Figure& g : figures)
+        if (!g.implicit && g.workload == k->workload && g.param == k->param &&
+            g.device == k->device && g.mode == m)
+          f = &g;
+      if (!f) {
+        row.insert(row.end(), {"-", "-", "-"});
+        continue;
+      }
+      row.push_back(fmt::format("{:.3f}", f->first_call_ms));
+      row.push_back(fmt::format("{:.3f}", f->median_ms));
+      row.push_back(f->median_ms > 0 ? fmt::format("{:.2f}x", f->first_call_ms / f->median_ms)
+                                     : "-");
+    }
+    rows.push_back(std::move(row));
+  }
+  std::string out =
+      "\ncompile_latency: first call of a fresh case (empty region cache for its "
+      "graph) against the steady-state median:\n";
+  out += aligned(head, rows, 2);
+  return out + fmt::format("{}\n", kLatencyNote);
+}
+
+std::string latency_json(const std::vector<Figure>& figures) {
+  std::string out = fmt::format("{{\"disk_cache\": null, \"note\": {}, \"first_calls\": [",
+                                json_string(kLatencyNote));
+  bool first = true;
+  for (const Figure& f : figures) {
+    if (f.implicit) continue;
+    out += first ? "\n    {" : ",\n    {";
+    first = false;
+    out += fmt::format("\"workload\": {}, \"mode\": {}, \"device\": {}, ", json_string(f.workload),
+                       json_string(f.mode), json_string(f.device));
+    if (f.param) out += fmt::format("{}: {}, ", json_string(f.param_name), *f.param);
+    out += fmt::format("\"first_call_ms\": {}, \"median_ms\": {}, \"first_over_median\": {}}}",
+                       json_number(f.first_call_ms), json_number(f.median_ms),
+                       json_number(f.median_ms > 0 ? f.first_call_ms / f.median_ms : NAN));
+  }
+  return out + "\n  ]}";
+}
 
 std::string table_text(const std::vector<Figure>& figures) {
   std::vector<std::string> head = {"workload", "mode",     "device",          "size", "median ms",
@@ -110,10 +183,9 @@ std::string table_text(const std::vector<Figure>& figures) {
   std::vector<std::vector<std::string>> rows;
   bool implicit = false, speedups = false, regions = false;
   for (const Figure& f : figures) {
-    rows.push_back({f.workload + (f.implicit ? "*" : ""), f.mode, f.device, f.shape,
-                    fmt::format("{:.3f}", f.median_ms), fmt::format("{:.3f}", f.min_ms),
-                    fmt::format("{:.3f}", f.max_ms), fmt::format("{:.3f}", f.first_call_ms),
-                    cell(f.gbps, "{:.2f}"),
+    rows.push_back({figure_name(f), f.mode, f.device, f.shape, fmt::format("{:.3f}", f.median_ms),
+                    fmt::format("{:.3f}", f.min_ms), fmt::format("{:.3f}", f.max_ms),
+                    fmt::format("{:.3f}", f.first_call_ms), cell(f.gbps, "{:.2f}"),
                     f.copy_fraction ? fmt::format("{:.1f}%", 100 * *f.copy_fraction) : "-",
                     cell(f.us_per_op, "{:.3f}"), cell(f.speedup_vs_eager, "{:.2f}x"),
                     f.region_hits ? fmt::format("{}/{}", *f.region_hits, *f.region_misses) : "-"});
@@ -134,7 +206,8 @@ std::string table_text(const std::vector<Figure>& figures) {
   return out + comparison_text(figures);
 }
 
-void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o) {
+void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o,
+                const std::string& latency) {
   std::string out = "{\n";
   out += fmt::format("  \"tool\": \"kiln-perf\",\n  \"size\": {},\n  \"reps\": {},\n",
                      json_string(o.size == Size::Small ? "small" : "default"), o.reps);
@@ -147,6 +220,7 @@ void write_json(const std::string& path, const std::vector<Figure>& figures, con
     out += i ? ",\n    {" : "\n    {";
     out += fmt::format("\"workload\": {}, \"mode\": {}, \"device\": {}, ", json_string(f.workload),
                        json_string(f.mode), json_string(f.device));
+    if (f.param) out += fmt::format("{}: {}, ", json_string(f.param_name), *f.param);
     out += fmt::format("\"median_ms\": {}, \"min_ms\": {}, \"max_ms\": {}, ",
                        json_number(f.median_ms), json_number(f.min_ms), json_number(f.max_ms));
     out += fmt::format("\"gbps\": {}, \"copy_fraction\": {}, \"first_call_ms\": {}, ",
@@ -161,7 +235,9 @@ void write_json(const std::string& path, const std::vector<Figure>& figures, con
                        json_count(f.region_misses));
     out += fmt::format("\"region_uncached\": {}}}", json_count(f.region_uncached));
   }
-  out += "\n  ]\n}\n";
+  out += "\n  ]";
+  if (!latency.empty()) out += ",\n  \"compile_latency\": " + latency;
+  out += "\n}\n";
   std::FILE* file = std::fopen(path.c_str(), "w");
   KILN_CHECK(file != nullptr, "kiln-perf: cannot open '{}' for writing", path);
   bool ok = std::fwrite(out.data(), 1, out.size(), file) == out.size();

@@ -77,7 +77,9 @@ class PeerAdapter : public Case {
 };
 
 Prepared prepare(const Job& job, Size size) {
-  if (job.mode != "libtorch") return job.workload->prepare(size, Device::cpu());
+  if (job.mode != "libtorch")
+    return job.param ? job.workload->prepare_at(size, Device::cpu(), *job.param)
+                     : job.workload->prepare(size, Device::cpu());
   // Same sizes and the same thread count as kiln (at::set_num_threads(num_threads())).
   peer::PeerPrepared pp =
       peer::libtorch_prepare(job.workload->name, size == Size::Small, num_threads());
@@ -104,6 +106,8 @@ Figure measure(const Job& job, const Options& o, int index, int total) {
   f.mode = job.mode;
   f.device = job.device;
   f.shape = p.shape;
+  f.param_name = job.workload->param_name;
+  f.param = job.param;
   f.reps = o.reps;
   f.warmup = o.warmup;
   f.threads = num_threads();
@@ -154,8 +158,8 @@ void attach_speedups(std::vector<Figure>& figures) {
   for (Figure& f : figures) {
     if (f.mode == "eager") continue;
     for (const Figure& e : figures) {
-      if (e.mode == "eager" && e.workload == f.workload && e.device == f.device &&
-          f.median_ms > 0) {
+      if (e.mode == "eager" && e.workload == f.workload && e.param == f.param &&
+          e.device == f.device && f.median_ms > 0) {
         f.speedup_vs_eager = e.median_ms / f.median_ms;
         break;
       }

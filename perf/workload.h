@@ -49,6 +49,14 @@ struct Workload {
   std::string unavailable;  // empty when it runs; otherwise what it still needs
   std::function<Prepared(Size, Device)> prepare;
   bool reports_gbps = false;  // its figure has GB/s, so it wants the same run's copy
+  // A workload measured at several values of one parameter (compile_layers: "layers"), one
+  // figure per value, each prepared by prepare_at; param_name empty: measured once by prepare.
+  std::string param_name{};
+  std::function<std::vector<int64_t>(Size)> param_values{};
+  std::function<Prepared(Size, Device, int64_t)> prepare_at{};
+  // A summary of the other figures of the run rather than runs of its own (compile_latency: the
+  // first-call times); main() prints it after the table.
+  bool summary = false;
 };
 
 // Every workload BENCHMARKS.md names, available or not, in its table's order.
@@ -63,6 +71,10 @@ Workload softmax_workload();
 Workload mlp_train_workload();
 Workload block_workload();
 Workload dispatch_workload();
+Workload rnn_loop_workload();
+Workload rnn_scan_workload();
+Workload newton_workload();
+Workload compile_layers_workload();
 
 // A deterministic float32 input of n elements with values in [lo, hi) (no RNG op needed).
 Tensor ramp_input(int64_t n, float lo, float hi);

@@ -26,5 +26,7 @@ PeerPrepared torch_softmax(bool small);
 PeerPrepared torch_dispatch(bool small);
 PeerPrepared torch_mlp_train(bool small);
 PeerPrepared torch_block(bool small);
+PeerPrepared torch_rnn_loop(bool small);
+PeerPrepared torch_newton(bool small);
 
 }  // namespace kiln::perf::peer

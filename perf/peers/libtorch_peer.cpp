@@ -19,7 +19,9 @@ const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> all = {
       {"copy", torch_copy},       {"gelu", torch_gelu},         {"layernorm", torch_layernorm},
       {"softmax", torch_softmax}, {"dispatch", torch_dispatch}, {"mlp_train", torch_mlp_train},
-      {"block", torch_block},
+      {"block", torch_block},     {"rnn_loop", torch_rnn_loop}, {"newton", torch_newton},
+      // No peer for rnn_scan (libtorch has no scan), compile_layers (no regions: its figure is
+      // the first call of a compiled region) or compile_latency (a summary of the others).
   };
   return all;
 }
