@@ -323,3 +323,25 @@ TEST(HopTracedCompile, RecompileLimitCapsTheTraces) {
 }
 
 }  // namespace
+
+// A region is traced once per argument signature: a later call replays the body with the tensors
+// the first trace captured. KILN_JIT_VALIDATE traces every call again and raises when the
+// function captured other tensors (here a per-layer weight captured instead of passed).
+TEST(HopTracedFallback, ValidateCatchesARegionThatCapturesPerCallTensors) {
+  JitMode jit(true);
+  ConfigOverride validate(config().jit_validate, true);
+  hop::reset_region_registry();
+  const std::vector<Tensor> w = {full({3}, 1.0), full({3}, 2.0)};
+  Tensor x = ramp({3});
+  auto layer = [&](size_t i) {
+    return region("hop_traced_validate",
+                  [&w, i](const TensorList& a) { return TensorList{a[0] * w[i]}; });
+  };
+  layer(0)({x});
+  expect_error([&] { layer(1)({x}); }, "region: the function traced another body, or captured",
+               "KILN_JIT_VALIDATE");
+  // Passed as an argument, the weight is an input of the one cached body: no error.
+  Region good = region("hop_traced_validate_args",
+                       [](const TensorList& a) { return TensorList{a[0] * a[1]}; });
+  for (const Tensor& wi : w) expect_bitwise_equal(good({x, wi})[0], x.detach() * wi);
+}

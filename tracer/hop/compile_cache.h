@@ -1,8 +1,12 @@
-// The traced bodies of one compiled function (kiln::compile), keyed by their guards: the
-// metadata of the arguments (dtype, sizes, strides, device of each). Thread-safe.
+// The traced bodies of one compiled function (kiln::compile) or one named region
+// (kiln::region), keyed by their guards: the metadata of the arguments (dtype, sizes, strides,
+// device of each). A call whose guards match records the cached body again without running the
+// function; the tensors the function captured are bound when it was traced. Thread-safe.
 #pragma once
+#include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tracer/graph.h"
@@ -10,13 +14,26 @@
 
 namespace kiln::hop {
 
+class CompileCache;
+
+// Records a call of `fn` through `cache` when recording is on: the cached body for these guards,
+// else a new trace (up to `limit` per cache, then one warning). nullopt: run fn eagerly instead
+// (recording off, past the limit, a body that cannot be traced, arguments needing gradients).
+// `op` names the op in messages ("compile", "region 'decoder'"); `on_trace` sees each new body.
+// With KILN_JIT_VALIDATE=1 a cached call traces fn again and raises a kiln::Error if it captured
+// other tensors or traced another body than the cached one.
+std::optional<TensorList> cached_call(const std::string& op, CompileCache& cache, const Fn& fn,
+                                      const TensorList& args, int limit,
+                                      const std::function<void(const tracer::Graph&)>& on_trace);
+
 class CompileCache {
  public:
   struct Entry {
     std::vector<tracer::ValueMeta> guards;
-    bool traceable = false;  // false: calls with these guards run fn op by op
-    tracer::Graph body;      // inputs: the arguments, then the captures
-    TensorList captures;     // what fn captured, read at each call
+    bool traceable = false;       // false: calls with these guards run fn op by op
+    std::string fallback_reason;  // why not (counted again at each such call)
+    tracer::Graph body;           // inputs: the arguments, then the captures
+    TensorList captures;          // what fn captured, read at each call
     std::vector<tracer::ValueMeta> results;
   };
 

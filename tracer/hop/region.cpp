@@ -1,12 +1,17 @@
-// region(name, fn): a named repeated subgraph. Eagerly a call runs fn; every call notes its input
-// metadata in the region registry, which the tracer keys its traced bodies on.
+// region(name, fn): a named repeated subgraph. Eagerly a call runs fn. Recording, the body is
+// traced once per (name, closure type, argument signature) and every later call records that
+// body again without running fn (tracer/hop/compile_cache.h); every call notes its input
+// metadata in the region registry.
+#include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/profiler.h"
 #include "tracer/graph_hash.h"
+#include "tracer/hop/compile_cache.h"
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
 #include "tracer/hop/region_registry.h"
 #include "tracer/hop/traced.h"
+#include "tracer/hop_recorder.h"
 
 namespace kiln {
 
@@ -33,7 +38,13 @@ TensorList Region::operator()(const TensorList& args) const {
     if (hop::note_region_body(*name_, tracer::graph_hash(body)))
       profiler::record_region_trace(*name_);
   };
-  if (auto traced = hop::traced_call("region", *fn_, args, count_body)) return *traced;
+  // Recording: traced once per argument signature, then replayed (tracer/hop/compile_cache.h).
+  if (tracer::hop_recorder() != nullptr) {
+    hop::CompileCache& cache = hop::region_trace_cache(*name_, fn_->target_type());
+    if (auto traced =
+            hop::cached_call("region", cache, *fn_, args, config().jit_recompile_limit, count_body))
+      return *traced;
+  }
   return hop::run_region_eagerly(*name_, *fn_, args);
 }
 

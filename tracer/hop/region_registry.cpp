@@ -1,5 +1,11 @@
 #include "tracer/hop/region_registry.h"
 
+#include <map>
+#include <memory>
+#include <typeindex>
+
+#include "tracer/hop/compile_cache.h"
+
 #include <mutex>
 #include <unordered_map>
 
@@ -16,6 +22,7 @@ struct RegionRecord {
 struct Registry {
   std::mutex mutex;
   std::unordered_map<std::string, RegionRecord> regions;
+  std::map<std::pair<std::string, std::type_index>, std::unique_ptr<CompileCache>> traces;
 };
 
 Registry& registry() {
@@ -74,10 +81,19 @@ size_t region_body_count(const std::string& name) {
   return it == r.regions.end() ? 0 : it->second.bodies.size();
 }
 
+CompileCache& region_trace_cache(const std::string& name, const std::type_info& fn_type) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto& cache = r.traces[{name, std::type_index(fn_type)}];
+  if (!cache) cache = std::make_unique<CompileCache>();
+  return *cache;  // never freed before reset: Region objects keep using it
+}
+
 void reset_region_registry() {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   r.regions.clear();
+  r.traces.clear();
 }
 
 }  // namespace kiln::hop

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "tracer/hop/hop_checks.h"
@@ -28,6 +29,11 @@ size_t region_call_count(const std::string& name);
 bool note_region_body(const std::string& name, uint64_t body);
 // Distinct traced bodies of `name`.
 size_t region_body_count(const std::string& name);
+
+class CompileCache;
+// The traced bodies of region `name` whose fn is of type `fn_type` (one closure type: the same
+// lambda expression, wherever the Region object was made), shared by every call.
+CompileCache& region_trace_cache(const std::string& name, const std::type_info& fn_type);
 
 // Forgets every region (tests).
 void reset_region_registry();
