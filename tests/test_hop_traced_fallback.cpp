@@ -345,3 +345,25 @@ TEST(HopTracedFallback, ValidateCatchesARegionThatCapturesPerCallTensors) {
                        [](const TensorList& a) { return TensorList{a[0] * a[1]}; });
   for (const Tensor& wi : w) expect_bitwise_equal(good({x, wi})[0], x.detach() * wi);
 }
+
+// A body traced under NoGradGuard and called again with gradients on must not replay a node that
+// drops the captured weight's gradient: that call runs fn (its eager form).
+TEST(HopTracedFallback, ReplayWithGradientsOfACapturedWeight) {
+  JitMode jit(true);
+  hop::reset_region_registry();
+  Tensor w = full({3}, 2.0).requires_grad_();
+  Region r = region("hop_traced_grad_replay",
+                    [&w](const TensorList& a) { return TensorList{(a[0] * w).sum()}; });
+  Tensor x = ramp({3});
+  {
+    NoGradGuard no_grad;
+    r({x});
+  }
+  r({x})[0].backward();
+  Tensor want;
+  {
+    JitMode off(false);
+    want = x.detach();  // d(sum(x * w))/dw = x
+  }
+  expect_bitwise_equal(w.grad(), want);
+}

@@ -134,6 +134,12 @@ std::optional<TensorList> cached_call(const std::string& op, CompileCache& cache
       note_fallback(op.c_str(), hit->fallback_reason);
       return std::nullopt;
     }
+    // Traced without gradients (grad mode off), replayed with them: a captured weight that
+    // requires grad must get its gradient, so this call runs fn.
+    if (needs_gradients(hit->captures)) {
+      note_fallback(op.c_str(), tracer::kNeedsGradients);
+      return std::nullopt;
+    }
     if (config().jit_validate) validate(op, *hit, fn, args);
     return record_call(*recorder, *hit, args);
   }
