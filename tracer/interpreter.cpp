@@ -13,6 +13,7 @@ InterpreterPlan plan_interpreter(const Graph& g) {
     for (ValueId v : g.nodes[j].inputs) last_use[v] = static_cast<int32_t>(j);
   for (ValueId v : g.outputs) last_use[v] = kOutput;
   InterpreterPlan plan;
+  plan.last_use = last_use;
   plan.release_after.resize(g.nodes.size());
   for (size_t v = 0; v < nvalues; ++v) {
     if (last_use[v] >= 0) plan.release_after[last_use[v]].push_back(static_cast<ValueId>(v));
@@ -72,8 +73,58 @@ bool can_take_over(const Tensor& t, const Node& n, ValueId v) {
 
 }  // namespace
 
+namespace {
+
+bool same_geometry(const TensorImpl* a, const TensorImpl* b) {
+  return a->offset() == b->offset() && a->sizes() == b->sizes() && a->strides() == b->strides();
+}
+
+// For each node, the destination it writes its result into (undefined: allocate as usual).
+std::vector<Tensor> plan_destinations(const Graph& g, const InterpreterPlan& plan,
+                                      std::span<const Tensor> inputs,
+                                      std::span<const Tensor> destinations) {
+  std::vector<Tensor> at_node;
+  if (destinations.empty()) return at_node;
+  std::vector<int32_t> producer(static_cast<size_t>(g.num_values()), -1);
+  for (size_t j = 0; j < g.nodes.size(); ++j) producer[g.nodes[j].output] = static_cast<int32_t>(j);
+  for (size_t k = 0; k < destinations.size() && k < g.outputs.size(); ++k) {
+    const Tensor& d = destinations[k];
+    if (!d.defined()) continue;
+    const ValueId v = g.outputs[k];
+    const int32_t j = producer[v];
+    if (j < 0) continue;
+    const Node& n = g.nodes[j];
+    if (!(op_def(n.op).flags & kWritesAnyLayout) || n.meta.dtype != d.impl()->dtype() ||
+        n.meta.sizes != d.impl()->sizes())
+      continue;
+    // The value is this output only (not a second output), and nothing reads the destination's
+    // old contents at or after node j, except node j itself through the very same geometry
+    // (an elementwise op may write over what it reads at the same index).
+    int outputs_of_v = 0;
+    for (ValueId o : g.outputs) outputs_of_v += o == v;
+    bool safe = outputs_of_v == 1;
+    for (size_t i = 0; safe && i < g.inputs.size(); ++i) {
+      const TensorImpl* in = inputs[i].impl();
+      if (in->storage() != d.impl()->storage()) continue;
+      const int32_t last = plan.last_use[g.inputs[i].id];
+      if (last == -2)
+        safe = false;  // the old contents are an output themselves
+      else if (last > j)
+        safe = false;
+      else if (last == j && !same_geometry(in, d.impl()))
+        safe = false;
+    }
+    if (!safe) continue;
+    if (at_node.empty()) at_node.resize(g.nodes.size());
+    at_node[j] = d;
+  }
+  return at_node;
+}
+
+}  // namespace
+
 InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
-                          std::span<const Tensor> inputs) {
+                          std::span<const Tensor> inputs, std::span<const Tensor> destinations) {
   KILN_CHECK(inputs.size() == g.inputs.size(), "interpret: the graph has {} inputs, got {}",
              g.inputs.size(), inputs.size());
   InterpretResult result;
@@ -81,6 +132,7 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
   for (size_t i = 0; i < inputs.size(); ++i) values[g.inputs[i].id] = inputs[i];
   std::vector<uint8_t> poisoned;            // sized on the first failure
   std::vector<std::vector<Tensor>> tuples;  // results of higher-order nodes, by value id
+  const std::vector<Tensor> write_into = plan_destinations(g, plan, inputs, destinations);
   std::vector<Tensor> args;
   args.reserve(8);
   for (size_t j = 0; j < g.nodes.size(); ++j) {
@@ -116,6 +168,10 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
           OutputMeta m;  // from the actual input: a body may see it at another offset
           def.meta(call, m);
           values[n.output] = run_eager(def, call, m);
+        } else if (!write_into.empty() && write_into[j].defined()) {
+          // (the recorder bumped the version when it recorded the write)
+          if (write_into[j].impl()->numel() > 0) def.eager(call, write_into[j]);
+          values[n.output] = write_into[j];
         } else if (donor >= 0 && can_take_over(args[donor], n, n.inputs[donor])) {
           if (args[donor].impl()->numel() > 0) def.eager(call, args[donor]);
           values[n.output] = std::move(args[donor]);

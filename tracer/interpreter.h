@@ -25,6 +25,7 @@ struct InterpreterPlan {
   std::vector<int8_t> donor;
   std::vector<uint64_t> moves;
   std::vector<std::vector<InterpreterPlan>> bodies;
+  std::vector<int32_t> last_use;  // per value: the last node reading it (-1: none, -2: output)
 };
 InterpreterPlan plan_interpreter(const Graph& g);
 
@@ -38,7 +39,12 @@ struct InterpretResult {
   std::vector<Tensor> outputs;
   std::exception_ptr error;
 };
+// `destinations` (optional, one per graph output, undefined where none) names memory an output
+// must end up in (a mutated input the recorder writes back). When the output's node is
+// elementwise and no later read sees that memory's old contents, the node writes there directly
+// and the result is the destination itself (the caller's copy-back is then a no-op).
 InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
-                          std::span<const Tensor> inputs);
+                          std::span<const Tensor> inputs,
+                          std::span<const Tensor> destinations = {});
 
 }  // namespace kiln::tracer

@@ -130,11 +130,12 @@ InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
 }
 
 InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
-                                  std::span<const Tensor> inputs) {
+                                  std::span<const Tensor> inputs,
+                                  std::span<const Tensor> destinations) {
   Region* region = found.region;
   const int64_t t0 = profiler::now_ns();
   if (region == nullptr) {  // past the recompile limit: interpreted, uncached
-    InterpretResult out = interpret(g, plan_interpreter(g), inputs);
+    InterpretResult out = interpret(g, plan_interpreter(g), inputs, destinations);
     profiler::record_interpret(0, static_cast<int64_t>(g.nodes.size()), t0, profiler::now_ns());
     return out;
   }
@@ -158,7 +159,7 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
       return out;
     }
   }
-  InterpretResult out = interpret(g, region->plan, inputs);
+  InterpretResult out = interpret(g, region->plan, inputs, destinations);
   const int64_t t1 = profiler::now_ns();
   region->interpret_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
   profiler::record_interpret(region->id, static_cast<int64_t>(g.nodes.size()), t0, t1);

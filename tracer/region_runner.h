@@ -23,8 +23,10 @@ InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
 // Runs `g`, which the cache already matched to `found` (a null region: uncached, past the
 // recompile limit): the region's compiled plan when it has one, else the interpreter; counts
 // the run and hands the region to the backend when it turns hot.
+// `destinations`: see interpret().
 InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
-                                  std::span<const Tensor> inputs);
+                                  std::span<const Tensor> inputs,
+                                  std::span<const Tensor> destinations = {});
 
 // Waits until no compile is queued or running (tests, and before reporting stats).
 void wait_for_compiles();

@@ -396,6 +396,10 @@ void Segment::flush_locked(SyncReason reason) {
   }
   graph_.set_outputs(outs);
 
+  // Written inputs are computed in place when the interpreter can (interpret(), destinations).
+  std::vector<Tensor> destinations(outs.size());
+  for (size_t i = 0; i < written.size(); ++i) destinations[live.size() + i] = written[i]->tensor;
+
   // A repeat of the last flush runs its remembered canonical graph and region; anything else is
   // canonicalized and looked up, and remembered.
   auto run_graph = [&]() -> InterpretResult {
@@ -405,7 +409,8 @@ void Segment::flush_locked(SyncReason reason) {
       std::vector<Tensor> args = graph_args(known, aliasing);
       if (memo_.same_aliasing(aliasing)) {
         RegionCache::instance().count_hit(memo_.region());
-        return run_cached_region(CacheLookup{memo_.region(), true, false}, known.graph, args);
+        return run_cached_region(CacheLookup{memo_.region(), true, false}, known.graph, args,
+                                 destinations);
       }
     }
     stop_following();
@@ -414,9 +419,9 @@ void Segment::flush_locked(SyncReason reason) {
     CanonicalGraph cg = canonicalize(graph_);
     std::vector<Tensor> args = graph_args(cg, aliasing);
     const CacheLookup found = RegionCache::instance().lookup(cg.graph, aliasing);
-    if (found.region == nullptr) return run_cached_region(found, cg.graph, args);
+    if (found.region == nullptr) return run_cached_region(found, cg.graph, args, destinations);
     memo_.remember(std::move(raw), std::move(cg), aliasing, found.region);
-    return run_cached_region(found, memo_.canonical().graph, args);
+    return run_cached_region(found, memo_.canonical().graph, args, destinations);
   };
 
   InterpretResult run;
@@ -454,6 +459,7 @@ void Segment::flush_locked(SyncReason reason) {
     const Tensor& target = written[i]->tensor;
     const Tensor& r = run.outputs[live.size() + i];
     if (!r.defined() || target.impl()->numel() == 0) continue;  // a failed write leaves it as is
+    if (r.impl() == target.impl()) continue;                    // computed in place
     const Tensor src[] = {r};
     copy.eager(OpCall{OpId::Copy, src, Attrs{}}, target);
   }
