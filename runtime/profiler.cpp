@@ -31,7 +31,7 @@ constexpr KindNames kKindNames[kNumEventKinds] = {{"op", "op"},
                                                   {"fallback", "fallback"},
                                                   {"compile", "compile"},
                                                   {"kernel", "kernel launch"},
-                                                  {"region", "region body traced"}};
+                                                  {"region", "region traced"}};
 }  // namespace
 
 const char* kind_category(EventKind kind) {

@@ -25,7 +25,7 @@ size_t region_signature_count(const std::string& name);
 size_t region_call_count(const std::string& name);
 
 // Records that a call of `name` traced a body with structural hash `body`; true when that body
-// is new for the name (KILN_STATS counts those: "region body traced").
+// is new for the name (KILN_STATS counts those: "region traced").
 bool note_region_body(const std::string& name, uint64_t body);
 // Distinct traced bodies of `name`.
 size_t region_body_count(const std::string& name);
