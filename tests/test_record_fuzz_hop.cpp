@@ -105,12 +105,11 @@ TEST(RecordFuzzHop, RandomHopProgramsMatchEagerBitwise) {
       static_cast<long long>(errors));
 }
 
-// Found by the fuzzer (make_hop_program seeds 21, 42, 294, ... before hop_body.cpp broadcast its
-// results with an op): a body result that is an expanded view with stride 0 in a size-1 dim counts
-// as contiguous (TensorImpl::is_contiguous ignores size-1 dims), so the body tracer's "strided
-// view" check (tracer/body_tracer.cpp, finish) lets it through and the traced result is row-major:
-// eagerly strides [0, 1], recorded [3, 1]. The values are equal; the geometry is not.
-TEST(RecordFuzzHop, DISABLED_BodyResultExpandedInASize1DimKeepsEagerStrides) {
+// Found by the fuzzer (make_hop_program seeds 21, 42, 294, ...): a body result that is an expanded
+// view with stride 0 in a size-1 dim counts as contiguous (TensorImpl::is_contiguous ignores
+// size-1 dims); the body tracer compares strides exactly now, so it falls back and keeps eager's
+// strides [0, 1].
+TEST(RecordFuzzHop, BodyResultExpandedInASize1DimKeepsEagerStrides) {
   NoGradGuard no_grad;
   auto program = [] {
     Tensor x = kiln::testing::ramp({3});
@@ -126,12 +125,10 @@ TEST(RecordFuzzHop, DISABLED_BodyResultExpandedInASize1DimKeepsEagerStrides) {
   EXPECT_EQ(recorded[0].strides(), eager[0].strides());
 }
 
-// A body that returns a row-major view of its argument (unsqueeze): eagerly the result shares the
-// argument's memory, recorded it is a new tensor, so a later in-place write to the argument shows
-// in one and not the other. docs/control_flow.md states this for a body that passes its argument
-// itself through; a row-major view of it (offset 0) also passes the tracer's "strided view" check,
-// so neither falls back nor is documented. Values: eager [1.5, 1.75, 2], recorded [0.5, 0.75, 1].
-TEST(RecordFuzzHop, DISABLED_BodyResultViewOfArgumentAliasesAsEagerly) {
+// Found while minimizing the above: a body that returns a view of its argument (unsqueeze) shares
+// the argument's memory eagerly, so a later in-place write to the argument shows in the result;
+// the body tracer makes such a body fall back.
+TEST(RecordFuzzHop, BodyResultViewOfArgumentAliasesAsEagerly) {
   NoGradGuard no_grad;
   auto program = [] {
     Tensor x = kiln::testing::ramp({3});

@@ -77,12 +77,7 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
       // The op's results are new row-major tensors: a result that eagerly is a strided view, or
       // that shares memory with another result, would lose that layout or aliasing. (Outputs
       // past `direct` are stacked over steps, which copies them anyway.)
-      const TensorImpl* o = outputs[i].impl();
-      if (i < direct && (!o->is_contiguous() || o->offset() != 0))
-        throw SpeculationAbort("it returns a strided view (a new result would be row-major)");
-      for (size_t j = 0; j < i && i < direct; ++j)
-        if (outputs[j].impl()->storage() == o->storage())
-          throw SpeculationAbort("it returns results that share memory");
+      if (i < direct) check_direct_result(outputs, i);
       outs.push_back(value_of(outputs[i]));
       body.results.push_back(graph_.meta(outs.back()));
       ValueMeta& r = body.results.back();
@@ -162,6 +157,33 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
       throw SpeculationAbort(
           "it calls a random op (a traced body's draws would differ from eager mode's)");
     if (any_requires_grad(call.inputs)) throw SpeculationAbort(kNeedsGradients);
+  }
+
+  // A result handed back as it is must be a new row-major tensor eagerly too (strides compared
+  // exactly: an expand over a size-1 dim is a view), must not share memory with another result,
+  // and must not be a view of an argument or a capture (eagerly it would alias them; passing
+  // the argument or capture itself through is allowed: docs/control_flow.md).
+  void check_direct_result(const std::vector<Tensor>& outputs, size_t i) const {
+    const TensorImpl* o = outputs[i].impl();
+    const bool passthrough = is_argument(o) || is_capture(o);
+    if (!passthrough && (o->offset() != 0 || o->strides() != contiguous_strides(o->sizes())))
+      throw SpeculationAbort("it returns a strided view (a new result would be row-major)");
+    for (size_t j = 0; j < i; ++j)
+      if (outputs[j].impl()->storage() == o->storage())
+        throw SpeculationAbort("it returns results that share memory");
+    if (passthrough) return;
+    for (const TensorImpl* a : arguments_)
+      if (a->storage() == o->storage())
+        throw SpeculationAbort("it returns a view of its argument or of a captured tensor");
+    for (const Tensor& c : captures_)
+      if (c.impl()->storage() == o->storage())
+        throw SpeculationAbort("it returns a view of its argument or of a captured tensor");
+  }
+
+  bool is_capture(const TensorImpl* t) const {
+    for (const Tensor& c : captures_)
+      if (c.impl() == t) return true;
+    return false;
   }
 
   bool is_argument(const TensorImpl* t) const {
