@@ -27,6 +27,8 @@ const std::string kWritesOutside =
 const std::string kGradients = tracer::kNeedsGradients;
 const std::string kStridedResult = "it returns a strided view (a new result would be row-major)";
 const std::string kSharedResults = "it returns results that share memory";
+const std::string kStridedPassthrough =
+    "it returns a strided argument or capture itself (a new result would be row-major)";
 
 // Recorded, `program` falls back `times` times for "op: reason" and still computes eager's
 // results.
@@ -186,6 +188,27 @@ TEST(HopTracedFallback, StridedResult) {
         x.sum() > 0.0, [](const TensorList& a) { return TensorList{(a[0] * 2.0).t()}; },
         [](const TensorList& a) { return TensorList{(a[0] * 3.0).t()}; }, {x});
     EXPECT_FALSE(out[0].is_contiguous());  // eager's layout
+    return out;
+  });
+}
+
+// Eagerly a body that returns its argument returns the caller's tensor, strides and all; a
+// traced node's result would be row-major, so a strided argument passed through falls back.
+TEST(HopTracedFallback, StridedArgumentPassedThrough) {
+  expect_fallback("region", kStridedPassthrough, [] {
+    Region same = region("hop_traced_strided_identity", [](const TensorList& a) { return a; });
+    Tensor x = ramp({2, 3}).t();
+    TensorList out = same({x});
+    EXPECT_EQ(out[0].strides(), x.strides());  // eager's layout
+    return out;
+  });
+  expect_fallback("cond", kStridedPassthrough, [] {
+    Tensor w = ramp({3, 2}).t();  // a captured strided tensor, returned by one branch
+    Tensor x = ramp({2, 3});
+    TensorList out = cond(
+        x.sum() > 0.0, [w](const TensorList&) { return TensorList{w}; },
+        [](const TensorList& a) { return TensorList{a[0] * 3.0}; }, {x});
+    EXPECT_EQ(out[0].strides(), w.strides());
     return out;
   });
 }

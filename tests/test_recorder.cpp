@@ -325,6 +325,29 @@ TEST(Recorder, RepeatedFlushFollowsTheLastRecording) {
   EXPECT_EQ(c.repeats, 4);
 }
 
+// The region cache cleared while a segment already follows its last flush (between that
+// flush and the next): the remembered region is gone, so the repeat must be looked up again
+// (a miss that makes a new region), never run from the freed one.
+TEST(Recorder, ClearingTheCacheWhileFollowingLooksUpAgain) {
+  auto program = [](const Tensor& x) { return ((x * 2.0).exp() + 1.0).sum(); };
+  Tensor x = ramp({16});
+  float want = 0;
+  {
+    JitMode off(false);
+    want = program(x).item<float>();
+  }
+  JitMode jit(true);
+  kiln::sync();
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(program(x).item<float>(), want);  // remembered, followed
+  tracer::RegionCache::instance().clear();  // the segment follows the freed region from here
+  EXPECT_EQ(program(x).item<float>(), want);
+  const tracer::CacheCounters c = tracer::RegionCache::instance().counters();
+  EXPECT_EQ(c.regions, 1);
+  EXPECT_EQ(c.misses, 1);
+  EXPECT_EQ(c.hits, 0);
+  EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u);
+}
+
 // The interpreter writes an elementwise op's result into a dead input buffer (InterpreterPlan::
 // donor); a buffer a live view still reaches, or a graph input, must never be reused.
 TEST(Recorder, InterpreterReusesOnlyDeadBuffers) {

@@ -166,8 +166,14 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
   void check_direct_result(const std::vector<Tensor>& outputs, size_t i) const {
     const TensorImpl* o = outputs[i].impl();
     const bool passthrough = is_argument(o) || is_capture(o);
-    if (!passthrough && (o->offset() != 0 || o->strides() != contiguous_strides(o->sizes())))
-      throw SpeculationAbort("it returns a strided view (a new result would be row-major)");
+    // A passed-through argument is strided too when the caller's tensor is: the node's result
+    // would be a new row-major tensor, so its strides would differ from eager mode's.
+    if (o->offset() != 0 || o->strides() != contiguous_strides(o->sizes()))
+      throw SpeculationAbort(passthrough || !values_.contains(o)
+                                 ? "it returns a strided argument or capture itself (a new "
+                                   "result would be row-major)"
+                                 : "it returns a strided view (a new result would be "
+                                   "row-major)");
     for (size_t j = 0; j < i; ++j)
       if (outputs[j].impl()->storage() == o->storage())
         throw SpeculationAbort("it returns results that share memory");

@@ -78,6 +78,9 @@ void FlushMemo::copy_nodes(Graph& g, size_t n) const {
 }
 
 bool FlushMemo::completes(const Graph& g, size_t n) const {
+  // The cache may have been cleared since begin() (between two flushes of one recording): the
+  // remembered region is then freed and must not run.
+  if (region_ == nullptr || generation_ != RegionCache::instance().generation()) return false;
   if (n != raw_.nodes.size() || g.num_values() != raw_.num_values() || g.outputs != raw_.outputs ||
       g.inputs.size() != raw_.inputs.size())
     return false;

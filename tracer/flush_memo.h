@@ -31,7 +31,7 @@ class FlushMemo {
   // Appends copies of the first `n` remembered nodes to `g` (the segment stops following).
   void copy_nodes(Graph& g, size_t n) const;
   // True when `g` (the segment's inputs and outputs, no nodes) after following `n` nodes is the
-  // remembered recording whole.
+  // remembered recording whole, and its region is still cached.
   bool completes(const Graph& g, size_t n) const;
   // True when the inputs share storage as the remembered ones did.
   bool same_aliasing(std::span<const int32_t> aliasing) const;
