@@ -50,6 +50,7 @@ T* Tensor::mutable_data_ptr() {
   KILN_CHECK(x.dtype() == dtype_v<T>, "mutable_data_ptr: the tensor is {}, not {}", describe(*this),
              dtype_v<T>);
   sync_point(*this, SyncReason::DataPtr);
+  before_write(*this);
   x.storage()->bump_version();
   return static_cast<T*>(x.data());
 }

@@ -9,6 +9,7 @@
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/init.h"
+#include "runtime/lazy.h"
 #include "runtime/profiler.h"
 
 namespace kiln {
@@ -129,6 +130,8 @@ class EagerMode final : public ModeHandler {
     return run_eager(def, call, meta);
   }
   void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta, Tensor& out) override {
+    if (out.impl()->storage()->has_pending_readers()) [[unlikely]]
+      before_write(out);
     run_eager_into(def, call, meta, out);
   }
 };
@@ -204,6 +207,9 @@ void dispatch_into_impl(OpId id, std::span<const Tensor> inputs, const Attrs& at
     mode->handle_into(def, call, meta, out);
     return;
   }
+  // Another thread's recording may still have to read the old contents.
+  if (out.impl()->storage()->has_pending_readers()) [[unlikely]]
+    before_write(out);
   run_eager_into(def, call, meta, out);
 }
 

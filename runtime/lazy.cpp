@@ -9,6 +9,7 @@ namespace kiln {
 
 namespace {
 std::atomic<SyncHook> g_sync_hook{nullptr};
+std::atomic<WriteHook> g_write_hook{nullptr};
 }  // namespace
 
 const char* sync_reason_name(SyncReason r) {
@@ -32,6 +33,13 @@ const char* sync_reason_name(SyncReason r) {
 }
 
 void set_sync_hook(SyncHook hook) { g_sync_hook.store(hook, std::memory_order_release); }
+
+void set_write_hook(WriteHook hook) { g_write_hook.store(hook, std::memory_order_release); }
+
+void before_write(const Tensor& t) {
+  if (!t.impl()->storage()->has_pending_readers()) return;
+  if (WriteHook hook = g_write_hook.load(std::memory_order_acquire)) hook(t);
+}
 
 void sync_thread(SyncReason reason) {
   if (SyncHook hook = g_sync_hook.load(std::memory_order_acquire)) hook(reason);

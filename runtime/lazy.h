@@ -51,6 +51,14 @@ class LazyProducer {
 using SyncHook = void (*)(SyncReason reason);
 void set_sync_hook(SyncHook hook);
 
+// The recorder's hook for a write into `t`'s memory that does not go through it (an eager op,
+// mutable_data_ptr): other threads' segments that still read that memory run first, so that they
+// read what eager mode would have. Registered by the tracer in kiln::init().
+using WriteHook = void (*)(const Tensor& t);
+void set_write_hook(WriteHook hook);
+// Calls the write hook when `t`'s storage has pending readers (Storage::has_pending_readers).
+void before_write(const Tensor& t);
+
 // A sync point for `t`: flushes this thread's pending work and makes t's storage hold its data.
 // Eager mode: no work (one load and a branch).
 void sync_point(const Tensor& t, SyncReason reason);

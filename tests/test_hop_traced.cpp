@@ -3,6 +3,7 @@
 // flush; captured weights are lifted to capture inputs; nested ops land in the outer node's body;
 // a repeated cond is one cached region. Fallbacks, errors, region and compile:
 // test_hop_traced_fallback.cpp.
+#include "expect_error.h"
 #include "hop_traced_util.h"
 #include "runtime/autograd/grad_mode.h"
 #include "tracer/recorder.h"
@@ -297,6 +298,44 @@ TEST(HopTraced, RepeatedCondIsOneCachedRegion) {
   EXPECT_EQ(delta.now().regions, 1);
   EXPECT_EQ(delta.now().hits, 4);
   for (const Tensor& g : got) EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{1, 1.5, 2, 2.5}));
+}
+
+// A cond whose results are never used still runs when its body holds an op that checks data
+// (gather's index range): the error raises at the sync point as it does eagerly at the call
+// (tracer/canonicalize.cpp keeps such higher-order nodes alive).
+TEST(HopTraced, UnusedOpWhoseBodyChecksDataStillRaises) {
+  auto program = [] {
+    Tensor x = ramp({4});
+    Tensor idx = from_vector<int64_t>({9}, {1});  // out of range for 4 elements
+    Fn bad = [idx](const TensorList& a) { return TensorList{gather(a[0], 0, idx) * 2.0}; };
+    TensorList unused = cond(from_vector<bool>({true}, {}), bad, bad, {x});
+    (void)unused;
+    kiln::sync();
+  };
+  {
+    JitMode off(false);
+    expect_error(program, "gather");
+  }
+  JitMode jit(true);
+  expect_error(program, "gather");
+}
+
+// A body traced on a strided input the segment already wrote into: the recorded value of that
+// input is row-major, so the segment writes it back first (a flush) and the body reads the
+// user's strided memory, as it was traced. Eagerly `a.t().view({12})` works on it.
+TEST(HopTraced, StridedInputWrittenEarlierIsWrittenBackFirst) {
+  auto program = [] {
+    Tensor m = ramp({3, 4});
+    kiln::sync();      // m is materialized memory
+    Tensor x = m.t();  // [4, 3], strides [1, 4]
+    x.add_(1.0);
+    Fn body = [](const TensorList& a) { return TensorList{a[0].t().view({12}) * 2.0}; };
+    TensorList r = cond(from_vector<bool>({true}, {}), body, body, {x});
+    x.mul_(2.0);  // without it the add would be computed straight into m (no row-major value)
+    return TensorList{r[0], m};
+  };
+  const TensorList want = run_eagerly(program);
+  expect_lists_bitwise_equal(run_recorded(program), want, "cond over a written strided input");
 }
 
 }  // namespace

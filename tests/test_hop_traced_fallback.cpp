@@ -27,6 +27,9 @@ const std::string kWritesOutside =
 const std::string kGradients = tracer::kNeedsGradients;
 const std::string kStridedResult = "it returns a strided view (a new result would be row-major)";
 const std::string kSharedResults = "it returns results that share memory";
+const std::string kStridedCarry =
+    "it carries a strided tensor (zero iterations would return it as it is; the loop's results "
+    "are row-major)";
 const std::string kStridedPassthrough =
     "it returns a strided argument or capture itself (a new result would be row-major)";
 
@@ -209,6 +212,19 @@ TEST(HopTracedFallback, StridedArgumentPassedThrough) {
         x.sum() > 0.0, [w](const TensorList&) { return TensorList{w}; },
         [](const TensorList& a) { return TensorList{a[0] * 3.0}; }, {x});
     EXPECT_EQ(out[0].strides(), w.strides());
+    return out;
+  });
+}
+
+// Eagerly a while_loop that runs zero times returns its carried tensors as they are; a loop over a
+// strided carry falls back so that its results keep eager's strides.
+TEST(HopTracedFallback, WhileLoopOverAStridedCarry) {
+  expect_fallback("while_loop", kStridedCarry, [] {
+    Tensor x = ramp({3, 4}).t();  // [4, 3], strides [1, 4]
+    TensorList out =
+        while_loop([](const TensorList&) { return from_vector<bool>({false}, {}); },
+                   [](const TensorList& c) { return TensorList{c[0] * 2.0}; }, {x});
+    EXPECT_EQ(out[0].strides(), x.strides());
     return out;
   });
 }

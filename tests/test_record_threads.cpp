@@ -298,5 +298,21 @@ TEST(RecordThreads, WriteAfterPendingReadOnAnotherThread) {
   EXPECT_EQ(got_y, want_y);
 }
 
+// The same with a raw write through mutable_data_ptr(), which bypasses the recorder: the write
+// still flushes the other threads' segments that read x first (runtime/lazy.h, before_write).
+TEST(RecordThreads, RawWriteAfterPendingReadOnAnotherThread) {
+  JitRestore restore;
+  config().jit = false;
+  const std::string want_y = bytes(data({4}, 62) * 2.0);
+
+  config().jit = true;
+  Tensor x = data({4}, 62);
+  sync();              // x is materialized
+  Tensor y = x * 2.0;  // recorded: reads x's current contents
+  std::thread writer([&x] { x.mutable_data_ptr<float>()[0] = 100.0f; });
+  writer.join();  // the write comes after the read, in eager order
+  EXPECT_EQ(bytes(y), want_y);
+}
+
 }  // namespace
 }  // namespace kiln

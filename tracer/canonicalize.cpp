@@ -4,6 +4,20 @@
 
 namespace kiln::tracer {
 
+namespace {
+
+// A node whose kernel may raise on data (an index out of range) must run even when its result is
+// unused, as it would eagerly; a higher-order node does when any node of its bodies does.
+bool checks_data(const Node& n) {
+  if (op_def(n.op).flags & kChecksData) return true;
+  for (const Graph& body : n.subgraphs)
+    for (const Node& inner : body.nodes)
+      if (checks_data(inner)) return true;
+  return false;
+}
+
+}  // namespace
+
 CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
   const auto nvalues = static_cast<size_t>(g.num_values());
   // Liveness, backwards from the outputs.
@@ -12,7 +26,7 @@ CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
   std::vector<uint8_t> node_live(g.nodes.size(), 0);
   for (size_t j = g.nodes.size(); j-- > 0;) {
     const Node& n = g.nodes[j];
-    if (!live[n.output] && !(op_def(n.op).flags & kChecksData)) continue;
+    if (!live[n.output] && !checks_data(n)) continue;
     node_live[j] = 1;
     for (ValueId v : n.inputs) live[v] = 1;
   }

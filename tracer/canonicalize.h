@@ -1,7 +1,8 @@
 // Canonical form of a flushed segment: what the region cache keys and the interpreter runs.
 // Nodes whose values reach no output are dropped (dead intermediates are never computed: a dead
 // random op already reserved its Philox offsets when it was recorded, so no other draw moves),
-// nodes of ops that validate data (kChecksData: an index out of range) are kept even when dead,
+// nodes of ops that validate data (kChecksData: an index out of range), and higher-order nodes
+// whose bodies hold one, are kept even when dead,
 // so that their errors still surface at the sync point; inputs nothing reads are dropped, and
 // values are renumbered by definition position: input i is value i, node j is value (#inputs + j).
 // Two recordings of the same program therefore give identical graphs, ids included.

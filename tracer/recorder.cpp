@@ -129,12 +129,21 @@ void sync_hook(SyncReason reason) {
   if (Recorder* r = t_recorder.get()) r->segment().flush(reason);
 }
 
+// A write that bypasses the recorder (an eager op, mutable_data_ptr). This thread's own pending
+// reads are its business (mutable_data_ptr flushes them; a write under EagerModeGuard comes from
+// inside a flush or an opaque callback of this thread).
+void write_hook(const Tensor& t) {
+  if (speculating()) return;  // a body's writes stay in its trace (or abort it)
+  flush_other_readers(t, t_recorder ? &t_recorder->segment() : nullptr);
+}
+
 }  // namespace
 
 void register_recorder() {
   register_hop_ops();
   set_recording_mode_provider(&recording_mode);
   set_sync_hook(&sync_hook);
+  set_write_hook(&write_hook);
 }
 
 void flush_this_thread(SyncReason reason) { sync_hook(reason); }

@@ -250,6 +250,18 @@ void Segment::record_into(const OpDef& def, const OpCall& call, const OutputMeta
   if (node_count() >= config().jit_segment_limit) flush_locked(SyncReason::SegmentLimit);
 }
 
+bool Segment::reads_written_strided_input(std::span<const Tensor> inputs) {
+  if (written_inputs_ == 0) return false;
+  for (const Tensor& t : inputs) {
+    const TensorImpl* ti = t.impl();
+    if (owns(ti->storage()) ||
+        (ti->offset() == 0 && ti->strides() == contiguous_strides(ti->sizes())))
+      continue;
+    if (const Input* in = find_input(t); in != nullptr && in->current != kNoValue) return true;
+  }
+  return false;
+}
+
 std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector<Graph> bodies,
                                         std::span<const Tensor> inputs,
                                         std::span<const ValueMeta> results) {
@@ -260,6 +272,7 @@ std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector
   }
   std::lock_guard lock(mu_);
   if (needs_aliasing_flush(OpCall{op, inputs, attrs}, nullptr)) flush_locked(SyncReason::Aliasing);
+  if (reads_written_strided_input(inputs)) flush_locked(SyncReason::HigherOrderOp);
   stop_following();  // a recording with bodies is never followed (tracer/flush_memo.h)
   SmallVector<ValueId, 4> ids;
   for (const Tensor& t : inputs) ids.push_back(read(t));

@@ -80,6 +80,9 @@ class Segment final : public LazyProducer, public HopRecorder {
   uint64_t stamp(const Slot& slot) const;
   bool touches_written_input_elsewhere(const Tensor& t) const;
   bool needs_aliasing_flush(const OpCall& call, const Tensor* out) const;
+  // A higher-order op's body was traced on its inputs' geometry, but a materialized input the
+  // segment already wrote reads as a row-major value: such an input must be written back first.
+  bool reads_written_strided_input(std::span<const Tensor> inputs);
   Input* find_input(const Tensor& t);
   Input& input_for(const Tensor& t);
   ValueId read(const Tensor& t);

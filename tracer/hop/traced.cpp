@@ -26,6 +26,10 @@ using tracer::ValueMeta;
 std::mutex g_fallback_mu;
 std::map<std::string, size_t> g_fallbacks;
 
+const char* const kStridedCarry =
+    "it carries a strided tensor (zero iterations would return it as it is; the loop's results "
+    "are row-major)";
+
 HopMeta meta_of(const ValueMeta& m) { return HopMeta{m.sizes, m.dtype}; }
 
 // The sizes of `steps` slices of shape `slice` stacked along a new dim 0.
@@ -113,6 +117,10 @@ std::optional<TensorList> traced_while_loop(const CondFn& cond_fn, const Fn& bod
                                             const TensorList& carried) {
   return attempt<TensorList>("while_loop", [&](HopRecorder& recorder) {
     check_no_gradients(carried);
+    // A loop that runs zero times returns `carried` as it is; the node's results are row-major.
+    for (const Tensor& c : carried)
+      if (c.impl()->offset() != 0 || c.impl()->strides() != contiguous_strides(c.impl()->sizes()))
+        throw SpeculationAbort(kStridedCarry);
     TracedBody test = tracer::trace_body(
         [&](const TensorList& state) {
           Tensor p = cond_fn(state);
