@@ -197,7 +197,8 @@ foreach(case "--modes;jit|mode jit is not available yet: the CPU JIT is not buil
              "--modes;eager,jit|mode jit is not available yet: the CPU JIT is not built yet"
              "--devices;cuda|device cuda is not available yet"
              "--workloads;nosuch|unknown workload 'nosuch'"
-             "--reps;0|--reps: expected an integer >= 1")
+             "--reps;0|--reps: expected an integer >= 1"
+             "--json;/nonexistent-dir/x.json|--json: cannot open '/nonexistent-dir/x.json' for writing")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 flag)
   list(GET parts 1 value)

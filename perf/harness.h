@@ -85,6 +85,9 @@ std::string table_text(const std::vector<Figure>& figures);
 std::string latency_text(const std::vector<Figure>& figures);
 std::string latency_json(const std::vector<Figure>& figures);
 // latency_json: the "compile_latency" object's text, or empty for no such key.
+// Throws UsageError unless `path` can be opened for writing (checked before anything runs, so
+// that a typo does not cost a whole run); the file is left empty until write_json.
+void check_json_path(const std::string& path);
 void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o,
                 const std::string& latency_json);
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::vector<Job> jobs = plan(o);
+    if (!o.json.empty()) check_json_path(o.json);
     std::vector<Figure> figures;
     for (size_t i = 0; i < jobs.size(); ++i)
       figures.push_back(

@@ -239,10 +239,16 @@ void write_json(const std::string& path, const std::vector<Figure>& figures, con
   if (!latency.empty()) out += ",\n  \"compile_latency\": " + latency;
   out += "\n}\n";
   std::FILE* file = std::fopen(path.c_str(), "w");
-  KILN_CHECK(file != nullptr, "kiln-perf: cannot open '{}' for writing", path);
+  KILN_CHECK(file != nullptr, "cannot open '{}' for writing", path);
   bool ok = std::fwrite(out.data(), 1, out.size(), file) == out.size();
   ok = (std::fclose(file) == 0) && ok;
-  KILN_CHECK(ok, "kiln-perf: writing '{}' failed", path);
+  KILN_CHECK(ok, "writing '{}' failed", path);
+}
+
+void check_json_path(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) throw UsageError{fmt::format("--json: cannot open '{}' for writing", path)};
+  std::fclose(file);
 }
 
 }  // namespace kiln::perf

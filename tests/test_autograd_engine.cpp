@@ -132,4 +132,28 @@ TEST(AutogradEngine, FactoriesHonourRequiresGrad) {
   EXPECT_EQ(scalar_tensor(7).dtype(), kFloat32);
 }
 
+// Every leaf gets a .grad of its own: AddBackward hands one gradient tensor to both inputs, and
+// the seed of backward() is the caller's, so AccumulateGrad keeps a gradient without copying only
+// when nothing else holds it. Scaling each .grad in place (gradient clipping) scales it once.
+TEST(AutogradEngine, LeavesNeverShareAGradientTensor) {
+  Tensor x = from_vector<double>({1, 2, 3}, {3}).requires_grad_();
+  Tensor w = from_vector<double>({4, 5, 6}, {3}).requires_grad_();
+  Tensor c = from_vector<double>({2, 2, 2}, {3});
+  ((x + w) * c).sum().backward();
+  EXPECT_NE(x.grad().impl(), w.grad().impl());
+  for (Tensor p : {x, w}) {
+    NoGradGuard no_grad;
+    p.grad().mul_(0.5);
+  }
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{1, 1, 1}));
+
+  // A leaf as the root: its .grad is a copy of the caller's seed, not the seed itself.
+  Tensor v = from_vector<double>({1, 2}, {2}).requires_grad_();
+  Tensor g = from_vector<double>({5, 6}, {2});
+  v.backward(g);
+  g.mul_(2.0);
+  EXPECT_EQ(v.grad().to_vector<double>(), (std::vector<double>{5, 6}));
+}
+
 }  // namespace

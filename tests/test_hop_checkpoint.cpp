@@ -190,4 +190,44 @@ TEST(HopCheckpoint, Errors) {
                "forward's has shape [2] Float64");
 }
 
+// A body that writes one of its arguments in place would be recomputed in backward from the
+// written value: checkpoint raises at the call instead of giving a wrong gradient.
+TEST(HopCheckpoint, BodyWritingItsArgumentRaises) {
+  Fn body = [](const TensorList& a) {
+    Tensor scale = a[1];
+    scale.mul_(2.0);
+    return TensorList{a[0] * scale};
+  };
+  for (bool jit : {false, true}) {
+    JitMode mode(jit);
+    Tensor x = from_vector<double>({1, 2, 3}, {3}).requires_grad_();
+    Tensor s = from_vector<double>({1, 1, 1}, {3});
+    expect_error([&] { checkpoint(body, {x, s}); }, "checkpoint: fn modified argument 1");
+    // Without gradients nothing is recomputed: the write is the program's own business.
+    NoGradGuard no_grad;
+    Tensor y = checkpoint(body, {x, s})[0];
+    EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{4, 8, 12}));
+  }
+}
+
+// An argument also used outside the body (a residual connection around the call) gets the body's
+// contributions summed inside the nested backward, then the outside ones: the same sum in another
+// order, equal to the gradient without checkpoint up to Float32 rounding (docs/control_flow.md).
+TEST(HopCheckpoint, ArgumentAlsoUsedOutsideMatchesUpToSummationOrder) {
+  auto grad_of_x = [](bool use_checkpoint, bool leaf_arg) {
+    manual_seed(4);
+    Tensor x0 = randn({64}).requires_grad_();
+    Tensor x = leaf_arg ? x0 : x0 * 1.0;
+    Fn body = [](const TensorList& a) {
+      return TensorList{sin(a[0]) * 3.3 + exp(a[0]) * cos(a[0])};  // three uses of a[0]
+    };
+    Tensor y = use_checkpoint ? checkpoint(body, {x})[0] : body({x})[0];
+    (y * tanh(x)).sum().backward();  // and one use of x outside
+    return x0.grad();
+  };
+  for (bool leaf_arg : {false, true})
+    EXPECT_TRUE(kiln::allclose(grad_of_x(true, leaf_arg), grad_of_x(false, leaf_arg), 1e-5, 1e-6))
+        << (leaf_arg ? "leaf argument" : "non-leaf argument");
+}
+
 }  // namespace

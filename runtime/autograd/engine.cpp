@@ -37,9 +37,12 @@ Tensor copy_tensor(const Tensor& t) {
 std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   AutogradMeta& m = leaf_->ensure_autograd();
   if (!m.grad.defined()) {
-    // Keep a private, dense copy when the gradient could alias something else or is expanded.
-    bool own =
-        grad_output.impl()->is_contiguous() && grad_output.impl()->storage()->use_count() == 1;
+    // Keep a private, dense copy when the gradient could alias something else or is expanded:
+    // another handle to the same tensor (AddBackward hands one gradient to both inputs; the seed
+    // a caller passed to backward()) or a view of its storage. The engine's own handle is one.
+    bool own = grad_output.impl()->is_contiguous() &&
+               grad_output.impl()->storage()->use_count() == 1 &&
+               grad_output.impl()->use_count() == 1;
     m.grad = own ? grad_output : copy_tensor(grad_output);
   } else {
     m.grad = add_tensors(m.grad, grad_output);

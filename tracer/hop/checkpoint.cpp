@@ -3,6 +3,7 @@
 #include "runtime/autograd/autograd_meta.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/autograd/record.h"
+#include "runtime/error.h"
 #include "tracer/hop/checkpoint_node.h"
 #include "tracer/hop/eager.h"
 #include "tracer/hop/hop_checks.h"
@@ -22,13 +23,24 @@ TensorList run_checkpoint_eagerly(const Fn& fn, const TensorList& args) {
   // history), note where the random draws start, then keep the outputs and drop the graph.
   PhiloxState rng = philox_state();
   std::vector<bool> requires_grad;
-  for (const Tensor& a : args) requires_grad.push_back(a.impl()->requires_grad());
+  std::vector<uint32_t> versions;
+  for (const Tensor& a : args) {
+    requires_grad.push_back(a.impl()->requires_grad());
+    versions.push_back(a.impl()->storage()->version());
+  }
   TensorList out = fn(detached_inputs(args, requires_grad));
   check_defined_outputs("checkpoint", "fn", out);
 
   bool any = false;
   for (const Tensor& o : out) any |= o.impl()->requires_grad();
   if (!any) return out;  // nothing (not even a captured weight) requires grad
+  // Backward recomputes fn from the arguments: a body that wrote one would recompute from the
+  // written value (and write it again).
+  for (size_t i = 0; i < args.size(); ++i)
+    KILN_CHECK(args[i].impl()->storage()->version() == versions[i],
+               "checkpoint: fn modified argument {} ({}) in place; backward recomputes fn from its "
+               "arguments, which must keep their values. Clone it inside fn before writing.",
+               i, describe_meta(hop_meta(args[i])));
 
   Ref<Node> node(new CheckpointBackward(fn, args, out, rng));
   for (const Tensor& a : args) node->next_edges().push_back(gradient_edge(a));
