@@ -30,6 +30,7 @@ void fill_meta(const OpCall& c, OutputMeta& m) {
   m.sizes = c.attrs.dims;
   m.dtype = c.attrs.dtype;
   m.device = c.attrs.device;
+  check_scalar_fits("full", "fill value", c.attrs.scalars[0], m.dtype);
   KILN_CHECK(m.device.is_cpu(), "full: device {} is not available (the CUDA backend is not built)",
              m.device);
 }

@@ -9,8 +9,9 @@
 //     Float32: u = Philox::uniform_float(r[0])
 //     Float64: u = Philox::uniform_double(r[0], r[1])
 //   It is kept iff u >= p (compared in double), and then y[i] = x[i] * scale with
-//   scale = T(1 / (1 - p)) (computed in double, rounded to the element type); else y[i] = 0.
-//   !train or p == 0 returns x itself and p == 1 returns zeros_like(x); neither consumes counters.
+//   scale = T(1 / (1 - p)) (computed in double, rounded to the element type); else
+//   y[i] = x[i] * 0 (as libtorch: NaN for NaN or infinity, -0 for a negative x).
+//   !train or p == 0 returns x itself and p == 1 returns x * 0.0; neither consumes counters.
 //   p outside [0, 1] is an error, train or not. Only Float32/Float64 inputs are accepted.
 // Seed and offset travel in the attrs, so replaying the call (tracer, JIT) draws the same mask.
 #include <bit>
@@ -61,7 +62,7 @@ void dropout_eager(const OpCall& c, const Tensor& out) {
           } else {
             u = Philox::uniform_double(r[0], r[1]);
           }
-          yp[i] = static_cast<double>(u) >= p ? xp[i] * scale : T(0);
+          yp[i] = static_cast<double>(u) >= p ? xp[i] * scale : xp[i] * T(0);
         }
       });
     } else {
@@ -81,7 +82,7 @@ Tensor dropout(const Tensor& x, double p, bool train) {
   KILN_CHECK(is_floating(x.dtype()), "dropout: expected a Float32 or Float64 input, got {}",
              describe(x));
   if (!train || p == 0.0) return x;
-  if (p == 1.0) return zeros_like(x);
+  if (p == 1.0) return x * 0.0;
   Attrs a;
   a.scalars[0] = p;
   a.ints[0] = std::bit_cast<int64_t>(current_seed());

@@ -290,7 +290,8 @@ void scatter_add_eager(const OpCall& c, const Tensor& out) {
 }  // namespace
 
 void register_index_ops() {
-  register_op(OpId::IndexSelect, {"index_select", index_select_meta, index_select_eager, kChecksData});
+  register_op(OpId::IndexSelect,
+              {"index_select", index_select_meta, index_select_eager, kChecksData});
   register_op(OpId::Gather, {"gather", gather_meta, gather_eager, kChecksData});
   register_op(OpId::ScatterAdd, {"scatter_add", scatter_add_meta, scatter_add_eager, kChecksData});
   register_one_hot_op();

@@ -1,5 +1,8 @@
 #include "ops/meta_helpers.h"
 
+#include <cmath>
+#include <limits>
+
 #include <fmt/format.h>
 
 namespace kiln {
@@ -91,6 +94,36 @@ Device common_device(const char* op, std::span<const Tensor> ts) {
                d, t.impl()->device());
   }
   return d;
+}
+
+void check_scalar_fits(const char* op, const char* what, const Scalar& v, DType d) {
+  auto fail_range = [&](const auto& shown) {
+    fail("{}: {} {} cannot be converted to {} without overflow", op, what, shown, d);
+  };
+  auto check_int = [&](int64_t lo, int64_t hi) {
+    if (v.is_floating()) {
+      const double f = v.to_double();
+      // [lo, hi + 1) in doubles: hi + 1 is a power of two, exact where hi itself may not be.
+      if (!(f >= static_cast<double>(lo) && f < static_cast<double>(hi) + 1.0)) fail_range(f);
+    } else if (v.category() == DTypeCategory::Integral && (v.to_int() < lo || v.to_int() > hi)) {
+      fail_range(v.to_int());
+    }
+  };
+  switch (d) {
+    case DType::Int32:
+      check_int(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+      break;
+    case DType::Int64:
+      check_int(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+      break;
+    case DType::Float32:
+      if (v.is_floating() && std::isfinite(v.to_double()) &&
+          std::fabs(v.to_double()) > static_cast<double>(std::numeric_limits<float>::max()))
+        fail_range(v.to_double());
+      break;
+    default:  // Bool takes anything (nonzero is true); Float64 every scalar
+      break;
+  }
 }
 
 }  // namespace kiln

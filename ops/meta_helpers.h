@@ -38,6 +38,11 @@ class ResultType {
   bool has_dim_ = false, has_zero_ = false, has_scalar_ = false;
 };
 
+// A scalar stored into (or computed with in) dtype `d` must fit it, as c10's checked_convert
+// requires: an integer dtype takes no NaN, infinity or value outside its range, Float32 no
+// finite value beyond its range. Otherwise a kiln::Error names the op, `what` and the value.
+void check_scalar_fits(const char* op, const char* what, const Scalar& v, DType d);
+
 // All inputs on one device; returns it.
 Device common_device(const char* op, std::span<const Tensor> ts);
 

@@ -102,6 +102,10 @@ DType unary_compute(const OpCall& c) {
     rt.add(c.attrs.scalars[0]);
     if (c.op == OpId::Clamp) rt.add(c.attrs.scalars[1]);
     DType d = compute_dtype(c.op, r, rt.get(), "input");
+    if (c.op == OpId::Clamp) {  // the bounds are converted to the compute dtype
+      check_scalar_fits("clamp", "min", c.attrs.scalars[0], d);
+      check_scalar_fits("clamp", "max", c.attrs.scalars[1], d);
+    }
     if (c.op == OpId::PowScalar && is_integral(d)) {
       KILN_CHECK(c.attrs.scalars[0].to_double() >= 0,
                  "pow: integers to negative integer powers are not allowed (input {}, exponent {})",
@@ -206,12 +210,11 @@ void masked_fill_meta(const OpCall& c, OutputMeta& m) {
   const Tensor& mask = c.inputs[1];
   KILN_CHECK(mask.impl()->dtype() == DType::Bool,
              "masked_fill: the mask must be a Bool tensor, got {}", describe(mask));
-  DimVector b = broadcast_shapes("masked_fill", x.impl()->sizes(), mask.impl()->sizes());
-  KILN_CHECK(b == x.impl()->sizes(),
-             "masked_fill: the mask of shape {} must broadcast to the input's shape {}",
-             shape_str(mask.impl()->sizes()), shape_str(x.impl()->sizes()));
-  m.sizes = x.impl()->sizes();
+  // Out of place the input broadcasts against the mask, as in libtorch; in place (masked_fill_)
+  // dispatch_into then requires the result to have the input's shape.
+  m.sizes = broadcast_shapes("masked_fill", x.impl()->sizes(), mask.impl()->sizes());
   m.dtype = x.impl()->dtype();
+  check_scalar_fits("masked_fill", "value", c.attrs.scalars[0], m.dtype);
   m.device = common_device("masked_fill", c.inputs);
 }
 

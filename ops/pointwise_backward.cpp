@@ -55,7 +55,10 @@ void pow_bw(const BackwardCall& c, Grads g) {
   if (has_scalar(c)) {
     if (scalar_left(c)) {  // s ^ e: only the exponent tensor is input 0
       double s = scalar(c).to_double();
-      return set2(c, g, c.grad * y * std::log(s), {});
+      Tensor ge = c.grad * y * std::log(s);
+      // 0 ^ e is constant (0, or 1 at e = 0) for e >= 0: its gradient there is 0, not 0 * -inf.
+      if (s == 0.0) ge = where(in(c, 0) >= 0.0, zeros_like(y), ge);
+      return set2(c, g, ge, {});
     }
     return set2(c, g, {}, {});
   }
@@ -189,7 +192,7 @@ void where_bw(const BackwardCall& c, Grads g) {
 }
 
 void masked_fill_bw(const BackwardCall& c, Grads g) {
-  if (c.needs_input(0)) g[0] = masked_fill(c.grad, c.inputs[1], 0);
+  if (c.needs_input(0)) g[0] = sum_to(masked_fill(c.grad, c.inputs[1], 0), shape_of(c, 0));
 }
 
 void copy_bw(const BackwardCall& c, Grads g) {

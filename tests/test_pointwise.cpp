@@ -464,7 +464,7 @@ TEST(Pointwise, Errors) {
   expect_error([&] { masked_fill(a, i, 1); }, {"masked_fill", "Bool"});
   expect_error(
       [&] {
-        masked_fill(b, make({1, 0, 1, 0, 1, 0}, {2, 3}, kBool), 1);
+        b.masked_fill_(make({1, 0, 1, 0, 1, 0}, {2, 3}, kBool), 1);  // out of place broadcasts
       },
       {"masked_fill", "[2, 3]", "[3]"});
   expect_error([&] { gelu(a, "fast"); }, {"gelu", "fast"});
