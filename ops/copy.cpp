@@ -49,7 +49,7 @@ void register_copy_ops() {
 }
 
 Tensor Tensor::contiguous() const {
-  if (checked().is_contiguous()) return *this;
+  if (checked("contiguous").is_contiguous()) return *this;
   return clone();
 }
 
@@ -59,7 +59,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(DType t) const {
-  if (checked().dtype() == t) return *this;
+  if (checked("to").dtype() == t) return *this;
   Attrs a;
   a.dtype = t;
   const Tensor in[] = {*this};
@@ -67,19 +67,20 @@ Tensor Tensor::to(DType t) const {
 }
 
 Tensor Tensor::to(Device d) const {
-  if (checked().device() == d) return *this;
+  if (checked("to").device() == d) return *this;
   fail("to: cannot move a tensor from {} to {}: the CUDA backend is not built into this kiln",
-       checked().device(), d);
+       checked("to").device(), d);
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   KILN_CHECK(src.defined(), "copy_: the source tensor is undefined");
-  DimVector b = broadcast_shapes("copy_", src.impl()->sizes(), checked().sizes());
-  KILN_CHECK(b == checked().sizes(),
+  DimVector b = broadcast_shapes("copy_", src.impl()->sizes(), checked("copy_").sizes());
+  KILN_CHECK(b == checked("copy_").sizes(),
              "copy_: the source of shape {} does not broadcast to the "
              "destination's shape {}",
-             shape_str(src.impl()->sizes()), shape_str(checked().sizes()));
-  Tensor s = src.impl()->sizes() == checked().sizes() ? src : src.expand(checked().sizes());
+             shape_str(src.impl()->sizes()), shape_str(checked("copy_").sizes()));
+  Tensor s =
+      src.impl()->sizes() == checked("copy_").sizes() ? src : src.expand(checked("copy_").sizes());
   const Tensor in[] = {s};
   dispatch_into(OpId::Copy, in, Attrs{}, *this);
   return *this;
@@ -87,10 +88,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::fill_(const Scalar& v) {
   Attrs a;
-  a.dims = checked().sizes();
+  a.dims = checked("fill_").sizes();
   a.scalars[0] = v;
-  a.dtype = checked().dtype();
-  a.device = checked().device();
+  a.dtype = checked("fill_").dtype();
+  a.device = checked("fill_").device();
   dispatch_into(OpId::Fill, {}, a, *this);
   return *this;
 }

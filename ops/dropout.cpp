@@ -79,6 +79,7 @@ void register_dropout_ops() {
 
 Tensor dropout(const Tensor& x, double p, bool train) {
   check_p(p);
+  KILN_CHECK(x.defined(), "dropout: the input tensor is undefined");
   KILN_CHECK(is_floating(x.dtype()), "dropout: expected a Float32 or Float64 input, got {}",
              describe(x));
   if (!train || p == 0.0) return x;

@@ -22,10 +22,15 @@ void register_nn_ops() {
 
 // x [..., in] @ w.t() [in, out] (+ b [out]), as torch.nn.functional.linear.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  KILN_CHECK(x.defined() && w.defined(), "linear: the input or the weight is undefined");
   KILN_CHECK(w.dim() == 1 || w.dim() == 2, "linear: expected a 1-D or 2-D weight, got {}",
              describe(w));
   Tensor y = matmul(x, w.dim() == 2 ? w.t() : w);
-  return b.defined() ? add(y, b) : y;
+  if (!b.defined()) return y;
+  KILN_CHECK(broadcast_shapes("linear", y.impl()->sizes(), b.impl()->sizes()) == y.impl()->sizes(),
+             "linear: the bias {} does not broadcast to the output {} (input {}, weight {})",
+             describe(b), describe(y), describe(x), describe(w));
+  return add(y, b);
 }
 
 // softmax(q @ k^T / sqrt(E) [+ causal mask]) @ v for q [..., L, E], k [..., S, E], v [..., S, Ev]
@@ -34,6 +39,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool is_causal) {
   const char* op = "scaled_dot_product_attention";
+  KILN_CHECK(q.defined() && k.defined() && v.defined(), "{}: q, k or v is undefined", op);
   KILN_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2,
              "{}: expected q, k, v of at least 2 dims, got {}, {}, {}", op, describe(q),
              describe(k), describe(v));

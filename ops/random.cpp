@@ -25,12 +25,10 @@ const char* random_name(OpId id) {
 }
 
 int64_t checked_numel(const char* op, const DimVector& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) {
+  for (int64_t s : shape)
     KILN_CHECK(s >= 0, "{}: negative size {} in shape {}", op, s, shape_str(shape));
-    n *= s;
-  }
-  return n;
+  check_shape_size(op, shape, DType::Bool, /*bytes_too=*/false);  // bytes: the dispatcher checks
+  return numel_of(shape);
 }
 
 // All validation of one random op (shared by the public functions, which must validate before

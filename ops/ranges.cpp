@@ -32,6 +32,12 @@ void arange_meta(const OpCall& c, OutputMeta& m) {
   KILN_CHECK(a.dtype != DType::Bool, "arange: not supported for dtype Bool");
   KILN_CHECK(a.scalars[1].to_double() != 0, "arange: step must be nonzero");
   check_device("arange", a.device);
+  if (a.dims[0] > 0) {  // the values must fit the dtype (they are monotonic: check both ends)
+    check_scalar_fits("arange", "start", a.scalars[0], a.dtype);
+    const double last =
+        a.scalars[0].to_double() + static_cast<double>(a.dims[0] - 1) * a.scalars[1].to_double();
+    check_scalar_fits("arange", "last value", Scalar(last), a.dtype);
+  }
   m.sizes = a.dims;
   m.dtype = a.dtype;
   m.device = a.device;
@@ -88,6 +94,10 @@ void linspace_meta(const OpCall& c, OutputMeta& m) {
              a.dims.empty() ? -1 : a.dims[0]);
   KILN_CHECK(a.dtype != DType::Bool, "linspace: not supported for dtype Bool");
   check_device("linspace", a.device);
+  if (a.dims[0] > 0) {
+    check_scalar_fits("linspace", "start", a.scalars[0], a.dtype);
+    check_scalar_fits("linspace", "end", a.scalars[1], a.dtype);
+  }
   m.sizes = a.dims;
   m.dtype = a.dtype;
   m.device = a.device;

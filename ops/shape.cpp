@@ -181,11 +181,11 @@ std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
              "size {}",
              d, describe(x), n);
   // PyTorch's rule: at least one piece, even when size exceeds the dim (or the dim is empty).
-  int64_t pieces = size == 0 ? 1 : std::max<int64_t>((n + size - 1) / size, 1);
+  int64_t pieces = size == 0 ? 1 : std::max<int64_t>(n / size + (n % size != 0), 1);
   std::vector<Tensor> out;
   out.reserve(pieces);
   for (int64_t i = 0; i < pieces; ++i) {
-    int64_t start = std::min(i * size, n);
+    int64_t start = i == 0 ? 0 : std::min(i * size, n);  // i >= 1 only when size < n
     out.push_back(x.narrow(d, start, std::min(size, n - start)));
   }
   return out;
@@ -203,7 +203,7 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
     for (int64_t i = 0; i < chunks; ++i) out.push_back(x.narrow(d, 0, 0));
     return out;
   }
-  return split(x, (n + chunks - 1) / chunks, d);
+  return split(x, n / chunks + (n % chunks != 0), d);  // ceil(n / chunks) without overflow
 }
 
 std::vector<Tensor> Tensor::split(int64_t size, int64_t dim) const {

@@ -10,7 +10,7 @@ namespace kiln {
 
 template <class T>
 T Tensor::item() const {
-  const TensorImpl& x = checked();
+  const TensorImpl& x = checked("item");
   KILN_CHECK(x.numel() == 1, "item: expects a tensor with one element, got {}", describe(*this));
   sync_point(*this, SyncReason::Item);
   T out{};
@@ -37,7 +37,7 @@ std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 const T* Tensor::data_ptr() const {
-  const TensorImpl& x = checked();
+  const TensorImpl& x = checked("data_ptr");
   KILN_CHECK(x.dtype() == dtype_v<T>, "data_ptr: the tensor is {}, not {}", describe(*this),
              dtype_v<T>);
   sync_point(*this, SyncReason::DataPtr);
@@ -46,7 +46,7 @@ const T* Tensor::data_ptr() const {
 
 template <class T>
 T* Tensor::mutable_data_ptr() {
-  const TensorImpl& x = checked();
+  const TensorImpl& x = checked("mutable_data_ptr");
   KILN_CHECK(x.dtype() == dtype_v<T>, "mutable_data_ptr: the tensor is {}, not {}", describe(*this),
              dtype_v<T>);
   sync_point(*this, SyncReason::DataPtr);
@@ -56,7 +56,7 @@ T* Tensor::mutable_data_ptr() {
 }
 
 const void* Tensor::raw_data() const {
-  const TensorImpl& x = checked();
+  const TensorImpl& x = checked("raw_data");
   sync_point(*this, SyncReason::DataPtr);
   return x.data();
 }

@@ -146,8 +146,10 @@ void slice_meta(const OpCall& c, OutputMeta& m) {
   end = std::clamp<int64_t>(end, start, size);
   m.sizes = x->sizes();
   m.strides = x->strides();
-  m.sizes[dim] = (end - start + step - 1) / step;
-  m.strides[dim] = x->strides()[dim] * step;
+  m.sizes[dim] = end == start ? 0 : (end - start - 1) / step + 1;  // no overflow for a huge step
+  // A huge step leaves at most one element, whose stride is never used: keep it finite.
+  if (__builtin_mul_overflow(x->strides()[dim], step, &m.strides[dim]))
+    m.strides[dim] = x->strides()[dim];
   m.offset = x->offset() + start * x->strides()[dim];
 }
 
@@ -216,7 +218,7 @@ Tensor Tensor::view(IntList shape) const {
 }
 
 Tensor Tensor::reshape(IntList shape) const {
-  const TensorImpl& x = checked();
+  const TensorImpl& x = checked("reshape");
   DimVector target = infer_shape("reshape", shape, x.numel(), x.sizes());
   DimVector st;
   if (view_strides(x.sizes(), x.strides(), target, st)) return view(target);
@@ -229,7 +231,10 @@ Tensor Tensor::expand(IntList shape) const {
   return view_op(OpId::Expand, *this, a);
 }
 
-Tensor Tensor::expand_as(const Tensor& o) const { return expand(o.impl()->sizes()); }
+Tensor Tensor::expand_as(const Tensor& o) const {
+  KILN_CHECK(o.defined(), "expand_as: the tensor to expand as is undefined");
+  return expand(o.impl()->sizes());
+}
 
 Tensor Tensor::permute(IntList dims) const {
   Attrs a;
@@ -238,7 +243,7 @@ Tensor Tensor::permute(IntList dims) const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  int64_t nd = checked().dim();
+  int64_t nd = checked("transpose").dim();
   if (nd == 0) {
     wrap_dim("transpose", d0, 0);
     wrap_dim("transpose", d1, 0);
@@ -252,7 +257,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::t() const {
-  int64_t nd = checked().dim();
+  int64_t nd = checked("t").dim();
   KILN_CHECK(nd <= 2, "t: expects a tensor of at most 2 dims, got {}; use transpose()",
              describe(*this));
   return nd < 2 ? *this : transpose(0, 1);
@@ -277,7 +282,7 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
-  const TensorImpl& x = checked();
+  const TensorImpl& x = checked("flatten");
   if (x.dim() == 0) return reshape({1});
   int64_t s = wrap_dim("flatten", start, x.dim()), e = wrap_dim("flatten", end, x.dim());
   KILN_CHECK(s <= e, "flatten: start dim {} must not come after end dim {}", start, end);
@@ -304,12 +309,12 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
-  const TensorImpl& x = checked();
+  const TensorImpl& x = checked("narrow");
   KILN_CHECK(x.dim() > 0, "narrow: cannot narrow a 0-dim tensor");
   int64_t d = wrap_dim("narrow", dim, x.dim());
   int64_t size = x.sizes()[d];
   if (start < 0) start += size;
-  KILN_CHECK(start >= 0 && length >= 0 && start + length <= size,
+  KILN_CHECK(start >= 0 && start <= size && length >= 0 && length <= size - start,
              "narrow: start {} and length {} are out of range for dim {} of size {}", start, length,
              d, size);
   return slice(d, start, start + length, 1);

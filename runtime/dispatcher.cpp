@@ -147,7 +147,11 @@ void set_recording_mode_provider(RecordingModeFn fn) {
 
 Tensor empty_tensor(const DimVector& sizes, DType dtype, Device device) {
   int64_t n = numel_of(sizes);
-  auto storage = make_ref<Storage>(static_cast<size_t>(n) * itemsize(dtype), device);
+  size_t nbytes = 0;
+  KILN_CHECK(!__builtin_mul_overflow(static_cast<size_t>(n), itemsize(dtype), &nbytes),
+             "a {} tensor of shape {} is too large (its size in bytes overflows)", dtype,
+             shape_str(sizes));
+  auto storage = make_ref<Storage>(nbytes, device);
   return Tensor(make_ref<TensorImpl>(sizes, dtype, device, std::move(storage)));
 }
 
@@ -170,6 +174,7 @@ Tensor dispatch_impl(OpId id, std::span<const Tensor> inputs, const Attrs& attrs
   OpCall call{id, inputs, attrs};
   OutputMeta meta;
   def.meta(call, meta);
+  check_shape_size(def.name, meta.sizes, meta.dtype, !(def.flags & kIsView));
   Tensor out;
   if (ModeHandler* mode = active_mode()) [[unlikely]]
     out = mode->handle(def, call, meta);

@@ -175,6 +175,7 @@ class Tensor {
 
  private:
   const TensorImpl& checked() const;
+  const TensorImpl& checked(const char* op) const;  // the error names the op
   Ref<TensorImpl> impl_;
 };
 

@@ -1,13 +1,41 @@
 #include "runtime/tensor_impl.h"
 
 #include "runtime/autograd/autograd_meta.h"
+#include "runtime/error.h"
+#include "runtime/tensor.h"
 
 namespace kiln {
 
-int64_t numel_of(const DimVector& sizes) {
+namespace {
+
+// The element count, or -1 when it overflows int64 (a zero size makes it 0 whatever the rest).
+int64_t checked_numel(std::span<const int64_t> sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  bool overflow = false;
+  for (int64_t s : sizes) {
+    if (s == 0) return 0;
+    overflow |= __builtin_mul_overflow(n, s, &n);
+  }
+  return overflow ? -1 : n;
+}
+
+}  // namespace
+
+int64_t numel_of(const DimVector& sizes) {
+  const int64_t n = checked_numel(sizes);
+  KILN_CHECK(n >= 0, "a tensor of shape {} would have more elements than an int64 can count",
+             shape_str(sizes));
   return n;
+}
+
+void check_shape_size(const char* op, std::span<const int64_t> sizes, DType dtype, bool bytes_too) {
+  const int64_t n = checked_numel(sizes);
+  int64_t bytes = 0;
+  KILN_CHECK(n >= 0 && (!bytes_too ||
+                        !__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(dtype)), &bytes)),
+             "{}: a {} tensor of shape {} is too large (its {} overflows int64)", op, dtype,
+             shape_str(IntList(sizes.data(), sizes.size())),
+             n < 0 ? "number of elements" : "size in bytes");
 }
 
 DimVector contiguous_strides(const DimVector& sizes) {

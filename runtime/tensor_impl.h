@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "runtime/device.h"
 #include "runtime/dtype.h"
@@ -78,6 +79,11 @@ class TensorImpl : public RefCounted, public PooledObject {
 DimVector contiguous_strides(const DimVector& sizes);
 // True when (sizes, strides) is row-major dense (size-1 dims may have any stride).
 bool is_contiguous_layout(const DimVector& sizes, const DimVector& strides);
+// The number of elements of `sizes` (non-negative sizes); a kiln::Error when it overflows int64.
 int64_t numel_of(const DimVector& sizes);
+// A kiln::Error naming `op` unless a tensor of `sizes` can exist: its element count fits in
+// int64 and, when `bytes_too`, so does its size in bytes (an expanded view allocates nothing).
+void check_shape_size(const char* op, std::span<const int64_t> sizes, DType dtype,
+                      bool bytes_too = true);
 
 }  // namespace kiln

@@ -25,7 +25,7 @@ void Adam::step() {
   auto [b1, b2] = o.betas();
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
-    Tensor g = p.grad();
+    Tensor g = checked_grad("Adam", i);
     if (!g.defined()) continue;
     State& s = state_[i];
     if (!s.exp_avg.defined()) {

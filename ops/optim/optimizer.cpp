@@ -14,6 +14,16 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
   }
 }
 
+Tensor Optimizer::checked_grad(const char* optimizer, size_t i) const {
+  const Tensor& p = params_[i];
+  Tensor g = p.grad();
+  if (!g.defined()) return g;
+  KILN_CHECK(g.sizes() == p.sizes() && g.dtype() == p.dtype(),
+             "{}: the gradient of parameter {} has shape {} {} but the parameter has shape {} {}",
+             optimizer, i, shape_str(g.sizes()), g.dtype(), shape_str(p.sizes()), p.dtype());
+  return g;
+}
+
 void Optimizer::zero_grad() {
   for (Tensor& p : params_) {
     if (p.grad().defined()) p.mutable_grad() = Tensor();

@@ -17,6 +17,10 @@ class Optimizer {
   const std::vector<Tensor>& parameters() const { return params_; }
 
  protected:
+  // Parameter i's gradient (undefined: skip it), checked against the parameter's shape and dtype
+  // so that a wrong one is an error naming `optimizer`, not one of the update's ops.
+  Tensor checked_grad(const char* optimizer, size_t i) const;
+
   std::vector<Tensor> params_;
 };
 

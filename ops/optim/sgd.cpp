@@ -20,7 +20,7 @@ void SGD::step() {
   const SGDOptions& o = options_;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
-    Tensor g = p.grad();
+    Tensor g = checked_grad("SGD", i);
     if (!g.defined()) continue;
     if (o.weight_decay() != 0) g = g + p * o.weight_decay();
     if (o.momentum() != 0) {

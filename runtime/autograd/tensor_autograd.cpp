@@ -7,7 +7,7 @@
 namespace kiln {
 
 Tensor& Tensor::requires_grad_(bool on) {
-  TensorImpl& x = const_cast<TensorImpl&>(checked());
+  TensorImpl& x = const_cast<TensorImpl&>(checked("requires_grad_"));
   AutogradMeta* m = x.autograd();
   KILN_CHECK(!(m && m->grad_fn),
              "requires_grad_: only leaf tensors can change requires_grad; this one ({}) is the "
@@ -21,32 +21,34 @@ Tensor& Tensor::requires_grad_(bool on) {
   return *this;
 }
 
-bool Tensor::requires_grad() const { return checked().requires_grad(); }
+bool Tensor::requires_grad() const { return checked("requires_grad").requires_grad(); }
 
 bool Tensor::is_leaf() const {
-  AutogradMeta* m = checked().autograd();
+  AutogradMeta* m = checked("is_leaf").autograd();
   return !m || !m->grad_fn;
 }
 
 Tensor Tensor::grad() const {
-  AutogradMeta* m = checked().autograd();
+  AutogradMeta* m = checked("grad").autograd();
   return m ? m->grad : Tensor();
 }
 
-Tensor& Tensor::mutable_grad() { return const_cast<TensorImpl&>(checked()).ensure_autograd().grad; }
+Tensor& Tensor::mutable_grad() {
+  return const_cast<TensorImpl&>(checked("mutable_grad")).ensure_autograd().grad;
+}
 
 std::string Tensor::grad_fn_name() const {
-  AutogradMeta* m = checked().autograd();
+  AutogradMeta* m = checked("grad_fn_name").autograd();
   return m && m->grad_fn ? m->grad_fn->name() : std::string();
 }
 
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {
-  checked();
+  checked("backward");
   run_backward(*this, grad, retain_graph);
 }
 
 Tensor Tensor::detach() const {
-  const TensorImpl& x = checked();
+  const TensorImpl& x = checked("detach");
   return Tensor(make_ref<TensorImpl>(x.sizes(), x.strides(), x.offset(), x.dtype(), x.device(),
                                      x.storage_ref()));
 }
