@@ -28,7 +28,8 @@ int64_t numel_of(const DimVector& sizes) {
   return n;
 }
 
-void check_shape_size(const char* op, std::span<const int64_t> sizes, DType dtype, bool bytes_too) {
+void check_shape_size_slow(const char* op, std::span<const int64_t> sizes, DType dtype,
+                           bool bytes_too) {
   const int64_t n = checked_numel(sizes);
   int64_t bytes = 0;
   KILN_CHECK(n >= 0 && (!bytes_too ||

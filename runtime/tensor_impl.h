@@ -83,7 +83,16 @@ bool is_contiguous_layout(const DimVector& sizes, const DimVector& strides);
 int64_t numel_of(const DimVector& sizes);
 // A kiln::Error naming `op` unless a tensor of `sizes` can exist: its element count fits in
 // int64 and, when `bytes_too`, so does its size in bytes (an expanded view allocates nothing).
-void check_shape_size(const char* op, std::span<const int64_t> sizes, DType dtype,
-                      bool bytes_too = true);
+void check_shape_size_slow(const char* op, std::span<const int64_t> sizes, DType dtype,
+                           bool bytes_too);
+inline void check_shape_size(const char* op, std::span<const int64_t> sizes, DType dtype,
+                             bool bytes_too = true) {
+  // Up to 4 dims each below 2^15 hold fewer than 2^60 elements: nothing can overflow.
+  uint64_t all = 0;
+  for (int64_t s : sizes) all |= static_cast<uint64_t>(s);
+  if (sizes.size() <= 4 && all < (uint64_t{1} << 15)) [[likely]]
+    return;
+  check_shape_size_slow(op, sizes, dtype, bytes_too);
+}
 
 }  // namespace kiln
