@@ -107,6 +107,7 @@ Tensor amax(const Tensor& x);
 Tensor amax(const Tensor& x, IntList dims, bool keepdim = false);
 Tensor amin(const Tensor& x);
 Tensor amin(const Tensor& x, IntList dims, bool keepdim = false);
+Tensor logsumexp(const Tensor& x);  // over every dim, as the other reductions' one-argument form
 Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim = false);
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);

@@ -38,6 +38,7 @@ Tensor amin(const Tensor& x) { return reduce_op(OpId::Amin, x, {}, false); }
 Tensor amin(const Tensor& x, IntList dims, bool keepdim) {
   return reduce_op(OpId::Amin, x, dims, keepdim);
 }
+Tensor logsumexp(const Tensor& x) { return reduce_op(OpId::Logsumexp, x, {}, false); }
 Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
   return reduce_op(OpId::Logsumexp, x, dims, keepdim);
 }

@@ -332,6 +332,7 @@ TEST(Reduce, AllDimsFormsAndMethods) {
   EXPECT_EQ(amin(x).item<float>(), -2.f);
   EXPECT_EQ(x.argmax(1).to_vector<int64_t>(), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(x.argmin(0, true).sizes(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(logsumexp(x).item<float>(), x.logsumexp({0, 1}).item<float>());  // API.md's form
   EXPECT_NEAR(x.logsumexp({0, 1}).item<float>(), 6.44473f,
               1e-4);  // 6 + log(1 + e^-1 + e^-2 + e^-3 + e^-5 + e^-8)
   EXPECT_NEAR(x.var({1}).to_vector<float>()[0], 19.0f / 3, 1e-5);  // mean 2/3: (1/9+64/9+49/9)/2
