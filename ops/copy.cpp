@@ -74,24 +74,25 @@ Tensor Tensor::to(Device d) const {
 
 Tensor& Tensor::copy_(const Tensor& src) {
   KILN_CHECK(src.defined(), "copy_: the source tensor is undefined");
-  DimVector b = broadcast_shapes("copy_", src.impl()->sizes(), checked("copy_").sizes());
-  KILN_CHECK(b == checked("copy_").sizes(),
+  const DimVector& dst = checked("copy_").sizes();
+  DimVector b = broadcast_shapes("copy_", src.impl()->sizes(), dst);
+  KILN_CHECK(b == dst,
              "copy_: the source of shape {} does not broadcast to the "
              "destination's shape {}",
-             shape_str(src.impl()->sizes()), shape_str(checked("copy_").sizes()));
-  Tensor s =
-      src.impl()->sizes() == checked("copy_").sizes() ? src : src.expand(checked("copy_").sizes());
+             shape_str(src.impl()->sizes()), shape_str(dst));
+  Tensor s = src.impl()->sizes() == dst ? src : src.expand(dst);
   const Tensor in[] = {s};
   dispatch_into(OpId::Copy, in, Attrs{}, *this);
   return *this;
 }
 
 Tensor& Tensor::fill_(const Scalar& v) {
+  const TensorImpl& self = checked("fill_");
   Attrs a;
-  a.dims = checked("fill_").sizes();
+  a.dims = self.sizes();
   a.scalars[0] = v;
-  a.dtype = checked("fill_").dtype();
-  a.device = checked("fill_").device();
+  a.dtype = self.dtype();
+  a.device = self.device();
   dispatch_into(OpId::Fill, {}, a, *this);
   return *this;
 }

@@ -130,6 +130,7 @@ class EagerMode final : public ModeHandler {
     return run_eager(def, call, meta);
   }
   void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta, Tensor& out) override {
+    // Another thread's recording may still have to read the old contents.
     if (out.impl()->storage()->has_pending_readers()) [[unlikely]]
       before_write(out);
     run_eager_into(def, call, meta, out);
@@ -212,10 +213,7 @@ void dispatch_into_impl(OpId id, std::span<const Tensor> inputs, const Attrs& at
     mode->handle_into(def, call, meta, out);
     return;
   }
-  // Another thread's recording may still have to read the old contents.
-  if (out.impl()->storage()->has_pending_readers()) [[unlikely]]
-    before_write(out);
-  run_eager_into(def, call, meta, out);
+  g_eager_mode.handle_into(def, call, meta, out);  // final class: a direct call
 }
 
 }  // namespace

@@ -18,11 +18,6 @@ int64_t wrap_dim_for(const char* what, int64_t d, int64_t ndim) {
 
 std::string shape_str(IntList sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
 
-const TensorImpl& Tensor::checked() const {
-  KILN_CHECK(impl_, "the tensor is undefined (default-constructed)");
-  return *impl_;
-}
-
 const TensorImpl& Tensor::checked(const char* op) const {
   KILN_CHECK(impl_, "{}: the tensor is undefined (default-constructed)", op);
   return *impl_;

@@ -174,7 +174,6 @@ class Tensor {
   std::string str() const;  // the text operator<< prints
 
  private:
-  const TensorImpl& checked() const;
   const TensorImpl& checked(const char* op) const;  // the error names the op
   Ref<TensorImpl> impl_;
 };

@@ -60,6 +60,18 @@ bool is_contiguous_layout(const DimVector& sizes, const DimVector& strides) {
   return true;
 }
 
+bool has_fresh_layout(const TensorImpl& t) {
+  if (t.offset() != 0) return false;
+  const DimVector& sizes = t.sizes();
+  const DimVector& strides = t.strides();
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {  // as contiguous_strides(), without building it
+    if (strides[i] != expected) return false;
+    expected *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return true;
+}
+
 TensorImpl::TensorImpl(DimVector sizes, DimVector strides, int64_t offset, DType dtype,
                        Device device, Ref<Storage> storage)
     : sizes_(std::move(sizes)),

@@ -79,6 +79,9 @@ class TensorImpl : public RefCounted, public PooledObject {
 DimVector contiguous_strides(const DimVector& sizes);
 // True when (sizes, strides) is row-major dense (size-1 dims may have any stride).
 bool is_contiguous_layout(const DimVector& sizes, const DimVector& strides);
+// True when `t` has exactly the geometry of a new tensor of its sizes: offset 0 and
+// contiguous_strides(sizes), size-1 dims included (what a recorded node's result gets).
+bool has_fresh_layout(const TensorImpl& t);
 // The number of elements of `sizes` (non-negative sizes); a kiln::Error when it overflows int64.
 int64_t numel_of(const DimVector& sizes);
 // A kiln::Error naming `op` unless a tensor of `sizes` can exist: its element count fits in

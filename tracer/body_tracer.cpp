@@ -168,7 +168,7 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
     const bool passthrough = is_argument(o) || is_capture(o);
     // A passed-through argument is strided too when the caller's tensor is: the node's result
     // would be a new row-major tensor, so its strides would differ from eager mode's.
-    if (o->offset() != 0 || o->strides() != contiguous_strides(o->sizes()))
+    if (!has_fresh_layout(*o))
       throw SpeculationAbort(passthrough || !values_.contains(o)
                                  ? "it returns a strided argument or capture itself (a new "
                                    "result would be row-major)"

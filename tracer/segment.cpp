@@ -254,9 +254,7 @@ bool Segment::reads_written_strided_input(std::span<const Tensor> inputs) {
   if (written_inputs_ == 0) return false;
   for (const Tensor& t : inputs) {
     const TensorImpl* ti = t.impl();
-    if (owns(ti->storage()) ||
-        (ti->offset() == 0 && ti->strides() == contiguous_strides(ti->sizes())))
-      continue;
+    if (owns(ti->storage()) || has_fresh_layout(*ti)) continue;
     if (const Input* in = find_input(t); in != nullptr && in->current != kNoValue) return true;
   }
   return false;

@@ -119,8 +119,7 @@ std::optional<TensorList> traced_while_loop(const CondFn& cond_fn, const Fn& bod
     check_no_gradients(carried);
     // A loop that runs zero times returns `carried` as it is; the node's results are row-major.
     for (const Tensor& c : carried)
-      if (c.impl()->offset() != 0 || c.impl()->strides() != contiguous_strides(c.impl()->sizes()))
-        throw SpeculationAbort(kStridedCarry);
+      if (!has_fresh_layout(*c.impl())) throw SpeculationAbort(kStridedCarry);
     TracedBody test = tracer::trace_body(
         [&](const TensorList& state) {
           Tensor p = cond_fn(state);
