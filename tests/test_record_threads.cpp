@@ -314,5 +314,28 @@ TEST(RecordThreads, RawWriteAfterPendingReadOnAnotherThread) {
   EXPECT_EQ(bytes(y), want_y);
 }
 
+// And with an eager in-place op on the other thread: an opaque callback's ops run in eager mode
+// (EagerModeGuard), not through that thread's recorder, and still flush the pending readers first.
+TEST(RecordThreads, EagerWriteInOpaqueAfterPendingReadOnAnotherThread) {
+  JitRestore restore;
+  config().jit = false;
+  const std::string want_y = bytes(data({4}, 63) * 2.0);
+
+  config().jit = true;
+  Tensor x = data({4}, 63);
+  sync();              // x is materialized
+  Tensor y = x * 2.0;  // recorded: reads x's current contents
+  std::thread writer([&x] {
+    opaque(
+        [&x](const TensorList&) {
+          x.add_(100.0);
+          return TensorList{};
+        },
+        {});
+  });
+  writer.join();
+  EXPECT_EQ(bytes(y), want_y);
+}
+
 }  // namespace
 }  // namespace kiln
