@@ -1,0 +1,34 @@
+// The contract every vector-math "lane backend" implements: the small set of IEEE operations
+// out of which kiln's transcendental functions (ops/cpu/vecmath/*.h) are written once, as
+// templates over a backend `O`. Two backends instantiate the same templates:
+//   - the eager kernels: O = GnuVecOps<T, W> (ops/cpu/vecmath/gnu_vec_ops.h), GCC vector
+//     extensions compiled once per ISA (W bytes: 16 baseline, 32 AVX2, 64 AVX-512);
+//   - the JIT: O = an asmjit emitter (jit/cpu/vec_emitter.h) whose methods emit instructions.
+// Because every operation below is exactly rounded (or exact) and none is contracted into an FMA,
+// one algorithm gives the same bits in every backend, at every vector width, on every ISA: a fused
+// JIT kernel reproduces the eager bits wherever it does not reassociate.
+//
+// Types of a backend O (T = float or double):
+//   O::T   the scalar type;   O::F  a vector of T lanes;
+//   O::I   a vector of signed integers of T's width (int32 for float, int64 for double), sharing
+//          F's bits;          O::M  a lane mask.
+// Operations (members of an O object `o`; arguments by value, results new values):
+//   F splat(T c)                  every lane c (T is given as double for both widths)
+//   F add(F,F) sub mul div        IEEE, round to nearest even; never fused
+//   F sqrt(F)                     IEEE square root
+//   M lt(F,F) le gt ge eq         ordered compares: false when either lane is NaN
+//   M unord(F,F)                  true when either lane is NaN
+//   M mask_and(M,M) mask_or(M,M) mask_not(M)
+//   F select(M m, F a, F b)       m ? a : b, lane by lane
+//   F bit_and(F,F) bit_or bit_xor on the raw bits; bit_andnot(a, b) = ~a & b
+//   I as_int(F) / F as_float(I)   reinterpretation of the bits
+//   I isplat(int64_t c)           every lane c (truncated to the lane width)
+//   I iadd(I,I) isub(I,I)         wrapping integer arithmetic
+//   I shl(I, int n) shr(I, int n) shifts by a constant; shr is logical (no arithmetic shift:
+//                                 SSE2/AVX2 have none for 64-bit lanes)
+// Nothing else: no min/max (x86's NaN rules differ from C++'s; write compare + select), no
+// float<->int conversion (round with the 1.5*2^(mantissa bits) trick: add then subtract), no FMA,
+// no gather. A function that needs more asks for a new primitive here, implemented in both
+// backends and tested bitwise across them (tests/test_vecmath_*.cpp).
+#pragma once
+#include <cstdint>
