@@ -6,11 +6,11 @@
 namespace kiln::perf {
 
 ModeScope::ModeScope(const std::string& mode)
-    : saved_jit_(config().jit), saved_backend_(tracer::current_backend()) {
+    : saved_jit_(config().jit), saved_planner_(tracer::current_planner()) {
   sync();  // nothing recorded before the job may leak into its first run
   records_ = mode == "interp";
   // plan() refuses jit until a backend exists; interp must never compile, whatever is installed.
-  if (records_) tracer::set_backend(nullptr);
+  if (records_) tracer::set_planner(nullptr);
   config().jit = records_;
 }
 
@@ -21,7 +21,7 @@ ModeScope::~ModeScope() {
   } catch (...) {  // the job's own error is already on its way out
   }
   config().jit = saved_jit_;
-  tracer::set_backend(saved_backend_);
+  tracer::set_planner(saved_planner_);
 }
 
 void RegionTally::end() {

@@ -10,8 +10,8 @@
 namespace kiln::perf {
 
 // While alive: eager (config().jit = false) for "eager" and "libtorch"; for "interp", recording
-// on and no JIT backend installed, so every flushed region is interpreted with the eager kernels
-// and never compiled. The destructor restores config().jit and the backend (also on an error).
+// on and no JIT planner installed, so every flushed region is interpreted with the eager kernels
+// and never compiled. The destructor restores config().jit and the planner (also on an error).
 class ModeScope {
  public:
   explicit ModeScope(const std::string& mode);
@@ -25,7 +25,7 @@ class ModeScope {
  private:
   bool records_ = false;
   bool saved_jit_;
-  tracer::Backend* saved_backend_;
+  tracer::RegionPlanner* saved_planner_;
 };
 
 // Region-cache lookups summed over chosen stretches of time (the timed runs, not check()): the

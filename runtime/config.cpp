@@ -59,6 +59,12 @@ Config config_from_env() {
   if (auto v = env("KILN_JIT_SEGMENT_LIMIT"))
     c.jit_segment_limit = parse_int("KILN_JIT_SEGMENT_LIMIT", v, 1, 1 << 30);
   if (auto v = env("KILN_JIT_VALIDATE")) c.jit_validate = parse_bool("KILN_JIT_VALIDATE", v);
+  if (auto v = env("KILN_JIT_ISA")) {
+    const std::string s = v;
+    if (s != "avx512" && s != "avx2" && s != "sse2")
+      fail("KILN_JIT_ISA={}: not a JIT instruction set; expected avx512, avx2 or sse2", s);
+    c.jit_isa = s;
+  }
   if (auto v = env("KILN_DEVICE")) c.default_device = parse_device("KILN_DEVICE", v);
   if (auto v = env("KILN_NUM_THREADS")) c.num_threads = parse_int("KILN_NUM_THREADS", v, 0, 4096);
   if (auto v = env("KILN_LOG")) {

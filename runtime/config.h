@@ -8,12 +8,14 @@
 namespace kiln {
 
 struct Config {
-  bool jit = false;                       // KILN_JIT: 0 eager, 1 record and compile hot regions
-  int jit_threshold = 2;                  // KILN_JIT_THRESHOLD: runs before a region is compiled
-  bool jit_async = true;                  // KILN_JIT_ASYNC: compile in the background
-  int jit_recompile_limit = 8;            // KILN_JIT_RECOMPILE_LIMIT: distinct compiles per region
+  bool jit = false;             // KILN_JIT: 0 eager, 1 record and compile hot regions
+  int jit_threshold = -1;       // KILN_JIT_THRESHOLD: interpreted runs before a region is planned;
+                                // -1: the planner's own (the CPU plans at first sight)
+  bool jit_async = true;        // KILN_JIT_ASYNC: compile in the background
+  int jit_recompile_limit = 8;  // KILN_JIT_RECOMPILE_LIMIT: distinct compiles per region
   int jit_segment_limit = 10000;          // KILN_JIT_SEGMENT_LIMIT: ops recorded before a flush
   bool jit_validate = false;              // KILN_JIT_VALIDATE: check compiled regions against eager
+  std::string jit_isa;                    // KILN_JIT_ISA: avx512 | avx2 | sse2 (empty: the best)
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   int num_threads = 0;                    // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
   std::string log = "warn";               // KILN_LOG: e.g. "info,ops=debug"

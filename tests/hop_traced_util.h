@@ -77,7 +77,7 @@ inline std::vector<const tracer::Node*> nodes_of(const tracer::Graph& g, OpId op
 // The nodes of `op` at the top level of every region flushed since the cache was cleared.
 inline std::vector<const tracer::Node*> flushed_nodes_of(OpId op) {
   std::vector<const tracer::Node*> out;
-  for (const tracer::Region* r : tracer::RegionCache::instance().regions())
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions())
     for (const tracer::Node* n : nodes_of(r->graph, op)) out.push_back(n);
   return out;
 }

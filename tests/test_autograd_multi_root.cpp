@@ -35,7 +35,7 @@ TEST(AutogradMultiRoot, LeafRootsAndImplicitScalarSeeds) {
 }
 
 // A node with two outputs: out0 = 2 * in, out1 = 3 * in.
-class TwoOutputs : public Node {
+class TwoOutputs : public GradNode {
  public:
   int calls = 0;
   std::vector<Tensor> apply(const Tensor& g) override { return {g * 2.0}; }
@@ -50,7 +50,7 @@ class TwoOutputs : public Node {
 };
 
 // A tensor that is output `nr` of `node`.
-Tensor output_of(const Ref<Node>& node, uint32_t nr, const Tensor& value) {
+Tensor output_of(const Ref<GradNode>& node, uint32_t nr, const Tensor& value) {
   Tensor t = value.detach();
   AutogradMeta& m = t.impl()->ensure_autograd();
   m.grad_fn = node;
@@ -60,7 +60,7 @@ Tensor output_of(const Ref<Node>& node, uint32_t nr, const Tensor& value) {
 
 TEST(AutogradMultiRoot, MultiOutputNodeGetsPerOutputSumsAndRunsOnce) {
   Tensor x = from_vector<double>({1, 10}, {2}).requires_grad_();
-  Ref<Node> node(new TwoOutputs());
+  Ref<GradNode> node(new TwoOutputs());
   node->next_edges().push_back(gradient_edge(x));
   Tensor o0 = output_of(node, 0, x * 2.0), o1 = output_of(node, 1, x * 3.0);
   EXPECT_EQ(o1.grad_fn_name(), "TwoOutputs");
@@ -71,7 +71,7 @@ TEST(AutogradMultiRoot, MultiOutputNodeGetsPerOutputSumsAndRunsOnce) {
 
   // Only output 1 reached: output 0's slot stays undefined.
   Tensor y = from_vector<double>({1}, {1}).requires_grad_();
-  Ref<Node> node2(new TwoOutputs());
+  Ref<GradNode> node2(new TwoOutputs());
   node2->next_edges().push_back(gradient_edge(y));
   Tensor p1 = output_of(node2, 1, y * 3.0);
   output_of(node2, 0, y * 2.0);  // never used

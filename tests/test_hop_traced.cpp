@@ -199,7 +199,7 @@ TEST(HopTraced, ACaptureRecordedJustBeforeTheOpIsLifted) {
   // The capture is the output of the sub node recorded in the same segment, not a graph input.
   ASSERT_EQ(n->inputs.size(), 2u);
   bool made_in_segment = false;
-  for (const tracer::Region* r : tracer::RegionCache::instance().regions()) {
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
     if (nodes_of(r->graph, OpId::Map).empty()) continue;
     for (const tracer::Node& m : r->graph.nodes) made_in_segment |= m.output == n->inputs[1];
   }

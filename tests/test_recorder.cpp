@@ -6,8 +6,10 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "kiln/kiln.h"
 #include "record_util.h"
@@ -270,7 +272,7 @@ TEST(Recorder, TrainingStepIsOneRegionThatRepeats) {
   tracer::CacheCounters c = delta.now();
   EXPECT_EQ(c.hits, kSteps - 1);
   EXPECT_EQ(c.misses, 2);
-  const tracer::Region* step = tracer::RegionCache::instance().regions().back();
+  const tracer::CachedRegion* step = tracer::RegionCache::instance().regions().back();
   EXPECT_EQ(step->runs.load(), kSteps);
   EXPECT_EQ(step->hits.load(), kSteps - 1);
 }
@@ -480,39 +482,62 @@ TEST(Recorder, DumpWritesEveryNewRegion) {
   fs::remove_all(dir);
 }
 
-// A backend that "compiles" by interpreting, and counts what it is asked to do.
-class CountingBackend final : public tracer::Backend {
+// A planner that "plans" by interpreting its own copy of the first recording, and counts what it
+// is asked to do. Its plans read only RunArgs (backend.h): sizes from the inputs, so a plan made
+// from one recording serves recordings of other batch sizes without planning again.
+class CountingBackend final : public tracer::RegionPlanner {
  public:
   std::atomic<int> compiles{0}, runs{0};
   bool fail = false;
   const char* name() const override { return "counting"; }
-  bool accepts(const tracer::Graph&) const override { return true; }
-  std::unique_ptr<tracer::CompiledRegion> compile(const tracer::Graph& g,
-                                                  const tracer::RuntimeScalars&) override {
+  int threshold(const tracer::Graph&) const override { return 2; }
+  std::unique_ptr<tracer::RegionPlan> plan(const tracer::Graph& g,
+                                           const tracer::RuntimeScalars& runtime) override {
     ++compiles;
     if (fail) throw Error("counting backend: refusing to compile");
-    return std::make_unique<Plan>(*this, g);
+    return std::make_unique<Plan>(*this, g, runtime);
   }
 
  private:
-  struct Plan final : tracer::CompiledRegion {
-    Plan(CountingBackend& b, const tracer::Graph& g)
-        : backend(b), plan(tracer::plan_interpreter(g)) {}
-    std::vector<Tensor> run(const tracer::Graph& current, std::span<const Tensor> inputs) override {
+  struct Plan final : tracer::RegionPlan {
+    Plan(CountingBackend& b, const tracer::Graph& g, tracer::RuntimeScalars r)
+        : backend(b), graph(g), runtime(std::move(r)) {}
+    tracer::InterpretResult run(const tracer::RunArgs& args) override {
       ++backend.runs;
-      tracer::InterpretResult r = tracer::interpret(current, plan, inputs);
-      if (r.error) std::rethrow_exception(r.error);
-      return r.outputs;
+      // Promoted scalars come from the run arguments; every node's meta is re-derived from the
+      // actual inputs (only ops without shape attributes in these tests).
+      tracer::Graph current = graph;
+      for (size_t k = 0; k < runtime.size(); ++k)
+        current.nodes[runtime[k].node].attrs.scalars[runtime[k].index] = args.scalars[k];
+      for (size_t i = 0; i < args.inputs.size(); ++i)
+        current.inputs[i].meta = tracer::meta_of(args.inputs[i].impl());
+      std::vector<tracer::ValueMeta> metas(static_cast<size_t>(current.num_values()));
+      for (const auto& in : current.inputs) metas[in.id] = in.meta;
+      for (auto& n : current.nodes) {
+        std::vector<Tensor> probes;
+        for (tracer::ValueId v : n.inputs)
+          probes.push_back(empty_strided(metas[v].sizes, metas[v].dtype));
+        kiln::OutputMeta m;
+        op_def(n.op).meta(OpCall{n.op, probes, n.attrs}, m);
+        n.meta = m;
+        metas[n.output] = m;
+      }
+      return tracer::interpret(current, tracer::plan_interpreter(current), args.inputs,
+                               args.destinations);
+    }
+    static Tensor empty_strided(const DimVector& sizes, DType d) {
+      return empty_tensor(sizes, d, Device::cpu());
     }
     CountingBackend& backend;
-    tracer::InterpreterPlan plan;
+    tracer::Graph graph;
+    tracer::RuntimeScalars runtime;
   };
 };
 
 void run_with_backend(CountingBackend& backend, bool async, int iterations) {
   ConfigOverride threshold(config().jit_threshold, 2);
   ConfigOverride asynchronous(config().jit_async, async);
-  tracer::set_backend(&backend);
+  tracer::set_planner(&backend);
   JitMode jit(true);
   tracer::RegionCache::instance().clear();
   Tensor x = ramp({6});
@@ -522,7 +547,7 @@ void run_with_backend(CountingBackend& backend, bool async, int iterations) {
     EXPECT_EQ(bytes_of(y), bytes_of((x.detach() * 2.0 + 1.0).tanh()));
     if (async) tracer::wait_for_compiles();
   }
-  tracer::set_backend(nullptr);
+  tracer::set_planner(nullptr);
 }
 
 TEST(Recorder, BackendCompilesHotRegionsAndRunsTheirPlans) {
@@ -542,6 +567,75 @@ TEST(Recorder, BackendFailureFallsBackToInterpretation) {
   EXPECT_EQ(backend.runs.load(), 0);
 }
 
+// The seam is size-generic: a plan made from the first recording runs a recording of another
+// batch size (same region: sizes are not in the key) without planning again, and its results
+// are those of eager mode.
+TEST(Recorder, PlanFromOneRecordingRunsAnotherBatchSize) {
+  CountingBackend backend;
+  ConfigOverride threshold(config().jit_threshold, 1);
+  ConfigOverride synchronous(config().jit_async, false);
+  tracer::set_planner(&backend);
+  JitMode jit(true);
+  tracer::RegionCache::instance().clear();
+  for (int64_t batch : {4, 4, 9, 17}) {
+    Tensor x, want;
+    {
+      JitMode off(false);
+      x = ramp({batch, 3});
+      want = (x * 2.0 + 1.0).tanh();
+    }
+    Tensor y = (x * 2.0 + 1.0).tanh();
+    EXPECT_EQ(bytes_of(y), bytes_of(want)) << "batch " << batch;
+  }
+  tracer::set_planner(nullptr);
+  EXPECT_EQ(backend.compiles.load(), 1);  // planned after the first run, never again
+  EXPECT_EQ(backend.runs.load(), 3);      // batches 4, 9 and 17 ran the plan
+}
+
+// Planning in the background while other threads record, the cache is cleared under the queued
+// jobs and scalars are promoted: no job may touch a freed region (ASan), a failure must not
+// overwrite the reset state of a concurrent promotion, and every result stays eager's.
+TEST(Recorder, BackgroundPlanningSurvivesCacheClearsAndPromotions) {
+  CountingBackend backend;
+  ConfigOverride threshold(config().jit_threshold, 1);
+  ConfigOverride asynchronous(config().jit_async, true);
+  tracer::set_planner(&backend);
+  std::atomic<bool> stop{false};
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t) {
+    workers.emplace_back([&, t] {
+      Tensor x;
+      {
+        JitMode off(false);
+        x = ramp({5 + t});
+      }
+      JitMode jit(true);
+      for (int i = 0; i < 200 && !stop; ++i) {
+        const double scale = 1.0 + (i % 7);  // varies: promoted to a runtime scalar
+        Tensor y = (x * scale - 0.5).tanh();
+        Tensor want;
+        {
+          JitMode off(false);
+          want = (x * scale - 0.5).tanh();
+        }
+        if (bytes_of(y) != bytes_of(want)) ++mismatches;
+      }
+    });
+  }
+  for (int i = 0; i < 50; ++i) {
+    backend.fail = (i % 3) == 0;
+    tracer::RegionCache::instance().clear();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  stop = true;
+  for (auto& w : workers) w.join();
+  tracer::wait_for_compiles();
+  tracer::set_planner(nullptr);
+  tracer::RegionCache::instance().clear();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
 }  // namespace
 
 // A plan compiled in the background for the scalars baked in when it was queued must not be
@@ -555,14 +649,14 @@ TEST(Recorder, PlanCompiledBeforeAPromotionIsNotInstalled) {
   m.sizes = {4};
   const tracer::ValueId out = g.add_node(OpId::Mul, mul, {in}, m);
   g.set_outputs({out});
-  tracer::Region region(1, g, {}, {}, nullptr);
+  tracer::CachedRegion region(1, g, {}, {}, nullptr);
   CountingBackend backend;
   const tracer::RuntimeScalars queued = region.runtime_scalars();
   region.add_runtime_scalars({{0, 0}});  // promoted while the compile ran
-  EXPECT_FALSE(region.install_compiled(backend.compile(g, queued), queued));
-  EXPECT_EQ(region.compiled(), nullptr);
-  EXPECT_NE(region.compile_state.load(), tracer::Region::CompileState::Ready);
+  EXPECT_FALSE(region.install_plan(backend.plan(g, queued), queued));
+  EXPECT_EQ(region.jit_plan(), nullptr);
+  EXPECT_NE(region.plan_state.load(), tracer::CachedRegion::PlanState::Ready);
   const tracer::RuntimeScalars now = region.runtime_scalars();
-  EXPECT_TRUE(region.install_compiled(backend.compile(g, now), now));
-  EXPECT_NE(region.compiled(), nullptr);
+  EXPECT_TRUE(region.install_plan(backend.plan(g, now), now));
+  EXPECT_NE(region.jit_plan(), nullptr);
 }

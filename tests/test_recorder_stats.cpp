@@ -88,9 +88,9 @@ TEST(RecorderStats, TrainingLoopSummary) {
   const std::string stats = prof::stats_text();
   prof::stop();
 
-  const std::vector<const tracer::Region*> regions = tracer::RegionCache::instance().regions();
+  const std::vector<const tracer::CachedRegion*> regions = tracer::RegionCache::instance().regions();
   ASSERT_EQ(regions.size(), 2u) << stats;
-  const tracer::Region* step = regions[0];
+  const tracer::CachedRegion* step = regions[0];
   EXPECT_EQ(step->runs.load(), kSteps);
 
   // The summary line and the event rows.

@@ -31,7 +31,7 @@ bool is_runtime(const RuntimeScalars& rs, int32_t node, int32_t index) {
 bool FlushMemo::begin() {
   if (region_ == nullptr) return false;
   if (generation_ != RegionCache::instance().generation()) {  // the cache was cleared
-    region_ = nullptr;
+    region_.reset();
     return false;
   }
   runtime_ = region_->runtime_scalars();
@@ -96,17 +96,17 @@ bool FlushMemo::same_aliasing(std::span<const int32_t> aliasing) const {
 }
 
 void FlushMemo::remember(Graph raw, CanonicalGraph canon, std::vector<int32_t> aliasing,
-                         Region* region) {
+                         std::shared_ptr<CachedRegion> region) {
   raw_ = std::move(raw);
   canon_ = std::move(canon);  // canonical() is what the flush runs, remembered or not
   aliasing_ = std::move(aliasing);
-  region_ = nullptr;
+  region_.reset();
   for (const Node& n : raw_.nodes)
     if (!n.subgraphs.empty()) return;  // bodies are not compared node for node: never followed
   canon_index_.assign(raw_.nodes.size(), -1);
   for (size_t c = 0; c < canon_.node_origin.size(); ++c)
     canon_index_[canon_.node_origin[c]] = static_cast<int32_t>(c);
-  region_ = region;
+  region_ = std::move(region);
   generation_ = RegionCache::instance().generation();
 }
 

@@ -36,22 +36,24 @@ class FlushMemo {
   // True when the inputs share storage as the remembered ones did.
   bool same_aliasing(std::span<const int32_t> aliasing) const;
 
-  Region* region() const { return region_; }
+  const std::shared_ptr<CachedRegion>& region() const { return region_; }
   const CanonicalGraph& canonical() const { return canon_; }
 
   // Remembers a flush that runs `canon` (canonical()) as `region`; a recording with bodies is
   // kept but never followed.
-  void remember(Graph raw, CanonicalGraph canon, std::vector<int32_t> aliasing, Region* region);
-  void forget() { region_ = nullptr; }
+  void remember(Graph raw, CanonicalGraph canon, std::vector<int32_t> aliasing,
+                std::shared_ptr<CachedRegion> region);
+  void forget() { region_.reset(); }
 
  private:
   Graph raw_;
   CanonicalGraph canon_;
   std::vector<int32_t> canon_index_;  // raw node -> canonical node (-1: dead)
   std::vector<int32_t> aliasing_;
-  RuntimeScalars runtime_;    // the region's promoted scalars (refreshed by begin())
-  Region* region_ = nullptr;  // null: nothing remembered
-  uint64_t generation_ = 0;   // of the region cache when remembered
+  RuntimeScalars runtime_;  // the region's promoted scalars (refreshed by begin())
+  // Shared: a cache clear on another thread never frees it under a flush that follows it.
+  std::shared_ptr<CachedRegion> region_;  // null: nothing remembered
+  uint64_t generation_ = 0;               // of the region cache when remembered
 };
 
 }  // namespace kiln::tracer

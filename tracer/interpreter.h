@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/tensor.h"
+#include "tracer/backend.h"
 #include "tracer/graph.h"
 
 namespace kiln::tracer {
@@ -35,10 +36,7 @@ InterpreterPlan plan_interpreter(const Graph& g);
 // the first exception; every other output is still computed, as eager mode would have.
 // Higher-order nodes run their bodies through tracer/hop_interpreter.h; a view node's geometry is
 // computed from its actual input (a body's inputs may sit at another offset on each step).
-struct InterpretResult {
-  std::vector<Tensor> outputs;
-  std::exception_ptr error;
-};
+// (InterpretResult: tracer/backend.h, which plans return too.)
 // `destinations` (optional, one per graph output, undefined where none) names memory an output
 // must end up in (a mutated input the recorder writes back). When the output's node is
 // elementwise and no later read sees that memory's old contents, the node writes there directly

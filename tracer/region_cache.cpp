@@ -42,7 +42,7 @@ bool is_runtime(const RuntimeScalars& rs, int32_t node, int32_t index) {  // rs 
 }
 
 // Scalar positions where `g` differs from the region's recording and that are still baked.
-RuntimeScalars new_runtime_scalars(const Region& r, const Graph& g) {
+RuntimeScalars new_runtime_scalars(const CachedRegion& r, const Graph& g) {
   RuntimeScalars out;
   const RuntimeScalars known = r.runtime_scalars();
   for (size_t j = 0; j < g.nodes.size(); ++j) {
@@ -81,43 +81,45 @@ std::string describe_meta_change(const std::string& what, const ValueMeta& a, co
 
 }  // namespace
 
-Region::Region(uint64_t id_, Graph graph_, std::vector<uint64_t> encoding_,
-               std::vector<int32_t> aliasing_, RegionFamily* family_)
+CachedRegion::CachedRegion(uint64_t id_, Graph graph_, std::vector<uint64_t> encoding_,
+                           std::vector<int32_t> aliasing_, RegionFamily* family_)
     : id(id_),
       graph(std::move(graph_)),
       encoding(std::move(encoding_)),
       aliasing(std::move(aliasing_)),
       plan(plan_interpreter(graph)),
+      random(random_nodes(graph)),
       family(family_) {}
 
-std::shared_ptr<CompiledRegion> Region::compiled() const {
+std::shared_ptr<RegionPlan> CachedRegion::jit_plan() const {
   std::lock_guard lock(plan_mu_);
-  return compiled_;
+  return jit_plan_;
 }
 
-void Region::set_compiled(std::shared_ptr<CompiledRegion> plan) {
-  std::lock_guard lock(plan_mu_);
-  compiled_ = std::move(plan);
-}
-
-bool Region::install_compiled(std::shared_ptr<CompiledRegion> plan, const RuntimeScalars& runtime) {
+bool CachedRegion::install_plan(std::shared_ptr<RegionPlan> plan, const RuntimeScalars& runtime) {
   std::lock_guard lock(plan_mu_);
   if (runtime.size() != runtime_scalars_.size()) return false;  // promotions only add
-  compiled_ = std::move(plan);
-  compile_state.store(CompileState::Ready);
+  jit_plan_ = std::move(plan);
+  plan_state.store(PlanState::Ready);
   return true;
 }
 
-RuntimeScalars Region::runtime_scalars() const {
+void CachedRegion::planning_failed(const RuntimeScalars& runtime) {
+  std::lock_guard lock(plan_mu_);
+  // A promotion since the attempt reset the state to None: leave it so, the next run replans.
+  if (runtime.size() == runtime_scalars_.size()) plan_state.store(PlanState::Failed);
+}
+
+RuntimeScalars CachedRegion::runtime_scalars() const {
   std::lock_guard lock(plan_mu_);
   return runtime_scalars_;
 }
 
-void Region::add_runtime_scalars(const RuntimeScalars& more) {
+void CachedRegion::add_runtime_scalars(const RuntimeScalars& more) {
   std::lock_guard lock(plan_mu_);
   runtime_scalars_.insert(runtime_scalars_.end(), more.begin(), more.end());
-  compiled_.reset();
-  compile_state.store(CompileState::None);
+  jit_plan_.reset();
+  plan_state.store(PlanState::None);
 }
 
 std::string describe_guard_change(const Graph& before, std::span<const int32_t> aliasing_before,
@@ -169,7 +171,7 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
     if (limit == 0 || f.compiles < limit || g.nodes.size() < kMinLimitedNodes) return false;
     if (!f.frozen) {
       f.frozen = true;
-      const Region* last = f.variants.empty() ? nullptr : f.variants.back();
+      const CachedRegion* last = f.variants.empty() ? nullptr : f.variants.back();
       std::string change =
           last ? describe_guard_change(last->graph, last->aliasing, g, aliasing) : std::string();
       KILN_WARN(Tracer,
@@ -188,7 +190,7 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
       continue;
     if (r->encoding != words) continue;  // the full structural check: never trust the hash
     RuntimeScalars fresh = new_runtime_scalars(*r, g);
-    CacheLookup out{r.get(), true, false};
+    CacheLookup out{r, true, false};
     if (!fresh.empty()) {
       if (over_limit(*r->family)) return {};
       ++r->family->compiles;
@@ -206,18 +208,18 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
   if (!family) family = std::make_unique<RegionFamily>();
   if (over_limit(*family)) return {};
   ++family->compiles;
-  bucket.push_back(std::make_unique<Region>(key, g, std::move(words),
-                                            std::vector<int32_t>(aliasing.begin(), aliasing.end()),
-                                            family.get()));
-  Region* r = bucket.back().get();
-  family->variants.push_back(r);
-  order_.push_back(r);
+  bucket.push_back(std::make_shared<CachedRegion>(
+      key, g, std::move(words), std::vector<int32_t>(aliasing.begin(), aliasing.end()),
+      family.get()));
+  const std::shared_ptr<CachedRegion>& r = bucket.back();
+  family->variants.push_back(r.get());
+  order_.push_back(r.get());
   ++counters_.regions;
   ++counters_.misses;
   return {r, false, false};
 }
 
-void RegionCache::count_hit(Region* r) {
+void RegionCache::count_hit(CachedRegion* r) {
   {
     std::lock_guard lock(mu_);
     ++counters_.hits;
@@ -231,7 +233,7 @@ CacheCounters RegionCache::counters() const {
   return counters_;
 }
 
-std::vector<const Region*> RegionCache::regions() const {
+std::vector<const CachedRegion*> RegionCache::regions() const {
   std::lock_guard lock(mu_);
   return order_;
 }

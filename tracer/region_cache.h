@@ -1,5 +1,5 @@
 // The region cache (DESIGN.md, "Tracer", "Guards"): maps a flushed segment's canonical graph to a
-// Region, the unit that is counted, interpreted with a precomputed plan, and later compiled.
+// CachedRegion, the unit that is counted, interpreted with a precomputed plan, and later compiled.
 //
 // Keys. A region is found by its Shapeless key (graph_hash with ScalarKey::Kinds: ops, attrs,
 // edges, dtypes, ranks, devices, size-1 dims, contiguity classes) plus the aliasing of its inputs
@@ -30,16 +30,19 @@ namespace kiln::tracer {
 
 struct RegionFamily;
 
-class Region {
+// Held by shared_ptr: a background planning job keeps its region alive even when the cache
+// forgets it meanwhile (RegionCache::clear).
+class CachedRegion : public std::enable_shared_from_this<CachedRegion> {
  public:
-  Region(uint64_t id, Graph graph, std::vector<uint64_t> encoding, std::vector<int32_t> aliasing,
-         RegionFamily* family);
+  CachedRegion(uint64_t id, Graph graph, std::vector<uint64_t> encoding,
+               std::vector<int32_t> aliasing, RegionFamily* family);
 
   const uint64_t id;                     // the cache key (Shapeless hash mixed with the aliasing)
   const Graph graph;                     // canonical graph of the first recording
   const std::vector<uint64_t> encoding;  // its Shapeless encoding without scalar values
   const std::vector<int32_t> aliasing;
   const InterpreterPlan plan;
+  const std::vector<int32_t> random;  // random_nodes(graph): whose Philox words RunArgs carry
   RegionFamily* const family;
 
   // Positions of promoted scalars.
@@ -51,29 +54,33 @@ class Region {
   std::atomic<int64_t> hits{0};
   std::atomic<int64_t> interpret_ns{0};
 
-  // The compiled plan, once a backend produced one (null until then, or after a promotion).
-  std::shared_ptr<CompiledRegion> compiled() const;
-  void set_compiled(std::shared_ptr<CompiledRegion> plan);
-  // Installs a plan compiled for `runtime` scalars and marks the region Ready, unless a scalar
-  // was promoted since (the plan bakes it in): then false, and the region stays uncompiled.
-  bool install_compiled(std::shared_ptr<CompiledRegion> plan, const RuntimeScalars& runtime);
-  enum class CompileState : uint8_t { None, Queued, Ready, Failed };
-  std::atomic<CompileState> compile_state{CompileState::None};
+  // The JIT's plan, once the planner made one (null until then, or after a promotion).
+  std::shared_ptr<RegionPlan> jit_plan() const;
+  // Installs a plan made for `runtime` scalars and marks the region Ready, unless a scalar was
+  // promoted since (the plan bakes it in): then false, and the region stays unplanned.
+  bool install_plan(std::shared_ptr<RegionPlan> plan, const RuntimeScalars& runtime);
+  // A failed planning attempt for `runtime` scalars: Failed (interpreted for good), unless a
+  // promotion reset the state meanwhile (then the next run plans again).
+  void planning_failed(const RuntimeScalars& runtime);
+  enum class PlanState : uint8_t { None, Queued, Ready, Failed };
+  std::atomic<PlanState> plan_state{PlanState::None};
 
  private:
   mutable std::mutex plan_mu_;
-  std::shared_ptr<CompiledRegion> compiled_;
+  std::shared_ptr<RegionPlan> jit_plan_;
   RuntimeScalars runtime_scalars_;
 };
 
 struct RegionFamily {
-  std::vector<Region*> variants;
+  std::vector<CachedRegion*> variants;
   int compiles = 0;  // variants created + scalar promotions
   bool frozen = false;
 };
 
 struct CacheLookup {
-  Region* region = nullptr;  // null: not cached (the family is past its recompile limit)
+  // Null: not cached (the family is past its recompile limit). Shared: RegionCache::clear() on
+  // another thread never frees a region a flush is running.
+  std::shared_ptr<CachedRegion> region;
   bool hit = false;
   bool promoted = false;  // a scalar became a runtime input of `region` on this lookup
 };
@@ -92,21 +99,21 @@ class RegionCache {
 
   // Counts a hit on `r` found without a lookup (a segment recognised a repeat of its last flush,
   // tracer/flush_memo.h).
-  void count_hit(Region* r);
-  // Changes whenever clear() forgets the regions (so that remembered Region pointers expire).
+  void count_hit(CachedRegion* r);
+  // Changes whenever clear() forgets the regions (so that remembered CachedRegion pointers expire).
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
   CacheCounters counters() const;
   // Every region, in creation order (for tests and stats).
-  std::vector<const Region*> regions() const;
-  // Forgets every region (tests). Not safe while other threads flush.
+  std::vector<const CachedRegion*> regions() const;
+  // Forgets every region (tests). Flushes running meanwhile finish with the region they hold.
   void clear();
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<uint64_t, std::vector<std::unique_ptr<Region>>> by_key_;
+  std::unordered_map<uint64_t, std::vector<std::shared_ptr<CachedRegion>>> by_key_;
   std::unordered_map<uint64_t, std::unique_ptr<RegionFamily>> families_;
-  std::vector<const Region*> order_;
+  std::vector<const CachedRegion*> order_;
   CacheCounters counters_;
   std::atomic<uint64_t> generation_{0};
 };

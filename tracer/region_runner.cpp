@@ -21,13 +21,13 @@ namespace kiln::tracer {
 
 namespace {
 
-std::atomic<Backend*> g_backend{nullptr};
+std::atomic<RegionPlanner*> g_planner{nullptr};
 
-// One background thread compiles regions in the order they turned hot.
-class CompileQueue {
+// One background thread plans regions in the order they turned hot.
+class PlanQueue {
  public:
-  static CompileQueue& instance() {
-    static CompileQueue* q = new CompileQueue();  // never destroyed: the worker is detached
+  static PlanQueue& instance() {
+    static PlanQueue* q = new PlanQueue();  // never destroyed: the worker is detached
     return *q;
   }
   void push(std::function<void()> job) {
@@ -72,57 +72,81 @@ class CompileQueue {
   bool started_ = false;
 };
 
-void compile_region(Region* region, Backend* backend, Graph graph, RuntimeScalars runtime) {
+// `region` is shared: a cache clear while this runs must not free it under the job.
+void plan_region(const std::shared_ptr<CachedRegion>& region, RegionPlanner* planner,
+                 const Graph& graph, const RuntimeScalars& runtime) {
   const int64_t t0 = profiler::now_ns();
   EagerModeGuard eager;
   try {
-    std::shared_ptr<CompiledRegion> plan = backend->compile(graph, runtime);
-    if (!plan) throw Error("the backend returned no plan");
-    // A scalar promoted while this compiled makes the plan stale: the next run compiles again.
-    if (region->install_compiled(std::move(plan), runtime))
-      profiler::record_compile(backend->name(), region->id, t0, profiler::now_ns());
+    std::shared_ptr<RegionPlan> plan = planner->plan(graph, runtime);
+    if (!plan) {  // nothing worth compiling: interpreted, silently
+      region->planning_failed(runtime);
+      return;
+    }
+    // A scalar promoted while this ran makes the plan stale: the next run plans again.
+    if (region->install_plan(std::move(plan), runtime))
+      profiler::record_compile(planner->name(), region->id, t0, profiler::now_ns());
   } catch (const std::exception& e) {
-    region->compile_state.store(Region::CompileState::Failed);
-    KILN_WARN(Jit, "{}: compiling a region of {} ops failed; it stays interpreted: {}",
-              backend->name(), graph.nodes.size(), e.what());
+    region->planning_failed(runtime);
+    KILN_WARN(Jit, "{}: planning a region of {} ops failed; it stays interpreted: {}",
+              planner->name(), graph.nodes.size(), e.what());
   } catch (...) {
-    region->compile_state.store(Region::CompileState::Failed);
+    region->planning_failed(runtime);
     KILN_WARN(Jit,
-              "{}: compiling a region of {} ops failed (unknown exception); it stays "
+              "{}: planning a region of {} ops failed (unknown exception); it stays "
               "interpreted",
-              backend->name(), graph.nodes.size());
+              planner->name(), graph.nodes.size());
   }
 }
 
-void maybe_compile(Region* region) {
-  Backend* backend = g_backend.load(std::memory_order_acquire);
-  if (backend == nullptr) return;
-  if (region->runs.load(std::memory_order_relaxed) < config().jit_threshold) return;
-  auto expected = Region::CompileState::None;
-  if (!region->compile_state.compare_exchange_strong(expected, Region::CompileState::Queued))
+void maybe_plan(CachedRegion* region) {
+  RegionPlanner* planner = g_planner.load(std::memory_order_acquire);
+  if (planner == nullptr) return;
+  if (region->plan_state.load(std::memory_order_relaxed) != CachedRegion::PlanState::None) return;
+  const int threshold =
+      config().jit_threshold >= 0 ? config().jit_threshold : planner->threshold(region->graph);
+  if (region->runs.load(std::memory_order_relaxed) < threshold) return;
+  auto expected = CachedRegion::PlanState::None;
+  if (!region->plan_state.compare_exchange_strong(expected, CachedRegion::PlanState::Queued))
     return;
-  if (!backend->accepts(region->graph)) {
-    region->compile_state.store(Region::CompileState::Failed);
-    return;
-  }
-  // A promotion racing with this copy resets the state, and the region is compiled again.
+  // A promotion racing with this copy resets the state, and the region is planned again.
   RuntimeScalars runtime = region->runtime_scalars();
+  std::shared_ptr<CachedRegion> shared = region->shared_from_this();
   if (config().jit_async) {
-    Graph g = region->graph;
-    CompileQueue::instance().push([region, backend, g = std::move(g), runtime]() mutable {
-      compile_region(region, backend, std::move(g), std::move(runtime));
-    });
+    PlanQueue::instance().push(
+        [shared, planner, runtime]() { plan_region(shared, planner, shared->graph, runtime); });
   } else {
-    compile_region(region, backend, region->graph, std::move(runtime));
+    plan_region(shared, planner, region->graph, runtime);
   }
 }
+
+// The run arguments of `g` for a plan of `region` (backend.h: RunArgs).
+struct RunArgsStorage {
+  std::vector<Scalar> scalars;
+  std::vector<PhiloxWords> random;
+  void extract(const CachedRegion& region, const Graph& g) {
+    for (const ScalarPosition& p : region.runtime_scalars())
+      scalars.push_back(g.nodes[p.node].attrs.scalars[p.index]);
+    for (int32_t j : region.random) {
+      const Attrs& a = g.nodes[j].attrs;
+      random.push_back({static_cast<uint64_t>(a.ints[0]), static_cast<uint64_t>(a.ints[1])});
+    }
+  }
+};
 
 }  // namespace
 
-void set_backend(Backend* backend) { g_backend.store(backend, std::memory_order_release); }
-Backend* current_backend() { return g_backend.load(std::memory_order_acquire); }
+std::vector<int32_t> random_nodes(const Graph& g) {
+  std::vector<int32_t> out;
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    if (op_def(g.nodes[j].op).flags & kIsRandom) out.push_back(static_cast<int32_t>(j));
+  return out;
+}
 
-void wait_for_compiles() { CompileQueue::instance().wait_idle(); }
+void set_planner(RegionPlanner* planner) { g_planner.store(planner, std::memory_order_release); }
+RegionPlanner* current_planner() { return g_planner.load(std::memory_order_acquire); }
+
+void wait_for_compiles() { PlanQueue::instance().wait_idle(); }
 
 InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
                            std::span<const int32_t> aliasing) {
@@ -132,7 +156,7 @@ InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
 InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
                                   std::span<const Tensor> inputs,
                                   std::span<const Tensor> destinations) {
-  Region* region = found.region;
+  CachedRegion* region = found.region.get();
   const int64_t t0 = profiler::now_ns();
   if (region == nullptr) {  // past the recompile limit: interpreted, uncached
     InterpretResult out = interpret(g, plan_interpreter(g), inputs, destinations);
@@ -147,12 +171,14 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
       dump_graph(region->graph, fmt::format("region-{:016x}", region->id));
   }
   region->runs.fetch_add(1, std::memory_order_relaxed);
-  if (region->compile_state.load(std::memory_order_acquire) == Region::CompileState::Ready) {
-    if (std::shared_ptr<CompiledRegion> plan = region->compiled()) {
+  if (region->plan_state.load(std::memory_order_acquire) == CachedRegion::PlanState::Ready) {
+    if (std::shared_ptr<RegionPlan> plan = region->jit_plan()) {
       InterpretResult out;
       try {
-        out.outputs = plan->run(g, inputs);
-      } catch (...) {
+        RunArgsStorage storage;
+        storage.extract(*region, g);
+        out = plan->run(RunArgs{inputs, destinations, storage.scalars, storage.random});
+      } catch (...) {  // the plan itself failed (not an op): every output fails
         out.error = std::current_exception();
         out.outputs.assign(g.outputs.size(), Tensor());
       }
@@ -163,7 +189,7 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
   const int64_t t1 = profiler::now_ns();
   region->interpret_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
   profiler::record_interpret(region->id, static_cast<int64_t>(g.nodes.size()), t0, t1);
-  maybe_compile(region);
+  maybe_plan(region);
   return out;
 }
 

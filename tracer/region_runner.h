@@ -1,6 +1,7 @@
-// Runs one flushed, canonical graph: looks its region up in the cache, runs the region's compiled
-// plan when a backend produced one, else interprets it, and asks the backend for a plan once the
-// region has run config().jit_threshold times (in the background when config().jit_async).
+// Runs one flushed, canonical graph: looks its region up in the cache, runs the region's JIT plan
+// when the planner made one (handing it the run arguments extracted from `g`: backend.h), else
+// interprets it, and asks the planner for a plan once the region has run its threshold's worth of
+// times (in the background when config().jit_async).
 // Records the cache and interpretation events of the profiler, and dumps each new region's graph
 // when KILN_DUMP is set.
 #pragma once
@@ -14,21 +15,21 @@
 
 namespace kiln::tracer {
 
-// Outputs and the first error, as interpret() returns them (a compiled plan that throws fails
-// every output).
+// Outputs and the first error, as interpret() returns them (a plan that throws fails every
+// output).
 // Looks `g` up in the region cache, then runs it (run_cached_region).
 InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
                            std::span<const int32_t> aliasing);
 
 // Runs `g`, which the cache already matched to `found` (a null region: uncached, past the
-// recompile limit): the region's compiled plan when it has one, else the interpreter; counts
-// the run and hands the region to the backend when it turns hot.
+// recompile limit): the region's plan when it has one, else the interpreter; counts the run and
+// hands the region to the planner when it turns hot.
 // `destinations`: see interpret().
 InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
                                   std::span<const Tensor> inputs,
                                   std::span<const Tensor> destinations = {});
 
-// Waits until no compile is queued or running (tests, and before reporting stats).
+// Waits until no planning job is queued or running (tests, and before reporting stats).
 void wait_for_compiles();
 
 }  // namespace kiln::tracer

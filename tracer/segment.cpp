@@ -419,7 +419,7 @@ void Segment::flush_locked(SyncReason reason) {
       const CanonicalGraph& known = memo_.canonical();
       std::vector<Tensor> args = graph_args(known, aliasing);
       if (memo_.same_aliasing(aliasing)) {
-        RegionCache::instance().count_hit(memo_.region());
+        RegionCache::instance().count_hit(memo_.region().get());
         return run_cached_region(CacheLookup{memo_.region(), true, false}, known.graph, args,
                                  destinations);
       }

@@ -103,16 +103,16 @@ void run_backward(std::span<const Tensor> roots, std::span<const Tensor> grads, 
   for (const Tensor& root : roots) {
     AutogradMeta* rm = root.impl()->autograd();
     starts.push_back(rm->grad_fn ? Edge{rm->grad_fn, rm->output_nr}
-                                 : Edge{Ref<Node>(new AccumulateGrad(root.impl_ref())), 0});
+                                 : Edge{Ref<GradNode>(new AccumulateGrad(root.impl_ref())), 0});
   }
 
   // Count, for every reachable node, how many edges lead into it.
-  std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack;
+  std::unordered_map<GradNode*, int> deps;
+  std::vector<GradNode*> stack;
   for (const Edge& s : starts)
     if (deps.try_emplace(s.fn.get(), 0).second) stack.push_back(s.fn.get());
   while (!stack.empty()) {
-    Node* n = stack.back();
+    GradNode* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next_edges()) {
       if (!e.valid()) continue;
@@ -125,16 +125,16 @@ void run_backward(std::span<const Tensor> roots, std::span<const Tensor> grads, 
   // Run nodes whose every producer of gradient has run; sum what reaches each (node, output)
   // first. A node that no gradient reached still releases its successors (they may get
   // gradient elsewhere). A root reachable from another root waits for it like any node.
-  std::unordered_map<Node*, PendingGrads> pending;
-  std::vector<Ref<Node>> ready;
+  std::unordered_map<GradNode*, PendingGrads> pending;
+  std::vector<Ref<GradNode>> ready;
   for (size_t i = 0; i < starts.size(); ++i) {
-    Node* n = starts[i].fn.get();
+    GradNode* n = starts[i].fn.get();
     bool first = pending.find(n) == pending.end();
     add_pending(pending[n], starts[i].input_nr, seeds[i]);
     if (first && deps[n] == 0) ready.push_back(starts[i].fn);
   }
   while (!ready.empty()) {
-    Ref<Node> n = std::move(ready.back());
+    Ref<GradNode> n = std::move(ready.back());
     ready.pop_back();
     PendingGrads g;
     if (auto it = pending.find(n.get()); it != pending.end()) {
@@ -149,7 +149,7 @@ void run_backward(std::span<const Tensor> roots, std::span<const Tensor> grads, 
     for (size_t i = 0; i < edges.size(); ++i) {
       const Edge& e = edges[i];
       if (!e.valid()) continue;
-      Node* next = e.fn.get();
+      GradNode* next = e.fn.get();
       if (i < grads_in.size() && grads_in[i].defined())
         add_pending(pending[next], e.input_nr, grads_in[i]);
       if (--deps[next] == 0) ready.push_back(e.fn);

@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "runtime/autograd/node.h"
+#include "runtime/autograd/grad_node.h"
 #include "runtime/dispatcher.h"
 
 namespace kiln {
@@ -17,7 +17,7 @@ struct SavedTensor {
   static SavedTensor save(const Tensor& t);
 };
 
-class OpNode : public Node {
+class OpNode : public GradNode {
  public:
   OpNode(const OpDef& def, const OpCall& call, const Tensor& out, uint32_t needs);
   std::vector<Tensor> apply(const Tensor& grad_output) override;

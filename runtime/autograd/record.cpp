@@ -11,7 +11,7 @@ Edge gradient_edge(const Tensor& t) {
   if (!x->requires_grad()) return {};
   AutogradMeta* m = x->autograd();
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
-  return {Ref<Node>(new AccumulateGrad(t.impl_ref())), 0};
+  return {Ref<GradNode>(new AccumulateGrad(t.impl_ref())), 0};
 }
 
 void record_autograd(const OpDef& def, const OpCall& call, const Tensor& out) {
@@ -19,7 +19,7 @@ void record_autograd(const OpDef& def, const OpCall& call, const Tensor& out) {
   uint32_t needs = 0;
   for (size_t i = 0; i < call.inputs.size(); ++i)
     if (call.inputs[i].impl()->requires_grad()) needs |= 1u << i;
-  Ref<Node> node(new OpNode(def, call, out, needs));
+  Ref<GradNode> node(new OpNode(def, call, out, needs));
   auto& edges = node->next_edges();
   edges.reserve(call.inputs.size());
   for (const Tensor& in : call.inputs) edges.push_back(gradient_edge(in));

@@ -4,7 +4,7 @@
 #include <span>
 
 #include "runtime/autograd/grad_mode.h"
-#include "runtime/autograd/node.h"
+#include "runtime/autograd/grad_node.h"
 #include "runtime/dispatcher.h"
 
 namespace kiln {

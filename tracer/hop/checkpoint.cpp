@@ -42,7 +42,7 @@ TensorList run_checkpoint_eagerly(const Fn& fn, const TensorList& args) {
                "arguments, which must keep their values. Clone it inside fn before writing.",
                i, describe_meta(hop_meta(args[i])));
 
-  Ref<Node> node(new CheckpointBackward(fn, args, out, rng));
+  Ref<GradNode> node(new CheckpointBackward(fn, args, out, rng));
   for (const Tensor& a : args) node->next_edges().push_back(gradient_edge(a));
   for (size_t i = 0; i < out.size(); ++i) {
     if (!out[i].impl()->requires_grad()) continue;

@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "runtime/autograd/node.h"
+#include "runtime/autograd/grad_node.h"
 #include "runtime/autograd/op_node.h"
 #include "runtime/philox.h"
 #include "tracer/hop/hop.h"
@@ -12,7 +12,7 @@
 
 namespace kiln::hop {
 
-class CheckpointBackward : public Node {
+class CheckpointBackward : public GradNode {
  public:
   // `outputs` are the forward's outputs (for their metadata); `rng` is where the forward's random
   // draws started. Edges (one per arg) are set by the caller.

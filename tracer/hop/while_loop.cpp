@@ -14,7 +14,7 @@ namespace {
 
 // Stands in for the history of while_loop's outputs: the number of iterations is data
 // dependent, so there is no fixed graph to differentiate (scan is the differentiable loop).
-class WhileLoopBackward : public Node {
+class WhileLoopBackward : public GradNode {
  public:
   std::vector<Tensor> apply(const Tensor&) override { fail_backward(); }
   std::vector<Tensor> apply_outputs(std::span<const Tensor>) override { fail_backward(); }
@@ -31,10 +31,10 @@ class WhileLoopBackward : public Node {
 // Replaces the history of every output that requires grad by one WhileLoopBackward node. The
 // outputs become detached aliases (same storage), so the loop's own graph is freed.
 TensorList make_forward_only(TensorList out) {
-  Ref<Node> node;
+  Ref<GradNode> node;
   for (size_t i = 0; i < out.size(); ++i) {
     if (!out[i].impl()->requires_grad()) continue;
-    if (!node) node = Ref<Node>(new WhileLoopBackward());
+    if (!node) node = Ref<GradNode>(new WhileLoopBackward());
     out[i] = out[i].detach();
     AutogradMeta& m = out[i].impl()->ensure_autograd();
     m.grad_fn = node;

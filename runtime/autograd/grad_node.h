@@ -1,4 +1,4 @@
-// The autograd graph: a Node turns the gradient of its output into gradients of its inputs and
+// The autograd graph: a GradNode turns the gradient of its output into gradients of its inputs and
 // passes them along its edges. Nodes are built by the dispatcher as ops run (record_autograd) and
 // walked by the engine in backward().
 #pragma once
@@ -13,18 +13,18 @@
 
 namespace kiln {
 
-class Node;
+class GradNode;
 
 // Where one input's gradient goes: into input `input_nr` of `fn` (none when fn is null). For a
 // node with several outputs, input_nr is the output_nr of the tensor the edge was taken from:
 // the engine sums gradients per (node, input_nr).
 struct Edge {
-  Ref<Node> fn;
+  Ref<GradNode> fn;
   uint32_t input_nr = 0;
   bool valid() const { return static_cast<bool>(fn); }
 };
 
-class Node : public RefCounted {
+class GradNode : public RefCounted {
  public:
   // Gradients of this node's inputs (one per edge; undefined where not needed) from the gradient
   // of its output.
@@ -47,7 +47,7 @@ class Node : public RefCounted {
 };
 
 // The sink for a leaf: adds the incoming gradient into leaf.grad().
-class AccumulateGrad : public Node {
+class AccumulateGrad : public GradNode {
  public:
   explicit AccumulateGrad(Ref<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
   std::vector<Tensor> apply(const Tensor& grad_output) override;
