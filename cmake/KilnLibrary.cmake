@@ -1,10 +1,11 @@
-# The static library kiln::kiln. Sources are listed per layer; files named *_kernels.cpp under
-# ops/cpu are compiled once per ISA (see ops/cpu/isa.h).
+#The static library kiln::kiln.Sources are listed per layer; files named * _kernels.cpp under
+#ops / cpu are compiled once per ISA(see ops / cpu / isa.h).
 file(GLOB KILN_RUNTIME_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/runtime/*.cpp
      ${PROJECT_SOURCE_DIR}/runtime/autograd/*.cpp)
 file(GLOB KILN_TRACER_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tracer/*.cpp
      ${PROJECT_SOURCE_DIR}/tracer/hop/*.cpp)
-file(GLOB KILN_JIT_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/jit/*.cpp)
+file(GLOB KILN_JIT_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/jit/*.cpp
+     ${PROJECT_SOURCE_DIR}/jit/*/*.cpp)
 file(GLOB KILN_OPS_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/ops/*.cpp
      ${PROJECT_SOURCE_DIR}/ops/optim/*.cpp
      ${PROJECT_SOURCE_DIR}/ops/cpu/*.cpp)
@@ -22,7 +23,8 @@ target_include_directories(kiln PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:include>
   $<INSTALL_INTERFACE:include/kiln>)
-target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb TBB::tbbmalloc PRIVATE kiln_openblas)
+target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb TBB::tbbmalloc PRIVATE kiln_openblas
+                      asmjit::asmjit)
 target_compile_features(kiln PUBLIC cxx_std_20)
 
 # One object library per ISA for the kernel files.

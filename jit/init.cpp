@@ -1,6 +1,7 @@
 // kiln::init(): the top of the library registers every layer's implementations of the seams the
 // lower layers define. It must not dispatch ops (the dispatcher calls it before the first one).
 #include "runtime/init.h"
+#include "jit/plan/planner.h"
 #include "ops/op_registry.h"
 #include "runtime/profiler.h"
 #include "tracer/recorder.h"
@@ -10,6 +11,7 @@ namespace kiln {
 void init() {
   register_all_ops();
   tracer::register_recorder();
+  tracer::set_planner(&jit::planner());
   profiler::start_from_config();  // KILN_PROFILE, KILN_STATS
 }
 

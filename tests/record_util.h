@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "runtime/init.h"
+#include "tracer/backend.h"
 #include "tracer/region_cache.h"
 
 namespace kiln::testing {
@@ -49,10 +51,27 @@ class JitRestore {
 };
 
 // The tensor's elements in row-major order, as raw bytes (a sync point).
+// The bytes of `t` (row-major), every NaN of a floating dtype written as the positive quiet NaN:
+// the numerical contract (docs/numerics.md) leaves a NaN's sign and payload open (x86 passes on
+// the first operand's NaN, and compilers order commutative operands freely).
 inline std::vector<unsigned char> bytes_of(const Tensor& t) {
   Tensor c = t.contiguous();
   const auto* p = static_cast<const unsigned char*>(c.raw_data());
-  return std::vector<unsigned char>(p, p + c.numel() * itemsize(c.dtype()));
+  std::vector<unsigned char> out(p, p + c.numel() * itemsize(c.dtype()));
+  if (c.dtype() == DType::Float32) {
+    for (size_t i = 0; i + 4 <= out.size(); i += 4) {
+      float f;
+      std::memcpy(&f, out.data() + i, 4);
+      if (f != f) std::memcpy(out.data() + i, "\x00\x00\xc0\x7f", 4);
+    }
+  } else if (c.dtype() == DType::Float64) {
+    for (size_t i = 0; i + 8 <= out.size(); i += 8) {
+      double x;
+      std::memcpy(&x, out.data() + i, 8);
+      if (x != x) std::memcpy(out.data() + i, "\x00\x00\x00\x00\x00\x00\xf8\x7f", 8);
+    }
+  }
+  return out;
 }
 
 inline void expect_bitwise_equal(const Tensor& a, const Tensor& b, const char* what = "") {
@@ -60,6 +79,23 @@ inline void expect_bitwise_equal(const Tensor& a, const Tensor& b, const char* w
   ASSERT_EQ(a.sizes(), b.sizes()) << what;
   EXPECT_TRUE(bytes_of(a) == bytes_of(b)) << what << ": values differ: " << a << " vs " << b;
 }
+
+// Installs `p` as the region planner for the scope (after kiln::init(), which installs the JIT's)
+// and puts back the one before.
+class PlannerOverride {
+ public:
+  explicit PlannerOverride(tracer::RegionPlanner* p) {
+    ensure_initialized();
+    saved_ = tracer::current_planner();
+    tracer::set_planner(p);
+  }
+  ~PlannerOverride() { tracer::set_planner(saved_); }
+  PlannerOverride(const PlannerOverride&) = delete;
+  PlannerOverride& operator=(const PlannerOverride&) = delete;
+
+ private:
+  tracer::RegionPlanner* saved_;
+};
 
 // The region cache's counters, relative to when this object was made.
 class CacheDelta {

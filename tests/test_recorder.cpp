@@ -14,6 +14,7 @@
 #include "kiln/kiln.h"
 #include "record_util.h"
 #include "runtime/config.h"
+#include "runtime/init.h"
 #include "runtime/logging.h"
 #include "tracer/backend.h"
 #include "tracer/graph_printer.h"
@@ -475,6 +476,7 @@ TEST(Recorder, DumpWritesEveryNewRegion) {
     kiln::sync();
     (void)(x * 3.0 - 1.0).sum().item<float>();
   }
+  tracer::wait_for_compiles();  // background planning writes kernel dumps there too
   int txt = 0;
   for (const auto& e : fs::directory_iterator(dir))
     txt += e.path().extension() == ".txt" && e.path().filename().string().starts_with("region-");
@@ -537,7 +539,7 @@ class CountingBackend final : public tracer::RegionPlanner {
 void run_with_backend(CountingBackend& backend, bool async, int iterations) {
   ConfigOverride threshold(config().jit_threshold, 2);
   ConfigOverride asynchronous(config().jit_async, async);
-  tracer::set_planner(&backend);
+  kiln::testing::PlannerOverride planner(&backend);
   JitMode jit(true);
   tracer::RegionCache::instance().clear();
   Tensor x = ramp({6});
@@ -547,7 +549,6 @@ void run_with_backend(CountingBackend& backend, bool async, int iterations) {
     EXPECT_EQ(bytes_of(y), bytes_of((x.detach() * 2.0 + 1.0).tanh()));
     if (async) tracer::wait_for_compiles();
   }
-  tracer::set_planner(nullptr);
 }
 
 TEST(Recorder, BackendCompilesHotRegionsAndRunsTheirPlans) {
@@ -574,7 +575,7 @@ TEST(Recorder, PlanFromOneRecordingRunsAnotherBatchSize) {
   CountingBackend backend;
   ConfigOverride threshold(config().jit_threshold, 1);
   ConfigOverride synchronous(config().jit_async, false);
-  tracer::set_planner(&backend);
+  kiln::testing::PlannerOverride planner(&backend);
   JitMode jit(true);
   tracer::RegionCache::instance().clear();
   for (int64_t batch : {4, 4, 9, 17}) {
@@ -587,7 +588,6 @@ TEST(Recorder, PlanFromOneRecordingRunsAnotherBatchSize) {
     Tensor y = (x * 2.0 + 1.0).tanh();
     EXPECT_EQ(bytes_of(y), bytes_of(want)) << "batch " << batch;
   }
-  tracer::set_planner(nullptr);
   EXPECT_EQ(backend.compiles.load(), 1);  // planned after the first run, never again
   EXPECT_EQ(backend.runs.load(), 3);      // batches 4, 9 and 17 ran the plan
 }
@@ -599,7 +599,7 @@ TEST(Recorder, BackgroundPlanningSurvivesCacheClearsAndPromotions) {
   CountingBackend backend;
   ConfigOverride threshold(config().jit_threshold, 1);
   ConfigOverride asynchronous(config().jit_async, true);
-  tracer::set_planner(&backend);
+  kiln::testing::PlannerOverride planner(&backend);
   std::atomic<bool> stop{false};
   std::atomic<int> mismatches{0};
   std::vector<std::thread> workers;
@@ -631,7 +631,6 @@ TEST(Recorder, BackgroundPlanningSurvivesCacheClearsAndPromotions) {
   stop = true;
   for (auto& w : workers) w.join();
   tracer::wait_for_compiles();
-  tracer::set_planner(nullptr);
   tracer::RegionCache::instance().clear();
   EXPECT_EQ(mismatches.load(), 0);
 }

@@ -60,6 +60,8 @@ std::vector<double> row_numbers(const std::string& stats, const std::string& lab
 }
 
 TEST(RecorderStats, TrainingLoopSummary) {
+  kiln::testing::PlannerOverride interpreted_only(
+      nullptr);  // the interpreter's figures, no JIT plans
   constexpr int kSteps = 5;
   JitRestore restore;
   ProfilerStop stop;
@@ -88,7 +90,8 @@ TEST(RecorderStats, TrainingLoopSummary) {
   const std::string stats = prof::stats_text();
   prof::stop();
 
-  const std::vector<const tracer::CachedRegion*> regions = tracer::RegionCache::instance().regions();
+  const std::vector<const tracer::CachedRegion*> regions =
+      tracer::RegionCache::instance().regions();
   ASSERT_EQ(regions.size(), 2u) << stats;
   const tracer::CachedRegion* step = regions[0];
   EXPECT_EQ(step->runs.load(), kSteps);

@@ -67,6 +67,24 @@ bool dump_graph_to(const Graph& g, std::string_view name, std::string_view dir) 
   }
 }
 
+bool dump_text(std::string_view file_name, const std::string& text) {
+  try {
+    const std::string dir = config().dump;
+    if (dir.empty()) return false;
+    const fs::path folder{dir};
+    std::error_code ec;
+    fs::create_directories(folder, ec);
+    if (ec) {
+      warn("cannot create the folder " + folder.string() + ": " + ec.message());
+      return false;
+    }
+    return write_file(folder / dump_file_stem(file_name), text);
+  } catch (const std::exception& e) {
+    warn("dumping " + std::string(file_name) + " failed: " + e.what());
+    return false;
+  }
+}
+
 bool dump_graph(const Graph& g, std::string_view name) {
   std::string dir;
   try {

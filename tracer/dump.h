@@ -6,6 +6,7 @@
 // Dumping is a debugging aid and must never break the user's program: a folder or file that
 // cannot be written is reported as a warning on the "tracer" logger, never as an exception.
 #pragma once
+#include <string>
 #include <string_view>
 
 #include "tracer/graph.h"
@@ -16,6 +17,9 @@ namespace kiln::tracer {
 bool dump_graph(const Graph& g, std::string_view name);
 // Writes the dumps into `dir` regardless of the configuration.
 bool dump_graph_to(const Graph& g, std::string_view name, std::string_view dir);
+
+// Writes `text` to DIR/<file_name> when config().dump is set (kernels' loop IR and assembly).
+bool dump_text(std::string_view file_name, const std::string& text);
 
 // `name` made safe as a file name: characters other than [A-Za-z0-9._-] become '_'.
 std::string dump_file_stem(std::string_view name);

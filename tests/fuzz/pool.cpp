@@ -1,4 +1,6 @@
 #include "fuzz/pool.h"
+#include <array>
+#include <cstring>
 
 #include <sstream>
 
@@ -50,6 +52,24 @@ std::string hex(const void* p, size_t n) {
   return s;
 }
 
+// The bytes of one element, with every NaN of a floating dtype written as the positive quiet NaN:
+// the numerical contract (docs/numerics.md) leaves the sign and payload of NaNs open (x86 passes
+// on the first operand's NaN, and compilers order commutative operands freely).
+std::array<char, 8> canonical_nan(const char* p, DType d) {
+  std::array<char, 8> b{};
+  std::memcpy(b.data(), p, itemsize(d));
+  if (d == DType::Float32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    if (f != f) std::memcpy(b.data(), "\x00\x00\xc0\x7f", 4);
+  } else if (d == DType::Float64) {
+    double x;
+    std::memcpy(&x, p, 8);
+    if (x != x) std::memcpy(b.data(), "\x00\x00\x00\x00\x00\x00\xf8\x7f", 8);
+  }
+  return b;
+}
+
 std::string bytes_of(const Tensor& t) {
   const auto* base = static_cast<const char*>(t.raw_data());
   const size_t item = itemsize(t.dtype());
@@ -59,7 +79,7 @@ std::string bytes_of(const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     int64_t off = 0;
     for (size_t d = 0; d < sz.size(); ++d) off += idx[d] * st[d];
-    out += hex(base + off * static_cast<int64_t>(item), item);
+    out += hex(canonical_nan(base + off * static_cast<int64_t>(item), t.dtype()).data(), item);
     for (int64_t d = static_cast<int64_t>(sz.size()) - 1; d >= 0 && ++idx[d] == sz[d]; --d)
       idx[d] = 0;
   }
@@ -70,10 +90,12 @@ std::string read_value(const Tensor& t) {
   return visit_dtype(t.dtype(), [&]<class T>(TypeTag<T>) -> std::string {
     if (t.numel() == 1) {
       T v = t.item<T>();
-      return "item " + hex(&v, sizeof v);
+      return "item " +
+             hex(canonical_nan(reinterpret_cast<const char*>(&v), t.dtype()).data(), sizeof v);
     }
     std::string s = "vector ";
-    for (T v : t.to_vector<T>()) s += hex(&v, sizeof v) + " ";
+    for (T v : t.to_vector<T>())
+      s += hex(canonical_nan(reinterpret_cast<const char*>(&v), t.dtype()).data(), sizeof v) + " ";
     return s;
   });
 }

@@ -1,0 +1,257 @@
+#include "jit/cpu/cpu_target.h"
+
+#include <asmjit/x86.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "jit/cpu/cpu_isa.h"
+#include "jit/cpu/math.h"
+#include "jit/cpu/render.h"
+#include "jit/loop/kernel_cache.h"
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/logging.h"
+#include "runtime/parallel.h"
+#include "runtime/profiler.h"
+#include "tracer/dump.h"
+
+namespace kiln::jit {
+
+namespace {
+
+std::atomic<int> g_injected_faults{0};
+
+asmjit::JitRuntime& jit_runtime() {
+  static auto* rt = new asmjit::JitRuntime();  // never destroyed: kernels live for the process
+  return *rt;
+}
+
+KernelCache<KernelFn>& fn_cache() {
+  static auto* c = new KernelCache<KernelFn>();
+  return *c;
+}
+
+// The cache key of one rendering: the kernel, the ISA, the operand layouts.
+std::vector<uint64_t> render_key(const LoopKernel& k, JitIsa isa,
+                                 const std::vector<InnerLayout>& layout) {
+  std::vector<uint64_t> key = encode(k);
+  key.push_back(0x6370753a00000000ull | static_cast<uint64_t>(isa));  // "cpu:" + isa
+  for (InnerLayout l : layout) key.push_back(static_cast<uint64_t>(l));
+  return key;
+}
+
+void log_kernel_dump(const LoopKernel& k, JitIsa isa, const std::vector<InnerLayout>& layout,
+                     const std::string& assembly) {
+  std::string layouts;
+  for (InnerLayout l : layout)
+    layouts += l == InnerLayout::Contiguous ? 'c' : l == InnerLayout::Broadcast ? 'b' : 's';
+  const std::string name =
+      fmt::format("kernel-{:016x}-{}-{}", hash_words(encode(k)), jit_isa_name(isa), layouts);
+  tracer::dump_text(name + ".txt", to_text(k) + "\n" + assembly);
+}
+
+KernelFn render(const LoopKernel& k, JitIsa isa, const std::vector<InnerLayout>& layout) {
+  return fn_cache().get_or_make(render_key(k, isa, layout), [&] {
+    if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
+      fail("cpu kernel: injected codegen fault");
+    const int64_t t0 = profiler::now_ns();
+    const bool dump = !config().dump.empty();
+    RenderedKernel r = render_cpu_kernel(jit_runtime(), k, isa, layout, dump);
+    const int64_t t1 = profiler::now_ns();
+    CpuJitCounters& c = cpu_jit_counters();
+    c.kernels.fetch_add(1);
+    c.compile_ns.fetch_add(t1 - t0);
+    int64_t prev = c.max_compile_ns.load();
+    while (prev < t1 - t0 && !c.max_compile_ns.compare_exchange_weak(prev, t1 - t0)) {
+    }
+    KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us", r.code_bytes, jit_isa_name(isa),
+               (t1 - t0) / 1000);
+    if (dump) log_kernel_dump(k, isa, layout, r.assembly);
+    return r.fn;
+  });
+}
+
+class CpuKernel final : public CompiledKernel {
+ public:
+  CpuKernel(const LoopKernel& k, JitIsa isa) : k_(k), isa_(isa) {
+    // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
+    // while planning (the step then stays eager) instead of at the first launch.
+    std::vector<InnerLayout> contiguous(static_cast<size_t>(k.num_operands()),
+                                        InnerLayout::Contiguous);
+    variant(contiguous);
+  }
+  const LoopKernel& source() const override { return k_; }
+
+  void launch(const LaunchArgs& args) override;
+
+ private:
+  KernelFn variant(const std::vector<InnerLayout>& layout) {
+    uint64_t sig = 0;
+    for (size_t j = 0; j < layout.size(); ++j) sig |= static_cast<uint64_t>(layout[j]) << (2 * j);
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [s, fn] : variants_)
+        if (s == sig) return fn;
+    }
+    KernelFn fn = render(k_, isa_, layout);
+    std::lock_guard lock(mu_);
+    variants_.emplace_back(sig, fn);
+    return fn;
+  }
+
+  LoopKernel k_;
+  JitIsa isa_;
+  std::mutex mu_;
+  std::vector<std::pair<uint64_t, KernelFn>> variants_;
+};
+
+// Any rank, coalesced to as few dims as the strides allow (innermost last), at least one.
+struct Coalesced {
+  DimVector sizes;
+  std::vector<DimVector> strides;  // [operand][dim]
+};
+
+Coalesced coalesce(const LaunchArgs& a) {
+  const size_t nops = a.ptrs.size();
+  Coalesced c;
+  c.strides.resize(nops);
+  for (size_t d = a.sizes.size(); d-- > 0;) {  // innermost first
+    if (a.sizes[d] == 1) continue;
+    bool merge = !c.sizes.empty();
+    for (size_t j = 0; merge && j < nops; ++j)
+      merge = a.strides[j][d] == c.strides[j].back() * c.sizes.back();
+    if (merge) {  // dim d continues the inner one: one longer dim with the inner stride
+      c.sizes.back() *= a.sizes[d];
+      continue;
+    }
+    c.sizes.push_back(a.sizes[d]);
+    for (size_t j = 0; j < nops; ++j) c.strides[j].push_back(a.strides[j][d]);
+  }
+  if (c.sizes.empty()) {
+    c.sizes.push_back(1);
+    for (size_t j = 0; j < nops; ++j) c.strides[j].push_back(0);
+  }
+  // Back to outermost-first.
+  std::reverse(c.sizes.begin(), c.sizes.end());
+  for (auto& s : c.strides) std::reverse(s.begin(), s.end());
+  return c;
+}
+
+void CpuKernel::launch(const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  KILN_CHECK(static_cast<int32_t>(nops) == k_.num_operands() && args.strides.size() == nops,
+             "cpu kernel: launched with {} operands, the kernel has {}", nops, k_.num_operands());
+  for (int64_t s : args.sizes)
+    if (s == 0) return;
+  Coalesced c = coalesce(args);
+  const size_t rank = c.sizes.size();
+  const int64_t esize = k_.dtype == DType::Float64 ? 8 : 4;
+  const int64_t n_inner = c.sizes[rank - 1];
+
+  std::vector<InnerLayout> layout(nops);
+  std::vector<int64_t> inner(nops), outer(nops, 0);
+  for (size_t j = 0; j < nops; ++j) {
+    const int64_t s = c.strides[j][rank - 1];
+    inner[j] = s;
+    const bool output = static_cast<int32_t>(j) < k_.num_outputs();
+    if (s == esize || n_inner == 1) {
+      layout[j] = InnerLayout::Contiguous;
+    } else if (s == 0 && !output) {
+      layout[j] = InnerLayout::Broadcast;
+    } else {
+      layout[j] = InnerLayout::Strided;
+    }
+    if (rank >= 2) outer[j] = c.strides[j][rank - 2];
+  }
+  const KernelFn fn = variant(layout);
+  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+
+  alignas(16) unsigned char params[8 * 16];
+  const size_t np = std::min<size_t>(args.params.size(), 16);
+  for (size_t p = 0; p < np; ++p) {
+    if (esize == 8) {
+      const double v = args.params[p];
+      std::memcpy(params + 8 * p, &v, 8);
+    } else {
+      const float v = static_cast<float>(args.params[p]);
+      std::memcpy(params + 4 * p, &v, 4);
+    }
+  }
+
+  // Rows: every index of the dims above the innermost, flattened; the outer of the rendered
+  // 2-D loop is the innermost of those, the rest are walked here.
+  const int64_t n_outer = rank >= 2 ? c.sizes[rank - 2] : 1;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= c.sizes[d];
+  // Runs rows [r0, r1) over the inner range [i0, i1).
+  auto run_rows = [&](int64_t r0, int64_t r1, int64_t i0, int64_t i1) {
+    SmallVector<char*, 8> p(nops);
+    while (r0 < r1) {
+      const int64_t o = r0 % n_outer;
+      int64_t rest = r0 / n_outer;
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + o * outer[j] + i0 * inner[j];
+      for (size_t d = rank >= 2 ? rank - 2 : 0; d-- > 0;) {
+        const int64_t idx = rest % c.sizes[d];
+        rest /= c.sizes[d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.strides[j][d];
+      }
+      const int64_t count = std::min(r1 - r0, n_outer - o);
+      fn(p.data(), inner.data(), outer.data(), i1 - i0, count, params);
+      r0 += count;
+    }
+  };
+  const int64_t total = rows * n_inner;
+  const int threads = num_threads();
+  if (threads <= 1 || total <= kParallelGrain || in_parallel_region()) {
+    run_rows(0, rows, 0, n_inner);
+  } else if (rows >= 4 * threads) {
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / n_inner);
+    parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) { run_rows(r0, r1, 0, n_inner); });
+  } else {  // few long rows: split the inner range in 64-element aligned chunks
+    const int64_t chunks = (n_inner + 63) / 64;
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / 64 / rows);
+    parallel_for(0, chunks, grain, [&](int64_t c0, int64_t c1) {
+      run_rows(0, rows, c0 * 64, std::min(n_inner, c1 * 64));
+    });
+  }
+}
+
+}  // namespace
+
+CpuJitCounters& cpu_jit_counters() {
+  static CpuJitCounters c;
+  return c;
+}
+
+void inject_cpu_codegen_faults(int count) { g_injected_faults.store(count); }
+
+const char* CpuTarget::name() const {
+  switch (active_jit_isa()) {
+    case JitIsa::Avx512:
+      return "cpu-avx512";
+    case JitIsa::Avx2:
+      return "cpu-avx2";
+    default:
+      return "cpu-sse2";
+  }
+}
+
+bool CpuTarget::supports(ExprOp op, DType dtype) const {
+  if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+  return !expr_is_transcendental(op) || cpu_math_supported(op);
+}
+
+std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k) {
+  k.verify();
+  return std::make_shared<CpuKernel>(k, active_jit_isa());
+}
+
+CpuTarget& cpu_target() {
+  static CpuTarget t;
+  return t;
+}
+
+}  // namespace kiln::jit

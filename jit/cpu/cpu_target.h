@@ -1,0 +1,35 @@
+// The CPU kernel target: loop kernels rendered by asmjit (render.h) for the active ISA, launched
+// over any rank, size and strides. A launch coalesces dims, classifies each operand's innermost
+// stride (contiguous, broadcast, strided), takes the machine code for that layout from the
+// kernel cache (rendering it on first sight: microseconds), and splits the rows (or, for few
+// rows, the inner range) across oneTBB within KILN_NUM_THREADS; small launches run inline.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "jit/target.h"
+
+namespace kiln::jit {
+
+struct CpuJitCounters {
+  std::atomic<int64_t> kernels{0};     // functions rendered (cache misses)
+  std::atomic<int64_t> compile_ns{0};  // total time rendering them
+  std::atomic<int64_t> max_compile_ns{0};
+  std::atomic<int64_t> launches{0};
+};
+CpuJitCounters& cpu_jit_counters();
+
+// Testing hook: while non-zero, the next that many renders throw (an injected codegen fault).
+void inject_cpu_codegen_faults(int count);
+
+class CpuTarget final : public KernelTarget {
+ public:
+  const char* name() const override;
+  int threshold() const override { return 1; }  // asmjit compiles in microseconds
+  bool supports(ExprOp op, DType dtype) const override;
+  std::shared_ptr<CompiledKernel> compile(const LoopKernel& k) override;
+};
+
+CpuTarget& cpu_target();
+
+}  // namespace kiln::jit

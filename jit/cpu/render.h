@@ -1,0 +1,35 @@
+// Renders one loop kernel to x86 machine code with asmjit's Compiler, for one ISA and one inner
+// layout (how each operand moves along the innermost dim). The function walks a 2-D index space:
+//   for o in [0, n_outer): for i in [0, n_inner): out_k[o, i] = expr_k(in_j[o, i], ...)
+// with byte strides per operand for both dims (the launcher, cpu_target.cpp, coalesces any rank to
+// this). Contiguous and broadcast inner operands get a vector loop with a masked (AVX-512) or
+// scalar (AVX2, SSE2) tail; any strided operand makes the inner loop scalar.
+#pragma once
+#include <asmjit/x86.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jit/cpu/cpu_isa.h"
+#include "jit/loop/loop_kernel.h"
+
+namespace kiln::jit {
+
+enum class InnerLayout : uint8_t { Contiguous, Broadcast, Strided };
+
+using KernelFn = void (*)(char* const* ptrs, const int64_t* inner_strides,
+                          const int64_t* outer_strides, int64_t n_inner, int64_t n_outer,
+                          const void* params);
+
+struct RenderedKernel {
+  KernelFn fn = nullptr;
+  size_t code_bytes = 0;
+  std::string assembly;  // filled when asked (KILN_DUMP=...asm)
+};
+
+// Throws kiln::Error when asmjit reports an error (the caller falls back to eager kernels).
+RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k, JitIsa isa,
+                                 const std::vector<InnerLayout>& layout, bool want_assembly);
+
+}  // namespace kiln::jit

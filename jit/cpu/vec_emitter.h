@@ -1,0 +1,328 @@
+// The asmjit lane backend of the shared vector math (ops/cpu/vecmath/vec_ops.h): each method
+// emits the instructions of one primitive into an x86::Compiler, on virtual registers, so that
+// the same algorithm templates the eager kernels run give the same bits in generated code.
+// Beyond the contract it loads and stores operands (contiguous, broadcast, masked tails).
+//
+// Shapes: `wide` values fill the ISA's vector (zmm, ymm, xmm); narrow values use lane 0 of an
+// xmm (loads with movss/movsd zero the other lanes, so packed instructions are safe on them).
+// Masks: AVX-512 uses k registers (every instruction here has an EVEX form, so the register
+// allocator may use xmm16-31); AVX2 and SSE2 use all-ones vector lanes.
+// Constants are loaded once per kernel, before the loops (hoisted at `hoist_point`).
+#pragma once
+#include <asmjit/x86.h>
+
+#include <cstdint>
+#include <map>
+#include <type_traits>
+
+#include "jit/cpu/cpu_isa.h"
+
+namespace kiln::jit {
+
+struct AsmMask {
+  asmjit::x86::KReg k;  // AVX-512
+  asmjit::x86::Vec v;   // AVX2, SSE2
+};
+
+// State shared by the emitters of one function: the hoisted constants.
+struct EmitContext {
+  asmjit::x86::Compiler& cc;
+  JitIsa isa;
+  asmjit::BaseNode* hoist_point = nullptr;  // constants are loaded after this node
+  std::map<std::pair<uint64_t, int>, asmjit::x86::Vec> constants;  // (bits, width) -> register
+};
+
+template <class TT>
+class AsmVecOps {
+ public:
+  using T = TT;
+  using F = asmjit::x86::Vec;
+  using I = asmjit::x86::Vec;
+  using M = AsmMask;
+  static constexpr bool kDouble = std::is_same_v<T, double>;
+
+  AsmVecOps(EmitContext& ctx, bool wide) : ctx_(ctx), cc_(ctx.cc), wide_(wide) {}
+
+  bool wide() const { return wide_; }
+  bool kmask() const { return ctx_.isa == JitIsa::Avx512; }
+  bool vex() const { return ctx_.isa != JitIsa::Sse2; }
+  // Lanes of a wide vector.
+  int lanes() const {
+    const int bytes = ctx_.isa == JitIsa::Avx512 ? 64 : ctx_.isa == JitIsa::Avx2 ? 32 : 16;
+    return bytes / static_cast<int>(sizeof(T));
+  }
+
+  F new_vec() {
+    if (wide_ && ctx_.isa == JitIsa::Avx512) return cc_.newZmm();
+    if (wide_ && ctx_.isa == JitIsa::Avx2) return cc_.newYmm();
+    return cc_.newXmm();
+  }
+
+  // ---- the contract (vec_ops.h) ----
+  F splat(double c) {
+    const T v = static_cast<T>(c);
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof(T));
+    return constant(bits);
+  }
+  I isplat(int64_t c) {
+    if constexpr (kDouble)
+      return constant(static_cast<uint64_t>(c));
+    else
+      return constant(static_cast<uint32_t>(c));
+  }
+  F add(F a, F b) {
+    return arith(I_(asmjit::x86::Inst::kIdVaddps, kIdVaddpd_, kIdAddps_, kIdAddpd_), a, b);
+  }
+  F sub(F a, F b) { return arith(I_(kIdVsubps_, kIdVsubpd_, kIdSubps_, kIdSubpd_), a, b); }
+  F mul(F a, F b) { return arith(I_(kIdVmulps_, kIdVmulpd_, kIdMulps_, kIdMulpd_), a, b); }
+  F div(F a, F b) { return arith(I_(kIdVdivps_, kIdVdivpd_, kIdDivps_, kIdDivpd_), a, b); }
+  F sqrt(F a) {
+    F d = new_vec();
+    cc_.emit(vex() ? (kDouble ? kIdVsqrtpd_ : kIdVsqrtps_) : (kDouble ? kIdSqrtpd_ : kIdSqrtps_), d,
+             a);
+    return d;
+  }
+  M lt(F a, F b) { return cmp(a, b, 1); }  // LT_OS
+  M le(F a, F b) { return cmp(a, b, 2); }  // LE_OS
+  M gt(F a, F b) { return cmp(b, a, 1); }
+  M ge(F a, F b) { return cmp(b, a, 2); }
+  M eq(F a, F b) { return cmp(a, b, 0); }     // EQ_OQ
+  M unord(F a, F b) { return cmp(a, b, 3); }  // UNORD_Q
+  M ne(F a, F b) { return cmp(a, b, 4); }     // NEQ_UQ: true when either is NaN, as C++ !=
+  M mask_and(M a, M b) { return mask_op(asmjit::x86::Inst::kIdKandw, a, b, kBitAnd); }
+  M mask_or(M a, M b) { return mask_op(asmjit::x86::Inst::kIdKorw, a, b, kBitOr); }
+  M mask_not(M a) {
+    M r;
+    if (kmask()) {
+      r.k = cc_.newKw();
+      cc_.knotw(r.k, a.k);
+    } else {
+      r.v = bit(kBitXor, a.v, all_ones());
+    }
+    return r;
+  }
+  F select(M m, F a, F b) {
+    F d = new_vec();
+    if (kmask()) {
+      cc_.k(m.k).emit(kDouble ? kIdVblendmpd_ : kIdVblendmps_, d, b, a);
+    } else if (vex()) {
+      cc_.emit(kDouble ? kIdVblendvpd_ : kIdVblendvps_, d, b, a, m.v);
+    } else {  // (a & m) | (b & ~m)
+      F x = bit(kBitAnd, m.v, a);
+      F y = bit(kBitAndnot, m.v, b);
+      d = bit(kBitOr, x, y);
+    }
+    return d;
+  }
+  F bit_and(F a, F b) { return bit(kBitAnd, a, b); }
+  F bit_or(F a, F b) { return bit(kBitOr, a, b); }
+  F bit_xor(F a, F b) { return bit(kBitXor, a, b); }
+  F bit_andnot(F a, F b) { return bit(kBitAndnot, a, b); }
+  I as_int(F a) { return a; }
+  F as_float(I a) { return a; }
+  I iadd(I a, I b) { return arith(I_(kIdVpaddd_, kIdVpaddq_, kIdPaddd_, kIdPaddq_), a, b); }
+  I isub(I a, I b) { return arith(I_(kIdVpsubd_, kIdVpsubq_, kIdPsubd_, kIdPsubq_), a, b); }
+  I shl(I a, int n) { return shift(I_(kIdVpslld_, kIdVpsllq_, kIdPslld_, kIdPsllq_), a, n); }
+  I shr(I a, int n) { return shift(I_(kIdVpsrld_, kIdVpsrlq_, kIdPsrld_, kIdPsrlq_), a, n); }
+
+  // ---- operands ----
+  // Loads one element (narrow) or a vector (wide) from `m`; `tail` (AVX-512 wide only) masks the
+  // lanes past the end (zeroed, never read).
+  F load(const asmjit::x86::Mem& m, const asmjit::x86::KReg* tail = nullptr) {
+    F d = new_vec();
+    if (!wide_) {
+      cc_.emit(vex() ? (kDouble ? kIdVmovsd_ : kIdVmovss_) : (kDouble ? kIdMovsd_ : kIdMovss_), d,
+               m);
+    } else if (tail != nullptr) {
+      cc_.k(*tail).z().emit(kDouble ? kIdVmovupd_ : kIdVmovups_, d, m);
+    } else {
+      cc_.emit(vex() ? (kDouble ? kIdVmovupd_ : kIdVmovups_) : (kDouble ? kIdMovupd_ : kIdMovups_),
+               d, m);
+    }
+    return d;
+  }
+  // Every lane the element at `m` (a broadcast operand).
+  F load_broadcast(const asmjit::x86::Mem& m) {
+    if (!wide_) return load(m);
+    F d = new_vec();
+    if (vex()) {
+      cc_.emit(kDouble ? kIdVbroadcastsd_ : kIdVbroadcastss_, d, m);
+    } else if (kDouble) {
+      cc_.emit(kIdMovsd_, d, m);
+      cc_.emit(asmjit::x86::Inst::kIdUnpcklpd, d, d);
+    } else {
+      cc_.emit(kIdMovss_, d, m);
+      cc_.emit(asmjit::x86::Inst::kIdShufps, d, d, asmjit::imm(0));
+    }
+    return d;
+  }
+  void store(const asmjit::x86::Mem& m, F v, const asmjit::x86::KReg* tail = nullptr) {
+    if (!wide_) {
+      cc_.emit(vex() ? (kDouble ? kIdVmovsd_ : kIdVmovss_) : (kDouble ? kIdMovsd_ : kIdMovss_), m,
+               v);
+    } else if (tail != nullptr) {
+      cc_.k(*tail).emit(kDouble ? kIdVmovupd_ : kIdVmovups_, m, v);
+    } else {
+      cc_.emit(vex() ? (kDouble ? kIdVmovupd_ : kIdVmovups_) : (kDouble ? kIdMovupd_ : kIdMovups_),
+               m, v);
+    }
+  }
+
+ private:
+  using InstId = asmjit::InstId;
+  // Instruction ids, by (VEX/EVEX float, VEX/EVEX double, SSE float, SSE double).
+  struct Quad {
+    InstId vps, vpd, sps, spd;
+  };
+  static constexpr Quad I_(InstId a, InstId b, InstId c, InstId d) { return {a, b, c, d}; }
+  InstId pick(const Quad& q) const {
+    return vex() ? (kDouble ? q.vpd : q.vps) : (kDouble ? q.spd : q.sps);
+  }
+
+  F arith(const Quad& q, F a, F b) {
+    F d = new_vec();
+    if (vex()) {
+      cc_.emit(pick(q), d, a, b);
+    } else {
+      cc_.emit(asmjit::x86::Inst::kIdMovaps, d, a);
+      cc_.emit(pick(q), d, b);
+    }
+    return d;
+  }
+  I shift(const Quad& q, I a, int n) {
+    I d = new_vec();
+    if (vex()) {
+      cc_.emit(pick(q), d, a, asmjit::imm(n));
+    } else {
+      cc_.emit(asmjit::x86::Inst::kIdMovaps, d, a);
+      cc_.emit(pick(q), d, asmjit::imm(n));
+    }
+    return d;
+  }
+  M cmp(F a, F b, int predicate) {
+    M r;
+    if (kmask()) {
+      r.k = cc_.newKw();
+      cc_.emit(kDouble ? kIdVcmppd_ : kIdVcmpps_, r.k, a, b, asmjit::imm(predicate));
+    } else if (vex()) {
+      r.v = new_vec();
+      cc_.emit(kDouble ? kIdVcmppd_ : kIdVcmpps_, r.v, a, b, asmjit::imm(predicate));
+    } else {
+      r.v = new_vec();
+      cc_.emit(asmjit::x86::Inst::kIdMovaps, r.v, a);
+      cc_.emit(kDouble ? kIdCmppd_ : kIdCmpps_, r.v, b, asmjit::imm(predicate));
+    }
+    return r;
+  }
+  enum BitOp { kBitAnd, kBitOr, kBitXor, kBitAndnot };
+  F bit(BitOp op, F a, F b) {
+    static constexpr InstId evex[] = {asmjit::x86::Inst::kIdVpandd, asmjit::x86::Inst::kIdVpord,
+                                      asmjit::x86::Inst::kIdVpxord, asmjit::x86::Inst::kIdVpandnd};
+    static constexpr InstId avx[] = {asmjit::x86::Inst::kIdVandps, asmjit::x86::Inst::kIdVorps,
+                                     asmjit::x86::Inst::kIdVxorps, asmjit::x86::Inst::kIdVandnps};
+    static constexpr InstId sse[] = {asmjit::x86::Inst::kIdAndps, asmjit::x86::Inst::kIdOrps,
+                                     asmjit::x86::Inst::kIdXorps, asmjit::x86::Inst::kIdAndnps};
+    F d = new_vec();
+    if (kmask()) {
+      cc_.emit(evex[op], d, a, b);
+    } else if (vex()) {
+      cc_.emit(avx[op], d, a, b);
+    } else {
+      cc_.emit(asmjit::x86::Inst::kIdMovaps, d, a);
+      cc_.emit(sse[op], d, b);
+    }
+    return d;
+  }
+  M mask_op(InstId kinst, M a, M b, BitOp op) {
+    M r;
+    if (kmask()) {
+      r.k = cc_.newKw();
+      cc_.emit(kinst, r.k, a.k, b.k);
+    } else {
+      r.v = bit(op, a.v, b.v);
+    }
+    return r;
+  }
+  F all_ones() { return kDouble ? constant(~uint64_t{0}) : constant(0xffffffffu); }
+
+  // A register holding `bits` in every lane, loaded once before the loops.
+  F constant(uint64_t bits) {
+    const int width = wide_ ? lanes() : 1;
+    auto key = std::make_pair(bits, width);
+    auto it = ctx_.constants.find(key);
+    if (it != ctx_.constants.end()) return it->second;
+    alignas(64) unsigned char data[64];
+    const int n = wide_ ? 64 / static_cast<int>(sizeof(T)) : 16 / static_cast<int>(sizeof(T));
+    for (int i = 0; i < n; ++i) std::memcpy(data + i * sizeof(T), &bits, sizeof(T));
+    const size_t bytes = wide_ ? static_cast<size_t>(lanes()) * sizeof(T) : 16;
+    asmjit::x86::Mem mem = cc_.newConst(asmjit::ConstPoolScope::kLocal, data, bytes);
+    asmjit::BaseNode* saved = cc_.setCursor(ctx_.hoist_point);
+    F d = new_vec();
+    cc_.emit(vex() ? asmjit::x86::Inst::kIdVmovups : asmjit::x86::Inst::kIdMovups, d, mem);
+    ctx_.hoist_point = cc_.cursor();
+    cc_.setCursor(saved);
+    ctx_.constants.emplace(key, d);
+    return d;
+  }
+
+  static constexpr InstId kIdVaddpd_ = asmjit::x86::Inst::kIdVaddpd;
+  static constexpr InstId kIdAddps_ = asmjit::x86::Inst::kIdAddps;
+  static constexpr InstId kIdAddpd_ = asmjit::x86::Inst::kIdAddpd;
+  static constexpr InstId kIdVsubps_ = asmjit::x86::Inst::kIdVsubps;
+  static constexpr InstId kIdVsubpd_ = asmjit::x86::Inst::kIdVsubpd;
+  static constexpr InstId kIdSubps_ = asmjit::x86::Inst::kIdSubps;
+  static constexpr InstId kIdSubpd_ = asmjit::x86::Inst::kIdSubpd;
+  static constexpr InstId kIdVmulps_ = asmjit::x86::Inst::kIdVmulps;
+  static constexpr InstId kIdVmulpd_ = asmjit::x86::Inst::kIdVmulpd;
+  static constexpr InstId kIdMulps_ = asmjit::x86::Inst::kIdMulps;
+  static constexpr InstId kIdMulpd_ = asmjit::x86::Inst::kIdMulpd;
+  static constexpr InstId kIdVdivps_ = asmjit::x86::Inst::kIdVdivps;
+  static constexpr InstId kIdVdivpd_ = asmjit::x86::Inst::kIdVdivpd;
+  static constexpr InstId kIdDivps_ = asmjit::x86::Inst::kIdDivps;
+  static constexpr InstId kIdDivpd_ = asmjit::x86::Inst::kIdDivpd;
+  static constexpr InstId kIdVsqrtps_ = asmjit::x86::Inst::kIdVsqrtps;
+  static constexpr InstId kIdVsqrtpd_ = asmjit::x86::Inst::kIdVsqrtpd;
+  static constexpr InstId kIdSqrtps_ = asmjit::x86::Inst::kIdSqrtps;
+  static constexpr InstId kIdSqrtpd_ = asmjit::x86::Inst::kIdSqrtpd;
+  static constexpr InstId kIdVcmpps_ = asmjit::x86::Inst::kIdVcmpps;
+  static constexpr InstId kIdVcmppd_ = asmjit::x86::Inst::kIdVcmppd;
+  static constexpr InstId kIdCmpps_ = asmjit::x86::Inst::kIdCmpps;
+  static constexpr InstId kIdCmppd_ = asmjit::x86::Inst::kIdCmppd;
+  static constexpr InstId kIdVblendmps_ = asmjit::x86::Inst::kIdVblendmps;
+  static constexpr InstId kIdVblendmpd_ = asmjit::x86::Inst::kIdVblendmpd;
+  static constexpr InstId kIdVblendvps_ = asmjit::x86::Inst::kIdVblendvps;
+  static constexpr InstId kIdVblendvpd_ = asmjit::x86::Inst::kIdVblendvpd;
+  static constexpr InstId kIdVpaddd_ = asmjit::x86::Inst::kIdVpaddd;
+  static constexpr InstId kIdVpaddq_ = asmjit::x86::Inst::kIdVpaddq;
+  static constexpr InstId kIdPaddd_ = asmjit::x86::Inst::kIdPaddd;
+  static constexpr InstId kIdPaddq_ = asmjit::x86::Inst::kIdPaddq;
+  static constexpr InstId kIdVpsubd_ = asmjit::x86::Inst::kIdVpsubd;
+  static constexpr InstId kIdVpsubq_ = asmjit::x86::Inst::kIdVpsubq;
+  static constexpr InstId kIdPsubd_ = asmjit::x86::Inst::kIdPsubd;
+  static constexpr InstId kIdPsubq_ = asmjit::x86::Inst::kIdPsubq;
+  static constexpr InstId kIdVpslld_ = asmjit::x86::Inst::kIdVpslld;
+  static constexpr InstId kIdVpsllq_ = asmjit::x86::Inst::kIdVpsllq;
+  static constexpr InstId kIdPslld_ = asmjit::x86::Inst::kIdPslld;
+  static constexpr InstId kIdPsllq_ = asmjit::x86::Inst::kIdPsllq;
+  static constexpr InstId kIdVpsrld_ = asmjit::x86::Inst::kIdVpsrld;
+  static constexpr InstId kIdVpsrlq_ = asmjit::x86::Inst::kIdVpsrlq;
+  static constexpr InstId kIdPsrld_ = asmjit::x86::Inst::kIdPsrld;
+  static constexpr InstId kIdPsrlq_ = asmjit::x86::Inst::kIdPsrlq;
+  static constexpr InstId kIdVmovss_ = asmjit::x86::Inst::kIdVmovss;
+  static constexpr InstId kIdVmovsd_ = asmjit::x86::Inst::kIdVmovsd;
+  static constexpr InstId kIdMovss_ = asmjit::x86::Inst::kIdMovss;
+  static constexpr InstId kIdMovsd_ = asmjit::x86::Inst::kIdMovsd;
+  static constexpr InstId kIdVmovups_ = asmjit::x86::Inst::kIdVmovups;
+  static constexpr InstId kIdVmovupd_ = asmjit::x86::Inst::kIdVmovupd;
+  static constexpr InstId kIdMovups_ = asmjit::x86::Inst::kIdMovups;
+  static constexpr InstId kIdMovupd_ = asmjit::x86::Inst::kIdMovupd;
+  static constexpr InstId kIdVbroadcastss_ = asmjit::x86::Inst::kIdVbroadcastss;
+  static constexpr InstId kIdVbroadcastsd_ = asmjit::x86::Inst::kIdVbroadcastsd;
+
+  EmitContext& ctx_;
+  asmjit::x86::Compiler& cc_;
+  bool wide_;
+};
+
+}  // namespace kiln::jit

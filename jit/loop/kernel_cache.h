@@ -1,0 +1,60 @@
+// The kernel cache: compiled code keyed by the canonical encoding of what was compiled (the loop
+// kernel's encode() plus the target's own words: ISA, operand layouts), so that two regions with
+// the same kernel share its code. A hit compares the whole key word for word: a hash collision
+// never runs the wrong kernel. Thread-safe; entries live as long as the cache.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "jit/loop/loop_kernel.h"
+
+namespace kiln::jit {
+
+template <class Value>
+class KernelCache {
+ public:
+  struct Counters {
+    int64_t hits = 0, misses = 0;
+  };
+
+  // The cached value for `key`, or make() stored under it. make() runs under the cache's lock,
+  // so one key is never compiled twice; it may throw (nothing is stored).
+  template <class Make>
+  Value get_or_make(const std::vector<uint64_t>& key, Make&& make) {
+    const uint64_t h = hash_words(key);
+    std::lock_guard lock(mu_);
+    auto& bucket = entries_[h];
+    for (const auto& [words, value] : bucket) {
+      if (words == key) {
+        ++counters_.hits;
+        return value;
+      }
+    }
+    Value v = make();
+    bucket.emplace_back(key, v);
+    ++counters_.misses;
+    return v;
+  }
+
+  Counters counters() const {
+    std::lock_guard lock(mu_);
+    return counters_;
+  }
+  size_t size() const {
+    std::lock_guard lock(mu_);
+    size_t n = 0;
+    for (const auto& [h, b] : entries_) n += b.size();
+    return n;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, std::vector<std::pair<std::vector<uint64_t>, Value>>> entries_;
+  Counters counters_;
+};
+
+}  // namespace kiln::jit

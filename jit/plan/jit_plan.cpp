@@ -1,0 +1,256 @@
+#include "jit/plan/jit_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "ops/meta_helpers.h"
+#include "runtime/dispatcher.h"
+#include "runtime/error.h"
+#include "runtime/logging.h"
+#include "tracer/hop_interpreter.h"
+
+namespace kiln::jit {
+
+using tracer::Graph;
+using tracer::Node;
+using tracer::ValueId;
+
+struct JitPlan::Frame {
+  const tracer::RunArgs& args;
+  bool use_destinations;
+  std::vector<Tensor> values;
+  std::vector<std::vector<Tensor>> tuples;  // results of higher-order nodes
+  std::vector<uint8_t> poisoned;
+  std::exception_ptr error;
+
+  bool any_poisoned(std::span<const ValueId> vs) const {
+    if (poisoned.empty()) return false;
+    for (ValueId v : vs)
+      if (poisoned[v]) return true;
+    return false;
+  }
+  void poison(ValueId v) {
+    if (poisoned.empty()) poisoned.assign(values.size(), 0);
+    poisoned[v] = 1;
+  }
+  void fail(std::span<const ValueId> outs) {
+    if (!error) error = std::current_exception();
+    for (ValueId v : outs) poison(v);
+  }
+};
+
+JitPlan::JitPlan(Graph g, std::vector<Step> steps, std::vector<std::vector<EagerPatch>> patches,
+                 std::vector<int32_t> random_index)
+    : graph_(std::move(g)),
+      steps_(std::move(steps)),
+      patches_(std::move(patches)),
+      random_index_(std::move(random_index)) {
+  bodies_.resize(graph_.nodes.size());
+  for (size_t j = 0; j < graph_.nodes.size(); ++j)
+    for (const Graph& body : graph_.nodes[j].subgraphs)
+      bodies_[j].push_back(tracer::plan_interpreter(body));
+  last_step_.assign(static_cast<size_t>(graph_.num_values()), -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& st = steps_[s];
+    if (st.kernel) {
+      for (ValueId v : st.kernel->inputs) last_step_[v] = static_cast<int32_t>(s);
+    } else {
+      for (ValueId v : graph_.nodes[st.node].inputs) last_step_[v] = static_cast<int32_t>(s);
+    }
+  }
+  for (ValueId v : graph_.outputs) last_step_[v] = -2;
+  // A graph input's old contents are read until the last read of it or of any view of it.
+  std::vector<int32_t> root(static_cast<size_t>(graph_.num_values()), -1);  // input number
+  for (size_t i = 0; i < graph_.inputs.size(); ++i)
+    root[graph_.inputs[i].id] = static_cast<int32_t>(i);
+  input_last_step_.assign(graph_.inputs.size(), -1);
+  auto note = [&](int32_t i, int32_t last) {
+    int32_t& l = input_last_step_[i];
+    l = (l == -2 || last == -2) ? -2 : std::max(l, last);
+  };
+  for (size_t i = 0; i < graph_.inputs.size(); ++i)
+    note(static_cast<int32_t>(i), last_step_[graph_.inputs[i].id]);
+  for (const Node& n : graph_.nodes) {
+    const uint32_t flags = op_def(n.op).flags;
+    if (flags & kHigherOrder) {  // bodies may pass inputs through: never write in place
+      for (size_t i = 0; i < graph_.inputs.size(); ++i) note(static_cast<int32_t>(i), -2);
+      break;
+    }
+    if ((flags & kIsView) && root[n.inputs[0]] >= 0) {
+      root[n.output] = root[n.inputs[0]];
+      note(root[n.output], last_step_[n.output]);
+    }
+  }
+}
+
+int JitPlan::num_kernels() const {
+  int n = 0;
+  for (const Step& s : steps_) n += s.kernel != nullptr;
+  return n;
+}
+
+int JitPlan::num_eager_steps() const { return static_cast<int>(steps_.size()) - num_kernels(); }
+
+void JitPlan::run_eager_node(Frame& f, int32_t j) {
+  const Node& n = graph_.nodes[j];
+  if (f.any_poisoned(n.inputs)) {
+    f.poison(n.output);
+    return;
+  }
+  try {
+    std::vector<Tensor> ins;
+    for (ValueId v : n.inputs) ins.push_back(f.values[v]);
+    const std::span<const Tensor> in(ins.data(), ins.size());
+    Attrs attrs = n.attrs;  // with this run's promoted scalars and Philox words
+    for (const EagerPatch& p : patches_[j])
+      attrs.scalars[p.scalar_index] = f.args.scalars[p.run_scalar];
+    if (random_index_[j] >= 0) {
+      const tracer::PhiloxWords& w = f.args.random[random_index_[j]];
+      attrs.ints[0] = static_cast<int64_t>(w.seed);
+      attrs.ints[1] = static_cast<int64_t>(w.counter);
+    }
+    const OpDef& def = op_def(n.op);
+    if (def.flags & kHigherOrder) {
+      if (f.tuples.empty()) f.tuples.resize(f.values.size());
+      if (n.op == OpId::TupleGet)
+        f.values[n.output] = f.tuples[n.inputs[0]].at(static_cast<size_t>(n.attrs.ints[0]));
+      else
+        f.tuples[n.output] = tracer::run_hop_node(n, bodies_[j], in);
+      return;
+    }
+    const OpCall call{n.op, in, attrs};
+    OutputMeta m;  // from the actual inputs: this recording's sizes
+    def.meta(call, m);
+    f.values[n.output] = run_eager(def, call, m);
+  } catch (...) {
+    const ValueId out[] = {n.output};
+    f.fail(out);
+  }
+}
+
+namespace {
+
+// Byte strides of `t` read over the index space `sizes` (right-aligned broadcasting).
+DimVector broadcast_strides(const TensorImpl* t, const DimVector& sizes, int64_t esize) {
+  DimVector s(sizes.size(), 0);
+  const size_t r = t->sizes().size(), R = sizes.size();
+  for (size_t d = 0; d < r; ++d) {
+    const size_t od = R - r + d;
+    s[od] = t->sizes()[d] == 1 && sizes[od] != 1 ? 0 : t->strides()[d] * esize;
+  }
+  return s;
+}
+
+bool same_geometry(const TensorImpl* a, const TensorImpl* b) {
+  return a->offset() == b->offset() && a->sizes() == b->sizes() && a->strides() == b->strides();
+}
+
+}  // namespace
+
+void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
+  if (k.broken.load(std::memory_order_relaxed)) {
+    for (int32_t j : k.nodes) run_eager_node(f, j);
+    return;
+  }
+  if (f.any_poisoned(k.inputs)) {
+    for (ValueId v : k.outputs) f.poison(v);
+    return;
+  }
+  const LoopKernel& src = k.kernel->source();
+  const int64_t esize = itemsize(src.dtype);
+  LaunchArgs la;
+  std::vector<Tensor> outs;
+  try {
+    for (ValueId v : k.inputs)
+      la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
+    outs.reserve(k.outputs.size());
+    for (ValueId v : k.outputs) {
+      Tensor out;
+      if (f.use_destinations && !f.args.destinations.empty()) {
+        for (size_t o = 0; o < graph_.outputs.size(); ++o) {
+          if (graph_.outputs[o] != v) continue;
+          const Tensor& d = f.args.destinations[o];
+          if (!d.defined() || d.impl()->dtype() != src.dtype || d.impl()->sizes() != la.sizes)
+            break;
+          bool safe = true;
+          int uses = 0;
+          for (ValueId w : graph_.outputs) uses += w == v;
+          safe = uses == 1;
+          for (size_t i = 0; safe && i < graph_.inputs.size(); ++i) {
+            const TensorImpl* in = f.args.inputs[i].impl();
+            if (in->storage() != d.impl()->storage()) continue;
+            const int32_t last = input_last_step_[i];
+            if (last == -2 || last > static_cast<int32_t>(step_index))
+              safe = false;
+            else if (last == static_cast<int32_t>(step_index) && !same_geometry(in, d.impl()))
+              safe = false;
+          }
+          if (safe) out = d;
+          break;
+        }
+      }
+      if (!out.defined()) out = empty_tensor(la.sizes, src.dtype, Device::cpu());
+      la.ptrs.push_back(static_cast<char*>(out.impl()->data()));
+      la.strides.push_back(broadcast_strides(out.impl(), la.sizes, esize));
+      outs.push_back(std::move(out));
+    }
+    for (ValueId v : k.inputs) {
+      const TensorImpl* t = f.values[v].impl();
+      la.ptrs.push_back(static_cast<char*>(t->data()));
+      la.strides.push_back(broadcast_strides(t, la.sizes, esize));
+    }
+    SmallVector<double, 4> params;
+    for (int32_t p : k.params) params.push_back(f.args.scalars[p].to_double());
+    la.params = std::span<const double>(params.data(), params.size());
+    try {
+      k.kernel->launch(la);
+    } catch (const Error& e) {  // no machine code for this layout: these nodes run eagerly
+      if (!k.broken.exchange(true))
+        KILN_WARN(Jit, "a fused kernel of {} ops failed to launch; they run eagerly: {}",
+                  k.nodes.size(), e.what());
+      for (int32_t j : k.nodes) run_eager_node(f, j);
+      return;
+    }
+  } catch (...) {
+    f.fail(k.outputs);
+    return;
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) f.values[k.outputs[o]] = std::move(outs[o]);
+}
+
+tracer::InterpretResult JitPlan::run(const tracer::RunArgs& args) {
+  KILN_CHECK(args.inputs.size() == graph_.inputs.size(), "jit plan: {} inputs, the graph has {}",
+             args.inputs.size(), graph_.inputs.size());
+  Frame f{args, true, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {}, {}};
+  for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    Step& st = steps_[s];
+    if (st.kernel)
+      run_kernel(f, *st.kernel, s);
+    else
+      run_eager_node(f, st.node);
+    for (ValueId v : st.release) {
+      f.values[v] = Tensor();
+      if (!f.tuples.empty()) f.tuples[v].clear();
+    }
+  }
+  tracer::InterpretResult result;
+  result.error = f.error;
+  result.outputs.reserve(graph_.outputs.size());
+  for (ValueId v : graph_.outputs) result.outputs.push_back(f.values[v]);
+  return result;
+}
+
+tracer::InterpretResult JitPlan::run_reference(const tracer::RunArgs& args) {
+  Frame f{args, false, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {}, {}};
+  for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
+  for (size_t j = 0; j < graph_.nodes.size(); ++j) run_eager_node(f, static_cast<int32_t>(j));
+  tracer::InterpretResult result;
+  result.error = f.error;
+  for (ValueId v : graph_.outputs) result.outputs.push_back(f.values[v]);
+  return result;
+}
+
+}  // namespace kiln::jit

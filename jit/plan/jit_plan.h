@@ -1,0 +1,71 @@
+// A region's plan: steps in execution order, each a fused kernel (loop IR compiled by a kernel
+// target) or an eager step (one node run by its eager kernel, with its metadata derived from the
+// actual inputs: plans are size-generic), over a table of values indexed like the graph's.
+// Values live from their step to their last use; buffers exist only at step boundaries (a
+// kernel's intermediates stay in registers).
+//
+// run() follows the RegionPlan contract (tracer/backend.h): run arguments only, destinations
+// written directly where safe, per-output errors (a failed step poisons what depends on it).
+#pragma once
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "jit/target.h"
+#include "tracer/backend.h"
+#include "tracer/graph.h"
+#include "tracer/interpreter.h"
+
+namespace kiln::jit {
+
+struct KernelStep {
+  std::shared_ptr<CompiledKernel> kernel;
+  std::vector<tracer::ValueId> inputs;   // kernel input j reads this value
+  std::vector<tracer::ValueId> outputs;  // kernel output k writes this value
+  std::vector<int32_t> params;           // kernel param p is RunArgs::scalars[params[p]]
+  std::vector<int32_t> nodes;            // the fused nodes (run eagerly if a launch fails)
+  std::atomic<bool> broken{false};       // a launch failed: the nodes run eagerly from now on
+};
+
+// Where an eager step's runtime values come from.
+struct EagerPatch {
+  int32_t scalar_index;  // Attrs::scalars index
+  int32_t run_scalar;    // RunArgs::scalars index
+};
+
+struct Step {
+  int32_t node = -1;                     // an eager step: this node
+  std::unique_ptr<KernelStep> kernel;    // a kernel step
+  std::vector<tracer::ValueId> release;  // values that die after this step
+};
+
+class JitPlan final : public tracer::RegionPlan {
+ public:
+  JitPlan(tracer::Graph g, std::vector<Step> steps, std::vector<std::vector<EagerPatch>> patches,
+          std::vector<int32_t> random_index);
+  tracer::InterpretResult run(const tracer::RunArgs& args) override;
+
+  // For tests and stats: the kernel steps and how many nodes each fused.
+  int num_kernels() const;
+  int num_eager_steps() const;
+  const std::vector<Step>& steps() const { return steps_; }
+  const tracer::Graph& graph() const { return graph_; }
+
+  // Runs every node eagerly (KILN_JIT_VALIDATE's reference), with no destinations.
+  tracer::InterpretResult run_reference(const tracer::RunArgs& args);
+
+ private:
+  struct Frame;
+  void run_eager_node(Frame& f, int32_t node);
+  void run_kernel(Frame& f, KernelStep& k, size_t step_index);
+
+  tracer::Graph graph_;  // the first recording (never the current one: its ops and attrs)
+  std::vector<Step> steps_;
+  std::vector<std::vector<EagerPatch>> patches_;  // per node: promoted scalars
+  std::vector<int32_t> random_index_;             // per node: its RunArgs::random index, or -1
+  std::vector<std::vector<tracer::InterpreterPlan>> bodies_;  // per node: hop body plans
+  std::vector<int32_t> last_step_;        // per value: the last step reading it (-2: an output)
+  std::vector<int32_t> input_last_step_;  // per graph input
+};
+
+}  // namespace kiln::jit

@@ -1,0 +1,257 @@
+#include "jit/plan/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "jit/cpu/cpu_target.h"
+#include "jit/plan/lowering.h"
+#include "runtime/config.h"
+#include "runtime/dispatcher.h"
+#include "runtime/error.h"
+#include "runtime/logging.h"
+
+namespace kiln::jit {
+
+using tracer::Graph;
+using tracer::Node;
+using tracer::ValueId;
+
+namespace {
+
+// A fusion group while planning: its nodes (in order) and the shape and dtype they share.
+struct Group {
+  std::vector<int32_t> nodes;
+  DimVector sizes;
+  DType dtype;
+};
+
+// One planned step: an eager node or a group.
+struct Draft {
+  int32_t node = -1;
+  int32_t group = -1;
+};
+
+// The kernel of one group: inputs, expressions, outputs, parameters.
+std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
+                                         const std::vector<int32_t>& last_reader,
+                                         const std::vector<tracer::ScalarPosition>& runtime,
+                                         int32_t my_step) {
+  auto step = std::make_unique<KernelStep>();
+  LoopKernel k;
+  k.dtype = grp.dtype;
+  std::vector<int32_t> expr_of(static_cast<size_t>(g.num_values()), -1);
+  for (int32_t j : grp.nodes) {
+    const Node& n = g.nodes[j];
+    SmallVector<int32_t, 4> in;
+    for (ValueId v : n.inputs) {
+      if (expr_of[v] < 0) {  // an input of the kernel
+        step->inputs.push_back(v);
+        expr_of[v] = k.load(static_cast<int32_t>(step->inputs.size()) - 1);
+        k.num_inputs = static_cast<int32_t>(step->inputs.size());
+      }
+      in.push_back(expr_of[v]);
+    }
+    ScalarSource src;
+    for (size_t r = 0; r < runtime.size(); ++r) {
+      if (runtime[r].node != j) continue;
+      src.param[runtime[r].index] = static_cast<int32_t>(step->params.size());
+      step->params.push_back(static_cast<int32_t>(r));
+      k.num_params = static_cast<int32_t>(step->params.size());
+    }
+    expr_of[n.output] = lower_node(k, n, std::span<const int32_t>(in.data(), in.size()), src);
+    step->nodes.push_back(j);
+  }
+  // Stored: what a later step or the graph's outputs read.
+  for (int32_t j : grp.nodes) {
+    const ValueId v = g.nodes[j].output;
+    if (last_reader[v] == -2 || last_reader[v] > my_step) {
+      step->outputs.push_back(v);
+      k.stores.push_back(expr_of[v]);
+    }
+  }
+  step->kernel = cpu_target().compile(k);
+  return step;
+}
+
+std::atomic<bool> g_warned_codegen{false};
+
+}  // namespace
+
+std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScalars& runtime) {
+  const size_t nv = static_cast<size_t>(g.num_values());
+  std::vector<const tracer::ValueMeta*> meta(nv, nullptr);
+  for (const auto& in : g.inputs) meta[in.id] = &in.meta;
+  for (const Node& n : g.nodes) meta[n.output] = &n.meta;
+
+  std::vector<ScalarSource> promoted(g.nodes.size());
+  std::vector<std::vector<EagerPatch>> patches(g.nodes.size());
+  for (size_t r = 0; r < runtime.size(); ++r) {
+    promoted[runtime[r].node].param[runtime[r].index] = static_cast<int32_t>(r);
+    patches[runtime[r].node].push_back({runtime[r].index, static_cast<int32_t>(r)});
+  }
+  std::vector<int32_t> random_index(g.nodes.size(), -1);
+  {
+    const std::vector<int32_t> rn = tracer::random_nodes(g);
+    for (size_t i = 0; i < rn.size(); ++i) random_index[rn[i]] = static_cast<int32_t>(i);
+  }
+
+  // Group.
+  std::vector<Group> groups;
+  std::vector<Draft> drafts;
+  std::vector<int32_t> step_of(nv, -1);  // the draft computing each value (-1: a graph input)
+  for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
+    const auto j = static_cast<int32_t>(jj);
+    const Node& n = g.nodes[jj];
+    SmallVector<const tracer::ValueMeta*, 4> in_meta;
+    for (ValueId v : n.inputs) in_meta.push_back(meta[v]);
+    const bool fusable =
+        lowers(n, std::span<const tracer::ValueMeta* const>(in_meta.data(), in_meta.size()),
+               promoted[jj], cpu_target());
+    if (!fusable) {
+      drafts.push_back({j, -1});
+      step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
+      continue;
+    }
+    int32_t target = -1;  // the latest producer group this node may join
+    for (ValueId v : n.inputs) {
+      const int32_t s = step_of[v];
+      if (s < 0 || drafts[s].group < 0) continue;
+      const Group& grp = groups[drafts[s].group];
+      if (grp.sizes == n.meta.sizes && grp.dtype == n.meta.dtype) target = std::max(target, s);
+    }
+    if (target >= 0) {
+      for (ValueId v : n.inputs)
+        if (step_of[v] > target) target = -1;  // an input computed after that kernel runs
+    }
+    if (target >= 0) {
+      groups[drafts[target].group].nodes.push_back(j);
+      step_of[n.output] = target;
+    } else {
+      groups.push_back({{j}, n.meta.sizes, n.meta.dtype});
+      drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
+      step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
+    }
+  }
+  if (groups.empty()) return nullptr;
+
+  // The last draft reading each value (-2: a graph output).
+  std::vector<int32_t> last_reader(nv, -1);
+  for (size_t jj = 0; jj < g.nodes.size(); ++jj)
+    for (ValueId v : g.nodes[jj].inputs) {
+      const int32_t reader = step_of[g.nodes[jj].output];
+      if (reader != step_of[v] || step_of[v] < 0) last_reader[v] = std::max(last_reader[v], reader);
+    }
+  for (ValueId v : g.outputs) last_reader[v] = -2;
+
+  std::vector<Step> steps;
+  for (size_t s = 0; s < drafts.size(); ++s) {
+    const Draft& d = drafts[s];
+    if (d.group < 0) {
+      Step st;
+      st.node = d.node;
+      steps.push_back(std::move(st));
+      continue;
+    }
+    const Group& grp = groups[d.group];
+    try {
+      Step st;
+      st.kernel = build_kernel(g, grp, last_reader, runtime, static_cast<int32_t>(s));
+      steps.push_back(std::move(st));
+    } catch (const std::exception& e) {  // codegen failed: these nodes stay eager
+      if (!g_warned_codegen.exchange(true))
+        KILN_WARN(Jit, "compiling a fused kernel of {} ops failed; they run eagerly: {}",
+                  grp.nodes.size(), e.what());
+      for (int32_t j : grp.nodes) {
+        Step st;
+        st.node = j;
+        steps.push_back(std::move(st));
+      }
+    }
+  }
+
+  // Release each value after the last step reading it (steps may have multiplied above).
+  std::vector<int32_t> last(nv, -1);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (steps[s].kernel) {
+      for (ValueId v : steps[s].kernel->inputs) last[v] = static_cast<int32_t>(s);
+    } else {
+      for (ValueId v : g.nodes[steps[s].node].inputs) last[v] = static_cast<int32_t>(s);
+    }
+  }
+  for (ValueId v : g.outputs) last[v] = -2;
+  for (size_t v = 0; v < nv; ++v)
+    if (last[v] >= 0) steps[last[v]].release.push_back(static_cast<ValueId>(v));
+
+  auto plan =
+      std::make_unique<JitPlan>(g, std::move(steps), std::move(patches), std::move(random_index));
+  if (plan->num_kernels() == 0) return nullptr;
+  return plan;
+}
+
+namespace {
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined()) return true;
+  if (a.impl()->dtype() != b.impl()->dtype() || a.impl()->sizes() != b.impl()->sizes())
+    return false;
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  return std::memcmp(ca.impl()->data(), cb.impl()->data(),
+                     static_cast<size_t>(ca.impl()->numel() * itemsize(ca.impl()->dtype()))) == 0;
+}
+
+// KILN_JIT_VALIDATE: the first runs of a plan also run every node eagerly, and a fused result
+// that differs from eager's bytes raises, naming the kernel (pointwise kernels are bitwise).
+class ValidatingPlan final : public tracer::RegionPlan {
+ public:
+  explicit ValidatingPlan(std::unique_ptr<JitPlan> p) : plan_(std::move(p)) {}
+  tracer::InterpretResult run(const tracer::RunArgs& args) override {
+    if (checked_.fetch_add(1) >= kChecks) return plan_->run(args);
+    tracer::InterpretResult want = plan_->run_reference(args);
+    tracer::InterpretResult got = plan_->run(args);
+    for (size_t o = 0; o < got.outputs.size(); ++o) {
+      if (same_bytes(got.outputs[o], want.outputs[o])) continue;
+      fail("KILN_JIT_VALIDATE: output {} of a compiled region differs from eager; the kernel: {}",
+           o, describe_producer(o));
+    }
+    return got;
+  }
+
+ private:
+  std::string describe_producer(size_t o) const {
+    for (const Step& s : plan_->steps())
+      if (s.kernel)
+        for (size_t k = 0; k < s.kernel->outputs.size(); ++k)
+          if (s.kernel->outputs[k] == plan_->graph().outputs[o])
+            return to_text(s.kernel->kernel->source());
+    std::string all;
+    for (const Step& s : plan_->steps())
+      if (s.kernel) all += to_text(s.kernel->kernel->source());
+    return all.empty() ? "(an eager step)" : all;
+  }
+  static constexpr int kChecks = 2;
+  std::unique_ptr<JitPlan> plan_;
+  std::atomic<int> checked_{0};
+};
+
+}  // namespace
+
+int Planner::threshold(const Graph&) const { return cpu_target().threshold(); }
+
+std::unique_ptr<tracer::RegionPlan> Planner::plan(const Graph& g,
+                                                  const tracer::RuntimeScalars& runtime) {
+  std::unique_ptr<JitPlan> p = make_jit_plan(g, runtime);
+  if (!p) return nullptr;
+  if (config().jit_validate) return std::make_unique<ValidatingPlan>(std::move(p));
+  return p;
+}
+
+Planner& planner() {
+  static Planner p;
+  return p;
+}
+
+}  // namespace kiln::jit

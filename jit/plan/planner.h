@@ -1,0 +1,33 @@
+// The JIT's planner (DESIGN.md, "JIT"): the one RegionPlanner the tracer sees. It splits a
+// region into steps: pointwise chains fused into loop kernels for a kernel target (the CPU's
+// asmjit target today), everything else an eager step (one node through its eager kernel), so
+// one unsupported op never keeps the rest of a region interpreted.
+//
+// Fusion: nodes join the kernel of a producer when they lower (jit/plan/lowering.h), have the
+// kernel's dtype and the same output shape as it in the first recording (then in every
+// recording: shapes follow from the inputs with the same size-1 dims), and every other input is
+// ready before that kernel runs. A kernel stores only the values something outside it reads.
+// A kernel the target fails to compile warns once and leaves its nodes eager steps.
+#pragma once
+#include <memory>
+
+#include "jit/plan/jit_plan.h"
+#include "tracer/backend.h"
+
+namespace kiln::jit {
+
+// The plan of `g`, or null when it would fuse nothing (the region stays interpreted).
+std::unique_ptr<JitPlan> make_jit_plan(const tracer::Graph& g,
+                                       const tracer::RuntimeScalars& runtime);
+
+class Planner final : public tracer::RegionPlanner {
+ public:
+  const char* name() const override { return "jit"; }
+  int threshold(const tracer::Graph& g) const override;
+  std::unique_ptr<tracer::RegionPlan> plan(const tracer::Graph& g,
+                                           const tracer::RuntimeScalars& runtime) override;
+};
+
+Planner& planner();
+
+}  // namespace kiln::jit

@@ -1,0 +1,50 @@
+// The narrow interface between the planner and a kernel target (asmjit on the CPU now, NVRTC on
+// CUDA next): compile a loop kernel; launch it over an index space with sizes, strides, pointers
+// and parameters. Everything device-specific (ISA, vector width, threads, streams) lives behind
+// it, in jit/cpu/ and jit/cuda/ (matching file names for matching concepts).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "jit/loop/loop_kernel.h"
+#include "runtime/small_vector.h"
+
+namespace kiln::jit {
+
+// One launch: the index space (sizes, innermost last), and per operand (outputs first, then
+// inputs, as LoopKernel numbers them) a base pointer and strides in bytes per dim (0 where the
+// operand broadcasts). `params` holds the kernel's runtime parameters as doubles (converted to
+// the kernel dtype at launch, as the eager kernels convert a Scalar operand).
+struct LaunchArgs {
+  DimVector sizes;
+  SmallVector<char*, 8> ptrs;
+  std::vector<DimVector> strides;
+  std::span<const double> params;
+};
+
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  virtual const LoopKernel& source() const = 0;
+  // Runs the kernel. Throws kiln::Error if machine code for this launch's layout cannot be made
+  // (the planner then runs the step's nodes eagerly).
+  virtual void launch(const LaunchArgs& args) = 0;
+};
+
+class KernelTarget {
+ public:
+  virtual ~KernelTarget() = default;
+  virtual const char* name() const = 0;  // "cpu-avx512", "cuda-sm90": in stats, logs, dumps
+  // Interpreted runs a region gets before it is planned for this target (the CPU: 1).
+  virtual int threshold() const = 0;
+  // Whether the target can render this expression op in this dtype (else the planner keeps the
+  // node out of kernels).
+  virtual bool supports(ExprOp op, DType dtype) const = 0;
+  // Compiles `k` (verified). Throws on failure: the planner warns once and runs the step's
+  // nodes eagerly.
+  virtual std::shared_ptr<CompiledKernel> compile(const LoopKernel& k) = 0;
+};
+
+}  // namespace kiln::jit
