@@ -1,5 +1,5 @@
-#The static library kiln::kiln.Sources are listed per layer; files named * _kernels.cpp under
-#ops / cpu are compiled once per ISA(see ops / cpu / isa.h).
+# The static library kiln::kiln. Sources are listed per layer; files named *_kernels.cpp under
+# ops/cpu are compiled once per ISA (see ops/cpu/isa.h).
 file(GLOB KILN_RUNTIME_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/runtime/*.cpp
      ${PROJECT_SOURCE_DIR}/runtime/autograd/*.cpp)
 file(GLOB KILN_TRACER_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tracer/*.cpp
