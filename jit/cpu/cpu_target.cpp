@@ -24,6 +24,9 @@ namespace {
 
 std::atomic<int> g_injected_faults{0};
 
+// Outputs at least this large are written with non-temporal stores (they outgrow the caches).
+constexpr int64_t kStreamingBytes = int64_t{8} << 20;
+
 asmjit::JitRuntime& jit_runtime() {
   static auto* rt = new asmjit::JitRuntime();  // never destroyed: kernels live for the process
   return *rt;
@@ -34,32 +37,32 @@ KernelCache<KernelFn>& fn_cache() {
   return *c;
 }
 
-// The cache key of one rendering: the kernel, the ISA, the operand layouts.
-std::vector<uint64_t> render_key(const LoopKernel& k, JitIsa isa,
-                                 const std::vector<InnerLayout>& layout) {
+// The cache key of one rendering: the kernel and everything the variant changes.
+std::vector<uint64_t> render_key(const LoopKernel& k, const KernelVariant& v) {
   std::vector<uint64_t> key = encode(k);
-  key.push_back(0x6370753a00000000ull | static_cast<uint64_t>(isa));  // "cpu:" + isa
-  for (InnerLayout l : layout) key.push_back(static_cast<uint64_t>(l));
+  key.push_back(0x6370753a00000000ull | static_cast<uint64_t>(v.isa));  // "cpu:" + isa
+  key.push_back(v.streaming);
+  for (InnerLayout l : v.layout) key.push_back(static_cast<uint64_t>(l));
   return key;
 }
 
-void log_kernel_dump(const LoopKernel& k, JitIsa isa, const std::vector<InnerLayout>& layout,
-                     const std::string& assembly) {
+void log_kernel_dump(const LoopKernel& k, const KernelVariant& v, const std::string& assembly) {
   std::string layouts;
-  for (InnerLayout l : layout)
+  for (InnerLayout l : v.layout)
     layouts += l == InnerLayout::Contiguous ? 'c' : l == InnerLayout::Broadcast ? 'b' : 's';
+  if (v.streaming) layouts += "-nt";
   const std::string name =
-      fmt::format("kernel-{:016x}-{}-{}", hash_words(encode(k)), jit_isa_name(isa), layouts);
+      fmt::format("kernel-{:016x}-{}-{}", hash_words(encode(k)), jit_isa_name(v.isa), layouts);
   tracer::dump_text(name + ".txt", to_text(k) + "\n" + assembly);
 }
 
-KernelFn render(const LoopKernel& k, JitIsa isa, const std::vector<InnerLayout>& layout) {
-  return fn_cache().get_or_make(render_key(k, isa, layout), [&] {
+KernelFn render(const LoopKernel& k, const KernelVariant& v) {
+  return fn_cache().get_or_make(render_key(k, v), [&] {
     if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
       fail("cpu kernel: injected codegen fault");
     const int64_t t0 = profiler::now_ns();
     const bool dump = !config().dump.empty();
-    RenderedKernel r = render_cpu_kernel(jit_runtime(), k, isa, layout, dump);
+    RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump);
     const int64_t t1 = profiler::now_ns();
     CpuJitCounters& c = cpu_jit_counters();
     c.kernels.fetch_add(1);
@@ -67,9 +70,9 @@ KernelFn render(const LoopKernel& k, JitIsa isa, const std::vector<InnerLayout>&
     int64_t prev = c.max_compile_ns.load();
     while (prev < t1 - t0 && !c.max_compile_ns.compare_exchange_weak(prev, t1 - t0)) {
     }
-    KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us", r.code_bytes, jit_isa_name(isa),
+    KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us", r.code_bytes, jit_isa_name(v.isa),
                (t1 - t0) / 1000);
-    if (dump) log_kernel_dump(k, isa, layout, r.assembly);
+    if (dump) log_kernel_dump(k, v, r.assembly);
     return r.fn;
   });
 }
@@ -81,22 +84,23 @@ class CpuKernel final : public CompiledKernel {
     // while planning (the step then stays eager) instead of at the first launch.
     std::vector<InnerLayout> contiguous(static_cast<size_t>(k.num_operands()),
                                         InnerLayout::Contiguous);
-    variant(contiguous);
+    variant(contiguous, false);
   }
   const LoopKernel& source() const override { return k_; }
 
   void launch(const LaunchArgs& args) override;
 
  private:
-  KernelFn variant(const std::vector<InnerLayout>& layout) {
-    uint64_t sig = 0;
-    for (size_t j = 0; j < layout.size(); ++j) sig |= static_cast<uint64_t>(layout[j]) << (2 * j);
+  KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming) {
+    uint64_t sig = streaming;
+    for (size_t j = 0; j < layout.size(); ++j)
+      sig |= static_cast<uint64_t>(layout[j]) << (2 * j + 1);
     {
       std::lock_guard lock(mu_);
       for (const auto& [s, fn] : variants_)
         if (s == sig) return fn;
     }
-    KernelFn fn = render(k_, isa_, layout);
+    KernelFn fn = render(k_, KernelVariant{isa_, layout, streaming});
     std::lock_guard lock(mu_);
     variants_.emplace_back(sig, fn);
     return fn;
@@ -166,7 +170,19 @@ void CpuKernel::launch(const LaunchArgs& args) {
     }
     if (rank >= 2) outer[j] = c.strides[j][rank - 2];
   }
-  const KernelFn fn = variant(layout);
+  // Large outputs that nothing reads soon go around the caches (non-temporal stores move ~35%
+  // more bytes per second here: jit-codegen.md), when every row start is vector-aligned.
+  const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  bool streaming = true;
+  int64_t numel = 1;
+  for (int64_t s : c.sizes) numel *= s;
+  for (int32_t j = 0; j < k_.num_outputs() && streaming; ++j) {
+    streaming = layout[j] == InnerLayout::Contiguous && numel * esize >= kStreamingBytes &&
+                reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
+                (rank < 2 || outer[j] % vec_bytes == 0);
+    for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.strides[j][d] % vec_bytes == 0;
+  }
+  const KernelFn fn = variant(layout, streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
   alignas(16) unsigned char params[8 * 16];

@@ -26,8 +26,14 @@ class BodyEmitter {
   using O = AsmVecOps<T>;
   BodyEmitter(EmitContext& ctx, bool wide, const LoopKernel& k,
               const std::vector<InnerLayout>& layout, const std::vector<x86::Gp>& cur,
-              x86::Gp params, const x86::KReg* tail)
-      : o_(ctx, wide), k_(k), layout_(layout), cur_(cur), params_(params), tail_(tail) {}
+              x86::Gp params, const x86::KReg* tail, bool streaming = false)
+      : o_(ctx, wide),
+        k_(k),
+        layout_(layout),
+        cur_(cur),
+        params_(params),
+        tail_(tail),
+        streaming_(streaming) {}
 
   void emit() {
     const size_t n = k_.exprs.size();
@@ -35,7 +41,10 @@ class BodyEmitter {
     masks_.resize(n);
     for (size_t i = 0; i < n; ++i) eval(i);
     for (int32_t j = 0; j < k_.num_outputs(); ++j) {
-      o_.store(x86::ptr(cur_[j]), vals_[k_.stores[j]], tail_);
+      if (streaming_)
+        o_.store_streaming(x86::ptr(cur_[j]), vals_[k_.stores[j]]);
+      else
+        o_.store(x86::ptr(cur_[j]), vals_[k_.stores[j]], tail_);
     }
   }
 
@@ -143,13 +152,15 @@ class BodyEmitter {
   const std::vector<x86::Gp>& cur_;
   x86::Gp params_;
   const x86::KReg* tail_;
+  bool streaming_;
   std::vector<F> vals_;
   std::vector<AsmMask> masks_;
 };
 
 template <class T>
-void render_function(x86::Compiler& cc, const LoopKernel& k, JitIsa isa,
-                     const std::vector<InnerLayout>& layout) {
+void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v) {
+  const JitIsa isa = v.isa;
+  const std::vector<InnerLayout>& layout = v.layout;
   FuncNode* f = cc.addFunc(FuncSignatureT<void, char* const*, const int64_t*, const int64_t*,
                                           int64_t, int64_t, const void*>(CallConvId::kHost));
   if (isa != JitIsa::Sse2) {
@@ -213,7 +224,7 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, JitIsa isa,
     cc.bind(l_vec);
     cc.cmp(rem, lanes);
     cc.jl(l_tail);
-    BodyEmitter<T>(ctx, true, k, layout, cur, params, nullptr).emit();
+    BodyEmitter<T>(ctx, true, k, layout, cur, params, nullptr, v.streaming).emit();
     advance(lanes);
     cc.sub(rem, lanes);
     cc.jmp(l_vec);
@@ -238,15 +249,16 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, JitIsa isa,
   cc.inc(o);
   cc.jmp(l_outer);
   cc.bind(l_done);
+  if (v.streaming) cc.sfence();  // non-temporal stores are visible before the kernel returns
   cc.endFunc();
 }
 
 }  // namespace
 
-RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, JitIsa isa,
-                                 const std::vector<InnerLayout>& layout, bool want_assembly) {
-  KILN_CHECK(static_cast<int>(layout.size()) == k.num_operands(),
-             "cpu kernel: {} operand layouts for {} operands", layout.size(), k.num_operands());
+RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,
+                                 bool want_assembly) {
+  KILN_CHECK(static_cast<int>(v.layout.size()) == k.num_operands(),
+             "cpu kernel: {} operand layouts for {} operands", v.layout.size(), k.num_operands());
   CodeHolder code;
   code.init(rt.environment());
   ThrowingHandler handler;
@@ -255,9 +267,9 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, JitIsa isa
   if (want_assembly) code.setLogger(&logger);
   x86::Compiler cc(&code);
   if (k.dtype == DType::Float64)
-    render_function<double>(cc, k, isa, layout);
+    render_function<double>(cc, k, v);
   else
-    render_function<float>(cc, k, isa, layout);
+    render_function<float>(cc, k, v);
   cc.finalize();
   RenderedKernel out;
   out.code_bytes = code.codeSize();

@@ -28,8 +28,17 @@ struct RenderedKernel {
   std::string assembly;  // filled when asked (KILN_DUMP=...asm)
 };
 
+// How one rendering differs from another of the same kernel: the ISA, each operand's inner
+// layout, and whether full-vector stores of outputs are non-temporal (`streaming`: the caller
+// guarantees every output row starts aligned to the vector width; a fence ends the function).
+struct KernelVariant {
+  JitIsa isa = JitIsa::Sse2;
+  std::vector<InnerLayout> layout;
+  bool streaming = false;
+};
+
 // Throws kiln::Error when asmjit reports an error (the caller falls back to eager kernels).
-RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k, JitIsa isa,
-                                 const std::vector<InnerLayout>& layout, bool want_assembly);
+RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k,
+                                 const KernelVariant& v, bool want_assembly);
 
 }  // namespace kiln::jit

@@ -12,6 +12,7 @@
 #include <asmjit/x86.h>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <type_traits>
 
@@ -156,6 +157,13 @@ class AsmVecOps {
       cc_.emit(asmjit::x86::Inst::kIdShufps, d, d, asmjit::imm(0));
     }
     return d;
+  }
+  // A full-vector non-temporal store (the address is aligned to the vector width).
+  void store_streaming(const asmjit::x86::Mem& m, F v) {
+    if (vex())
+      cc_.emit(kDouble ? asmjit::x86::Inst::kIdVmovntpd : asmjit::x86::Inst::kIdVmovntps, m, v);
+    else
+      cc_.emit(kDouble ? asmjit::x86::Inst::kIdMovntpd : asmjit::x86::Inst::kIdMovntps, m, v);
   }
   void store(const asmjit::x86::Mem& m, F v, const asmjit::x86::KReg* tail = nullptr) {
     if (!wide_) {
