@@ -9,84 +9,11 @@
 #include "ops/cpu/pointwise_table.h"
 #include "ops/meta_helpers.h"
 #include "ops/op_registry.h"
+#include "ops/pointwise_rules.h"
 
 namespace kiln {
 
 namespace {
-
-// How an op's compute dtype follows from its input's dtype.
-enum class Rule : uint8_t {
-  Floating,  // ints and bool compute in Float32
-  Numeric,   // same dtype; Bool is an error
-  Any,       // same dtype, Bool included
-  BoolOut,   // same dtype in, Bool out
-  BoolIn,    // input converted to Bool, Bool out
-};
-
-Rule unary_rule(OpId id) {
-  switch (id) {
-    case OpId::Neg:
-    case OpId::Abs:
-    case OpId::Relu:
-    case OpId::Floor:
-    case OpId::Ceil:
-    case OpId::Round:
-    case OpId::PowScalar:
-    case OpId::Clamp:
-    case OpId::Square:
-      return Rule::Numeric;
-    case OpId::Sign:
-      return Rule::Any;
-    case OpId::Isnan:
-      return Rule::BoolOut;
-    case OpId::LogicalNot:
-      return Rule::BoolIn;
-    default:
-      return Rule::Floating;
-  }
-}
-
-Rule binary_rule(OpId id) {
-  switch (id) {
-    case OpId::Div:
-      return Rule::Floating;
-    case OpId::Sub:
-    case OpId::Pow:
-      return Rule::Numeric;
-    case OpId::Eq:
-    case OpId::Ne:
-    case OpId::Lt:
-    case OpId::Le:
-    case OpId::Gt:
-    case OpId::Ge:
-      return Rule::BoolOut;
-    case OpId::LogicalAnd:
-    case OpId::LogicalOr:
-      return Rule::BoolIn;
-    default:
-      return Rule::Any;
-  }
-}
-
-// Compute dtype from the promoted input dtype, or an error naming the op.
-DType compute_dtype(OpId id, Rule r, DType in, const char* what) {
-  switch (r) {
-    case Rule::Floating:
-      return to_floating(in);
-    case Rule::Numeric:
-      KILN_CHECK(in != DType::Bool, "{}: not supported for Bool {} (expected a numeric dtype)",
-                 op_name(id), what);
-      return in;
-    case Rule::BoolIn:
-      return DType::Bool;
-    default:
-      return in;
-  }
-}
-
-DType out_dtype(Rule r, DType compute) {
-  return (r == Rule::BoolOut || r == Rule::BoolIn) ? DType::Bool : compute;
-}
 
 Tensor as_dtype(const Tensor& t, DType d) { return t.impl()->dtype() == d ? t : t.to(d); }
 
@@ -94,14 +21,14 @@ Tensor as_dtype(const Tensor& t, DType d) { return t.impl()->dtype() == d ? t : 
 
 DType unary_compute(const OpCall& c) {
   const TensorImpl* x = c.inputs[0].impl();
-  Rule r = unary_rule(c.op);
+  DTypeRule r = unary_dtype_rule(c.op);
   if (c.op == OpId::Square && x->dtype() == DType::Bool) return DType::Int64;
   if (c.op == OpId::PowScalar || c.op == OpId::Clamp) {
     ResultType rt;
     rt.add(c.inputs[0]);
     rt.add(c.attrs.scalars[0]);
     if (c.op == OpId::Clamp) rt.add(c.attrs.scalars[1]);
-    DType d = compute_dtype(c.op, r, rt.get(), "input");
+    DType d = pointwise_compute_dtype(c.op, r, rt.get(), "input");
     if (c.op == OpId::Clamp) {  // the bounds are converted to the compute dtype
       check_scalar_fits("clamp", "min", c.attrs.scalars[0], d);
       check_scalar_fits("clamp", "max", c.attrs.scalars[1], d);
@@ -113,14 +40,14 @@ DType unary_compute(const OpCall& c) {
     }
     return d;
   }
-  return compute_dtype(c.op, r, x->dtype(), "input");
+  return pointwise_compute_dtype(c.op, r, x->dtype(), "input");
 }
 
 void unary_meta(const OpCall& c, OutputMeta& m) {
   const TensorImpl* x = c.inputs[0].impl();
   m.sizes = x->sizes();
   m.device = x->device();
-  m.dtype = out_dtype(unary_rule(c.op), unary_compute(c));
+  m.dtype = pointwise_out_dtype(unary_dtype_rule(c.op), unary_compute(c));
 }
 
 void unary_eager(const OpCall& c, const Tensor& out) {
@@ -144,7 +71,7 @@ DType binary_compute(const OpCall& c) {
         c.inputs.size() == 2 ? describe(c.inputs[0]) + " and " + describe(c.inputs[1])
                              : describe(c.inputs[0]));
   }
-  return compute_dtype(c.op, binary_rule(c.op), promoted, "inputs");
+  return pointwise_compute_dtype(c.op, binary_dtype_rule(c.op), promoted, "inputs");
 }
 
 void binary_meta(const OpCall& c, OutputMeta& m) {
@@ -156,7 +83,7 @@ void binary_meta(const OpCall& c, OutputMeta& m) {
     m.sizes = c.inputs[0].impl()->sizes();
     m.device = c.inputs[0].impl()->device();
   }
-  m.dtype = out_dtype(binary_rule(c.op), binary_compute(c));
+  m.dtype = pointwise_out_dtype(binary_dtype_rule(c.op), binary_compute(c));
 }
 
 // A Scalar converted to the compute dtype, in storage the loop can point at.

@@ -1,6 +1,7 @@
 #include "jit/plan/lowering.h"
 
 #include "ops/pointwise.h"
+#include "ops/pointwise_rules.h"
 #include "runtime/dispatcher.h"
 
 namespace kiln::jit {
@@ -90,9 +91,16 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
     return false;
   for (const tracer::ValueMeta* m : inputs)
     if (m->dtype != d || m->device != Device::cpu()) return false;
+  // Inputs already in the output dtype: the eager kernel computes in it when the op's rule says
+  // so (a float Scalar operand of a float tensor does not promote it).
+  auto computes_in_d = [&](DTypeRule rule) {
+    return pointwise_out_dtype(rule, d) == d &&
+           (rule == DTypeRule::Floating || rule == DTypeRule::Numeric || rule == DTypeRule::Any);
+  };
   const ExprOp u = unary_expr(n.op);
-  if (u != ExprOp::kCount) return target.supports(u, d);
-  if (binary_expr(n.op) != ExprOp::kCount) return target.supports(binary_expr(n.op), d);
+  if (u != ExprOp::kCount) return computes_in_d(unary_dtype_rule(n.op)) && target.supports(u, d);
+  if (binary_expr(n.op) != ExprOp::kCount)
+    return computes_in_d(binary_dtype_rule(n.op)) && target.supports(binary_expr(n.op), d);
   if (n.op == OpId::Clamp) return target.supports(ExprOp::Select, d);
   if (n.op == OpId::PowScalar) {
     const PowForm f = pow_form(n, scalars);
