@@ -31,6 +31,7 @@ constexpr KindNames kKindNames[kNumEventKinds] = {{"op", "op"},
                                                   {"fallback", "fallback"},
                                                   {"compile", "compile"},
                                                   {"kernel", "kernel launch"},
+                                                  {"kernel", "kernel compile"},
                                                   {"region", "region traced"}};
 }  // namespace
 
@@ -316,6 +317,11 @@ void record_compile(std::string_view tier, uint64_t region, int64_t begin_ns, in
 void record_kernel_launch(std::string_view kernel, int64_t begin_ns, int64_t end_ns) {
   if (!enabled()) return;
   detail::record(EventKind::KernelLaunch, kernel, {}, 0, 0, begin_ns, end_ns);
+}
+
+void record_kernel_compile(std::string_view kernel, int64_t begin_ns, int64_t end_ns) {
+  if (!enabled()) return;
+  detail::record(EventKind::KernelCompile, kernel, {}, 0, 0, begin_ns, end_ns);
 }
 
 void record_region_trace(std::string_view region_name) {

@@ -25,15 +25,16 @@ namespace kiln::profiler {
 // Event kinds, one per thing the runtime reports. A new kind needs: an entry here, its category
 // and display names in profiler.cpp (kind_category/kind_label), and a record_* function.
 enum class EventKind : uint8_t {
-  Op,            // one dispatched op (meta + mode/eager + autograd recording), complete event
-  Flush,         // the recorder flushed a segment; args.reason says why
-  CacheHit,      // the region cache found a graph; instant event with args.region
-  CacheMiss,     // the region cache did not; instant event with args.region
-  Interpret,     // a cold region ran node by node with eager kernels; args.region, args.nodes
-  Fallback,      // a higher-order op fell back to eager; args.reason
-  Compile,       // a region was compiled; args.tier, args.region
-  KernelLaunch,  // a compiled kernel ran; complete event named after the kernel
-  RegionTrace,   // region(name, fn) traced a body it had not seen; instant event named after it
+  Op,             // one dispatched op (meta + mode/eager + autograd recording), complete event
+  Flush,          // the recorder flushed a segment; args.reason says why
+  CacheHit,       // the region cache found a graph; instant event with args.region
+  CacheMiss,      // the region cache did not; instant event with args.region
+  Interpret,      // a cold region ran node by node with eager kernels; args.region, args.nodes
+  Fallback,       // a higher-order op fell back to eager; args.reason
+  Compile,        // a region was compiled; args.tier, args.region
+  KernelLaunch,   // a compiled kernel ran; complete event named after the kernel
+  KernelCompile,  // a kernel target made machine code; complete event named after the kernel
+  RegionTrace,    // region(name, fn) traced a body it had not seen; instant event named after it
   kCount
 };
 inline constexpr int kNumEventKinds = static_cast<int>(EventKind::kCount);
@@ -112,6 +113,7 @@ void record_interpret(uint64_t region, int64_t nodes, int64_t begin_ns, int64_t 
 void record_fallback(std::string_view op, std::string_view reason);
 void record_compile(std::string_view tier, uint64_t region, int64_t begin_ns, int64_t end_ns);
 void record_kernel_launch(std::string_view kernel, int64_t begin_ns, int64_t end_ns);
+void record_kernel_compile(std::string_view kernel, int64_t begin_ns, int64_t end_ns);
 void record_region_trace(std::string_view region_name);
 
 }  // namespace kiln::profiler

@@ -81,6 +81,7 @@ void append_event(std::string& out, const Snapshot& snap, int64_t tid, const Eve
       fmt::format_to(it, ",\"region\":\"{:#018x}\"", e.region);
       break;
     case EventKind::KernelLaunch:
+    case EventKind::KernelCompile:
     case EventKind::RegionTrace:  // the event's name is the region's
     case EventKind::kCount:
       break;

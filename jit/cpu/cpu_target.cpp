@@ -64,6 +64,9 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
     const bool dump = !config().dump.empty();
     RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump);
     const int64_t t1 = profiler::now_ns();
+    if (profiler::enabled())
+      profiler::record_kernel_compile(
+          fmt::format("kernel {:016x} {}", hash_words(encode(k)), jit_isa_name(v.isa)), t0, t1);
     CpuJitCounters& c = cpu_jit_counters();
     c.kernels.fetch_add(1);
     c.compile_ns.fetch_add(t1 - t0);
@@ -79,7 +82,8 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
 
 class CpuKernel final : public CompiledKernel {
  public:
-  CpuKernel(const LoopKernel& k, JitIsa isa) : k_(k), isa_(isa) {
+  CpuKernel(const LoopKernel& k, JitIsa isa)
+      : k_(k), isa_(isa), name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
     // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
     // while planning (the step then stays eager) instead of at the first launch.
     std::vector<InnerLayout> contiguous(static_cast<size_t>(k.num_operands()),
@@ -108,6 +112,7 @@ class CpuKernel final : public CompiledKernel {
 
   LoopKernel k_;
   JitIsa isa_;
+  std::string name_;  // in profiler traces: the hash of its loop IR, as in KILN_DUMP file names
   std::mutex mu_;
   std::vector<std::pair<uint64_t, KernelFn>> variants_;
 };
@@ -221,6 +226,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
   };
   const int64_t total = rows * n_inner;
   const int threads = num_threads();
+  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
   if (threads <= 1 || total <= kParallelGrain || in_parallel_region()) {
     run_rows(0, rows, 0, n_inner);
   } else if (rows >= 4 * threads) {
@@ -233,6 +239,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
       run_rows(0, rows, c0 * 64, std::min(n_inner, c1 * 64));
     });
   }
+  if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
 }
 
 }  // namespace
