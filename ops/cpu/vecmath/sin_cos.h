@@ -13,7 +13,9 @@
 //   (select) and the sign (xor of the sign bit), both taken from the integer lanes of k.
 // sin(+-0) = +-0, cos(+-0) = 1; sin/cos(+-inf) = NaN; NaN -> NaN.
 //
-// Measured max error (tests/test_vecmath_ulp.cpp): see docs/numerics.md.
+// Measured max error for |x| <= 6000 / 1.5e6 (tests/test_vecmath_ulp.cpp):
+//   sin   float32 2.39 ulp   float64 1.66 ulp   (bound 3)
+//   cos   float32 2.29 ulp   float64 1.88 ulp   (bound 3)
 #pragma once
 #include "ops/cpu/vecmath/common.h"
 
