@@ -17,7 +17,9 @@ set(KILN_WARNINGS -Wall -Wextra)
 add_library(kiln STATIC ${KILN_RUNTIME_SOURCES} ${KILN_OPS_SOURCES} ${KILN_TRACER_SOURCES}
                         ${KILN_JIT_SOURCES})
 add_library(kiln::kiln ALIAS kiln)
-target_compile_options(kiln PRIVATE ${KILN_WARNINGS})
+# -ffp-contract=off everywhere: kiln's vector math (ops/cpu/vecmath/) must never be fused into FMAs
+# (the same bits on every ISA and in the JIT).
+target_compile_options(kiln PRIVATE ${KILN_WARNINGS} -ffp-contract=off)
 target_include_directories(kiln PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>

@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include "ops/cpu/vecmath/exp_log.h"
+#include "ops/cpu/vecmath/gnu_vec_ops.h"
 #include "ops/eager_helpers.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
@@ -74,9 +76,21 @@ void cross_entropy_eager(const OpCall& c, const Tensor& out) {
           const T* row = lp + n * C;
           double mx = -std::numeric_limits<double>::infinity();
           for (int64_t j = 0; j < C; ++j) mx = std::max(mx, static_cast<double>(row[j]));
+          // exp and log through kiln's vector math (ops/cpu/vecmath/), summed in order.
           double s = 0;
-          for (int64_t j = 0; j < C; ++j) s += std::exp(row[j] - mx);
-          row_loss[n] = mx + std::log(s) - row[tp[n]];
+          constexpr int64_t kChunk = 256;
+          double e[kChunk];
+          for (int64_t j0 = 0; j0 < C; j0 += kChunk) {
+            const int64_t m = std::min(kChunk, C - j0);
+            for (int64_t j = 0; j < m; ++j) e[j] = row[j0 + j] - mx;
+            vecmath::map_contiguous<double, vecmath::kNativeVecBytes>(
+                e, e, m, [](const auto& o, auto v) { return vecmath::exp(o, v); });
+            for (int64_t j = 0; j < m; ++j) s += e[j];
+          }
+          row_loss[n] =
+              mx +
+              vecmath::apply_scalar(s, [](const auto& o, auto v) { return vecmath::log(o, v); }) -
+              row[tp[n]];
         }
       });
       double total = 0;

@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include "ops/cpu/vecmath/exp_log.h"
+#include "ops/cpu/vecmath/gnu_vec_ops.h"
 #include "ops/eager_helpers.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
@@ -31,6 +33,15 @@ void softmax_meta(const OpCall& c, OutputMeta& m) {
   m.device = x->device();
 }
 
+// exp and log through kiln's vector math (the bits of the exp/log ops; ops/cpu/vecmath/).
+constexpr int kVecBytes = vecmath::kNativeVecBytes;
+auto vexp = [](const auto& o, auto v) { return vecmath::exp(o, v); };
+auto vlog = [](const auto& o, auto v) { return vecmath::log(o, v); };
+template <class T>
+void exp_inplace(T* p, int64_t n) {
+  vecmath::map_contiguous<T, kVecBytes>(p, p, n, vexp);
+}
+
 // Rows [n] at stride `inner`, columns [c0, c1) of one outer slice; out has the same layout.
 template <class T>
 void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t c0, int64_t c1, bool log,
@@ -42,17 +53,20 @@ void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t c0, int64
     const T* row = x + j * inner + c0;
     for (int64_t i = 0; i < w; ++i) mx[i] = std::max(mx[i], row[i]);
   }
+  T e[64];  // w <= kBlock
   for (int64_t j = 0; j < n; ++j) {
     const T* row = x + j * inner + c0;
     T* out = y + j * inner + c0;
+    for (int64_t i = 0; i < w; ++i) e[i] = row[i] - mx[i];
+    exp_inplace(e, w);
     for (int64_t i = 0; i < w; ++i) {
-      T e = std::exp(row[i] - mx[i]);
-      sum[i] += e;
-      if (!log) out[i] = e;
+      sum[i] += e[i];
+      if (!log) out[i] = e[i];
     }
   }
   if (log) {
-    for (int64_t i = 0; i < w; ++i) sum[i] = mx[i] + std::log(sum[i]);  // logsumexp
+    vecmath::map_contiguous<T, kVecBytes>(sum, sum, w, vlog);
+    for (int64_t i = 0; i < w; ++i) sum[i] = mx[i] + sum[i];  // logsumexp
     for (int64_t j = 0; j < n; ++j) {
       const T* row = x + j * inner + c0;
       T* out = y + j * inner + c0;
@@ -74,11 +88,20 @@ void softmax_row(const T* x, T* y, int64_t n, bool log) {
   for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
   T sum = 0;
   if (log) {
-    for (int64_t j = 0; j < n; ++j) sum += std::exp(x[j] - mx);
-    const T lse = mx + std::log(sum);
+    constexpr int64_t kChunk = 256;
+    T e[kChunk];
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - j0);
+      for (int64_t j = 0; j < m; ++j) e[j] = x[j0 + j] - mx;
+      exp_inplace(e, m);
+      for (int64_t j = 0; j < m; ++j) sum += e[j];
+    }
+    const T lse = mx + vecmath::apply_scalar(sum, vlog);
     for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
   } else {
-    for (int64_t j = 0; j < n; ++j) sum += (y[j] = std::exp(x[j] - mx));
+    for (int64_t j = 0; j < n; ++j) y[j] = x[j] - mx;
+    exp_inplace(y, n);
+    for (int64_t j = 0; j < n; ++j) sum += y[j];
     const T r = T(1) / sum;
     for (int64_t j = 0; j < n; ++j) y[j] *= r;
   }
@@ -94,7 +117,8 @@ void softmax_eager(const OpCall& c, const Tensor& out) {
   for (int64_t d = 0; d < dim; ++d) outer *= o->sizes()[d];
   for (int64_t d = dim + 1; d < ndim; ++d) inner *= o->sizes()[d];
   const bool log = c.op == OpId::LogSoftmax;
-  constexpr int64_t kBlock = 64;  // columns swept together when dim is not innermost
+  constexpr int64_t kBlock =
+      64;  // columns (softmax_block's buffer size) swept together when dim is not innermost
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
   const int64_t grain =
       std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n * std::min(inner, kBlock)));

@@ -1,5 +1,9 @@
 // The scalar math of every pointwise op, one functor per op. The per-ISA kernel files instantiate
 // these inside vectorizable loops; the tests compare them against their own scalar references.
+// The transcendental ops (KILN_UNARY_VM) have no scalar formula of their own: their float math is
+// kiln's vector math (ops/cpu/vecmath/, the algorithms the JIT emits too), through `vec` on a
+// vector of lanes or through one lane for a single value, so every element of such an op gives
+// the same bits whatever the layout and the ISA.
 // Semantics follow PyTorch: NaN propagates through maximum/minimum/clamp/relu, round is half to
 // even, sign of NaN is 0.
 #pragma once
@@ -7,6 +11,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/cpu/vecmath/gnu_vec_ops.h"
+#include "ops/cpu/vecmath/vecmath.h"
 #include "runtime/scalar.h"
 
 namespace kiln::pointwise {
@@ -76,37 +82,48 @@ inline T wrap_mul(T a, T b) {
   }
 }
 
-template <class T>
-inline T sigmoid_of(T x) {
-  return T(1) / (T(1) + std::exp(-x));
-}
+// A floating-point op computed by vecmath::fn (vec_fn for the vector path).
+#define KILN_UNARY_VM(Name, fn)                                                         \
+  struct Name {                                                                         \
+    static constexpr Domain domain = Domain::Floating;                                  \
+    static constexpr bool bool_out = false;                                             \
+    static constexpr bool kVec = true;                                                  \
+    explicit Name(const Scalar*) {}                                                     \
+    template <class O, class V>                                                         \
+    static V vec(const O& o, V x) {                                                     \
+      return vecmath::fn(o, x);                                                         \
+    }                                                                                   \
+    template <class T>                                                                  \
+    T operator()(T x) const {                                                           \
+      return vecmath::apply_scalar(x, [](const auto& o, auto v) { return vec(o, v); }); \
+    }                                                                                   \
+  };
 
 KILN_UNARY(NegF, Numeric, wrap_neg(x))
 KILN_UNARY(AbsF, Numeric, x < T(0) ? wrap_neg(x) : x)
-KILN_UNARY(ExpF, Floating, std::exp(x))
-KILN_UNARY(LogF, Floating, std::log(x))
-KILN_UNARY(Log1pF, Floating, std::log1p(x))
-KILN_UNARY(Expm1F, Floating, std::expm1(x))
+KILN_UNARY_VM(ExpF, exp)
+KILN_UNARY_VM(LogF, log)
+KILN_UNARY_VM(Log1pF, log1p)
+KILN_UNARY_VM(Expm1F, expm1)
 KILN_UNARY(SqrtF, Floating, std::sqrt(x))
 KILN_UNARY(RsqrtF, Floating, T(1) / std::sqrt(x))
 KILN_UNARY(ReciprocalF, Floating, T(1) / x)
-KILN_UNARY(SinF, Floating, std::sin(x))
-KILN_UNARY(CosF, Floating, std::cos(x))
-KILN_UNARY(TanhF, Floating, std::tanh(x))
-KILN_UNARY(SigmoidF, Floating, sigmoid_of(x))
+KILN_UNARY_VM(SinF, sin)
+KILN_UNARY_VM(CosF, cos)
+KILN_UNARY_VM(TanhF, tanh)
+KILN_UNARY_VM(SigmoidF, sigmoid)
 KILN_UNARY(ReluF, Numeric, x < T(0) ? T(0) : x)
-KILN_UNARY(SiluF, Floating, x* sigmoid_of(x))
-KILN_UNARY(ErfF, Floating, std::erf(x))
+KILN_UNARY_VM(SiluF, silu)
+KILN_UNARY_VM(ErfF, erf)
 KILN_UNARY(FloorF, Numeric, std::is_floating_point_v<T> ? T(std::floor(x)) : x)
 KILN_UNARY(CeilF, Numeric, std::is_floating_point_v<T> ? T(std::ceil(x)) : x)
 KILN_UNARY(RoundF, Numeric, std::is_floating_point_v<T> ? T(std::nearbyint(x)) : x)
 KILN_UNARY(SignF, All, T((T(0) < x) - (x < T(0))))
 KILN_UNARY(SquareF, Numeric, wrap_mul(x, x))
-KILN_UNARY(GeluF, Floating, T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))))
-KILN_UNARY(GeluTanhF, Floating,
-           T(0.5) * x *
-               (T(1) + std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))))
+KILN_UNARY_VM(GeluF, gelu)
+KILN_UNARY_VM(GeluTanhF, gelu_tanh)
 #undef KILN_UNARY
+#undef KILN_UNARY_VM
 
 struct IsnanF {
   static constexpr Domain domain = Domain::All;

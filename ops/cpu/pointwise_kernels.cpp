@@ -5,6 +5,7 @@
 
 #include "ops/cpu/pointwise_functors.h"
 #include "ops/cpu/pointwise_table.h"
+#include "ops/cpu/vecmath/gnu_vec_ops.h"
 
 #ifndef KILN_ISA_NS
 #error "KILN_ISA_NS must name the ISA namespace"
@@ -19,9 +20,43 @@ using namespace pointwise;
 template <class F, class T>
 using out_t = std::conditional_t<F::bool_out, bool, T>;
 
+template <class F>
+concept VecMathOp = F::kVec;
+
+// An op computed by kiln's vector math: contiguous runs as whole vectors of the ISA's width plus a
+// padded tail; a broadcast input as one lane; strided runs gathered into vectors and scattered
+// back. Lane-wise code, so the same bits on every layout and ISA.
+template <class F, class T>
+void unary_vec_loop(char* const* p, const int64_t* s, int64_t n) {
+  constexpr int W = vecmath::kNativeVecBytes;
+  using Ops = vecmath::GnuVecOps<T, W>;
+  constexpr int L = Ops::kLanes;
+  auto fn = [](const auto& o, auto x) { return F::vec(o, x); };
+  T* out = reinterpret_cast<T*>(p[0]);
+  const T* a = reinterpret_cast<const T*>(p[1]);
+  if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
+    vecmath::map_contiguous<T, W>(a, out, n, fn);
+  } else if (s[0] == sizeof(T) && s[1] == 0) {
+    const T v = vecmath::apply_scalar(a[0], fn);
+    for (int64_t i = 0; i < n; ++i) out[i] = v;
+  } else {
+    T buf[L];
+    for (int64_t i = 0; i < n; i += L) {
+      const int64_t m = n - i < L ? n - i : L;
+      for (int64_t j = 0; j < m; ++j) buf[j] = *reinterpret_cast<const T*>(p[1] + (i + j) * s[1]);
+      for (int64_t j = m; j < L; ++j) buf[j] = T(0);
+      vecmath::map_contiguous<T, W>(buf, buf, L, fn);
+      for (int64_t j = 0; j < m; ++j) *reinterpret_cast<T*>(p[0] + (i + j) * s[0]) = buf[j];
+    }
+  }
+}
+
 template <class F, class T>
 void unary_loop(char* const* p, const int64_t* s, int64_t n, const Scalar* params) {
   using O = out_t<F, T>;
+  if constexpr (VecMathOp<F> && std::is_floating_point_v<T>) {
+    return unary_vec_loop<F, T>(p, s, n);
+  }
   const F f(params);
   O* out = reinterpret_cast<O*>(p[0]);
   const T* a = reinterpret_cast<const T*>(p[1]);

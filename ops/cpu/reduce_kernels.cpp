@@ -9,6 +9,8 @@
 
 #include "ops/cpu/reduce_loops.h"
 #include "ops/cpu/reduce_plan.h"
+#include "ops/cpu/vecmath/exp_log.h"
+#include "ops/cpu/vecmath/gnu_vec_ops.h"
 #include "ops/reduce.h"
 #include "ops/reduce_isa.h"
 
@@ -88,6 +90,21 @@ void arg_extreme(const ReducePlan& p, int64_t* out) {
       [&](int64_t i, ArgPart<T> a) { out[i] = a.index; });
 }
 
+// pairwise_sum of exp(C(p[i]) - sh): the same blocks and order as pairwise_sum, each leaf's exps
+// computed by kiln's vector math (ops/cpu/vecmath/, the bits of the exp op) into a buffer first.
+template <class C, class T>
+C pairwise_sum_exp(const T* p, int64_t n, C sh) {
+  if (n <= kPairBlock) {
+    C buf[kPairBlock];
+    for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<C>(p[i]) - sh;
+    vecmath::map_contiguous<C, vecmath::kNativeVecBytes>(
+        buf, buf, n, [](const auto& o, auto v) { return vecmath::exp(o, v); });
+    return lanes8<SumOp, C>(buf, n, Cast<C>{});
+  }
+  const int64_t half = (n / 2 + 7) / 8 * 8;
+  return pairwise_sum_exp<C>(p, half, sh) + pairwise_sum_exp<C>(p + half, n - half, sh);
+}
+
 // logsumexp = m + log(sum(exp(x - m))) with m the row max (0 where it is infinite, so all -inf
 // rows give -inf and a +inf gives +inf), computed in C.
 template <class T, class C>
@@ -112,11 +129,14 @@ void logsumexp_rows(const ReducePlan& p, C* out) {
   run_rows<C>(
       m, n,
       [&](int64_t r, int64_t s, int64_t len) {
-        const C sh = shift[r];
-        return pairwise_sum<C>(x + r * n + s, len,
-                               [sh](T v) { return std::exp(static_cast<C>(v) - sh); });
+        return pairwise_sum_exp<C>(x + r * n + s, len, shift[r]);
       },
-      [](C a, C b) { return a + b; }, [&](int64_t i, C v) { out[i] = std::log(v) + shift[i]; });
+      [](C a, C b) { return a + b; },
+      [&](int64_t i, C v) {
+        out[i] =
+            vecmath::apply_scalar(v, [](const auto& o, auto u) { return vecmath::log(o, u); }) +
+            shift[i];
+      });
 }
 
 // Two passes: the mean, then the pairwise sum of squared deviations, divided by n - unbiased.

@@ -1,0 +1,98 @@
+// Helpers shared by the vecmath function families, written only with the primitives of the lane
+// contract (vec_ops.h): constants of the float formats, NaN-preserving clamps, rounding to an
+// integer with the 1.5*2^p trick, exact powers of two from integer lanes, Horner evaluation.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "ops/cpu/vecmath/vec_ops.h"
+
+namespace kiln::vecmath {
+
+template <class T>
+struct Fmt;
+template <>
+struct Fmt<float> {
+  static constexpr int kMant = 23;
+  static constexpr int64_t kBias = 127;
+  static constexpr double kRoundMagic = 12582912.0;     // 1.5 * 2^23
+  static constexpr int64_t kTwoPMantBits = 0x4B000000;  // bits of 2^23
+  static constexpr double kTwoPMant = 8388608.0;
+  static constexpr double kMinNormal = 1.17549435082228750797e-38;
+  static constexpr int kDenormScale = 24;  // denormals are multiplied by 2^24 first
+};
+template <>
+struct Fmt<double> {
+  static constexpr int kMant = 52;
+  static constexpr int64_t kBias = 1023;
+  static constexpr double kRoundMagic = 6755399441055744.0;  // 1.5 * 2^52
+  static constexpr int64_t kTwoPMantBits = 0x4330000000000000;
+  static constexpr double kTwoPMant = 4503599627370496.0;
+  static constexpr double kMinNormal = 2.22507385850720138309e-308;
+  static constexpr int kDenormScale = 54;
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// |x| (clears the sign bit; NaN stays NaN).
+template <class O, class F = typename O::F>
+inline F vabs(const O& o, F x) {
+  return o.bit_andnot(o.splat(-0.0), x);
+}
+// The sign bit of x (as a float: +0 or -0).
+template <class O, class F = typename O::F>
+inline F sign_of(const O& o, F x) {
+  return o.bit_and(o.splat(-0.0), x);
+}
+// x > c ? c : x; a NaN x stays NaN (the compare is false).
+template <class O, class F = typename O::F>
+inline F clamp_hi(const O& o, F x, double c) {
+  return o.select(o.gt(x, o.splat(c)), o.splat(c), x);
+}
+template <class O, class F = typename O::F>
+inline F clamp_lo(const O& o, F x, double c) {
+  return o.select(o.lt(x, o.splat(c)), o.splat(c), x);
+}
+
+// x rounded to the nearest integer (ties to even), as a float and as integer lanes. Valid for
+// |x| < 2^22 (float) / 2^51 (double).
+template <class O>
+struct Rounded {
+  typename O::F f;
+  typename O::I i;
+};
+template <class O, class F = typename O::F>
+inline Rounded<O> round_int(const O& o, F x) {
+  using T = typename O::T;
+  const F magic = o.splat(Fmt<T>::kRoundMagic);
+  const F t = o.add(x, magic);
+  return {o.sub(t, magic), o.isub(o.as_int(t), o.as_int(magic))};
+}
+
+// 2^k for integer lanes k in [1 - bias, bias].
+template <class O, class I = typename O::I>
+inline typename O::F pow2i(const O& o, I k) {
+  using T = typename O::T;
+  return o.as_float(o.shl(o.iadd(k, o.isplat(Fmt<T>::kBias)), Fmt<T>::kMant));
+}
+
+// x * 2^k for an integer-valued k (float and integer lanes) in [-2*bias-2, 2*bias], in two
+// exact steps so that the only rounding is the final one (gradual underflow, overflow to inf).
+template <class O, class F = typename O::F>
+inline F scale2(const O& o, F x, const Rounded<O>& k) {
+  const Rounded<O> k1 = round_int(o, o.mul(k.f, o.splat(0.5)));
+  const typename O::I k2 = o.isub(k.i, k1.i);
+  return o.mul(o.mul(x, pow2i(o, k1.i)), pow2i(o, k2));
+}
+
+// c[0] + x*(c[1] + x*(c[2] + ...)), Horner without fusing.
+template <class O, size_t N, class F = typename O::F>
+inline F horner(const O& o, F x, const double (&c)[N]) {
+  F p = o.splat(c[N - 1]);
+  for (size_t i = N - 1; i-- > 0;) p = o.add(o.mul(p, x), o.splat(c[i]));
+  return p;
+}
+
+}  // namespace kiln::vecmath

@@ -1,0 +1,120 @@
+// The eager lane backend of the vecmath contract (vec_ops.h): GCC vector extensions, W bytes per
+// vector (16, 32 or 64; any width compiles on any ISA: GCC splits wide vectors into the widest
+// registers the TU's flags allow, so the test TU can run every width on baseline x86-64).
+// Every operation is lane-wise IEEE; the translation units that use it must be compiled with
+// -ffp-contract=off (cmake/KilnLibrary.cmake sets it for kiln, its per-ISA objects and the tests)
+// so that GCC never fuses a mul and an add into an FMA.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "ops/cpu/vecmath/vec_ops.h"
+
+namespace kiln::vecmath {
+
+template <class T_, int W>
+struct GnuVecOps {
+  static_assert(std::is_same_v<T_, float> || std::is_same_v<T_, double>);
+  static_assert(W == 16 || W == 32 || W == 64);
+  using T = T_;
+  using IT = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  using UT = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  typedef T F __attribute__((vector_size(W)));
+  typedef IT I __attribute__((vector_size(W)));
+  typedef UT U __attribute__((vector_size(W)));
+  using M = I;  // all ones or all zeros per lane
+  static constexpr int kLanes = W / int(sizeof(T));
+
+  // Memory access (backend-specific, not part of the math contract).
+  static F load(const T* p) {
+    F v;
+    std::memcpy(&v, p, sizeof(F));
+    return v;
+  }
+  static void store(T* p, F v) { std::memcpy(p, &v, sizeof(F)); }
+
+  F splat(double c) const {
+    F v;
+    for (int i = 0; i < kLanes; ++i) v[i] = static_cast<T>(c);
+    return v;
+  }
+  F add(F a, F b) const { return a + b; }
+  F sub(F a, F b) const { return a - b; }
+  F mul(F a, F b) const { return a * b; }
+  F div(F a, F b) const { return a / b; }
+  F sqrt(F a) const {
+    F r;
+    for (int i = 0; i < kLanes; ++i) r[i] = std::sqrt(a[i]);
+    return r;
+  }
+  M lt(F a, F b) const { return a < b; }
+  M le(F a, F b) const { return a <= b; }
+  M gt(F a, F b) const { return a > b; }
+  M ge(F a, F b) const { return a >= b; }
+  M eq(F a, F b) const { return a == b; }
+  M unord(F a, F b) const { return (a != a) | (b != b); }
+  M mask_and(M a, M b) const { return a & b; }
+  M mask_or(M a, M b) const { return a | b; }
+  M mask_not(M a) const { return ~a; }
+  F select(M m, F a, F b) const { return (F)((m & (I)a) | (~m & (I)b)); }
+  F bit_and(F a, F b) const { return (F)((I)a & (I)b); }
+  F bit_or(F a, F b) const { return (F)((I)a | (I)b); }
+  F bit_xor(F a, F b) const { return (F)((I)a ^ (I)b); }
+  F bit_andnot(F a, F b) const { return (F)(~(I)a & (I)b); }
+  I as_int(F a) const { return (I)a; }
+  F as_float(I a) const { return (F)a; }
+  I isplat(int64_t c) const {
+    I v;
+    for (int i = 0; i < kLanes; ++i) v[i] = static_cast<IT>(c);
+    return v;
+  }
+  I iadd(I a, I b) const { return (I)((U)a + (U)b); }
+  I isub(I a, I b) const { return (I)((U)a - (U)b); }
+  I shl(I a, int n) const { return (I)((U)a << n); }
+  I shr(I a, int n) const { return (I)((U)a >> n); }
+};
+
+// The vector width of the translation unit's ISA: the eager kernels use one vector register.
+#if defined(__AVX512F__)
+inline constexpr int kNativeVecBytes = 64;
+#elif defined(__AVX2__)
+inline constexpr int kNativeVecBytes = 32;
+#else
+inline constexpr int kNativeVecBytes = 16;
+#endif
+
+}  // namespace kiln::vecmath
+
+namespace kiln::vecmath {
+
+// fn applied to the n elements of in (contiguous), written to out (may alias in): full vectors,
+// then the tail through a zero-padded vector (lane-wise, so the same bits as a full vector).
+template <class T, int W, class Fn>
+inline void map_contiguous(const T* in, T* out, int64_t n, Fn fn) {
+  using O = GnuVecOps<T, W>;
+  constexpr int L = O::kLanes;
+  const O o;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) O::store(out + i, fn(o, O::load(in + i)));
+  if (i < n) {
+    T buf[L] = {};
+    for (int64_t j = i; j < n; ++j) buf[j - i] = in[j];
+    O::store(buf, fn(o, O::load(buf)));
+    for (int64_t j = i; j < n; ++j) out[j] = buf[j - i];
+  }
+}
+
+// fn of one scalar, through lane 0 of a 16-byte vector: the same bits as every vector path.
+template <class T, class Fn>
+inline T apply_scalar(T x, Fn fn) {
+  using O = GnuVecOps<T, 16>;
+  const O o;
+  T buf[O::kLanes] = {};
+  buf[0] = x;
+  O::store(buf, fn(o, O::load(buf)));
+  return buf[0];
+}
+
+}  // namespace kiln::vecmath
