@@ -135,6 +135,7 @@ TEST(RecorderStats, TrainingLoopSummary) {
 }
 
 TEST(RecorderStats, FamilyPastRecompileLimitShowsAsUncached) {
+  kiln::testing::PlannerOverride interpreted_only(nullptr);  // the interpreter's figures
   JitRestore restore;
   ProfilerStop stop;
   const int saved_limit = config().jit_recompile_limit;

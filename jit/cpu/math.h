@@ -1,8 +1,9 @@
 // The transcendental expression ops of the CPU target, written with the shared vector math
 // (ops/cpu/vecmath/): the same algorithm templates the eager kernels instantiate with GCC
-// vectors, here instantiated with the asmjit emitter, so both give the same bits.
+// vectors, here instantiated with the asmjit emitter (vec_emitter.h), so both give the same bits.
 #pragma once
 #include "jit/loop/loop_kernel.h"
+#include "ops/cpu/vecmath/vecmath.h"
 #include "runtime/error.h"
 
 namespace kiln::jit {
@@ -11,10 +12,35 @@ namespace kiln::jit {
 bool cpu_math_supported(ExprOp op);
 
 template <class O>
-typename O::F emit_math(O& o, ExprOp op, typename O::F x) {
-  (void)o;
-  (void)x;
-  fail("cpu kernel: {} has no vector-math rendering", expr_op_name(op));
+typename O::F emit_math(const O& o, ExprOp op, typename O::F x) {
+  switch (op) {
+    case ExprOp::Exp:
+      return vecmath::exp(o, x);
+    case ExprOp::Log:
+      return vecmath::log(o, x);
+    case ExprOp::Log1p:
+      return vecmath::log1p(o, x);
+    case ExprOp::Expm1:
+      return vecmath::expm1(o, x);
+    case ExprOp::Tanh:
+      return vecmath::tanh(o, x);
+    case ExprOp::Sigmoid:
+      return vecmath::sigmoid(o, x);
+    case ExprOp::Silu:
+      return vecmath::silu(o, x);
+    case ExprOp::Erf:
+      return vecmath::erf(o, x);
+    case ExprOp::Sin:
+      return vecmath::sin(o, x);
+    case ExprOp::Cos:
+      return vecmath::cos(o, x);
+    case ExprOp::Gelu:
+      return vecmath::gelu(o, x);
+    case ExprOp::GeluTanh:
+      return vecmath::gelu_tanh(o, x);
+    default:
+      fail("cpu kernel: {} has no vector-math rendering", expr_op_name(op));
+  }
 }
 
 }  // namespace kiln::jit

@@ -53,47 +53,47 @@ class AsmVecOps {
     return bytes / static_cast<int>(sizeof(T));
   }
 
-  F new_vec() {
+  F new_vec() const {
     if (wide_ && ctx_.isa == JitIsa::Avx512) return cc_.newZmm();
     if (wide_ && ctx_.isa == JitIsa::Avx2) return cc_.newYmm();
     return cc_.newXmm();
   }
 
   // ---- the contract (vec_ops.h) ----
-  F splat(double c) {
+  F splat(double c) const {
     const T v = static_cast<T>(c);
     uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof(T));
     return constant(bits);
   }
-  I isplat(int64_t c) {
+  I isplat(int64_t c) const {
     if constexpr (kDouble)
       return constant(static_cast<uint64_t>(c));
     else
       return constant(static_cast<uint32_t>(c));
   }
-  F add(F a, F b) {
+  F add(F a, F b) const {
     return arith(I_(asmjit::x86::Inst::kIdVaddps, kIdVaddpd_, kIdAddps_, kIdAddpd_), a, b);
   }
-  F sub(F a, F b) { return arith(I_(kIdVsubps_, kIdVsubpd_, kIdSubps_, kIdSubpd_), a, b); }
-  F mul(F a, F b) { return arith(I_(kIdVmulps_, kIdVmulpd_, kIdMulps_, kIdMulpd_), a, b); }
-  F div(F a, F b) { return arith(I_(kIdVdivps_, kIdVdivpd_, kIdDivps_, kIdDivpd_), a, b); }
-  F sqrt(F a) {
+  F sub(F a, F b) const { return arith(I_(kIdVsubps_, kIdVsubpd_, kIdSubps_, kIdSubpd_), a, b); }
+  F mul(F a, F b) const { return arith(I_(kIdVmulps_, kIdVmulpd_, kIdMulps_, kIdMulpd_), a, b); }
+  F div(F a, F b) const { return arith(I_(kIdVdivps_, kIdVdivpd_, kIdDivps_, kIdDivpd_), a, b); }
+  F sqrt(F a) const {
     F d = new_vec();
     cc_.emit(vex() ? (kDouble ? kIdVsqrtpd_ : kIdVsqrtps_) : (kDouble ? kIdSqrtpd_ : kIdSqrtps_), d,
              a);
     return d;
   }
-  M lt(F a, F b) { return cmp(a, b, 1); }  // LT_OS
-  M le(F a, F b) { return cmp(a, b, 2); }  // LE_OS
-  M gt(F a, F b) { return cmp(b, a, 1); }
-  M ge(F a, F b) { return cmp(b, a, 2); }
-  M eq(F a, F b) { return cmp(a, b, 0); }     // EQ_OQ
-  M unord(F a, F b) { return cmp(a, b, 3); }  // UNORD_Q
-  M ne(F a, F b) { return cmp(a, b, 4); }     // NEQ_UQ: true when either is NaN, as C++ !=
-  M mask_and(M a, M b) { return mask_op(asmjit::x86::Inst::kIdKandw, a, b, kBitAnd); }
-  M mask_or(M a, M b) { return mask_op(asmjit::x86::Inst::kIdKorw, a, b, kBitOr); }
-  M mask_not(M a) {
+  M lt(F a, F b) const { return cmp(a, b, 1); }  // LT_OS
+  M le(F a, F b) const { return cmp(a, b, 2); }  // LE_OS
+  M gt(F a, F b) const { return cmp(b, a, 1); }
+  M ge(F a, F b) const { return cmp(b, a, 2); }
+  M eq(F a, F b) const { return cmp(a, b, 0); }     // EQ_OQ
+  M unord(F a, F b) const { return cmp(a, b, 3); }  // UNORD_Q
+  M ne(F a, F b) const { return cmp(a, b, 4); }     // NEQ_UQ: true when either is NaN, as C++ !=
+  M mask_and(M a, M b) const { return mask_op(asmjit::x86::Inst::kIdKandw, a, b, kBitAnd); }
+  M mask_or(M a, M b) const { return mask_op(asmjit::x86::Inst::kIdKorw, a, b, kBitOr); }
+  M mask_not(M a) const {
     M r;
     if (kmask()) {
       r.k = cc_.newKw();
@@ -103,7 +103,7 @@ class AsmVecOps {
     }
     return r;
   }
-  F select(M m, F a, F b) {
+  F select(M m, F a, F b) const {
     F d = new_vec();
     if (kmask()) {
       cc_.k(m.k).emit(kDouble ? kIdVblendmpd_ : kIdVblendmps_, d, b, a);
@@ -116,21 +116,21 @@ class AsmVecOps {
     }
     return d;
   }
-  F bit_and(F a, F b) { return bit(kBitAnd, a, b); }
-  F bit_or(F a, F b) { return bit(kBitOr, a, b); }
-  F bit_xor(F a, F b) { return bit(kBitXor, a, b); }
-  F bit_andnot(F a, F b) { return bit(kBitAndnot, a, b); }
-  I as_int(F a) { return a; }
-  F as_float(I a) { return a; }
-  I iadd(I a, I b) { return arith(I_(kIdVpaddd_, kIdVpaddq_, kIdPaddd_, kIdPaddq_), a, b); }
-  I isub(I a, I b) { return arith(I_(kIdVpsubd_, kIdVpsubq_, kIdPsubd_, kIdPsubq_), a, b); }
-  I shl(I a, int n) { return shift(I_(kIdVpslld_, kIdVpsllq_, kIdPslld_, kIdPsllq_), a, n); }
-  I shr(I a, int n) { return shift(I_(kIdVpsrld_, kIdVpsrlq_, kIdPsrld_, kIdPsrlq_), a, n); }
+  F bit_and(F a, F b) const { return bit(kBitAnd, a, b); }
+  F bit_or(F a, F b) const { return bit(kBitOr, a, b); }
+  F bit_xor(F a, F b) const { return bit(kBitXor, a, b); }
+  F bit_andnot(F a, F b) const { return bit(kBitAndnot, a, b); }
+  I as_int(F a) const { return a; }
+  F as_float(I a) const { return a; }
+  I iadd(I a, I b) const { return arith(I_(kIdVpaddd_, kIdVpaddq_, kIdPaddd_, kIdPaddq_), a, b); }
+  I isub(I a, I b) const { return arith(I_(kIdVpsubd_, kIdVpsubq_, kIdPsubd_, kIdPsubq_), a, b); }
+  I shl(I a, int n) const { return shift(I_(kIdVpslld_, kIdVpsllq_, kIdPslld_, kIdPsllq_), a, n); }
+  I shr(I a, int n) const { return shift(I_(kIdVpsrld_, kIdVpsrlq_, kIdPsrld_, kIdPsrlq_), a, n); }
 
   // ---- operands ----
   // Loads one element (narrow) or a vector (wide) from `m`; `tail` (AVX-512 wide only) masks the
   // lanes past the end (zeroed, never read).
-  F load(const asmjit::x86::Mem& m, const asmjit::x86::KReg* tail = nullptr) {
+  F load(const asmjit::x86::Mem& m, const asmjit::x86::KReg* tail = nullptr) const {
     F d = new_vec();
     if (!wide_) {
       cc_.emit(vex() ? (kDouble ? kIdVmovsd_ : kIdVmovss_) : (kDouble ? kIdMovsd_ : kIdMovss_), d,
@@ -144,7 +144,7 @@ class AsmVecOps {
     return d;
   }
   // Every lane the element at `m` (a broadcast operand).
-  F load_broadcast(const asmjit::x86::Mem& m) {
+  F load_broadcast(const asmjit::x86::Mem& m) const {
     if (!wide_) return load(m);
     F d = new_vec();
     if (vex()) {
@@ -159,13 +159,13 @@ class AsmVecOps {
     return d;
   }
   // A full-vector non-temporal store (the address is aligned to the vector width).
-  void store_streaming(const asmjit::x86::Mem& m, F v) {
+  void store_streaming(const asmjit::x86::Mem& m, F v) const {
     if (vex())
       cc_.emit(kDouble ? asmjit::x86::Inst::kIdVmovntpd : asmjit::x86::Inst::kIdVmovntps, m, v);
     else
       cc_.emit(kDouble ? asmjit::x86::Inst::kIdMovntpd : asmjit::x86::Inst::kIdMovntps, m, v);
   }
-  void store(const asmjit::x86::Mem& m, F v, const asmjit::x86::KReg* tail = nullptr) {
+  void store(const asmjit::x86::Mem& m, F v, const asmjit::x86::KReg* tail = nullptr) const {
     if (!wide_) {
       cc_.emit(vex() ? (kDouble ? kIdVmovsd_ : kIdVmovss_) : (kDouble ? kIdMovsd_ : kIdMovss_), m,
                v);
@@ -188,7 +188,7 @@ class AsmVecOps {
     return vex() ? (kDouble ? q.vpd : q.vps) : (kDouble ? q.spd : q.sps);
   }
 
-  F arith(const Quad& q, F a, F b) {
+  F arith(const Quad& q, F a, F b) const {
     F d = new_vec();
     if (vex()) {
       cc_.emit(pick(q), d, a, b);
@@ -198,7 +198,7 @@ class AsmVecOps {
     }
     return d;
   }
-  I shift(const Quad& q, I a, int n) {
+  I shift(const Quad& q, I a, int n) const {
     I d = new_vec();
     if (vex()) {
       cc_.emit(pick(q), d, a, asmjit::imm(n));
@@ -208,7 +208,7 @@ class AsmVecOps {
     }
     return d;
   }
-  M cmp(F a, F b, int predicate) {
+  M cmp(F a, F b, int predicate) const {
     M r;
     if (kmask()) {
       r.k = cc_.newKw();
@@ -224,7 +224,7 @@ class AsmVecOps {
     return r;
   }
   enum BitOp { kBitAnd, kBitOr, kBitXor, kBitAndnot };
-  F bit(BitOp op, F a, F b) {
+  F bit(BitOp op, F a, F b) const {
     static constexpr InstId evex[] = {asmjit::x86::Inst::kIdVpandd, asmjit::x86::Inst::kIdVpord,
                                       asmjit::x86::Inst::kIdVpxord, asmjit::x86::Inst::kIdVpandnd};
     static constexpr InstId avx[] = {asmjit::x86::Inst::kIdVandps, asmjit::x86::Inst::kIdVorps,
@@ -242,7 +242,7 @@ class AsmVecOps {
     }
     return d;
   }
-  M mask_op(InstId kinst, M a, M b, BitOp op) {
+  M mask_op(InstId kinst, M a, M b, BitOp op) const {
     M r;
     if (kmask()) {
       r.k = cc_.newKw();
@@ -252,10 +252,10 @@ class AsmVecOps {
     }
     return r;
   }
-  F all_ones() { return kDouble ? constant(~uint64_t{0}) : constant(0xffffffffu); }
+  F all_ones() const { return kDouble ? constant(~uint64_t{0}) : constant(0xffffffffu); }
 
   // A register holding `bits` in every lane, loaded once before the loops.
-  F constant(uint64_t bits) {
+  F constant(uint64_t bits) const {
     const int width = wide_ ? lanes() : 1;
     auto key = std::make_pair(bits, width);
     auto it = ctx_.constants.find(key);
