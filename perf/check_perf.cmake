@@ -197,8 +197,9 @@ foreach(col "vs eager" "regions hit/miss" "jit: first call" "compile µs median"
   expect(NOT at EQUAL -1 "the eager,interp,jit output has no '${col}'")
 endforeach()
 
-# The loop and region workloads in the three modes (each checks its result against a scalar reference
-# in each), plus compile_latency: no figures of its own, a "compile_latency" object of first calls.
+# The loop and region workloads in the three modes (each checks its result against a scalar
+# reference in each), plus compile_latency: no figures of its own, a "compile_latency" object of
+# first calls.
 file(REMOVE "${OUT}")
 execute_process(
   COMMAND "${KILN_PERF}" --size small --workloads rnn_loop,rnn_scan,newton,compile_layers,compile_latency
