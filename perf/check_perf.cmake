@@ -1,12 +1,15 @@
 # Checks kiln-perf (run with cmake -DKILN_PERF=... -DOUT=... -DWITH_LIBTORCH=ON|OFF -P
 # check_perf.cmake):
-#  1. a short run writes JSON whose results carry every key BENCHMARKS.md fixes, with sane values;
-#  2. a short eager,interp run: interp rows with the same keys plus speedup_vs_eager and the
-#     region-cache hits and misses;
+#  1. a short run writes JSON whose results carry every key BENCHMARKS.md fixes, with sane values,
+#     and the ceiling row (the better of copy_ and a streaming copy, mode native) that every
+#     copy_fraction is against (ceiling_gbps);
+#  2. a short eager,interp,jit run: interp and jit rows with the same keys plus speedup_vs_eager
+#     and the region-cache hits and misses; jit rows also the kernels compiled and their compile
+#     times (kernels_compiled, compile_us_median, compile_us_max), and the jit summary table;
 #  3. the loop, control-flow and region workloads (rnn_loop, rnn_scan, newton, compile_layers with
-#     one figure per layer count) in both modes, and the compile_latency summary of first calls;
-#  4. requests that are not available yet (mode jit among them) exit with status 2 and say why
-#     (never a crash);
+#     one figure per layer count) in the three modes, and the compile_latency summary of first
+#     calls;
+#  4. requests that are not available yet exit with status 2 and say why (never a crash);
 #  5. mode libtorch: without KILN_WITH_LIBTORCH, status 2 and how to build it; with it, a short
 #     eager,libtorch run gives libtorch rows with the same keys and the side-by-side table.
 cmake_minimum_required(VERSION 3.25)
@@ -44,7 +47,7 @@ expect(EXISTS "${OUT}" "no JSON written to ${OUT}")
 file(READ "${OUT}" json)
 
 string(JSON n LENGTH "${json}" results)
-expect(n EQUAL 3 "expected 3 results (copy, gelu, dispatch), got ${n}")
+expect(n EQUAL 4 "expected 4 results (copy, ceiling, gelu, dispatch), got ${n}")
 set(seen "")
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
@@ -52,7 +55,11 @@ foreach(i RANGE ${last})
   string(JSON w GET "${json}" results ${i} workload)
   string(JSON mode GET "${json}" results ${i} mode)
   string(JSON dev GET "${json}" results ${i} device)
-  expect(mode STREQUAL "eager" "result ${i}: mode is '${mode}'")
+  if(w STREQUAL "ceiling")
+    expect(mode STREQUAL "native" "ceiling: mode is '${mode}', expected native")
+  else()
+    expect(mode STREQUAL "eager" "result ${i}: mode is '${mode}'")
+  endif()
   expect(dev STREQUAL "cpu" "result ${i}: device is '${dev}'")
   list(APPEND seen ${w})
   foreach(key median_ms min_ms max_ms first_call_ms)
@@ -67,85 +74,142 @@ foreach(i RANGE ${last})
   expect("${lo}" GREATER 0 "${w}: min_ms ${lo} is not positive")
   string(JSON gt TYPE "${json}" results ${i} gbps)
   string(JSON ct TYPE "${json}" results ${i} copy_fraction)
+  string(JSON cgt TYPE "${json}" results ${i} ceiling_gbps)
   if(w STREQUAL "dispatch")
     expect(gt STREQUAL "NULL" "dispatch: gbps should be null, is ${gt}")
     expect(ct STREQUAL "NULL" "dispatch: copy_fraction should be null, is ${ct}")
+    expect(cgt STREQUAL "NULL" "dispatch: ceiling_gbps should be null, is ${cgt}")
     string(JSON us GET "${json}" results ${i} us_per_op)
     expect("${us}" GREATER 0 "dispatch: us_per_op ${us} is not positive")
   else()
     expect(gt STREQUAL "NUMBER" "${w}: gbps is ${gt}, expected a number")
     expect(ct STREQUAL "NUMBER" "${w}: copy_fraction is ${ct}, expected a number")
+    expect(cgt STREQUAL "NUMBER" "${w}: ceiling_gbps is ${cgt}, expected a number")
+    # copy_fraction is the figure's GB/s over the same run's ceiling, the better of copy_ and
+    # the streaming copy: at most 1 for both copies, exactly 1 for the ceiling itself.
+    string(JSON g GET "${json}" results ${i} gbps)
+    string(JSON cf GET "${json}" results ${i} copy_fraction)
+    string(JSON cg GET "${json}" results ${i} ceiling_gbps)
+    expect("${cf}" GREATER 0 "${w}: copy_fraction ${cf} is not positive")
   endif()
   if(w STREQUAL "copy")
     string(JSON cf GET "${json}" results ${i} copy_fraction)
-    expect(cf EQUAL 1 "copy: copy_fraction is ${cf}, expected 1")
+    expect("${cf}" LESS_EQUAL 1 "copy: copy_fraction is ${cf}, expected at most 1")
+  elseif(w STREQUAL "ceiling")
+    string(JSON cf GET "${json}" results ${i} copy_fraction)
+    expect(cf EQUAL 1 "ceiling: copy_fraction is ${cf}, expected 1")
+    string(JSON st TYPE "${json}" results ${i} stream_gbps)
+    expect(st STREQUAL "NUMBER" "ceiling: stream_gbps is ${st}, expected a number")
+    string(JSON from GET "${json}" results ${i} ceiling_from)
+    expect(from MATCHES "^(stream|copy_ eager)$" "ceiling: ceiling_from is '${from}'")
+    string(JSON ref GET "${json}" results ${i} reference_only)
+    expect(ref STREQUAL "ON" "ceiling: reference_only is '${ref}' (added for % ceiling)")
   endif()
 endforeach()
 list(JOIN seen "," seen)
-expect(seen STREQUAL "copy,gelu,dispatch" "workloads in the JSON: ${seen}")
+expect(seen STREQUAL "copy,ceiling,gelu,dispatch" "workloads in the JSON: ${seen}")
+string(FIND "${table}" "ceiling (cpu) = the better of a streaming copy" at)
+expect(NOT at EQUAL -1 "the table does not say what the ceiling is")
 
-# Interp mode (recorded, flushed, interpreted; no JIT) next to eager: each workload runs in both
-# modes, checks its result in both, and its interp row carries the speedup over the same run's
-# eager row and the region-cache hits and misses of its runs.
+# Interp mode (recorded, flushed, interpreted; no JIT) and jit mode (recorded, planned and
+# compiled at first sight) next to eager: each workload runs in every mode, checks its result in
+# each, and its interp and jit rows carry the speedup over the same run's eager row and the
+# region-cache hits and misses of its runs; jit rows also the kernels compiled for the job and
+# their compile times. The ceiling's streaming copy runs once, in mode native.
 file(REMOVE "${OUT}")
 execute_process(
-  COMMAND "${KILN_PERF}" --size small --workloads copy,gelu,dispatch --modes eager,interp
+  COMMAND "${KILN_PERF}" --size small --workloads copy,gelu,dispatch --modes eager,interp,jit
           --reps 3 --json "${OUT}"
   RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE progress)
 message("${table}")
-expect(rc EQUAL 0 "kiln-perf --modes eager,interp exited with ${rc}: ${progress}")
+expect(rc EQUAL 0 "kiln-perf --modes eager,interp,jit exited with ${rc}: ${progress}")
 file(READ "${OUT}" json)
 string(JSON n LENGTH "${json}" results)
-expect(n EQUAL 6 "expected 6 results with --modes eager,interp, got ${n}")
+expect(n EQUAL 10 "expected 10 results with --modes eager,interp,jit, got ${n}")
 set(seen "")
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
-  expect_required_keys("${json}" ${i} "interp run: ")
+  expect_required_keys("${json}" ${i} "interp/jit run: ")
   string(JSON w GET "${json}" results ${i} workload)
   string(JSON mode GET "${json}" results ${i} mode)
   list(APPEND seen "${w}:${mode}")
   string(JSON lo GET "${json}" results ${i} min_ms)
+  string(JSON first GET "${json}" results ${i} first_call_ms)
   expect("${lo}" GREATER 0 "${w} ${mode}: min_ms ${lo} is not positive")
+  expect("${first}" GREATER 0 "${w} ${mode}: first_call_ms ${first} is not positive")
   foreach(key speedup_vs_eager region_hits region_misses region_uncached)
     string(JSON type ERROR_VARIABLE err TYPE "${json}" results ${i} ${key})
     expect(NOT err "${w} ${mode}: no key '${key}'")
-    if(mode STREQUAL "eager")
-      expect(type STREQUAL "NULL" "${w} eager: ${key} is ${type}, expected null")
+    if(mode STREQUAL "eager" OR mode STREQUAL "native")
+      expect(type STREQUAL "NULL" "${w} ${mode}: ${key} is ${type}, expected null")
     else()
-      expect(type STREQUAL "NUMBER" "${w} interp: ${key} is ${type}, expected a number")
+      expect(type STREQUAL "NUMBER" "${w} ${mode}: ${key} is ${type}, expected a number")
     endif()
   endforeach()
-  if(mode STREQUAL "interp")
+  foreach(key kernels_compiled launches_per_run compile_us_median compile_us_max compile_us_total)
+    string(JSON type ERROR_VARIABLE err TYPE "${json}" results ${i} ${key})
+    expect(NOT err "${w} ${mode}: no key '${key}'")
+    if(NOT mode STREQUAL "jit")
+      expect(type STREQUAL "NULL" "${w} ${mode}: ${key} is ${type}, expected null")
+    elseif(key STREQUAL "kernels_compiled" OR key STREQUAL "launches_per_run")
+      expect(type STREQUAL "NUMBER" "${w} jit: ${key} is ${type}, expected a number")
+    endif()
+  endforeach()
+  if(mode STREQUAL "interp" OR mode STREQUAL "jit")
     string(JSON speedup GET "${json}" results ${i} speedup_vs_eager)
     string(JSON hits GET "${json}" results ${i} region_hits)
     string(JSON misses GET "${json}" results ${i} region_misses)
-    expect("${speedup}" GREATER 0 "${w} interp: speedup_vs_eager ${speedup} is not positive")
-    # The first call records a graph the cache has not seen; the 5 later runs (2 warm-up, 3
-    # timed) record the same graph again and must find its region.
-    expect(misses GREATER_EQUAL 1 "${w} interp: ${misses} region misses, expected at least 1")
-    expect(hits GREATER_EQUAL 5 "${w} interp: ${hits} region hits, expected at least 5")
+    expect("${speedup}" GREATER 0 "${w} ${mode}: speedup_vs_eager ${speedup} is not positive")
+    # Each recording mode starts from an empty region cache: the first call records a graph the
+    # cache has not seen; the 5 later runs (2 warm-up, 3 timed) record the same graph again and
+    # must find its region.
+    expect(misses GREATER_EQUAL 1 "${w} ${mode}: ${misses} region misses, expected at least 1")
+    expect(hits GREATER_EQUAL 5 "${w} ${mode}: ${hits} region hits, expected at least 5")
+  endif()
+  if(mode STREQUAL "jit")
+    string(JSON kernels GET "${json}" results ${i} kernels_compiled)
+    if(kernels GREATER 0)
+      foreach(key compile_us_median compile_us_max compile_us_total)
+        string(JSON v GET "${json}" results ${i} ${key})
+        expect("${v}" GREATER 0 "${w} jit: ${key} ${v} is not positive")
+      endforeach()
+      string(JSON med GET "${json}" results ${i} compile_us_median)
+      string(JSON worst GET "${json}" results ${i} compile_us_max)
+      expect("${med}" LESS_EQUAL "${worst}" "${w} jit: compile median ${med} > max ${worst}")
+    else()
+      string(JSON type TYPE "${json}" results ${i} compile_us_median)
+      expect(type STREQUAL "NULL" "${w} jit: no kernel compiled, compile_us_median is ${type}")
+    endif()
+    # gelu's pointwise chain (all but tanh) is fused into kernels, compiled in this process for
+    # the first time; dispatch's chain of adds too. Both launch kernels in every run.
+    if(w STREQUAL "gelu" OR w STREQUAL "dispatch")
+      expect(kernels GREATER_EQUAL 1 "${w} jit: ${kernels} kernels compiled, expected some")
+      string(JSON launches GET "${json}" results ${i} launches_per_run)
+      expect("${launches}" GREATER 0 "${w} jit: no kernel launches in the timed runs")
+    endif()
   endif()
 endforeach()
 list(JOIN seen "," seen)
-expect(seen STREQUAL "copy:eager,copy:interp,gelu:eager,gelu:interp,dispatch:eager,dispatch:interp"
-       "interp run: results in the JSON: ${seen}")
-foreach(col "vs eager" "regions hit/miss")
+expect(seen STREQUAL "copy:eager,copy:interp,copy:jit,ceiling:native,gelu:eager,gelu:interp,gelu:jit,dispatch:eager,dispatch:interp,dispatch:jit"
+       "interp/jit run: results in the JSON: ${seen}")
+foreach(col "vs eager" "regions hit/miss" "jit: first call" "compile µs median")
   string(FIND "${table}" "${col}" at)
-  expect(NOT at EQUAL -1 "the eager,interp table has no '${col}' column")
+  expect(NOT at EQUAL -1 "the eager,interp,jit output has no '${col}'")
 endforeach()
 
-# The loop and region workloads in both modes (each checks its result against a scalar reference
-# in both), plus compile_latency: no figures of its own, a "compile_latency" object of first calls.
+# The loop and region workloads in the three modes (each checks its result against a scalar
+# reference in each), plus compile_latency: no figures of its own, a "compile_latency" object of
+# first calls.
 file(REMOVE "${OUT}")
 execute_process(
   COMMAND "${KILN_PERF}" --size small --workloads rnn_loop,rnn_scan,newton,compile_layers,compile_latency
-          --modes eager,interp --reps 2 --warmup 1 --json "${OUT}"
+          --modes eager,interp,jit --reps 2 --warmup 1 --json "${OUT}"
   RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE progress)
 message("${table}")
 expect(rc EQUAL 0 "kiln-perf loop/region workloads exited with ${rc}: ${progress}")
 file(READ "${OUT}" json)
 string(JSON n LENGTH "${json}" results)
-expect(n EQUAL 10 "expected 10 results (rnn_loop, rnn_scan, newton, compile_layers x 2, two modes each), got ${n}")
+expect(n EQUAL 15 "expected 15 results (rnn_loop, rnn_scan, newton, compile_layers x 2, three modes each), got ${n}")
 set(seen "")
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
@@ -165,7 +229,7 @@ foreach(i RANGE ${last})
   else()
     expect(err "${w}: unexpected key 'layers'")
   endif()
-  if(mode STREQUAL "interp")
+  if(mode STREQUAL "interp" OR mode STREQUAL "jit")
     string(JSON misses GET "${json}" results ${i} region_misses)
     string(JSON hits GET "${json}" results ${i} region_hits)
     expect(misses GREATER_EQUAL 1 "${w} interp: ${misses} region misses, expected at least 1")
@@ -174,12 +238,12 @@ foreach(i RANGE ${last})
   list(APPEND seen "${w}:${mode}")
 endforeach()
 list(JOIN seen "," seen)
-expect(seen STREQUAL "rnn_loop:eager,rnn_loop:interp,rnn_scan:eager,rnn_scan:interp,newton:eager,newton:interp,compile_layers1:eager,compile_layers1:interp,compile_layers4:eager,compile_layers4:interp"
+expect(seen STREQUAL "rnn_loop:eager,rnn_loop:interp,rnn_loop:jit,rnn_scan:eager,rnn_scan:interp,rnn_scan:jit,newton:eager,newton:interp,newton:jit,compile_layers1:eager,compile_layers1:interp,compile_layers1:jit,compile_layers4:eager,compile_layers4:interp,compile_layers4:jit"
        "loop run: results in the JSON: ${seen}")
 string(JSON cache TYPE "${json}" compile_latency disk_cache)
-expect(cache STREQUAL "NULL" "compile_latency: disk_cache is ${cache}, expected null (no JIT yet)")
+expect(cache STREQUAL "NULL" "compile_latency: disk_cache is ${cache}, expected null (none yet)")
 string(JSON n LENGTH "${json}" compile_latency first_calls)
-expect(n EQUAL 10 "compile_latency: expected 10 first calls, got ${n}")
+expect(n EQUAL 15 "compile_latency: expected 15 first calls, got ${n}")
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
   foreach(key workload mode device first_call_ms median_ms first_over_median)
@@ -193,8 +257,7 @@ foreach(text "compile_latency: first call" "compile_layers [layers=4]" "no disk 
 endforeach()
 
 # Not-yet-available requests: status 2 and a message that says what is missing.
-foreach(case "--modes;jit|mode jit is not available yet: the CPU JIT is not built yet"
-             "--modes;eager,jit|mode jit is not available yet: the CPU JIT is not built yet"
+foreach(case "--modes;native|unknown mode 'native'"
              "--devices;cuda|device cuda is not available yet"
              "--workloads;nosuch|unknown workload 'nosuch'"
              "--reps;0|--reps: expected an integer >= 1"
@@ -212,7 +275,7 @@ endforeach()
 
 execute_process(COMMAND "${KILN_PERF}" --list RESULT_VARIABLE rc OUTPUT_VARIABLE out)
 expect(rc EQUAL 0 "--list exited with ${rc}")
-foreach(w copy gelu layernorm softmax mlp_train block rnn_loop rnn_scan newton dispatch
+foreach(w copy ceiling gelu layernorm softmax mlp_train block rnn_loop rnn_scan newton dispatch
           compile_layers compile_latency)
   string(FIND "${out}" "${w}" at)
   expect(NOT at EQUAL -1 "--list does not show ${w}")
@@ -234,8 +297,9 @@ else()
   expect(rc EQUAL 0 "kiln-perf --modes eager,libtorch exited with ${rc}: ${progress}")
   file(READ "${OUT}" json)
   string(JSON n LENGTH "${json}" results)
-  # copy (reference) for each mode, then gelu, dispatch, rnn_loop and newton in each mode.
-  expect(n EQUAL 10 "expected 10 results with --modes eager,libtorch, got ${n}")
+  # copy (reference) for each mode, the ceiling once, then gelu, dispatch, rnn_loop and newton in
+  # each mode.
+  expect(n EQUAL 11 "expected 11 results with --modes eager,libtorch, got ${n}")
   set(seen "")
   math(EXPR last "${n} - 1")
   foreach(i RANGE ${last})
@@ -247,7 +311,7 @@ else()
     list(APPEND seen "${w}:${mode}")
   endforeach()
   list(JOIN seen "," seen)
-  expect(seen STREQUAL "copy:eager,copy:libtorch,gelu:eager,gelu:libtorch,dispatch:eager,dispatch:libtorch,rnn_loop:eager,rnn_loop:libtorch,newton:eager,newton:libtorch"
+  expect(seen STREQUAL "copy:eager,copy:libtorch,ceiling:native,gelu:eager,gelu:libtorch,dispatch:eager,dispatch:libtorch,rnn_loop:eager,rnn_loop:libtorch,newton:eager,newton:libtorch"
          "libtorch run: results in the JSON: ${seen}")
   string(FIND "${table}" "kiln eager vs libtorch" at)
   expect(NOT at EQUAL -1 "the table has no kiln eager vs libtorch comparison")

@@ -46,15 +46,29 @@ struct Figure {
   int reps = 0, warmup = 0, threads = 0;
   double median_ms = 0, min_ms = 0, max_ms = 0, first_call_ms = 0;
   std::optional<double> gbps;           // bytes per run / median time
-  std::optional<double> copy_fraction;  // gbps / the same run's copy gbps (same mode and device)
-  std::optional<double> us_per_op;      // per-op workloads (dispatch)
+  std::optional<double> copy_fraction;  // gbps / ceiling_gbps
+  // The same run's ceiling on this device (attach_ceilings): the better of the streaming copy and
+  // the best copy_ figure of any mode; null without GB/s.
+  std::optional<double> ceiling_gbps;
+  // The ceiling figure only: the streaming copy's own GB/s, and which copy the ceiling is
+  // ("stream", or "copy_ <mode>" when copy_ was faster: the figure then holds that copy's times).
+  std::optional<double> stream_gbps;
+  std::string ceiling_from;
+  std::optional<double> us_per_op;  // per-op workloads (dispatch)
   // The same run's eager median over this figure's median (above 1: faster than eager); null
   // for eager itself or without an eager figure of the workload.
   std::optional<double> speedup_vs_eager;
   // Region-cache lookups over the first call, warm-up and timed runs, in modes that record
   // (interp, jit); null otherwise. Uncached: interpreted without a region (recompile limit).
   std::optional<int64_t> region_hits, region_misses, region_uncached;
-  bool implicit = false;  // copy added only as the copy_fraction reference
+  // jit mode (null otherwise): the CPU JIT kernels rendered during the job (first call, warm-up
+  // and timed runs; a kernel an earlier job rendered comes from the process-wide kernel cache and
+  // is not counted), the median, worst and total time per kernel, and kernel launches per timed
+  // run.
+  std::optional<int64_t> kernels_compiled;
+  std::optional<double> compile_us_median, compile_us_max, compile_us_total;
+  std::optional<double> launches_per_run;
+  bool implicit = false;  // copy or ceiling added only as the copy_fraction reference
 };
 
 struct Job {
@@ -65,7 +79,8 @@ struct Job {
 };
 
 // The jobs to run, in order; throws UsageError for unavailable modes, devices and workloads.
-// Adds copy (flagged implicit) when a GB/s workload is selected without it. A summary workload
+// Adds copy and ceiling (flagged implicit) when a GB/s workload is selected without them (ceiling
+// runs once per device, in its fixed mode "native"). A summary workload
 // (compile_latency) gets no jobs: selected alone, it selects every available workload.
 std::vector<Job> plan(const Options& o);
 // Whether the run prints the compile_latency summary (selected, or every workload selected).
@@ -74,12 +89,16 @@ bool wants_latency_summary(const Options& o);
 // Runs one job: a first call (timed apart and checked), warm-up, then o.reps timed runs.
 Figure measure(const Job& job, const Options& o, int index, int total);
 
-// Fills copy_fraction from the copy figures of the same mode and device.
-void attach_copy_fractions(std::vector<Figure>& figures);
+// Makes each device's ceiling figure the better of its streaming copy and the best copy_ figure
+// (any mode) of the device, then fills ceiling_gbps and copy_fraction (gbps / ceiling) of every
+// GB/s figure of the device.
+void attach_ceilings(std::vector<Figure>& figures);
 // Fills speedup_vs_eager from the eager figures of the same workload, parameter and device.
 void attach_speedups(std::vector<Figure>& figures);
 
 std::string table_text(const std::vector<Figure>& figures);
+// The jit figures' first call, steady state and kernel compile times; empty without jit figures.
+std::string jit_text(const std::vector<Figure>& figures);
 // compile_latency (perf/report.cpp): each figure's first call next to its steady-state
 // median, modes side by side, as a table and as the JSON object written under "compile_latency".
 std::string latency_text(const std::vector<Figure>& figures);

@@ -23,9 +23,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < jobs.size(); ++i)
       figures.push_back(
           measure(jobs[i], o, static_cast<int>(i + 1), static_cast<int>(jobs.size())));
-    attach_copy_fractions(figures);
+    attach_ceilings(figures);
     attach_speedups(figures);
     fmt::print("\n{}", table_text(figures));
+    fmt::print("{}", jit_text(figures));
     bool latency = wants_latency_summary(o);
     if (latency) fmt::print("{}", latency_text(figures));
     if (!o.json.empty()) {

@@ -1,16 +1,28 @@
 // See perf/mode_scope.h.
 #include "perf/mode_scope.h"
 
+#include "jit/cpu/cpu_target.h"
+#include "jit/plan/planner.h"
 #include "kiln/kiln.h"
+#include "tracer/region_runner.h"
 
 namespace kiln::perf {
 
 ModeScope::ModeScope(const std::string& mode)
-    : saved_jit_(config().jit), saved_planner_(tracer::current_planner()) {
+    : saved_jit_(config().jit),
+      saved_async_(config().jit_async),
+      saved_planner_(tracer::current_planner()) {
   sync();  // nothing recorded before the job may leak into its first run
-  records_ = mode == "interp";
-  // plan() refuses jit until a backend exists; interp must never compile, whatever is installed.
-  if (records_) tracer::set_planner(nullptr);
+  records_ = mode == "interp" || mode == "jit";
+  compiles_ = mode == "jit";
+  if (records_) {
+    tracer::wait_for_compiles();  // no planning job of an earlier job still running
+    tracer::RegionCache::instance().clear();
+    // interp must never compile, whatever is installed; jit uses the JIT's planner even where a
+    // program installed another one.
+    tracer::set_planner(compiles_ ? &jit::planner() : nullptr);
+  }
+  config().jit_async = compiles_ ? false : saved_async_;
   config().jit = records_;
 }
 
@@ -18,9 +30,11 @@ ModeScope::~ModeScope() {
   // Flush what a failed run left recorded while still in the job's mode, then restore.
   try {
     sync();
+    tracer::wait_for_compiles();
   } catch (...) {  // the job's own error is already on its way out
   }
   config().jit = saved_jit_;
+  config().jit_async = saved_async_;
   tracer::set_planner(saved_planner_);
 }
 
@@ -29,6 +43,17 @@ void RegionTally::end() {
   hits += after.hits - before_.hits;
   misses += after.misses - before_.misses;
   uncached += after.uncached - before_.uncached;
+}
+
+void JitTally::begin() {
+  first_ = jit::cpu_jit_compile_count();
+  launches_before_ = jit::cpu_jit_counters().launches.load();
+}
+
+void JitTally::end() {
+  std::vector<int64_t> more = jit::cpu_jit_compile_times(first_);
+  compile_ns.insert(compile_ns.end(), more.begin(), more.end());
+  launches += jit::cpu_jit_counters().launches.load() - launches_before_;
 }
 
 }  // namespace kiln::perf

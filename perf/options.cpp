@@ -38,11 +38,14 @@ std::string usage_text() {
   return R"(usage: kiln-perf [options]
   --workloads a,b     workloads to run (default: every available one; see --list)
   --modes m,n         eager: op by op (KILN_JIT=0); interp: recorded by the tracer, flushed
-                      and interpreted, never compiled (KILN_JIT=1 with no JIT backend); jit
-                      arrives with the CPU JIT; libtorch: the same workloads in libtorch eager,
+                      and interpreted, never compiled (KILN_JIT=1 with no JIT planner); jit:
+                      recorded and planned by the CPU JIT at first sight, synchronously, so
+                      the first call holds planning and compiling and the timed runs the
+                      steady state; libtorch: the same workloads in libtorch eager,
                       same process and thread count (needs a build with -DKILN_WITH_LIBTORCH=ON).
                       Modes of one workload run one after the other, and each non-eager figure
-                      gets its speedup over the same run's eager figure (--mode is an alias)
+                      gets its speedup over the same run's eager figure (--mode is an alias).
+                      ceiling's streaming copy runs once, in mode native (plain C++)
   --devices d,e       cpu (now); cuda arrives with the CUDA backend
   --reps N            timed repetitions after warm-up (default 10)
   --warmup N          untimed repetitions after the first call (default 2)
@@ -121,11 +124,7 @@ std::vector<Job> plan(const Options& o) {
       libtorch = true;
       continue;
     }
-    if (m == "jit")
-      throw UsageError{
-          "mode jit is not available yet: the CPU JIT is not built yet (no backend compiles "
-          "regions; --modes interp records and interprets them)"};
-    if (m != "eager" && m != "interp")
+    if (m != "eager" && m != "interp" && m != "jit")
       throw UsageError{
           fmt::format("unknown mode '{}'; expected eager, interp, jit or libtorch", m)};
   }
@@ -149,34 +148,48 @@ std::vector<Job> plan(const Options& o) {
       if (!w->unavailable.empty())
         throw UsageError{fmt::format("workload {} is not available yet: {}", name, w->unavailable)};
       if (w->summary) continue;  // no runs of its own
-      if (libtorch && !peer::libtorch_has(name))
+      if (libtorch && w->fixed_mode.empty() && !peer::libtorch_has(name))
         throw UsageError{fmt::format("workload {} has no libtorch version", name)};
       selected.push_back(w);
     }
     if (selected.empty()) select_all();  // compile_latency alone: the first call of every workload
   }
-  // copy_fraction needs the same run's copy: measure it first when GB/s workloads want it.
-  bool has_copy = false, wants_copy = false;
+  // copy_fraction needs the same run's ceiling, the better of copy_ and the streaming copy:
+  // measure both first when GB/s workloads want them.
+  bool has_copy = false, has_ceiling = false, wants_ceiling = false;
   for (const Workload* w : selected) {
-    if (w->name == "copy")
-      has_copy = true;
-    else if (w->reports_gbps)
-      wants_copy = true;
+    has_copy |= w->name == "copy";
+    has_ceiling |= w->name == "ceiling";
+    wants_ceiling |= w->reports_gbps;
   }
   // Workload by workload, every mode in turn, so that the load of a shared machine hits the
   // modes of one workload alike (their ratio is the figure to trust). Each mode gets its own copy.
   const Workload* copy = find_workload("copy");
+  const Workload* ceiling = find_workload("ceiling");
   auto runs_in = [](const Workload* w, const std::string& m) {
     return m != "libtorch" || peer::libtorch_has(w->name);  // default selection: skip, not fail
   };
   std::vector<Job> jobs;
   for (const std::string& d : o.devices) {
-    if (!has_copy && wants_copy && copy)
-      for (const std::string& m : o.modes) jobs.push_back({copy, m, d, true});
+    // The implicit ceiling comes right after the copy jobs, implicit or selected.
+    auto add_ceiling = [&] {
+      if (!has_ceiling && wants_ceiling && ceiling)
+        jobs.push_back({ceiling, ceiling->fixed_mode, d, true});
+    };
+    if (!has_copy && wants_ceiling && copy) {
+      for (const std::string& m : o.modes)
+        if (runs_in(copy, m)) jobs.push_back({copy, m, d, true});
+      add_ceiling();
+    }
     for (const Workload* w : selected) {
+      if (!w->fixed_mode.empty()) {
+        jobs.push_back({w, w->fixed_mode, d, false});
+        continue;
+      }
       if (w->param_name.empty()) {
         for (const std::string& m : o.modes)
           if (runs_in(w, m)) jobs.push_back({w, m, d, false});
+        if (w == copy) add_ceiling();
         continue;
       }
       for (int64_t value : w->param_values(o.size))

@@ -1,7 +1,9 @@
 // kiln-perf's outputs: the aligned table on stdout and the JSON file (keys fixed by
 // BENCHMARKS.md: results[] of workload, mode, device, median_ms, min_ms, max_ms, gbps,
-// copy_fraction, first_call_ms; the rest are extras: us_per_op, speedup_vs_eager, region_hits,
-// region_misses, region_uncached, layers, ...), and the compile_latency summary of first calls.
+// copy_fraction, first_call_ms; the rest are extras: ceiling_gbps, us_per_op, speedup_vs_eager,
+// region_hits, region_misses, region_uncached, kernels_compiled, compile_us_median,
+// compile_us_max, compile_us_total, launches_per_run, layers, and on the ceiling row stream_gbps
+// and ceiling_from), the jit compile summary and the compile_latency summary of first calls.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 
 #include "perf/harness.h"
 #include "perf/peers/peer.h"
+#include "perf/stream_copy.h"
 
 namespace kiln::perf {
 
@@ -110,8 +113,11 @@ std::string comparison_text(const std::vector<Figure>& figures) {
 }
 
 constexpr const char* kLatencyNote =
-    "no JIT yet: nothing is compiled and there is no disk cache, so BENCHMARKS.md's "
-    "warm-disk-cache first call does not exist yet";
+    "jit first calls hold planning and compiling (synchronous, at first sight); there is no "
+    "disk cache yet, so BENCHMARKS.md's warm-disk-cache first call does not exist yet";
+
+// The ceiling's streaming copy is plain C++ (mode "native"): no first call of a kiln mode.
+bool in_latency(const Figure& f) { return !f.implicit && f.workload != "ceiling"; }
 
 }  // namespace
 
@@ -120,7 +126,7 @@ std::string latency_text(const std::vector<Figure>& figures) {
   std::vector<std::string> modes;
   std::vector<const Figure*> keys;
   for (const Figure& f : figures) {
-    if (f.implicit) continue;
+    if (!in_latency(f)) continue;
     if (std::find(modes.begin(), modes.end(), f.mode) == modes.end()) modes.push_back(f.mode);
     bool seen = false;
     for (const Figure* k : keys)
@@ -137,7 +143,7 @@ std::string latency_text(const std::vector<Figure>& figures) {
     for (const std::string& m : modes) {
       const Figure* f = nullptr;
       for (const Figure& g : figures)
-        if (!g.implicit && g.workload == k->workload && g.param == k->param &&
+        if (in_latency(g) && g.workload == k->workload && g.param == k->param &&
             g.device == k->device && g.mode == m)
           f = &g;
       if (!f) {
@@ -163,7 +169,7 @@ std::string latency_json(const std::vector<Figure>& figures) {
                                 json_string(kLatencyNote));
   bool first = true;
   for (const Figure& f : figures) {
-    if (f.implicit) continue;
+    if (!in_latency(f)) continue;
     out += first ? "\n    {" : ",\n    {";
     first = false;
     out += fmt::format("\"workload\": {}, \"mode\": {}, \"device\": {}, ", json_string(f.workload),
@@ -178,11 +184,22 @@ std::string latency_json(const std::vector<Figure>& figures) {
 
 std::string table_text(const std::vector<Figure>& figures) {
   std::vector<std::string> head = {"workload", "mode",     "device",          "size", "median ms",
-                                   "min ms",   "max ms",   "first ms",        "GB/s", "% copy",
+                                   "min ms",   "max ms",   "first ms",        "GB/s", "% ceiling",
                                    "µs/op",    "vs eager", "regions hit/miss"};
   std::vector<std::vector<std::string>> rows;
   bool implicit = false, speedups = false, regions = false;
+  std::string ceilings;
   for (const Figure& f : figures) {
+    if (f.workload == "ceiling" && f.stream_gbps) {
+      double best_copy = 0;
+      for (const Figure& c : figures)
+        if (c.workload == "copy" && c.device == f.device && c.gbps)
+          best_copy = std::max(best_copy, *c.gbps);
+      ceilings += fmt::format(
+          "ceiling ({}) = the better of a streaming copy ({} non-temporal stores, {} threads: "
+          "{:.2f} GB/s) and copy_ (best mode: {:.2f} GB/s): {}\n",
+          f.device, stream_copy_kernel(), f.threads, *f.stream_gbps, best_copy, f.ceiling_from);
+    }
     rows.push_back({figure_name(f), f.mode, f.device, f.shape, fmt::format("{:.3f}", f.median_ms),
                     fmt::format("{:.3f}", f.min_ms), fmt::format("{:.3f}", f.max_ms),
                     fmt::format("{:.3f}", f.first_call_ms), cell(f.gbps, "{:.2f}"),
@@ -198,12 +215,40 @@ std::string table_text(const std::vector<Figure>& figures) {
   head.resize(keep);
   for (auto& r : rows) r.resize(keep);
   std::string out = aligned(head, rows, 4);
-  if (implicit) out += "* measured as the reference for % copy\n";
+  if (implicit) out += "* measured as the reference for % ceiling\n";
+  out += ceilings;
+  if (!ceilings.empty()) out += "% ceiling = GB/s over the ceiling (JSON copy_fraction)\n";
   if (speedups)
     out += "vs eager = the same run's eager median / this median (above 1: faster than eager)\n";
   if (regions)
     out += "regions hit/miss: region-cache lookups over the first call, warm-up and timed runs\n";
   return out + comparison_text(figures);
+}
+
+std::string jit_text(const std::vector<Figure>& figures) {
+  std::vector<std::vector<std::string>> rows;
+  for (const Figure& f : figures) {
+    if (!f.kernels_compiled) continue;
+    rows.push_back({figure_name(f), f.shape, fmt::format("{:.3f}", f.first_call_ms),
+                    fmt::format("{:.3f}", f.median_ms),
+                    fmt::format("{:.3f}", f.first_call_ms - f.median_ms),
+                    fmt::format("{}", *f.kernels_compiled), cell(f.compile_us_median, "{:.1f}"),
+                    cell(f.compile_us_max, "{:.1f}"),
+                    f.compile_us_total ? fmt::format("{:.3f}", *f.compile_us_total * 1e-3) : "-",
+                    cell(f.launches_per_run, "{:.1f}")});
+  }
+  if (rows.empty()) return {};
+  std::string out =
+      "\njit: first call (recording, planning and compiling, synchronous) against the steady "
+      "state, and the CPU kernels compiled:\n";
+  out += aligned({"workload", "size", "first ms", "median ms", "first - median ms", "kernels",
+                  "compile µs median", "compile µs max", "compile ms total", "launches/run"},
+                 rows, 2);
+  return out +
+         "kernels: rendered during the job (first call, warm-up, timed runs); a kernel an earlier "
+         "job rendered comes from the process-wide kernel cache and is not counted\n"
+         "launches/run: kernel launches per timed run (0: nothing fused, the region ran its ops "
+         "as eager steps or stayed interpreted)\n";
 }
 
 void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o,
@@ -233,7 +278,17 @@ void write_json(const std::string& path, const std::vector<Figure>& figures, con
     out += fmt::format("\"speedup_vs_eager\": {}, \"region_hits\": {}, \"region_misses\": {}, ",
                        json_number(f.speedup_vs_eager), json_count(f.region_hits),
                        json_count(f.region_misses));
-    out += fmt::format("\"region_uncached\": {}}}", json_count(f.region_uncached));
+    out += fmt::format("\"region_uncached\": {}, \"ceiling_gbps\": {}, ",
+                       json_count(f.region_uncached), json_number(f.ceiling_gbps));
+    out += fmt::format("\"kernels_compiled\": {}, \"compile_us_median\": {}, ",
+                       json_count(f.kernels_compiled), json_number(f.compile_us_median));
+    out += fmt::format("\"compile_us_max\": {}, \"compile_us_total\": {}, ",
+                       json_number(f.compile_us_max), json_number(f.compile_us_total));
+    out += fmt::format("\"launches_per_run\": {}", json_number(f.launches_per_run));
+    if (f.workload == "ceiling")
+      out += fmt::format(", \"stream_gbps\": {}, \"ceiling_from\": {}", json_number(f.stream_gbps),
+                         json_string(f.ceiling_from));
+    out += "}";
   }
   out += "\n  ]";
   if (!latency.empty()) out += ",\n  \"compile_latency\": " + latency;

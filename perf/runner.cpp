@@ -1,8 +1,9 @@
 // Times one job: the first call on a fresh Case (timed apart: it includes one-time costs such as
-// page faults, recording a region for the first time, and, once the JIT exists, compilation), a
-// check of its result, warm-up runs, then the timed repetitions. Every run ends with kiln::sync(),
-// so that in interp mode the figure holds recording + flush + interpretation (in eager mode the
-// sync has nothing to do, and both modes are timed alike).
+// page faults, recording a region for the first time, and in jit mode planning the region and
+// compiling its kernels, synchronously: perf/mode_scope.h), a check of its result, warm-up runs,
+// then the timed repetitions. Every run ends with kiln::sync(), so that in interp mode the figure
+// holds recording + flush + interpretation and in jit mode recording + flush + the compiled plan
+// (in eager mode the sync has nothing to do, and all modes are timed alike).
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "perf/harness.h"
 #include "perf/mode_scope.h"
 #include "perf/peers/peer.h"
+#include "tracer/region_runner.h"
 
 namespace kiln::perf {
 
@@ -116,22 +118,49 @@ Figure measure(const Job& job, const Options& o, int index, int total) {
   // The mode holds for the runs and for check(), which reads the outputs through sync points.
   ModeScope mode(job.mode);
   RegionTally tally;
+  JitTally jit;
+  jit.begin();
   progress.step("first call", 0, 1);
   f.first_call_ms = timed_run(*p.c, tally);
+  // Planning is synchronous in jit mode (ModeScope); wait anyway, so that no plan or kernel is
+  // still being made when the timed runs start, whatever the configuration.
+  tracer::wait_for_compiles();
   p.c->check();
   for (int i = 0; i < o.warmup; ++i) {
     progress.step("warm-up", i + 1, o.warmup);
     timed_run(*p.c, tally);
   }
+  tracer::wait_for_compiles();
+  jit.end();
+  JitTally timed_jit;
+  timed_jit.begin();
   std::vector<double> times;
   for (int i = 0; i < o.reps; ++i) {
     progress.step("rep", i + 1, o.reps);
     times.push_back(timed_run(*p.c, tally));
   }
+  timed_jit.end();
   if (mode.records()) {
     f.region_hits = tally.hits;
     f.region_misses = tally.misses;
     f.region_uncached = tally.uncached;
+  }
+  if (mode.compiles()) {
+    std::vector<int64_t> ns = jit.compile_ns;
+    ns.insert(ns.end(), timed_jit.compile_ns.begin(), timed_jit.compile_ns.end());
+    f.kernels_compiled = static_cast<int64_t>(ns.size());
+    f.launches_per_run = static_cast<double>(timed_jit.launches) / o.reps;
+    if (!ns.empty()) {
+      std::vector<double> us;
+      double total = 0;
+      for (int64_t v : ns) {
+        us.push_back(static_cast<double>(v) * 1e-3);
+        total += us.back();
+      }
+      f.compile_us_median = median(us);
+      f.compile_us_max = *std::max_element(us.begin(), us.end());
+      f.compile_us_total = total;
+    }
   }
   f.median_ms = median(times);
   f.min_ms = *std::min_element(times.begin(), times.end());
@@ -142,21 +171,35 @@ Figure measure(const Job& job, const Options& o, int index, int total) {
   return f;
 }
 
-void attach_copy_fractions(std::vector<Figure>& figures) {
-  for (Figure& f : figures) {
-    if (!f.gbps) continue;
-    for (const Figure& c : figures) {
-      if (c.workload == "copy" && c.mode == f.mode && c.device == f.device && c.gbps) {
-        f.copy_fraction = *f.gbps / *c.gbps;
-        break;
-      }
+void attach_ceilings(std::vector<Figure>& figures) {
+  for (Figure& ceiling : figures) {
+    if (ceiling.workload != "ceiling" || !ceiling.gbps || ceiling.stream_gbps) continue;
+    ceiling.stream_gbps = ceiling.gbps;
+    ceiling.ceiling_from = "stream";
+    const Figure* best = nullptr;
+    for (const Figure& c : figures)
+      if (c.workload == "copy" && c.device == ceiling.device && c.gbps &&
+          (!best || *c.gbps > *best->gbps))
+        best = &c;
+    if (best && *best->gbps > *ceiling.gbps) {  // copy_ beat the streaming copy: its times
+      ceiling.ceiling_from = "copy_ " + best->mode;
+      ceiling.median_ms = best->median_ms;
+      ceiling.min_ms = best->min_ms;
+      ceiling.max_ms = best->max_ms;
+      ceiling.first_call_ms = best->first_call_ms;
+      ceiling.gbps = best->gbps;
+    }
+    for (Figure& f : figures) {
+      if (!f.gbps || f.device != ceiling.device) continue;
+      f.ceiling_gbps = ceiling.gbps;
+      f.copy_fraction = *f.gbps / *ceiling.gbps;
     }
   }
 }
 
 void attach_speedups(std::vector<Figure>& figures) {
   for (Figure& f : figures) {
-    if (f.mode == "eager") continue;
+    if (f.mode == "eager" || f.mode == "native") continue;
     for (const Figure& e : figures) {
       if (e.mode == "eager" && e.workload == f.workload && e.param == f.param &&
           e.device == f.device && f.median_ms > 0) {

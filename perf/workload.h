@@ -48,7 +48,7 @@ struct Workload {
   std::string what;         // one line for --list
   std::string unavailable;  // empty when it runs; otherwise what it still needs
   std::function<Prepared(Size, Device)> prepare;
-  bool reports_gbps = false;  // its figure has GB/s, so it wants the same run's copy
+  bool reports_gbps = false;  // its figure has GB/s, so it wants the same run's copy and ceiling
   // A workload measured at several values of one parameter (compile_layers: "layers"), one
   // figure per value, each prepared by prepare_at; param_name empty: measured once by prepare.
   std::string param_name{};
@@ -57,6 +57,9 @@ struct Workload {
   // A summary of the other figures of the run rather than runs of its own (compile_latency: the
   // first-call times); main() prints it after the table.
   bool summary = false;
+  // Runs once per device in this mode whatever --modes says (ceiling: "native", plain C++ that
+  // no kiln mode changes); empty: once per selected mode.
+  std::string fixed_mode{};
 };
 
 // Every workload BENCHMARKS.md names, available or not, in its table's order.
@@ -65,6 +68,7 @@ const Workload* find_workload(const std::string& name);
 
 // Workload factories (one file each under perf/workloads/).
 Workload copy_workload();
+Workload ceiling_workload();
 Workload gelu_workload();
 Workload layernorm_workload();
 Workload softmax_workload();

@@ -32,6 +32,16 @@ asmjit::JitRuntime& jit_runtime() {
   return *rt;
 }
 
+// Per-kernel rendering times (cpu_jit_compile_times): a few bytes per kernel, like the kernels.
+struct CompileTimes {
+  std::mutex mu;
+  std::vector<int64_t> ns;
+};
+CompileTimes& compile_times() {
+  static auto* t = new CompileTimes();
+  return *t;
+}
+
 KernelCache<KernelFn>& fn_cache() {
   static auto* c = new KernelCache<KernelFn>();
   return *c;
@@ -72,6 +82,11 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
     c.compile_ns.fetch_add(t1 - t0);
     int64_t prev = c.max_compile_ns.load();
     while (prev < t1 - t0 && !c.max_compile_ns.compare_exchange_weak(prev, t1 - t0)) {
+    }
+    {
+      CompileTimes& times = compile_times();
+      std::lock_guard lock(times.mu);
+      times.ns.push_back(t1 - t0);
     }
     KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us", r.code_bytes, jit_isa_name(v.isa),
                (t1 - t0) / 1000);
@@ -247,6 +262,19 @@ void CpuKernel::launch(const LaunchArgs& args) {
 CpuJitCounters& cpu_jit_counters() {
   static CpuJitCounters c;
   return c;
+}
+
+std::vector<int64_t> cpu_jit_compile_times(size_t first) {
+  CompileTimes& times = compile_times();
+  std::lock_guard lock(times.mu);
+  if (first >= times.ns.size()) return {};
+  return {times.ns.begin() + static_cast<std::ptrdiff_t>(first), times.ns.end()};
+}
+
+size_t cpu_jit_compile_count() {
+  CompileTimes& times = compile_times();
+  std::lock_guard lock(times.mu);
+  return times.ns.size();
 }
 
 void inject_cpu_codegen_faults(int count) { g_injected_faults.store(count); }

@@ -6,6 +6,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "jit/target.h"
 
@@ -18,6 +19,12 @@ struct CpuJitCounters {
   std::atomic<int64_t> launches{0};
 };
 CpuJitCounters& cpu_jit_counters();
+
+// Each rendering's time in ns, in the order they finished (thread-safe; one entry per kernel
+// counted in CpuJitCounters::kernels): the entries from index `first` on, so that a caller can
+// take the renderings of a stretch of time (cpu_jit_compile_count() before, this after).
+std::vector<int64_t> cpu_jit_compile_times(size_t first = 0);
+size_t cpu_jit_compile_count();
 
 // Testing hook: while non-zero, the next that many renders throw (an injected codegen fault).
 void inject_cpu_codegen_faults(int count);

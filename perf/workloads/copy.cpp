@@ -1,5 +1,5 @@
-// copy: y.copy_(x) on 2^26 float32 (2^24 small). The memory-bandwidth ceiling that the other
-// workloads' GB/s are compared with (copy_fraction), measured in the same run.
+// copy: y.copy_(x) on 2^26 float32 (2^24 small): eager copy speed, and one half of the `ceiling`
+// (perf/workloads/ceiling.cpp) that the other workloads' GB/s are compared with (copy_fraction).
 #include "perf/workload.h"
 
 namespace kiln::perf {
@@ -24,7 +24,7 @@ class CopyCase : public Case {
 }  // namespace
 
 Workload copy_workload() {
-  return {"copy", "y.copy_(x), 2^26 float32: the bandwidth ceiling (GB/s read + written)", "",
+  return {"copy", "y.copy_(x), 2^26 float32: eager copy speed (GB/s read + written)", "",
           [](Size size, Device) {
             int64_t n = size == Size::Small ? (int64_t{1} << 24) : (int64_t{1} << 26);
             Prepared p;
