@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "layout_util.h"
+#include "op_matrix.h"
 
 using namespace kiln;
 using namespace kt;
@@ -44,7 +45,8 @@ TEST(IndexSelect, EveryDTypeLayoutAndDim) {
           Tensor x = make(shape, dt, l, 1);
           // A strided index with repeats (6 values from [0, size)).
           Tensor index = index_in({6}, shape[d], Layout::Sliced, it, 2);
-          Tensor out = index_select(x, dim, index);
+          Tensor out = kiln::testing::run_in_all_modes("index_select",
+                                                       [&] { return index_select(x, dim, index); });
           Shape want = shape;
           want[d] = 6;
           ASSERT_EQ(out.sizes(), want);
@@ -118,7 +120,8 @@ TEST(Gather, EveryDTypeLayoutAndDim) {
           ishape[d] = 7;
           DType it = d == 1 ? DType::Int32 : DType::Int64;
           Tensor index = index_in(ishape, xshape[d], il, it, 2);
-          Tensor out = x.gather(dim, index);
+          Tensor out =
+              kiln::testing::run_in_all_modes("gather", [&] { return x.gather(dim, index); });
           ASSERT_EQ(out.sizes(), ishape);
           ASSERT_EQ(out.dtype(), dt);
           for (const auto& idx : all_indices(ishape)) {
@@ -211,7 +214,8 @@ TEST(ScatterAdd, EveryDTypeLayoutAndDim) {
         Tensor index = index_in(ishape, xshape[d], l == Layout::Expanded ? l : Layout::Transposed,
                                 d == 1 ? DType::Int32 : DType::Int64, 2);
         Tensor src = make(sshape, dt, l, 3);
-        Tensor out = scatter_add(x, dim, index, src);
+        Tensor out = kiln::testing::run_in_all_modes(
+            "scatter_add", [&] { return scatter_add(x, dim, index, src); });
         ASSERT_EQ(out.sizes(), xshape);
         ASSERT_EQ(out.dtype(), dt);
         expect_values(out, scatter_add_ref(x, d, index, src));
@@ -270,7 +274,8 @@ TEST(OneHot, ValuesShapesAndInference) {
     SCOPED_TRACE(layout_name(l));
     Tensor index = index_in({3, 4}, 5, l, DType::Int64, 1);
     for (int64_t classes : {5, 7, -1}) {
-      Tensor out = one_hot(index, classes);
+      Tensor out =
+          kiln::testing::run_in_all_modes("one_hot", [&] { return one_hot(index, classes); });
       int64_t c = classes;
       if (c == -1) {
         c = 0;
@@ -310,7 +315,8 @@ TEST(Triangle, EveryDTypeLayoutAndDiagonal) {
         for (int64_t k : {-7, -2, -1, 0, 1, 3, 100}) {
           SCOPED_TRACE(fmt::format("{} {} {} k {}", dt, layout_name(l), shape_str(shape), k));
           Tensor x = make(shape, dt, l, 1);
-          Tensor lo = x.tril(k), up = triu(x, k);
+          Tensor lo = kiln::testing::run_in_all_modes("tril", [&] { return x.tril(k); });
+          Tensor up = kiln::testing::run_in_all_modes("triu", [&] { return triu(x, k); });
           ASSERT_EQ(lo.sizes(), shape);
           ASSERT_EQ(up.dtype(), dt);
           for (const auto& idx : all_indices(shape)) {

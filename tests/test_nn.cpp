@@ -3,7 +3,11 @@
 // composites linear, mse_loss and scaled_dot_product_attention.
 // Tolerances (inputs of magnitude <= ~3): Float64 1e-12 absolute (1e-10 for composites that go
 // through BLAS); Float32 2e-6 absolute for softmax/log_softmax/cross_entropy/layer_norm (a few
-// float32 roundings of O(1) values), 1e-5 * K for matmul-based composites (K = contraction size).
+// float32 roundings of O(1) values). Matmul-based composites (linear, mse_loss) get the classic
+// bound of a K-term dot product in any summation order (with or without FMA), per element:
+//   |got - ref| <= 2 (K + 1) u * sum_k |x_k w_k|   (+ |bias|),   u = 2^-24 for Float32
+// (gamma_K plus one rounding for the bias or the final division, doubled for margin); mse_loss is a
+// sum of K = numel non-negative squares, so its bound is relative to the result (docs/testing.md).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -420,17 +424,28 @@ TEST(Linear, MatchesFormula) {
   for (DType dt : {kFloat32, kFloat64}) {
     Tensor x = make({2, 3, 4}, dt, 80), w = make({5, 4}, dt, 81), b = make({5}, dt, 82);
     std::vector<double> xv = values(x), wv = values(w), bv = values(b);
-    std::vector<double> ref(30), refb(30);
+    std::vector<double> ref(30), refb(30), mag(30);
     for (int64_t r = 0; r < 6; ++r)
       for (int64_t o = 0; o < 5; ++o) {
-        double s = 0;
-        for (int64_t k = 0; k < 4; ++k) s += xv[r * 4 + k] * wv[o * 4 + k];
+        double s = 0, m = 0;
+        for (int64_t k = 0; k < 4; ++k) {
+          s += xv[r * 4 + k] * wv[o * 4 + k];
+          m += std::abs(xv[r * 4 + k] * wv[o * 4 + k]);
+        }
         ref[r * 5 + o] = s;
         refb[r * 5 + o] = s + bv[o];
+        mag[r * 5 + o] = m + std::abs(bv[o]);
       }
-    const double tol = dt == kFloat32 ? 1e-5 * 4 * 9 : 1e-10;  // products up to 9
-    expect_near(linear(x, w), ref, {2, 3, 5}, dt, tol, "no bias");
-    expect_near(linear(x, w, b), refb, {2, 3, 5}, dt, tol, "bias");
+    const double u = dt == kFloat32 ? 0x1p-24 : 0x1p-53, K = 4;
+    const std::vector<double> got = values(linear(x, w)), gotb = values(linear(x, w, b));
+    ASSERT_EQ(got.size(), 30u);
+    ASSERT_EQ(gotb.size(), 30u);
+    for (size_t i = 0; i < 30; ++i) {
+      EXPECT_NEAR(got[i], ref[i], 2 * (K + 1) * u * mag[i])
+          << dtype_name(dt) << " no bias at " << i;
+      EXPECT_NEAR(gotb[i], refb[i], 2 * (K + 1) * u * mag[i]) << dtype_name(dt) << " bias at " << i;
+    }
+    EXPECT_EQ(linear(x, w, b).sizes(), (Shape{2, 3, 5}));
   }
   expect_error([] { linear(zeros({2, 3}), zeros({2, 3, 4})); }, "linear");
 }
@@ -444,12 +459,15 @@ TEST(MseLoss, MatchesFormula) {
     Tensor r = mse_loss(a, b);
     EXPECT_EQ(r.dim(), 0);
     EXPECT_EQ(r.dtype(), dt);
-    EXPECT_NEAR(values(r)[0], s / 20, dt == kFloat32 ? 1e-5 * 20 * 36 / 20 : 1e-12);
+    // K = 20 non-negative terms, each a rounded difference squared (2 roundings), then the sum
+    // and the division: relative error <= (K + 3) u, doubled.
+    const double u = dt == kFloat32 ? 0x1p-24 : 0x1p-53, K = 20;
+    EXPECT_NEAR(values(r)[0], s / 20, 2 * (K + 3) * u * s / 20);
     Tensor at = make({5, 4}, dt, 92).t();
     std::vector<double> atv = values(at);
     double s2 = 0;
     for (int64_t i = 0; i < 20; ++i) s2 += (atv[i] - av[i]) * (atv[i] - av[i]);
-    EXPECT_NEAR(values(mse_loss(at, a))[0], s2 / 20, dt == kFloat32 ? 4e-5 : 1e-12);
+    EXPECT_NEAR(values(mse_loss(at, a))[0], s2 / 20, 2 * (K + 3) * u * s2 / 20);
   }
   EXPECT_TRUE(std::isnan(mse_loss(zeros({0}), zeros({0})).item<float>()));
   expect_error([] { mse_loss(zeros({2}), zeros({2}, kFloat64)); }, "mse_loss");

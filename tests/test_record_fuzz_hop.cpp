@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fuzz/hop_execute.h"
+#include "fuzz/seeds.h"
 #include "hop_traced_util.h"
 #include "runtime/autograd/grad_mode.h"
 #include "tracer/body_tracer.h"
@@ -54,12 +55,13 @@ void expect_same_hop(const HopProgram& p, const Outcome& eager, const Outcome& l
 }
 
 TEST(RecordFuzzHop, RandomHopProgramsMatchEagerBitwise) {
+  const fuzz::SeedRange seeds = fuzz::fuzz_seeds(kHopSeeds, config().jit);
   JitRestore restore;
   kiln::sync();
   const size_t fallbacks0 = deliberate_fallbacks();
   int failures = 0, with_calls = 0, traced = 0;
   int64_t calls = 0, nodes = 0, reads = 0, errors = 0;
-  for (uint64_t seed = 1; seed <= kHopSeeds && failures < 3; ++seed) {
+  for (uint64_t seed = seeds.first; seed < seeds.end() && failures < 3; ++seed) {
     const HopProgram p = make_hop_program(seed);
     HopRun eager, lazy, again;
     {
@@ -95,12 +97,12 @@ TEST(RecordFuzzHop, RandomHopProgramsMatchEagerBitwise) {
   EXPECT_GT(traced, with_calls * 9 / 10);
   EXPECT_GT(nodes, calls / 2);
   EXPECT_GT(fallbacks, 0u);
-  EXPECT_GT(reads, static_cast<int64_t>(kHopSeeds));
+  EXPECT_GT(reads, static_cast<int64_t>(seeds.count));
   EXPECT_LT(errors, calls / 4);
   std::printf(
       "[fuzz-hop] %llu programs, %lld hop calls, %lld hop nodes flushed, %d/%d programs traced, "
       "%zu deliberate fallbacks, %lld reads, %lld errors compared\n",
-      static_cast<unsigned long long>(kHopSeeds), static_cast<long long>(calls),
+      static_cast<unsigned long long>(seeds.count), static_cast<long long>(calls),
       static_cast<long long>(nodes), traced, with_calls, fallbacks, static_cast<long long>(reads),
       static_cast<long long>(errors));
 }

@@ -2,12 +2,19 @@
 // sliced and expanded inputs, keepdim on and off, several dims lists, every dtype, empty and
 // 0-dim tensors, inputs large enough for the parallel paths, and every error path.
 //
-// Tolerances: results are compared with the double-precision reference as
+// Tolerances (docs/testing.md, "Reductions"): results are compared with the double-precision
+// reference as
 //   |got - ref| <= tol * (scale + 1)
-// where scale is the sum of |x| over the reduced elements (sum/mean/var: the worst-case bound of
-// any summation order is n * eps * scale, pairwise stays far below it); tol = 1e-5 for Float32
-// and 1e-12 for Float64 (prod: scale = n * |product|). Integer results and amax/amin/argmax/argmin
-// are exact.
+// with tol = 1e-5 for Float32 and 1e-12 for Float64, and a scale derived from the op:
+//   sum:       S = sum of |x| over the reduced elements (any summation order errs by at most
+//              n * eps * S; pairwise stays far below it);
+//   mean:      S / n (the sum's bound, divided by n like the sum itself);
+//   var:       var + (S / n)^2 (two passes: the mean's error d enters the sum of squared deviations
+//              only as n * d^2, so the error is relative to var itself, not to the squares);
+//   logsumexp: |result| + max |x| (the shifted exponentials are <= 1, their sum errs relatively);
+//   prod:      n * |product|.
+// Integer results and amax/amin/argmax/argmin are exact. A var that drops Bessel's correction
+// errs by var / n, far above tol * var for the n here and in LargeVarMatchesFloat64Reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,6 +28,7 @@
 #include <fmt/format.h>
 
 #include "expect_error.h"
+#include "op_matrix.h"
 #include "ops/functions.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
@@ -60,11 +68,12 @@ std::vector<double> reference(const std::vector<double>& v, const std::vector<in
   std::vector<double> out;
   if (scale) scale->clear();
   for (const auto& g : groups) {
-    double s = 0, p = 1, a = 0;
+    double s = 0, p = 1, a = 0, mx = 0;
     for (double x : g) {
       s += x;
       p *= x;
       a += std::abs(x);
+      mx = std::max(mx, std::abs(x));
     }
     const double n = static_cast<double>(g.size());
     double res = 0;
@@ -74,6 +83,7 @@ std::vector<double> reference(const std::vector<double>& v, const std::vector<in
         break;
       case R::Mean:
         res = s / n;
+        a /= std::max(n, 1.0);
         break;
       case R::Prod:
         res = p;
@@ -98,6 +108,7 @@ std::vector<double> reference(const std::vector<double>& v, const std::vector<in
         double e = 0;
         for (double x : g) e += std::exp(x - m);
         res = g.empty() ? -kInf : m + std::log(e);
+        a = std::abs(res) + mx;
         break;
       }
       case R::Var:
@@ -105,7 +116,8 @@ std::vector<double> reference(const std::vector<double>& v, const std::vector<in
         double mu = s / n, q = 0;
         for (double x : g) q += (x - mu) * (x - mu);
         res = q / (n - (r == R::Var ? 1 : 0));
-        a = a * a / std::max(n, 1.0);  // the squares' scale
+        const double mean_abs = a / std::max(n, 1.0);
+        a = std::abs(res) + mean_abs * mean_abs;
         break;
       }
     }
@@ -249,7 +261,8 @@ TEST_P(ReduceDims, MatchesReferenceOnEveryLayoutDtypeAndDims) {
         for (bool keepdim : {false, true}) {
           std::string what = fmt::format("{} {} {} dims {} {}", c.name, dt, layout, shape_str(dims),
                                          keepdim ? "keepdim" : "");
-          Tensor got = c.fn(x, dims, keepdim);
+          Tensor got =
+              kiln::testing::run_in_all_modes(what, [&] { return c.fn(x, dims, keepdim); });
           EXPECT_EQ(got.dtype(), expected_dtype(c.r, dt)) << what;
           EXPECT_EQ(got.sizes(), out_shape(x.sizes(), dims, keepdim)) << what;
           std::vector<double> scale;
@@ -281,8 +294,10 @@ TEST(Reduce, ArgmaxArgminEveryLayoutDtypeDim) {
       for (int64_t d : {0, 1, 2, -1, -3}) {
         for (bool keepdim : {false, true}) {
           for (R r : {R::Argmax, R::Argmin}) {
-            Tensor got = r == R::Argmax ? argmax(x, d, keepdim) : argmin(x, d, keepdim);
             std::string what = fmt::format("{} {} dim {}", layout, dt, d);
+            Tensor got = kiln::testing::run_in_all_modes(what, [&] {
+              return r == R::Argmax ? argmax(x, d, keepdim) : argmin(x, d, keepdim);
+            });
             EXPECT_EQ(got.dtype(), DType::Int64);
             EXPECT_EQ(got.sizes(), out_shape(x.sizes(), {d}, keepdim)) << what;
             expect_matches(got, reference(v, x.sizes(), {d}, r, nullptr), {}, dt, true, what);
@@ -519,6 +534,37 @@ TEST(Reduce, ColumnAndRowPathsLarge) {
   expect_matches(var(y.t(), {1}), ref, scale, DType::Float32, false, "var transposed large");
   ref = reference(values(y), {700, 500}, {0}, R::Lse, &scale);
   expect_matches(logsumexp(y, {0}), ref, scale, DType::Float32, false, "lse large");
+}
+
+// var and std on reductions of n > 500 elements (rows, columns, all dims; Float32 and Float64)
+// against the double reference, with var's bound (var + (S/n)^2) * tol: dropping Bessel's
+// correction (n instead of n - 1) moves the result by var / n >= var / 5000 = 2e-4 var, more than
+// ten times the Float32 bound, so it cannot pass. mean is checked on the same inputs.
+TEST(Reduce, LargeVarMatchesFloat64Reference) {
+  std::mt19937 rng(29);
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    for (Shape shape : {Shape{3, 601}, Shape{1024, 4}, Shape{5000}}) {
+      Tensor x = make(shape, dt, rng, -3, 4);
+      const std::vector<double> v = values(x);
+      for (auto dims : std::vector<std::vector<int64_t>>{{-1}, {0}, {}}) {
+        const std::string what =
+            fmt::format("{} {} dims {}", dt, shape_str(shape), shape_str(dims));
+        std::vector<double> scale;
+        auto ref = reference(v, x.sizes(), dims, R::Var, &scale);
+        expect_matches(var(x, dims), ref, scale, dt, false, "var " + what);
+        std::vector<double> sd = ref, sd_scale = scale;
+        for (size_t i = 0; i < sd.size(); ++i) {
+          sd[i] = std::sqrt(ref[i]);
+          sd_scale[i] = scale[i] / std::max(sd[i], 1e-3);  // d sqrt(v) = dv / (2 sqrt(v))
+        }
+        expect_matches(kiln::std(x, dims), sd, sd_scale, dt, false, "std " + what);
+        ref = reference(v, x.sizes(), dims, R::VarBiased, &scale);
+        expect_matches(var(x, dims, false), ref, scale, dt, false, "biased var " + what);
+        ref = reference(v, x.sizes(), dims, R::Mean, &scale);
+        expect_matches(mean(x, dims), ref, scale, dt, false, "mean " + what);
+      }
+    }
+  }
 }
 
 // Rows longer than one chunk: argmax ties across chunk boundaries keep the first occurrence.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "layout_util.h"
+#include "op_matrix.h"
 
 using namespace kiln;
 using namespace kt;
@@ -43,7 +44,7 @@ TEST(ShapeCat, EveryDTypeLayoutAndDim) {
           // Mix layouts: the middle input is always contiguous, so both kernels paths meet.
           xs.push_back(make(s, dt, k == 1 ? Layout::Contiguous : l, k));
         }
-        Tensor out = cat(xs, dim);
+        Tensor out = kiln::testing::run_in_all_modes("cat", [&] { return cat(xs, dim); });
         Shape want = base;
         want[d] = 6;
         ASSERT_EQ(out.sizes(), want);
@@ -124,7 +125,7 @@ TEST(ShapeStack, EveryDim) {
         SCOPED_TRACE(fmt::format("{} {} dim {}", dt, layout_name(l), dim));
         std::vector<Tensor> xs = {make({3, 4}, dt, l, 1), make({3, 4}, dt, Layout::Contiguous, 2),
                                   make({3, 4}, dt, l, 3)};
-        Tensor out = stack(xs, dim);
+        Tensor out = kiln::testing::run_in_all_modes("stack", [&] { return stack(xs, dim); });
         int64_t d = dim < 0 ? dim + 3 : dim;
         Shape want = {3, 4};
         want.insert(want.begin() + d, 3);
@@ -161,6 +162,8 @@ TEST(ShapeSplit, PiecesAreAliasingViews) {
         Tensor x = make({7, 5}, dt, l, 1);
         int64_t d = dim < 0 ? dim + 2 : dim;
         std::vector<Tensor> parts = split(x, 3, dim);
+        for (size_t i = 0; i < parts.size(); ++i)
+          kiln::testing::run_in_all_modes("split", [&] { return split(x, 3, dim).at(i).clone(); });
         int64_t n = x.size(d);
         ASSERT_EQ(int64_t(parts.size()), (n + 2) / 3);
         int64_t start = 0;
@@ -217,6 +220,9 @@ TEST(ShapeChunk, TorchRule) {
       SCOPED_TRACE(fmt::format("n {} chunks {} {}", c.n, c.chunks, layout_name(l)));
       Tensor x = make({3, c.n}, DType::Int64, l, 2);
       std::vector<Tensor> parts = x.chunk(c.chunks, -1);
+      for (size_t i = 0; i < parts.size(); ++i)
+        kiln::testing::run_in_all_modes("chunk",
+                                        [&] { return x.chunk(c.chunks, -1).at(i).clone(); });
       ASSERT_EQ(parts.size(), c.sizes.size());
       int64_t start = 0;
       for (size_t i = 0; i < parts.size(); ++i) {

@@ -6,12 +6,21 @@
 
 namespace kiln::fuzz {
 
+bool broadcast_too_big(const Shape& a, const Shape& b) {
+  double n = 1;
+  for (size_t i = 1; i <= std::max(a.size(), b.size()); ++i) {
+    const int64_t x = i <= a.size() ? a[a.size() - i] : 1, y = i <= b.size() ? b[b.size() - i] : 1;
+    n *= static_cast<double>(std::max(x, y));
+  }
+  return n > kMaxElements;
+}
+
 bool broadcastable(const Shape& a, const Shape& b) {
   for (size_t i = 1; i <= std::min(a.size(), b.size()); ++i) {
     const int64_t x = a[a.size() - i], y = b[b.size() - i];
     if (x != y && x != 1 && y != 1) return false;
   }
-  return true;
+  return !broadcast_too_big(a, b);
 }
 
 bool broadcasts_to(const Shape& src, const Shape& dst) {

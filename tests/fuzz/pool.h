@@ -10,6 +10,11 @@ namespace kiln::fuzz {
 
 using Pool = std::vector<Tensor>;
 
+// The most elements a step may make: programs above the parallel grain have dims of ~15000, and
+// broadcasting a [n, 1] against a [1, n] (or a matmul of [n, k] by [k, n]) would need gigabytes.
+constexpr double kMaxElements = 1 << 22;
+bool broadcast_too_big(const Shape& a, const Shape& b);
+// Shapes that broadcast together into at most kMaxElements elements.
 bool broadcastable(const Shape& a, const Shape& b);
 bool broadcasts_to(const Shape& src, const Shape& dst);
 

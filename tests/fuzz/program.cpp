@@ -15,6 +15,9 @@ Program Generator::make() {
   // Some programs get one long dim, so that kernels run their vector loops and not only the
   // scalar tails (a layout-dependent result would show between the modes).
   if (below(4) == 0) p.canon[below(rank)] = 16 + below(25);
+  // One program in 40 is above the parallel grain (kParallelGrain = 32768 elements), so that
+  // kernels split their work between threads.
+  if (below(40) == 0) p.canon = {3, 11000 + below(6000)};
   // A few materialized leaves first, so that ops have operands.
   for (int i = 0; i < 3; ++i) p.steps.push_back(leaf(p.canon, i));
   const int count = 10 + below(31);
@@ -90,7 +93,12 @@ Step Generator::step(const Shape& canon) {
   s.s = scalar();
   s.lo = (vbelow(9) - 6) / 2.0;
   s.hi = s.lo + vbelow(8) / 2.0;
-  const int x = below(100);
+  const int x = below(116);
+  if (x >= 100) {  // 16%: the ops the kinds above do not reach, and backward steps
+    s.kind = x < 112 ? Kind::Extra : Kind::Backward;
+    s.op = static_cast<uint8_t>(below(x < 112 ? kExtraOps : kBackwardOps));
+    return s;
+  }
   if (x < 8) return leaf(canon, s.dst);
   if (x < 11) {
     s.kind = Kind::Random;

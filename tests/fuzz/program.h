@@ -34,8 +34,14 @@ enum class Kind : uint8_t {
   Read,
   Drop,
   Sync,
-  Toggle,  // recorded runs switch recording off or back on (eager runs: nothing)
+  Toggle,    // recorded runs switch recording off or back on (eager runs: nothing)
+  Extra,     // shape/index/nn ops, more reductions, factories (tests/fuzz/run_step_extra.cpp)
+  Backward,  // a small loss of a detached copy, backward, the gradient goes to the pool
 };
+
+// Ops of Kind::Extra and Kind::Backward (the generator draws `op` below these counts).
+constexpr int kExtraOps = 20;
+constexpr int kBackwardOps = 8;
 
 struct Step {
   Kind kind = Kind::Sync;

@@ -62,6 +62,7 @@ void run_step(const Step& s, Pool& pool, std::vector<std::string>& reads, std::s
     return;
   }
   if (run_pointwise_step(StepContext{s, pool, desc, A, an})) return;
+  if (run_extra_step(StepContext{s, pool, desc, A, an})) return;
   switch (s.kind) {
     case Kind::Reduce: {
       std::vector<int64_t> dims;
@@ -101,11 +102,20 @@ void run_step(const Step& s, Pool& pool, std::vector<std::string>& reads, std::s
       return;
     }
     case Kind::Matmul: {
-      const int b = pick(pool, s.r[1], [&](const Tensor& t) {
+      int b = pick(pool, s.r[1], [&](const Tensor& t) {
         if (t.dim() == 0 || nd == 0 || t.dtype() != A.dtype()) return false;
         const int64_t k = A.size(-1);
         return t.dim() == 1 ? t.size(0) == k : t.size(-2) == k;
       });
+      const auto numel_of = [](const Shape& sh) {
+        double n = 1;
+        for (int64_t d : sh) n *= static_cast<double>(d);
+        return n;
+      };
+      if (b >= 0 && numel_of(A.sizes()) / std::max<int64_t>(1, A.size(-1)) *
+                            numel_of(pool[b].sizes()) / std::max<int64_t>(1, pool[b].size(-2)) >
+                        kMaxElements)
+        b = -1;  // an outer product of two long operands: too big
       if (b < 0) {
         desc = "(no matmul operand)";
         return;
@@ -214,17 +224,31 @@ void run_step(const Step& s, Pool& pool, std::vector<std::string>& reads, std::s
       return;
     }
     case Kind::InPlace: {
-      Tensor target = A;  // a handle: writes go to the storage the pool tensor shares
+      // The target is the pool tensor (a handle: writes go to the storage it shares) or, in
+      // about a third of the steps, a strided or offset view of it: a step-2 slice from 1, a
+      // transpose, a select, or a narrow from 1 (the write must reach the base's storage).
+      Tensor target = A;
+      std::string tn = an;
+      const uint32_t v = (s.r[3] >> 16) % 12;
+      if (nd > 0 && v < 4) {
+        const int64_t d0 = dim_of(s.r[2]);
+        const int64_t len = A.size(d0);
+        if (v == 0) target = A.slice(d0, len > 1 ? 1 : 0, len, 2), tn += ".slice(1::2)";
+        if (v == 1) target = A.transpose(0, nd - 1), tn += ".transpose";
+        if (v == 2 && len > 0) target = A.select(d0, len - 1), tn += ".select(last)";
+        if (v == 3 && len > 1) target = A.narrow(d0, 1, len - 1), tn += ".narrow(1)";
+        if (target.dim() != nd || v != 1) tn += "[dim " + std::to_string(d0) + "]";
+      }
       // Sources whose dtype the target can hold, except one step in eight (errors compared).
       const bool any_dtype = s.r[3] % 8 == 0;
       const int b = pick(pool, s.r[1], [&](const Tensor& t) {
-        return broadcasts_to(t.sizes(), A.sizes()) &&
+        return broadcasts_to(t.sizes(), target.sizes()) &&
                (any_dtype || category(t.dtype()) <= category(A.dtype()));
       });
       const std::string bn = b >= 0 ? T(b) + ":" + show(pool[b]) : "";
       static const char* names[] = {"add_",  "sub_",  "mul_",  "div_",   "add_s", "mul_s",
                                     "copy_", "fill_", "zero_", "clamp_", "relu_", "masked_fill_"};
-      desc = std::string(names[s.op]) + "(" + an;
+      desc = std::string(names[s.op]) + "(" + tn;
       const bool needs_src = s.op <= 3 || s.op == 6;
       if (needs_src && b < 0) {
         desc = "(no in-place source)";
@@ -277,7 +301,7 @@ void run_step(const Step& s, Pool& pool, std::vector<std::string>& reads, std::s
           break;
         default: {
           const int m = pick(pool, s.r[2], [&](const Tensor& t) {
-            return t.dtype() == kBool && broadcasts_to(t.sizes(), A.sizes());
+            return t.dtype() == kBool && broadcasts_to(t.sizes(), target.sizes());
           });
           if (m < 0) {
             desc = "(no mask)";

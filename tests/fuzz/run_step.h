@@ -29,5 +29,7 @@ struct StepContext {
 
 // The pointwise kinds (Dropout, Unary, Binary, BinaryScalar, Compare, Where); false for others.
 bool run_pointwise_step(const StepContext& c);
+// The Extra and Backward kinds (tests/fuzz/run_step_extra.cpp); false for others.
+bool run_extra_step(const StepContext& c);
 
 }  // namespace kiln::fuzz

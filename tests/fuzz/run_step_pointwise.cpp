@@ -112,7 +112,8 @@ bool run_pointwise_step(const StepContext& ctx) {
     }
     case Kind::Binary: {
       // One step in eight takes any operand, so that broadcasting errors are compared too.
-      const int b = (s.r[2] % 8 == 0) ? pick_any(pool, s.r[1]) : compatible(s.r[1]);
+      int b = (s.r[2] % 8 == 0) ? pick_any(pool, s.r[1]) : compatible(s.r[1]);
+      if (b >= 0 && broadcast_too_big(pool[b].sizes(), A.sizes())) b = compatible(s.r[1]);
       const Tensor& B = pool[b];
       static const char* names[] = {"add",     "sub", "mul",         "div",       "maximum",
                                     "minimum", "pow", "logical_and", "logical_or"};

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Mutation check (on demand, not in CI; docs/testing.md): applies each deliberate breakage of
+# issue 16 to a scratch copy of the working tree, rebuilds kiln-tests incrementally, runs the tests
+# that should catch it, and reports FAIL-as-expected (the suite caught it) or SURVIVED.
+#   tests/mutations/run.sh [scratch-dir]     (default /tmp/kiln-mutations; KILN_MUTATION_JOBS=2)
+set -uo pipefail
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+scratch="${1:-/tmp/kiln-mutations}"
+jobs="${KILN_MUTATION_JOBS:-2}"
+tree="$scratch/tree"
+mkdir -p "$tree"
+# The working tree's tracked and untracked (not ignored) files, uncommitted edits included.
+(cd "$src" && git ls-files -z --cached --others --exclude-standard |
+  xargs -0 cp --parents -t "$tree" 2>/dev/null)
+cd "$tree"
+cmake --preset release >"$scratch/configure.log" 2>&1 || { echo "configure failed"; exit 2; }
+
+# name | file | old text | new text | test filter | extra env
+mutations=(
+  "abs backward -> pass-through|ops/pointwise_backward.cpp|      r = gy * sign(x);|      r = gy;|Autograd*.*|"
+  "relu backward -> pass-through|ops/pointwise_backward.cpp|      r = where(y > 0.0, gy, zeros_like(gy));|      r = gy;|Autograd*.*|"
+  "clamp backward -> pass-through|ops/pointwise_backward.cpp|      r = where(inside, gy, zeros_like(gy));|      r = gy;|Autograd*.*|"
+  "floor backward -> pass-through|ops/pointwise_backward.cpp|    case OpId::Floor:\n    case OpId::Ceil:|    case OpId::Floor:\n      r = gy;\n      break;\n    case OpId::Ceil:|Autograd*.*|"
+  "sign backward -> pass-through|ops/pointwise_backward.cpp|    case OpId::Sign:\n      r = zeros_like(gy);|    case OpId::Sign:\n      r = c.op == OpId::Sign ? gy : zeros_like(gy);|Autograd*.*|"
+  "Float32 var without Bessel for n > 500|ops/cpu/reduce_kernels.cpp|  const T denom = static_cast<T>(n - (unbiased ? 1 : 0));|  const T denom = static_cast<T>(n - (unbiased \&\& !(sizeof(T) == 4 \&\& n > 500) ? 1 : 0));|Reduce*.*|"
+  "recorded result perturbed in the last bit|tracer/interpreter.cpp|          values[n.output] = run_eager(def, call, n.meta);\n        }|          values[n.output] = run_eager(def, call, n.meta);\n          Tensor\& o = values[n.output];\n          if (o.dtype() == kFloat32 \&\& o.impl()->numel() > 0) *static_cast<uint32_t*>(o.impl()->data()) ^= 1u;\n        }|Pointwise.*:Reduce*.*:IndexSelect.*:ShapeCat.*:RecordFuzz.RandomPrograms*|KILN_FUZZ_SEEDS=300"
+)
+
+results=()
+for m in "${mutations[@]}"; do
+  IFS='|' read -r name file old new filter env <<<"$m"
+  cp "$file" "$file.orig"
+  if ! OLD="$old" NEW="$new" python3 - "$file" <<'PY'
+import os, sys
+p = sys.argv[1]
+old = os.environ["OLD"].replace("\\n", "\n").replace("\\&", "&")
+new = os.environ["NEW"].replace("\\n", "\n").replace("\\&", "&")
+s = open(p).read()
+if s.count(old) != 1:
+    sys.exit(f"mutation target found {s.count(old)} times in {p}")
+open(p, "w").write(s.replace(old, new))
+PY
+  then
+    results+=("NOT APPLIED     $name (the code changed: update tests/mutations/run.sh)")
+    mv "$file.orig" "$file"
+    continue
+  fi
+  log="$scratch/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').log"
+  if ! cmake --build --preset release -j"$jobs" --target kiln-tests >"$log" 2>&1; then
+    results+=("BUILD FAILED    $name (see $log)")
+  elif env KILN_JIT=0 $env ./build/release/tests/kiln-tests --gtest_filter="$filter" \
+      --gtest_brief=1 >>"$log" 2>&1; then
+    results+=("SURVIVED        $name (tests: $filter)")
+  else
+    results+=("FAIL-as-expected $name ($(grep -c '^\[  FAILED  \].*\.' "$log") failing tests)")
+  fi
+  mv "$file.orig" "$file"
+  touch "$file"
+done
+echo "mutation results (logs in $scratch):"
+printf '  %s\n' "${results[@]}"
+! printf '%s\n' "${results[@]}" | grep -q -v '^FAIL-as-expected'
