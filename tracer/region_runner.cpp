@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -23,16 +24,23 @@ namespace {
 
 std::atomic<RegionPlanner*> g_planner{nullptr};
 
-// One background thread plans regions in the order they turned hot.
+// One background thread plans regions in the order they turned hot. At process exit it stops
+// taking jobs and the exit waits for the one running: a job must never run while static objects
+// it uses (loggers, the configuration) are being destroyed.
 class PlanQueue {
  public:
   static PlanQueue& instance() {
-    static PlanQueue* q = new PlanQueue();  // never destroyed: the worker is detached
+    static PlanQueue* q = [] {
+      auto* queue = new PlanQueue();  // never destroyed: the worker is detached
+      std::atexit([] { PlanQueue::instance().shut_down(); });
+      return queue;
+    }();
     return *q;
   }
   void push(std::function<void()> job) {
     {
       std::lock_guard lock(mu_);
+      if (stopping_) return;  // exiting: the region is never planned
       jobs_.push_back(std::move(job));
       ++pending_;
       if (!started_) {
@@ -48,18 +56,29 @@ class PlanQueue {
   }
 
  private:
+  void shut_down() {
+    std::unique_lock lock(mu_);
+    stopping_ = true;
+    pending_ -= static_cast<int>(jobs_.size());
+    jobs_.clear();
+    cv_.notify_all();
+    idle_.wait(lock, [&] { return !running_; });
+  }
   void work() {
     for (;;) {
       std::function<void()> job;
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return !jobs_.empty(); });
+        cv_.wait(lock, [&] { return !jobs_.empty() || stopping_; });
+        if (stopping_) return;
         job = std::move(jobs_.front());
         jobs_.pop_front();
+        running_ = true;
       }
       job();
       {
         std::lock_guard lock(mu_);
+        running_ = false;
         --pending_;
       }
       idle_.notify_all();
@@ -70,6 +89,8 @@ class PlanQueue {
   std::deque<std::function<void()>> jobs_;
   int pending_ = 0;
   bool started_ = false;
+  bool running_ = false;
+  bool stopping_ = false;
 };
 
 // `region` is shared: a cache clear while this runs must not free it under the job.

@@ -260,8 +260,8 @@ void CpuKernel::launch(const LaunchArgs& args) {
 }  // namespace
 
 CpuJitCounters& cpu_jit_counters() {
-  static CpuJitCounters c;
-  return c;
+  static auto* c = new CpuJitCounters();  // never destroyed: planning may run during exit
+  return *c;
 }
 
 std::vector<int64_t> cpu_jit_compile_times(size_t first) {
