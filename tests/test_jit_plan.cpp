@@ -469,6 +469,28 @@ TEST_F(JitPlanTest, EveryIsaPath) {
   }
 }
 
+// In-place updates whose operand is another view of the destination's storage: eager computes
+// into a temporary first (dispatcher.cpp, overlaps_differently), so must the plan.
+TEST_F(JitPlanTest, InPlaceUpdateReadingAnotherViewOfItself) {
+  auto run = [&](bool jit) {
+    Tensor p = data({48, 48}, 95);
+    Tensor q = data({64, 64}, 96);
+    JitMode mode(jit);
+    for (int it = 0; it < 3; ++it) {
+      p.add_(p.t() * 0.5);                              // transposed self
+      q.slice(0, 1, 64).mul_(q.slice(0, 0, 63) + 1.0);  // shifted rows of self
+      kiln::sync();
+    }
+    return TensorList{p, q};
+  };
+  const TensorList want = run(false);
+  const TensorList got = run(true);
+  testing::expect_lists_bitwise_equal(got, want, "self-overlapping in-place");
+  OnePlan p = the_plan();
+  ASSERT_NE(p.plan, nullptr);
+  EXPECT_GE(p.plan->num_kernels(), 2) << step_string(*p.plan);
+}
+
 // BUG (jit/cpu/cpu_target.cpp): a kernel with more than 16 parameters reads garbage for the
 // 17th on (see test_jit_cpu_kernels.cpp, JitCpuKernels.DISABLED_MoreThanSixteenParams). Here a
 // fused chain of 20 ops whose scalars change every iteration: after the promotion the plan's one
