@@ -540,14 +540,11 @@ TEST(JitCpuKernels, SixteenParams) {
   many_params<double>(16);
 }
 
-// BUG (jit/cpu/cpu_target.cpp, CpuKernel::launch): the launch copies the parameters into a fixed
-// `params[8 * 16]` stack buffer and silently drops every parameter past the 16th
-// (`np = min(args.params.size(), 16)`), while the kernel still reads param k at
-// params + k * sizeof(T): Float32 kernels read uninitialized bytes for params 16..31, Float64
-// kernels read past the buffer. Nothing caps a kernel's parameters (the planner makes one per
-// promoted scalar of the group), so a fused chain with more than 16 changing scalars computes
-// garbage. See test_jit_plan.cpp (JitPlan.DISABLED_ManyPromotedScalarsInOneKernel).
-TEST(JitCpuKernels, DISABLED_MoreThanSixteenParams) {
+// Regression (fixed in jit/cpu/cpu_target.cpp, CpuKernel::launch): the launch copied the
+// parameters into a fixed 16-entry stack buffer and dropped every one past the 16th, while the
+// kernel still read param k at params + k * sizeof(T) (uninitialized bytes, or past the buffer).
+// Nothing caps a kernel's parameters: the planner makes one per promoted scalar of a group.
+TEST(JitCpuKernels, MoreThanSixteenParams) {
   many_params<float>(17);
   many_params<float>(40);
   many_params<double>(17);

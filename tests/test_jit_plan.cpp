@@ -491,11 +491,10 @@ TEST_F(JitPlanTest, InPlaceUpdateReadingAnotherViewOfItself) {
   EXPECT_GE(p.plan->num_kernels(), 2) << step_string(*p.plan);
 }
 
-// BUG (jit/cpu/cpu_target.cpp): a kernel with more than 16 parameters reads garbage for the
-// 17th on (see test_jit_cpu_kernels.cpp, JitCpuKernels.DISABLED_MoreThanSixteenParams). Here a
-// fused chain of 20 ops whose scalars change every iteration: after the promotion the plan's one
-// kernel has 20 parameters and the results differ from eager.
-TEST_F(JitPlanTest, DISABLED_ManyPromotedScalarsInOneKernel) {
+// Regression: a fused chain of 20 ops whose scalars change every iteration makes one kernel
+// with 20 parameters; past the 16th the launch used to pass garbage (JitCpuKernels.
+// MoreThanSixteenParams).
+TEST_F(JitPlanTest, ManyPromotedScalarsInOneKernel) {
   const Tensor x = data({4, 50}, 90);
   expect_iterations_match(
       [&](int it) {
