@@ -205,8 +205,13 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const KernelFn fn = variant(layout, streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
-  alignas(16) unsigned char params[8 * 16];
-  const size_t np = std::min<size_t>(args.params.size(), 16);
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params,
+             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
+             k_.num_params);
+  // Every parameter in the kernel dtype, packed: param p at p * esize (as many as the kernel has).
+  const size_t np = args.params.size();
+  SmallVector<double, 16> param_words(np + 1, 0.0);
+  auto* params = reinterpret_cast<unsigned char*>(param_words.data());
   for (size_t p = 0; p < np; ++p) {
     if (esize == 8) {
       const double v = args.params[p];

@@ -1,0 +1,553 @@
+// A differential fuzzer of the JIT: random pointwise programs (chains and DAGs of unary, binary,
+// clamp, pow, maximum/minimum, comparisons with where, scalars on either side, broadcasting,
+// transposed, strided and offset views as inputs, in-place updates of leaves and of views of
+// leaves, Float32 and Float64, rand/randn, a sum now and then) run eagerly and recorded, bitwise
+// equal with NaN canonicalized, on every ISA path in turn. Each program runs three iterations:
+// interpreted then planned, then with its changing scalars promoted (planned again), then from
+// the plan. Seeds are fixed; KILN_FUZZ_SEEDS (how many programs) and KILN_FUZZ_OFFSET (the first
+// seed) override them.
+#include <gtest/gtest.h>
+
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hop_traced_util.h"
+#include "jit/plan/jit_plan.h"
+#include "jit_kernel_util.h"
+#include "record_util.h"
+#include "tracer/region_cache.h"
+#include "tracer/region_runner.h"
+
+namespace kiln {
+namespace {
+
+using testing::bytes_of;
+using testing::ConfigOverride;
+using testing::JitMode;
+using testing::JitRestore;
+
+using Shape = std::vector<int64_t>;
+
+enum class K {
+  Unary,
+  Binary,
+  ScalarRight,
+  ScalarLeft,
+  Clamp,
+  Pow,
+  Where,
+  Random,
+  Sum,
+  InPlace,
+  InPlaceView
+};
+
+struct Step {
+  K kind;
+  int op = 0;
+  int a = 0, b = 0, c = 0, d = 0;  // pool operands
+  double s = 0, s2 = 0;            // scalars
+  bool vary = false;               // the scalar changes with the iteration
+  bool integer = false;            // an integral Scalar
+  int dim = 0, start = 0, end = 0, step = 1;
+  Shape shape;  // Random
+};
+
+struct Input {
+  Shape shape;
+  int form = 0;  // 0 contiguous, 1 transposed, 2 offset and strided
+  uint64_t seed = 0;
+};
+
+struct Program {
+  uint64_t seed = 0;
+  DType dtype = kFloat32;
+  Shape canon;
+  std::vector<Input> inputs;
+  std::vector<int> leaves;  // pool indices of inputs with the canonical shape (written in place)
+  std::vector<Step> steps;
+  std::string text;  // for failure messages
+};
+
+class Gen {
+ public:
+  explicit Gen(uint64_t seed) : rng_(seed * 0x9e3779b97f4a7c15ull + 12345) { p_.seed = seed; }
+
+  Program make() {
+    p_.dtype = below(2) ? kFloat64 : kFloat32;
+    const int rank = 1 + below(3);
+    const int64_t dims[] = {1, 2, 3, 5, 7, 8, 16, 17, 33, 64, 100};
+    int64_t total = 1;
+    for (int d = 0; d < rank; ++d) {
+      int64_t s = dims[below(11)];
+      if (total * s > 4000) s = 1 + below(3);
+      p_.canon.push_back(s);
+      total *= s;
+    }
+    if (below(25) == 0) p_.canon = {300, 131};  // above the parallel grain
+    p_.text = fmt::format("seed {} {} canon [{}]\n", p_.seed, dtype_name(p_.dtype),
+                          fmt::join(p_.canon, ","));
+    const int n_in = 2 + below(3);
+    for (int i = 0; i < n_in; ++i) {
+      Input in;
+      in.shape = i < 2 ? p_.canon : sub_shape();
+      in.form = below(3);
+      in.seed = rng_();
+      if (in.shape == p_.canon) p_.leaves.push_back(i);
+      shapes_.push_back(in.shape);
+      p_.text += fmt::format("  in{} [{}] form {}\n", i, fmt::join(in.shape, ","), in.form);
+      p_.inputs.push_back(in);
+    }
+    const int n = 6 + below(35);
+    for (int i = 0; i < n; ++i) add_step();
+    return p_;
+  }
+
+ private:
+  int below(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+  int pick() { return below(static_cast<int>(shapes_.size())); }
+  int pick_canon() {  // a pool entry with the canonical shape
+    std::vector<int> c;
+    for (size_t i = 0; i < shapes_.size(); ++i)
+      if (shapes_[i] == p_.canon) c.push_back(static_cast<int>(i));
+    return c[below(static_cast<int>(c.size()))];
+  }
+  Shape sub_shape() {
+    Shape s;
+    const int drop = below(static_cast<int>(p_.canon.size()) + 1);  // leading dims dropped
+    for (size_t d = static_cast<size_t>(drop); d < p_.canon.size(); ++d)
+      s.push_back(below(3) == 0 ? 1 : p_.canon[d]);
+    return s;
+  }
+  static Shape broadcast(const Shape& a, const Shape& b) {
+    Shape r(std::max(a.size(), b.size()), 1);
+    for (size_t i = 0; i < r.size(); ++i) {
+      const int64_t x = i < r.size() - a.size() ? 1 : a[i - (r.size() - a.size())];
+      const int64_t y = i < r.size() - b.size() ? 1 : b[i - (r.size() - b.size())];
+      r[i] = std::max(x, y);
+    }
+    return r;
+  }
+  double scalar(Step& st) {
+    static const double values[] = {0.5, -1.25, 2.0, 3.0, 0.0, -0.0, 1e-3, 1e30, 0.1, -7.0};
+    st.integer = below(6) == 0;
+    if (st.integer) return static_cast<double>(below(7) - 3);
+    return values[below(10)];
+  }
+  void push(Step st, const Shape& out) {
+    p_.steps.push_back(st);
+    shapes_.push_back(out);
+  }
+  void add_step() {
+    Step st;
+    const int r = below(100);
+    std::string& t = p_.text;
+    const int id = static_cast<int>(shapes_.size());
+    if (r < 20) {
+      st.kind = K::Unary;
+      st.op = below(12);
+      st.a = pick();
+      t += fmt::format("  %{} = unary{} %{}\n", id, st.op, st.a);
+      push(st, shapes_[st.a]);
+    } else if (r < 42) {
+      st.kind = K::Binary;
+      st.op = below(6);
+      st.a = pick();
+      st.b = pick();
+      t += fmt::format("  %{} = binary{} %{} %{}\n", id, st.op, st.a, st.b);
+      push(st, broadcast(shapes_[st.a], shapes_[st.b]));
+    } else if (r < 57) {
+      st.kind = below(2) ? K::ScalarRight : K::ScalarLeft;
+      st.op = below(4);
+      st.a = pick();
+      st.s = scalar(st);
+      st.vary = below(3) == 0;
+      t += fmt::format("  %{} = scalar{}{} %{} {}{}\n", id, st.kind == K::ScalarLeft ? "L" : "R",
+                       st.op, st.a, st.s, st.vary ? " (varies)" : "");
+      push(st, shapes_[st.a]);
+    } else if (r < 62) {
+      st.kind = K::Clamp;
+      st.a = pick();
+      st.s = -0.5 - below(3);
+      st.s2 = below(4) == 0 ? st.s - 1 : 0.25 + below(3);  // sometimes lo > hi
+      st.vary = below(3) == 0;
+      t += fmt::format("  %{} = clamp %{} {} {}\n", id, st.a, st.s, st.s2);
+      push(st, shapes_[st.a]);
+    } else if (r < 67) {
+      st.kind = K::Pow;
+      st.a = pick();
+      const double es[] = {2.0, 0.5, 1.0, 3.0};
+      st.s = es[below(4)];
+      t += fmt::format("  %{} = pow %{} {}\n", id, st.a, st.s);
+      push(st, shapes_[st.a]);
+    } else if (r < 74) {
+      st.kind = K::Where;
+      st.op = below(6);
+      st.a = pick();
+      st.b = below(3) == 0 ? -1 : pick();
+      st.s = scalar(st);
+      st.c = pick();
+      st.d = pick();
+      t += fmt::format("  %{} = where cmp{} %{} %{} ({}) ? %{} : %{}\n", id, st.op, st.a, st.b,
+                       st.s, st.c, st.d);
+      Shape out = broadcast(broadcast(shapes_[st.a], st.b < 0 ? Shape{} : shapes_[st.b]),
+                            broadcast(shapes_[st.c], shapes_[st.d]));
+      push(st, out);
+    } else if (r < 79) {
+      st.kind = K::Random;
+      st.op = below(2);
+      st.shape = below(2) ? p_.canon : sub_shape();
+      t += fmt::format("  %{} = rand{} [{}]\n", id, st.op, fmt::join(st.shape, ","));
+      push(st, st.shape);
+    } else if (r < 82) {
+      st.kind = K::Sum;
+      st.a = pick();
+      t += fmt::format("  %{} = sum %{}\n", id, st.a);
+      push(st, Shape{});
+    } else if (r < 93) {
+      st.kind = K::InPlace;
+      st.a = p_.leaves[below(static_cast<int>(p_.leaves.size()))];
+      st.op = below(8);
+      st.b = pick();
+      st.s = scalar(st);
+      st.s2 = 2.0;
+      st.vary = below(3) == 0;
+      t += fmt::format("  in-place{} %{} with %{} {}{}{}\n", st.op, st.a, st.b, st.s,
+                       st.integer ? " (integer)" : "", st.vary ? " (varies)" : "");
+      p_.steps.push_back(st);
+    } else {
+      st.kind = K::InPlaceView;
+      st.a = p_.leaves[below(static_cast<int>(p_.leaves.size()))];
+      st.b = pick_canon();
+      st.op = below(5);
+      st.s = scalar(st);
+      st.dim = below(static_cast<int>(p_.canon.size()));
+      const int64_t len = p_.canon[st.dim];
+      st.start = below(static_cast<int>(len));
+      st.end = st.start + 1 + below(static_cast<int>(len - st.start));
+      st.step = 1 + below(2);
+      t += fmt::format("  view-in-place{} %{}.slice({}, {}, {}, {}) with %{} {}\n", st.op, st.a,
+                       st.dim, st.start, st.end, st.step, st.b, st.s);
+      p_.steps.push_back(st);
+    }
+  }
+
+  std::mt19937_64 rng_;
+  Program p_;
+  std::vector<Shape> shapes_;
+};
+
+// An input: values with special ones mixed in, in the requested form (made eagerly).
+Tensor make_input(const Program& p, const Input& in) {
+  JitMode off(false);
+  std::mt19937_64 rng(in.seed);
+  Shape storage = in.shape;
+  if (in.form == 1 && storage.size() >= 2)
+    std::swap(storage[storage.size() - 1], storage[storage.size() - 2]);
+  if (in.form == 2 && !storage.empty()) storage[0] = storage[0] * 2 + 1;
+  int64_t n = 1;
+  for (int64_t s : storage) n *= s;
+  std::vector<double> v(static_cast<size_t>(n));
+  std::normal_distribution<double> nd;
+  const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-310, -1e-40, 1e38, 1.0, -1.0};
+  for (double& x : v) x = rng() % 10 == 0 ? specials[rng() % 10] : nd(rng) * (rng() % 4 ? 1 : 100);
+  Tensor t = from_vector<double>(v, IntList(storage)).to(p.dtype);
+  if (in.form == 1 && storage.size() >= 2) t = t.transpose(-1, -2);
+  if (in.form == 2 && !storage.empty()) t = t.slice(0, 1, storage[0], 2);
+  return t;
+}
+
+Tensor unary(int op, const Tensor& x) {
+  switch (op) {
+    case 0:
+      return -x;
+    case 1:
+      return x.abs();
+    case 2:
+      return x.sqrt();
+    case 3:
+      return x.rsqrt();
+    case 4:
+      return x.reciprocal();
+    case 5:
+      return x.square();
+    case 6:
+      return x.relu();
+    case 7:
+      return x.sign();
+    case 8:
+      return x.tanh();
+    case 9:
+      return x.sigmoid();
+    case 10:
+      return x.exp();
+    default:
+      return x.neg().abs();
+  }
+}
+
+Tensor binary(int op, const Tensor& a, const Tensor& b) {
+  switch (op) {
+    case 0:
+      return a + b;
+    case 1:
+      return a - b;
+    case 2:
+      return a * b;
+    case 3:
+      return a / b;
+    case 4:
+      return maximum(a, b);
+    default:
+      return minimum(a, b);
+  }
+}
+
+Tensor compare(int op, const Tensor& a, const Tensor& b) {
+  switch (op) {
+    case 0:
+      return a < b;
+    case 1:
+      return a <= b;
+    case 2:
+      return a > b;
+    case 3:
+      return a >= b;
+    case 4:
+      return a == b;
+    default:
+      return a != b;
+  }
+}
+
+Tensor compare(int op, const Tensor& a, const Scalar& b) {
+  switch (op) {
+    case 0:
+      return lt(a, b);
+    case 1:
+      return le(a, b);
+    case 2:
+      return gt(a, b);
+    case 3:
+      return ge(a, b);
+    case 4:
+      return eq(a, b);
+    default:
+      return ne(a, b);
+  }
+}
+
+Scalar scalar_of(const Step& st, double v, int it) {
+  if (st.integer) return Scalar(static_cast<int64_t>(v) + (st.vary ? it : 0));
+  return Scalar(v + (st.vary ? 0.125 * it : 0.0));
+}
+
+// One iteration of `p` over `pool` (inputs first); returns the bytes of every pool entry.
+std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vector<Tensor> pool,
+                                                      int it) {
+  manual_seed(p.seed * 31 + static_cast<uint64_t>(it));
+  for (const Step& st : p.steps) {
+    const Scalar s = scalar_of(st, st.s, it);
+    switch (st.kind) {
+      case K::Unary:
+        pool.push_back(unary(st.op, pool[st.a]));
+        break;
+      case K::Binary:
+        pool.push_back(binary(st.op, pool[st.a], pool[st.b]));
+        break;
+      case K::ScalarRight: {
+        const Tensor& x = pool[st.a];
+        pool.push_back(st.op == 0 ? x + s : st.op == 1 ? x - s : st.op == 2 ? x * s : x / s);
+        break;
+      }
+      case K::ScalarLeft: {
+        const Tensor& x = pool[st.a];
+        pool.push_back(st.op == 0 ? s + x : st.op == 1 ? s - x : st.op == 2 ? s * x : s / x);
+        break;
+      }
+      case K::Clamp: {
+        const double lo = st.s + (st.vary ? 0.0625 * it : 0.0);
+        pool.push_back(pool[st.a].clamp(lo, st.s2));
+        break;
+      }
+      case K::Pow:
+        pool.push_back(pool[st.a].pow(st.s));
+        break;
+      case K::Where: {
+        const Tensor m =
+            st.b < 0 ? compare(st.op, pool[st.a], s) : compare(st.op, pool[st.a], pool[st.b]);
+        pool.push_back(where(m, pool[st.c], pool[st.d]));
+        break;
+      }
+      case K::Random:
+        pool.push_back(st.op ? rand(IntList(st.shape), TensorOptions().dtype(p.dtype))
+                             : randn(IntList(st.shape), TensorOptions().dtype(p.dtype)));
+        break;
+      case K::Sum:
+        pool.push_back(pool[st.a].sum());
+        break;
+      case K::InPlace: {
+        Tensor& l = pool[st.a];
+        const Tensor& b = pool[st.b];
+        switch (st.op) {
+          case 0:
+            l.add_(b);
+            break;
+          case 1:
+            l.sub_(b, s);
+            break;
+          case 2:
+            l.mul_(b);
+            break;
+          case 3:
+            l.mul_(s);
+            break;
+          case 4:
+            l.add_(s);
+            break;
+          case 5:
+            l.clamp_(-1.5, st.s2);
+            break;
+          case 6:
+            l.relu_();
+            break;
+          default:
+            l.div_(b.abs() + 1.0);
+            break;
+        }
+        break;
+      }
+      case K::InPlaceView: {
+        Tensor v = pool[st.a].slice(st.dim, st.start, st.end, st.step);
+        switch (st.op) {
+          case 0:
+            v.mul_(s);
+            break;
+          case 1:
+            v.add_(s);
+            break;
+          case 2:
+            v.relu_();
+            break;
+          case 3:
+            v.add_(pool[st.b].slice(st.dim, st.start, st.end, st.step) * 0.5);
+            break;
+          default:
+            v.sub_(pool[st.b].slice(st.dim, st.start, st.end, st.step).square());
+            break;
+        }
+        break;
+      }
+    }
+  }
+  kiln::sync();
+  std::vector<std::vector<unsigned char>> out;
+  for (const Tensor& t : pool) out.push_back(bytes_of(t));
+  return out;
+}
+
+uint64_t env_or(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+void fuzz(uint64_t offset, uint64_t count);
+
+TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
+  fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1500));
+}
+
+// BUG (tracer/, not jit/: it fails the same with KILN_FUZZ_NO_PLAN=1, every region interpreted):
+// seed 3966 (Float32, canon [3,16,2], leaves made as transposes) differs from eager at iteration
+// 2 in pool entry %6 = sum(%1) taken after `%1.clamp_(-1.5, 2)` and before a later
+// `%1.add_(s)` whose scalar changes every iteration (-0, 0.125, 0.25: promoted at iteration 1).
+// The sum sees a value other than eager's. Reduced so far: the in-place updates of %0 are not
+// needed (KILN_FUZZ_SKIP_INPLACE=7 or 10 with KILN_FUZZ_STEPS=13 still fails); the clamp_ is
+// (skipping it passes). Iteration 1 (the promotion, interpreted) is right; iteration 2 is the first
+// run with the scalar already promoted, where the segment follows the remembered flush
+// (tracer/flush_memo.h patches promoted scalars into it): the suspect. Root cause not confirmed.
+TEST(JitFuzz, DISABLED_Seed3966InPlaceAfterReadWithPromotedScalar) { fuzz(3966, 1); }
+
+void fuzz(uint64_t offset, uint64_t count) {
+  JitRestore restore;
+  ConfigOverride<bool> sync_planning(config().jit_async, false);
+  ConfigOverride<int> threshold(config().jit_threshold, -1);
+  // Debugging aids: KILN_FUZZ_STEPS keeps the first steps of each program; KILN_FUZZ_NO_PLAN=1
+  // interprets every region (a failure that stays is the tracer's, not the JIT's).
+  const uint64_t max_steps = env_or("KILN_FUZZ_STEPS", 1000);
+  std::unique_ptr<testing::PlannerOverride> no_plan;
+  if (env_or("KILN_FUZZ_NO_PLAN", 0) != 0)
+    no_plan = std::make_unique<testing::PlannerOverride>(nullptr);
+  const std::vector<std::string> isas = testing::supported_jit_isas();
+  constexpr int kIterations = 3;
+  int64_t kernels = 0, fused_nodes = 0, failures = 0;
+  for (uint64_t seed = offset; seed < offset + count; ++seed) {
+    Program p = Gen(seed).make();
+    if (max_steps < p.steps.size()) p.steps.resize(max_steps);
+    if (const char* skip = std::getenv("KILN_FUZZ_SKIP_INPLACE")) {  // drop in-place step i
+      const size_t i = std::strtoull(skip, nullptr, 10);
+      if (i < p.steps.size() &&
+          (p.steps[i].kind == K::InPlace || p.steps[i].kind == K::InPlaceView))
+        p.steps.erase(p.steps.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    const std::string& isa = isas[seed % isas.size()];
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    std::vector<std::vector<std::vector<unsigned char>>> want, got;
+    {
+      std::vector<Tensor> leaves;
+      for (const Input& in : p.inputs) leaves.push_back(make_input(p, in));
+      JitMode off(false);
+      for (int it = 0; it < kIterations; ++it) want.push_back(run_iteration(p, leaves, it));
+    }
+    kiln::sync();
+    tracer::RegionCache::instance().clear();
+    try {
+      std::vector<Tensor> leaves;
+      for (const Input& in : p.inputs) leaves.push_back(make_input(p, in));
+      JitMode on(true);
+      for (int it = 0; it < kIterations; ++it) got.push_back(run_iteration(p, leaves, it));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << isa << " " << p.text << "threw: " << e.what();
+      if (++failures > 5) break;
+      continue;
+    }
+    bool ok = true;
+    for (int it = 0; it < kIterations && ok; ++it)
+      for (size_t v = 0; v < want[it].size() && ok; ++v)
+        if (want[it][v] != got[it][v]) {
+          ADD_FAILURE() << "ISA " << isa << ", iteration " << it << ", pool entry %" << v
+                        << " differs from eager; the program (KILN_FUZZ_OFFSET=" << seed
+                        << " KILN_FUZZ_SEEDS=1):\n"
+                        << p.text;
+          ok = false;
+        }
+    if (!ok && ++failures > 5) break;
+    std::vector<std::shared_ptr<tracer::RegionPlan>> keep;
+    for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+      keep.push_back(r->jit_plan());
+      if (const auto* jp = dynamic_cast<const jit::JitPlan*>(keep.back().get())) {
+        kernels += jp->num_kernels();
+        for (const jit::Step& s : jp->steps())
+          if (s.kernel) fused_nodes += static_cast<int64_t>(s.kernel->nodes.size());
+      }
+    }
+  }
+  // Not vacuous: most programs ran fused kernels.
+  if (count >= 100) {
+    EXPECT_GT(kernels, static_cast<int64_t>(count)) << "kernels planned";
+    EXPECT_GT(fused_nodes, kernels + kernels / 2) << "nodes fused";
+  }
+  ::testing::Test::RecordProperty("kernels", static_cast<int>(kernels));
+  std::printf("jit fuzz: %llu programs, %lld kernels fusing %lld nodes\n",
+              static_cast<unsigned long long>(count), static_cast<long long>(kernels),
+              static_cast<long long>(fused_nodes));
+}
+
+}  // namespace
+}  // namespace kiln
