@@ -577,6 +577,41 @@ TEST(JitCpuKernels, IsaIsCapturedAtCompileTimeAndKeysTheCache) {
   }
 }
 
+// Machine code is chosen per launch by every operand's inner layout: a kernel with more operands
+// than fit in a 64-bit signature (here 40) must not run the code of another layout (a bug found by
+// the JIT fuzzer: the signature overflowed and a broadcast input was read as contiguous).
+TEST(JitCpuKernels, ManyOperandsKeepTheirLayoutVariantsApart) {
+  constexpr int kInputs = 39, kN = 37;
+  LoopKernel k;
+  k.dtype = DType::Float32;
+  k.num_inputs = kInputs;
+  int32_t acc = k.load(0);
+  for (int32_t i = 1; i < kInputs; ++i) acc = k.binary(ExprOp::Add, acc, k.load(i));
+  k.stores.push_back(acc);
+  auto kernel = cpu_target().compile(k);
+  std::vector<std::vector<float>> in(kInputs, std::vector<float>(kN));
+  for (int i = 0; i < kInputs; ++i)
+    for (int e = 0; e < kN; ++e) in[i][e] = static_cast<float>(i + 1) * (e + 1);
+  for (bool broadcast_last : {false, true, false}) {
+    std::vector<float> out(kN, -1.0f);
+    LaunchArgs la;
+    la.sizes = {kN};
+    la.ptrs.push_back(reinterpret_cast<char*>(out.data()));
+    la.strides.push_back(DimVector{4});
+    for (int i = 0; i < kInputs; ++i) {
+      la.ptrs.push_back(reinterpret_cast<char*>(in[i].data()));
+      la.strides.push_back(DimVector{broadcast_last && i == kInputs - 1 ? 0 : 4});
+    }
+    kernel->launch(la);
+    for (int e = 0; e < kN; ++e) {
+      float want = in[0][e];
+      for (int i = 1; i < kInputs; ++i)
+        want += broadcast_last && i == kInputs - 1 ? in[i][0] : in[i][e];
+      ASSERT_EQ(out[e], want) << "element " << e << ", broadcast last input: " << broadcast_last;
+    }
+  }
+}
+
 TEST(JitCpuKernels, InjectedCodegenFaultThrows) {
   for (const std::string& isa : supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);

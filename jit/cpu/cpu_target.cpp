@@ -110,18 +110,17 @@ class CpuKernel final : public CompiledKernel {
   void launch(const LaunchArgs& args) override;
 
  private:
+  // The machine code for one layout of the operands (rendered on first sight). The variant is
+  // keyed by every operand's layout, whatever the operand count.
   KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming) {
-    uint64_t sig = streaming;
-    for (size_t j = 0; j < layout.size(); ++j)
-      sig |= static_cast<uint64_t>(layout[j]) << (2 * j + 1);
     {
       std::lock_guard lock(mu_);
-      for (const auto& [s, fn] : variants_)
-        if (s == sig) return fn;
+      for (const Variant& v : variants_)
+        if (v.streaming == streaming && v.layout == layout) return v.fn;
     }
     KernelFn fn = render(k_, KernelVariant{isa_, layout, streaming});
     std::lock_guard lock(mu_);
-    variants_.emplace_back(sig, fn);
+    variants_.push_back({layout, streaming, fn});
     return fn;
   }
 
@@ -129,7 +128,12 @@ class CpuKernel final : public CompiledKernel {
   JitIsa isa_;
   std::string name_;  // in profiler traces: the hash of its loop IR, as in KILN_DUMP file names
   std::mutex mu_;
-  std::vector<std::pair<uint64_t, KernelFn>> variants_;
+  struct Variant {
+    std::vector<InnerLayout> layout;
+    bool streaming;
+    KernelFn fn;
+  };
+  std::vector<Variant> variants_;
 };
 
 // Any rank, coalesced to as few dims as the strides allow (innermost last), at least one.

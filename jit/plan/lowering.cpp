@@ -56,6 +56,18 @@ ExprOp binary_expr(OpId op) {
       return ExprOp::Maximum;
     case OpId::Minimum:
       return ExprOp::Minimum;
+    case OpId::Eq:
+      return ExprOp::Eq;
+    case OpId::Ne:
+      return ExprOp::Ne;
+    case OpId::Lt:
+      return ExprOp::Lt;
+    case OpId::Le:
+      return ExprOp::Le;
+    case OpId::Gt:
+      return ExprOp::Gt;
+    case OpId::Ge:
+      return ExprOp::Ge;
     default:
       return ExprOp::kCount;
   }
@@ -109,10 +121,35 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
   return false;
 }
 
+bool lowers_mask(const Node& c, std::span<const tracer::ValueMeta* const> inputs, DType d,
+                 const KernelTarget& target) {
+  const ExprOp op = binary_expr(c.op);
+  if (!expr_is_compare(op) || c.meta.device != Device::cpu() || !c.subgraphs.empty()) return false;
+  for (const tracer::ValueMeta* m : inputs)
+    if (m->dtype != d || m->device != Device::cpu()) return false;
+  return target.supports(op, d) && target.supports(ExprOp::Select, d);
+}
+
+bool lowers_select(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
+                   const KernelTarget& target) {
+  const DType d = n.meta.dtype;
+  if ((n.op != OpId::Where && n.op != OpId::MaskedFill) ||
+      (d != DType::Float32 && d != DType::Float64) || n.meta.device != Device::cpu())
+    return false;
+  const size_t cond = n.op == OpId::Where ? 0 : 1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DType want = i == cond ? DType::Bool : d;
+    if (inputs[i]->dtype != want || inputs[i]->device != Device::cpu()) return false;
+  }
+  return target.supports(ExprOp::Select, d);
+}
+
 int32_t lower_node(LoopKernel& k, const Node& n, std::span<const int32_t> in,
                    const ScalarSource& scalars) {
   const ExprOp u = unary_expr(n.op);
   if (u != ExprOp::kCount) return k.unary(u, in[0]);
+  if (n.op == OpId::Where) return k.select(in[0], in[1], in[2]);  // cond ? a : b
+  if (n.op == OpId::MaskedFill) return k.select(in[1], scalar_expr(k, n, scalars, 0), in[0]);
   const ExprOp b = binary_expr(n.op);
   if (b != ExprOp::kCount) {
     switch (static_cast<ScalarSide>(n.attrs.ints[0])) {

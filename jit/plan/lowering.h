@@ -26,8 +26,18 @@ struct ScalarSource {
 bool lowers(const tracer::Node& n, std::span<const tracer::ValueMeta* const> inputs,
             const ScalarSource& scalars, const KernelTarget& target);
 
+// Whether the comparison `c` (eq, ne, lt, le, gt, ge) can be computed inside a kernel of dtype `d`
+// as a lane mask: its tensor inputs have dtype `d`. Its Bool result is then never stored; a
+// where / masked_fill of the kernel consumes it (the planner inlines it into their kernel).
+bool lowers_mask(const tracer::Node& c, std::span<const tracer::ValueMeta* const> inputs, DType d,
+                 const KernelTarget& target);
+// Whether a where / masked_fill whose condition lowers_mask() lowers into a kernel of its dtype.
+bool lowers_select(const tracer::Node& n, std::span<const tracer::ValueMeta* const> inputs,
+                   const KernelTarget& target);
+
 // Appends the expressions of `n` to `k`; `in` holds the expression ids of its tensor inputs.
-// Returns the expression id of its result. Only for nodes that lowers() accepted.
+// Returns the expression id of its result. Only for nodes that lowers(), lowers_mask() or
+// lowers_select() accepted (a where's or masked_fill's condition is the id of a mask).
 int32_t lower_node(LoopKernel& k, const tracer::Node& n, std::span<const int32_t> in,
                    const ScalarSource& scalars);
 

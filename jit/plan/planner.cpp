@@ -26,6 +26,7 @@ struct Group {
   std::vector<int32_t> nodes;
   DimVector sizes;
   DType dtype;
+  std::vector<ValueId> reads;  // values computed outside the group that it loads
 };
 
 // One planned step: an eager node or a group.
@@ -36,6 +37,7 @@ struct Draft {
 
 // The kernel of one group: inputs, expressions, outputs, parameters.
 std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
+                                         const std::vector<int32_t>& node_of,
                                          const std::vector<int32_t>& last_reader,
                                          const std::vector<tracer::ScalarPosition>& runtime,
                                          int32_t my_step) {
@@ -43,7 +45,8 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
   LoopKernel k;
   k.dtype = grp.dtype;
   std::vector<int32_t> expr_of(static_cast<size_t>(g.num_values()), -1);
-  for (int32_t j : grp.nodes) {
+  // Appends the expressions of node j, loading what the kernel has not computed yet.
+  auto lower = [&](int32_t j) {
     const Node& n = g.nodes[j];
     SmallVector<int32_t, 4> in;
     for (ValueId v : n.inputs) {
@@ -63,6 +66,17 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
     }
     expr_of[n.output] = lower_node(k, n, std::span<const int32_t>(in.data(), in.size()), src);
     step->nodes.push_back(j);
+  };
+  for (int32_t j : grp.nodes) {
+    const Node& n = g.nodes[j];
+    if (n.op == OpId::Where || n.op == OpId::MaskedFill) {  // its comparison, inlined as a mask
+      const ValueId cond = n.inputs[n.op == OpId::Where ? 0 : 1];
+      if (expr_of[cond] < 0 && node_of[cond] >= 0 &&
+          g.nodes[node_of[cond]].meta.dtype == DType::Bool &&
+          std::find(grp.nodes.begin(), grp.nodes.end(), node_of[cond]) == grp.nodes.end())
+        lower(node_of[cond]);
+    }
+    lower(j);
   }
   // Stored: what a later step or the graph's outputs read.
   for (int32_t j : grp.nodes) {
@@ -78,6 +92,11 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
 
 std::atomic<bool> g_warned_codegen{false};
 
+bool expr_is_compare_op(OpId op) {
+  return op == OpId::Eq || op == OpId::Ne || op == OpId::Lt || op == OpId::Le || op == OpId::Gt ||
+         op == OpId::Ge;
+}
+
 }  // namespace
 
 std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScalars& runtime) {
@@ -85,6 +104,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   std::vector<const tracer::ValueMeta*> meta(nv, nullptr);
   for (const auto& in : g.inputs) meta[in.id] = &in.meta;
   for (const Node& n : g.nodes) meta[n.output] = &n.meta;
+
+  std::vector<int32_t> node_of(nv, -1);  // the node computing each value (-1: a graph input)
+  for (size_t j = 0; j < g.nodes.size(); ++j) node_of[g.nodes[j].output] = static_cast<int32_t>(j);
 
   std::vector<ScalarSource> promoted(g.nodes.size());
   std::vector<std::vector<EagerPatch>> patches(g.nodes.size());
@@ -107,33 +129,94 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     const Node& n = g.nodes[jj];
     SmallVector<const tracer::ValueMeta*, 4> in_meta;
     for (ValueId v : n.inputs) in_meta.push_back(meta[v]);
-    const bool fusable =
-        lowers(n, std::span<const tracer::ValueMeta* const>(in_meta.data(), in_meta.size()),
-               promoted[jj], cpu_target());
+    const std::span<const tracer::ValueMeta* const> metas(in_meta.data(), in_meta.size());
+    // The values the node's kernel must read: its inputs, except that a where's or
+    // masked_fill's condition computed by a comparison is recomputed in the kernel from the
+    // comparison's inputs (as a mask: Bool values are never stored by kernels).
+    SmallVector<ValueId, 4> reads_of_node = n.inputs;
+    bool fusable = lowers(n, metas, promoted[jj], cpu_target());
+    if (!fusable && (n.op == OpId::Where || n.op == OpId::MaskedFill) &&
+        lowers_select(n, metas, cpu_target())) {
+      const ValueId cond = n.inputs[n.op == OpId::Where ? 0 : 1];
+      const int32_t c = node_of[cond];
+      if (c >= 0) {
+        SmallVector<const tracer::ValueMeta*, 4> c_meta;
+        for (ValueId v : g.nodes[c].inputs) c_meta.push_back(meta[v]);
+        if (lowers_mask(g.nodes[c], {c_meta.data(), c_meta.size()}, n.meta.dtype, cpu_target())) {
+          fusable = true;
+          reads_of_node.clear();
+          for (ValueId v : n.inputs)
+            if (v != cond) reads_of_node.push_back(v);
+          for (ValueId v : g.nodes[c].inputs) reads_of_node.push_back(v);
+        }
+      }
+    }
     if (!fusable) {
       drafts.push_back({j, -1});
       step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
       continue;
     }
-    int32_t target = -1;  // the latest producer group this node may join
-    for (ValueId v : n.inputs) {
-      const int32_t s = step_of[v];
-      if (s < 0 || drafts[s].group < 0) continue;
+    // The latest group this node may join: one computing an input of it, or one already
+    // reading an input of it whose shape is the group's (not broadcast into it). Either way the
+    // node's shape follows, in every recording, from a value of the group's own shape.
+    int32_t target = -1;
+    auto consider = [&](int32_t s) {
       const Group& grp = groups[drafts[s].group];
       if (grp.sizes == n.meta.sizes && grp.dtype == n.meta.dtype) target = std::max(target, s);
+    };
+    for (ValueId v : reads_of_node) {
+      const int32_t s = step_of[v];
+      if (s >= 0 && drafts[s].group >= 0) consider(s);
+    }
+    for (size_t s = drafts.size(); s-- > 0 && static_cast<int32_t>(s) > target;) {
+      if (drafts[s].group < 0) continue;
+      const std::vector<ValueId>& reads = groups[drafts[s].group].reads;
+      for (ValueId v : reads_of_node)
+        if (meta[v]->sizes == groups[drafts[s].group].sizes &&
+            std::find(reads.begin(), reads.end(), v) != reads.end()) {
+          consider(static_cast<int32_t>(s));
+          break;
+        }
+    }
+    // Producer groups of the node's shape other than the target: merged into the earliest of
+    // them when everything they read is ready before it runs (m.mul_(0.9).add_(g * 0.1): the
+    // two products are one kernel). The node ties their shapes together in every recording.
+    for (ValueId v : reads_of_node) {
+      const int32_t s = step_of[v];
+      if (s < 0 || drafts[s].group < 0 || s >= target) continue;
+      Group& early = groups[drafts[s].group];
+      if (early.sizes != n.meta.sizes || early.dtype != n.meta.dtype) continue;
+      Group& late = groups[drafts[target].group];
+      bool ready = true;
+      for (ValueId r : late.reads) ready = ready && step_of[r] <= s;
+      if (!ready) continue;
+      for (int32_t k : late.nodes) {
+        early.nodes.push_back(k);
+        step_of[g.nodes[k].output] = s;
+      }
+      for (ValueId r : late.reads)
+        if (std::find(early.reads.begin(), early.reads.end(), r) == early.reads.end())
+          early.reads.push_back(r);
+      late.nodes.clear();
+      late.reads.clear();
+      target = s;
     }
     if (target >= 0) {
-      for (ValueId v : n.inputs)
+      for (ValueId v : reads_of_node)
         if (step_of[v] > target) target = -1;  // an input computed after that kernel runs
     }
-    if (target >= 0) {
-      groups[drafts[target].group].nodes.push_back(j);
-      step_of[n.output] = target;
-    } else {
-      groups.push_back({{j}, n.meta.sizes, n.meta.dtype});
+    if (target < 0) {
+      groups.push_back({{}, n.meta.sizes, n.meta.dtype, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
-      step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
+      target = static_cast<int32_t>(drafts.size()) - 1;
     }
+    Group& grp = groups[drafts[target].group];
+    grp.nodes.push_back(j);
+    for (ValueId v : reads_of_node)
+      if (step_of[v] != target &&
+          std::find(grp.reads.begin(), grp.reads.end(), v) == grp.reads.end())
+        grp.reads.push_back(v);
+    step_of[n.output] = target;
   }
   if (groups.empty()) return nullptr;
 
@@ -156,9 +239,10 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       continue;
     }
     const Group& grp = groups[d.group];
+    if (grp.nodes.empty()) continue;  // merged into an earlier group
     try {
       Step st;
-      st.kernel = build_kernel(g, grp, last_reader, runtime, static_cast<int32_t>(s));
+      st.kernel = build_kernel(g, grp, node_of, last_reader, runtime, static_cast<int32_t>(s));
       steps.push_back(std::move(st));
     } catch (const std::exception& e) {  // codegen failed: these nodes stay eager
       if (!g_warned_codegen.exchange(true))
@@ -170,6 +254,20 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         steps.push_back(std::move(st));
       }
     }
+  }
+
+  // A comparison whose every reader inlined it as a mask (and that is no output) is not run.
+  {
+    std::vector<uint8_t> read(nv, 0);
+    for (const Step& st : steps)
+      if (!st.kernel)
+        for (ValueId v : g.nodes[st.node].inputs) read[v] = 1;
+    for (ValueId v : g.outputs) read[v] = 1;
+    std::erase_if(steps, [&](const Step& st) {
+      if (st.kernel) return false;
+      const Node& n = g.nodes[st.node];
+      return expr_is_compare_op(n.op) && !read[n.output] && !(op_def(n.op).flags & kChecksData);
+    });
   }
 
   // Release each value after the last step reading it (steps may have multiplied above).
