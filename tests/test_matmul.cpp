@@ -281,9 +281,14 @@ TEST(Matmul, ManyShapesAndLayouts) {
     check(a, make({31, 9}, dt, seed++), fmt::format("folded lda {}", dt));
     check(a, make({9, 31}, dt, seed++).t(), fmt::format("folded lda, b transposed {}", dt));
     check(a.transpose(1, 2), make({3, 20, 11}, dt, seed++), fmt::format("batched trans {}", dt));
-    check(make({64, 128, 64}, dt, seed++), make({64, 64, 128}, dt, seed++).transpose(1, 2),
-          fmt::format("batch split over threads {}", dt));
   }
+  // 160 products of 2*64*64*400 = 3.3 MFLOP: one BLAS thread each, the batch split over kiln's
+  // threads (tasks of at least kBlasFlopsPerThread); batches 0, 80 and 159 against the reference.
+  const Tensor xs = make({160, 64, 400}, kFloat32, seed++);
+  const Tensor ys = make({160, 64, 400}, kFloat32, seed++).transpose(1, 2);
+  const Tensor zs = matmul(xs, ys);
+  for (int64_t bi : {0, 80, 159})
+    check_sampled(zs[bi], xs[bi], ys[bi], fmt::format("batch split over threads, {}", bi));
   // Large enough for several BLAS threads (2*M*N*K = 1.1 GFLOP, above 2 * kBlasFlopsPerThread).
   Tensor a = make({600, 910}, kFloat32, seed++).slice(1, 7, 907);
   Tensor b = make({1000, 900}, kFloat32, seed++).t();

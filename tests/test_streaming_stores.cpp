@@ -28,7 +28,7 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 }
 
 Tensor source(int64_t n, DType dt) {
-  Tensor x = randn({n}).mul(1000.0);
+  Tensor x = mul(randn({n}), 1000.0);
   if (dt == kBool) return gt(x, 0.0);
   return x.to(dt);
 }
@@ -68,11 +68,11 @@ TEST(StreamingStores, ContiguousOfLargeTransposeAndCasts) {
   // Casts into a large output: against the same cast done in small (plain-store) pieces.
   const int64_t n = above_threshold(kFloat64);
   Tensor f = randn({n + 1}).slice(0, 1, n + 1);
-  Tensor d = f.to(kFloat64), i = f.mul(100.0).to(kInt64);
+  Tensor d = f.to(kFloat64), i = mul(f, 100.0).to(kInt64);
   for (int64_t k = 0; k < n; k += 1 << 18) {
     const int64_t e = std::min(n, k + (int64_t{1} << 18));
     ASSERT_TRUE(same_bytes(d.slice(0, k, e), f.slice(0, k, e).to(kFloat64))) << k;
-    ASSERT_TRUE(same_bytes(i.slice(0, k, e), f.slice(0, k, e).mul(100.0).to(kInt64))) << k;
+    ASSERT_TRUE(same_bytes(i.slice(0, k, e), mul(f.slice(0, k, e), 100.0).to(kInt64))) << k;
   }
 }
 
