@@ -20,8 +20,13 @@ void copy_meta(const OpCall& c, OutputMeta& m) {
 
 void copy_eager(const OpCall& c, const Tensor& out) {
   const Tensor& src = c.inputs[0];
+  // A large contiguous destination is written with non-temporal stores (the cast_nt loops).
+  const PointwiseTable& t = pointwise_table();
   ElementwiseLoop loop(out, c.inputs);
-  loop.run(pointwise_table().cast[int(src.impl()->dtype())][int(out.impl()->dtype())], nullptr);
+  loop.run(
+      (streams_output(out.impl()) ? t.cast_nt
+                                  : t.cast)[int(src.impl()->dtype())][int(out.impl()->dtype())],
+      nullptr);
 }
 
 void fill_meta(const OpCall& c, OutputMeta& m) {

@@ -7,14 +7,17 @@
 // product. Attrs: none.
 //
 // Kernels: Float32/Float64 go to OpenBLAS gemm. A matrix whose last two dims have unit stride in
-// either order is passed as is (trans flag + leading dim); any other layout is copied row-major
-// first. Int32/Int64 use a blocked loop, parallel over output rows, that wraps on overflow as
-// PyTorch does. Bool is an error, as in PyTorch.
+// either order is passed as is (trans flag + leading dim: a transposed view, a slice along the
+// columns with its row stride as lda); any other layout (a column step, a stride-0 dim) is copied
+// row-major first. OpenBLAS's thread count is picked per product from its flops (one thread for
+// small products, at most KILN_NUM_THREADS, one inside a kiln parallel region); a batch of small
+// products is split over kiln's threads instead. Int32/Int64 use a blocked loop, parallel over
+// output rows, that wraps on overflow as PyTorch does. Bool is an error, as in PyTorch.
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -76,15 +79,29 @@ void matmul_meta(const OpCall& c, OutputMeta& m) {
 
 // ---- kernel pieces ----
 
-// Sets OpenBLAS's thread count to kiln's before a gemm, only when it changed, so that TBB's
-// arena and BLAS's pool together never exceed KILN_NUM_THREADS.
-void sync_blas_threads() {
-  static std::atomic<int> current{0};
-  int want = num_threads();
-  if (current.load(std::memory_order_relaxed) != want) {
-    openblas_set_num_threads(want);
-    current.store(want, std::memory_order_relaxed);
-  }
+// OpenBLAS threads per product, from its size. OpenBLAS's own rule (0.3.21: one thread only up to
+// M*N*K = 2^18) splits products that run faster on one thread. Measured with kiln-gemm-bench
+// (perf/gemm_threads.cpp) on the shared 2-core AMD EPYC (AVX-512) development machine under
+// other engineers' builds (load average 8), float32, figures in docs/performance.md ("Matmul
+// threads"): up to 537 MFLOP (2*M*N*K; every product of mlp_train and rnn_loop) one thread won
+// or tied in every run (64x256x256: 262 us on one thread, 4329 us on two; 256x1024x1024: 10.5
+// against 14.7 ms); at 2.1 GFLOP (4096x512x512) two threads won 1.3x in one run and tied in
+// another. So one more thread per kBlasFlopsPerThread: a second thread from 1.07 GFLOP.
+constexpr double kBlasFlopsPerThread = 512e6;
+
+int blas_threads_for(int64_t M, int64_t N, int64_t K) {
+  // Inside a kiln parallel region the TBB workers already use every core: BLAS stays on the
+  // calling thread (OpenBLAS's pool would oversubscribe the arena).
+  if (in_parallel_region()) return 1;
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const double cap = std::max(1, num_threads());
+  return int(std::clamp(std::floor(flops / kBlasFlopsPerThread), 1.0, cap));
+}
+
+// Sets OpenBLAS's thread count (a process-wide setting) only when it differs: never more BLAS
+// threads than KILN_NUM_THREADS, so TBB's arena and BLAS's pool do not oversubscribe the cores.
+void set_blas_threads(int n) {
+  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }
 
 // How one matrix (rows x cols, element strides sr / sc) is handed to row-major BLAS.
@@ -237,10 +254,23 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
       T* C = static_cast<T*>(o->data());
       if constexpr (std::is_floating_point_v<T>) {
         if (use_blas) {
-          sync_blas_threads();
-          for (int64_t i = 0; i < batches; ++i)
-            blas_gemm<T>(la.trans, lb.trans, M, N, K, A + off.a[i], la.ld, B + off.b[i], lb.ld,
-                         C + i * M * N);
+          auto gemm = [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; ++i)
+              blas_gemm<T>(la.trans, lb.trans, M, N, K, A + off.a[i], la.ld, B + off.b[i], lb.ld,
+                           C + i * M * N);
+          };
+          const int threads = blas_threads_for(M, N, K);
+          if (threads == 1 && batches > 1 && !in_parallel_region() && num_threads() > 1) {
+            // A batch of small products: one BLAS thread each, the batch split over kiln's
+            // threads, each task holding at least kBlasFlopsPerThread.
+            const double flops = 2.0 * double(M) * double(N) * double(K);
+            const auto grain = static_cast<int64_t>(std::ceil(kBlasFlopsPerThread / flops));
+            set_blas_threads(1);
+            parallel_for(0, batches, std::max<int64_t>(1, grain), gemm);
+            return;
+          }
+          set_blas_threads(threads);
+          gemm(0, batches);
           return;
         }
       }
@@ -257,6 +287,22 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
       });
     }
   });
+}
+
+// True when the rows of a [B.., M, K] tensor lie at one stride apart (unit stride along K): a
+// contiguous tensor, or a slice of one along K (row stride > K, BLAS's lda). It then views as one
+// [B*..*M, K] matrix without a copy.
+bool rows_fold(const Tensor& a) {
+  const TensorImpl* x = a.impl();
+  const int64_t d = x->dim();
+  if (x->sizes()[d - 1] != 1 && x->strides()[d - 1] != 1) return false;
+  int64_t expected = -1;  // the stride the next non-1 row dim must have
+  for (int64_t i = d - 2; i >= 0; --i) {
+    if (x->sizes()[i] == 1) continue;
+    if (expected >= 0 && x->strides()[i] != expected) return false;
+    expected = x->strides()[i] * x->sizes()[i];
+  }
+  return true;
 }
 
 Tensor matmul_prim(const Tensor& a, const Tensor& b) {
@@ -279,7 +325,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 1 && db == 1) return matmul_prim(a.unsqueeze(0), b.unsqueeze(1)).view(IntList{});
   if (da == 1) return matmul_prim(a.unsqueeze(0), b).squeeze(-2);
   if (db == 1) return matmul_prim(a, b.unsqueeze(1)).squeeze(-1);
-  if (da >= 3 && db == 2 && a.is_contiguous()) {
+  if (da >= 3 && db == 2 && rows_fold(a)) {
     // [B.., M, K] @ [K, N]: one gemm over all rows instead of one per batch.
     Shape sizes = a.sizes();
     const int64_t K = sizes.back();

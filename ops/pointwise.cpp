@@ -53,8 +53,10 @@ void unary_meta(const OpCall& c, OutputMeta& m) {
 void unary_eager(const OpCall& c, const Tensor& out) {
   DType cd = unary_compute(c);
   const Tensor in[] = {as_dtype(c.inputs[0], cd)};
+  const PointwiseTable& t = pointwise_table();
   ElementwiseLoop loop(out, in);
-  loop.run(pointwise_table().op[int(c.op)][int(cd)], c.attrs.scalars.data());
+  loop.run((streams_output(out.impl()) ? t.op_nt : t.op)[int(c.op)][int(cd)],
+           c.attrs.scalars.data());
 }
 
 // ---- binary ----
@@ -96,7 +98,8 @@ struct ScalarBuffer {
 
 void binary_eager(const OpCall& c, const Tensor& out) {
   DType cd = binary_compute(c);
-  InnerLoop fn = pointwise_table().op[int(c.op)][int(cd)];
+  const PointwiseTable& t = pointwise_table();
+  InnerLoop fn = (streams_output(out.impl()) ? t.op_nt : t.op)[int(c.op)][int(cd)];
   auto side = static_cast<ScalarSide>(c.attrs.ints[0]);
   if (side == kNoScalar) {
     const Tensor in[] = {as_dtype(c.inputs[0], cd), as_dtype(c.inputs[1], cd)};

@@ -6,6 +6,7 @@
 // and the BLAS blocked orders).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "expect_error.h"
 #include "kiln/kiln.h"
 #include "runtime/config.h"
+#include "runtime/parallel.h"
 
 extern "C" int openblas_get_num_threads(void);
 
@@ -108,6 +110,21 @@ void check(const Tensor& a, const Tensor& b, const std::string& what) {
 }
 
 const DType kDTypes[] = {kFloat32, kFloat64, kInt32, kInt64};
+
+// A product too large for the naive reference in full: rows 0, 1, M/2 and M-1 of a 2-D a @ b
+// against it (every column).
+void check_sampled(const Tensor& got, const Tensor& a, const Tensor& b, const std::string& what) {
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  ASSERT_EQ(got.sizes(), (Shape{M, N})) << what;
+  std::vector<double> A = values(a), B = values(b), C = values(got);
+  const double tol = tolerance(a.dtype(), K);
+  for (int64_t i : {int64_t{0}, int64_t{1}, M / 2, M - 1})
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += A[i * K + k] * B[k * N + j];
+      ASSERT_LE(std::abs(C[i * N + j] - s), tol) << what << " at " << i << "," << j;
+    }
+}
 
 std::string name(const Shape& s) { return shape_str(s); }
 
@@ -209,15 +226,105 @@ TEST(Matmul, IntegerOverflowWraps) {
   EXPECT_EQ(matmul(a, b).to_vector<int32_t>(), (std::vector<int32_t>{0}));
 }
 
-TEST(Matmul, BlasThreadsFollowKilnConfig) {
+TEST(Matmul, BlasThreadsFollowSizeAndKilnConfig) {
   const int saved = config().num_threads;
-  set_num_threads(1);
   // Reading the result runs the matmul now, also when KILN_JIT=1 records it.
-  (void)matmul(make({8, 8}, kFloat32, 1), make({8, 8}, kFloat32, 2)).sum().item<float>();
-  EXPECT_EQ(openblas_get_num_threads(), 1);
+  auto run = [](int64_t n, DType dt) {
+    (void)matmul(make({n, n}, dt, 1), make({n, n}, dt, 2)).sum().to(kFloat64).item<double>();
+    return openblas_get_num_threads();
+  };
+  set_num_threads(1);
+  EXPECT_EQ(run(8, kFloat32), 1);
+  EXPECT_EQ(run(1024, kFloat32), 1);  // 2.1 GFLOP, but kiln has one thread
   set_num_threads(2);
-  (void)matmul(make({8, 8}, kFloat64, 1), make({8, 8}, kFloat64, 2)).sum().item<double>();
+  EXPECT_EQ(run(1024, kFloat32), 2);  // above twice the per-thread threshold: every kiln thread
+  EXPECT_EQ(run(512, kFloat64), 1);   // 268 MFLOP: one thread
+  EXPECT_EQ(run(8, kFloat64), 1);     // small: one thread (ops/matmul.cpp, kBlasFlopsPerThread)
+  EXPECT_EQ(run(64, kFloat32), 1);
+  set_num_threads(saved);
+}
+
+// Shapes around the blocking and thread thresholds, each operand contiguous, transposed, with a
+// leading dim larger than its rows (a slice along the columns, starting at an odd offset), or
+// transposed with a larger leading dim: all go to BLAS as flags and leading dims, no copies.
+TEST(Matmul, ManyShapesAndLayouts) {
+  struct MNK {
+    int64_t M, N, K;
+  };
+  const MNK shapes[] = {{1, 1, 1},    {1, 7, 5},     {6, 1, 9},   {5, 4, 1},     {17, 33, 65},
+                        {64, 64, 64}, {65, 31, 129}, {2, 300, 3}, {128, 96, 200}};
+  unsigned seed = 100;
+  // layout 0: contiguous; 1: transposed; 2: row stride > cols; 3: transposed, stride > rows.
+  auto operand = [&](int64_t r, int64_t c, int layout, DType dt) {
+    switch (layout) {
+      case 1:
+        return make({c, r}, dt, seed++).t();
+      case 2:
+        return make({r, c + 5}, dt, seed++).slice(1, 3, c + 3);
+      case 3:
+        return make({c, r + 4}, dt, seed++).slice(1, 1, r + 1).t();
+      default:
+        return make({r, c}, dt, seed++);
+    }
+  };
+  for (DType dt : {kFloat32, kFloat64})
+    for (const MNK& s : shapes)
+      for (int la = 0; la < 4; ++la)
+        for (int lb = 0; lb < 4; ++lb) {
+          Tensor a = operand(s.M, s.K, la, dt), b = operand(s.K, s.N, lb, dt);
+          check(a, b, fmt::format("{}x{}x{} layouts {},{} {}", s.M, s.N, s.K, la, lb, dt));
+        }
+  // Batched: a slice along K of a batch of matrices (folds into one product with lda > K), the
+  // same transposed (a batch of BLAS calls), and a batch of small products split over threads.
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor a = make({3, 20, 37}, dt, seed++).slice(2, 2, 33);
+    check(a, make({31, 9}, dt, seed++), fmt::format("folded lda {}", dt));
+    check(a, make({9, 31}, dt, seed++).t(), fmt::format("folded lda, b transposed {}", dt));
+    check(a.transpose(1, 2), make({3, 20, 11}, dt, seed++), fmt::format("batched trans {}", dt));
+  }
+  // 160 products of 2*64*64*400 = 3.3 MFLOP: one BLAS thread each, the batch split over kiln's
+  // threads (tasks of at least kBlasFlopsPerThread); batches 0, 80 and 159 against the reference.
+  const Tensor xs = make({160, 64, 400}, kFloat32, seed++);
+  const Tensor ys = make({160, 64, 400}, kFloat32, seed++).transpose(1, 2);
+  const Tensor zs = matmul(xs, ys);
+  for (int64_t bi : {0, 80, 159})
+    check_sampled(zs[bi], xs[bi], ys[bi], fmt::format("batch split over threads, {}", bi));
+  // Large enough for several BLAS threads (2*M*N*K = 1.1 GFLOP, above 2 * kBlasFlopsPerThread).
+  Tensor a = make({600, 910}, kFloat32, seed++).slice(1, 7, 907);
+  Tensor b = make({1000, 900}, kFloat32, seed++).t();
+  check_sampled(matmul(a, b), a, b, "multi-threaded, lda and trans");
+}
+
+// A matmul inside a kiln parallel region runs on its calling thread with one BLAS thread (the
+// TBB arena already uses the cores) and gives the same results.
+TEST(Matmul, InsideParallelRegion) {
+  const int saved = config().num_threads;
+  set_num_threads(2);
+  // 2*M*N*K = 2*1024*1000*600 = 1.23 GFLOP each: two BLAS threads outside a parallel region.
+  constexpr int kTasks = 4;
+  std::vector<Tensor> as, bs;
+  for (int i = 0; i < kTasks; ++i) {
+    const DType dt = i % 2 ? kFloat32 : kFloat64;
+    as.push_back(make({1024, 600}, dt, 200 + i));
+    Tensor b = make({1000, 600}, dt, 300 + i);
+    bs.push_back(i < 2 ? b.t() : b.t().contiguous());
+  }
+  (void)matmul(as[0], bs[0]).sum().item<double>();
   EXPECT_EQ(openblas_get_num_threads(), 2);
+  std::vector<Tensor> got(kTasks);
+  std::atomic<int> in_region{0}, blas_one{0};
+  parallel_for(0, kTasks, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      in_region += in_parallel_region() ? 1 : 0;
+      got[i] = matmul(as[i], bs[i]);
+      (void)got[i].sum().item<double>();  // run it here, also when KILN_JIT=1 records it
+      blas_one += openblas_get_num_threads() == 1 ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(in_region.load(), kTasks);
+  EXPECT_EQ(blas_one.load(), kTasks);
+  for (int i = 0; i < kTasks; ++i)
+    check_sampled(got[i], as[i], bs[i], fmt::format("in region, task {}", i));
   set_num_threads(saved);
 }
 

@@ -1,10 +1,13 @@
 // Pointwise inner loops. CMake compiles this file once per ISA (baseline, AVX2, AVX-512) with
 // KILN_ISA_NS naming the namespace and -ffp-contract=off, so every ISA gives the same bits; the
-// contiguous and broadcast-scalar cases are written as plain loops the compiler vectorizes.
+// contiguous and broadcast-scalar cases are written as plain loops the compiler vectorizes. Each
+// op and cast also has a streaming variant (ops/cpu/streaming_store.h: the same loop, its output
+// written with non-temporal stores) that the callers pick for large contiguous outputs.
 #include <type_traits>
 
 #include "ops/cpu/pointwise_functors.h"
 #include "ops/cpu/pointwise_table.h"
+#include "ops/cpu/streaming_store.h"
 #include "ops/cpu/vecmath/gnu_vec_ops.h"
 
 #ifndef KILN_ISA_NS
@@ -142,10 +145,14 @@ template <class F, int Arity>
 void set_op(PointwiseTable& t, OpId id) {
   auto one = [&]<class T>(Tag<T>, DType dt) {
     if constexpr (in_domain<F::domain, T>()) {
-      if constexpr (Arity == 1)
+      using O = out_t<F, T>;
+      if constexpr (Arity == 1) {
         t.op[int(id)][int(dt)] = &unary_loop<F, T>;
-      else
+        t.op_nt[int(id)][int(dt)] = &streaming::streamed_loop<&unary_loop<F, T>, O>;
+      } else {
         t.op[int(id)][int(dt)] = &binary_loop<F, T>;
+        t.op_nt[int(id)][int(dt)] = &streaming::streamed_loop<&binary_loop<F, T>, O>;
+      }
     }
   };
   one(Tag<bool>{}, DType::Bool);
@@ -161,11 +168,19 @@ void set_per_dtype(PointwiseTable& t) {
   t.fill[d] = &fill_loop<T>;
   t.where[d] = &where_loop<T>;
   t.masked_fill[d] = &masked_fill_loop<T>;
-  t.cast[d][int(DType::Bool)] = &cast_loop<T, bool>;
-  t.cast[d][int(DType::Int32)] = &cast_loop<T, int32_t>;
-  t.cast[d][int(DType::Int64)] = &cast_loop<T, int64_t>;
-  t.cast[d][int(DType::Float32)] = &cast_loop<T, float>;
-  t.cast[d][int(DType::Float64)] = &cast_loop<T, double>;
+  auto cast = [&]<class To>(Tag<To>) {
+    constexpr int to = int(dtype_v<To>);
+    t.cast[d][to] = &cast_loop<T, To>;
+    if constexpr (std::is_same_v<T, To>)
+      t.cast_nt[d][to] = &streaming::streamed_copy<&cast_loop<T, To>, To>;
+    else
+      t.cast_nt[d][to] = &streaming::streamed_loop<&cast_loop<T, To>, To>;
+  };
+  cast(Tag<bool>{});
+  cast(Tag<int32_t>{});
+  cast(Tag<int64_t>{});
+  cast(Tag<float>{});
+  cast(Tag<double>{});
 }
 
 }  // namespace
