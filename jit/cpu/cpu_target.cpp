@@ -11,6 +11,7 @@
 #include "jit/cpu/math.h"
 #include "jit/cpu/render.h"
 #include "jit/loop/kernel_cache.h"
+#include "ops/cpu/pointwise_table.h"  // kStreamingBytes: the eager kernels' threshold too
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
@@ -24,8 +25,6 @@ namespace {
 
 std::atomic<int> g_injected_faults{0};
 
-// Outputs at least this large are written with non-temporal stores (they outgrow the caches).
-constexpr int64_t kStreamingBytes = int64_t{8} << 20;
 
 asmjit::JitRuntime& jit_runtime() {
   static auto* rt = new asmjit::JitRuntime();  // never destroyed: kernels live for the process
