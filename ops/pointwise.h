@@ -7,6 +7,7 @@ namespace kiln {
 
 // Attrs.ints[0] of a binary op: where the Scalar operand (attrs.scalars[0]) stands.
 enum ScalarSide : int64_t { kNoScalar = 0, kScalarRight = 1, kScalarLeft = 2 };
+inline ScalarSide scalar_side(const Attrs& a) { return static_cast<ScalarSide>(a.ints[0]); }
 
 Tensor unary_op(OpId id, const Tensor& x);
 Tensor unary_op(OpId id, const Tensor& x, const Scalar& p0, const Scalar& p1 = 0);

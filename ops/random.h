@@ -6,9 +6,24 @@
 #include <cmath>
 #include <cstdint>
 
+#include "runtime/attrs.h"
 #include "runtime/philox.h"
 
 namespace kiln {
+
+// The Attrs layout every random op (kIsRandom) shares, named for the passes and runners that read
+// or patch it: ints[0] = the Philox seed, ints[1] = the first counter (both uint64 bit patterns).
+inline constexpr size_t kPhiloxSeedInt = 0, kPhiloxCounterInt = 1;
+inline uint64_t philox_seed(const Attrs& a) {
+  return static_cast<uint64_t>(a.ints[kPhiloxSeedInt]);
+}
+inline uint64_t philox_counter(const Attrs& a) {
+  return static_cast<uint64_t>(a.ints[kPhiloxCounterInt]);
+}
+inline void set_philox(Attrs& a, uint64_t seed, uint64_t counter) {
+  a.ints[kPhiloxSeedInt] = static_cast<int64_t>(seed);
+  a.ints[kPhiloxCounterInt] = static_cast<int64_t>(counter);
+}
 
 // Uniform in [0, 1): Float32 from lane 0 (24 bits), Float64 from lanes 0, 1 (53 bits).
 template <class T>

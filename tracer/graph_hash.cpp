@@ -1,5 +1,7 @@
 #include "tracer/graph_hash.h"
 
+#include "ops/random.h"
+
 #include <algorithm>
 #include <bit>
 #include <vector>
@@ -185,7 +187,8 @@ const char* contiguity_name(Contiguity c) {
 }
 
 bool is_philox_attr(OpId op, size_t int_index) {
-  return int_index < 2 && (op_def(op).flags & kIsRandom);
+  return (int_index == kPhiloxSeedInt || int_index == kPhiloxCounterInt) &&
+         (op_def(op).flags & kIsRandom);
 }
 
 uint64_t graph_hash(const Graph& g, HashMode mode, ScalarKey scalars) {

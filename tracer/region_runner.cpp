@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ops/random.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
@@ -150,7 +151,7 @@ struct RunArgsStorage {
       scalars.push_back(g.nodes[p.node].attrs.scalars[p.index]);
     for (int32_t j : region.random) {
       const Attrs& a = g.nodes[j].attrs;
-      random.push_back({static_cast<uint64_t>(a.ints[0]), static_cast<uint64_t>(a.ints[1])});
+      random.push_back({philox_seed(a), philox_counter(a)});
     }
   }
 };

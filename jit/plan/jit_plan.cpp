@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "ops/meta_helpers.h"
+#include "ops/random.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
@@ -108,8 +109,7 @@ void JitPlan::run_eager_node(Frame& f, int32_t j) {
       attrs.scalars[p.scalar_index] = f.args.scalars[p.run_scalar];
     if (random_index_[j] >= 0) {
       const tracer::PhiloxWords& w = f.args.random[random_index_[j]];
-      attrs.ints[0] = static_cast<int64_t>(w.seed);
-      attrs.ints[1] = static_cast<int64_t>(w.counter);
+      set_philox(attrs, w.seed, w.counter);
     }
     const OpDef& def = op_def(n.op);
     if (def.flags & kHigherOrder) {

@@ -152,7 +152,7 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const int32_t> in,
   if (n.op == OpId::MaskedFill) return k.select(in[1], scalar_expr(k, n, scalars, 0), in[0]);
   const ExprOp b = binary_expr(n.op);
   if (b != ExprOp::kCount) {
-    switch (static_cast<ScalarSide>(n.attrs.ints[0])) {
+    switch (scalar_side(n.attrs)) {
       case kScalarRight:
         return k.binary(b, in[0], scalar_expr(k, n, scalars, 0));
       case kScalarLeft:
