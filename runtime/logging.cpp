@@ -80,7 +80,9 @@ struct Loggers {
 };
 
 Loggers& loggers() {
-  static Loggers l;
+  // Never destroyed: threads still running at exit (a thread's exit flush, a detached worker)
+  // may log after static destructors start (ThreadSanitizer saw one use a destroyed logger).
+  static Loggers& l = *new Loggers();
   return l;
 }
 
