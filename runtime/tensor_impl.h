@@ -82,6 +82,13 @@ bool is_contiguous_layout(const DimVector& sizes, const DimVector& strides);
 // True when `t` has exactly the geometry of a new tensor of its sizes: offset 0 and
 // contiguous_strides(sizes), size-1 dims included (what a recorded node's result gets).
 bool has_fresh_layout(const TensorImpl& t);
+
+// Whether two tensors address the same elements the same way: offset, sizes, strides and dtype
+// (the recorder's and the planners' test for writing a result over an input in place).
+inline bool same_geometry(const TensorImpl* a, const TensorImpl* b) {
+  return a->offset() == b->offset() && a->sizes() == b->sizes() && a->strides() == b->strides() &&
+         a->dtype() == b->dtype();
+}
 // The number of elements of `sizes` (non-negative sizes); a kiln::Error when it overflows int64.
 int64_t numel_of(const DimVector& sizes);
 // A kiln::Error naming `op` unless a tensor of `sizes` can exist: its element count fits in

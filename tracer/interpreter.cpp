@@ -75,10 +75,6 @@ bool can_take_over(const Tensor& t, const Node& n, ValueId v) {
 
 namespace {
 
-bool same_geometry(const TensorImpl* a, const TensorImpl* b) {
-  return a->offset() == b->offset() && a->sizes() == b->sizes() && a->strides() == b->strides();
-}
-
 // For each node, the destination it writes its result into (undefined: allocate as usual).
 std::vector<Tensor> plan_destinations(const Graph& g, const InterpreterPlan& plan,
                                       std::span<const Tensor> inputs,

@@ -19,11 +19,6 @@ namespace kiln::tracer {
 
 namespace {
 
-bool same_geometry(const TensorImpl* a, const TensorImpl* b) {
-  return a->offset() == b->offset() && a->sizes() == b->sizes() && a->strides() == b->strides() &&
-         a->dtype() == b->dtype();
-}
-
 // Where the storages of a flush that failed point: reading them raises the error again.
 class FailedFlush final : public LazyProducer {
  public:

@@ -143,10 +143,6 @@ DimVector broadcast_strides(const TensorImpl* t, const DimVector& sizes, int64_t
   return s;
 }
 
-bool same_geometry(const TensorImpl* a, const TensorImpl* b) {
-  return a->offset() == b->offset() && a->sizes() == b->sizes() && a->strides() == b->strides();
-}
-
 }  // namespace
 
 void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
