@@ -260,7 +260,10 @@ template <class T>
 void every_op_on(const std::string& isa, std::mt19937& rng) {
   constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
   const int L = jit_lanes(isa, sizeof(T));
-  const std::vector<int64_t> lengths = {0, 1, L - 1, L, L + 1, 2 * L - 1, 2 * L + 3, 1000, 1031};
+  // 2L - 1 .. 4L: the paired loop (two vectors per iteration, transcendental kernels on AVX-512)
+  // with no, one full and one partial masked iteration after it.
+  const std::vector<int64_t> lengths = {0,         1,     L - 1,     L,     L + 1, 2 * L - 1, 2 * L,
+                                        2 * L + 3, 3 * L, 3 * L + 1, 4 * L, 1000,  1031};
   int tested = 0;
   for (ExprOp op : computed_ops()) {
     if (!cpu_target().supports(op, dtype)) continue;

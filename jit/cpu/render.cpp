@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "jit/cpu/math.h"
+#include "jit/cpu/paired_ops.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
 
@@ -18,16 +19,17 @@ struct ThrowingHandler : ErrorHandler {
   }
 };
 
-// The expressions of one loop body, evaluated with one emitter (wide, wide with a tail mask, or
-// narrow): the one switch over expression ops of the CPU target.
-template <class T>
+// The expressions of one loop body, evaluated with one lane backend O (AsmVecOps wide, wide
+// with a tail mask, or narrow; or PairedOps of a wide one): the one switch over expression ops
+// of the CPU target.
+template <class O>
 class BodyEmitter {
  public:
-  using O = AsmVecOps<T>;
-  BodyEmitter(EmitContext& ctx, bool wide, const LoopKernel& k,
-              const std::vector<InnerLayout>& layout, const std::vector<x86::Gp>& cur,
-              x86::Gp params, const x86::KReg* tail, bool streaming = false)
-      : o_(ctx, wide),
+  using T = typename O::T;
+  BodyEmitter(const O& o, const LoopKernel& k, const std::vector<InnerLayout>& layout,
+              const std::vector<x86::Gp>& cur, x86::Gp params, const x86::KReg* tail,
+              bool streaming = false)
+      : o_(o),
         k_(k),
         layout_(layout),
         cur_(cur),
@@ -154,7 +156,7 @@ class BodyEmitter {
   const x86::KReg* tail_;
   bool streaming_;
   std::vector<F> vals_;
-  std::vector<AsmMask> masks_;
+  std::vector<typename O::M> masks_;
 };
 
 template <class T>
@@ -191,6 +193,11 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
   for (InnerLayout l : layout) vector_loop = vector_loop && l != InnerLayout::Strided;
   const int lanes = AsmVecOps<T>(ctx, true).lanes();
   const int esize = static_cast<int>(sizeof(T));
+  // Two vectors per iteration where the body is a long dependency chain (vector math) and the
+  // ISA has registers for two (AVX-512: 32); the masked tail takes what is left.
+  bool paired = false;
+  if (isa == JitIsa::Avx512 && vector_loop)
+    for (const Expr& e : k.exprs) paired = paired || expr_is_transcendental(e.op);
 
   Label l_outer = cc.newLabel(), l_done = cc.newLabel(), l_row_end = cc.newLabel();
   x86::Gp o = cc.newInt64("o"), rem = cc.newInt64("rem");
@@ -213,7 +220,7 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
     cc.test(rem, rem);
     cc.jz(l_row_end);
     cc.bind(l_s);
-    BodyEmitter<T>(ctx, false, k, layout, cur, params, nullptr).emit();
+    BodyEmitter(AsmVecOps<T>(ctx, false), k, layout, cur, params, nullptr).emit();
     advance(1);
     cc.dec(rem);
     cc.jnz(l_s);
@@ -222,22 +229,39 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
   if (vector_loop) {
     Label l_vec = cc.newLabel(), l_tail = cc.newLabel();
     cc.bind(l_vec);
-    cc.cmp(rem, lanes);
-    cc.jl(l_tail);
-    BodyEmitter<T>(ctx, true, k, layout, cur, params, nullptr, v.streaming).emit();
-    advance(lanes);
-    cc.sub(rem, lanes);
+    if (paired) {  // two vectors per iteration while they last; the rest goes to the masked tail
+      cc.cmp(rem, 2 * lanes);
+      cc.jl(l_tail);
+      BodyEmitter(PairedOps(AsmVecOps<T>(ctx, true), lanes * esize), k, layout, cur, params,
+                  nullptr, v.streaming)
+          .emit();
+      advance(2 * lanes);
+      cc.sub(rem, 2 * lanes);
+    } else {
+      cc.cmp(rem, lanes);
+      cc.jl(l_tail);
+      BodyEmitter(AsmVecOps<T>(ctx, true), k, layout, cur, params, nullptr, v.streaming).emit();
+      advance(lanes);
+      cc.sub(rem, lanes);
+    }
     cc.jmp(l_vec);
     cc.bind(l_tail);
-    if (isa == JitIsa::Avx512) {  // one masked iteration
+    if (isa == JitIsa::Avx512) {  // masked iterations: one, or up to two after paired ones
+      Label l_masked = cc.newLabel();
+      cc.bind(l_masked);
       cc.test(rem, rem);
       cc.jz(l_row_end);
       x86::Gp bits = cc.newInt64("bits");
       x86::KReg mask = cc.newKw("tail");
       cc.mov(bits, -1);
-      cc.bzhi(bits, bits, rem);
+      cc.bzhi(bits, bits, rem);  // rem >= lanes: every lane
       cc.kmovw(mask, bits.r32());
-      BodyEmitter<T>(ctx, true, k, layout, cur, params, &mask).emit();
+      BodyEmitter(AsmVecOps<T>(ctx, true), k, layout, cur, params, &mask).emit();
+      if (paired) {
+        advance(lanes);
+        cc.sub(rem, lanes);
+        cc.jg(l_masked);
+      }
     } else {
       scalar_loop();
     }

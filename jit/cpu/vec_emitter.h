@@ -106,7 +106,11 @@ class AsmVecOps {
   F select(M m, F a, F b) const {
     F d = new_vec();
     if (kmask()) {
-      cc_.k(m.k).emit(kDouble ? kIdVblendmpd_ : kIdVblendmps_, d, b, a);
+      // d = b, then d{k} = a. A merge-masked vblendm would do it in one instruction, but asmjit's
+      // register allocator takes its destination as read, so d would live across loop iterations
+      // (a spill and reload per select in the hot loop); the move defines d first.
+      cc_.emit(kDouble ? kIdVmovapd_ : kIdVmovaps_, d, b);
+      cc_.k(m.k).emit(kDouble ? kIdVmovapd_ : kIdVmovaps_, d, a);
     } else if (vex()) {
       cc_.emit(kDouble ? kIdVblendvpd_ : kIdVblendvps_, d, b, a, m.v);
     } else {  // (a & m) | (b & ~m)
@@ -322,6 +326,8 @@ class AsmVecOps {
   static constexpr InstId kIdMovss_ = asmjit::x86::Inst::kIdMovss;
   static constexpr InstId kIdMovsd_ = asmjit::x86::Inst::kIdMovsd;
   static constexpr InstId kIdVmovups_ = asmjit::x86::Inst::kIdVmovups;
+  static constexpr InstId kIdVmovaps_ = asmjit::x86::Inst::kIdVmovaps;
+  static constexpr InstId kIdVmovapd_ = asmjit::x86::Inst::kIdVmovapd;
   static constexpr InstId kIdVmovupd_ = asmjit::x86::Inst::kIdVmovupd;
   static constexpr InstId kIdMovups_ = asmjit::x86::Inst::kIdMovups;
   static constexpr InstId kIdMovupd_ = asmjit::x86::Inst::kIdMovupd;

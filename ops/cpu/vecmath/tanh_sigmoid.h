@@ -26,10 +26,25 @@ template <class T>
 inline constexpr double kTanhSat = sizeof(T) == 4 ? 9.5 : 19.5;
 }
 
+namespace detail {
+// expm1(y) for y in [0, 2 kTanhSat] or NaN: the steps of expm1 (exp_log.h) without what this
+// range never needs (the clamps, the zero test, and 2^k split in two factors against overflow:
+// k <= 56 here). Every removed step was exact or a no-op on this range, so the bits are
+// expm1's; it saves about a third of tanh's operations.
+template <class O, class F = typename O::F>
+inline F expm1_tanh_range(const O& o, F y) {
+  F r;
+  const Rounded<O> k = exp_reduce(o, y, r);
+  const F em1 = expm1_poly(o, r);
+  const F inv = pow2i(o, o.isub(o.isplat(0), k.i));  // 2^-k, exact
+  return o.mul(o.add(em1, o.sub(o.splat(1.0), inv)), pow2i(o, k.i));
+}
+}  // namespace detail
+
 template <class O, class F = typename O::F>
 inline F tanh(const O& o, F x) {
   const F a = clamp_hi(o, vabs(o, x), detail::kTanhSat<typename O::T>);
-  const F e = expm1(o, o.add(a, a));
+  const F e = detail::expm1_tanh_range(o, o.add(a, a));
   const F t = o.div(e, o.add(e, o.splat(2.0)));
   return o.bit_or(t, sign_of(o, x));
 }
