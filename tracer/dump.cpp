@@ -67,10 +67,45 @@ bool dump_graph_to(const Graph& g, std::string_view name, std::string_view dir) 
   }
 }
 
-bool dump_text(std::string_view file_name, const std::string& text) {
+DumpSettings parse_dump_settings(std::string_view spec) {
+  DumpSettings s;
+  if (spec.empty()) return s;
+  bool any_kind = false;
+  while (!spec.empty()) {
+    const size_t comma = spec.find(',');
+    const std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    if (item == "graph" || item == "graphs") {
+      s.graph = any_kind = true;
+    } else if (item == "code") {
+      s.code = any_kind = true;
+    } else if (item == "asm") {
+      s.assembly = any_kind = true;
+    } else if (item == "all") {
+      s.graph = s.code = s.assembly = any_kind = true;
+    } else if (!item.empty()) {
+      s.dir = std::string(item);
+    }
+  }
+  if (!any_kind) s.graph = s.code = s.assembly = true;
+  if (s.dir.empty()) s.dir = "kiln-dump";
+  return s;
+}
+
+DumpSettings dump_settings() noexcept {
   try {
-    const std::string dir = config().dump;
-    if (dir.empty()) return false;
+    return parse_dump_settings(config().dump);
+  } catch (const std::exception& e) {  // a bad KILN_* variable is reported elsewhere
+    warn(std::string("no configuration: ") + e.what());
+    return {};
+  }
+}
+
+bool dump_text(DumpKind kind, std::string_view file_name, const std::string& text) {
+  try {
+    const DumpSettings settings = dump_settings();
+    if (!settings.wants(kind)) return false;
+    const std::string& dir = settings.dir;
     const fs::path folder{dir};
     std::error_code ec;
     fs::create_directories(folder, ec);
@@ -86,15 +121,9 @@ bool dump_text(std::string_view file_name, const std::string& text) {
 }
 
 bool dump_graph(const Graph& g, std::string_view name) {
-  std::string dir;
-  try {
-    dir = config().dump;
-  } catch (const std::exception& e) {  // a bad KILN_* variable is reported elsewhere
-    warn(std::string("no configuration: ") + e.what());
-    return false;
-  }
-  if (dir.empty()) return false;
-  return dump_graph_to(g, name, dir);
+  const DumpSettings settings = dump_settings();
+  if (!settings.wants(DumpKind::Graph)) return false;
+  return dump_graph_to(g, name, settings.dir);
 }
 
 }  // namespace kiln::tracer

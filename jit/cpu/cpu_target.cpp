@@ -25,7 +25,6 @@ namespace {
 
 std::atomic<int> g_injected_faults{0};
 
-
 asmjit::JitRuntime& jit_runtime() {
   static auto* rt = new asmjit::JitRuntime();  // never destroyed: kernels live for the process
   return *rt;
@@ -55,14 +54,21 @@ std::vector<uint64_t> render_key(const LoopKernel& k, const KernelVariant& v) {
   return key;
 }
 
-void log_kernel_dump(const LoopKernel& k, const KernelVariant& v, const std::string& assembly) {
+// KILN_DUMP=asm: one file per rendering (the loop IR, for reference, then the assembly).
+void dump_assembly(const LoopKernel& k, const KernelVariant& v, const std::string& assembly) {
   std::string layouts;
   for (InnerLayout l : v.layout)
     layouts += l == InnerLayout::Contiguous ? 'c' : l == InnerLayout::Broadcast ? 'b' : 's';
   if (v.streaming) layouts += "-nt";
   const std::string name =
-      fmt::format("kernel-{:016x}-{}-{}", hash_words(encode(k)), jit_isa_name(v.isa), layouts);
-  tracer::dump_text(name + ".txt", to_text(k) + "\n" + assembly);
+      fmt::format("kernel-{:016x}-{}-{}.s", hash_words(encode(k)), jit_isa_name(v.isa), layouts);
+  std::string ir = to_text(k), commented;
+  for (size_t at = 0; at < ir.size();) {  // the IR as assembler comments
+    const size_t nl = ir.find('\n', at);
+    commented += "# " + ir.substr(at, nl == std::string::npos ? std::string::npos : nl - at) + "\n";
+    at = nl == std::string::npos ? ir.size() : nl + 1;
+  }
+  tracer::dump_text(tracer::DumpKind::Asm, name, commented + assembly);
 }
 
 KernelFn render(const LoopKernel& k, const KernelVariant& v) {
@@ -70,7 +76,7 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
     if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
       fail("cpu kernel: injected codegen fault");
     const int64_t t0 = profiler::now_ns();
-    const bool dump = !config().dump.empty();
+    const bool dump = tracer::dump_settings().wants(tracer::DumpKind::Asm);
     RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump);
     const int64_t t1 = profiler::now_ns();
     if (profiler::enabled())
@@ -89,7 +95,7 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
     }
     KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us", r.code_bytes, jit_isa_name(v.isa),
                (t1 - t0) / 1000);
-    if (dump) log_kernel_dump(k, v, r.assembly);
+    if (dump) dump_assembly(k, v, r.assembly);
     return r.fn;
   });
 }
@@ -305,6 +311,9 @@ bool CpuTarget::supports(ExprOp op, DType dtype) const {
 
 std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k) {
   k.verify();
+  if (tracer::dump_settings().wants(tracer::DumpKind::Code))  // KILN_DUMP=code
+    tracer::dump_text(tracer::DumpKind::Code,
+                      fmt::format("kernel-{:016x}.txt", hash_words(encode(k))), to_text(k));
   return std::make_shared<CpuKernel>(k, active_jit_isa());
 }
 
