@@ -19,6 +19,7 @@
 #include "jit/plan/jit_plan.h"
 #include "jit_kernel_util.h"
 #include "record_util.h"
+#include "runtime/allocator.h"
 #include "runtime/logging.h"
 #include "tracer/region_cache.h"
 #include "tracer/region_runner.h"
@@ -180,7 +181,8 @@ TEST_F(JitPlanTest, ComparisonsWhereAndRandomInterleave) {
   OnePlan p = the_plan();
   ASSERT_NE(p.plan, nullptr);
   // rand is an eager step; the comparison is inlined into the where's kernel as a mask (no Bool
-  // tensor is made): the relu chain and a * 2, rand, then r - 1, the comparison, where and the rest.
+  // tensor is made): the relu chain and a * 2, rand, then r - 1, the comparison, where and the
+  // rest.
   EXPECT_EQ(step_string(*p.plan), "k4 e k5") << step_string(*p.plan);
 }
 
@@ -506,6 +508,40 @@ TEST_F(JitPlanTest, ManyPromotedScalarsInOneKernel) {
   OnePlan p = the_plan();
   ASSERT_NE(p.plan, nullptr);
   EXPECT_EQ(p.plan->num_kernels(), 1);
+}
+
+// Buffers reused by liveness: a kernel writes its result into the buffer of an input that dies at
+// it, and an elementwise eager step does the same (as the interpreter does), so a chain of steps
+// allocates only what it must. Counted with the allocator's statistics over one warm run.
+TEST_F(JitPlanTest, DeadBuffersAreReusedByKernelsAndEagerSteps) {
+  const Tensor x = data({64, 300}, 91), e = data({64, 300}, 92).abs();
+  auto program = [&](int) {
+    Tensor y = x * 2.0 + 1.0;            // kernel: a new buffer
+    Tensor s = y.sum(IntList{1}, true);  // eager reduction: a new (small) buffer
+    Tensor z = (y - s) * 3.0;            // kernel: y dies here -> y's buffer
+    Tensor p = pow(z.abs() + 0.5, e);    // kernel (abs, add), then pow (eager): donors
+    return TensorList{p};
+  };
+  expect_iterations_match(program, 3, "reuse");
+  OnePlan plan = the_plan();
+  ASSERT_NE(plan.plan, nullptr);
+  EXPECT_EQ(step_string(*plan.plan), "k2 e k4 e") << "the test assumes pow stays an eager step";
+  Tensor keep;
+  auto allocations = [] {
+    const CpuAllocatorStats s = cpu_allocator_stats();
+    return s.hits + s.misses;
+  };
+  JitMode on(true);
+  {
+    TensorList warm = program(0);
+    kiln::sync();
+  }
+  const uint64_t before = allocations();
+  TensorList got = program(0);
+  kiln::sync();
+  const uint64_t after = allocations();
+  // y (kernel) and s (reduction) are new; z takes y's buffer, pow takes its dying input's.
+  EXPECT_EQ(after - before, 2u) << "buffers allocated in one run of a 4-step plan";
 }
 
 }  // namespace

@@ -73,6 +73,11 @@ JitPlan::JitPlan(Graph g, std::vector<Step> steps, std::vector<std::vector<Eager
   };
   for (size_t i = 0; i < graph_.inputs.size(); ++i)
     note(static_cast<int32_t>(i), last_step_[graph_.inputs[i].id]);
+  // Buffers a step may take over: values of nodes that allocate their result (not graph inputs,
+  // views of another buffer, or what a higher-order node passes through).
+  donor_ok_.assign(static_cast<size_t>(graph_.num_values()), 0);
+  for (const Node& n : graph_.nodes)
+    donor_ok_[n.output] = !(op_def(n.op).flags & (kIsView | kHigherOrder));
   for (const Node& n : graph_.nodes) {
     const uint32_t flags = op_def(n.op).flags;
     if (flags & kHigherOrder) {  // bodies may pass inputs through: never write in place
@@ -94,7 +99,40 @@ int JitPlan::num_kernels() const {
 
 int JitPlan::num_eager_steps() const { return static_cast<int>(steps_.size()) - num_kernels(); }
 
-void JitPlan::run_eager_node(Frame& f, int32_t j) {
+Tensor JitPlan::destination_for(const Frame& f, ValueId v, int32_t step_index,
+                                const DimVector& sizes, DType dtype) const {
+  if (!f.use_destinations || f.args.destinations.empty() || step_index < 0) return {};
+  for (size_t o = 0; o < graph_.outputs.size() && o < f.args.destinations.size(); ++o) {
+    if (graph_.outputs[o] != v) continue;
+    const Tensor& d = f.args.destinations[o];
+    if (!d.defined() || d.impl()->dtype() != dtype || d.impl()->sizes() != sizes) return {};
+    int uses = 0;
+    for (ValueId w : graph_.outputs) uses += w == v;
+    if (uses != 1) return {};
+    for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+      const TensorImpl* in = f.args.inputs[i].impl();
+      if (in->storage() != d.impl()->storage()) continue;
+      const int32_t last = input_last_step_[i];
+      if (last == -2 || last > step_index) return {};
+      if (last == step_index && !same_geometry(in, d.impl())) return {};
+    }
+    return d;
+  }
+  return {};
+}
+
+bool JitPlan::donatable(const Frame& f, ValueId v, int32_t step_index, const DimVector& sizes,
+                        DType dtype, int32_t extra_handles) const {
+  if (step_index < 0 || !donor_ok_[v] || last_step_[v] != step_index) return false;
+  const Tensor& t = f.values[v];
+  if (!t.defined()) return false;
+  const TensorImpl* ti = t.impl();
+  return ti->dtype() == dtype && ti->sizes() == sizes && ti->is_contiguous() &&
+         ti->use_count() == 1 + extra_handles && ti->storage()->use_count() == 1 &&
+         !ti->storage()->is_lazy() && ti->autograd() == nullptr && ti->numel() > 0;
+}
+
+void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index) {
   const Node& n = graph_.nodes[j];
   if (f.any_poisoned(n.inputs)) {
     f.poison(n.output);
@@ -123,6 +161,21 @@ void JitPlan::run_eager_node(Frame& f, int32_t j) {
     const OpCall call{n.op, in, attrs};
     OutputMeta m;  // from the actual inputs: this recording's sizes
     def.meta(call, m);
+    // Like the interpreter: an elementwise op writes into its output's destination, or into an
+    // input that dies here (its buffer is then the output's), instead of a new buffer.
+    if ((def.flags & kWritesAnyLayout) && !(def.flags & kIsView) && m.strides.empty()) {
+      Tensor out = destination_for(f, n.output, step_index, m.sizes, m.dtype);
+      for (size_t k = 0; !out.defined() && k < n.inputs.size(); ++k) {
+        int32_t uses = 0;
+        for (ValueId u : n.inputs) uses += u == n.inputs[k];
+        if (donatable(f, n.inputs[k], step_index, m.sizes, m.dtype, uses)) out = ins[k];
+      }
+      if (out.defined()) {
+        def.eager(call, out);
+        f.values[n.output] = std::move(out);
+        return;
+      }
+    }
     f.values[n.output] = run_eager(def, call, m);
   } catch (...) {
     const ValueId out[] = {n.output};
@@ -162,29 +215,17 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
     for (ValueId v : k.inputs)
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
     outs.reserve(k.outputs.size());
+    std::vector<ValueId> donated;
     for (ValueId v : k.outputs) {
-      Tensor out;
-      if (f.use_destinations && !f.args.destinations.empty()) {
-        for (size_t o = 0; o < graph_.outputs.size(); ++o) {
-          if (graph_.outputs[o] != v) continue;
-          const Tensor& d = f.args.destinations[o];
-          if (!d.defined() || d.impl()->dtype() != src.dtype || d.impl()->sizes() != la.sizes)
-            break;
-          bool safe = true;
-          int uses = 0;
-          for (ValueId w : graph_.outputs) uses += w == v;
-          safe = uses == 1;
-          for (size_t i = 0; safe && i < graph_.inputs.size(); ++i) {
-            const TensorImpl* in = f.args.inputs[i].impl();
-            if (in->storage() != d.impl()->storage()) continue;
-            const int32_t last = input_last_step_[i];
-            if (last == -2 || last > static_cast<int32_t>(step_index))
-              safe = false;
-            else if (last == static_cast<int32_t>(step_index) && !same_geometry(in, d.impl()))
-              safe = false;
-          }
-          if (safe) out = d;
-          break;
+      Tensor out = destination_for(f, v, static_cast<int32_t>(step_index), la.sizes, src.dtype);
+      // Else the buffer of an input that dies at this kernel: it reads each element before it
+      // writes the same element of the output, so computing in place is safe.
+      for (size_t j = 0; !out.defined() && j < k.inputs.size(); ++j) {
+        const ValueId w = k.inputs[j];
+        if (std::find(donated.begin(), donated.end(), w) != donated.end()) continue;
+        if (donatable(f, w, static_cast<int32_t>(step_index), la.sizes, src.dtype, 0)) {
+          out = f.values[w];
+          donated.push_back(w);
         }
       }
       if (!out.defined()) out = empty_tensor(la.sizes, src.dtype, Device::cpu());
@@ -226,7 +267,7 @@ tracer::InterpretResult JitPlan::run(const tracer::RunArgs& args) {
     if (st.kernel)
       run_kernel(f, *st.kernel, s);
     else
-      run_eager_node(f, st.node);
+      run_eager_node(f, st.node, static_cast<int32_t>(s));
     for (ValueId v : st.release) {
       f.values[v] = Tensor();
       if (!f.tuples.empty()) f.tuples[v].clear();

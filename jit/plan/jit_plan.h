@@ -56,8 +56,19 @@ class JitPlan final : public tracer::RegionPlan {
 
  private:
   struct Frame;
-  void run_eager_node(Frame& f, int32_t node);
+  void run_eager_node(Frame& f, int32_t node, int32_t step_index = -1);
   void run_kernel(Frame& f, KernelStep& k, size_t step_index);
+  // The destination (RunArgs::destinations) that value v may be computed into at this step, or
+  // an undefined tensor: v is a graph output once, the destination has v's sizes and dtype, and
+  // nothing reads the destination's old contents after this step (at it only through the very
+  // same geometry: an elementwise step may write over what it reads at the same index).
+  Tensor destination_for(const Frame& f, tracer::ValueId v, int32_t step_index,
+                         const DimVector& sizes, DType dtype) const;
+  // Whether value v (read by this step, which is its last reader) holds a buffer the step may
+  // write its result of `sizes` x `dtype` into: produced by this plan (not the user's memory),
+  // row-major, reached by nothing but the value table and `extra_handles` argument slots.
+  bool donatable(const Frame& f, tracer::ValueId v, int32_t step_index, const DimVector& sizes,
+                 DType dtype, int32_t extra_handles) const;
 
   tracer::Graph graph_;  // the first recording (never the current one: its ops and attrs)
   std::vector<Step> steps_;
@@ -66,6 +77,7 @@ class JitPlan final : public tracer::RegionPlan {
   std::vector<std::vector<tracer::InterpreterPlan>> bodies_;  // per node: hop body plans
   std::vector<int32_t> last_step_;        // per value: the last step reading it (-2: an output)
   std::vector<int32_t> input_last_step_;  // per graph input
+  std::vector<uint8_t> donor_ok_;         // per value: produced by a node whose buffer it owns
 };
 
 }  // namespace kiln::jit
