@@ -467,11 +467,18 @@ TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
 // seed 3966 (Float32, canon [3,16,2], leaves made as transposes) differs from eager at iteration
 // 2 in pool entry %6 = sum(%1) taken after `%1.clamp_(-1.5, 2)` and before a later
 // `%1.add_(s)` whose scalar changes every iteration (-0, 0.125, 0.25: promoted at iteration 1).
-// The sum sees a value other than eager's. Reduced so far: the in-place updates of %0 are not
-// needed (KILN_FUZZ_SKIP_INPLACE=7 or 10 with KILN_FUZZ_STEPS=13 still fails); the clamp_ is
-// (skipping it passes). Iteration 1 (the promotion, interpreted) is right; iteration 2 is the first
-// run with the scalar already promoted, where the segment follows the remembered flush
-// (tracer/flush_memo.h patches promoted scalars into it): the suspect. Root cause not confirmed.
+// The sum sees a value other than eager's (the last bits). Root cause (found 2026-11-24, session
+// 19): %1 is a transposed leaf; eager runs %1.clamp_ in place, so `sum %1` reduces the transposed
+// memory, in the order the eager reduction picks for that layout. Recorded, the clamp_ is
+// functionalized into a new value, allocated row-major (ValueMeta has strides for views only), so
+// the sum reduces a row-major buffer: another summation order, other bits. Iteration 0 matches
+// because its scalar is -0: `add_(-0)` is dropped, the clamp's value is then the written-back one
+// and is computed straight into %1's (transposed) memory. A reduction-order difference is within
+// DESIGN.md's contract between the modes, but the recorded mode promises eager's bytes. Fixes:
+// give a value recorded into a dense non-row-major `out` its layout (strides in ValueMeta for
+// computed values, honoured by the interpreter and the JIT executor), or make the eager reductions'
+// order independent of the input's layout. Minimal program: a = randn(3,2,16).transpose(-1,-2);
+// each iteration a.clamp_(-1.5, 1e30); s = a.sum(); a.add_(0.125 * it); sync.
 TEST(JitFuzz, DISABLED_Seed3966InPlaceAfterReadWithPromotedScalar) { fuzz(3966, 1); }
 
 void fuzz(uint64_t offset, uint64_t count) {
