@@ -190,7 +190,13 @@ TEST_F(JitPlanTest, ComparisonsWhereAndRandomInterleave) {
 // leaves (parameter p, gradient g, state m and v), run 4 times eagerly and recorded: results
 // bitwise equal, every parameter updated in its own storage; returns the plan's step string.
 using UpdateFn = std::function<void(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, int it)>;
-std::string check_optimizer(const UpdateFn& update, int* kernels, int* eager) {
+uint64_t cpu_allocations() {
+  const CpuAllocatorStats s = cpu_allocator_stats();
+  return s.hits + s.misses;
+}
+
+std::string check_optimizer(const UpdateFn& update, int* kernels, int* eager,
+                            uint64_t* allocations = nullptr) {
   const std::vector<std::vector<int64_t>> shapes = {{64, 33}, {33}, {17, 5, 3}, {1000}, {7, 1}};
   struct State {
     std::vector<Tensor> p, g, m, v;
@@ -219,8 +225,10 @@ std::string check_optimizer(const UpdateFn& update, int* kernels, int* eager) {
   {
     JitMode on(true);
     for (int it = 0; it < 4; ++it) {
+      if (it == 3 && allocations != nullptr) *allocations = cpu_allocations();
       step(j, it);
       kiln::sync();
+      if (it == 3 && allocations != nullptr) *allocations = cpu_allocations() - *allocations;
     }
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -271,14 +279,16 @@ TEST_F(JitPlanTest, MomentumAndAdamStepsMatchEager) {
 // groups of its two products (jit/plan/planner.cpp merges producer groups of the node's shape).
 TEST_F(JitPlanTest, MomentumAndAdamStepsFusePerParameter) {
   int kernels = 0, eager = 0;
+  uint64_t allocations = 0;
   std::string steps = check_optimizer(
       [](Tensor& p, const Tensor& g, Tensor& m, Tensor&, int) {
         m.mul_(0.9).add_(g + p * 1e-4);
         p.sub_(m * 0.05);
       },
-      &kernels, &eager);
+      &kernels, &eager, &allocations);
   EXPECT_EQ(kernels, 5) << "momentum: " << steps;
   EXPECT_EQ(eager, 0) << steps;
+  EXPECT_EQ(allocations, 0u) << "momentum writes every parameter and state in place";
   tracer::RegionCache::instance().clear();
   steps = check_optimizer(
       [](Tensor& p, const Tensor& g, Tensor& m, Tensor& v, int) {
@@ -286,9 +296,10 @@ TEST_F(JitPlanTest, MomentumAndAdamStepsFusePerParameter) {
         v.mul_(0.999).add_(g.square() * 0.001);
         p.sub_(m / (v.sqrt() + 1e-8) * 0.001);
       },
-      &kernels, &eager);
+      &kernels, &eager, &allocations);
   EXPECT_EQ(kernels, 5) << "adam: " << steps;
   EXPECT_EQ(eager, 0) << steps;
+  EXPECT_EQ(allocations, 0u) << "Adam writes every parameter and state in place";
 }
 
 // Destinations: the fused kernel writes the leaf's own storage (no temporary and copy), also for
@@ -510,6 +521,25 @@ TEST_F(JitPlanTest, ManyPromotedScalarsInOneKernel) {
   EXPECT_EQ(p.plan->num_kernels(), 1);
 }
 
+// gelu written out of primitives (as BENCHMARKS.md's workload) is one kernel, and a run allocates
+// one buffer: its result.
+TEST_F(JitPlanTest, GeluFromPrimitivesIsOneKernelAndOneBuffer) {
+  const Tensor x = data({1000, 37}, 93);
+  auto program = [&](int) {
+    Tensor inner = (x + 0.044715 * x * x * x) * 0.79788456;
+    return TensorList{0.5 * x * (1.0 + tanh(inner))};
+  };
+  expect_iterations_match(program, 3, "gelu");
+  OnePlan plan = the_plan();
+  ASSERT_NE(plan.plan, nullptr);
+  EXPECT_EQ(step_string(*plan.plan), "k9");
+  JitMode on(true);
+  const uint64_t before = cpu_allocations();
+  TensorList got = program(0);
+  kiln::sync();
+  EXPECT_EQ(cpu_allocations() - before, 1u) << "buffers allocated by one gelu run";
+}
+
 // Buffers reused by liveness: a kernel writes its result into the buffer of an input that dies at
 // it, and an elementwise eager step does the same (as the interpreter does), so a chain of steps
 // allocates only what it must. Counted with the allocator's statistics over one warm run.
@@ -526,20 +556,15 @@ TEST_F(JitPlanTest, DeadBuffersAreReusedByKernelsAndEagerSteps) {
   OnePlan plan = the_plan();
   ASSERT_NE(plan.plan, nullptr);
   EXPECT_EQ(step_string(*plan.plan), "k2 e k4 e") << "the test assumes pow stays an eager step";
-  Tensor keep;
-  auto allocations = [] {
-    const CpuAllocatorStats s = cpu_allocator_stats();
-    return s.hits + s.misses;
-  };
   JitMode on(true);
   {
     TensorList warm = program(0);
     kiln::sync();
   }
-  const uint64_t before = allocations();
+  const uint64_t before = cpu_allocations();
   TensorList got = program(0);
   kiln::sync();
-  const uint64_t after = allocations();
+  const uint64_t after = cpu_allocations();
   // y (kernel) and s (reduction) are new; z takes y's buffer, pow takes its dying input's.
   EXPECT_EQ(after - before, 2u) << "buffers allocated in one run of a 4-step plan";
 }
