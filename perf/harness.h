@@ -76,6 +76,7 @@ struct Job {
   std::string mode, device;
   bool implicit = false;
   std::optional<int64_t> param{};  // the value of workload->param_name, for a parametrized workload
+  int threads = 0;  // mode libtorch: its thread count (plan() adds 1 and all of kiln's); else 0
 };
 
 // The jobs to run, in order; throws UsageError for unavailable modes, devices and workloads.

@@ -170,6 +170,20 @@ std::vector<Job> plan(const Options& o) {
     return m != "libtorch" || peer::libtorch_has(w->name);  // default selection: skip, not fail
   };
   std::vector<Job> jobs;
+  // libtorch runs at 1 thread and at kiln's thread count: on small machines it is often fastest
+  // on one (OpenMP waits fight OpenBLAS for the cores), and the comparison takes its best.
+  auto add = [&](Job j) {
+    if (j.mode != "libtorch") {
+      jobs.push_back(j);
+      return;
+    }
+    j.threads = 1;
+    jobs.push_back(j);
+    if (num_threads() > 1) {
+      j.threads = num_threads();
+      jobs.push_back(j);
+    }
+  };
   for (const std::string& d : o.devices) {
     // The implicit ceiling comes right after the copy jobs, implicit or selected.
     auto add_ceiling = [&] {
@@ -178,7 +192,7 @@ std::vector<Job> plan(const Options& o) {
     };
     if (!has_copy && wants_ceiling && copy) {
       for (const std::string& m : o.modes)
-        if (runs_in(copy, m)) jobs.push_back({copy, m, d, true});
+        if (runs_in(copy, m)) add({copy, m, d, true});
       add_ceiling();
     }
     for (const Workload* w : selected) {
@@ -188,13 +202,13 @@ std::vector<Job> plan(const Options& o) {
       }
       if (w->param_name.empty()) {
         for (const std::string& m : o.modes)
-          if (runs_in(w, m)) jobs.push_back({w, m, d, false});
+          if (runs_in(w, m)) add({w, m, d, false});
         if (w == copy) add_ceiling();
         continue;
       }
       for (int64_t value : w->param_values(o.size))
         for (const std::string& m : o.modes)
-          if (runs_in(w, m)) jobs.push_back({w, m, d, false, value});
+          if (runs_in(w, m)) add({w, m, d, false, value});
     }
   }
   return jobs;

@@ -82,9 +82,9 @@ Prepared prepare(const Job& job, Size size) {
   if (job.mode != "libtorch")
     return job.param ? job.workload->prepare_at(size, Device::cpu(), *job.param)
                      : job.workload->prepare(size, Device::cpu());
-  // Same sizes and the same thread count as kiln (at::set_num_threads(num_threads())).
-  peer::PeerPrepared pp =
-      peer::libtorch_prepare(job.workload->name, size == Size::Small, num_threads());
+  // Same sizes as kiln; at::set_num_threads(job.threads) (1, or kiln's thread count).
+  peer::PeerPrepared pp = peer::libtorch_prepare(job.workload->name, size == Size::Small,
+                                                 job.threads > 0 ? job.threads : num_threads());
   Prepared p;
   p.c = std::make_unique<PeerAdapter>(std::move(pp.c));
   p.shape = pp.shape;
@@ -112,7 +112,7 @@ Figure measure(const Job& job, const Options& o, int index, int total) {
   f.param = job.param;
   f.reps = o.reps;
   f.warmup = o.warmup;
-  f.threads = num_threads();
+  f.threads = job.threads > 0 ? job.threads : num_threads();
   f.implicit = job.implicit;
 
   // The mode holds for the runs and for check(), which reads the outputs through sync points.
