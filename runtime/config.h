@@ -1,14 +1,39 @@
 // Config: every KILN_* environment variable, read once and validated at first use. Code may
 // override any field through kiln::config(); the runtime reads the fields when it needs them.
 #pragma once
+#include <atomic>
 #include <string>
 
 #include "runtime/device.h"
 
 namespace kiln {
 
+// A flag that every thread reads on its hot path while a program may flip it at run time
+// (config().jit): a relaxed atomic, so the flip is no data race, that still copies and assigns
+// like a bool (Config is built and copied by value). Nothing is published through it.
+class RunTimeFlag {
+ public:
+  RunTimeFlag(bool v = false) : v_(v) {}  // NOLINT: converts like the bool it stands for
+  RunTimeFlag(const RunTimeFlag& o) : v_(o.load()) {}
+  RunTimeFlag& operator=(const RunTimeFlag& o) {
+    v_.store(o.load(), std::memory_order_relaxed);
+    return *this;
+  }
+  RunTimeFlag& operator=(bool v) {
+    v_.store(v, std::memory_order_relaxed);
+    return *this;
+  }
+  operator bool() const { return load(); }  // NOLINT
+  bool load() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> v_;
+};
+
+// Fields other than `jit` are plain values: set them before other threads run kiln ops (a test's
+// ConfigOverride, a program's start-up), never while they do.
 struct Config {
-  bool jit = false;             // KILN_JIT: 0 eager, 1 record and compile hot regions
+  RunTimeFlag jit = false;      // KILN_JIT: 0 eager, 1 record and compile hot regions
   int jit_threshold = -1;       // KILN_JIT_THRESHOLD: interpreted runs before a region is planned;
                                 // -1: the planner's own (the CPU plans at first sight)
   bool jit_async = true;        // KILN_JIT_ASYNC: compile in the background
