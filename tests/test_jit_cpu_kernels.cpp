@@ -99,7 +99,9 @@ std::vector<T> special_values() {
           T(2),
           T(-3),
           L::epsilon(),
-          T(1e-30)};
+          T(1e-30),
+          T(4.5e7),     // past the sin/cos vector reduction of both dtypes: libm lanes
+          T(-1.25e12)};
 }
 
 template <class T>

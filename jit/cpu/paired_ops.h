@@ -69,6 +69,9 @@ class PairedOps {
   F select(M m, F a, F b) const {
     return {{o_.select(m.h[0], a.h[0], b.h[0]), o_.select(m.h[1], a.h[1], b.h[1])}};
   }
+  F lane_fixup(M m, F x, F r, T (*fn)(T)) const {
+    return {{o_.lane_fixup(m.h[0], x.h[0], r.h[0], fn), o_.lane_fixup(m.h[1], x.h[1], r.h[1], fn)}};
+  }
   I as_int(F a) const { return {{o_.as_int(a.h[0]), o_.as_int(a.h[1])}}; }
   F as_float(I a) const { return {{o_.as_float(a.h[0]), o_.as_float(a.h[1])}}; }
   I shl(I a, int n) const { return {{o_.shl(a.h[0], n), o_.shl(a.h[1], n)}}; }

@@ -2,21 +2,23 @@
 //
 // Range reduction (Cody-Waite): k = round(x*2/pi); r = (((x - k*C1) - k*C2) - k*C3) - k*C4 with
 //   pi/2 = C1 + C2 + C3 + C4, C1..C3 of 12 (float) / 33 (double) significant bits so that k*Ci is
-//   exact for |k| < 2^12 / 2^20 (and x - k*C1 exact by Sterbenz), C4 the rounded tail. Valid with
-//   the documented error for |x| <= 6000 (float) / 1.5e6 (double).
-//   Past that the products round: the error becomes absolute, about |x| * 2^-23 (float) /
-//   |x| * 2^-52 (double), and once |x|*2/pi >= 2^22 / 2^51 the quadrant is arbitrary. r is clamped
-//   to [-0.8, 0.8] there, so results stay finite and in [-1, 1] (never NaN for a finite x), but
-//   carry no accuracy guarantee: no Payne-Hanek reduction yet (docs/numerics.md).
+//   exact for |k| < 2^12 / 2^20 (and x - k*C1 exact by Sterbenz), C4 the rounded tail. Exact to
+//   the documented error for |x| <= 6000 (float) / 1.5e6 (double). Finite lanes past that take
+//   libm's sin/cos (lane_fixup, vec_ops.h: a scalar call on a rare path, one mask test otherwise),
+//   whose own reduction (Payne-Hanek) is exact at any size; libm is deterministic, so every ISA
+//   and the JIT give the same bits. r is clamped to [-0.8, 0.8] so that the discarded vector
+//   result of such a lane stays finite.
 // Polynomials on |r| <= pi/4: sin r = r + r^3*S(r^2), cos r = 1 - (r^2/2 - r^4*Cp(r^2)), S and Cp
 //   Chebyshev interpolants of degree 3 / 6 in r^2. The quadrant (k mod 4) picks the polynomial
 //   (select) and the sign (xor of the sign bit), both taken from the integer lanes of k.
 // sin(+-0) = +-0, cos(+-0) = 1; sin/cos(+-inf) = NaN; NaN -> NaN.
 //
-// Measured max error for |x| <= 6000 / 1.5e6 (tests/test_vecmath_ulp.cpp):
+// Measured max error over the whole range (tests/test_vecmath_ulp.cpp):
 //   sin   float32 2.39 ulp   float64 1.66 ulp   (bound 3)
 //   cos   float32 2.29 ulp   float64 1.88 ulp   (bound 3)
 #pragma once
+#include <cmath>
+
 #include "ops/cpu/vecmath/common.h"
 
 namespace kiln::vecmath {
@@ -75,15 +77,36 @@ inline F sin_quadrant(const O& o, F x, int q0) {
 
 }  // namespace detail
 
+namespace detail {
+template <class T>
+inline constexpr double kSinCosExact = sizeof(T) == 4 ? 6000.0 : 1.5e6;
+template <class T>
+T libm_sin(T x) {
+  return std::sin(x);
+}
+template <class T>
+T libm_cos(T x) {
+  return std::cos(x);
+}
+// Finite lanes past the range of the Cody-Waite reduction (rare: the mask test is the cost).
+template <class O, class F = typename O::F>
+inline typename O::M past_reduction(const O& o, F x) {
+  const F ax = vabs(o, x);
+  return o.mask_and(o.gt(ax, o.splat(kSinCosExact<typename O::T>)), o.lt(ax, o.splat(kInf)));
+}
+}  // namespace detail
+
 template <class O, class F = typename O::F>
 inline F sin(const O& o, F x) {
   // -0 loses its sign in the reduction (-0 - k*C2 with k*C2 = -0): put it back.
-  return o.select(o.eq(x, o.splat(0.0)), x, detail::sin_quadrant(o, x, 0));
+  const F r = o.select(o.eq(x, o.splat(0.0)), x, detail::sin_quadrant(o, x, 0));
+  return o.lane_fixup(detail::past_reduction(o, x), x, r, &detail::libm_sin<typename O::T>);
 }
 
 template <class O, class F = typename O::F>
 inline F cos(const O& o, F x) {
-  return detail::sin_quadrant(o, x, 1);
+  const F r = detail::sin_quadrant(o, x, 1);
+  return o.lane_fixup(detail::past_reduction(o, x), x, r, &detail::libm_cos<typename O::T>);
 }
 
 }  // namespace kiln::vecmath
