@@ -126,7 +126,7 @@ TEST_F(JitPlanTest, PointwiseChainWithBroadcastIsOneKernel) {
     EXPECT_EQ(p.plan->num_kernels(), 1) << step_string(*p.plan);
     EXPECT_EQ(p.plan->num_eager_steps(), 0) << step_string(*p.plan);
     EXPECT_EQ(step_string(*p.plan), "k5");
-    EXPECT_EQ(p.plan->steps()[0].kernel->kernel->source().dtype, dtype);
+    EXPECT_EQ(p.plan->steps()[0].kernel->kernel->source().output_dtype(0), dtype);
     EXPECT_EQ(p.plan->steps()[0].kernel->outputs.size(), 1u) << "only the result is stored";
   }
 }
@@ -180,7 +180,8 @@ TEST_F(JitPlanTest, ComparisonsWhereAndRandomInterleave) {
   OnePlan p = the_plan();
   ASSERT_NE(p.plan, nullptr);
   // rand is an eager step; the comparison is inlined into the where's kernel as a mask (no Bool
-  // tensor is made): the relu chain and a * 2, rand, then r - 1, the comparison, where and the rest.
+  // tensor is made): the relu chain and a * 2, rand, then r - 1, the comparison, where and the
+  // rest.
   EXPECT_EQ(step_string(*p.plan), "k4 e k5") << step_string(*p.plan);
 }
 

@@ -155,21 +155,21 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
     return;
   }
   const LoopKernel& src = k.kernel->source();
-  const int64_t esize = itemsize(src.dtype);
   LaunchArgs la;
   std::vector<Tensor> outs;
   try {
     for (ValueId v : k.inputs)
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
     outs.reserve(k.outputs.size());
-    for (ValueId v : k.outputs) {
+    for (size_t ko = 0; ko < k.outputs.size(); ++ko) {
+      const ValueId v = k.outputs[ko];
+      const DType dtype = src.output_dtype(static_cast<int32_t>(ko));
       Tensor out;
       if (f.use_destinations && !f.args.destinations.empty()) {
         for (size_t o = 0; o < graph_.outputs.size(); ++o) {
           if (graph_.outputs[o] != v) continue;
           const Tensor& d = f.args.destinations[o];
-          if (!d.defined() || d.impl()->dtype() != src.dtype || d.impl()->sizes() != la.sizes)
-            break;
+          if (!d.defined() || d.impl()->dtype() != dtype || d.impl()->sizes() != la.sizes) break;
           bool safe = true;
           int uses = 0;
           for (ValueId w : graph_.outputs) uses += w == v;
@@ -187,19 +187,19 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
           break;
         }
       }
-      if (!out.defined()) out = empty_tensor(la.sizes, src.dtype, Device::cpu());
+      if (!out.defined()) out = empty_tensor(la.sizes, dtype, Device::cpu());
       la.ptrs.push_back(static_cast<char*>(out.impl()->data()));
-      la.strides.push_back(broadcast_strides(out.impl(), la.sizes, esize));
+      la.strides.push_back(broadcast_strides(out.impl(), la.sizes, itemsize(dtype)));
       outs.push_back(std::move(out));
     }
     for (ValueId v : k.inputs) {
       const TensorImpl* t = f.values[v].impl();
       la.ptrs.push_back(static_cast<char*>(t->data()));
-      la.strides.push_back(broadcast_strides(t, la.sizes, esize));
+      la.strides.push_back(broadcast_strides(t, la.sizes, itemsize(t->dtype())));
     }
-    SmallVector<double, 4> params;
-    for (int32_t p : k.params) params.push_back(f.args.scalars[p].to_double());
-    la.params = std::span<const double>(params.data(), params.size());
+    SmallVector<Scalar, 4> params;
+    for (int32_t p : k.params) params.push_back(f.args.scalars[p]);
+    la.params = std::span<const Scalar>(params.data(), params.size());
     try {
       k.kernel->launch(la);
     } catch (const Error& e) {  // no machine code for this layout: these nodes run eagerly
