@@ -9,19 +9,21 @@
 #include <vector>
 
 #include "jit/loop/loop_kernel.h"
+#include "runtime/scalar.h"
 #include "runtime/small_vector.h"
 
 namespace kiln::jit {
 
 // One launch: the index space (sizes, innermost last), and per operand (outputs first, then
 // inputs, as LoopKernel numbers them) a base pointer and strides in bytes per dim (0 where the
-// operand broadcasts). `params` holds the kernel's runtime parameters as doubles (converted to
-// the kernel dtype at launch, as the eager kernels convert a Scalar operand).
+// operand broadcasts), in the operand's storage dtype. `params` holds the kernel's runtime
+// parameters (converted to each param's value type at launch with Scalar::to, as the eager
+// kernels convert a Scalar operand).
 struct LaunchArgs {
   DimVector sizes;
   SmallVector<char*, 8> ptrs;
   std::vector<DimVector> strides;
-  std::span<const double> params;
+  std::span<const Scalar> params;
 };
 
 class CompiledKernel {
@@ -39,8 +41,8 @@ class KernelTarget {
   virtual const char* name() const = 0;  // "cpu-avx512", "cuda-sm90": in stats, logs, dumps
   // Interpreted runs a region gets before it is planned for this target (the CPU: 1).
   virtual int threshold() const = 0;
-  // Whether the target can render this expression op in this dtype (else the planner keeps the
-  // node out of kernels).
+  // Whether the target can render this expression op with this value type (for a compare or a
+  // Cast: its operand's type; else the planner keeps the node out of kernels).
   virtual bool supports(ExprOp op, DType dtype) const = 0;
   // Compiles `k` (verified). Throws on failure: the planner warns once and runs the step's
   // nodes eagerly.

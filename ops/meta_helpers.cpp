@@ -53,9 +53,10 @@ DimVector broadcast_all(const char* op, std::span<const Tensor> ts) {
   return out;
 }
 
-void ResultType::add(const Tensor& t) {
-  DType d = t.impl()->dtype();
-  if (t.impl()->dim() > 0) {
+void ResultType::add(const Tensor& t) { add(t.impl()->dtype(), t.impl()->dim() == 0); }
+
+void ResultType::add(DType d, bool zero_dim) {
+  if (!zero_dim) {
     dim_ = merge(dim_, has_dim_, d);
     has_dim_ = true;
   } else {

@@ -30,6 +30,8 @@ class ResultType {
  public:
   void add(const Tensor& t);
   void add(const Scalar& s);
+  // A tensor by its metadata (lowering passes see no tensors): its dtype and whether it is 0-dim.
+  void add(DType d, bool zero_dim);
   DType get() const;
 
  private:

@@ -165,6 +165,15 @@ void reference_eval(const jit::LoopKernel& k, const T* in, const double* params,
       case ExprOp::Select:
         v[i] = m[e.a] ? v[e.b] : v[e.c];
         break;
+      case ExprOp::Floor:
+        v[i] = pw::FloorF(nullptr)(a);
+        break;
+      case ExprOp::Ceil:
+        v[i] = pw::CeilF(nullptr)(a);
+        break;
+      case ExprOp::Round:
+        v[i] = pw::RoundF(nullptr)(a);
+        break;
       default:
         v[i] = eager_transcendental<T>(e.op, a);
         break;

@@ -64,10 +64,9 @@ std::string read_all(const std::filesystem::path& p) {
 void compile_and_launch(const std::string& spec, double c) {
   testing::ConfigOverride dump(config().dump, spec);
   jit::LoopKernel k;
-  k.dtype = DType::Float32;
-  k.num_inputs = 1;
+  k.inputs = {DType::Float32};
   k.stores.push_back(
-      k.binary(jit::ExprOp::Mul, k.unary(jit::ExprOp::Exp, k.load(0)), k.constant(c)));
+      k.binary(jit::ExprOp::Mul, k.unary(jit::ExprOp::Exp, k.load(0)), k.constant(c, DType::Float32)));
   auto kernel = jit::cpu_target().compile(k);
   std::vector<float> x(40, 0.5f), y(40, 0.0f);
   jit::LaunchArgs la;
@@ -98,7 +97,7 @@ TEST(DumpSettings, CodeAndAsmFilesOfAKernel) {
   ASSERT_EQ(names.size(), 1u) << "one assembly file";
   EXPECT_TRUE(names[0].ends_with(".s")) << names[0];
   const std::string text = read_all(root / "a" / names[0]);
-  EXPECT_NE(text.find("# kernel Float32"), std::string::npos) << text.substr(0, 200);
+  EXPECT_NE(text.find("# kernel inputs=[Float32]"), std::string::npos) << text.substr(0, 200);
   EXPECT_NE(text.find("mul"), std::string::npos) << "an instruction";
 
   // graph only: no kernel files.

@@ -129,7 +129,7 @@ std::vector<std::vector<T>> check_launch(CompiledKernel& kernel, const std::vect
                                          const std::string& what, int threads = 1,
                                          bool alias_out0_in0 = false) {
   const LoopKernel& k = kernel.source();
-  const int nout = k.num_outputs(), nin = k.num_inputs, nops = k.num_operands();
+  const int nout = k.num_outputs(), nin = k.num_inputs(), nops = k.num_operands();
   EXPECT_EQ(static_cast<int>(layouts.size()), nops) << what;
   std::vector<std::vector<T>> bufs(static_cast<size_t>(nops));
   for (int j = 0; j < nops; ++j) {
@@ -173,7 +173,8 @@ std::vector<std::vector<T>> check_launch(CompiledKernel& kernel, const std::vect
     for (int64_t s : layouts[j].strides) st.push_back(s * static_cast<int64_t>(sizeof(T)));
     la.strides.push_back(st);
   }
-  la.params = std::span<const double>(params.data(), params.size());
+  const std::vector<Scalar> scalars(params.begin(), params.end());
+  la.params = std::span<const Scalar>(scalars.data(), scalars.size());
   {
     const int saved = config().num_threads;
     set_num_threads(threads);
@@ -204,19 +205,13 @@ std::vector<Layout> contiguous(const LoopKernel& k, const std::vector<int64_t>& 
 // The kernels that exercise one expression op: on loads, on a param, on a constant.
 std::vector<LoopKernel> kernels_for(ExprOp op, DType dtype) {
   std::vector<LoopKernel> out;
-  auto base = [&](int inputs, int params) {
-    LoopKernel k;
-    k.dtype = dtype;
-    k.num_inputs = inputs;
-    k.num_params = params;
-    return k;
-  };
+  auto base = [&](int inputs, int params) { return LoopKernel::uniform(dtype, inputs, params); };
   if (expr_is_compare(op)) {
     LoopKernel k = base(2, 1);
     const int32_t x = k.load(0), y = k.load(1), p = k.param(0);
-    const int32_t one = k.constant(1.0), mz = k.constant(-0.0);
+    const int32_t one = k.constant(1.0, k.inputs[0]), mz = k.constant(-0.0, k.inputs[0]);
     k.stores = {k.select(k.binary(op, x, y), x, y), k.select(k.binary(op, y, p), one, mz),
-                k.select(k.binary(op, k.constant(0.5), x), y, one)};
+                k.select(k.binary(op, k.constant(0.5, k.inputs[0]), x), y, one)};
     out.push_back(k);
   } else if (expr_arity(op) == 2) {
     LoopKernel k = base(2, 0);
@@ -228,8 +223,8 @@ std::vector<LoopKernel> kernels_for(ExprOp op, DType dtype) {
     out.push_back(kp);
     LoopKernel kc = base(1, 0);
     const int32_t xc = kc.load(0);
-    kc.stores = {kc.binary(op, kc.constant(-1.5), xc), kc.binary(op, xc, kc.constant(0.0)),
-                 kc.binary(op, xc, xc)};
+    kc.stores = {kc.binary(op, kc.constant(-1.5, kc.inputs[0]), xc),
+                 kc.binary(op, xc, kc.constant(0.0, kc.inputs[0])), kc.binary(op, xc, xc)};
     out.push_back(kc);
   } else {
     LoopKernel k = base(1, 1);
@@ -244,8 +239,9 @@ std::vector<ExprOp> computed_ops() {
   std::vector<ExprOp> ops;
   for (int i = 0; i < static_cast<int>(ExprOp::kCount); ++i) {
     const auto op = static_cast<ExprOp>(i);
-    if (op == ExprOp::Load || op == ExprOp::Const || op == ExprOp::Param || op == ExprOp::Select)
-      continue;
+    if (op == ExprOp::Load || op == ExprOp::Const || op == ExprOp::Param || op == ExprOp::Select ||
+        op == ExprOp::Cast || op == ExprOp::And || op == ExprOp::Or || op == ExprOp::Not)
+      continue;  // (the other types: test_jit_dtypes.cpp)
     ops.push_back(op);
   }
   return ops;
@@ -279,7 +275,7 @@ void every_op_on(const std::string& isa, std::mt19937& rng) {
       const std::string what = fmt::format("{} {} {}", isa, dtype_name(dtype), expr_op_name(op));
       for (int64_t n : lengths) {
         const std::vector<int64_t> sizes = {n};
-        check_launch<T>(*ck, sizes, contiguous(k, sizes, rng), some_params<T>(rng, k.num_params),
+        check_launch<T>(*ck, sizes, contiguous(k, sizes, rng), some_params<T>(rng, k.num_params()),
                         rng, what + fmt::format(" n={}", n));
       }
       // Every special value against every other, at every lane position.
@@ -298,13 +294,14 @@ void every_op_on(const std::string& isa, std::mt19937& rng) {
           la.strides.push_back(
               {ns * static_cast<int64_t>(sizeof(T)), static_cast<int64_t>(sizeof(T))});
         }
-        for (int j = 0; j < k.num_inputs; ++j) {
+        for (int j = 0; j < k.num_inputs(); ++j) {
           la.ptrs.push_back(reinterpret_cast<char*>(in.data()));
           la.strides.push_back(j == 0 ? DimVector{static_cast<int64_t>(sizeof(T)), 0}
                                       : DimVector{0, static_cast<int64_t>(sizeof(T))});
         }
-        const std::vector<double> params(static_cast<size_t>(k.num_params), p);
-        la.params = std::span<const double>(params.data(), params.size());
+        const std::vector<double> params(static_cast<size_t>(k.num_params()), p);
+        const std::vector<Scalar> scalars(params.begin(), params.end());
+        la.params = std::span<const Scalar>(scalars.data(), scalars.size());
         ck->launch(la);
         std::vector<T> want(static_cast<size_t>(k.num_outputs()));
         for (int64_t a = 0; a < ns; ++a)
@@ -326,7 +323,7 @@ void every_op_on(const std::string& isa, std::mt19937& rng) {
           ls.push_back(
               make_layout(sizes, output && kind == Kind::Broadcast ? Kind::Gapped : kind, rng));
         }
-        check_launch<T>(*ck, sizes, ls, some_params<T>(rng, k.num_params), rng,
+        check_launch<T>(*ck, sizes, ls, some_params<T>(rng, k.num_params()), rng,
                         what + " 2-D layouts");
       }
     }
@@ -345,10 +342,7 @@ TEST(JitCpuKernels, EveryOpEveryIsaBothDtypes) {
 
 // A fused kernel with three inputs, a parameter and two outputs.
 LoopKernel fused_kernel(DType dtype) {
-  LoopKernel k;
-  k.dtype = dtype;
-  k.num_inputs = 3;
-  k.num_params = 1;
+  LoopKernel k = LoopKernel::uniform(dtype, 3, 1);
   const int32_t a = k.load(0), b = k.load(1), c = k.load(2), p = k.param(0);
   const int32_t ab = k.binary(ExprOp::Mul, a, b);
   const int32_t mx = k.binary(ExprOp::Maximum, ab, c);
@@ -485,10 +479,7 @@ TEST(JitCpuKernels, RuntimeParamsChangeBetweenLaunches) {
   std::mt19937 rng(5);
   for (const std::string& isa : supported_jit_isas()) {
     for (DType dtype : {DType::Float32, DType::Float64}) {
-      LoopKernel k;
-      k.dtype = dtype;
-      k.num_inputs = 1;
-      k.num_params = 3;
+      LoopKernel k = LoopKernel::uniform(dtype, 1, 3);
       const int32_t x = k.load(0);
       k.stores = {k.binary(ExprOp::Add, k.binary(ExprOp::Mul, x, k.param(0)), k.param(2)),
                   k.binary(ExprOp::Div, k.param(1), x)};
@@ -519,10 +510,7 @@ template <class T>
 void many_params(int n) {
   constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
   std::mt19937 rng(6);
-  LoopKernel k;
-  k.dtype = dtype;
-  k.num_inputs = 1;
-  k.num_params = n;
+  LoopKernel k = LoopKernel::uniform(dtype, 1, n);
   int32_t v = k.load(0);
   for (int p = 0; p < n; ++p) v = k.binary(p % 2 ? ExprOp::Mul : ExprOp::Add, v, k.param(p));
   k.stores = {v};
@@ -559,8 +547,9 @@ TEST(JitCpuKernels, MoreThanSixteenParams) {
 TEST(JitCpuKernels, IsaIsCapturedAtCompileTimeAndKeysTheCache) {
   const std::vector<std::string> isas = supported_jit_isas();
   LoopKernel k;
-  k.num_inputs = 1;
-  k.stores = {k.binary(ExprOp::Mul, k.load(0), k.constant(0.8125))};  // unique to this test
+  k.inputs.assign(1, DType::Float32);
+  k.stores = {
+      k.binary(ExprOp::Mul, k.load(0), k.constant(0.8125, k.inputs[0]))};  // unique to this test
   CpuJitCounters& c = cpu_jit_counters();
   std::vector<std::shared_ptr<CompiledKernel>> compiled;
   for (const std::string& isa : isas) {
@@ -587,9 +576,7 @@ TEST(JitCpuKernels, IsaIsCapturedAtCompileTimeAndKeysTheCache) {
 // the JIT fuzzer: the signature overflowed and a broadcast input was read as contiguous).
 TEST(JitCpuKernels, ManyOperandsKeepTheirLayoutVariantsApart) {
   constexpr int kInputs = 39, kN = 37;
-  LoopKernel k;
-  k.dtype = DType::Float32;
-  k.num_inputs = kInputs;
+  LoopKernel k = LoopKernel::uniform(DType::Float32, kInputs);
   int32_t acc = k.load(0);
   for (int32_t i = 1; i < kInputs; ++i) acc = k.binary(ExprOp::Add, acc, k.load(i));
   k.stores.push_back(acc);
@@ -621,12 +608,13 @@ TEST(JitCpuKernels, InjectedCodegenFaultThrows) {
   for (const std::string& isa : supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
     LoopKernel k;
-    k.num_inputs = 1;
+    k.inputs.assign(1, DType::Float32);
     // A kernel no other test compiles (the fault hits renders, not cache hits).
     k.stores = {k.binary(ExprOp::Sub, k.load(0),
                          k.constant(isa == "sse2"   ? 0.0078125
                                     : isa == "avx2" ? 0.015625
-                                                    : 0.03125))};
+                                                    : 0.03125,
+                                    k.inputs[0]))};
     inject_cpu_codegen_faults(1);
     EXPECT_THROW(cpu_target().compile(k), Error) << isa;
     std::shared_ptr<CompiledKernel> ck;
@@ -641,14 +629,14 @@ TEST(JitCpuKernels, InjectedCodegenFaultThrows) {
 
 TEST(JitCpuKernels, CompileVerifiesTheKernel) {
   LoopKernel k;
-  k.num_inputs = 1;
+  k.inputs.assign(1, DType::Float32);
   k.stores = {k.load(3)};
   EXPECT_THROW(cpu_target().compile(k), Error);
 }
 
 TEST(JitCpuKernels, LaunchWithTheWrongOperandCountThrows) {
   LoopKernel k;
-  k.num_inputs = 2;
+  k.inputs.assign(2, DType::Float32);
   k.stores = {k.binary(ExprOp::Add, k.load(0), k.load(1))};
   auto ck = cpu_target().compile(k);
   float a = 1, b = 2;

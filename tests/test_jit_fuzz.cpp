@@ -1,7 +1,11 @@
 // A differential fuzzer of the JIT: random pointwise programs (chains and DAGs of unary, binary,
 // clamp, pow, maximum/minimum, comparisons with where, scalars on either side, broadcasting,
 // transposed, strided and offset views as inputs, in-place updates of leaves and of views of
-// leaves, Float32 and Float64, rand/randn, a sum now and then) run eagerly and recorded, bitwise
+// leaves, Float32 and Float64, rand/randn, a sum now and then; and every dtype: Bool, Int32 and
+// Int64 inputs, casts between all five dtypes (NaN, infinities and out-of-range floats to
+// integers included), implicit promotions of mixed operands, comparisons stored as Bool tensors,
+// where / masked_fill on loaded Bool masks, logical ops, floor / ceil / round, integer
+// arithmetic that overflows) run eagerly and recorded, bitwise
 // equal with NaN canonicalized, on every ISA path in turn. Each program runs three iterations:
 // interpreted then planned, then with its changing scalars promoted (planned again), then from
 // the plan. Seeds are fixed; KILN_FUZZ_SEEDS (how many programs) and KILN_FUZZ_OFFSET (the first
@@ -20,6 +24,7 @@
 #include "hop_traced_util.h"
 #include "jit/plan/jit_plan.h"
 #include "jit_kernel_util.h"
+#include "ops/meta_helpers.h"
 #include "record_util.h"
 #include "tracer/region_cache.h"
 #include "tracer/region_runner.h"
@@ -45,8 +50,16 @@ enum class K {
   Random,
   Sum,
   InPlace,
-  InPlaceView
+  InPlaceView,
+  Cast,        // .to(dtype)
+  Round,       // floor, ceil, round
+  Compare,     // a comparison stored as a Bool tensor
+  Logical,     // logical_and / logical_or / logical_not of Bool entries
+  MaskedFill,  // masked_fill with a Bool entry as the mask
+  WhereMask,   // where with a Bool entry as the condition
 };
+
+const DType kDTypes[] = {kBool, kInt32, kInt64, kFloat32, kFloat64};
 
 struct Step {
   K kind;
@@ -56,13 +69,15 @@ struct Step {
   bool vary = false;               // the scalar changes with the iteration
   bool integer = false;            // an integral Scalar
   int dim = 0, start = 0, end = 0, step = 1;
-  Shape shape;  // Random
+  Shape shape;             // Random
+  DType dtype = kFloat32;  // Cast
 };
 
 struct Input {
   Shape shape;
   int form = 0;  // 0 contiguous, 1 transposed, 2 offset and strided
   uint64_t seed = 0;
+  DType dtype = kFloat32;  // the program's float dtype, or (not leaves) Bool or an integer
 };
 
 struct Program {
@@ -99,9 +114,13 @@ class Gen {
       in.shape = i < 2 ? p_.canon : sub_shape();
       in.form = below(3);
       in.seed = rng_();
-      if (in.shape == p_.canon) p_.leaves.push_back(i);
+      in.dtype = p_.dtype;
+      if (i >= 1 && below(3) == 0) in.dtype = kDTypes[below(3)];  // Bool, Int32, Int64
+      if (in.shape == p_.canon && in.dtype == p_.dtype) p_.leaves.push_back(i);
       shapes_.push_back(in.shape);
-      p_.text += fmt::format("  in{} [{}] form {}\n", i, fmt::join(in.shape, ","), in.form);
+      types_.push_back(in.dtype);
+      p_.text +=
+          fmt::format("  in{} [{}] form {} {}\n", i, fmt::join(in.shape, ","), in.form, in.dtype);
       p_.inputs.push_back(in);
     }
     const int n = 6 + below(35);
@@ -112,10 +131,38 @@ class Gen {
  private:
   int below(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
   int pick() { return below(static_cast<int>(shapes_.size())); }
+  int pick_not_bool() {  // an entry of a numeric dtype (ops of the Numeric rule reject Bool)
+    for (int tries = 0; tries < 20; ++tries) {
+      const int i = pick();
+      if (types_[i] != kBool) return i;
+    }
+    return 0;  // input 0 has the program's float dtype
+  }
+  int pick_typed(DType t) {  // an entry of dtype t, or -1
+    std::vector<int> c;
+    for (size_t i = 0; i < types_.size(); ++i)
+      if (types_[i] == t) c.push_back(static_cast<int>(i));
+    return c.empty() ? -1 : c[below(static_cast<int>(c.size()))];
+  }
+  // The dtype of an op over entries `in` (and a Scalar): the rules the eager meta functions use.
+  DType promoted(std::initializer_list<int> in, const Scalar* s = nullptr) const {
+    ResultType rt;
+    for (int i : in) rt.add(types_[i], shapes_[i].empty());
+    if (s != nullptr) rt.add(*s);
+    return rt.get();
+  }
+  DType unary_type(int op, int a) const {
+    const DType t = types_[a];
+    if (op >= 2 && op <= 4) return to_floating(t);   // sqrt, rsqrt, reciprocal
+    if (op >= 8 && op <= 10) return to_floating(t);  // tanh, sigmoid, exp
+    if (op == 5 && t == kBool) return kInt64;        // square
+    return t;
+  }
+  static bool bool_ok_unary(int op) { return op != 0 && op != 1 && op != 6 && op != 11; }
   int pick_canon() {  // a pool entry with the canonical shape
     std::vector<int> c;
     for (size_t i = 0; i < shapes_.size(); ++i)
-      if (shapes_[i] == p_.canon) c.push_back(static_cast<int>(i));
+      if (shapes_[i] == p_.canon && types_[i] == p_.dtype) c.push_back(static_cast<int>(i));
     return c[below(static_cast<int>(c.size()))];
   }
   Shape sub_shape() {
@@ -140,9 +187,13 @@ class Gen {
     if (st.integer) return static_cast<double>(below(7) - 3);
     return values[below(10)];
   }
-  void push(Step st, const Shape& out) {
+  void push(Step st, const Shape& out, DType t) {
     p_.steps.push_back(st);
     shapes_.push_back(out);
+    types_.push_back(t);
+  }
+  Scalar scalar_value(const Step& st) const {
+    return st.integer ? Scalar(static_cast<int64_t>(st.s)) : Scalar(st.s);
   }
   void add_step() {
     Step st;
@@ -152,40 +203,46 @@ class Gen {
     if (r < 20) {
       st.kind = K::Unary;
       st.op = below(12);
-      st.a = pick();
+      st.a = bool_ok_unary(st.op) ? pick() : pick_not_bool();
       t += fmt::format("  %{} = unary{} %{}\n", id, st.op, st.a);
-      push(st, shapes_[st.a]);
+      push(st, shapes_[st.a], unary_type(st.op, st.a));
     } else if (r < 42) {
       st.kind = K::Binary;
       st.op = below(6);
       st.a = pick();
-      st.b = pick();
+      st.b = st.op == 1 && types_[st.a] == kBool ? pick_not_bool() : pick();  // no Bool - Bool
       t += fmt::format("  %{} = binary{} %{} %{}\n", id, st.op, st.a, st.b);
-      push(st, broadcast(shapes_[st.a], shapes_[st.b]));
+      const DType pt = promoted({st.a, st.b});
+      push(st, broadcast(shapes_[st.a], shapes_[st.b]), st.op == 3 ? to_floating(pt) : pt);
     } else if (r < 57) {
       st.kind = below(2) ? K::ScalarRight : K::ScalarLeft;
       st.op = below(4);
       st.a = pick();
       st.s = scalar(st);
       st.vary = below(3) == 0;
-      t += fmt::format("  %{} = scalar{}{} %{} {}{}\n", id, st.kind == K::ScalarLeft ? "L" : "R",
-                       st.op, st.a, st.s, st.vary ? " (varies)" : "");
-      push(st, shapes_[st.a]);
+      t += fmt::format("  %{} = scalar{}{} %{} {}{}{}\n", id, st.kind == K::ScalarLeft ? "L" : "R",
+                       st.op, st.a, st.s, st.integer ? " (integer)" : "",
+                       st.vary ? " (varies)" : "");
+      const Scalar sv = scalar_value(st);
+      const DType pt = promoted({st.a}, &sv);
+      if (st.op == 1 && pt == kBool) st.op = 0;  // no Bool - Bool
+      push(st, shapes_[st.a], st.op == 3 ? to_floating(pt) : pt);
     } else if (r < 62) {
       st.kind = K::Clamp;
-      st.a = pick();
+      st.a = pick_not_bool();
       st.s = -0.5 - below(3);
       st.s2 = below(4) == 0 ? st.s - 1 : 0.25 + below(3);  // sometimes lo > hi
       st.vary = below(3) == 0;
       t += fmt::format("  %{} = clamp %{} {} {}\n", id, st.a, st.s, st.s2);
-      push(st, shapes_[st.a]);
+      push(st, shapes_[st.a], to_floating(types_[st.a]));  // the bounds are floats
     } else if (r < 67) {
       st.kind = K::Pow;
-      st.a = pick();
+      st.a = pick_not_bool();
       const double es[] = {2.0, 0.5, 1.0, 3.0};
       st.s = es[below(4)];
-      t += fmt::format("  %{} = pow %{} {}\n", id, st.a, st.s);
-      push(st, shapes_[st.a]);
+      st.integer = is_integral(types_[st.a]) && st.s != 0.5 && below(2) == 0;  // int_pow
+      t += fmt::format("  %{} = pow %{} {}{}\n", id, st.a, st.s, st.integer ? " (integer)" : "");
+      push(st, shapes_[st.a], st.integer ? types_[st.a] : to_floating(types_[st.a]));
     } else if (r < 74) {
       st.kind = K::Where;
       st.op = below(6);
@@ -198,30 +255,30 @@ class Gen {
                        st.s, st.c, st.d);
       Shape out = broadcast(broadcast(shapes_[st.a], st.b < 0 ? Shape{} : shapes_[st.b]),
                             broadcast(shapes_[st.c], shapes_[st.d]));
-      push(st, out);
+      push(st, out, promoted({st.c, st.d}));
     } else if (r < 79) {
       st.kind = K::Random;
       st.op = below(2);
       st.shape = below(2) ? p_.canon : sub_shape();
       t += fmt::format("  %{} = rand{} [{}]\n", id, st.op, fmt::join(st.shape, ","));
-      push(st, st.shape);
+      push(st, st.shape, p_.dtype);
     } else if (r < 82) {
       st.kind = K::Sum;
       st.a = pick();
       t += fmt::format("  %{} = sum %{}\n", id, st.a);
-      push(st, Shape{});
-    } else if (r < 93) {
+      push(st, Shape{}, is_floating(types_[st.a]) ? types_[st.a] : kInt64);
+    } else if (r < 88) {
       st.kind = K::InPlace;
       st.a = p_.leaves[below(static_cast<int>(p_.leaves.size()))];
       st.op = below(8);
-      st.b = pick();
+      st.b = pick_typed(p_.dtype);  // (a wider operand would not write back into the leaf)
       st.s = scalar(st);
       st.s2 = 2.0;
       st.vary = below(3) == 0;
       t += fmt::format("  in-place{} %{} with %{} {}{}{}\n", st.op, st.a, st.b, st.s,
                        st.integer ? " (integer)" : "", st.vary ? " (varies)" : "");
       p_.steps.push_back(st);
-    } else {
+    } else if (r < 91) {
       st.kind = K::InPlaceView;
       st.a = p_.leaves[below(static_cast<int>(p_.leaves.size()))];
       st.b = pick_canon();
@@ -235,12 +292,69 @@ class Gen {
       t += fmt::format("  view-in-place{} %{}.slice({}, {}, {}, {}) with %{} {}\n", st.op, st.a,
                        st.dim, st.start, st.end, st.step, st.b, st.s);
       p_.steps.push_back(st);
+    } else {
+      add_typed_step();
+    }
+  }
+
+  // The steps that mix dtypes (about a fifth of all steps, besides the typed inputs).
+  void add_typed_step() {
+    Step st;
+    std::string& t = p_.text;
+    const int id = static_cast<int>(shapes_.size());
+    const int r = below(6);
+    if (r == 0 || r == 5) {
+      st.kind = K::Cast;
+      st.a = pick();
+      st.dtype = kDTypes[below(5)];
+      t += fmt::format("  %{} = %{}.to({})\n", id, st.a, st.dtype);
+      push(st, shapes_[st.a], st.dtype);
+    } else if (r == 1) {
+      st.kind = K::Round;
+      st.op = below(3);
+      st.a = pick_not_bool();
+      t += fmt::format("  %{} = round{} %{}\n", id, st.op, st.a);
+      push(st, shapes_[st.a], types_[st.a]);
+    } else if (r == 2) {
+      st.kind = K::Compare;
+      st.op = below(6);
+      st.a = pick();
+      st.b = below(3) == 0 ? -1 : pick();
+      st.s = scalar(st);
+      t += fmt::format("  %{} = cmp{} %{} %{} ({})\n", id, st.op, st.a, st.b, st.s);
+      push(st, broadcast(shapes_[st.a], st.b < 0 ? Shape{} : shapes_[st.b]), kBool);
+    } else {
+      const int m = pick_typed(kBool);
+      if (m < 0) return;  // no mask yet
+      st.a = m;
+      if (r == 3) {
+        st.kind = K::Logical;
+        st.op = below(3);
+        st.b = pick_typed(kBool);
+        t += fmt::format("  %{} = logical{} %{} %{}\n", id, st.op, st.a, st.b);
+        push(st, st.op == 2 ? shapes_[st.a] : broadcast(shapes_[st.a], shapes_[st.b]), kBool);
+      } else if (below(2)) {
+        st.kind = K::MaskedFill;
+        st.b = pick_not_bool();
+        st.s = scalar(st);
+        if (is_integral(types_[st.b])) st.integer = true;  // the value must fit the dtype
+        t += fmt::format("  %{} = %{}.masked_fill(%{}, {})\n", id, st.b, st.a, st.s);
+        push(st, broadcast(shapes_[st.b], shapes_[st.a]), types_[st.b]);
+      } else {
+        st.kind = K::WhereMask;
+        st.c = pick();
+        st.d = pick();
+        t += fmt::format("  %{} = where %{} ? %{} : %{}\n", id, st.a, st.c, st.d);
+        push(st, broadcast(shapes_[st.a], broadcast(shapes_[st.c], shapes_[st.d])),
+             promoted({st.c, st.d}));
+      }
     }
   }
 
   std::mt19937_64 rng_;
   Program p_;
   std::vector<Shape> shapes_;
+  std::vector<DType> types_;
 };
 
 // An input: values with special ones mixed in, in the requested form (made eagerly).
@@ -257,7 +371,8 @@ Tensor make_input(const Program& p, const Input& in) {
   std::normal_distribution<double> nd;
   const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-310, -1e-40, 1e38, 1.0, -1.0};
   for (double& x : v) x = rng() % 10 == 0 ? specials[rng() % 10] : nd(rng) * (rng() % 4 ? 1 : 100);
-  Tensor t = from_vector<double>(v, IntList(storage)).to(p.dtype);
+  (void)p;
+  Tensor t = from_vector<double>(v, IntList(storage)).to(in.dtype);
   if (in.form == 1 && storage.size() >= 2) t = t.transpose(-1, -2);
   if (in.form == 2 && !storage.empty()) t = t.slice(0, 1, storage[0], 2);
   return t;
@@ -377,7 +492,33 @@ std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vec
         break;
       }
       case K::Pow:
-        pool.push_back(pool[st.a].pow(st.s));
+        if (st.integer)
+          pool.push_back(pool[st.a].pow(Scalar(static_cast<int64_t>(st.s))));
+        else
+          pool.push_back(pool[st.a].pow(st.s));
+        break;
+      case K::Cast:
+        pool.push_back(pool[st.a].to(st.dtype));
+        break;
+      case K::Round:
+        pool.push_back(st.op == 0   ? pool[st.a].floor()
+                       : st.op == 1 ? pool[st.a].ceil()
+                                    : pool[st.a].round());
+        break;
+      case K::Compare:
+        pool.push_back(st.b < 0 ? compare(st.op, pool[st.a], s)
+                                : compare(st.op, pool[st.a], pool[st.b]));
+        break;
+      case K::Logical:
+        pool.push_back(st.op == 0   ? logical_and(pool[st.a], pool[st.b])
+                       : st.op == 1 ? logical_or(pool[st.a], pool[st.b])
+                                    : logical_not(pool[st.a]));
+        break;
+      case K::MaskedFill:
+        pool.push_back(pool[st.b].masked_fill(pool[st.a], s));
+        break;
+      case K::WhereMask:
+        pool.push_back(where(pool[st.a], pool[st.c], pool[st.d]));
         break;
       case K::Where: {
         const Tensor m =
@@ -494,6 +635,7 @@ void fuzz(uint64_t offset, uint64_t count) {
   const std::vector<std::string> isas = testing::supported_jit_isas();
   constexpr int kIterations = 3;
   int64_t kernels = 0, fused_nodes = 0, failures = 0;
+  int64_t typed_kernels = 0, cast_kernels = 0, bool_store_kernels = 0;  // of the other dtypes
   for (uint64_t seed = offset; seed < offset + count; ++seed) {
     Program p = Gen(seed).make();
     if (max_steps < p.steps.size()) p.steps.resize(max_steps);
@@ -540,8 +682,21 @@ void fuzz(uint64_t offset, uint64_t count) {
       keep.push_back(r->jit_plan());
       if (const auto* jp = dynamic_cast<const jit::JitPlan*>(keep.back().get())) {
         kernels += jp->num_kernels();
-        for (const jit::Step& s : jp->steps())
-          if (s.kernel) fused_nodes += static_cast<int64_t>(s.kernel->nodes.size());
+        for (const jit::Step& s : jp->steps()) {
+          if (!s.kernel) continue;
+          fused_nodes += static_cast<int64_t>(s.kernel->nodes.size());
+          const jit::LoopKernel& k = s.kernel->kernel->source();
+          bool typed = false, cast = false, bool_store = false;
+          for (const jit::Expr& e : k.exprs) {
+            typed = typed || is_integral(e.type) || (e.op == jit::ExprOp::Load && e.type == kBool);
+            cast = cast || e.op == jit::ExprOp::Cast;
+          }
+          for (int32_t o = 0; o < k.num_outputs(); ++o)
+            bool_store = bool_store || k.output_dtype(o) == kBool;
+          typed_kernels += typed;
+          cast_kernels += cast;
+          bool_store_kernels += bool_store;
+        }
       }
     }
   }
@@ -549,11 +704,17 @@ void fuzz(uint64_t offset, uint64_t count) {
   if (count >= 100) {
     EXPECT_GT(kernels, static_cast<int64_t>(count)) << "kernels planned";
     EXPECT_GT(fused_nodes, kernels + kernels / 2) << "nodes fused";
+    EXPECT_GT(typed_kernels, static_cast<int64_t>(count) / 4) << "kernels of integers or masks";
+    EXPECT_GT(cast_kernels, static_cast<int64_t>(count) / 4) << "kernels with casts";
+    EXPECT_GT(bool_store_kernels, static_cast<int64_t>(count) / 10) << "kernels storing Bool";
   }
   ::testing::Test::RecordProperty("kernels", static_cast<int>(kernels));
-  std::printf("jit fuzz: %llu programs, %lld kernels fusing %lld nodes\n",
-              static_cast<unsigned long long>(count), static_cast<long long>(kernels),
-              static_cast<long long>(fused_nodes));
+  std::printf(
+      "jit fuzz: %llu programs, %lld kernels fusing %lld nodes; %lld kernels of integers or "
+      "masks, %lld with casts, %lld storing Bool\n",
+      static_cast<unsigned long long>(count), static_cast<long long>(kernels),
+      static_cast<long long>(fused_nodes), static_cast<long long>(typed_kernels),
+      static_cast<long long>(cast_kernels), static_cast<long long>(bool_store_kernels));
 }
 
 }  // namespace

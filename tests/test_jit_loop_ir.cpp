@@ -21,11 +21,8 @@ namespace {
 // (in0 * p0 + 0.5) where in1 < in0, else in1; and relu(in0): a kernel with every kind of leaf,
 // a compare, a select and two stores.
 LoopKernel small_kernel() {
-  LoopKernel k;
-  k.dtype = DType::Float32;
-  k.num_inputs = 2;
-  k.num_params = 1;
-  const int32_t x = k.load(0), y = k.load(1), p = k.param(0), c = k.constant(0.5);
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 2, 1);
+  const int32_t x = k.load(0), y = k.load(1), p = k.param(0), c = k.constant(0.5, DType::Float32);
   const int32_t m = k.binary(ExprOp::Mul, x, p);
   const int32_t a = k.binary(ExprOp::Add, m, c);
   const int32_t lt = k.binary(ExprOp::Lt, y, x);
@@ -55,7 +52,7 @@ TEST(JitLoopIr, BuildersNumberExpressionsInOrder) {
   EXPECT_EQ(k.exprs[3].op, ExprOp::Const);
   EXPECT_EQ(k.exprs[3].value, 0.5);
   EXPECT_EQ(k.exprs[4], (Expr{ExprOp::Mul, 0, 2}));
-  EXPECT_EQ(k.exprs[6], (Expr{ExprOp::Lt, 1, 0}));
+  EXPECT_EQ(k.exprs[6], (Expr{ExprOp::Lt, 1, 0, -1, -1, 0, DType::Bool}));
   EXPECT_EQ(k.exprs[7], (Expr{ExprOp::Select, 6, 5, 1}));
   EXPECT_EQ(k.exprs[8], (Expr{ExprOp::Relu, 0}));
   EXPECT_EQ(k.num_outputs(), 2);
@@ -89,20 +86,20 @@ TEST(JitLoopIr, OpTablesAreConsistent) {
 
 TEST(JitLoopIr, VerifyRejectsOperandBeforeDefinition) {
   LoopKernel k;
-  k.num_inputs = 1;
+  k.inputs.assign(1, DType::Float32);
   const int32_t x = k.load(0);
   const int32_t bad = k.binary(ExprOp::Add, x, 2);  // reads %2, defined after it
   k.stores = {bad};
   expect_verify_error(k, "reads %2, not defined before it");
 
   LoopKernel self;
-  self.num_inputs = 1;
+  self.inputs.assign(1, DType::Float32);
   self.load(0);
   self.stores = {self.unary(ExprOp::Neg, 1)};  // reads itself
   expect_verify_error(self, "%1 (Neg) reads %1");
 
   LoopKernel negative;
-  negative.num_inputs = 1;
+  negative.inputs.assign(1, DType::Float32);
   negative.load(0);
   negative.stores = {negative.unary(ExprOp::Sqrt, -1)};
   expect_verify_error(negative, "reads %-1");
@@ -111,85 +108,84 @@ TEST(JitLoopIr, VerifyRejectsOperandBeforeDefinition) {
 TEST(JitLoopIr, VerifyRejectsMasksWhereFloatsGoAndFloatsWhereMasksGo) {
   {  // a mask as an arithmetic operand
     LoopKernel k;
-    k.num_inputs = 2;
+    k.inputs.assign(2, DType::Float32);
     const int32_t x = k.load(0), y = k.load(1);
     const int32_t m = k.binary(ExprOp::Lt, x, y);
     k.stores = {k.binary(ExprOp::Add, x, m)};
-    expect_verify_error(k, "operand 1 is a mask");
+    expect_verify_error(k, "operand 1 is a mask %2, expected Float32");
   }
   {  // a float as Select's condition
     LoopKernel k;
-    k.num_inputs = 2;
+    k.inputs.assign(2, DType::Float32);
     const int32_t x = k.load(0), y = k.load(1);
     k.stores = {k.select(x, x, y)};
-    expect_verify_error(k, "operand 0 is not a mask");
+    expect_verify_error(k, "operand 0 is Float32 %0, expected a mask");
   }
   {  // a mask as one of Select's values
     LoopKernel k;
-    k.num_inputs = 2;
+    k.inputs.assign(2, DType::Float32);
     const int32_t x = k.load(0), y = k.load(1);
     const int32_t m = k.binary(ExprOp::Ge, x, y);
     k.stores = {k.select(m, m, y)};
-    expect_verify_error(k, "operand 1 is a mask");
+    expect_verify_error(k, "(Select) of masks");
   }
   {  // a compare of masks
     LoopKernel k;
-    k.num_inputs = 2;
+    k.inputs.assign(2, DType::Float32);
     const int32_t x = k.load(0), y = k.load(1);
     const int32_t m = k.binary(ExprOp::Eq, x, y);
     k.stores = {k.select(k.binary(ExprOp::Ne, m, m), x, y)};
     expect_verify_error(k, "is a mask");
   }
-  {  // a mask stored
-    LoopKernel k;
-    k.num_inputs = 2;
-    k.stores = {k.binary(ExprOp::Le, k.load(0), k.load(1))};
-    expect_verify_error(k, "store 0 of %2 (not a float expression)");
+  {  // a Bool parameter
+    LoopKernel k = LoopKernel::uniform(DType::Float32, 1, 0);
+    k.params = {DType::Bool};
+    k.stores = {k.load(0)};
+    expect_verify_error(k, "param 0 is Bool");
   }
 }
 
 TEST(JitLoopIr, VerifyRejectsOutOfRangeLoadsParamsAndStores) {
   {
     LoopKernel k;
-    k.num_inputs = 1;
+    k.inputs.assign(1, DType::Float32);
     k.load(0);
     k.stores = {k.load(1)};
     expect_verify_error(k, "%1 loads input 1 of 1");
   }
   {
     LoopKernel k;
-    k.num_inputs = 1;
+    k.inputs.assign(1, DType::Float32);
     k.stores = {k.load(-1)};
     expect_verify_error(k, "loads input -1 of 1");
   }
   {
     LoopKernel k;
-    k.num_inputs = 1;
-    k.num_params = 1;
+    k = LoopKernel::uniform(DType::Float32, 1, 1);
     k.stores = {k.binary(ExprOp::Mul, k.load(0), k.param(1))};
     expect_verify_error(k, "reads param 1 of 1");
   }
   {
     LoopKernel k;
-    k.num_inputs = 1;
+    k.inputs.assign(1, DType::Float32);
     k.load(0);
     k.stores = {1};
     expect_verify_error(k, "store 0 of %1");
   }
   {
     LoopKernel k;
-    k.num_inputs = 1;
+    k.inputs.assign(1, DType::Float32);
     k.load(0);
     expect_verify_error(k, "no stores");
   }
-  {
+  {  // a load whose type is not its input's storage dtype
     LoopKernel k = small_kernel();
-    k.dtype = DType::Int32;
-    expect_verify_error(k, "dtype Int32");
+    k.inputs[1] = DType::Int32;
+    expect_verify_error(k, "%1 (Load) has type Float32, expected Int32");
   }
   {  // an operand where the arity has none
     LoopKernel k;
-    k.num_inputs = 1;
+    k.inputs.assign(1, DType::Float32);
     k.load(0);
     Expr e{ExprOp::Neg, 0, 0};
     k.exprs.push_back(e);
@@ -200,32 +196,141 @@ TEST(JitLoopIr, VerifyRejectsOutOfRangeLoadsParamsAndStores) {
 
 TEST(JitLoopIr, GoldenText) {
   const std::string want =
-      "kernel Float32 inputs=2 params=1\n"
-      "  %0 = Load in0\n"
-      "  %1 = Load in1\n"
-      "  %2 = Param p0\n"
-      "  %3 = Const 0.5\n"
-      "  %4 = Mul %0 %2\n"
-      "  %5 = Add %4 %3\n"
-      "  %6 = Lt %1 %0\n"
-      "  %7 = Select %6 %5 %1\n"
-      "  %8 = Relu %0\n"
+      "kernel inputs=[Float32 Float32] params=[Float32]\n"
+      "  %0 = Load in0 : Float32\n"
+      "  %1 = Load in1 : Float32\n"
+      "  %2 = Param p0 : Float32\n"
+      "  %3 = Const 0.5 : Float32\n"
+      "  %4 = Mul %0 %2 : Float32\n"
+      "  %5 = Add %4 %3 : Float32\n"
+      "  %6 = Lt %1 %0 : Bool\n"
+      "  %7 = Select %6 %5 %1 : Float32\n"
+      "  %8 = Relu %0 : Float32\n"
       "  out0 = %7\n"
       "  out1 = %8\n";
   EXPECT_EQ(to_text(small_kernel()), want);
 
-  LoopKernel d;
-  d.dtype = DType::Float64;
-  d.num_inputs = 1;
-  const int32_t c = d.constant(-2.25);  // (argument evaluation order is unspecified)
+  LoopKernel d = LoopKernel::uniform(DType::Float64, 1);
+  const int32_t c =
+      d.constant(-2.25, DType::Float64);  // (argument evaluation order is unspecified)
   const int32_t x = d.load(0);
   d.stores = {d.binary(ExprOp::Sub, c, x)};
   EXPECT_EQ(to_text(d),
-            "kernel Float64 inputs=1 params=0\n"
-            "  %0 = Const -2.25\n"
-            "  %1 = Load in0\n"
-            "  %2 = Sub %0 %1\n"
+            "kernel inputs=[Float64] params=[]\n"
+            "  %0 = Const -2.25 : Float64\n"
+            "  %1 = Load in0 : Float64\n"
+            "  %2 = Sub %0 %1 : Float64\n"
             "  out0 = %2\n");
+}
+
+// Every dtype: a Bool and an Int64 input, casts both ways, an integer constant, a Bool store.
+TEST(JitLoopIr, GoldenTextMixedTypes) {
+  LoopKernel k;
+  k.inputs = {DType::Bool, DType::Int64, DType::Float32};
+  k.params = {DType::Int32};
+  const int32_t m = k.load(0), i = k.load(1), f = k.load(2), p = k.param(0);
+  const int32_t p64 = k.cast(p, DType::Int64);  // (argument evaluation order is unspecified)
+  const int32_t s = k.binary(ExprOp::Add, p64, k.constant_int(-3, DType::Int64));
+  const int32_t sel = k.select(m, s, i);
+  const int32_t g = k.binary(ExprOp::Gt, k.cast(sel, DType::Float32), f);
+  k.stores = {k.binary(ExprOp::And, g, m), k.cast(k.unary(ExprOp::Round, f), DType::Int32)};
+  EXPECT_NO_THROW(k.verify());
+  EXPECT_EQ(to_text(k),
+            "kernel inputs=[Bool Int64 Float32] params=[Int32]\n"
+            "  %0 = Load in0 : Bool\n"
+            "  %1 = Load in1 : Int64\n"
+            "  %2 = Load in2 : Float32\n"
+            "  %3 = Param p0 : Int32\n"
+            "  %4 = Cast %3 : Int64\n"
+            "  %5 = Const -3 : Int64\n"
+            "  %6 = Add %4 %5 : Int64\n"
+            "  %7 = Select %0 %6 %1 : Int64\n"
+            "  %8 = Cast %7 : Float32\n"
+            "  %9 = Gt %8 %2 : Bool\n"
+            "  %10 = And %9 %0 : Bool\n"
+            "  %11 = Round %2 : Float32\n"
+            "  %12 = Cast %11 : Int32\n"
+            "  out0 = %10\n"
+            "  out1 = %12\n");
+}
+
+TEST(JitLoopIr, VerifyChecksTypes) {
+  auto two = [](DType a, DType b) {  // with both loaded, as %0 and %1
+    LoopKernel k;
+    k.inputs = {a, b};
+    k.load(0);
+    k.load(1);
+    return k;
+  };
+  {  // operands of different types need a Cast
+    LoopKernel k = two(DType::Float32, DType::Int32);
+    k.stores = {k.binary(ExprOp::Add, 0, 1)};
+    expect_verify_error(k, "%2 (Add) operand 1 is Int32 %1, expected Float32 (insert a Cast)");
+  }
+  {  // a compare of different types
+    LoopKernel k = two(DType::Float64, DType::Float32);
+    k.stores = {k.binary(ExprOp::Lt, 0, 1)};
+    expect_verify_error(k, "%2 (Lt) operand 1 is Float32 %1, expected Float64");
+  }
+  {  // float-only ops on integers
+    LoopKernel k = two(DType::Int64, DType::Int64);
+    k.stores = {k.unary(ExprOp::Sqrt, 0)};
+    expect_verify_error(k, "%2 (Sqrt) does not compute in Int64");
+    LoopKernel d = two(DType::Int32, DType::Int32);
+    d.stores = {d.binary(ExprOp::Div, 0, 1)};
+    expect_verify_error(d, "%2 (Div) does not compute in Int32");
+    LoopKernel r = two(DType::Int32, DType::Int32);
+    r.stores = {r.unary(ExprOp::Floor, 0)};
+    expect_verify_error(r, "(Floor) does not compute in Int32");
+  }
+  {  // arithmetic on masks
+    LoopKernel k = two(DType::Bool, DType::Bool);
+    k.stores = {k.binary(ExprOp::Add, 0, 1)};
+    expect_verify_error(k, "%2 (Add) does not compute in masks");
+  }
+  {  // logical ops on numbers
+    LoopKernel k = two(DType::Float32, DType::Float32);
+    Expr e{ExprOp::And, 0, 1};
+    e.type = DType::Bool;
+    k.exprs.push_back(e);
+    k.stores = {2};
+    expect_verify_error(k, "%2 (And) operand 0 is Float32 %0, expected a mask");
+  }
+  {  // a compare whose result is not a mask
+    LoopKernel k = two(DType::Float32, DType::Float32);
+    k.stores = {k.binary(ExprOp::Eq, 0, 1)};
+    k.exprs[2].type = DType::Float32;
+    expect_verify_error(k, "%2 (Eq) has type Float32, expected Bool");
+  }
+  {  // a Cast to its own type
+    LoopKernel k = two(DType::Int32, DType::Int32);
+    k.stores = {k.cast(0, DType::Int32)};
+    expect_verify_error(k, "%2 (Cast) from Int32 to itself");
+  }
+  {  // constants out of their type
+    LoopKernel k = two(DType::Int32, DType::Int32);
+    k.stores = {k.constant_int(0, DType::Int32)};
+    k.exprs[2].ivalue = int64_t{1} << 40;
+    expect_verify_error(k, "%2 (Const) 1099511627776 is not a Int32 value");
+    LoopKernel b = two(DType::Bool, DType::Bool);
+    b.stores = {b.constant_int(1, DType::Bool)};
+    b.exprs[2].ivalue = 2;
+    expect_verify_error(b, "is not a Bool value");
+    LoopKernel f = two(DType::Float32, DType::Float32);
+    f.stores = {f.constant(0.5, DType::Float32)};
+    f.exprs[2].value = 0.1;  // not a float
+    expect_verify_error(f, "%2 (Const) 0.1 is not a Float32 value");
+    LoopKernel mixed = two(DType::Float32, DType::Float32);
+    mixed.stores = {mixed.constant(0.5, DType::Float32)};
+    mixed.exprs[2].ivalue = 1;  // both fields set: not canonical
+    expect_verify_error(mixed, "is not a Float32 value");
+  }
+  {  // the builders' wrapping and rounding
+    LoopKernel k;
+    EXPECT_EQ(k.exprs[k.constant_int(int64_t{1} << 32 | 5, DType::Int32)].ivalue, 5);
+    EXPECT_EQ(k.exprs[k.constant_int(7, DType::Bool)].ivalue, 1);
+    EXPECT_EQ(k.exprs[k.constant(0.1, DType::Float32)].value, static_cast<double>(0.1f));
+  }
 }
 
 TEST(JitLoopIr, EncodeEqualForEqualKernels) {
@@ -244,9 +349,12 @@ TEST(JitLoopIr, EncodeDiffersWhenAnyFieldDiffers) {
     change(k);
     variants.emplace_back(what, k);
   };
-  add("dtype", [](LoopKernel& k) { k.dtype = DType::Float64; });
-  add("num_inputs", [](LoopKernel& k) { k.num_inputs = 3; });
-  add("num_params", [](LoopKernel& k) { k.num_params = 2; });
+  add("an input's dtype", [](LoopKernel& k) { k.inputs[1] = DType::Float64; });
+  add("num_inputs", [](LoopKernel& k) { k.inputs.assign(3, DType::Float32); });
+  add("num_params", [](LoopKernel& k) { k.params.assign(2, DType::Float32); });
+  add("a param's type", [](LoopKernel& k) { k.params[0] = DType::Int32; });
+  add("an expression's type", [](LoopKernel& k) { k.exprs[8].type = DType::Float64; });
+  add("an integer constant", [](LoopKernel& k) { k.exprs[3].ivalue = 1; });
   add("an op", [](LoopKernel& k) { k.exprs[5].op = ExprOp::Sub; });
   add("a compare", [](LoopKernel& k) { k.exprs[6].op = ExprOp::Le; });
   add("a unary op", [](LoopKernel& k) { k.exprs[8].op = ExprOp::Abs; });
@@ -363,10 +471,9 @@ TEST(JitKernelCache, ManyKernelsStayDistinct) {
   KernelCache<int> cache;
   std::vector<LoopKernel> kernels;
   for (int i = 0; i < 600; ++i) {
-    LoopKernel k;
-    k.dtype = i % 2 ? DType::Float64 : DType::Float32;
-    k.num_inputs = 1;
-    k.stores = {k.binary(ExprOp::Mul, k.load(0), k.constant(i / 2 * 0.125))};
+    const DType t = i % 2 ? DType::Float64 : DType::Float32;
+    LoopKernel k = LoopKernel::uniform(t, 1);
+    k.stores = {k.binary(ExprOp::Mul, k.load(0), k.constant(i / 2 * 0.125, t))};
     kernels.push_back(k);
   }
   for (int i = 0; i < 600; ++i)

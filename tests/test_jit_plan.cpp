@@ -127,7 +127,7 @@ TEST_F(JitPlanTest, PointwiseChainWithBroadcastIsOneKernel) {
     EXPECT_EQ(p.plan->num_kernels(), 1) << step_string(*p.plan);
     EXPECT_EQ(p.plan->num_eager_steps(), 0) << step_string(*p.plan);
     EXPECT_EQ(step_string(*p.plan), "k5");
-    EXPECT_EQ(p.plan->steps()[0].kernel->kernel->source().dtype, dtype);
+    EXPECT_EQ(p.plan->steps()[0].kernel->kernel->source().output_dtype(0), dtype);
     EXPECT_EQ(p.plan->steps()[0].kernel->outputs.size(), 1u) << "only the result is stored";
   }
 }
@@ -184,6 +184,34 @@ TEST_F(JitPlanTest, ComparisonsWhereAndRandomInterleave) {
   // tensor is made): the relu chain and a * 2, rand, then r - 1, the comparison, where and the
   // rest.
   EXPECT_EQ(step_string(*p.plan), "k4 e k5") << step_string(*p.plan);
+}
+
+// Every dtype in one kernel: a comparison stored as Bool, Int32 arithmetic cast to Float32, a
+// where on a loaded Bool mask broadcast over the rows, floor, a logical op; each output has its
+// own dtype (the Bool outputs are bytes 0 / 1, compared bitwise with eager).
+TEST_F(JitPlanTest, CastsComparisonsIntegersAndBoolMasksFuseIntoOneKernel) {
+  Tensor x, i, m;
+  {
+    JitMode off(false);
+    x = data({9, 40}, 21);
+    i = (data({9, 40}, 22) * 1000.0).to(kInt32);
+    m = data({40}, 23) > 0.0;
+  }
+  expect_iterations_match(
+      [&](int) {
+        Tensor y = (i * 3 + 1).to(kFloat32);
+        Tensor mask = y > x;
+        return TensorList{mask, where(m, y, x).floor(), logical_and(mask, m)};
+      },
+      3, "typed");
+  OnePlan p = the_plan();
+  ASSERT_NE(p.plan, nullptr);
+  EXPECT_EQ(step_string(*p.plan), "k7");
+  const jit::LoopKernel& k = p.plan->steps()[0].kernel->kernel->source();
+  ASSERT_EQ(k.num_outputs(), 3);
+  EXPECT_EQ(k.output_dtype(0), kBool);
+  EXPECT_EQ(k.output_dtype(1), kFloat32);
+  EXPECT_EQ(k.output_dtype(2), kBool);
 }
 
 // An optimizer step over parameters of several shapes, written with in-place pointwise ops on

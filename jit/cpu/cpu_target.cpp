@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -181,16 +182,16 @@ void CpuKernel::launch(const LaunchArgs& args) {
     if (s == 0) return;
   Coalesced c = coalesce(args);
   const size_t rank = c.sizes.size();
-  const int64_t esize = k_.dtype == DType::Float64 ? 8 : 4;
   const int64_t n_inner = c.sizes[rank - 1];
 
   std::vector<InnerLayout> layout(nops);
-  std::vector<int64_t> inner(nops), outer(nops, 0);
+  std::vector<int64_t> inner(nops), outer(nops, 0), esize(nops);
   for (size_t j = 0; j < nops; ++j) {
+    esize[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
     const int64_t s = c.strides[j][rank - 1];
     inner[j] = s;
     const bool output = static_cast<int32_t>(j) < k_.num_outputs();
-    if (s == esize || n_inner == 1) {
+    if (s == esize[j] || n_inner == 1) {
       layout[j] = InnerLayout::Contiguous;
     } else if (s == 0 && !output) {
       layout[j] = InnerLayout::Broadcast;
@@ -206,7 +207,8 @@ void CpuKernel::launch(const LaunchArgs& args) {
   int64_t numel = 1;
   for (int64_t s : c.sizes) numel *= s;
   for (int32_t j = 0; j < k_.num_outputs() && streaming; ++j) {
-    streaming = layout[j] == InnerLayout::Contiguous && numel * esize >= kStreamingBytes &&
+    streaming = layout[j] == InnerLayout::Contiguous && numel * esize[j] >= kStreamingBytes &&
+                k_.output_dtype(j) != DType::Bool &&
                 reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
                 (rank < 2 || outer[j] % vec_bytes == 0);
     for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.strides[j][d] % vec_bytes == 0;
@@ -214,22 +216,18 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const KernelFn fn = variant(layout, streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
-  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params,
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
              "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
-             k_.num_params);
-  // Every parameter in the kernel dtype, packed: param p at p * esize (as many as the kernel has).
-  const size_t np = args.params.size();
-  SmallVector<double, 16> param_words(np + 1, 0.0);
-  auto* params = reinterpret_cast<unsigned char*>(param_words.data());
-  for (size_t p = 0; p < np; ++p) {
-    if (esize == 8) {
-      const double v = args.params[p];
-      std::memcpy(params + 8 * p, &v, 8);
-    } else {
-      const float v = static_cast<float>(args.params[p]);
-      std::memcpy(params + 4 * p, &v, 4);
-    }
-  }
+             k_.num_params());
+  // Param p at p * 8 bytes, in its value type (Scalar::to, as eager converts a Scalar operand).
+  const size_t np = static_cast<size_t>(k_.num_params());
+  SmallVector<uint64_t, 16> param_words(np + 1, 0);
+  for (size_t p = 0; p < np; ++p)
+    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
+      const T v = args.params[p].to<T>();
+      std::memcpy(&param_words[p], &v, sizeof(T));
+    });
+  const void* params = param_words.data();
 
   // Rows: every index of the dims above the innermost, flattened; the outer of the rendered
   // 2-D loop is the innermost of those, the rest are walked here.
@@ -305,7 +303,8 @@ const char* CpuTarget::name() const {
 }
 
 bool CpuTarget::supports(ExprOp op, DType dtype) const {
-  if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+  if (op == ExprOp::Cast || expr_is_compare(op)) return true;  // from every type
+  if (!expr_accepts(op, dtype)) return false;
   return !expr_is_transcendental(op) || cpu_math_supported(op);
 }
 

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "jit/cpu/math.h"
-#include "jit/cpu/paired_ops.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
 
@@ -12,6 +14,7 @@ namespace kiln::jit {
 namespace {
 
 using namespace asmjit;
+namespace Inst = x86::Inst;
 
 struct ThrowingHandler : ErrorHandler {
   void handleError(asmjit::Error err, const char* message, BaseEmitter*) override {
@@ -19,17 +22,46 @@ struct ThrowingHandler : ErrorHandler {
   }
 };
 
-// The expressions of one loop body, evaluated with one lane backend O (AsmVecOps wide, wide
-// with a tail mask, or narrow; or PairedOps of a wide one): the one switch over expression ops
-// of the CPU target.
-template <class O>
+bool is64(DType t) { return t == DType::Float64 || t == DType::Int64; }
+
+// The lanes of one vector iteration: the ISA's vector bytes over the widest value or storage
+// type of the kernel (Bool counts as 4 bytes: its mask lanes). One lane count for the whole
+// kernel keeps element i of every value in lane i, so mixing types needs no shuffles beyond a
+// conversion's own; narrower types then use part of a register (Float32 beside Float64 on
+// AVX-512: ymm beside zmm). The alternative, full registers for every type and two registers
+// per wide value, doubles the narrow types' throughput but makes every conversion a
+// split or a join; kernels mixing widths are mostly casts at a kernel's edge, so simple wins.
+int kernel_lanes(const LoopKernel& k, JitIsa isa) {
+  int widest = 4;
+  for (const Expr& e : k.exprs) widest = std::max(widest, is64(e.type) ? 8 : 4);
+  for (DType t : k.inputs) widest = std::max(widest, is64(t) ? 8 : 4);
+  for (DType t : k.params) widest = std::max(widest, is64(t) ? 8 : 4);
+  const int bytes = isa == JitIsa::Avx512 ? 64 : isa == JitIsa::Avx2 ? 32 : 16;
+  return bytes / widest;
+}
+
+// One expression's value: a vector of numbers, or a mask (a k register on AVX-512; on AVX2 and
+// SSE2 all-ones lanes of 4 or 8 bytes, made at the width a consumer needs and kept).
+struct Val {
+  x86::Vec v;
+  x86::KReg k;
+  x86::Vec m[2];
+  bool has[2] = {false, false};
+};
+
+// The expressions of one loop body, evaluated for `lanes` elements (1: a scalar loop), with an
+// optional AVX-512 tail mask: the one switch over expression ops of the CPU target.
 class BodyEmitter {
  public:
-  using T = typename O::T;
-  BodyEmitter(const O& o, const LoopKernel& k, const std::vector<InnerLayout>& layout,
-              const std::vector<x86::Gp>& cur, x86::Gp params, const x86::KReg* tail,
-              bool streaming = false)
-      : o_(o),
+  BodyEmitter(EmitContext& ctx, int lanes, const LoopKernel& k,
+              const std::vector<InnerLayout>& layout, const std::vector<x86::Gp>& cur,
+              x86::Gp params, const x86::KReg* tail, bool streaming = false)
+      : ctx_(ctx),
+        cc_(ctx.cc),
+        n_(lanes),
+        f_(ctx, lanes),
+        d_(ctx, lanes),
+        x4_(ctx, 4),
         k_(k),
         layout_(layout),
         cur_(cur),
@@ -38,128 +70,476 @@ class BodyEmitter {
         streaming_(streaming) {}
 
   void emit() {
-    const size_t n = k_.exprs.size();
-    vals_.resize(n);
-    masks_.resize(n);
-    for (size_t i = 0; i < n; ++i) eval(i);
+    vals_.resize(k_.exprs.size());
+    for (size_t i = 0; i < k_.exprs.size(); ++i) eval(static_cast<int32_t>(i));
     for (int32_t j = 0; j < k_.num_outputs(); ++j) {
-      if (streaming_)
-        o_.store_streaming(x86::ptr(cur_[j]), vals_[k_.stores[j]]);
-      else
-        o_.store(x86::ptr(cur_[j]), vals_[k_.stores[j]], tail_);
+      const int32_t id = k_.stores[j];
+      const DType t = k_.exprs[id].type;
+      if (t == DType::Bool) {
+        store_bool(cur_[j], id);
+        continue;
+      }
+      on(t, [&](auto& o) {
+        if (streaming_ && o.bytes() >= 16)
+          o.store_streaming(x86::ptr(cur_[j]), vals_[id].v);
+        else
+          o.store(x86::ptr(cur_[j]), vals_[id].v, tail_);
+        return 0;
+      });
     }
   }
 
  private:
-  using F = typename O::F;
-  void eval(size_t i) {
+  bool kmask() const { return ctx_.isa == JitIsa::Avx512; }
+  bool vex() const { return ctx_.isa != JitIsa::Sse2; }
+  // Runs fn with the emitter of t's lane width: Float32 and Int32 on the float emitter, Float64
+  // and Int64 on the double one (integers are bits in the same registers).
+  template <class Fn>
+  std::invoke_result_t<Fn, AsmVecOps<float>&> on(DType t, Fn fn) {
+    if (is64(t)) return fn(d_);
+    return fn(f_);
+  }
+  x86::Vec new_vec(int bytes) { return AsmVecOps<float>::new_vec_of(cc_, bytes); }
+  x86::Vec copy_of(x86::Vec v, int bytes) {
+    x86::Vec d = new_vec(bytes);
+    cc_.emit(vex() ? Inst::kIdVmovdqa : Inst::kIdMovdqa, d, v);
+    return d;
+  }
+  void emit2(InstId vex_id, InstId sse_id, x86::Vec d, x86::Vec a, x86::Vec b) {
+    if (vex()) {
+      cc_.emit(vex_id, d, a, b);
+    } else {
+      if (d.id() != a.id()) cc_.emit(Inst::kIdMovdqa, d, a);
+      cc_.emit(sse_id, d, b);
+    }
+  }
+
+  // ---- masks ----
+  AsmMask mask(int32_t id, int width) {
+    Val& v = vals_[id];
+    if (kmask()) return AsmMask{v.k, {}};
+    const int w = width == 8 ? 1 : 0;
+    if (!v.has[w]) {
+      v.m[w] = w ? widen32(v.m[0]) : narrow64(v.m[1]);
+      v.has[w] = true;
+    }
+    return AsmMask{{}, v.m[w]};
+  }
+  void set_mask(int32_t id, AsmMask m, int width) {
+    Val& v = vals_[id];
+    if (kmask()) {
+      v.k = m.k;
+    } else {
+      v.m[width == 8] = m.v;
+      v.has[width == 8] = true;
+    }
+  }
+  int mask_width_available(int32_t id) const { return kmask() || vals_[id].has[0] ? 4 : 8; }
+
+  // N lanes of 32 bits -> N lanes of 64 bits, sign-extended (Int32 -> Int64, or a mask).
+  x86::Vec widen32(x86::Vec src) {
+    x86::Vec d = new_vec(n_ * 8);
+    if (vex()) {
+      cc_.emit(Inst::kIdVpmovsxdq, d, src);
+    } else {
+      x86::Vec s = copy_of(src, 16);
+      cc_.emit(Inst::kIdPsrad, s, imm(31));
+      cc_.emit(Inst::kIdMovdqa, d, src);
+      cc_.emit(Inst::kIdPunpckldq, d, s);
+    }
+    return d;
+  }
+  // N lanes of 64 bits -> their low 32 bits (Int64 -> Int32 wraps, or a mask).
+  x86::Vec narrow64(x86::Vec src) {
+    x86::Vec d = new_vec(n_ * 4);
+    if (kmask()) {
+      cc_.emit(Inst::kIdVpmovqd, d, src);
+    } else if (n_ * 8 == 32) {
+      x86::Vec hi = cc_.newXmm();
+      cc_.emit(Inst::kIdVextracti128, hi, src, imm(1));
+      cc_.emit(Inst::kIdVshufps, d, src.xmm(), hi, imm(0x88));
+    } else {
+      cc_.emit(vex() ? Inst::kIdVpshufd : Inst::kIdPshufd, d, src, imm(0x08));
+    }
+    return d;
+  }
+
+  // ---- Bool operands: bytes 0 / 1 in memory ----
+  void load_bool(int32_t id, const x86::Gp& base, bool broadcast) {
+    if (broadcast || n_ == 1) {  // one byte, every lane
+      x86::Gp g = cc_.newGpd();
+      cc_.movzx(g, x86::byte_ptr(base));
+      cc_.neg(g);  // 0 / 1 -> 0 / all ones
+      if (kmask()) {
+        AsmMask m;
+        m.k = cc_.newKw();
+        cc_.kmovw(m.k, g);
+        set_mask(id, m, 4);
+        return;
+      }
+      x86::Vec x = cc_.newXmm();
+      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x, g);
+      cc_.emit(vex() ? Inst::kIdVpshufd : Inst::kIdPshufd, x, x, imm(0));
+      AsmMask m;
+      m.v = x;
+      if (n_ * 4 == 32) {
+        m.v = cc_.newYmm();
+        cc_.emit(Inst::kIdVpbroadcastd, m.v, x);
+      }
+      set_mask(id, m, 4);
+      return;
+    }
+    x86::Vec x = cc_.newXmm();
+    if (tail_ != nullptr) {
+      cc_.k(*tail_).z().emit(Inst::kIdVmovdqu8, x, x86::xmmword_ptr(base));
+    } else if (n_ == 2) {
+      x86::Gp g = cc_.newGpd();
+      cc_.movzx(g, x86::word_ptr(base));
+      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x, g);
+    } else if (n_ == 4) {
+      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x, x86::dword_ptr(base));
+    } else if (n_ == 8) {
+      cc_.emit(vex() ? Inst::kIdVmovq : Inst::kIdMovq, x, x86::qword_ptr(base));
+    } else {
+      cc_.emit(Inst::kIdVmovdqu, x, x86::xmmword_ptr(base));
+    }
+    AsmMask m;
+    if (kmask()) {
+      m.k = cc_.newKw();
+      cc_.emit(Inst::kIdVptestmb, m.k, x, x);
+      set_mask(id, m, 4);
+      return;
+    }
+    x86::Vec t = cc_.newXmm();  // 0 - b: 0 / 1 bytes -> 0 / 0xff
+    emit2(Inst::kIdVpsubb, Inst::kIdPsubb, t, x4_.isplat(0), x);
+    if (vex()) {
+      m.v = new_vec(n_ * 4);
+      cc_.emit(Inst::kIdVpmovsxbd, m.v, t);
+    } else {
+      cc_.emit(Inst::kIdPunpcklbw, t, t);
+      cc_.emit(Inst::kIdPunpcklwd, t, t);
+      m.v = t;
+    }
+    set_mask(id, m, 4);
+  }
+
+  void store_bool(const x86::Gp& base, int32_t id) {
+    const x86::Vec ones = x4_.isplat(0x01010101);
+    x86::Vec x = cc_.newXmm();
+    if (kmask()) {
+      cc_.k(mask(id, 4).k).z().emit(Inst::kIdVmovdqu8, x, ones);
+    } else {
+      const x86::Vec m = mask(id, 4).v;
+      if (n_ * 4 == 32) {
+        x86::Vec hi = cc_.newXmm();
+        cc_.emit(Inst::kIdVextracti128, hi, m, imm(1));
+        cc_.emit(Inst::kIdVpackssdw, x, m.xmm(), hi);
+      } else {
+        emit2(Inst::kIdVpackssdw, Inst::kIdPackssdw, x, m, m);
+      }
+      emit2(Inst::kIdVpacksswb, Inst::kIdPacksswb, x, x, x);
+      emit2(Inst::kIdVpand, Inst::kIdPand, x, x, ones);
+    }
+    if (tail_ != nullptr) {
+      cc_.k(*tail_).emit(Inst::kIdVmovdqu8, x86::xmmword_ptr(base), x);
+    } else if (n_ <= 2) {
+      x86::Gp g = cc_.newGpd();
+      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, g, x);
+      if (n_ == 1)
+        cc_.mov(x86::byte_ptr(base), g.r8());
+      else
+        cc_.mov(x86::word_ptr(base), g.r16());
+    } else if (n_ == 4) {
+      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x86::dword_ptr(base), x);
+    } else if (n_ == 8) {
+      cc_.emit(vex() ? Inst::kIdVmovq : Inst::kIdMovq, x86::qword_ptr(base), x);
+    } else {
+      cc_.emit(Inst::kIdVmovdqu, x86::xmmword_ptr(base), x);
+    }
+  }
+
+  // ---- casts ----
+  // Int64 <-> float lane by lane through general registers (AVX2 and SSE2 have no packed
+  // instruction for them): cvtsi2ss / cvtsi2sd round to nearest even, cvttss2si / cvttsd2si
+  // truncate and give INT64_MIN for NaN and out of range, as the eager cast's scalar code.
+  x86::Vec via_gp(x86::Vec src, DType from, DType to) {
+    const int fs = static_cast<int>(itemsize(from)), ts = static_cast<int>(itemsize(to));
+    x86::Mem in = cc_.newStack(64, 64), out = cc_.newStack(64, 64);
+    on(from, [&](auto& o) {
+      o.store(in, src);
+      return 0;
+    });
+    for (int l = 0; l < n_; ++l) {
+      x86::Gp g = cc_.newGpq();
+      x86::Mem src_l = in.cloneAdjusted(l * fs), dst_l = out.cloneAdjusted(l * ts);
+      src_l.setSize(static_cast<uint32_t>(fs));
+      dst_l.setSize(static_cast<uint32_t>(ts));
+      if (from == DType::Int64) {
+        x86::Xmm x = cc_.newXmm();
+        cc_.mov(g, src_l);
+        const bool f32 = to == DType::Float32;
+        if (vex()) {
+          cc_.vxorps(x, x, x);
+          cc_.emit(f32 ? Inst::kIdVcvtsi2ss : Inst::kIdVcvtsi2sd, x, x, g);
+          cc_.emit(f32 ? Inst::kIdVmovss : Inst::kIdVmovsd, dst_l, x);
+        } else {
+          cc_.xorps(x, x);
+          cc_.emit(f32 ? Inst::kIdCvtsi2ss : Inst::kIdCvtsi2sd, x, g);
+          cc_.emit(f32 ? Inst::kIdMovss : Inst::kIdMovsd, dst_l, x);
+        }
+      } else {
+        const bool f32 = from == DType::Float32;
+        cc_.emit(vex() ? (f32 ? Inst::kIdVcvttss2si : Inst::kIdVcvttsd2si)
+                       : (f32 ? Inst::kIdCvttss2si : Inst::kIdCvttsd2si),
+                 g, src_l);
+        cc_.mov(dst_l, g);
+      }
+    }
+    return on(to, [&](auto& o) { return o.load(out); });
+  }
+
+  void cast(int32_t id, int32_t a, DType from, DType to) {
+    Val& r = vals_[id];
+    if (to == DType::Bool) {  // x != 0 (NaN is true)
+      on(from, [&](auto& o) {
+        if (is_floating(from))
+          set_mask(id, o.ne(vals_[a].v, o.splat(0.0)), o.bytes() / n_);
+        else
+          set_mask(id, o.icmp(4, vals_[a].v, o.isplat(0)), o.bytes() / n_);
+        return 0;
+      });
+      return;
+    }
+    if (from == DType::Bool) {  // 0 or 1
+      r.v = on(to, [&](auto& o) {
+        const AsmMask m = mask(a, o.bytes() / n_);
+        return is_floating(to) ? o.select(m, o.splat(1.0), o.splat(0.0))
+                               : o.select(m, o.isplat(1), o.isplat(0));
+      });
+      return;
+    }
+    const x86::Vec x = vals_[a].v;
+    const x86::Vec d = new_vec(n_ * static_cast<int>(itemsize(to)));
+    auto one = [&](InstId v_id, InstId s_id) {
+      cc_.emit(vex() ? v_id : s_id, d, x);
+      r.v = d;
+    };
+    using D = DType;
+    if (from == D::Float32 && to == D::Float64) return one(Inst::kIdVcvtps2pd, Inst::kIdCvtps2pd);
+    if (from == D::Float64 && to == D::Float32) return one(Inst::kIdVcvtpd2ps, Inst::kIdCvtpd2ps);
+    if (from == D::Int32 && to == D::Float32) return one(Inst::kIdVcvtdq2ps, Inst::kIdCvtdq2ps);
+    if (from == D::Int32 && to == D::Float64) return one(Inst::kIdVcvtdq2pd, Inst::kIdCvtdq2pd);
+    if (from == D::Float32 && to == D::Int32) return one(Inst::kIdVcvttps2dq, Inst::kIdCvttps2dq);
+    if (from == D::Float64 && to == D::Int32) return one(Inst::kIdVcvttpd2dq, Inst::kIdCvttpd2dq);
+    if (from == D::Int32 && to == D::Int64) {
+      r.v = widen32(x);
+      return;
+    }
+    if (from == D::Int64 && to == D::Int32) {
+      r.v = narrow64(x);
+      return;
+    }
+    // Int64 <-> floats: AVX-512DQ has them packed.
+    if (kmask()) {
+      if (from == D::Int64)
+        return one(to == D::Float32 ? Inst::kIdVcvtqq2ps : Inst::kIdVcvtqq2pd, 0);
+      return one(from == D::Float32 ? Inst::kIdVcvttps2qq : Inst::kIdVcvttpd2qq, 0);
+    }
+    r.v = via_gp(x, from, to);
+  }
+
+  void eval(int32_t i) {
     const Expr& e = k_.exprs[i];
-    auto A = [&] { return vals_[e.a]; };
-    auto B = [&] { return vals_[e.b]; };
-    F zero;
+    const DType t = e.type;
+    Val& r = vals_[i];
     switch (e.op) {
       case ExprOp::Load: {
         const int32_t operand = k_.num_outputs() + e.index;
+        const bool bcast = layout_[operand] == InnerLayout::Broadcast;
+        if (t == DType::Bool) return load_bool(i, cur_[operand], bcast);
         const x86::Mem m = x86::ptr(cur_[operand]);
-        vals_[i] =
-            layout_[operand] == InnerLayout::Broadcast ? o_.load_broadcast(m) : o_.load(m, tail_);
+        r.v = on(t, [&](auto& o) { return bcast ? o.load_broadcast(m) : o.load(m, tail_); });
         return;
       }
       case ExprOp::Const:
-        vals_[i] = o_.splat(e.value);
+        if (t == DType::Bool) {
+          AsmMask m;
+          if (kmask()) {
+            m.k = cc_.newKw();
+            if (e.ivalue)
+              cc_.kxnorw(m.k, m.k, m.k);
+            else
+              cc_.kxorw(m.k, m.k, m.k);
+          } else {
+            m.v = f_.isplat(e.ivalue ? -1 : 0);
+          }
+          return set_mask(i, m, 4);
+        }
+        r.v =
+            on(t, [&](auto& o) { return is_floating(t) ? o.splat(e.value) : o.isplat(e.ivalue); });
         return;
       case ExprOp::Param:
-        vals_[i] = o_.load_broadcast(x86::ptr(params_, e.index * static_cast<int32_t>(sizeof(T))));
+        r.v = on(t, [&](auto& o) { return o.load_broadcast(x86::ptr(params_, e.index * 8)); });
         return;
-      case ExprOp::Neg:
-        vals_[i] = o_.bit_xor(A(), o_.splat(-0.0));
-        return;
-      case ExprOp::Abs:  // x < 0 ? -x : x (eager keeps -0 as is)
-        vals_[i] = o_.select(o_.lt(A(), o_.splat(0.0)), o_.bit_xor(A(), o_.splat(-0.0)), A());
-        return;
-      case ExprOp::Sqrt:
-        vals_[i] = o_.sqrt(A());
-        return;
-      case ExprOp::Rsqrt:
-        vals_[i] = o_.div(o_.splat(1.0), o_.sqrt(A()));
-        return;
-      case ExprOp::Reciprocal:
-        vals_[i] = o_.div(o_.splat(1.0), A());
-        return;
-      case ExprOp::Square:
-        vals_[i] = o_.mul(A(), A());
-        return;
-      case ExprOp::Relu:  // x < 0 ? 0 : x (NaN passes)
-        zero = o_.splat(0.0);
-        vals_[i] = o_.select(o_.lt(A(), zero), zero, A());
-        return;
-      case ExprOp::Sign:  // (0 < x) - (x < 0): NaN and -0 give +0
-        zero = o_.splat(0.0);
-        vals_[i] = o_.select(o_.gt(A(), zero), o_.splat(1.0),
-                             o_.select(o_.lt(A(), zero), o_.splat(-1.0), zero));
-        return;
-      case ExprOp::Add:
-        vals_[i] = o_.add(A(), B());
-        return;
-      case ExprOp::Sub:
-        vals_[i] = o_.sub(A(), B());
-        return;
-      case ExprOp::Mul:
-        vals_[i] = o_.mul(A(), B());
-        return;
-      case ExprOp::Div:
-        vals_[i] = o_.div(A(), B());
-        return;
-      case ExprOp::Maximum:
-      case ExprOp::Minimum: {  // NaN in a, else NaN in b, else the larger (smaller)
-        F r = e.op == ExprOp::Maximum ? o_.select(o_.lt(A(), B()), B(), A())
-                                      : o_.select(o_.lt(B(), A()), B(), A());
-        r = o_.select(o_.unord(B(), B()), B(), r);
-        vals_[i] = o_.select(o_.unord(A(), A()), A(), r);
+      case ExprOp::Cast:
+        return cast(i, e.a, k_.exprs[e.a].type, t);
+      case ExprOp::And:
+      case ExprOp::Or:
+      case ExprOp::Not: {
+        const int w = mask_width_available(e.a);
+        on(w == 8 ? DType::Float64 : DType::Float32, [&](auto& o) {
+          const AsmMask a = mask(e.a, w);
+          set_mask(i,
+                   e.op == ExprOp::Not   ? o.mask_not(a)
+                   : e.op == ExprOp::And ? o.mask_and(a, mask(e.b, w))
+                                         : o.mask_or(a, mask(e.b, w)),
+                   w);
+          return 0;
+        });
         return;
       }
-      case ExprOp::Lt:
-        masks_[i] = o_.lt(A(), B());
-        return;
-      case ExprOp::Le:
-        masks_[i] = o_.le(A(), B());
-        return;
-      case ExprOp::Gt:
-        masks_[i] = o_.gt(A(), B());
-        return;
-      case ExprOp::Ge:
-        masks_[i] = o_.ge(A(), B());
-        return;
-      case ExprOp::Eq:
-        masks_[i] = o_.eq(A(), B());
-        return;
-      case ExprOp::Ne:
-        masks_[i] = o_.ne(A(), B());
-        return;
-      case ExprOp::Select:
-        vals_[i] = o_.select(masks_[e.a], vals_[e.b], vals_[e.c]);
-        return;
       default:
-        if (expr_is_transcendental(e.op)) {
-          vals_[i] = emit_math(o_, e.op, A());
-          return;
+        break;
+    }
+    if (expr_is_compare(e.op)) {
+      const DType ot = k_.exprs[e.a].type;
+      on(ot, [&](auto& o) {
+        const x86::Vec a = vals_[e.a].v, b = vals_[e.b].v;
+        AsmMask m;
+        if (is_floating(ot)) {
+          switch (e.op) {
+            case ExprOp::Lt:
+              m = o.lt(a, b);
+              break;
+            case ExprOp::Le:
+              m = o.le(a, b);
+              break;
+            case ExprOp::Gt:
+              m = o.gt(a, b);
+              break;
+            case ExprOp::Ge:
+              m = o.ge(a, b);
+              break;
+            case ExprOp::Eq:
+              m = o.eq(a, b);
+              break;
+            default:
+              m = o.ne(a, b);
+              break;
+          }
+        } else {
+          static constexpr int pred[] = {1, 2, 6, 5, 0, 4};  // Lt Le Gt Ge Eq Ne
+          m = o.icmp(pred[static_cast<int>(e.op) - static_cast<int>(ExprOp::Lt)], a, b);
         }
+        set_mask(i, m, o.bytes() / n_);
+        return 0;
+      });
+      return;
+    }
+    r.v = on(t, [&](auto& o) { return is_floating(t) ? eval_float(o, e) : eval_int(o, e); });
+  }
+
+  template <class O>
+  x86::Vec eval_float(O& o, const Expr& e) {
+    const x86::Vec A = e.a >= 0 ? vals_[e.a].v : x86::Vec(),
+                   B = e.b >= 0 ? vals_[e.b].v : x86::Vec();
+    switch (e.op) {
+      case ExprOp::Neg:
+        return o.bit_xor(A, o.splat(-0.0));
+      case ExprOp::Abs:  // x < 0 ? -x : x (eager keeps -0 as is)
+        return o.select(o.lt(A, o.splat(0.0)), o.bit_xor(A, o.splat(-0.0)), A);
+      case ExprOp::Sqrt:
+        return o.sqrt(A);
+      case ExprOp::Rsqrt:
+        return o.div(o.splat(1.0), o.sqrt(A));
+      case ExprOp::Reciprocal:
+        return o.div(o.splat(1.0), A);
+      case ExprOp::Square:
+        return o.mul(A, A);
+      case ExprOp::Relu:  // x < 0 ? 0 : x (NaN passes)
+        return o.select(o.lt(A, o.splat(0.0)), o.splat(0.0), A);
+      case ExprOp::Sign:  // (0 < x) - (x < 0): NaN and -0 give +0
+        return o.select(o.gt(A, o.splat(0.0)), o.splat(1.0),
+                        o.select(o.lt(A, o.splat(0.0)), o.splat(-1.0), o.splat(0.0)));
+      case ExprOp::Add:
+        return o.add(A, B);
+      case ExprOp::Sub:
+        return o.sub(A, B);
+      case ExprOp::Mul:
+        return o.mul(A, B);
+      case ExprOp::Div:
+        return o.div(A, B);
+      case ExprOp::Maximum:
+      case ExprOp::Minimum: {  // NaN in a, else NaN in b, else the larger (smaller)
+        x86::Vec r =
+            e.op == ExprOp::Maximum ? o.select(o.lt(A, B), B, A) : o.select(o.lt(B, A), B, A);
+        r = o.select(o.unord(B, B), B, r);
+        return o.select(o.unord(A, A), A, r);
+      }
+      case ExprOp::Select:
+        return o.select(mask(e.a, o.bytes() / n_), vals_[e.b].v, vals_[e.c].v);
+      case ExprOp::Floor:
+        return o.round(A, 1);
+      case ExprOp::Ceil:
+        return o.round(A, 2);
+      case ExprOp::Round:
+        return o.round(A, 0);
+      default:
+        if (expr_is_transcendental(e.op)) return emit_math(o, e.op, A);
         fail("cpu kernel: no rendering for expression op {}", expr_op_name(e.op));
     }
   }
 
-  O o_;
+  // Integers wrap in two's complement, as the eager functors (wrap_add, ...).
+  template <class O>
+  x86::Vec eval_int(O& o, const Expr& e) {
+    const x86::Vec A = e.a >= 0 ? vals_[e.a].v : x86::Vec(),
+                   B = e.b >= 0 ? vals_[e.b].v : x86::Vec();
+    const x86::Vec zero = o.isplat(0);
+    switch (e.op) {
+      case ExprOp::Neg:
+        return o.isub(zero, A);
+      case ExprOp::Abs:
+        return o.select(o.icmp(1, A, zero), o.isub(zero, A), A);
+      case ExprOp::Square:
+        return o.imul(A, A);
+      case ExprOp::Relu:
+        return o.select(o.icmp(1, A, zero), zero, A);
+      case ExprOp::Sign:
+        return o.select(o.icmp(6, A, zero), o.isplat(1),
+                        o.select(o.icmp(1, A, zero), o.isplat(-1), zero));
+      case ExprOp::Add:
+        return o.iadd(A, B);
+      case ExprOp::Sub:
+        return o.isub(A, B);
+      case ExprOp::Mul:
+        return o.imul(A, B);
+      case ExprOp::Maximum:
+        return o.select(o.icmp(1, A, B), B, A);
+      case ExprOp::Minimum:
+        return o.select(o.icmp(1, B, A), B, A);
+      case ExprOp::Select:
+        return o.select(mask(e.a, o.bytes() / n_), vals_[e.b].v, vals_[e.c].v);
+      default:
+        fail("cpu kernel: no integer rendering for expression op {}", expr_op_name(e.op));
+    }
+  }
+
+  EmitContext& ctx_;
+  x86::Compiler& cc_;
+  int n_;
+  AsmVecOps<float> f_;
+  AsmVecOps<double> d_;
+  AsmVecOps<float> x4_;  // xmm-sized constants (Bool bytes)
   const LoopKernel& k_;
   const std::vector<InnerLayout>& layout_;
   const std::vector<x86::Gp>& cur_;
   x86::Gp params_;
   const x86::KReg* tail_;
   bool streaming_;
-  std::vector<F> vals_;
-  std::vector<typename O::M> masks_;
+  std::vector<Val> vals_;
 };
 
-template <class T>
 void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v) {
   const JitIsa isa = v.isa;
   const std::vector<InnerLayout>& layout = v.layout;
@@ -182,22 +562,18 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
 
   const int nops = k.num_operands();
   std::vector<x86::Gp> base(nops), cur(nops);
+  std::vector<int> esize(nops);
   for (int j = 0; j < nops; ++j) {
     base[j] = cc.newIntPtr();
     cur[j] = cc.newIntPtr();
     cc.mov(base[j], x86::ptr(ptrs, j * 8));
+    esize[j] = static_cast<int>(itemsize(k.operand_dtype(j)));
   }
   EmitContext ctx{cc, isa, cc.cursor(), {}};
 
   bool vector_loop = true;
   for (InnerLayout l : layout) vector_loop = vector_loop && l != InnerLayout::Strided;
-  const int lanes = AsmVecOps<T>(ctx, true).lanes();
-  const int esize = static_cast<int>(sizeof(T));
-  // Two vectors per iteration where the body is a long dependency chain (vector math) and the
-  // ISA has registers for two (AVX-512: 32); the masked tail takes what is left.
-  bool paired = false;
-  if (isa == JitIsa::Avx512 && vector_loop)
-    for (const Expr& e : k.exprs) paired = paired || expr_is_transcendental(e.op);
+  const int lanes = kernel_lanes(k, isa);
 
   Label l_outer = cc.newLabel(), l_done = cc.newLabel(), l_row_end = cc.newLabel();
   x86::Gp o = cc.newInt64("o"), rem = cc.newInt64("rem");
@@ -210,7 +586,7 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
 
   auto advance = [&](int elements) {
     for (int j = 0; j < nops; ++j) {
-      if (layout[j] == InnerLayout::Contiguous) cc.add(cur[j], elements * esize);
+      if (layout[j] == InnerLayout::Contiguous) cc.add(cur[j], elements * esize[j]);
       if (layout[j] == InnerLayout::Strided) cc.add(cur[j], x86::ptr(inner, j * 8));
     }
   };
@@ -220,7 +596,7 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
     cc.test(rem, rem);
     cc.jz(l_row_end);
     cc.bind(l_s);
-    BodyEmitter(AsmVecOps<T>(ctx, false), k, layout, cur, params, nullptr).emit();
+    BodyEmitter(ctx, 1, k, layout, cur, params, nullptr).emit();
     advance(1);
     cc.dec(rem);
     cc.jnz(l_s);
@@ -229,39 +605,22 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
   if (vector_loop) {
     Label l_vec = cc.newLabel(), l_tail = cc.newLabel();
     cc.bind(l_vec);
-    if (paired) {  // two vectors per iteration while they last; the rest goes to the masked tail
-      cc.cmp(rem, 2 * lanes);
-      cc.jl(l_tail);
-      BodyEmitter(PairedOps(AsmVecOps<T>(ctx, true), lanes * esize), k, layout, cur, params,
-                  nullptr, v.streaming)
-          .emit();
-      advance(2 * lanes);
-      cc.sub(rem, 2 * lanes);
-    } else {
-      cc.cmp(rem, lanes);
-      cc.jl(l_tail);
-      BodyEmitter(AsmVecOps<T>(ctx, true), k, layout, cur, params, nullptr, v.streaming).emit();
-      advance(lanes);
-      cc.sub(rem, lanes);
-    }
+    cc.cmp(rem, lanes);
+    cc.jl(l_tail);
+    BodyEmitter(ctx, lanes, k, layout, cur, params, nullptr, v.streaming).emit();
+    advance(lanes);
+    cc.sub(rem, lanes);
     cc.jmp(l_vec);
     cc.bind(l_tail);
-    if (isa == JitIsa::Avx512) {  // masked iterations: one, or up to two after paired ones
-      Label l_masked = cc.newLabel();
-      cc.bind(l_masked);
+    if (isa == JitIsa::Avx512) {  // one masked iteration
       cc.test(rem, rem);
       cc.jz(l_row_end);
       x86::Gp bits = cc.newInt64("bits");
       x86::KReg mask = cc.newKw("tail");
       cc.mov(bits, -1);
-      cc.bzhi(bits, bits, rem);  // rem >= lanes: every lane
+      cc.bzhi(bits, bits, rem);
       cc.kmovw(mask, bits.r32());
-      BodyEmitter(AsmVecOps<T>(ctx, true), k, layout, cur, params, &mask).emit();
-      if (paired) {
-        advance(lanes);
-        cc.sub(rem, lanes);
-        cc.jg(l_masked);
-      }
+      BodyEmitter(ctx, lanes, k, layout, cur, params, &mask).emit();
     } else {
       scalar_loop();
     }
@@ -279,19 +638,7 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
 
 }  // namespace
 
-}  // namespace kiln::jit
-
-// Debian's libasmjit.a is built without NDEBUG, so its register allocator runs
-// RAAssignment::verify(), a consistency self-check (assertions only, no effect on the code it
-// produces), at every block and instruction switch: 38% of a kernel's compile time measured with
-// perf. The function is an inline member of a private header, emitted as a weak symbol in
-// ralocal.cpp.o; this strong no-op definition takes its place at link time (it is in this file
-// because the linker pulls this object into every program that renders a kernel). On an asmjit
-// built with NDEBUG the symbol does not exist and this definition is unused. docs/jit.md, "Compile
-// time".
-extern "C" void _ZN6asmjit8_abi_1_912RAAssignment6verifyEv(void*) {}
-
-namespace kiln::jit {
+int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
 RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,
                                  bool want_assembly) {
@@ -304,10 +651,7 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
   StringLogger logger;
   if (want_assembly) code.setLogger(&logger);
   x86::Compiler cc(&code);
-  if (k.dtype == DType::Float64)
-    render_function<double>(cc, k, v);
-  else
-    render_function<float>(cc, k, v);
+  render_function(cc, k, v);
   cc.finalize();
   RenderedKernel out;
   out.code_bytes = code.codeSize();

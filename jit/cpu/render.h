@@ -3,7 +3,8 @@
 //   for o in [0, n_outer): for i in [0, n_inner): out_k[o, i] = expr_k(in_j[o, i], ...)
 // with byte strides per operand for both dims (the launcher, cpu_target.cpp, coalesces any rank to
 // this). Contiguous and broadcast inner operands get a vector loop with a masked (AVX-512) or
-// scalar (AVX2, SSE2) tail; any strided operand makes the inner loop scalar.
+// scalar (AVX2, SSE2) tail; any strided operand makes the inner loop scalar. Operands may have
+// any dtype (Bool as bytes 0 / 1); the lane count is set by the kernel's widest type.
 #pragma once
 #include <asmjit/x86.h>
 
@@ -36,6 +37,9 @@ struct KernelVariant {
   std::vector<InnerLayout> layout;
   bool streaming = false;
 };
+
+// The elements one vector iteration of `k` computes on `isa` (the widest type sets it).
+int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa);
 
 // Throws kiln::Error when asmjit reports an error (the caller falls back to eager kernels).
 RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k,

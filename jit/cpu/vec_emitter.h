@@ -3,14 +3,18 @@
 // the same algorithm templates the eager kernels run give the same bits in generated code.
 // Beyond the contract it loads and stores operands (contiguous, broadcast, masked tails).
 //
-// Shapes: `wide` values fill the ISA's vector (zmm, ymm, xmm); narrow values use lane 0 of an
-// xmm (loads with movss/movsd zero the other lanes, so packed instructions are safe on them).
+// Shapes: an emitter works on `lanes` elements of T at once (1 for a scalar loop). The register
+// is the smallest of xmm, ymm, zmm that holds them: a kernel whose widest value type is 8 bytes
+// runs 8 lanes on AVX-512, so its Float32 values live in ymm (half registers: jit/cpu/render.cpp
+// says why). Loads of fewer than 16 bytes (movss, movsd) zero the other lanes, so packed
+// instructions are safe on them.
 // Masks: AVX-512 uses k registers (every instruction here has an EVEX form, so the register
 // allocator may use xmm16-31); AVX2 and SSE2 use all-ones vector lanes.
 // Constants are loaded once per kernel, before the loops (hoisted at `hoist_point`).
 #pragma once
 #include <asmjit/x86.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -42,21 +46,19 @@ class AsmVecOps {
   using M = AsmMask;
   static constexpr bool kDouble = std::is_same_v<T, double>;
 
-  AsmVecOps(EmitContext& ctx, bool wide) : ctx_(ctx), cc_(ctx.cc), wide_(wide) {}
+  AsmVecOps(EmitContext& ctx, int lanes) : ctx_(ctx), cc_(ctx.cc), lanes_(lanes) {}
 
-  bool wide() const { return wide_; }
   bool kmask() const { return ctx_.isa == JitIsa::Avx512; }
   bool vex() const { return ctx_.isa != JitIsa::Sse2; }
-  // Lanes of a wide vector.
-  int lanes() const {
-    const int bytes = ctx_.isa == JitIsa::Avx512 ? 64 : ctx_.isa == JitIsa::Avx2 ? 32 : 16;
-    return bytes / static_cast<int>(sizeof(T));
-  }
+  int lanes() const { return lanes_; }
+  // Bytes of the lanes (the register may be larger: at least an xmm).
+  int bytes() const { return lanes_ * static_cast<int>(sizeof(T)); }
 
-  F new_vec() const {
-    if (wide_ && ctx_.isa == JitIsa::Avx512) return cc_.newZmm();
-    if (wide_ && ctx_.isa == JitIsa::Avx2) return cc_.newYmm();
-    return cc_.newXmm();
+  F new_vec() const { return new_vec_of(cc_, bytes()); }
+  static F new_vec_of(asmjit::x86::Compiler& cc, int bytes) {
+    if (bytes >= 64) return cc.newZmm();
+    if (bytes == 32) return cc.newYmm();
+    return cc.newXmm();
   }
 
   // ---- the contract (vec_ops.h) ----
@@ -130,7 +132,7 @@ class AsmVecOps {
       cc_.emit(vex() ? (kDouble ? x86::Inst::kIdVmovmskpd : x86::Inst::kIdVmovmskps)
                      : (kDouble ? x86::Inst::kIdMovmskpd : x86::Inst::kIdMovmskps),
                bits.r32(), m.v);
-    if (!wide_) cc_.and_(bits, 1);  // a narrow value uses lane 0 only
+    if (lanes_ < 16) cc_.and_(bits, (1 << lanes_) - 1);  // lanes past the value's are not its
     F out = new_vec();
     cc_.emit(vex() ? x86::Inst::kIdVmovaps : x86::Inst::kIdMovaps, out, r);
     Label skip = cc_.newLabel();
@@ -173,16 +175,114 @@ class AsmVecOps {
       if (bits & 1) r[i] = f(x[i]);
   }
 
+  // ---- beyond the contract: integer lanes (Int32 on the float emitter, Int64 on the double
+  // one) and rounding, for the JIT's integer and rounding expressions ----
+  using Gp = asmjit::x86::Gp;
+  // a * b, wrapping. SSE2 (and AVX2 for 64-bit lanes) have no such multiply: composed of
+  // 32 x 32 -> 64-bit pmuludq products, exact modulo 2^32 (2^64).
+  I imul(I a, I b) const {
+    namespace Inst = asmjit::x86::Inst;
+    if (kmask() || (vex() && !kDouble)) {
+      I d = new_vec();
+      cc_.emit(kDouble ? Inst::kIdVpmullq : Inst::kIdVpmulld, d, a, b);
+      return d;
+    }
+    const InstId mulu = vex() ? Inst::kIdVpmuludq : Inst::kIdPmuludq;
+    auto mul = [&](I x, I y) {
+      I d = new_vec();
+      if (vex()) {
+        cc_.emit(mulu, d, x, y);
+      } else {
+        cc_.emit(Inst::kIdMovdqa, d, x);
+        cc_.emit(mulu, d, y);
+      }
+      return d;
+    };
+    auto shr64 = [&](I x) {
+      return shift(I_(kIdVpsrlq_, kIdVpsrlq_, kIdPsrlq_, kIdPsrlq_), x, 32);
+    };
+    auto shl64 = [&](I x) {
+      return shift(I_(kIdVpsllq_, kIdVpsllq_, kIdPsllq_, kIdPsllq_), x, 32);
+    };
+    auto add64 = [&](I x, I y) {
+      return arith(I_(kIdVpaddq_, kIdVpaddq_, kIdPaddq_, kIdPaddq_), x, y);
+    };
+    if (kDouble) {  // lo(a) lo(b) + ((hi(a) lo(b) + lo(a) hi(b)) << 32)
+      I cross = add64(mul(shr64(a), b), mul(a, shr64(b)));
+      return add64(mul(a, b), shl64(cross));
+    }
+    // SSE2, 32-bit lanes: even lanes' and odd lanes' products, low halves interleaved.
+    I even = mul(a, b), odd = mul(shr64(a), shr64(b));
+    I e = new_vec(), o = new_vec();
+    cc_.emit(Inst::kIdPshufd, e, even, asmjit::imm(0x08));
+    cc_.emit(Inst::kIdPshufd, o, odd, asmjit::imm(0x08));
+    cc_.emit(Inst::kIdPunpckldq, e, o);
+    return e;
+  }
+  // A signed integer compare; `pred` as vpcmp's: 0 eq, 1 lt, 2 le, 4 ne, 5 ge, 6 gt.
+  M icmp(int pred, I a, I b) const {
+    namespace Inst = asmjit::x86::Inst;
+    M r;
+    if (kmask()) {
+      r.k = cc_.newKw();
+      cc_.emit(kDouble ? Inst::kIdVpcmpq : Inst::kIdVpcmpd, r.k, a, b, asmjit::imm(pred));
+      return r;
+    }
+    switch (pred) {
+      case 0:
+        r.v = ieq(a, b);
+        return r;
+      case 1:
+        r.v = igt(b, a);
+        return r;
+      case 6:
+        r.v = igt(a, b);
+        return r;
+      case 2:
+        return mask_not(icmp(6, a, b));
+      case 5:
+        return mask_not(icmp(1, a, b));
+      default:
+        return mask_not(icmp(0, a, b));
+    }
+  }
+  // Rounding to an integral value: mode 0 nearest (half to even, as nearbyint), 1 floor, 2 ceil.
+  F round(F x, int mode) const {
+    namespace Inst = asmjit::x86::Inst;
+    if (vex()) {
+      F d = new_vec();
+      if (kmask())
+        cc_.emit(kDouble ? Inst::kIdVrndscalepd : Inst::kIdVrndscaleps, d, x,
+                 asmjit::imm(8 | mode));
+      else
+        cc_.emit(kDouble ? Inst::kIdVroundpd : Inst::kIdVroundps, d, x, asmjit::imm(8 | mode));
+      return d;
+    }
+    // SSE2 has no rounding instruction: |x| + 2^m - 2^m rounds |x| < 2^m (m mantissa bits) to
+    // an integer, half to even, exactly; floor / ceil step from there; the sign is x's (floor
+    // and ceil of x have x's sign, zeros included); |x| >= 2^m and NaN are already integral.
+    const F sign = splat(-0.0);
+    const F ax = bit_andnot(sign, x);
+    const F big = splat(kDouble ? 0x1p52 : 0x1p23);
+    auto with_sign_of_x = [&](F v) { return bit_or(bit_andnot(sign, v), bit_and(sign, x)); };
+    F r = with_sign_of_x(sub(add(ax, big), big));
+    if (mode == 1) r = select(gt(r, x), sub(r, splat(1.0)), r);
+    if (mode == 2) r = select(lt(r, x), add(r, splat(1.0)), r);
+    r = with_sign_of_x(r);
+    return select(lt(ax, big), r, x);
+  }
+
   // ---- operands ----
   // Loads one element (narrow) or a vector (wide) from `m`; `tail` (AVX-512 wide only) masks the
   // lanes past the end (zeroed, never read).
   F load(const asmjit::x86::Mem& m, const asmjit::x86::KReg* tail = nullptr) const {
     F d = new_vec();
-    if (!wide_) {
-      cc_.emit(vex() ? (kDouble ? kIdVmovsd_ : kIdVmovss_) : (kDouble ? kIdMovsd_ : kIdMovss_), d,
-               m);
-    } else if (tail != nullptr) {
+    if (tail != nullptr) {
       cc_.k(*tail).z().emit(kDouble ? kIdVmovupd_ : kIdVmovups_, d, m);
+    } else if (bytes() <= 8) {
+      cc_.emit(
+          vex() ? (bytes() == 8 ? kIdVmovsd_ : kIdVmovss_) : (bytes() == 8 ? kIdMovsd_ : kIdMovss_),
+          d, m);
     } else {
       cc_.emit(vex() ? (kDouble ? kIdVmovupd_ : kIdVmovups_) : (kDouble ? kIdMovupd_ : kIdMovups_),
                d, m);
@@ -191,9 +291,11 @@ class AsmVecOps {
   }
   // Every lane the element at `m` (a broadcast operand).
   F load_broadcast(const asmjit::x86::Mem& m) const {
-    if (!wide_) return load(m);
+    if (lanes_ == 1) return load(m);
     F d = new_vec();
-    if (vex()) {
+    if (vex() && kDouble && bytes() <= 16) {
+      cc_.emit(asmjit::x86::Inst::kIdVmovddup, d, m);  // vbroadcastsd has no xmm form
+    } else if (vex()) {
       cc_.emit(kDouble ? kIdVbroadcastsd_ : kIdVbroadcastss_, d, m);
     } else if (kDouble) {
       cc_.emit(kIdMovsd_, d, m);
@@ -212,11 +314,12 @@ class AsmVecOps {
       cc_.emit(kDouble ? asmjit::x86::Inst::kIdMovntpd : asmjit::x86::Inst::kIdMovntps, m, v);
   }
   void store(const asmjit::x86::Mem& m, F v, const asmjit::x86::KReg* tail = nullptr) const {
-    if (!wide_) {
-      cc_.emit(vex() ? (kDouble ? kIdVmovsd_ : kIdVmovss_) : (kDouble ? kIdMovsd_ : kIdMovss_), m,
-               v);
-    } else if (tail != nullptr) {
+    if (tail != nullptr) {
       cc_.k(*tail).emit(kDouble ? kIdVmovupd_ : kIdVmovups_, m, v);
+    } else if (bytes() <= 8) {
+      cc_.emit(
+          vex() ? (bytes() == 8 ? kIdVmovsd_ : kIdVmovss_) : (bytes() == 8 ? kIdMovsd_ : kIdMovss_),
+          m, v);
     } else {
       cc_.emit(vex() ? (kDouble ? kIdVmovupd_ : kIdVmovups_) : (kDouble ? kIdMovupd_ : kIdMovups_),
                m, v);
@@ -298,19 +401,50 @@ class AsmVecOps {
     }
     return r;
   }
+  // 0 / all-ones lanes (AVX2, SSE2 only).
+  F ieq(I a, I b) const {
+    namespace Inst = asmjit::x86::Inst;
+    if (!kDouble || vex())
+      return arith(I_(Inst::kIdVpcmpeqd, Inst::kIdVpcmpeqq, Inst::kIdPcmpeqd, Inst::kIdPcmpeqd), a,
+                   b);
+    // SSE2, 64-bit lanes: both halves equal.
+    I e = arith(I_(Inst::kIdPcmpeqd, Inst::kIdPcmpeqd, Inst::kIdPcmpeqd, Inst::kIdPcmpeqd), a, b);
+    I s = new_vec();
+    cc_.emit(Inst::kIdPshufd, s, e, asmjit::imm(0xB1));
+    return bit(kBitAnd, e, s);
+  }
+  F igt(I a, I b) const {
+    namespace Inst = asmjit::x86::Inst;
+    if (!kDouble || vex())
+      return arith(I_(Inst::kIdVpcmpgtd, Inst::kIdVpcmpgtq, Inst::kIdPcmpgtd, Inst::kIdPcmpgtd), a,
+                   b);
+    // SSE2, 64-bit lanes: high halves signed-greater, or equal with the low halves greater as
+    // unsigned (biased by 2^31 to compare them signed).
+    const I bias = constant(0x80000000ull);
+    const I x = bit(kBitXor, a, bias), y = bit(kBitXor, b, bias);
+    const I gt =
+        arith(I_(Inst::kIdPcmpgtd, Inst::kIdPcmpgtd, Inst::kIdPcmpgtd, Inst::kIdPcmpgtd), x, y);
+    const I eq =
+        arith(I_(Inst::kIdPcmpeqd, Inst::kIdPcmpeqd, Inst::kIdPcmpeqd, Inst::kIdPcmpeqd), x, y);
+    I gt_hi = new_vec(), gt_lo = new_vec(), eq_hi = new_vec();
+    cc_.emit(Inst::kIdPshufd, gt_hi, gt, asmjit::imm(0xF5));
+    cc_.emit(Inst::kIdPshufd, gt_lo, gt, asmjit::imm(0xA0));
+    cc_.emit(Inst::kIdPshufd, eq_hi, eq, asmjit::imm(0xF5));
+    return bit(kBitOr, gt_hi, bit(kBitAnd, eq_hi, gt_lo));
+  }
   F all_ones() const { return kDouble ? constant(~uint64_t{0}) : constant(0xffffffffu); }
 
   // A register holding `bits` in every lane, loaded once before the loops.
   F constant(uint64_t bits) const {
-    const int width = wide_ ? lanes() : 1;
-    auto key = std::make_pair(bits, width);
+    const int width = std::max(16, bytes());
+    auto key = std::make_pair(bits, width * 16 + static_cast<int>(sizeof(T)));
     auto it = ctx_.constants.find(key);
     if (it != ctx_.constants.end()) return it->second;
     alignas(64) unsigned char data[64];
-    const int n = wide_ ? 64 / static_cast<int>(sizeof(T)) : 16 / static_cast<int>(sizeof(T));
+    const int n = 64 / static_cast<int>(sizeof(T));
     for (int i = 0; i < n; ++i) std::memcpy(data + i * sizeof(T), &bits, sizeof(T));
-    const size_t bytes = wide_ ? static_cast<size_t>(lanes()) * sizeof(T) : 16;
-    asmjit::x86::Mem mem = cc_.newConst(asmjit::ConstPoolScope::kLocal, data, bytes);
+    asmjit::x86::Mem mem =
+        cc_.newConst(asmjit::ConstPoolScope::kLocal, data, static_cast<size_t>(width));
     asmjit::BaseNode* saved = cc_.setCursor(ctx_.hoist_point);
     F d = new_vec();
     cc_.emit(vex() ? asmjit::x86::Inst::kIdVmovups : asmjit::x86::Inst::kIdMovups, d, mem);
@@ -378,7 +512,7 @@ class AsmVecOps {
 
   EmitContext& ctx_;
   asmjit::x86::Compiler& cc_;
-  bool wide_;
+  int lanes_;
 };
 
 }  // namespace kiln::jit

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <climits>
+#include <cmath>
 
 #include "runtime/error.h"
 
@@ -38,6 +40,8 @@ int expr_arity(ExprOp op) {
     case ExprOp::Ge:
     case ExprOp::Eq:
     case ExprOp::Ne:
+    case ExprOp::And:
+    case ExprOp::Or:
       return 2;
     case ExprOp::Select:
       return 3;
@@ -50,6 +54,35 @@ bool expr_is_compare(ExprOp op) { return op >= ExprOp::Lt && op <= ExprOp::Ne; }
 
 bool expr_is_transcendental(ExprOp op) { return op >= ExprOp::Exp && op <= ExprOp::GeluTanh; }
 
+bool expr_accepts(ExprOp op, DType t) {
+  switch (op) {
+    case ExprOp::Load:
+    case ExprOp::Const:
+    case ExprOp::Cast:
+      return true;
+    case ExprOp::And:
+    case ExprOp::Or:
+    case ExprOp::Not:
+      return t == DType::Bool;
+    case ExprOp::Param:
+    case ExprOp::Neg:
+    case ExprOp::Abs:
+    case ExprOp::Square:
+    case ExprOp::Relu:
+    case ExprOp::Sign:
+    case ExprOp::Add:
+    case ExprOp::Sub:
+    case ExprOp::Mul:
+    case ExprOp::Maximum:
+    case ExprOp::Minimum:
+    case ExprOp::Select:
+      return t != DType::Bool;
+    default:
+      if (expr_is_compare(op)) return t != DType::Bool;  // the operands' type
+      return is_floating(t);  // sqrt, rsqrt, reciprocal, div, transcendentals, rounding
+  }
+}
+
 namespace {
 
 int32_t push(LoopKernel& k, Expr e) {
@@ -57,28 +90,82 @@ int32_t push(LoopKernel& k, Expr e) {
   return static_cast<int32_t>(k.exprs.size()) - 1;
 }
 
+DType type_of(const LoopKernel& k, int32_t id) {
+  return id >= 0 && id < static_cast<int32_t>(k.exprs.size()) ? k.exprs[id].type : DType::Float32;
+}
+
+bool representable(double v, DType t) {
+  if (t == DType::Float32) return v != v || static_cast<double>(static_cast<float>(v)) == v;
+  return true;
+}
+
+bool int_in_range(int64_t v, DType t) {
+  if (t == DType::Bool) return v == 0 || v == 1;
+  if (t == DType::Int32) return v >= INT32_MIN && v <= INT32_MAX;
+  return t == DType::Int64;
+}
+
 }  // namespace
 
-int32_t LoopKernel::load(int32_t input) { return push(*this, {ExprOp::Load, -1, -1, -1, input}); }
-int32_t LoopKernel::constant(double v) {
-  Expr e{ExprOp::Const};
-  e.value = v;
+LoopKernel LoopKernel::uniform(DType t, int num_inputs, int num_params) {
+  LoopKernel k;
+  k.inputs.assign(static_cast<size_t>(num_inputs), t);
+  k.params.assign(static_cast<size_t>(num_params), t);
+  return k;
+}
+
+int32_t LoopKernel::load(int32_t input) {
+  Expr e{ExprOp::Load, -1, -1, -1, input};
+  e.type = input >= 0 && input < num_inputs() ? inputs[input] : DType::Float32;
   return push(*this, e);
 }
-int32_t LoopKernel::param(int32_t k) { return push(*this, {ExprOp::Param, -1, -1, -1, k}); }
-int32_t LoopKernel::unary(ExprOp op, int32_t a) { return push(*this, {op, a}); }
-int32_t LoopKernel::binary(ExprOp op, int32_t a, int32_t b) { return push(*this, {op, a, b}); }
+int32_t LoopKernel::constant(double v, DType t) {
+  Expr e{ExprOp::Const};
+  e.type = t;
+  e.value = t == DType::Float32 ? static_cast<double>(static_cast<float>(v)) : v;
+  return push(*this, e);
+}
+int32_t LoopKernel::constant_int(int64_t v, DType t) {
+  Expr e{ExprOp::Const};
+  e.type = t;
+  e.ivalue = t == DType::Bool ? (v != 0) : t == DType::Int32 ? static_cast<int32_t>(v) : v;
+  return push(*this, e);
+}
+int32_t LoopKernel::param(int32_t k) {
+  Expr e{ExprOp::Param, -1, -1, -1, k};
+  e.type = k >= 0 && k < num_params() ? params[k] : DType::Float32;
+  return push(*this, e);
+}
+int32_t LoopKernel::unary(ExprOp op, int32_t a) {
+  Expr e{op, a};
+  e.type = op == ExprOp::Not ? DType::Bool : type_of(*this, a);
+  return push(*this, e);
+}
+int32_t LoopKernel::binary(ExprOp op, int32_t a, int32_t b) {
+  Expr e{op, a, b};
+  e.type = expr_is_compare(op) || op == ExprOp::And || op == ExprOp::Or ? DType::Bool
+                                                                        : type_of(*this, a);
+  return push(*this, e);
+}
 int32_t LoopKernel::select(int32_t mask, int32_t a, int32_t b) {
-  return push(*this, {ExprOp::Select, mask, a, b});
+  Expr e{ExprOp::Select, mask, a, b};
+  e.type = type_of(*this, a);
+  return push(*this, e);
+}
+int32_t LoopKernel::cast(int32_t a, DType t) {
+  Expr e{ExprOp::Cast, a};
+  e.type = t;
+  return push(*this, e);
 }
 
 void LoopKernel::verify() const {
-  KILN_CHECK(dtype == DType::Float32 || dtype == DType::Float64,
-             "loop kernel: dtype {} (expected Float32 or Float64)", dtype);
   KILN_CHECK(!stores.empty(), "loop kernel: no stores");
-  auto is_mask = [&](int32_t id) { return expr_is_compare(exprs[id].op); };
+  for (size_t p = 0; p < params.size(); ++p)
+    KILN_CHECK(params[p] != DType::Bool, "loop kernel: param {} is Bool (params are numbers)", p);
   for (size_t i = 0; i < exprs.size(); ++i) {
     const Expr& e = exprs[i];
+    KILN_CHECK(static_cast<int>(e.type) < kNumDTypes, "loop kernel: %{} ({}) has no value type", i,
+               expr_op_name(e.op));
     const int n = expr_arity(e.op);
     const int32_t ops[3] = {e.a, e.b, e.c};
     for (int k = 0; k < 3; ++k) {
@@ -86,40 +173,97 @@ void LoopKernel::verify() const {
         KILN_CHECK(ops[k] >= 0 && ops[k] < static_cast<int32_t>(i),
                    "loop kernel: %{} ({}) reads %{}, not defined before it", i, expr_op_name(e.op),
                    ops[k]);
-        const bool want_mask = e.op == ExprOp::Select && k == 0;
-        KILN_CHECK(is_mask(ops[k]) == want_mask, "loop kernel: %{} ({}) operand {} is {}", i,
-                   expr_op_name(e.op), k, want_mask ? "not a mask" : "a mask");
       } else {
         KILN_CHECK(ops[k] == -1, "loop kernel: %{} ({}) has an extra operand", i,
                    expr_op_name(e.op));
       }
     }
-    if (e.op == ExprOp::Load)
-      KILN_CHECK(e.index >= 0 && e.index < num_inputs, "loop kernel: %{} loads input {} of {}", i,
-                 e.index, num_inputs);
-    if (e.op == ExprOp::Param)
-      KILN_CHECK(e.index >= 0 && e.index < num_params, "loop kernel: %{} reads param {} of {}", i,
-                 e.index, num_params);
+    // The type each operand must have, and the result's.
+    auto want = [&](int k, DType t) {
+      const DType got = exprs[ops[k]].type;
+      KILN_CHECK(got == t, "loop kernel: %{} ({}) operand {} is {} %{}, expected {}{}", i,
+                 expr_op_name(e.op), k, got == DType::Bool ? "a mask" : dtype_name(got), ops[k],
+                 t == DType::Bool ? "a mask" : dtype_name(t),
+                 t != DType::Bool && got != DType::Bool ? " (insert a Cast)" : "");
+    };
+    auto result = [&](DType t) {
+      KILN_CHECK(e.type == t, "loop kernel: %{} ({}) has type {}, expected {}", i,
+                 expr_op_name(e.op), e.type, t);
+    };
+    switch (e.op) {
+      case ExprOp::Load:
+        KILN_CHECK(e.index >= 0 && e.index < num_inputs(), "loop kernel: %{} loads input {} of {}",
+                   i, e.index, num_inputs());
+        result(inputs[e.index]);
+        break;
+      case ExprOp::Param:
+        KILN_CHECK(e.index >= 0 && e.index < num_params(), "loop kernel: %{} reads param {} of {}",
+                   i, e.index, num_params());
+        result(params[e.index]);
+        break;
+      case ExprOp::Const:
+        if (is_floating(e.type))
+          KILN_CHECK(e.ivalue == 0 && representable(e.value, e.type),
+                     "loop kernel: %{} (Const) {} is not a {} value", i, e.value, e.type);
+        else
+          KILN_CHECK(std::bit_cast<uint64_t>(e.value) == 0 && int_in_range(e.ivalue, e.type),
+                     "loop kernel: %{} (Const) {} is not a {} value", i, e.ivalue, e.type);
+        break;
+      case ExprOp::Cast:
+        KILN_CHECK(exprs[e.a].type != e.type, "loop kernel: %{} (Cast) from {} to itself", i,
+                   e.type);
+        break;
+      case ExprOp::Select:
+        want(0, DType::Bool);
+        KILN_CHECK(e.type != DType::Bool, "loop kernel: %{} (Select) of masks", i);
+        want(1, e.type);
+        want(2, e.type);
+        break;
+      default:
+        if (expr_is_compare(e.op)) {
+          const DType t = exprs[e.a].type;
+          KILN_CHECK(t != DType::Bool, "loop kernel: %{} ({}) operand 0 is a mask", i,
+                     expr_op_name(e.op));
+          want(1, t);
+          result(DType::Bool);
+          break;
+        }
+        KILN_CHECK(expr_accepts(e.op, e.type), "loop kernel: %{} ({}) does not compute in {}", i,
+                   expr_op_name(e.op), e.type == DType::Bool ? "masks" : dtype_name(e.type));
+        for (int k = 0; k < n; ++k) want(k, e.type);
+    }
+    if (e.op != ExprOp::Const)
+      KILN_CHECK(e.value == 0 && !std::signbit(e.value) && e.ivalue == 0,
+                 "loop kernel: %{} ({}) carries a constant", i, expr_op_name(e.op));
+    if (e.op != ExprOp::Load && e.op != ExprOp::Param)
+      KILN_CHECK(e.index == -1, "loop kernel: %{} ({}) has an index", i, expr_op_name(e.op));
   }
-  for (size_t k = 0; k < stores.size(); ++k) {
-    KILN_CHECK(
-        stores[k] >= 0 && stores[k] < static_cast<int32_t>(exprs.size()) && !is_mask(stores[k]),
-        "loop kernel: store {} of %{} (not a float expression)", k, stores[k]);
-  }
+  for (size_t k = 0; k < stores.size(); ++k)
+    KILN_CHECK(stores[k] >= 0 && stores[k] < static_cast<int32_t>(exprs.size()),
+               "loop kernel: store {} of %{} (not an expression)", k, stores[k]);
 }
 
 std::string to_text(const LoopKernel& k) {
-  std::string s = fmt::format("kernel {} inputs={} params={}\n", dtype_name(k.dtype), k.num_inputs,
-                              k.num_params);
+  auto list = [](const std::vector<DType>& ts) {
+    std::string s = "[";
+    for (size_t i = 0; i < ts.size(); ++i) s += fmt::format("{}{}", i ? " " : "", ts[i]);
+    return s + "]";
+  };
+  std::string s = fmt::format("kernel inputs={} params={}\n", list(k.inputs), list(k.params));
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
     s += fmt::format("  %{} = {}", i, expr_op_name(e.op));
     if (e.op == ExprOp::Load) s += fmt::format(" in{}", e.index);
     if (e.op == ExprOp::Param) s += fmt::format(" p{}", e.index);
-    if (e.op == ExprOp::Const) s += fmt::format(" {}", e.value);
+    if (e.op == ExprOp::Const) {
+      if (is_floating(e.type))
+        s += fmt::format(" {}", e.value);
+      else
+        s += fmt::format(" {}", e.ivalue);
+    }
     for (int32_t o : {e.a, e.b, e.c})
       if (o >= 0) s += fmt::format(" %{}", o);
-    s += '\n';
+    s += fmt::format(" : {}\n", e.type);
   }
   for (size_t j = 0; j < k.stores.size(); ++j) s += fmt::format("  out{} = %{}\n", j, k.stores[j]);
   return s;
@@ -127,18 +271,20 @@ std::string to_text(const LoopKernel& k) {
 
 std::vector<uint64_t> encode(const LoopKernel& k) {
   std::vector<uint64_t> w;
-  w.reserve(4 + k.exprs.size() * 5 + k.stores.size());
-  w.push_back(static_cast<uint64_t>(k.dtype));
-  w.push_back(static_cast<uint64_t>(k.num_inputs));
-  w.push_back(static_cast<uint64_t>(k.num_params));
+  w.reserve(4 + k.inputs.size() + k.params.size() + k.exprs.size() * 5 + k.stores.size());
+  w.push_back(k.inputs.size());
+  for (DType t : k.inputs) w.push_back(static_cast<uint64_t>(t));
+  w.push_back(k.params.size());
+  for (DType t : k.params) w.push_back(static_cast<uint64_t>(t));
   w.push_back(k.exprs.size());
   for (const Expr& e : k.exprs) {
-    w.push_back(static_cast<uint64_t>(e.op));
+    w.push_back(static_cast<uint64_t>(e.op) | static_cast<uint64_t>(e.type) << 8);
     w.push_back(static_cast<uint64_t>(static_cast<uint32_t>(e.a)) << 32 |
                 static_cast<uint32_t>(e.b));
     w.push_back(static_cast<uint64_t>(static_cast<uint32_t>(e.c)) << 32 |
                 static_cast<uint32_t>(e.index));
     w.push_back(std::bit_cast<uint64_t>(e.value));
+    w.push_back(static_cast<uint64_t>(e.ivalue));
   }
   for (int32_t s : k.stores) w.push_back(static_cast<uint64_t>(static_cast<uint32_t>(s)));
   return w;

@@ -3,13 +3,20 @@
 //     kernel serves every batch size);
 //   - operands: outputs first, then inputs, each a pointer with per-dim strides given at launch
 //     (contiguous, broadcast with stride 0, or any stride: the target specializes per launch);
+//     each input has a storage dtype (`inputs`), each output the type of the value it stores;
 //   - an expression DAG in SSA order: loads of inputs, constants, runtime parameters (promoted
-//     scalars), and element-wise math;
+//     scalars), casts and element-wise math;
 //   - stores: expression k is written to output k at every index.
-// Every value is computed in one floating dtype (`dtype`: Float32 or Float64) or is a lane mask
-// (the result of a compare, consumed by Select). The operations are exactly those of the eager
-// kernels' scalar functors (ops/cpu/pointwise_functors.h) and the shared vector math
-// (ops/cpu/vecmath/), so a kernel gives the eager bits: no reassociation, no FMA contraction.
+// Every expression has a value type (`Expr::type`): Float32, Float64, Int32, Int64, or Bool (a
+// lane mask: compares produce one, Select and the logical ops consume them). Types never change
+// implicitly: a Load yields its input's storage dtype (a Bool byte becomes a mask), a store writes
+// its expression's type (a mask becomes a byte 0 or 1), operands of an op share its type, and
+// the only conversion is Cast, with the eager cast's semantics (static_cast as x86 performs it:
+// float -> int truncates, NaN and out-of-range give the integer minimum; int -> float rounds to
+// nearest even; number -> Bool is `x != 0`, NaN included; Bool -> number is 0 or 1). The
+// operations are exactly those of the eager kernels' scalar functors
+// (ops/cpu/pointwise_functors.h) and the shared vector math (ops/cpu/vecmath/), so a kernel gives
+// the eager bits: no reassociation, no FMA contraction.
 //
 // The text form (to_text) is stable and used by golden tests and KILN_DUMP; encode() is the one
 // canonical encoding that the kernel cache hashes and compares word for word.
@@ -30,7 +37,10 @@ namespace kiln::jit {
   X(GeluTanh)                                                                              \
   /* binary float */ X(Add) X(Sub) X(Mul) X(Div) X(Maximum) X(Minimum)                     \
   /* compares: float, float -> mask */ X(Lt) X(Le) X(Gt) X(Ge) X(Eq) X(Ne)                  \
-  /* mask, float, float -> float */ X(Select)
+  /* mask, float, float -> float */ X(Select)                                              \
+  /* conversion between value types */ X(Cast)                                             \
+  /* rounding to an integral float (round: half to even) */ X(Floor) X(Ceil) X(Round)      \
+  /* masks */ X(And) X(Or) X(Not)
 // clang-format on
 
 enum class ExprOp : uint8_t {
@@ -42,43 +52,62 @@ enum class ExprOp : uint8_t {
 
 const char* expr_op_name(ExprOp op);
 int expr_arity(ExprOp op);               // operands read (0 for leaves)
-bool expr_is_compare(ExprOp op);         // produces a mask
+bool expr_is_compare(ExprOp op);         // produces a mask from two numbers
 bool expr_is_transcendental(ExprOp op);  // written with the shared vector math
+// The value types `op` computes in (its result type for all but compares and Cast): every
+// numeric type, floats only, or Bool only (the mask ops).
+bool expr_accepts(ExprOp op, DType type);
 
 struct Expr {
   ExprOp op{};
   int32_t a = -1, b = -1, c = -1;  // operand expressions (earlier in the list)
   int32_t index = -1;              // Load: input number; Param: parameter number
-  double value = 0;                // Const: the value (exactly representable in `dtype`)
+  double value = 0;                // Const of a float type (exactly representable in it)
+  DType type = DType::Float32;     // the value type
+  int64_t ivalue = 0;              // Const of an integer type or Bool (0 or 1)
   friend bool operator==(const Expr&, const Expr&) = default;
 };
 
 struct LoopKernel {
-  DType dtype = DType::Float32;  // of every loaded, computed and stored float value
-  int32_t num_inputs = 0;
-  int32_t num_params = 0;
+  std::vector<DType> inputs;  // the storage dtype of each input
+  std::vector<DType> params;  // the value type of each runtime parameter (not Bool)
   std::vector<Expr> exprs;
-  std::vector<int32_t> stores;  // output k stores exprs[stores[k]]
+  std::vector<int32_t> stores;  // output k stores exprs[stores[k]] (in its value type)
 
+  // Every input and param of type `t` (the single-dtype kernels of tests and examples).
+  static LoopKernel uniform(DType t, int num_inputs, int num_params = 0);
+
+  int32_t num_inputs() const { return static_cast<int32_t>(inputs.size()); }
+  int32_t num_params() const { return static_cast<int32_t>(params.size()); }
   int32_t num_outputs() const { return static_cast<int32_t>(stores.size()); }
-  int32_t num_operands() const { return num_outputs() + num_inputs; }
+  int32_t num_operands() const { return num_outputs() + num_inputs(); }
+  DType output_dtype(int32_t k) const { return exprs[stores[k]].type; }
+  // The storage dtype of operand j (outputs first, then inputs).
+  DType operand_dtype(int32_t j) const {
+    return j < num_outputs() ? output_dtype(j) : inputs[j - num_outputs()];
+  }
 
-  // Builders: append an expression, returning its id.
+  // Builders: append an expression, returning its id. The type follows from the operands
+  // (compares and the mask ops give Bool, Select its values' type), the input or the param.
   int32_t load(int32_t input);
-  int32_t constant(double v);
+  int32_t constant(double v, DType t);       // a float constant: v converted to t
+  int32_t constant_int(int64_t v, DType t);  // an integer or Bool constant: v wrapped to t
   int32_t param(int32_t k);
   int32_t unary(ExprOp op, int32_t a);
   int32_t binary(ExprOp op, int32_t a, int32_t b);
   int32_t select(int32_t mask, int32_t a, int32_t b);
+  int32_t cast(int32_t a, DType t);
 
-  // Checks the invariants (operands defined before use, masks only where masks go, loads and
-  // params in range, at least one store); throws kiln::Error naming the expression.
+  // Checks the invariants (operands defined before use, operand and result types as each op
+  // requires, constants representable, loads and params in range, at least one store); throws
+  // kiln::Error naming the expression.
   void verify() const;
 
   friend bool operator==(const LoopKernel&, const LoopKernel&) = default;
 };
 
-// Stable, readable text: one line per expression ("%3 = mul %1 %2"), then the stores.
+// Stable, readable text: a header with the input and param types, one line per expression
+// ("%3 = Mul %1 %2 : Float32"), then the stores.
 std::string to_text(const LoopKernel& k);
 
 // The canonical encoding: every field, in order. Equal encodings mean equal kernels.

@@ -208,7 +208,6 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
     return;
   }
   const LoopKernel& src = k.kernel->source();
-  const int64_t esize = itemsize(src.dtype);
   LaunchArgs la;
   std::vector<Tensor> outs;
   try {
@@ -216,31 +215,33 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
     outs.reserve(k.outputs.size());
     std::vector<ValueId> donated;
-    for (ValueId v : k.outputs) {
-      Tensor out = destination_for(f, v, static_cast<int32_t>(step_index), la.sizes, src.dtype);
+    for (size_t ko = 0; ko < k.outputs.size(); ++ko) {
+      const ValueId v = k.outputs[ko];
+      const DType dtype = src.output_dtype(static_cast<int32_t>(ko));
+      Tensor out = destination_for(f, v, static_cast<int32_t>(step_index), la.sizes, dtype);
       // Else the buffer of an input that dies at this kernel: it reads each element before it
       // writes the same element of the output, so computing in place is safe.
       for (size_t j = 0; !out.defined() && j < k.inputs.size(); ++j) {
         const ValueId w = k.inputs[j];
         if (std::find(donated.begin(), donated.end(), w) != donated.end()) continue;
-        if (donatable(f, w, static_cast<int32_t>(step_index), la.sizes, src.dtype, 0)) {
+        if (donatable(f, w, static_cast<int32_t>(step_index), la.sizes, dtype, 0)) {
           out = f.values[w];
           donated.push_back(w);
         }
       }
-      if (!out.defined()) out = empty_tensor(la.sizes, src.dtype, Device::cpu());
+      if (!out.defined()) out = empty_tensor(la.sizes, dtype, Device::cpu());
       la.ptrs.push_back(static_cast<char*>(out.impl()->data()));
-      la.strides.push_back(broadcast_strides(out.impl(), la.sizes, esize));
+      la.strides.push_back(broadcast_strides(out.impl(), la.sizes, itemsize(dtype)));
       outs.push_back(std::move(out));
     }
     for (ValueId v : k.inputs) {
       const TensorImpl* t = f.values[v].impl();
       la.ptrs.push_back(static_cast<char*>(t->data()));
-      la.strides.push_back(broadcast_strides(t, la.sizes, esize));
+      la.strides.push_back(broadcast_strides(t, la.sizes, itemsize(t->dtype())));
     }
-    SmallVector<double, 4> params;
-    for (int32_t p : k.params) params.push_back(f.args.scalars[p].to_double());
-    la.params = std::span<const double>(params.data(), params.size());
+    SmallVector<Scalar, 4> params;
+    for (int32_t p : k.params) params.push_back(f.args.scalars[p]);
+    la.params = std::span<const Scalar>(params.data(), params.size());
     try {
       k.kernel->launch(la);
     } catch (const Error& e) {  // no machine code for this layout: these nodes run eagerly

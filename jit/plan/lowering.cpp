@@ -1,5 +1,6 @@
 #include "jit/plan/lowering.h"
 
+#include "ops/meta_helpers.h"
 #include "ops/pointwise.h"
 #include "ops/pointwise_rules.h"
 #include "runtime/dispatcher.h"
@@ -36,6 +37,9 @@ ExprOp unary_expr(OpId op) {
     KILN_SAME(Cos)
     KILN_SAME(Gelu)
     KILN_SAME(GeluTanh)
+    KILN_SAME(Floor)
+    KILN_SAME(Ceil)
+    KILN_SAME(Round)
 #undef KILN_SAME
     default:
       return ExprOp::kCount;
@@ -68,111 +72,155 @@ ExprOp binary_expr(OpId op) {
       return ExprOp::Gt;
     case OpId::Ge:
       return ExprOp::Ge;
+    case OpId::LogicalAnd:
+      return ExprOp::And;
+    case OpId::LogicalOr:
+      return ExprOp::Or;
     default:
       return ExprOp::kCount;
   }
 }
 
-// pow(x, e) with a baked exponent the eager functor special-cases (PowScalarF).
+bool rounds(OpId op) { return op == OpId::Floor || op == OpId::Ceil || op == OpId::Round; }
+
+// pow(x, e) with a baked exponent the eager functor special-cases (PowScalarF): floats 2, 0.5
+// and 1; integers 2 and 1 (int_pow's products are those of x * x).
 enum class PowForm { None, Square, Sqrt, Identity };
-PowForm pow_form(const Node& n, const ScalarSource& s) {
+PowForm pow_form(const Node& n, const ScalarSource& s, DType cd) {
   if (s.param[0] >= 0) return PowForm::None;
-  const double e = n.attrs.scalars[0].to_double();
-  if (e == 2.0) return PowForm::Square;
-  if (e == 0.5) return PowForm::Sqrt;
-  if (e == 1.0) return PowForm::Identity;
+  const Scalar& e = n.attrs.scalars[0];
+  if (is_floating(cd)) {
+    const double ed = e.to_double();
+    if (ed == 2.0) return PowForm::Square;
+    if (ed == 0.5) return PowForm::Sqrt;
+    if (ed == 1.0) return PowForm::Identity;
+    return PowForm::None;
+  }
+  if (e.is_floating()) return PowForm::None;
+  if (e.to_int() == 2) return PowForm::Square;
+  if (e.to_int() == 1) return PowForm::Identity;
   return PowForm::None;
 }
 
+// The dtype the eager kernel of `n` (a pointwise node) computes in, from its inputs' metadata,
+// as ops/pointwise.cpp derives it.
+DType compute_dtype(const Node& n, std::span<const tracer::ValueMeta* const> inputs) {
+  if (n.op == OpId::Cast) return n.meta.dtype;
+  if (n.op == OpId::Where || n.op == OpId::MaskedFill) return n.meta.dtype;
+  const DTypeRule rule = n.inputs.size() == 1 && binary_expr(n.op) == ExprOp::kCount
+                             ? unary_dtype_rule(n.op)
+                             : binary_dtype_rule(n.op);
+  if (rule != DTypeRule::BoolOut) {
+    // Every other rule outputs its compute dtype (BoolIn computes in Bool).
+    return rule == DTypeRule::BoolIn ? DType::Bool : n.meta.dtype;
+  }
+  ResultType rt;  // compares and isnan: the promoted inputs
+  for (const tracer::ValueMeta* m : inputs) rt.add(m->dtype, m->sizes.empty());
+  if (binary_expr(n.op) != ExprOp::kCount && scalar_side(n.attrs) != kNoScalar)
+    rt.add(n.attrs.scalars[0]);
+  return rt.get();
+}
+
 // A scalar of the node as the expression the eager kernel would use: the value converted to
-// the dtype (Scalar::to<T>), or the kernel parameter it was promoted to.
-int32_t scalar_expr(LoopKernel& k, const Node& n, const ScalarSource& s, int i) {
-  if (s.param[i] >= 0) return k.param(s.param[i]);
+// the compute dtype (Scalar::to<T>), or the kernel parameter it was promoted to.
+int32_t scalar_expr(LoopKernel& k, const Node& n, const ScalarSource& s, int i, DType cd) {
+  if (s.param[i] >= 0) {
+    k.params[s.param[i]] = cd;
+    return k.param(s.param[i]);
+  }
   const Scalar& v = n.attrs.scalars[static_cast<size_t>(i)];
-  const double d = k.dtype == DType::Float32 ? static_cast<double>(v.to<float>()) : v.to<double>();
-  return k.constant(d);
+  switch (cd) {
+    case DType::Float32:
+      return k.constant(static_cast<double>(v.to<float>()), cd);
+    case DType::Float64:
+      return k.constant(v.to<double>(), cd);
+    case DType::Int32:
+      return k.constant_int(v.to<int32_t>(), cd);
+    case DType::Int64:
+      return k.constant_int(v.to<int64_t>(), cd);
+    default:
+      return k.constant_int(v.to<bool>(), cd);
+  }
+}
+
+int32_t as_type(LoopKernel& k, int32_t id, DType t) {
+  return k.exprs[id].type == t ? id : k.cast(id, t);
 }
 
 }  // namespace
 
 bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
             const ScalarSource& scalars, const KernelTarget& target) {
-  const DType d = n.meta.dtype;
-  if ((d != DType::Float32 && d != DType::Float64) || !n.subgraphs.empty() ||
-      n.meta.device != Device::cpu() || !n.meta.strides.empty())
+  const DType od = n.meta.dtype;
+  if (!n.subgraphs.empty() || n.meta.device != Device::cpu() || !n.meta.strides.empty())
     return false;
   for (const tracer::ValueMeta* m : inputs)
-    if (m->dtype != d || m->device != Device::cpu()) return false;
-  // Inputs already in the output dtype: the eager kernel computes in it when the op's rule says
-  // so (a float Scalar operand of a float tensor does not promote it).
-  auto computes_in_d = [&](DTypeRule rule) {
-    return pointwise_out_dtype(rule, d) == d &&
-           (rule == DTypeRule::Floating || rule == DTypeRule::Numeric || rule == DTypeRule::Any);
-  };
-  const ExprOp u = unary_expr(n.op);
-  if (u != ExprOp::kCount) return computes_in_d(unary_dtype_rule(n.op)) && target.supports(u, d);
-  if (binary_expr(n.op) != ExprOp::kCount)
-    return computes_in_d(binary_dtype_rule(n.op)) && target.supports(binary_expr(n.op), d);
-  if (n.op == OpId::Clamp) return target.supports(ExprOp::Select, d);
-  if (n.op == OpId::PowScalar) {
-    const PowForm f = pow_form(n, scalars);
-    return f != PowForm::None && target.supports(ExprOp::Sqrt, d);
+    if (m->device != Device::cpu()) return false;
+  if (n.op == OpId::Cast) return inputs.size() == 1 && target.supports(ExprOp::Cast, od);
+  if (n.op == OpId::Where || n.op == OpId::MaskedFill) {
+    const size_t cond = n.op == OpId::Where ? 0 : 1;
+    return od != DType::Bool && inputs.size() == (n.op == OpId::Where ? 3u : 2u) &&
+           inputs[cond]->dtype == DType::Bool && target.supports(ExprOp::Select, od);
   }
-  return false;
-}
-
-bool lowers_mask(const Node& c, std::span<const tracer::ValueMeta* const> inputs, DType d,
-                 const KernelTarget& target) {
-  const ExprOp op = binary_expr(c.op);
-  if (!expr_is_compare(op) || c.meta.device != Device::cpu() || !c.subgraphs.empty()) return false;
-  for (const tracer::ValueMeta* m : inputs)
-    if (m->dtype != d || m->device != Device::cpu()) return false;
-  return target.supports(op, d) && target.supports(ExprOp::Select, d);
-}
-
-bool lowers_select(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
-                   const KernelTarget& target) {
-  const DType d = n.meta.dtype;
-  if ((n.op != OpId::Where && n.op != OpId::MaskedFill) ||
-      (d != DType::Float32 && d != DType::Float64) || n.meta.device != Device::cpu())
+  const ExprOp u = unary_expr(n.op);
+  const ExprOp b = binary_expr(n.op);
+  if (u == ExprOp::kCount && b == ExprOp::kCount && n.op != OpId::Clamp &&
+      n.op != OpId::PowScalar && n.op != OpId::Isnan && n.op != OpId::LogicalNot)
     return false;
-  const size_t cond = n.op == OpId::Where ? 0 : 1;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const DType want = i == cond ? DType::Bool : d;
-    if (inputs[i]->dtype != want || inputs[i]->device != Device::cpu()) return false;
-  }
-  return target.supports(ExprOp::Select, d);
+  const DType cd = compute_dtype(n, inputs);
+  if (n.op == OpId::LogicalNot || n.op == OpId::LogicalAnd || n.op == OpId::LogicalOr)
+    return target.supports(n.op == OpId::LogicalNot ? ExprOp::Not : b, DType::Bool);
+  if (cd == DType::Bool) return false;  // Bool arithmetic and compares of Bools stay eager
+  if (n.op == OpId::Isnan) return is_floating(cd) && target.supports(ExprOp::Ne, cd);
+  if (n.op == OpId::Clamp) return target.supports(ExprOp::Select, cd);
+  if (n.op == OpId::PowScalar)
+    return pow_form(n, scalars, cd) != PowForm::None && target.supports(ExprOp::Sqrt, cd) &&
+           target.supports(ExprOp::Mul, cd);
+  if (u != ExprOp::kCount) return (rounds(n.op) && !is_floating(cd)) || target.supports(u, cd);
+  return target.supports(b, cd);
 }
 
-int32_t lower_node(LoopKernel& k, const Node& n, std::span<const int32_t> in,
-                   const ScalarSource& scalars) {
+int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMeta* const> inputs,
+                   std::span<const int32_t> in, const ScalarSource& scalars) {
+  const DType od = n.meta.dtype;
+  if (n.op == OpId::Cast) return as_type(k, in[0], od);
+  if (n.op == OpId::Where)  // cond ? a : b, both converted to the output dtype
+    return k.select(in[0], as_type(k, in[1], od), as_type(k, in[2], od));
+  if (n.op == OpId::MaskedFill)
+    return k.select(in[1], scalar_expr(k, n, scalars, 0, od), as_type(k, in[0], od));
+  const DType cd = compute_dtype(n, inputs);
+  SmallVector<int32_t, 2> x;  // the inputs in the compute dtype
+  for (int32_t id : in) x.push_back(as_type(k, id, cd));
+  if (n.op == OpId::LogicalNot) return k.unary(ExprOp::Not, x[0]);
+  if (n.op == OpId::Isnan) return k.binary(ExprOp::Ne, x[0], x[0]);  // x != x
   const ExprOp u = unary_expr(n.op);
-  if (u != ExprOp::kCount) return k.unary(u, in[0]);
-  if (n.op == OpId::Where) return k.select(in[0], in[1], in[2]);  // cond ? a : b
-  if (n.op == OpId::MaskedFill) return k.select(in[1], scalar_expr(k, n, scalars, 0), in[0]);
+  if (u != ExprOp::kCount) {
+    if (rounds(n.op) && !is_floating(cd)) return x[0];  // integers are integral already
+    return k.unary(u, x[0]);
+  }
   const ExprOp b = binary_expr(n.op);
   if (b != ExprOp::kCount) {
     switch (scalar_side(n.attrs)) {
       case kScalarRight:
-        return k.binary(b, in[0], scalar_expr(k, n, scalars, 0));
+        return k.binary(b, x[0], scalar_expr(k, n, scalars, 0, cd));
       case kScalarLeft:
-        return k.binary(b, scalar_expr(k, n, scalars, 0), in[0]);
+        return k.binary(b, scalar_expr(k, n, scalars, 0, cd), x[0]);
       default:
-        return k.binary(b, in[0], in[1]);
+        return k.binary(b, x[0], x[1]);
     }
   }
   if (n.op == OpId::Clamp) {  // v = x < lo ? lo : x; v > hi ? hi : v
-    const int32_t lo = scalar_expr(k, n, scalars, 0), hi = scalar_expr(k, n, scalars, 1);
-    const int32_t v = k.select(k.binary(ExprOp::Lt, in[0], lo), lo, in[0]);
+    const int32_t lo = scalar_expr(k, n, scalars, 0, cd), hi = scalar_expr(k, n, scalars, 1, cd);
+    const int32_t v = k.select(k.binary(ExprOp::Lt, x[0], lo), lo, x[0]);
     return k.select(k.binary(ExprOp::Gt, v, hi), hi, v);
   }
-  switch (pow_form(n, scalars)) {  // PowScalar
+  switch (pow_form(n, scalars, cd)) {  // PowScalar
     case PowForm::Square:
-      return k.binary(ExprOp::Mul, in[0], in[0]);
+      return k.binary(ExprOp::Mul, x[0], x[0]);
     case PowForm::Sqrt:
-      return k.unary(ExprOp::Sqrt, in[0]);
+      return k.unary(ExprOp::Sqrt, x[0]);
     default:
-      return in[0];
+      return x[0];
   }
 }
 

@@ -21,11 +21,10 @@ using tracer::ValueId;
 
 namespace {
 
-// A fusion group while planning: its nodes (in order) and the shape and dtype they share.
+// A fusion group while planning: its nodes (in order) and the shape they share.
 struct Group {
   std::vector<int32_t> nodes;
   DimVector sizes;
-  DType dtype;
   std::vector<ValueId> reads;  // values computed outside the group that it loads
 };
 
@@ -37,46 +36,36 @@ struct Draft {
 
 // The kernel of one group: inputs, expressions, outputs, parameters.
 std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
-                                         const std::vector<int32_t>& node_of,
+                                         const std::vector<const tracer::ValueMeta*>& meta,
                                          const std::vector<int32_t>& last_reader,
                                          const std::vector<tracer::ScalarPosition>& runtime,
                                          int32_t my_step) {
   auto step = std::make_unique<KernelStep>();
   LoopKernel k;
-  k.dtype = grp.dtype;
   std::vector<int32_t> expr_of(static_cast<size_t>(g.num_values()), -1);
-  // Appends the expressions of node j, loading what the kernel has not computed yet.
-  auto lower = [&](int32_t j) {
+  for (int32_t j : grp.nodes) {
     const Node& n = g.nodes[j];
     SmallVector<int32_t, 4> in;
+    SmallVector<const tracer::ValueMeta*, 4> in_meta;
     for (ValueId v : n.inputs) {
-      if (expr_of[v] < 0) {  // an input of the kernel
+      if (expr_of[v] < 0) {  // an input of the kernel, in its storage dtype
         step->inputs.push_back(v);
-        expr_of[v] = k.load(static_cast<int32_t>(step->inputs.size()) - 1);
-        k.num_inputs = static_cast<int32_t>(step->inputs.size());
+        k.inputs.push_back(meta[v]->dtype);
+        expr_of[v] = k.load(k.num_inputs() - 1);
       }
       in.push_back(expr_of[v]);
+      in_meta.push_back(meta[v]);
     }
     ScalarSource src;
     for (size_t r = 0; r < runtime.size(); ++r) {
       if (runtime[r].node != j) continue;
-      src.param[runtime[r].index] = static_cast<int32_t>(step->params.size());
+      src.param[runtime[r].index] = k.num_params();
       step->params.push_back(static_cast<int32_t>(r));
-      k.num_params = static_cast<int32_t>(step->params.size());
+      k.params.push_back(DType::Float64);  // the lowering sets its type
     }
-    expr_of[n.output] = lower_node(k, n, std::span<const int32_t>(in.data(), in.size()), src);
+    expr_of[n.output] =
+        lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
     step->nodes.push_back(j);
-  };
-  for (int32_t j : grp.nodes) {
-    const Node& n = g.nodes[j];
-    if (n.op == OpId::Where || n.op == OpId::MaskedFill) {  // its comparison, inlined as a mask
-      const ValueId cond = n.inputs[n.op == OpId::Where ? 0 : 1];
-      if (expr_of[cond] < 0 && node_of[cond] >= 0 &&
-          g.nodes[node_of[cond]].meta.dtype == DType::Bool &&
-          std::find(grp.nodes.begin(), grp.nodes.end(), node_of[cond]) == grp.nodes.end())
-        lower(node_of[cond]);
-    }
-    lower(j);
   }
   // Stored: what a later step or the graph's outputs read.
   for (int32_t j : grp.nodes) {
@@ -92,11 +81,6 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
 
 std::atomic<bool> g_warned_codegen{false};
 
-bool expr_is_compare_op(OpId op) {
-  return op == OpId::Eq || op == OpId::Ne || op == OpId::Lt || op == OpId::Le || op == OpId::Gt ||
-         op == OpId::Ge;
-}
-
 }  // namespace
 
 std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScalars& runtime) {
@@ -104,9 +88,6 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   std::vector<const tracer::ValueMeta*> meta(nv, nullptr);
   for (const auto& in : g.inputs) meta[in.id] = &in.meta;
   for (const Node& n : g.nodes) meta[n.output] = &n.meta;
-
-  std::vector<int32_t> node_of(nv, -1);  // the node computing each value (-1: a graph input)
-  for (size_t j = 0; j < g.nodes.size(); ++j) node_of[g.nodes[j].output] = static_cast<int32_t>(j);
 
   std::vector<ScalarSource> promoted(g.nodes.size());
   std::vector<std::vector<EagerPatch>> patches(g.nodes.size());
@@ -130,28 +111,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     SmallVector<const tracer::ValueMeta*, 4> in_meta;
     for (ValueId v : n.inputs) in_meta.push_back(meta[v]);
     const std::span<const tracer::ValueMeta* const> metas(in_meta.data(), in_meta.size());
-    // The values the node's kernel must read: its inputs, except that a where's or
-    // masked_fill's condition computed by a comparison is recomputed in the kernel from the
-    // comparison's inputs (as a mask: Bool values are never stored by kernels).
-    SmallVector<ValueId, 4> reads_of_node = n.inputs;
-    bool fusable = lowers(n, metas, promoted[jj], cpu_target());
-    if (!fusable && (n.op == OpId::Where || n.op == OpId::MaskedFill) &&
-        lowers_select(n, metas, cpu_target())) {
-      const ValueId cond = n.inputs[n.op == OpId::Where ? 0 : 1];
-      const int32_t c = node_of[cond];
-      if (c >= 0) {
-        SmallVector<const tracer::ValueMeta*, 4> c_meta;
-        for (ValueId v : g.nodes[c].inputs) c_meta.push_back(meta[v]);
-        if (lowers_mask(g.nodes[c], {c_meta.data(), c_meta.size()}, n.meta.dtype, cpu_target())) {
-          fusable = true;
-          reads_of_node.clear();
-          for (ValueId v : n.inputs)
-            if (v != cond) reads_of_node.push_back(v);
-          for (ValueId v : g.nodes[c].inputs) reads_of_node.push_back(v);
-        }
-      }
-    }
-    if (!fusable) {
+    const SmallVector<ValueId, 4>& reads_of_node = n.inputs;
+    if (!lowers(n, metas, promoted[jj], cpu_target())) {
       drafts.push_back({j, -1});
       step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
       continue;
@@ -162,7 +123,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     int32_t target = -1;
     auto consider = [&](int32_t s) {
       const Group& grp = groups[drafts[s].group];
-      if (grp.sizes == n.meta.sizes && grp.dtype == n.meta.dtype) target = std::max(target, s);
+      if (grp.sizes == n.meta.sizes) target = std::max(target, s);
     };
     for (ValueId v : reads_of_node) {
       const int32_t s = step_of[v];
@@ -185,7 +146,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       const int32_t s = step_of[v];
       if (s < 0 || drafts[s].group < 0 || s >= target) continue;
       Group& early = groups[drafts[s].group];
-      if (early.sizes != n.meta.sizes || early.dtype != n.meta.dtype) continue;
+      if (early.sizes != n.meta.sizes) continue;
       Group& late = groups[drafts[target].group];
       bool ready = true;
       for (ValueId r : late.reads) ready = ready && step_of[r] <= s;
@@ -206,7 +167,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         if (step_of[v] > target) target = -1;  // an input computed after that kernel runs
     }
     if (target < 0) {
-      groups.push_back({{}, n.meta.sizes, n.meta.dtype, {}});
+      groups.push_back({{}, n.meta.sizes, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
@@ -242,7 +203,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (grp.nodes.empty()) continue;  // merged into an earlier group
     try {
       Step st;
-      st.kernel = build_kernel(g, grp, node_of, last_reader, runtime, static_cast<int32_t>(s));
+      st.kernel = build_kernel(g, grp, meta, last_reader, runtime, static_cast<int32_t>(s));
       steps.push_back(std::move(st));
     } catch (const std::exception& e) {  // codegen failed: these nodes stay eager
       if (!g_warned_codegen.exchange(true))
@@ -254,20 +215,6 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         steps.push_back(std::move(st));
       }
     }
-  }
-
-  // A comparison whose every reader inlined it as a mask (and that is no output) is not run.
-  {
-    std::vector<uint8_t> read(nv, 0);
-    for (const Step& st : steps)
-      if (!st.kernel)
-        for (ValueId v : g.nodes[st.node].inputs) read[v] = 1;
-    for (ValueId v : g.outputs) read[v] = 1;
-    std::erase_if(steps, [&](const Step& st) {
-      if (st.kernel) return false;
-      const Node& n = g.nodes[st.node];
-      return expr_is_compare_op(n.op) && !read[n.output] && !(op_def(n.op).flags & kChecksData);
-    });
   }
 
   // Release each value after the last step reading it (steps may have multiplied above).
