@@ -63,13 +63,14 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   PassCounts c;
   if (o.decompose && o.target != nullptr) c.decomposed += decompose(pg, *o.target, o.decompose_all);
   // Simplification exposes equal nodes and merging exposes rules (max(x, x)): two rounds.
+  // (dce() between rounds: a bypassed node left in place would match again.)
   for (int round = 0; round < 2; ++round) {
     const int before = c.simplified + c.merged;
     if (o.simplify) c.simplified += simplify(pg);
     if (o.cse) c.merged += cse(pg);
+    c.dropped += dce(pg);
     if (c.simplified + c.merged == before) break;
   }
-  c.dropped += dce(pg);
   if (o.fold) {
     const int f = fold_constants(pg, o.fold_limits);
     c.folded += f;
