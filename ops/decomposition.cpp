@@ -4,6 +4,7 @@
 
 #include "ops/pointwise.h"
 #include "runtime/error.h"
+#include "runtime/init.h"
 
 namespace kiln {
 
@@ -49,6 +50,7 @@ void register_decomposition(OpId op, DecompositionFn fn) {
 }
 
 DecompositionFn decomposition(OpId op) {
+  ensure_initialized();  // the entries are registered by kiln::init(), as the ops are
   const auto i = static_cast<size_t>(op);
   return i < table().size() ? table()[i] : nullptr;
 }

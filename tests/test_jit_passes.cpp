@@ -629,6 +629,9 @@ TensorList random_program(uint64_t seed, int iteration) {
     leaves.push_back(randn({C}, TensorOptions().dtype(d)));
     leaves.push_back(randn({C, R}, TensorOptions().dtype(d)).t());
     leaves.push_back(randn({R, C}, TensorOptions().dtype(d)));
+    // Signed zeros and infinities, where inexact rules would show (x + 0 turns -0 into +0).
+    leaves[0] = leaves[0].masked_fill(rand({R, C}) < 0.25, -0.0);
+    leaves[1] = leaves[1].masked_fill(rand({C}) < 0.2, std::numeric_limits<double>::infinity());
   }
   TensorList pool = {leaves[0], leaves[1], leaves[2]};
   auto any = [&] { return pool[pick(pool.size())]; };
