@@ -632,6 +632,7 @@ TensorList random_program(uint64_t seed, int iteration) {
     // Signed zeros and infinities, where inexact rules would show (x + 0 turns -0 into +0).
     leaves[0] = leaves[0].masked_fill(rand({R, C}) < 0.25, -0.0);
     leaves[1] = leaves[1].masked_fill(rand({C}) < 0.2, std::numeric_limits<double>::infinity());
+    leaves[2] = leaves[2].masked_fill(rand({R, C}) < 0.25, -0.0);
   }
   TensorList pool = {leaves[0], leaves[1], leaves[2]};
   auto any = [&] { return pool[pick(pool.size())]; };
@@ -645,30 +646,32 @@ TensorList random_program(uint64_t seed, int iteration) {
   const int steps = 8 + static_cast<int>(pick(10));
   for (int s = 0; s < steps; ++s) {
     Tensor x = any();
-    switch (pick(12)) {
-      case 0: {
+    switch (pick(14)) {
+      case 0:
+      case 12:
+      case 13: {  // identity scalars and their inexact look-alikes, chained
         const Scalar ids[] = {1, 1.0, -0.0, 0.0, 2.0};
-        const Scalar v = ids[pick(5)];
-        switch (pick(6)) {
-          case 0:
-            pool.push_back(x * v);
-            break;
-          case 1:
-            pool.push_back(x + v);
-            break;
-          case 2:
-            pool.push_back(x - v);
-            break;
-          case 3:
-            pool.push_back(x / v);
-            break;
-          case 4:
-            pool.push_back(rsub(x, v));
-            break;
-          default:
-            pool.push_back(pow(x, v));
-            break;
+        for (size_t k = 1 + pick(3); k-- > 0;) {
+          const Scalar v = ids[pick(5)];
+          switch (pick(5)) {
+            case 0:
+              x = x * v;
+              break;
+            case 1:
+              x = x + v;
+              break;
+            case 2:
+              x = x - v;
+              break;
+            case 3:
+              x = x / v;
+              break;
+            default:
+              x = pick(2) ? rsub(x, v) : pow(x, v);
+              break;
+          }
         }
+        pool.push_back(x);
         break;
       }
       case 1:
@@ -727,14 +730,18 @@ TensorList random_program(uint64_t seed, int iteration) {
       }
     }
   }
-  TensorList out = {pool.back(), pool[pool.size() / 2], leaves[3]};
+  // About half the values are results (a rewritten value shows through its readers; one that is
+  // a result itself is never bypassed).
+  TensorList out = {pool.back(), leaves[3]};
+  for (size_t i = 3; i + 1 < pool.size(); ++i)
+    if (pick(2)) out.push_back(pool[i]);
   return out;
 }
 
 TEST_F(JitPassesRecordedTest, RandomProgramsGiveTheSameBitsWithAndWithoutPasses) {
   ConfigOverride<bool> validate(config().jit_validate, true);  // plans checked against eager too
   const jit::passes::PassCounts before = jit::passes::pass_totals();
-  const int programs = 40;
+  const int programs = 60;
   for (int i = 0; i < programs; ++i) {
     const uint64_t seed = 1000 + static_cast<uint64_t>(i);
     std::vector<TensorList> want, with, without;
