@@ -21,6 +21,7 @@ void register_all_ops() {
   register_reduce_backward();
   register_matmul_backward();
   register_nn_backward();
+  register_pointwise_decompositions();
 }
 
 }  // namespace kiln

@@ -16,4 +16,7 @@ void register_shape_ops();
 void register_index_ops();
 void register_strided_ops();
 
+// Decompositions of composite ops (ops/decomposition.h), read by the JIT's passes.
+void register_pointwise_decompositions();
+
 }  // namespace kiln

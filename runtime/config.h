@@ -40,6 +40,7 @@ struct Config {
   int jit_recompile_limit = 8;  // KILN_JIT_RECOMPILE_LIMIT: distinct compiles per region
   int jit_segment_limit = 10000;          // KILN_JIT_SEGMENT_LIMIT: ops recorded before a flush
   bool jit_validate = false;              // KILN_JIT_VALIDATE: check compiled regions against eager
+  bool jit_passes = true;                 // KILN_JIT_PASSES: graph passes before planning (docs/jit.md)
   std::string jit_isa;                    // KILN_JIT_ISA: avx512 | avx2 | sse2 (empty: the best)
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   int num_threads = 0;                    // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores

@@ -13,7 +13,8 @@ namespace {
 const char* const kVars[] = {
     "KILN_JIT",          "KILN_JIT_THRESHOLD", "KILN_JIT_ASYNC",   "KILN_JIT_RECOMPILE_LIMIT",
     "KILN_JIT_VALIDATE", "KILN_DEVICE",        "KILN_NUM_THREADS", "KILN_LOG",
-    "KILN_CACHE_DIR",    "KILN_DUMP",          "KILN_PROFILE",     "KILN_STATS"};
+    "KILN_CACHE_DIR",    "KILN_DUMP",          "KILN_PROFILE",     "KILN_STATS",
+    "KILN_JIT_PASSES"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {
@@ -67,6 +68,8 @@ TEST(Config, DefaultsAndGoodValues) {
   EXPECT_TRUE(with("KILN_JIT", "on").jit);
   EXPECT_FALSE(with("KILN_JIT_ASYNC", "false").jit_async);
   EXPECT_TRUE(with("KILN_JIT_VALIDATE", "yes").jit_validate);
+  EXPECT_TRUE(d.jit_passes);
+  EXPECT_FALSE(with("KILN_JIT_PASSES", "0").jit_passes);
   EXPECT_TRUE(with("KILN_STATS", "true").stats);
   EXPECT_EQ(with("KILN_JIT_THRESHOLD", "7").jit_threshold, 7);
   EXPECT_EQ(with("KILN_JIT_RECOMPILE_LIMIT", "0").jit_recompile_limit, 0);
@@ -84,7 +87,8 @@ TEST(Config, DefaultsAndGoodValues) {
 
 TEST(Config, BadValuesNameTheVariableAndTheAcceptedValues) {
   EnvGuard g;
-  for (const char* b : {"KILN_JIT", "KILN_JIT_ASYNC", "KILN_JIT_VALIDATE", "KILN_STATS"}) {
+  for (const char* b :
+       {"KILN_JIT", "KILN_JIT_ASYNC", "KILN_JIT_VALIDATE", "KILN_JIT_PASSES", "KILN_STATS"}) {
     expect_bad(b, "maybe", {"0", "1", "true", "false"});
     expect_bad(b, "2", {"0", "1"});
   }

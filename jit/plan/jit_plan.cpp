@@ -259,6 +259,12 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
 }
 
 tracer::InterpretResult JitPlan::run(const tracer::RunArgs& args) {
+  if (!arg_map_) return run_mapped(args);
+  passes::ArgMap::Storage storage;
+  return run_mapped(arg_map_->map(args, storage));
+}
+
+tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
   KILN_CHECK(args.inputs.size() == graph_.inputs.size(), "jit plan: {} inputs, the graph has {}",
              args.inputs.size(), graph_.inputs.size());
   Frame f{args, true, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {}, {}};
@@ -282,6 +288,7 @@ tracer::InterpretResult JitPlan::run(const tracer::RunArgs& args) {
 }
 
 tracer::InterpretResult JitPlan::run_reference(const tracer::RunArgs& args) {
+  if (arg_map_) return arg_map_->run_original(args);
   Frame f{args, false, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {}, {}};
   for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
   for (size_t j = 0; j < graph_.nodes.size(); ++j) run_eager_node(f, static_cast<int32_t>(j));

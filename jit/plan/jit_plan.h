@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "jit/passes/arg_map.h"
 #include "jit/target.h"
 #include "tracer/backend.h"
 #include "tracer/graph.h"
@@ -51,8 +52,13 @@ class JitPlan final : public tracer::RegionPlan {
   const std::vector<Step>& steps() const { return steps_; }
   const tracer::Graph& graph() const { return graph_; }
 
-  // Runs every node eagerly (KILN_JIT_VALIDATE's reference), with no destinations.
+  // Runs every node eagerly (KILN_JIT_VALIDATE's reference), with no destinations: the
+  // original graph when the plan runs a graph the passes rewrote.
   tracer::InterpretResult run_reference(const tracer::RunArgs& args);
+
+  // The plan runs a graph the passes rewrote (jit/passes/): run() maps each run's arguments,
+  // indexed by the region's original graph, through `m` first.
+  void set_arg_map(std::shared_ptr<const passes::ArgMap> m) { arg_map_ = std::move(m); }
 
  private:
   struct Frame;
@@ -69,6 +75,7 @@ class JitPlan final : public tracer::RegionPlan {
   // row-major, reached by nothing but the value table and `extra_handles` argument slots.
   bool donatable(const Frame& f, tracer::ValueId v, int32_t step_index, const DimVector& sizes,
                  DType dtype, int32_t extra_handles) const;
+  tracer::InterpretResult run_mapped(const tracer::RunArgs& args);
 
   tracer::Graph graph_;  // the first recording (never the current one: its ops and attrs)
   std::vector<Step> steps_;
@@ -78,6 +85,7 @@ class JitPlan final : public tracer::RegionPlan {
   std::vector<int32_t> last_step_;        // per value: the last step reading it (-2: an output)
   std::vector<int32_t> input_last_step_;  // per graph input
   std::vector<uint8_t> donor_ok_;         // per value: produced by a node whose buffer it owns
+  std::shared_ptr<const passes::ArgMap> arg_map_;  // null: RunArgs index graph_ itself
 };
 
 }  // namespace kiln::jit

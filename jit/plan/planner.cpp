@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "jit/cpu/cpu_target.h"
+#include "jit/passes/passes.h"
 #include "jit/plan/lowering.h"
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
@@ -307,7 +308,16 @@ int Planner::threshold(const Graph&) const { return cpu_target().threshold(); }
 
 std::unique_ptr<tracer::RegionPlan> Planner::plan(const Graph& g,
                                                   const tracer::RuntimeScalars& runtime) {
-  std::unique_ptr<JitPlan> p = make_jit_plan(g, runtime);
+  std::unique_ptr<JitPlan> p;
+  if (config().jit_passes) {  // graph passes on a copy (jit/passes/); RunArgs mapped on each run
+    passes::PassOptions opts;
+    opts.target = &cpu_target();
+    passes::PassResult r = passes::run_passes(g, runtime, opts);
+    p = make_jit_plan(r.graph, r.runtime);
+    if (p) p->set_arg_map(std::move(r.args));
+  } else {
+    p = make_jit_plan(g, runtime);
+  }
   if (!p) return nullptr;
   if (config().jit_validate) return std::make_unique<ValidatingPlan>(std::move(p));
   return p;

@@ -1,0 +1,115 @@
+#include "jit/passes/passes.h"
+
+#include <atomic>
+
+#include "jit/passes/cse.h"
+#include "jit/passes/dce.h"
+#include "jit/passes/decompose.h"
+#include "jit/passes/simplify.h"
+#include "runtime/error.h"
+#include "runtime/logging.h"
+
+namespace kiln::jit::passes {
+
+namespace {
+
+struct Totals {
+  std::atomic<int64_t> decomposed{0}, simplified{0}, merged{0}, folded{0}, dropped{0};
+};
+Totals& totals() {
+  static Totals t;
+  return t;
+}
+
+// The rewritten graph's run arguments in terms of the original ones (arg_map.h).
+std::shared_ptr<ArgMap> make_arg_map(const tracer::Graph& original,
+                                     const tracer::RuntimeScalars& runtime, PassGraph& pg,
+                                     tracer::RuntimeScalars& new_runtime) {
+  auto map = std::make_shared<ArgMap>();
+  map->original = original;
+  map->original_runtime = runtime;
+  map->constants = pg.constants;
+  std::vector<std::vector<int32_t>> scalars_of(original.nodes.size());  // original node -> r
+  for (size_t r = 0; r < runtime.size(); ++r)
+    scalars_of[static_cast<size_t>(runtime[r].node)].push_back(static_cast<int32_t>(r));
+  std::vector<int32_t> random_of(original.nodes.size(), -1);  // original node -> random index
+  {
+    const std::vector<int32_t> rn = tracer::random_nodes(original);
+    for (size_t k = 0; k < rn.size(); ++k)
+      random_of[static_cast<size_t>(rn[k])] = static_cast<int32_t>(k);
+  }
+  for (size_t j = 0; j < pg.graph.nodes.size(); ++j) {
+    const int32_t o = pg.origin[j];
+    if (o < 0) continue;
+    for (int32_t r : scalars_of[static_cast<size_t>(o)]) {
+      new_runtime.push_back({static_cast<int32_t>(j), runtime[static_cast<size_t>(r)].index});
+      map->scalars.push_back(r);
+    }
+  }
+  for (int32_t j : tracer::random_nodes(pg.graph)) {
+    const int32_t o = pg.origin[static_cast<size_t>(j)];
+    KILN_CHECK(o >= 0 && random_of[static_cast<size_t>(o)] >= 0,
+               "jit passes: random node {} has no original random node", j);
+    map->random.push_back(random_of[static_cast<size_t>(o)]);
+  }
+  return map;
+}
+
+}  // namespace
+
+PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runtime,
+                      const PassOptions& o) {
+  PassGraph pg(g, runtime);
+  PassCounts c;
+  if (o.decompose && o.target != nullptr) c.decomposed += decompose(pg, *o.target, o.decompose_all);
+  // Simplification exposes equal nodes and merging exposes rules (max(x, x)): two rounds.
+  // (dce() between rounds: a bypassed node left in place would match again.)
+  for (int round = 0; round < 2; ++round) {
+    const int before = c.simplified + c.merged;
+    if (o.simplify) c.simplified += simplify(pg);
+    if (o.cse) c.merged += cse(pg);
+    c.dropped += dce(pg);
+    if (c.simplified + c.merged == before) break;
+  }
+  if (o.fold) {
+    const int f = fold_constants(pg, o.fold_limits);
+    c.folded += f;
+    if (f > 0) c.dropped += dce(pg);
+  }
+
+  Totals& t = totals();
+  t.decomposed += c.decomposed;
+  t.simplified += c.simplified;
+  t.merged += c.merged;
+  t.folded += c.folded;
+  t.dropped += c.dropped;
+
+  PassResult r;
+  r.counts = c;
+  if (c.changes() == 0) {
+    r.graph = g;
+    r.runtime = runtime;
+    return r;
+  }
+  r.args = make_arg_map(g, runtime, pg, r.runtime);
+  r.graph = std::move(pg.graph);
+  KILN_DEBUG(Jit,
+             "graph passes: {} -> {} nodes ({} decomposed, {} simplified, {} merged, {} folded, "
+             "{} dropped)",
+             g.nodes.size(), r.graph.nodes.size(), c.decomposed, c.simplified, c.merged, c.folded,
+             c.dropped);
+  return r;
+}
+
+PassCounts pass_totals() {
+  const Totals& t = totals();
+  PassCounts c;
+  c.decomposed = static_cast<int>(t.decomposed.load());
+  c.simplified = static_cast<int>(t.simplified.load());
+  c.merged = static_cast<int>(t.merged.load());
+  c.folded = static_cast<int>(t.folded.load());
+  c.dropped = static_cast<int>(t.dropped.load());
+  return c;
+}
+
+}  // namespace kiln::jit::passes
