@@ -1,7 +1,7 @@
 # The static library kiln::kiln. Sources are listed per layer; files named *_kernels.cpp under
 # ops/cpu are compiled once per ISA (see ops/cpu/isa.h).
 file(GLOB KILN_RUNTIME_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/runtime/*.cpp
-     ${PROJECT_SOURCE_DIR}/runtime/autograd/*.cpp)
+     ${PROJECT_SOURCE_DIR}/runtime/autograd/*.cpp ${PROJECT_SOURCE_DIR}/runtime/cuda/*.cpp)
 file(GLOB KILN_TRACER_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tracer/*.cpp
      ${PROJECT_SOURCE_DIR}/tracer/hop/*.cpp)
 file(GLOB KILN_JIT_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/jit/*.cpp
@@ -28,6 +28,32 @@ target_include_directories(kiln PUBLIC
 target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb TBB::tbbmalloc PRIVATE kiln_openblas
                       asmjit::asmjit)
 target_compile_features(kiln PUBLIC cxx_std_20)
+
+# CUDA (docs/cuda.md): libcuda and libnvrtc are loaded with dlopen at run time, never linked, and
+# kiln declares the few driver/NVRTC types it uses itself, so no CUDA file is needed to build.
+# KILN_WITH_CUDA=OFF leaves the backend out (cuda_is_available() says so). When the toolkit's
+# headers are found, runtime/cuda/abi_check.cpp checks kiln's declarations against them.
+option(KILN_WITH_CUDA "Load the CUDA driver and NVRTC at run time (needs no CUDA to build)" ON)
+find_path(KILN_CUDA_INCLUDE_DIR NAMES cuda.h nvrtc.h
+          HINTS ENV CUDA_HOME ENV CUDA_PATH /usr/local/cuda PATH_SUFFIXES include NO_CACHE)
+if(KILN_WITH_CUDA)
+  set(KILN_WITH_CUDA_VALUE 1)
+else()
+  set(KILN_WITH_CUDA_VALUE 0)
+endif()
+# Only the files that read the switch get the definition (a kiln-wide one would rebuild
+# everything when it flips).
+set_source_files_properties(${PROJECT_SOURCE_DIR}/runtime/cuda/driver.cpp
+                            ${PROJECT_SOURCE_DIR}/runtime/cuda/nvrtc_library.cpp
+                            PROPERTIES COMPILE_DEFINITIONS KILN_WITH_CUDA=${KILN_WITH_CUDA_VALUE})
+if(KILN_WITH_CUDA AND KILN_CUDA_INCLUDE_DIR)
+  message(STATUS "kiln: CUDA declarations checked against ${KILN_CUDA_INCLUDE_DIR}")
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/runtime/cuda/abi_check.cpp PROPERTIES
+                              COMPILE_DEFINITIONS KILN_CUDA_HEADERS=1
+                              INCLUDE_DIRECTORIES ${KILN_CUDA_INCLUDE_DIR})
+endif()
+# dlopen/dlsym/dlinfo (in libc since glibc 2.34; libdl before).
+target_link_libraries(kiln PRIVATE ${CMAKE_DL_LIBS})
 
 # One object library per ISA for the kernel files.
 set(KILN_ISA_FLAGS_isa_baseline "")

@@ -36,8 +36,7 @@ void fill_meta(const OpCall& c, OutputMeta& m) {
   m.dtype = c.attrs.dtype;
   m.device = c.attrs.device;
   check_scalar_fits("full", "fill value", c.attrs.scalars[0], m.dtype);
-  KILN_CHECK(m.device.is_cpu(), "full: device {} is not available (the CUDA backend is not built)",
-             m.device);
+  check_device_available("full", m.device);
 }
 
 void fill_eager(const OpCall& c, const Tensor& out) {
@@ -73,8 +72,10 @@ Tensor Tensor::to(DType t) const {
 
 Tensor Tensor::to(Device d) const {
   if (checked("to").device() == d) return *this;
-  fail("to: cannot move a tensor from {} to {}: the CUDA backend is not built into this kiln",
-       checked("to").device(), d);
+  const Device from = checked("to").device();
+  check_device_available("to", from);
+  check_device_available("to", d);
+  fail("to: cannot move a tensor from {} to {}: the CUDA backend is not built", from, d);
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {

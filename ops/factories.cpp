@@ -13,8 +13,7 @@ void check_factory(const char* op, IntList shape, const TensorOptions& o) {
   for (int64_t s : shape)
     KILN_CHECK(s >= 0, "{}: negative size {} in shape {}", op, s, shape_str(shape));
   check_shape_size(op, std::span<const int64_t>(shape.begin(), shape.end()), o.dtype());
-  KILN_CHECK(o.device().is_cpu(), "{}: device {} is not available (the CUDA backend is not built)",
-             op, o.device());
+  check_device_available(op, o.device());
 }
 }  // namespace
 

@@ -36,8 +36,7 @@ int64_t checked_numel(const char* op, const DimVector& shape) {
 void validate(OpId id, const Attrs& a) {
   const char* op = random_name(id);
   checked_numel(op, a.dims);
-  KILN_CHECK(a.device.is_cpu(), "{}: device {} is not available (the CUDA backend is not built)",
-             op, a.device);
+  check_device_available(op, a.device);
   if (id != OpId::Randint) {
     KILN_CHECK(is_floating(a.dtype), "{}: expected a floating dtype (Float32 or Float64), got {}",
                op, a.dtype);

@@ -20,9 +20,7 @@ namespace kiln {
 
 namespace {
 
-void check_device(const char* op, Device d) {
-  KILN_CHECK(d.is_cpu(), "{}: device {} is not available (the CUDA backend is not built)", op, d);
-}
+void check_device(const char* op, Device d) { check_device_available(op, d); }
 
 // ---- arange ----
 

@@ -1,9 +1,32 @@
 #include "runtime/device.h"
 
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/nvrtc_library.h"
+#include "runtime/error.h"
+
 namespace kiln {
 
-// The CUDA backend (NVRTC codegen, driver loading through dlopen) is not part of this build yet,
-// so no CUDA device is ever usable; Device::cuda() tensors are rejected with a kiln::Error.
-bool cuda_is_available() { return false; }
+std::string cuda_unavailable_reason() {
+  const auto& drv = cuda::driver_status();
+  if (!drv.usable) return drv.reason;
+  // The driver alone cannot run anything: every kiln kernel is compiled by NVRTC.
+  const auto& rtc = cuda::nvrtc_status();
+  if (!rtc.usable) return rtc.reason;
+  return "";
+}
+
+bool cuda_is_available() { return cuda_unavailable_reason().empty(); }
+
+int cuda_device_count() { return cuda_is_available() ? cuda::driver_status().device_count : 0; }
+
+void raise_device_unavailable(const char* op, Device d) {
+  std::string why = cuda_unavailable_reason();
+  if (why.empty() && (d.index < 0 || d.index >= cuda_device_count()))
+    why = fmt::format("this machine has {} CUDA device(s)", cuda_device_count());
+  // CUDA is usable here but kiln's device tensors (allocator, streams, kernels) are the next part
+  // of the backend: the error says so rather than pretending there is no GPU.
+  if (why.empty()) why = "the CUDA backend is not built";
+  fail("{}: device {} is not available ({})", op, d, why);
+}
 
 }  // namespace kiln

@@ -1,4 +1,5 @@
-// Device: where a tensor's storage lives. CUDA is a type from the start; the backend arrives later.
+// Device: where a tensor's storage lives. CUDA is a type from the start; the backend arrives in
+// parts (docs/cuda.md): the driver and NVRTC are found at run time, CUDA tensors come next.
 #pragma once
 #include <fmt/format.h>
 
@@ -29,8 +30,23 @@ struct Device {
 inline constexpr Device::Type kCPU = Device::Type::CPU;
 inline constexpr Device::Type kCUDA = Device::Type::CUDA;
 
-// False until the CUDA backend exists and a driver is found.
+// True when this machine can run CUDA: the driver (libcuda.so.1) loads, cuInit succeeds, there is
+// at least one device, and libnvrtc loads. The first call loads the libraries (once, thread-safe).
 bool cuda_is_available();
+// The number of CUDA devices the driver reports (0 when CUDA is not available).
+int cuda_device_count();
+// Why CUDA is not available ("no CUDA driver is installed (...)", "cuInit failed: ...", "no CUDA
+// device ...", "no libnvrtc (...)"); empty when it is.
+std::string cuda_unavailable_reason();
+// Raises kiln::Error "<op>: device <d> is not available (<why>)" unless kiln can hold tensors on
+// `d`: the reason names what is missing (driver, device, index out of range) or, on a machine
+// with a usable GPU, that kiln's CUDA tensors and ops are not built yet. Inline: factories call
+// it on every op, and a CPU device costs one branch.
+[[noreturn]] void raise_device_unavailable(const char* op, Device d);
+inline void check_device_available(const char* op, Device d) {
+  if (!d.is_cpu()) [[unlikely]]
+    raise_device_unavailable(op, d);
+}
 
 }  // namespace kiln
 

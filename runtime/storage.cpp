@@ -8,10 +8,7 @@
 namespace kiln {
 
 namespace {
-void check_device(Device device) {
-  KILN_CHECK(device.is_cpu(), "storage: device {} is not available (the CUDA backend is not built)",
-             device);
-}
+void check_device(Device device) { check_device_available("storage", device); }
 }  // namespace
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {

@@ -15,7 +15,8 @@ TEST(ApiContract, TypesAndTensor) {
   Device cpu = Device::cpu();
   EXPECT_FALSE(cpu.is_cuda());
   EXPECT_TRUE(Device::cuda(0).is_cuda());
-  EXPECT_FALSE(cuda_is_available());
+  EXPECT_EQ(cuda_is_available(), cuda_device_count() > 0);
+  EXPECT_EQ(cuda_is_available(), cuda_unavailable_reason().empty());
   TensorOptions opts = TensorOptions().dtype(kFloat64).device(Device::cpu()).requires_grad(false);
   Shape shape = {2, 3};
 

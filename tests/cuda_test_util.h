@@ -1,0 +1,41 @@
+// Helpers of the CUDA tests: a temporary folder removed at the end of a scope, and a skip when
+// libnvrtc cannot be loaded (the skip names why, so a CI without the toolkit shows it).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "runtime/cuda/nvrtc_library.h"
+
+namespace kiln::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "kiln-cuda-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    // A test may leave a folder read-only: give permissions back so it can be removed.
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::add, ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+#define KILN_SKIP_WITHOUT_NVRTC()                                                           \
+  do {                                                                                      \
+    if (!::kiln::cuda::nvrtc_status().usable)                                               \
+      GTEST_SKIP() << "libnvrtc is not available: " << ::kiln::cuda::nvrtc_status().reason; \
+  } while (0)
+
+}  // namespace kiln::testing
