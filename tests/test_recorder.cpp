@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include "kiln/kiln.h"
 #include "record_util.h"
@@ -54,11 +55,13 @@ class TracerLog {
 template <class T>
 class ConfigOverride {
  public:
-  ConfigOverride(T& field, T value) : field_(field), saved_(field) { field_ = value; }
+  // The bool and int fields are Relaxed<T> (runtime/relaxed.h), the others plain.
+  using Field = std::conditional_t<std::is_arithmetic_v<T>, Relaxed<T>, T>;
+  ConfigOverride(Field& field, T value) : field_(field), saved_(field) { field_ = value; }
   ~ConfigOverride() { field_ = saved_; }
 
  private:
-  T& field_;
+  Field& field_;
   T saved_;
 };
 
