@@ -493,7 +493,7 @@ TEST(Recorder, DumpWritesEveryNewRegion) {
 class CountingBackend final : public tracer::RegionPlanner {
  public:
   std::atomic<int> compiles{0}, runs{0};
-  bool fail = false;
+  std::atomic<bool> fail{false};  // set by the test while background planning reads it
   const char* name() const override { return "counting"; }
   int threshold(const tracer::Graph&) const override { return 2; }
   std::unique_ptr<tracer::RegionPlan> plan(const tracer::Graph& g,
