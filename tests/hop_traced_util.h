@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/kiln.h"
@@ -19,13 +20,15 @@ namespace kiln::testing {
 template <class T>
 class ConfigOverride {
  public:
-  ConfigOverride(T& field, T value) : field_(field), saved_(field) { field_ = value; }
+  // The bool and int fields are Relaxed<T> (runtime/relaxed.h), the others plain.
+  using Field = std::conditional_t<std::is_arithmetic_v<T>, Relaxed<T>, T>;
+  ConfigOverride(Field& field, T value) : field_(field), saved_(field) { field_ = value; }
   ~ConfigOverride() { field_ = saved_; }
   ConfigOverride(const ConfigOverride&) = delete;
   ConfigOverride& operator=(const ConfigOverride&) = delete;
 
  private:
-  T& field_;
+  Field& field_;
   T saved_;
 };
 

@@ -15,8 +15,10 @@ using namespace kiln;
 
 namespace {
 
+// KILN_TEST_DATA_DIR is the absolute path of tests/data (tests/CMakeLists.txt). Not __FILE__:
+// ccache with base_dir rewrites it to a path relative to the build folder.
 std::string data_path(const std::string& name) {
-  return (std::filesystem::path(__FILE__).parent_path() / "data" / name).string();
+  return (std::filesystem::path(KILN_TEST_DATA_DIR) / name).string();
 }
 
 std::string read_bytes(const std::string& path) {

@@ -5,6 +5,7 @@
 // Philox offsets are process-wide, so concurrent threads would draw in a racy order.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <random>
@@ -109,6 +110,34 @@ TEST(RecordThreads, ConcurrentRecordingMatchesEagerBitwise) {
     for (std::thread& th : threads) th.join();
     for (int t = 0; t < kThreads; ++t) EXPECT_EQ(got[t], expected[t]) << "thread " << t;
   }
+}
+
+// config().jit switched on and off by the main thread while workers run ops (tracer/recorder.h:
+// each thread changes mode at its next op, flushing what it recorded). Results match eager
+// whatever mode each op ran in. The field is a relaxed atomic (runtime/relaxed.h); as a plain
+// bool this was a data race, which the tsan preset reports.
+TEST(RecordThreads, JitSwitchedWhileOtherThreadsRunOps) {
+  JitRestore restore;
+  constexpr int kThreads = 2;
+  config().jit = false;
+  std::vector<Observed> expected;
+  for (int t = 0; t < kThreads; ++t) expected.push_back(workload(t));
+
+  // Workers keep going (at least 3 rounds) until the main thread has switched 50 times.
+  std::atomic<int> running{kThreads}, switches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3 || switches.load() < 50; ++round)
+        EXPECT_EQ(workload(t), expected[t]) << "thread " << t << " round " << round;
+      running.fetch_sub(1);
+    });
+  while (running.load() > 0) {
+    config().jit = !config().jit;
+    switches.fetch_add(1);
+    std::this_thread::yield();
+  }
+  for (std::thread& th : threads) th.join();
 }
 
 // y is recorded on a worker that stays alive (no thread-exit flush); other threads read it and

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include "kiln/kiln.h"
 #include "record_util.h"
@@ -54,11 +55,13 @@ class TracerLog {
 template <class T>
 class ConfigOverride {
  public:
-  ConfigOverride(T& field, T value) : field_(field), saved_(field) { field_ = value; }
+  // The bool and int fields are Relaxed<T> (runtime/relaxed.h), the others plain.
+  using Field = std::conditional_t<std::is_arithmetic_v<T>, Relaxed<T>, T>;
+  ConfigOverride(Field& field, T value) : field_(field), saved_(field) { field_ = value; }
   ~ConfigOverride() { field_ = saved_; }
 
  private:
-  T& field_;
+  Field& field_;
   T saved_;
 };
 
@@ -490,7 +493,7 @@ TEST(Recorder, DumpWritesEveryNewRegion) {
 class CountingBackend final : public tracer::RegionPlanner {
  public:
   std::atomic<int> compiles{0}, runs{0};
-  bool fail = false;
+  std::atomic<bool> fail{false};  // set by the test while background planning reads it
   const char* name() const override { return "counting"; }
   int threshold(const tracer::Graph&) const override { return 2; }
   std::unique_ptr<tracer::RegionPlan> plan(const tracer::Graph& g,

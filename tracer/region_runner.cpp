@@ -125,8 +125,8 @@ void maybe_plan(CachedRegion* region) {
   RegionPlanner* planner = g_planner.load(std::memory_order_acquire);
   if (planner == nullptr) return;
   if (region->plan_state.load(std::memory_order_relaxed) != CachedRegion::PlanState::None) return;
-  const int threshold =
-      config().jit_threshold >= 0 ? config().jit_threshold : planner->threshold(region->graph);
+  const int threshold = config().jit_threshold >= 0 ? config().jit_threshold.load()
+                                                    : planner->threshold(region->graph);
   if (region->runs.load(std::memory_order_relaxed) < threshold) return;
   auto expected = CachedRegion::PlanState::None;
   if (!region->plan_state.compare_exchange_strong(expected, CachedRegion::PlanState::Queued))
