@@ -156,8 +156,31 @@ void fill_loop(char* const* p, const int64_t* s, int64_t n, const Scalar* params
   }
 }
 
+// where(c, a, b): a contiguous output and condition with a and b each contiguous or a broadcast
+// value (relu's backward: where(x > 0, g, 0)) as plain loops the compiler vectorizes; the rest
+// element by element. A select: the same bits either way.
 template <class T>
 void where_loop(char* const* p, const int64_t* s, int64_t n, const Scalar*) {
+  constexpr int64_t e = sizeof(T);
+  if (s[0] == e && s[1] == sizeof(bool) && (s[2] == e || s[2] == 0) && (s[3] == e || s[3] == 0)) {
+    T* out = reinterpret_cast<T*>(p[0]);
+    const bool* c = reinterpret_cast<const bool*>(p[1]);
+    const T* a = reinterpret_cast<const T*>(p[2]);
+    const T* b = reinterpret_cast<const T*>(p[3]);
+    if (s[2] && s[3]) {
+      for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? a[i] : b[i];
+    } else if (s[2]) {
+      const T bv = b[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? a[i] : bv;
+    } else if (s[3]) {
+      const T av = a[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? av : b[i];
+    } else {
+      const T av = a[0], bv = b[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? av : bv;
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
     *reinterpret_cast<T*>(p[0] + i * s[0]) = c ? *reinterpret_cast<const T*>(p[2] + i * s[2])

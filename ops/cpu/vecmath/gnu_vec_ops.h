@@ -77,20 +77,21 @@ struct GnuVecOps {
   I shr(I a, int n) const { return (I)((U)a >> n); }
 
   // Optional (sin_cos.h): the lanes with bound < |x| < inf get r and the quadrant k of the exact
-  // reduction (reduce_pio2.h, scalar); the others keep theirs. bound >= 2^-8.
+  // reduction (reduce_pio2.h, scalar, lane by lane); the others keep theirs. bound >= 2^-8.
   void reduce_pio2_huge(F x, double bound, F& r, I& k) const {
-    const I huge = (x > T(bound) && x < T(INFINITY)) | (x < T(-bound) && x > T(-INFINITY));
+    const F ax = (F)(~(I)splat(-0.0) & (I)x);
+    const I huge = (ax > T(bound)) & (ax < T(INFINITY));
     bool any = false;
     for (int i = 0; i < kLanes; ++i) any |= huge[i] != 0;
     if (!any) return;
-    for (int i = 0; i < kLanes; ++i) {
-      if (!huge[i]) continue;
-      double rd;
-      int q;
-      ::kiln::vecmath::reduce_pio2_huge(double(x[i]), rd, q);
-      r[i] = static_cast<T>(rd);
-      k[i] = q;
-    }
+    T xs[kLanes], rs[kLanes];
+    IT ks[kLanes];
+    store(xs, x);
+    store(rs, r);
+    std::memcpy(ks, &k, sizeof(I));
+    reduce_pio2_huge_lanes(xs, kLanes, bound, rs, ks);
+    r = load(rs);
+    std::memcpy(&k, ks, sizeof(I));
   }
 };
 
