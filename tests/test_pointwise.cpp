@@ -6,9 +6,9 @@
 //   div maximum minimum clamp): 0.5 ulp, i.e. the correctly rounded result;
 //   kiln's vector math (ops/cpu/vecmath/, docs/numerics.md), the documented bounds: exp log 1.5
 //   ulp, log1p erf 2, expm1 2.5, sin cos tanh sigmoid 3, silu 3.5, pow 1 (but 2, 0.5 and 1 as
-//   exponents: x*x, sqrt, x, 0.5 ulp); rsqrt: 4 ulp; gelu/gelu_tanh: 4 ulp + 4 eps * |x| (1 + erf/tanh
-//   cancels for negative x, so the error is absolute in x there).
-//   Integer and Bool results: exact.
+//   exponents: x*x, sqrt, x, 0.5 ulp); rsqrt: 4 ulp; gelu/gelu_tanh: 4 ulp + 4 eps * |x| (1 +
+//   erf/tanh cancels for negative x, so the error is absolute in x there). Integer and Bool
+//   results: exact.
 #include <cpuid.h>
 
 #include <atomic>

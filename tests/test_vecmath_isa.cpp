@@ -79,14 +79,22 @@ void check_widths(const char* name, Fn fn) {
   check_widths<float>(#fn, [](const auto& o, auto x) { return vm::fn(o, x); }); \
   check_widths<double>(#fn, [](const auto& o, auto x) { return vm::fn(o, x); });
 
+// clang-format off (the macro holds its own semicolons)
 TEST(VecmathIsa, EveryWidthGivesTheSameBits) {
   KILN_VM_WIDTHS(exp)
   KILN_VM_WIDTHS(expm1)
   KILN_VM_WIDTHS(log)
-  KILN_VM_WIDTHS(log1p) KILN_VM_WIDTHS(tanh) KILN_VM_WIDTHS(sigmoid) KILN_VM_WIDTHS(silu)
-      KILN_VM_WIDTHS(erf) KILN_VM_WIDTHS(gelu) KILN_VM_WIDTHS(gelu_tanh) KILN_VM_WIDTHS(sin)
-          KILN_VM_WIDTHS(cos)
+  KILN_VM_WIDTHS(log1p)
+  KILN_VM_WIDTHS(tanh)
+  KILN_VM_WIDTHS(sigmoid)
+  KILN_VM_WIDTHS(silu)
+  KILN_VM_WIDTHS(erf)
+  KILN_VM_WIDTHS(gelu)
+  KILN_VM_WIDTHS(gelu_tanh)
+  KILN_VM_WIDTHS(sin)
+  KILN_VM_WIDTHS(cos)
 }
+// clang-format on
 
 // pow at every width and through one lane: x from inputs(), y from a shifted copy of them plus
 // small integers and halves (negative bases, odd exponents).
