@@ -11,7 +11,8 @@
 #     calls;
 #  4. requests that are not available yet exit with status 2 and say why (never a crash);
 #  5. mode libtorch: without KILN_WITH_LIBTORCH, status 2 and how to build it; with it, a short
-#     eager,libtorch run gives libtorch rows with the same keys and the side-by-side table.
+#     eager,libtorch run gives libtorch rows with the same keys at 1 and 2 threads
+#     (libtorch_threads), and the side-by-side table against libtorch's faster count.
 cmake_minimum_required(VERSION 3.25)
 
 # expect(<if() condition words> "message"): the last argument is the message.
@@ -288,28 +289,21 @@ if(NOT WITH_LIBTORCH)
   string(FIND "${err}" "-DKILN_WITH_LIBTORCH=ON" at)
   expect(NOT at EQUAL -1 "'--modes libtorch': message '${err}' does not say how to build it")
 else()
+  # With KILN_NUM_THREADS=2 every libtorch workload runs twice: at 1 thread and at 2
+  # (libtorch_threads), and the side-by-side table takes the faster per workload.
   file(REMOVE "${OUT}")
   execute_process(
-    COMMAND "${KILN_PERF}" --size small --workloads gelu,dispatch,rnn_loop,newton
+    COMMAND ${CMAKE_COMMAND} -E env KILN_NUM_THREADS=2
+            "${KILN_PERF}" --size small --workloads gelu,dispatch,rnn_loop,rnn_scan,newton
             --modes eager,libtorch --reps 3 --json "${OUT}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE progress)
   message("${table}")
   expect(rc EQUAL 0 "kiln-perf --modes eager,libtorch exited with ${rc}: ${progress}")
   file(READ "${OUT}" json)
   string(JSON n LENGTH "${json}" results)
-  # copy (reference) for each mode, the ceiling once, then gelu, dispatch, rnn_loop and newton in
-  # each mode; libtorch at 1 thread and, on a machine with more, at kiln's thread count too.
-  cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
-  if(DEFINED ENV{KILN_NUM_THREADS})
-    set(cores "$ENV{KILN_NUM_THREADS}")
-  endif()
-  if(cores GREATER 1)
-    set(torch_rows 2)
-  else()
-    set(torch_rows 1)
-  endif()
-  math(EXPR want "1 + 5 * (1 + ${torch_rows})")
-  expect(n EQUAL want "expected ${want} results with --modes eager,libtorch, got ${n}")
+  # copy (reference) for each mode, the ceiling once, then gelu, dispatch, rnn_loop, rnn_scan and
+  # newton in each mode, libtorch at 1 and 2 threads.
+  expect(n EQUAL 19 "expected 19 results with --modes eager,libtorch, got ${n}")
   set(seen "")
   math(EXPR last "${n} - 1")
   foreach(i RANGE ${last})
@@ -318,37 +312,31 @@ else()
     string(JSON mode GET "${json}" results ${i} mode)
     string(JSON lo GET "${json}" results ${i} min_ms)
     expect("${lo}" GREATER 0 "${w} ${mode}: min_ms ${lo} is not positive")
+    string(JSON tt ERROR_VARIABLE err TYPE "${json}" results ${i} libtorch_threads)
+    expect(NOT err "${w} ${mode}: no key 'libtorch_threads'")
     if(mode STREQUAL "libtorch")
-      string(JSON t GET "${json}" results ${i} threads)
-      list(APPEND seen "${w}:${mode}:${t}")
+      string(JSON t GET "${json}" results ${i} libtorch_threads)
+      list(APPEND seen "${w}:${mode}${t}")
     else()
+      expect(tt STREQUAL "NULL" "${w} ${mode}: libtorch_threads is ${tt}, expected null")
       list(APPEND seen "${w}:${mode}")
     endif()
   endforeach()
   list(JOIN seen "," seen)
-  if(torch_rows EQUAL 2)
-    set(lt "libtorch:1,@W@:libtorch:${cores}")
-  else()
-    set(lt "libtorch:1")
-  endif()
-  set(want_seen "")
-  foreach(w copy ceiling gelu dispatch rnn_loop newton)
-    if(w STREQUAL "ceiling")
-      list(APPEND want_seen "ceiling:native")
-    else()
-      string(REPLACE "@W@" "${w}" l "${lt}")
-      list(APPEND want_seen "${w}:eager,${w}:${l}")
-    endif()
-  endforeach()
-  list(JOIN want_seen "," want_seen)
-  expect(seen STREQUAL want_seen "libtorch run: results in the JSON: ${seen}, expected ${want_seen}")
-  string(FIND "${table}" "vs libtorch" at)
+  expect(seen STREQUAL "copy:eager,copy:libtorch1,copy:libtorch2,ceiling:native,gelu:eager,gelu:libtorch1,gelu:libtorch2,dispatch:eager,dispatch:libtorch1,dispatch:libtorch2,rnn_loop:eager,rnn_loop:libtorch1,rnn_loop:libtorch2,rnn_scan:eager,rnn_scan:libtorch1,rnn_scan:libtorch2,newton:eager,newton:libtorch1,newton:libtorch2"
+         "libtorch run: results in the JSON: ${seen}")
+  string(FIND "${table}" "kiln eager (2 threads) vs libtorch" at)
   expect(NOT at EQUAL -1 "the table has no kiln eager vs libtorch comparison")
+  string(FIND "${table}" "libtorch 1T" at)
+  expect(NOT at EQUAL -1 "the comparison does not show libtorch at 1 thread")
+  string(REGEX MATCH "\nrnn_loop +T 16[^\n]+ [12]T +[0-9.]+x\n" row "${table}")
+  expect(row "the comparison has no rnn_loop row with libtorch's faster thread count")
   # Workloads libtorch has no equivalent of are refused when asked for by name.
-  execute_process(COMMAND "${KILN_PERF}" --workloads rnn_scan --modes libtorch --size small --reps 1
+  execute_process(COMMAND "${KILN_PERF}" --workloads compile_layers --modes libtorch --size small
+                          --reps 1
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  expect(rc EQUAL 2 "'--workloads rnn_scan --modes libtorch' exited with '${rc}', expected 2")
-  string(FIND "${err}" "workload rnn_scan has no libtorch version" at)
-  expect(NOT at EQUAL -1 "'--workloads rnn_scan --modes libtorch': message '${err}'")
+  expect(rc EQUAL 2 "'--workloads compile_layers --modes libtorch' exited with '${rc}', expected 2")
+  string(FIND "${err}" "workload compile_layers has no libtorch version" at)
+  expect(NOT at EQUAL -1 "'--workloads compile_layers --modes libtorch': message '${err}'")
 endif()
 message(STATUS "kiln-perf JSON and error statuses OK")

@@ -69,6 +69,10 @@ struct Figure {
   std::optional<double> compile_us_median, compile_us_max, compile_us_total;
   std::optional<double> launches_per_run;
   bool implicit = false;  // copy or ceiling added only as the copy_fraction reference
+  // Mode libtorch: the thread count libtorch ran with (at::set_num_threads and OpenBLAS's);
+  // kiln-perf runs each peer at 1 and at kiln's thread count. JSON "libtorch_threads", null
+  // for the other modes.
+  std::optional<int> libtorch_threads;
 };
 
 struct Job {
@@ -76,10 +80,12 @@ struct Job {
   std::string mode, device;
   bool implicit = false;
   std::optional<int64_t> param{};  // the value of workload->param_name, for a parametrized workload
-  int threads = 0;  // mode libtorch: its thread count (plan() adds 1 and all of kiln's); else 0
+  int peer_threads = 0;            // mode libtorch: its thread count
 };
 
 // The jobs to run, in order; throws UsageError for unavailable modes, devices and workloads.
+// Mode libtorch gives two jobs per workload, libtorch at 1 thread and at num_threads() (one
+// when that is 1).
 // Adds copy and ceiling (flagged implicit) when a GB/s workload is selected without them (ceiling
 // runs once per device, in its fixed mode "native"). A summary workload
 // (compile_latency) gets no jobs: selected alone, it selects every available workload.

@@ -41,8 +41,10 @@ std::string usage_text() {
                       and interpreted, never compiled (KILN_JIT=1 with no JIT planner); jit:
                       recorded and planned by the CPU JIT at first sight, synchronously, so
                       the first call holds planning and compiling and the timed runs the
-                      steady state; libtorch: the same workloads in libtorch eager,
-                      same process and thread count (needs a build with -DKILN_WITH_LIBTORCH=ON).
+                      steady state; libtorch: the same workloads in libtorch eager, same
+                      process, run twice: at 1 thread and at kiln's thread count (its OpenMP
+                      pool and OpenBLAS); the comparison table takes the faster per workload
+                      (needs a build with -DKILN_WITH_LIBTORCH=ON).
                       Modes of one workload run one after the other, and each non-eager figure
                       gets its speedup over the same run's eager figure (--mode is an alias).
                       ceiling's streaming copy runs once, in mode native (plain C++)
@@ -170,19 +172,17 @@ std::vector<Job> plan(const Options& o) {
     return m != "libtorch" || peer::libtorch_has(w->name);  // default selection: skip, not fail
   };
   std::vector<Job> jobs;
-  // libtorch runs at 1 thread and at kiln's thread count: on small machines it is often fastest
-  // on one (OpenMP waits fight OpenBLAS for the cores), and the comparison takes its best.
-  auto add = [&](Job j) {
-    if (j.mode != "libtorch") {
-      jobs.push_back(j);
+  // A job per mode; libtorch twice, at 1 thread and at kiln's count, so that the comparison can
+  // take libtorch at whichever is faster for the workload (docs/performance.md).
+  auto add = [&](const Workload* w, const std::string& m, const std::string& d, bool implicit,
+                 std::optional<int64_t> param) {
+    if (!runs_in(w, m)) return;
+    if (m != "libtorch") {
+      jobs.push_back({w, m, d, implicit, param});
       return;
     }
-    j.threads = 1;
-    jobs.push_back(j);
-    if (num_threads() > 1) {
-      j.threads = num_threads();
-      jobs.push_back(j);
-    }
+    jobs.push_back({w, m, d, implicit, param, 1});
+    if (num_threads() > 1) jobs.push_back({w, m, d, implicit, param, num_threads()});
   };
   for (const std::string& d : o.devices) {
     // The implicit ceiling comes right after the copy jobs, implicit or selected.
@@ -191,8 +191,7 @@ std::vector<Job> plan(const Options& o) {
         jobs.push_back({ceiling, ceiling->fixed_mode, d, true});
     };
     if (!has_copy && wants_ceiling && copy) {
-      for (const std::string& m : o.modes)
-        if (runs_in(copy, m)) add({copy, m, d, true});
+      for (const std::string& m : o.modes) add(copy, m, d, true, std::nullopt);
       add_ceiling();
     }
     for (const Workload* w : selected) {
@@ -201,14 +200,12 @@ std::vector<Job> plan(const Options& o) {
         continue;
       }
       if (w->param_name.empty()) {
-        for (const std::string& m : o.modes)
-          if (runs_in(w, m)) add({w, m, d, false});
+        for (const std::string& m : o.modes) add(w, m, d, false, std::nullopt);
         if (w == copy) add_ceiling();
         continue;
       }
       for (int64_t value : w->param_values(o.size))
-        for (const std::string& m : o.modes)
-          if (runs_in(w, m)) add({w, m, d, false, value});
+        for (const std::string& m : o.modes) add(w, m, d, false, value);
     }
   }
   return jobs;

@@ -2,8 +2,9 @@
 // BENCHMARKS.md: results[] of workload, mode, device, median_ms, min_ms, max_ms, gbps,
 // copy_fraction, first_call_ms; the rest are extras: ceiling_gbps, us_per_op, speedup_vs_eager,
 // region_hits, region_misses, region_uncached, kernels_compiled, compile_us_median,
-// compile_us_max, compile_us_total, launches_per_run, layers, and on the ceiling row stream_gbps
-// and ceiling_from), the jit compile summary and the compile_latency summary of first calls.
+// compile_us_max, compile_us_total, launches_per_run, layers, libtorch_threads, and on the ceiling
+// row stream_gbps and ceiling_from), the jit compile summary and the compile_latency summary of
+// first calls.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -76,9 +77,9 @@ std::string figure_name(const Figure& f) {
   return f.param ? fmt::format("{} [{}={}]", name, f.param_name, *f.param) : name;
 }
 
-// The mode as the tables show it: libtorch runs at two thread counts ("libtorch 1t").
+// The mode as the tables show it: libtorch rows carry their thread count ("libtorch 1T").
 std::string mode_label(const Figure& f) {
-  return f.mode == "libtorch" ? fmt::format("libtorch {}t", f.threads) : f.mode;
+  return f.libtorch_threads ? fmt::format("{} {}T", f.mode, *f.libtorch_threads) : f.mode;
 }
 
 // A figure's headline number with its unit: GB/s, µs per op, or ms.
@@ -88,8 +89,8 @@ std::string headline(const Figure& f) {
   return fmt::format("{:.3f} ms", f.median_ms);
 }
 
-// kiln eager next to libtorch, at 1 thread and at kiln's thread count, for every workload measured
-// in both modes on one device; kiln's speed is against libtorch's faster thread count.
+// kiln eager next to libtorch for every workload measured in both modes on one device: libtorch
+// at 1 thread and at kiln's thread count, and the ratio against the faster of the two.
 std::string comparison_text(const std::vector<Figure>& figures) {
   std::vector<std::vector<std::string>> rows;
   int threads = 0;
@@ -98,30 +99,32 @@ std::string comparison_text(const std::vector<Figure>& figures) {
     const Figure *one = nullptr, *all = nullptr;
     for (const Figure& t : figures) {
       if (t.mode != "libtorch" || t.workload != k.workload || t.param != k.param ||
-          t.device != k.device)
+          t.device != k.device || !t.libtorch_threads)
         continue;
-      (t.threads == 1 ? one : all) = &t;
+      (*t.libtorch_threads == 1 ? one : all) = &t;
     }
-    if (one == nullptr && all == nullptr) continue;
-    const Figure* best = one == nullptr                    ? all
-                         : all == nullptr                  ? one
-                         : all->median_ms < one->median_ms ? all
-                                                           : one;
+    if (!one && !all) continue;
+    const Figure* best = !all || (one && one->median_ms <= all->median_ms) ? one : all;
     rows.push_back({figure_name(k), k.shape, headline(k), one ? headline(*one) : "-",
-                    all ? headline(*all) : "-", fmt::format("{}t", best->threads),
+                    all ? headline(*all) : "-", fmt::format("{}T", *best->libtorch_threads),
                     fmt::format("{:.2f}x", best->median_ms / k.median_ms)});
     threads = k.threads;
   }
   if (rows.empty()) return {};
   std::string out =
-      fmt::format("\nkiln eager ({} threads) vs libtorch {} eager at 1 and {} threads:\n", threads,
-                  peer::libtorch_version(), threads);
-  out += aligned({"workload", "size", "kiln eager", "libtorch 1t",
-                  fmt::format("libtorch {}t", threads), "best", "kiln speed"},
-                 rows, 2);
+      fmt::format("\nkiln eager ({} threads) vs libtorch {} eager at its faster thread count:\n",
+                  threads, peer::libtorch_version());
+  std::vector<std::string> head = {
+      "workload", "size",      "kiln eager", "libtorch 1T", fmt::format("libtorch {}T", threads),
+      "best",     "kiln speed"};
+  if (threads == 1) {  // one libtorch run per workload: no second column
+    head.erase(head.begin() + 4);
+    for (auto& r : rows) r.erase(r.begin() + 4);
+  }
+  out += aligned(head, rows, 2);
   out +=
-      "kiln speed = libtorch's median time at its faster thread count / kiln's (above 1: kiln is "
-      "faster)\n";
+      "kiln speed = the faster libtorch median time / kiln median time (above 1: kiln is "
+      "faster); best = libtorch's faster thread count (at::set_num_threads and OpenBLAS's)\n";
   // Debian's libtorch runs its threads on libgomp, whose default active wait fights OpenBLAS's
   // threads for the cores (docs/performance.md): say which wait policy the figures had.
   const char* wait = std::getenv("OMP_WAIT_POLICY");
@@ -192,10 +195,10 @@ std::string latency_json(const std::vector<Figure>& figures) {
     if (!in_latency(f)) continue;
     out += first ? "\n    {" : ",\n    {";
     first = false;
-    out +=
-        fmt::format("\"workload\": {}, \"mode\": {}, \"device\": {}, \"threads\": {}, ",
-                    json_string(f.workload), json_string(f.mode), json_string(f.device), f.threads);
+    out += fmt::format("\"workload\": {}, \"mode\": {}, \"device\": {}, ", json_string(f.workload),
+                       json_string(f.mode), json_string(f.device));
     if (f.param) out += fmt::format("{}: {}, ", json_string(f.param_name), *f.param);
+    if (f.libtorch_threads) out += fmt::format("\"libtorch_threads\": {}, ", *f.libtorch_threads);
     out += fmt::format("\"first_call_ms\": {}, \"median_ms\": {}, \"first_over_median\": {}}}",
                        json_number(f.first_call_ms), json_number(f.median_ms),
                        json_number(f.median_ms > 0 ? f.first_call_ms / f.median_ms : NAN));
@@ -306,7 +309,9 @@ void write_json(const std::string& path, const std::vector<Figure>& figures, con
                        json_count(f.kernels_compiled), json_number(f.compile_us_median));
     out += fmt::format("\"compile_us_max\": {}, \"compile_us_total\": {}, ",
                        json_number(f.compile_us_max), json_number(f.compile_us_total));
-    out += fmt::format("\"launches_per_run\": {}", json_number(f.launches_per_run));
+    out += fmt::format("\"launches_per_run\": {}, ", json_number(f.launches_per_run));
+    out += fmt::format("\"libtorch_threads\": {}",
+                       f.libtorch_threads ? fmt::format("{}", *f.libtorch_threads) : "null");
     if (f.workload == "ceiling")
       out += fmt::format(", \"stream_gbps\": {}, \"ceiling_from\": {}", json_number(f.stream_gbps),
                          json_string(f.ceiling_from));

@@ -46,8 +46,9 @@ class Progress {
  public:
   Progress(const Job& job, int index, int total)
       : tty_(isatty(STDERR_FILENO)),
-        head_(fmt::format("kiln-perf [{}/{}] {} {} {}", index, total, job.workload->name, job.mode,
-                          job.device)) {
+        head_(fmt::format(
+            "kiln-perf [{}/{}] {} {}{} {}", index, total, job.workload->name, job.mode,
+            job.peer_threads ? fmt::format(" ({} threads)", job.peer_threads) : "", job.device)) {
     if (!tty_) fmt::print(stderr, "{} ...\n", head_);
   }
   void step(const char* what, int i, int n) {
@@ -82,9 +83,9 @@ Prepared prepare(const Job& job, Size size) {
   if (job.mode != "libtorch")
     return job.param ? job.workload->prepare_at(size, Device::cpu(), *job.param)
                      : job.workload->prepare(size, Device::cpu());
-  // Same sizes as kiln; at::set_num_threads(job.threads) (1, or kiln's thread count).
-  peer::PeerPrepared pp = peer::libtorch_prepare(job.workload->name, size == Size::Small,
-                                                 job.threads > 0 ? job.threads : num_threads());
+  // Same sizes as kiln; the job's thread count (1 or kiln's).
+  peer::PeerPrepared pp =
+      peer::libtorch_prepare(job.workload->name, size == Size::Small, job.peer_threads);
   Prepared p;
   p.c = std::make_unique<PeerAdapter>(std::move(pp.c));
   p.shape = pp.shape;
@@ -112,8 +113,9 @@ Figure measure(const Job& job, const Options& o, int index, int total) {
   f.param = job.param;
   f.reps = o.reps;
   f.warmup = o.warmup;
-  f.threads = job.threads > 0 ? job.threads : num_threads();
+  f.threads = num_threads();
   f.implicit = job.implicit;
+  if (job.mode == "libtorch") f.libtorch_threads = job.peer_threads;
 
   // The mode holds for the runs and for check(), which reads the outputs through sync points.
   ModeScope mode(job.mode);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ops/cpu/vecmath/gnu_vec_ops.h"
@@ -100,7 +102,7 @@ std::vector<Case> cases() {
       {"sigmoid", KILN_VM_FN(sigmoid), sigmoid_ref, 3, 3},
       {"silu", KILN_VM_FN(silu), silu_ref, 3.5, 3.5, 0, 1.0},
       {"erf", KILN_VM_FN(erf), erfl, 2, 2},
-      {"sin", KILN_VM_FN(sin), sinl, 3, 3},  // the whole range: libm past the reduction's
+      {"sin", KILN_VM_FN(sin), sinl, 3, 3},  // whole range: exact reduction past 6000 / 1.5e6
       {"cos", KILN_VM_FN(cos), cosl, 3, 3},
       {"gelu", KILN_VM_FN(gelu), gelu_ref, 4, 4, 4},
       {"gelu_tanh", KILN_VM_FN(gelu_tanh), gelu_tanh_ref, 4, 4, 4},
@@ -176,7 +178,12 @@ std::vector<T> specials() {
                    1e-8,
                    -1e-8,
                    3.0e38,
-                   1e300})
+                   1e300,
+                   6381956970095103.0 * 0x1p797,  // float64 closest to a multiple of pi/2
+                   16367173.0 * 0x1p72,           // a float32 very near one (Muller)
+                   6000.0,
+                   1.5e6,
+                   1e22})
     for (double s : {1.0, -1.0}) {
       T x = T(t * s);
       v.push_back(x);
@@ -249,6 +256,167 @@ TEST(VecmathUlp, Float64WholeRange) {
     }
   }
   for (auto& t : ts) t.join();
+}
+
+// pow: pairs (x, y) over the whole range, against powl.
+//  - every k-th positive finite bit pattern of x, each with y = t / log(x) for t uniform over
+//    a little more than the result's range (so results span denormals to overflow) and with a
+//    random small y;
+//  - x near 1 (|x - 1| down to 2^-24 / 2^-53) with y up to the overflow threshold;
+//  - negative x with integer y (the sign rule), and odd/even integers near 2^24 / 2^53;
+//  - random bit patterns for both (mostly 0, inf and NaN results: the special cases).
+template <class T>
+std::vector<std::pair<T, T>> pow_samples() {
+  using L = std::numeric_limits<T>;
+  std::mt19937_64 g(sizeof(T));
+  auto unit = [&] { return double(g() >> 11) * 0x1p-53; };
+  const double tmax = sizeof(T) == 4 ? 110 : 760;
+  std::vector<std::pair<T, T>> v;
+  const uint64_t patterns = sizeof(T) == 4 ? (uint64_t(1) << 31) : 0;
+  if constexpr (sizeof(T) == 4) {
+    const uint32_t step = 2039 / density() | 1;
+    for (uint64_t b = 1; b < patterns; b += step) {
+      float x;
+      const uint32_t u = uint32_t(b);
+      std::memcpy(&x, &u, 4);
+      if (!std::isfinite(x)) continue;
+      const double lx = std::log(double(x));
+      if (lx != 0) v.push_back({x, T((unit() * 2 - 1) * tmax / lx)});
+      v.push_back({x, T((unit() * 2 - 1) * 8)});
+    }
+  } else {
+    for (size_t i = 0; i < (size_t(1) << 20) * density(); ++i) {
+      const uint64_t b = g() & 0x7fefffffffffffffULL;  // finite, positive
+      double x;
+      std::memcpy(&x, &b, 8);
+      if (x == 0) continue;
+      const double lx = std::log(x);
+      if (lx != 0) v.push_back({x, (unit() * 2 - 1) * tmax / lx});
+      v.push_back({x, (unit() * 2 - 1) * 8});
+    }
+  }
+  const int eps_bits = L::digits;
+  for (int i = 0; i < 200000 * density(); ++i) {
+    const double d = std::ldexp(unit() * 2 - 1, -int(g() % eps_bits));
+    const T x = T(1 + d);
+    const double lx = std::log(double(x));
+    if (lx != 0) v.push_back({x, T((unit() * 2 - 1) * tmax / lx)});
+  }
+  for (int i = 0; i < 200000 * density(); ++i) {
+    const T x = T(-std::ldexp(1 + unit(), int(g() % 40) - 20));
+    const double n = std::floor(tmax / std::fabs(std::log(-double(x))) + 1);
+    v.push_back({x, T(std::floor((unit() * 2 - 1) * std::min(n, 1e6)))});
+  }
+  const T two_p = std::ldexp(T(1), eps_bits - 1);
+  for (T y : {two_p - 1, two_p, two_p + 1, 2 * two_p, 2 * two_p - 2, T(3), T(-3), T(4)})
+    for (T x : {T(-1), T(-1) - L::epsilon(), T(-1) + L::epsilon() / 2, T(-0.5), T(-2), T(-1e-30)})
+      v.push_back({x, y}), v.push_back({x, -y});
+  for (int i = 0; i < 200000 * density(); ++i) {
+    T x, y;
+    uint64_t a = g(), b = g();
+    if constexpr (sizeof(T) == 4) {
+      uint32_t ua = uint32_t(a), ub = uint32_t(b);
+      std::memcpy(&x, &ua, 4);
+      std::memcpy(&y, &ub, 4);
+    } else {
+      std::memcpy(&x, &a, 8);
+      std::memcpy(&y, &b, 8);
+    }
+    v.push_back({x, y});
+  }
+  return v;
+}
+
+template <class T>
+T pow_vec1(T x, T y) {  // one lane of the vector code
+  return vm::apply_scalar2(x, y, [](const auto& o, auto a, auto b) { return vm::pow(o, a, b); });
+}
+
+template <class T>
+void check_pow(double bound) {
+  const std::vector<std::pair<T, T>> xy = pow_samples<T>();
+  constexpr int L = Ops<T>::kLanes;
+  std::vector<T> xs, ys, got;
+  for (auto [x, y] : xy) xs.push_back(x), ys.push_back(y);
+  const size_t n = (xs.size() + L - 1) / L * L;
+  xs.resize(n, T(1));
+  ys.resize(n, T(1));
+  got.resize(n);
+  Ops<T> o;
+  for (size_t i = 0; i < n; i += L)
+    o.store(got.data() + i, vm::pow(o, o.load(xs.data() + i), o.load(ys.data() + i)));
+  double worst = 0;
+  T wx = 0, wy = 0;
+  int reported = 0;
+  for (size_t i = 0; i < xy.size(); ++i) {
+    const LD ref = powl(LD(xs[i]), LD(ys[i]));
+    const double err = ulp_err<T>(got[i], ref);
+    if (err > worst) worst = err, wx = xs[i], wy = ys[i];
+    const bool sign_ok = std::isnan(ref) || std::signbit(got[i]) == std::signbit(ref);
+    if ((err > bound || !sign_ok) && reported++ < 8)
+      ADD_FAILURE() << "pow " << (sizeof(T) == 4 ? "float32" : "float64")
+                    << " x = " << std::hexfloat << xs[i] << " y = " << ys[i] << " got " << got[i]
+                    << " want " << double(ref) << std::defaultfloat << " (" << err << " ulp)";
+  }
+  std::printf("  %-10s %s max %.3f ulp at x = %a, y = %a (bound %.2f, %zu samples)\n", "pow",
+              sizeof(T) == 4 ? "float32" : "float64", worst, double(wx), double(wy), bound,
+              xy.size());
+}
+
+// Every special case of IEEE 754 / C99 Annex F pow, exactly (glibc's pow gets them right):
+// the value, the sign of zeros and infinities, NaN for NaN.
+template <class T>
+void check_pow_specials() {
+  using L = std::numeric_limits<T>;
+  const T two_p = std::ldexp(T(1), L::digits - 1);
+  const std::vector<T> vals = {T(0),
+                               -T(0),
+                               T(1),
+                               T(-1),
+                               T(0.5),
+                               T(-0.5),
+                               T(2),
+                               T(-2),
+                               T(3),
+                               T(-3),
+                               T(2.5),
+                               T(-2.5),
+                               two_p,
+                               -two_p,
+                               two_p + 1,
+                               -two_p - 1,
+                               2 * two_p,
+                               L::max(),
+                               -L::max(),
+                               L::min(),
+                               L::denorm_min(),
+                               -L::denorm_min(),
+                               L::infinity(),
+                               -L::infinity(),
+                               L::quiet_NaN(),
+                               T(1) + L::epsilon(),
+                               T(1) - L::epsilon()};
+  int bad = 0;
+  for (T x : vals)
+    for (T y : vals) {
+      const T got = pow_vec1(x, y), want = std::pow(x, y);
+      const bool ok = std::isnan(want) ? std::isnan(got)
+                                       : (got == want && std::signbit(got) == std::signbit(want)) ||
+                                             ulp_err<T>(got, powl(LD(x), LD(y))) <= 1;
+      if (!ok && bad++ < 10)
+        ADD_FAILURE() << "pow(" << x << ", " << y << ") = " << got << ", want " << want;
+    }
+}
+
+TEST(VecmathUlp, PowWholeRange) {
+  std::thread t32([] { check_pow<float>(1.0); });
+  check_pow<double>(1.0);
+  t32.join();
+}
+
+TEST(VecmathUlp, PowSpecialValues) {
+  check_pow_specials<float>();
+  check_pow_specials<double>();
 }
 
 }  // namespace

@@ -158,30 +158,51 @@ T int_pow(T b, T e) {
   return r;
 }
 
-template <class T>
-T pow_of(T b, T e) {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::pow(b, e);
-  else
-    return int_pow(b, e);
-}
-
+// pow of a tensor and a Scalar exponent. The exponents 2, 0.5 and 1 are x * x, sqrt(x) and x
+// (the JIT lowers exactly these: jit/plan/lowering.cpp); floats otherwise go through
+// vecmath::pow, on a vector of lanes or through one lane.
 struct PowScalarF {
   static constexpr Domain domain = Domain::Numeric;
   static constexpr bool bool_out = false;
+  static constexpr bool kVec = true;  // floating dtypes only (unary_loop)
   Scalar e;
-  explicit PowScalarF(const Scalar* p) : e(p[0]) {}
+  double ed;
+  explicit PowScalarF(const Scalar* p) : e(p[0]), ed(p[0].to_double()) {}
+  template <class O, class V>
+  V vec(const O& o, V x) const {
+    using T = typename O::T;
+    if (ed == 2.0) return o.mul(x, x);
+    if (ed == 0.5) return o.sqrt(x);
+    if (ed == 1.0) return x;
+    return vecmath::pow(o, x, o.splat(static_cast<double>(static_cast<T>(ed))));
+  }
   template <class T>
   T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      double ed = e.to_double();
-      if (ed == 2.0) return x * x;
-      if (ed == 0.5) return std::sqrt(x);
-      if (ed == 1.0) return x;
-      return std::pow(x, T(ed));
-    } else {
+    if constexpr (std::is_floating_point_v<T>)
+      return vecmath::apply_scalar(x, [this](const auto& o, auto v) { return vec(o, v); });
+    else
       return int_pow(x, T(e.to_int()));
-    }
+  }
+};
+
+// pow of two tensors: integers by squaring, floats through vecmath::pow (kVec2: the binary
+// loops run it on vectors of lanes, on every layout).
+struct PowF {
+  static constexpr Domain domain = Domain::Numeric;
+  static constexpr bool bool_out = false;
+  static constexpr bool kVec2 = true;  // floating dtypes only (binary_loop)
+  explicit PowF(const Scalar*) {}
+  template <class O, class V>
+  static V vec(const O& o, V a, V b) {
+    return vecmath::pow(o, a, b);
+  }
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return vecmath::apply_scalar2(a, b,
+                                    [](const auto& o, auto x, auto y) { return vec(o, x, y); });
+    else
+      return int_pow(a, b);
   }
 };
 
@@ -231,7 +252,6 @@ KILN_BINARY(AddF, All, false, wrap_add(a, b))
 KILN_BINARY(SubF, Numeric, false, wrap_sub(a, b))
 KILN_BINARY(MulF, All, false, wrap_mul(a, b))
 KILN_BINARY(DivF, Floating, false, T(a / b))
-KILN_BINARY(PowF, Numeric, false, pow_of(a, b))
 KILN_BINARY(MaximumF, All, false, max_nan(a, b))
 KILN_BINARY(MinimumF, All, false, min_nan(a, b))
 KILN_BINARY(EqF, All, true, bool(a == b))

@@ -30,11 +30,12 @@ concept VecMathOp = F::kVec;
 // padded tail; a broadcast input as one lane; strided runs gathered into vectors and scattered
 // back. Lane-wise code, so the same bits on every layout and ISA.
 template <class F, class T>
-void unary_vec_loop(char* const* p, const int64_t* s, int64_t n) {
+void unary_vec_loop(char* const* p, const int64_t* s, int64_t n, const Scalar* params) {
   constexpr int W = vecmath::kNativeVecBytes;
   using Ops = vecmath::GnuVecOps<T, W>;
   constexpr int L = Ops::kLanes;
-  auto fn = [](const auto& o, auto x) { return F::vec(o, x); };
+  const F f(params);
+  auto fn = [&f](const auto& o, auto x) { return f.vec(o, x); };
   T* out = reinterpret_cast<T*>(p[0]);
   const T* a = reinterpret_cast<const T*>(p[1]);
   if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
@@ -58,7 +59,7 @@ template <class F, class T>
 void unary_loop(char* const* p, const int64_t* s, int64_t n, const Scalar* params) {
   using O = out_t<F, T>;
   if constexpr (VecMathOp<F> && std::is_floating_point_v<T>) {
-    return unary_vec_loop<F, T>(p, s, n);
+    return unary_vec_loop<F, T>(p, s, n, params);
   }
   const F f(params);
   O* out = reinterpret_cast<O*>(p[0]);
@@ -74,9 +75,44 @@ void unary_loop(char* const* p, const int64_t* s, int64_t n, const Scalar* param
   }
 }
 
+template <class F>
+concept VecMathBinaryOp = F::kVec2;
+
+// A binary op computed by kiln's vector math (pow): contiguous operands or a broadcast one as
+// whole vectors plus a padded tail, strided runs gathered into vectors; lane-wise, so the same
+// bits on every layout and ISA.
+template <class F, class T>
+void binary_vec_loop(char* const* p, const int64_t* s, int64_t n) {
+  constexpr int W = vecmath::kNativeVecBytes;
+  constexpr int L = vecmath::GnuVecOps<T, W>::kLanes;
+  auto fn = [](const auto& o, auto x, auto y) { return F::vec(o, x, y); };
+  T* out = reinterpret_cast<T*>(p[0]);
+  const T* a = reinterpret_cast<const T*>(p[1]);
+  const T* b = reinterpret_cast<const T*>(p[2]);
+  constexpr int64_t e = sizeof(T);
+  if (s[0] == e && (s[1] == e || s[1] == 0) && (s[2] == e || s[2] == 0)) {
+    vecmath::map_contiguous2<T, W>(a, s[1] ? 1 : 0, b, s[2] ? 1 : 0, out, n, fn);
+    return;
+  }
+  T ba[L], bb[L];
+  for (int64_t i = 0; i < n; i += L) {
+    const int64_t m = n - i < L ? n - i : L;
+    for (int64_t j = 0; j < m; ++j) {
+      ba[j] = *reinterpret_cast<const T*>(p[1] + (i + j) * s[1]);
+      bb[j] = *reinterpret_cast<const T*>(p[2] + (i + j) * s[2]);
+    }
+    for (int64_t j = m; j < L; ++j) ba[j] = bb[j] = T(0);
+    vecmath::map_contiguous2<T, W>(ba, 1, bb, 1, ba, L, fn);
+    for (int64_t j = 0; j < m; ++j) *reinterpret_cast<T*>(p[0] + (i + j) * s[0]) = ba[j];
+  }
+}
+
 template <class F, class T>
 void binary_loop(char* const* p, const int64_t* s, int64_t n, const Scalar* params) {
   using O = out_t<F, T>;
+  if constexpr (VecMathBinaryOp<F> && std::is_floating_point_v<T>) {
+    return binary_vec_loop<F, T>(p, s, n);
+  }
   const F f(params);
   O* out = reinterpret_cast<O*>(p[0]);
   const T* a = reinterpret_cast<const T*>(p[1]);
@@ -120,8 +156,31 @@ void fill_loop(char* const* p, const int64_t* s, int64_t n, const Scalar* params
   }
 }
 
+// where(c, a, b): a contiguous output and condition with a and b each contiguous or a broadcast
+// value (relu's backward: where(x > 0, g, 0)) as plain loops the compiler vectorizes; the rest
+// element by element. A select: the same bits either way.
 template <class T>
 void where_loop(char* const* p, const int64_t* s, int64_t n, const Scalar*) {
+  constexpr int64_t e = sizeof(T);
+  if (s[0] == e && s[1] == sizeof(bool) && (s[2] == e || s[2] == 0) && (s[3] == e || s[3] == 0)) {
+    T* out = reinterpret_cast<T*>(p[0]);
+    const bool* c = reinterpret_cast<const bool*>(p[1]);
+    const T* a = reinterpret_cast<const T*>(p[2]);
+    const T* b = reinterpret_cast<const T*>(p[3]);
+    if (s[2] && s[3]) {
+      for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? a[i] : b[i];
+    } else if (s[2]) {
+      const T bv = b[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? a[i] : bv;
+    } else if (s[3]) {
+      const T av = a[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? av : b[i];
+    } else {
+      const T av = a[0], bv = b[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = c[i] ? av : bv;
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
     *reinterpret_cast<T*>(p[0] + i * s[0]) = c ? *reinterpret_cast<const T*>(p[2] + i * s[2])

@@ -1,5 +1,7 @@
-// The libtorch peer registry: which workloads have a libtorch version, and the thread setting that
-// makes the comparison fair (at::set_num_threads to kiln's thread count).
+// The libtorch peer registry: which workloads have a libtorch version, and the thread setting of
+// a run (at::set_num_threads for libtorch's OpenMP pool and the same count for the OpenBLAS that
+// libtorch and kiln share: libtorch's set_num_threads leaves OpenBLAS alone, and kiln sets it per
+// matmul, so a peer run would otherwise get whatever the last kiln matmul left).
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
@@ -9,6 +11,8 @@
 
 #include "perf/peers/libtorch_cases.h"
 
+extern "C" void openblas_set_num_threads(int);  // the OpenBLAS that libtorch links (Debian)
+
 namespace kiln::perf::peer {
 
 namespace {
@@ -17,11 +21,19 @@ using Factory = PeerPrepared (*)(bool);
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> all = {
-      {"copy", torch_copy},       {"gelu", torch_gelu},         {"layernorm", torch_layernorm},
-      {"softmax", torch_softmax}, {"dispatch", torch_dispatch}, {"mlp_train", torch_mlp_train},
-      {"block", torch_block},     {"rnn_loop", torch_rnn_loop}, {"newton", torch_newton},
-      // No peer for rnn_scan (libtorch has no scan), compile_layers (no regions: its figure is
-      // the first call of a compiled region) or compile_latency (a summary of the others).
+      {"copy", torch_copy},
+      {"gelu", torch_gelu},
+      {"layernorm", torch_layernorm},
+      {"softmax", torch_softmax},
+      {"dispatch", torch_dispatch},
+      {"mlp_train", torch_mlp_train},
+      {"block", torch_block},
+      {"rnn_loop", torch_rnn_loop},
+      {"newton", torch_newton},
+      // libtorch 1.13 has no scan: its form of rnn_scan is the host loop of rnn_loop, the same
+      // RNN a libtorch user writes. No peer for compile_layers (no regions: its figure is the
+      // first call of a compiled region) or compile_latency (a summary of the others).
+      {"rnn_scan", torch_rnn_loop},
   };
   return all;
 }
@@ -38,6 +50,7 @@ PeerPrepared libtorch_prepare(const std::string& workload, bool small, int threa
   if (it == factories().end())
     throw std::logic_error("kiln-perf: no libtorch peer for " + workload);
   at::set_num_threads(threads);
+  openblas_set_num_threads(threads);
   return it->second(small);
 }
 

@@ -31,7 +31,8 @@ std::string libtorch_version();
 // Whether the workload has a libtorch version.
 bool libtorch_has(const std::string& workload);
 // Prepares the libtorch version of a workload at kiln-perf's sizes (small: --size small), after
-// at::set_num_threads(threads). Only for workloads libtorch_has().
+// at::set_num_threads(threads) and openblas_set_num_threads(threads) (kiln-perf runs each peer at
+// 1 thread and at kiln's thread count). Only for workloads libtorch_has().
 PeerPrepared libtorch_prepare(const std::string& workload, bool small, int threads);
 
 }  // namespace kiln::perf::peer

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ops/cpu/vecmath/reduce_pio2.h"
 #include "ops/cpu/vecmath/vec_ops.h"
 
 namespace kiln::vecmath {
@@ -45,7 +46,7 @@ struct GnuVecOps {
   F mul(F a, F b) const { return a * b; }
   F div(F a, F b) const { return a / b; }
   F sqrt(F a) const {
-    F r;
+    F r = a;
     for (int i = 0; i < kLanes; ++i) r[i] = std::sqrt(a[i]);
     return r;
   }
@@ -83,6 +84,24 @@ struct GnuVecOps {
   I isub(I a, I b) const { return (I)((U)a - (U)b); }
   I shl(I a, int n) const { return (I)((U)a << n); }
   I shr(I a, int n) const { return (I)((U)a >> n); }
+
+  // Optional (sin_cos.h): the lanes with bound < |x| < inf get r and the quadrant k of the exact
+  // reduction (reduce_pio2.h, scalar, lane by lane); the others keep theirs. bound >= 2^-8.
+  void reduce_pio2_huge(F x, double bound, F& r, I& k) const {
+    const F ax = (F)(~(I)splat(-0.0) & (I)x);
+    const I huge = (ax > T(bound)) & (ax < T(INFINITY));
+    bool any = false;
+    for (int i = 0; i < kLanes; ++i) any |= huge[i] != 0;
+    if (!any) return;
+    T xs[kLanes], rs[kLanes];
+    IT ks[kLanes];
+    store(xs, x);
+    store(rs, r);
+    std::memcpy(ks, &k, sizeof(I));
+    reduce_pio2_huge_lanes(xs, kLanes, bound, rs, ks);
+    r = load(rs);
+    std::memcpy(&k, ks, sizeof(I));
+  }
 };
 
 // The vector width of the translation unit's ISA: the eager kernels use one vector register.
@@ -115,6 +134,27 @@ inline void map_contiguous(const T* in, T* out, int64_t n, Fn fn) {
   }
 }
 
+// fn of two operands, lane by lane: a and b contiguous, or one of them a broadcast value
+// (a_step / b_step 0 or 1); the tail through zero-padded vectors as map_contiguous.
+template <class T, int W, class Fn>
+inline void map_contiguous2(const T* a, int64_t a_step, const T* b, int64_t b_step, T* out,
+                            int64_t n, Fn fn) {
+  using O = GnuVecOps<T, W>;
+  constexpr int L = O::kLanes;
+  const O o;
+  if (n <= 0) return;
+  const typename O::F av = o.splat(a[0]), bv = o.splat(b[0]);
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    O::store(out + i, fn(o, a_step ? O::load(a + i) : av, b_step ? O::load(b + i) : bv));
+  if (i < n) {
+    T ba[L] = {}, bb[L] = {};
+    for (int64_t j = i; j < n; ++j) ba[j - i] = a[j * a_step], bb[j - i] = b[j * b_step];
+    O::store(ba, fn(o, O::load(ba), O::load(bb)));
+    for (int64_t j = i; j < n; ++j) out[j] = ba[j - i];
+  }
+}
+
 // fn of one scalar, through lane 0 of a 16-byte vector: the same bits as every vector path.
 template <class T, class Fn>
 inline T apply_scalar(T x, Fn fn) {
@@ -124,6 +164,16 @@ inline T apply_scalar(T x, Fn fn) {
   buf[0] = x;
   O::store(buf, fn(o, O::load(buf)));
   return buf[0];
+}
+template <class T, class Fn>
+inline T apply_scalar2(T a, T b, Fn fn) {
+  using O = GnuVecOps<T, 16>;
+  const O o;
+  T ba[O::kLanes] = {}, bb[O::kLanes] = {};
+  ba[0] = a;
+  bb[0] = b;
+  O::store(ba, fn(o, O::load(ba), O::load(bb)));
+  return ba[0];
 }
 
 }  // namespace kiln::vecmath

@@ -2,12 +2,12 @@
 //
 // Range reduction (Cody-Waite): k = round(x*2/pi); r = (((x - k*C1) - k*C2) - k*C3) - k*C4 with
 //   pi/2 = C1 + C2 + C3 + C4, C1..C3 of 12 (float) / 33 (double) significant bits so that k*Ci is
-//   exact for |k| < 2^12 / 2^20 (and x - k*C1 exact by Sterbenz), C4 the rounded tail. Exact to
-//   the documented error for |x| <= 6000 (float) / 1.5e6 (double). Finite lanes past that take
-//   libm's sin/cos (lane_fixup, vec_ops.h: a scalar call on a rare path, one mask test otherwise),
-//   whose own reduction (Payne-Hanek) is exact at any size; libm is deterministic, so every ISA
-//   and the JIT give the same bits. r is clamped to [-0.8, 0.8] so that the discarded vector
-//   result of such a lane stays finite.
+//   exact for |k| < 2^12 / 2^20 (and x - k*C1 exact by Sterbenz), C4 the rounded tail: accurate
+//   for |x| <= 6000 (float) / 1.5e6 (double).
+//   Past that (kHuge), lanes take the exact Payne-Hanek reduction of reduce_pio2.h (scalar
+//   integer code, lane by lane) through the backend's optional reduce_pio2_huge(x, bound, r, k):
+//   GnuVecOps has it; a backend without it keeps the Cody-Waite r, clamped to [-0.8, 0.8], which
+//   is finite and in [-1, 1] but carries no accuracy guarantee past kHuge.
 // Polynomials on |r| <= pi/4: sin r = r + r^3*S(r^2), cos r = 1 - (r^2/2 - r^4*Cp(r^2)), S and Cp
 //   Chebyshev interpolants of degree 3 / 6 in r^2. The quadrant (k mod 4) picks the polynomial
 //   (select) and the sign (xor of the sign bit), both taken from the integer lanes of k.
@@ -17,8 +17,6 @@
 //   sin   float32 2.39 ulp   float64 1.66 ulp   (bound 3)
 //   cos   float32 2.29 ulp   float64 1.88 ulp   (bound 3)
 #pragma once
-#include <cmath>
-
 #include "ops/cpu/vecmath/common.h"
 
 namespace kiln::vecmath {
@@ -29,6 +27,7 @@ template <class T>
 struct SinCosC;
 template <>
 struct SinCosC<float> {
+  static constexpr double kHuge = 6000.0;  // past it: reduce_pio2_huge
   static constexpr double kC1 = 1.57080078125, kC2 = -4.4535845518112182617e-6,
                           kC3 = -8.7061380327213555574e-10, kC4 = 6.2233721718966133923e-14;
   static constexpr double kS[] = {-0.1666666666362402284397, 0.008333331785671729736288,
@@ -38,6 +37,7 @@ struct SinCosC<float> {
 };
 template <>
 struct SinCosC<double> {
+  static constexpr double kHuge = 1.5e6;
   static constexpr double kC1 = 1.57079632673412561416626, kC2 = 6.077100506303965976595549e-11,
                           kC3 = 2.022266248711166455795996e-21,
                           kC4 = 8.478427660368899643958701e-32;
@@ -62,12 +62,16 @@ inline F sin_quadrant(const O& o, F x, int q0) {
   r = o.sub(r, o.mul(k.f, o.splat(C::kC2)));
   r = o.sub(r, o.mul(k.f, o.splat(C::kC3)));
   r = o.sub(r, o.mul(k.f, o.splat(C::kC4)));
-  r = clamp_hi(o, clamp_lo(o, r, -0.8), 0.8);  // only past the documented range
+  r = clamp_hi(o, clamp_lo(o, r, -0.8), 0.8);  // only past the Cody-Waite range
+  typename O::I ki = k.i;
+  // Past the Cody-Waite range: the exact reduction, lane by lane, where the backend has it.
+  if constexpr (requires { o.reduce_pio2_huge(x, C::kHuge, r, ki); })
+    o.reduce_pio2_huge(x, C::kHuge, r, ki);
   const F z = o.mul(r, r);
   const F s = o.add(r, o.mul(o.mul(z, r), horner(o, z, C::kS)));
   const F c =
       o.sub(o.splat(1.0), o.sub(o.mul(o.splat(0.5), z), o.mul(o.mul(z, z), horner(o, z, C::kC))));
-  const typename O::I q = o.iadd(k.i, o.isplat(q0));
+  const typename O::I q = o.iadd(ki, o.isplat(q0));
   constexpr int top = int(sizeof(T) * 8) - 1;
   // bit 0 of q: the cos polynomial; bit 1: negate.
   const typename O::M odd = o.lt(o.bit_or(o.as_float(o.shl(q, top)), o.splat(1.0)), o.splat(0.0));
@@ -77,36 +81,15 @@ inline F sin_quadrant(const O& o, F x, int q0) {
 
 }  // namespace detail
 
-namespace detail {
-template <class T>
-inline constexpr double kSinCosExact = sizeof(T) == 4 ? 6000.0 : 1.5e6;
-template <class T>
-T libm_sin(T x) {
-  return std::sin(x);
-}
-template <class T>
-T libm_cos(T x) {
-  return std::cos(x);
-}
-// Finite lanes past the range of the Cody-Waite reduction (rare: the mask test is the cost).
-template <class O, class F = typename O::F>
-inline typename O::M past_reduction(const O& o, F x) {
-  const F ax = vabs(o, x);
-  return o.mask_and(o.gt(ax, o.splat(kSinCosExact<typename O::T>)), o.lt(ax, o.splat(kInf)));
-}
-}  // namespace detail
-
 template <class O, class F = typename O::F>
 inline F sin(const O& o, F x) {
   // -0 loses its sign in the reduction (-0 - k*C2 with k*C2 = -0): put it back.
-  const F r = o.select(o.eq(x, o.splat(0.0)), x, detail::sin_quadrant(o, x, 0));
-  return o.lane_fixup(detail::past_reduction(o, x), x, r, &detail::libm_sin<typename O::T>);
+  return o.select(o.eq(x, o.splat(0.0)), x, detail::sin_quadrant(o, x, 0));
 }
 
 template <class O, class F = typename O::F>
 inline F cos(const O& o, F x) {
-  const F r = detail::sin_quadrant(o, x, 1);
-  return o.lane_fixup(detail::past_reduction(o, x), x, r, &detail::libm_cos<typename O::T>);
+  return detail::sin_quadrant(o, x, 1);
 }
 
 }  // namespace kiln::vecmath

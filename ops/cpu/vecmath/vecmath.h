@@ -2,5 +2,6 @@
 #pragma once
 #include "ops/cpu/vecmath/erf.h"
 #include "ops/cpu/vecmath/exp_log.h"
+#include "ops/cpu/vecmath/pow.h"
 #include "ops/cpu/vecmath/sin_cos.h"
 #include "ops/cpu/vecmath/tanh_sigmoid.h"
