@@ -122,41 +122,6 @@ class AsmVecOps {
     }
     return d;
   }
-  // The rare path: a branch around a call of lane_fixup_call (below) with x and r on the stack.
-  F lane_fixup(M m, F x, F r, T (*fn)(T)) const {
-    using namespace asmjit;
-    x86::Gp bits = cc_.newInt64("fixup_bits");
-    if (kmask())
-      cc_.kmovw(bits.r32(), m.k);
-    else
-      cc_.emit(vex() ? (kDouble ? x86::Inst::kIdVmovmskpd : x86::Inst::kIdVmovmskps)
-                     : (kDouble ? x86::Inst::kIdMovmskpd : x86::Inst::kIdMovmskps),
-               bits.r32(), m.v);
-    if (lanes_ < 16) cc_.and_(bits, (1 << lanes_) - 1);  // lanes past the value's are not its
-    F out = new_vec();
-    cc_.emit(vex() ? x86::Inst::kIdVmovaps : x86::Inst::kIdMovaps, out, r);
-    Label skip = cc_.newLabel();
-    cc_.test(bits, bits);
-    cc_.jz(skip);
-    x86::Mem xs = cc_.newStack(64, 64), rs = cc_.newStack(64, 64);
-    store(xs, x);
-    store(rs, r);
-    x86::Gp px = cc_.newIntPtr(), pr = cc_.newIntPtr(), pf = cc_.newIntPtr();
-    cc_.lea(px, xs);
-    cc_.lea(pr, rs);
-    cc_.mov(pf, imm(reinterpret_cast<uint64_t>(fn)));
-    InvokeNode* call = nullptr;
-    cc_.invoke(&call, imm(reinterpret_cast<uint64_t>(&lane_fixup_call)),
-               FuncSignatureT<void, const T*, T*, uint64_t, void*>(CallConvId::kHost));
-    call->setArg(0, px);
-    call->setArg(1, pr);
-    call->setArg(2, bits);
-    call->setArg(3, pf);
-    F loaded = load(rs);
-    cc_.emit(vex() ? x86::Inst::kIdVmovaps : x86::Inst::kIdMovaps, out, loaded);
-    cc_.bind(skip);
-    return out;
-  }
   F bit_and(F a, F b) const { return bit(kBitAnd, a, b); }
   F bit_or(F a, F b) const { return bit(kBitOr, a, b); }
   F bit_xor(F a, F b) const { return bit(kBitXor, a, b); }
@@ -168,12 +133,6 @@ class AsmVecOps {
   I shl(I a, int n) const { return shift(I_(kIdVpslld_, kIdVpsllq_, kIdPslld_, kIdPsllq_), a, n); }
   I shr(I a, int n) const { return shift(I_(kIdVpsrld_, kIdVpsrlq_, kIdPsrld_, kIdPsrlq_), a, n); }
 
-  // Called by generated code on lane_fixup's rare path: r[i] = fn(x[i]) for the set bits i.
-  static void lane_fixup_call(const T* x, T* r, uint64_t bits, void* fn) {
-    auto f = reinterpret_cast<T (*)(T)>(fn);
-    for (int i = 0; bits != 0; ++i, bits >>= 1)
-      if (bits & 1) r[i] = f(x[i]);
-  }
 
   // ---- beyond the contract: integer lanes (Int32 on the float emitter, Int64 on the double
   // one) and rounding, for the JIT's integer and rounding expressions ----

@@ -60,15 +60,6 @@ struct GnuVecOps {
   M mask_or(M a, M b) const { return a | b; }
   M mask_not(M a) const { return ~a; }
   F select(M m, F a, F b) const { return (F)((m & (I)a) | (~m & (I)b)); }
-  F lane_fixup(M m, F x, F r, T (*fn)(T)) const {
-    bool any = false;
-    for (int i = 0; i < kLanes; ++i) any |= m[i] != 0;
-    if (!any) [[likely]]
-      return r;
-    for (int i = 0; i < kLanes; ++i)
-      if (m[i] != 0) r[i] = fn(x[i]);
-    return r;
-  }
   F bit_and(F a, F b) const { return (F)((I)a & (I)b); }
   F bit_or(F a, F b) const { return (F)((I)a | (I)b); }
   F bit_xor(F a, F b) const { return (F)((I)a ^ (I)b); }

@@ -26,11 +26,6 @@
 //   I iadd(I,I) isub(I,I)         wrapping integer arithmetic
 //   I shl(I, int n) shr(I, int n) shifts by a constant; shr is logical (no arithmetic shift:
 //                                 SSE2/AVX2 have none for 64-bit lanes)
-//   F lane_fixup(M m, F x, F r, T (*fn)(T))
-//                                 r, except lanes where m is set, which become fn(x) computed by a
-//                                 scalar call: the rare path of a function (sin and cos of huge
-//                                 arguments call libm there); costs one mask test when no lane
-//                                 needs it. fn is deterministic, so the bits stay ISA-independent.
 // Nothing else: no min/max (x86's NaN rules differ from C++'s; write compare + select), no
 // float<->int conversion (round with the 1.5*2^(mantissa bits) trick: add then subtract), no FMA,
 // no gather. A function that needs more asks for a new primitive here, implemented in both
