@@ -6,6 +6,7 @@
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
 #include "jit/passes/simplify.h"
+#include "jit/passes/sink_views.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
 
@@ -14,7 +15,7 @@ namespace kiln::jit::passes {
 namespace {
 
 struct Totals {
-  std::atomic<int64_t> decomposed{0}, simplified{0}, merged{0}, folded{0}, dropped{0};
+  std::atomic<int64_t> decomposed{0}, sunk{0}, simplified{0}, merged{0}, folded{0}, dropped{0};
 };
 Totals& totals() {
   static Totals t;
@@ -62,6 +63,14 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   PassGraph pg(g, runtime);
   PassCounts c;
   if (o.decompose && o.target != nullptr) c.decomposed += decompose(pg, *o.target, o.decompose_all);
+  // Each sweep leaves the sunk nodes dead, and new views of their inputs that may sink further.
+  for (int sweep = 0; o.sink_views && o.target != nullptr && sweep < 16; ++sweep) {
+    const int s = sink_views(pg, *o.target);
+    if (s == 0) break;
+    c.sunk += s;
+    c.dropped += dce(pg);
+  }
+  if (c.sunk > 0) hoist_views(pg);
   // Simplification exposes equal nodes and merging exposes rules (max(x, x)): two rounds.
   // (dce() between rounds: a bypassed node left in place would match again.)
   for (int round = 0; round < 2; ++round) {
@@ -79,6 +88,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
 
   Totals& t = totals();
   t.decomposed += c.decomposed;
+  t.sunk += c.sunk;
   t.simplified += c.simplified;
   t.merged += c.merged;
   t.folded += c.folded;
@@ -93,11 +103,12 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   }
   r.args = make_arg_map(g, runtime, pg, r.runtime);
   r.graph = std::move(pg.graph);
-  KILN_DEBUG(Jit,
-             "graph passes: {} -> {} nodes ({} decomposed, {} simplified, {} merged, {} folded, "
-             "{} dropped)",
-             g.nodes.size(), r.graph.nodes.size(), c.decomposed, c.simplified, c.merged, c.folded,
-             c.dropped);
+  KILN_DEBUG(
+      Jit,
+      "graph passes: {} -> {} nodes ({} decomposed, {} views sunk, {} simplified, {} merged, "
+      "{} folded, {} dropped)",
+      g.nodes.size(), r.graph.nodes.size(), c.decomposed, c.sunk, c.simplified, c.merged, c.folded,
+      c.dropped);
   return r;
 }
 
@@ -105,6 +116,7 @@ PassCounts pass_totals() {
   const Totals& t = totals();
   PassCounts c;
   c.decomposed = static_cast<int>(t.decomposed.load());
+  c.sunk = static_cast<int>(t.sunk.load());
   c.simplified = static_cast<int>(t.simplified.load());
   c.merged = static_cast<int>(t.merged.load());
   c.folded = static_cast<int>(t.folded.load());

@@ -1,6 +1,7 @@
 // The graph passes the JIT's planner runs on a copy of a region's canonical graph before it
 // groups nodes into kernels (docs/jit.md, "Graph passes"), one file each:
 //   decompose.h       composites into primitives, where that exposes fusion
+//   sink_views.h      views of pointwise results become index maps of their inputs
 //   simplify.h        bit-exact algebraic rules (x * 1, x - +0, neg(neg x), pow(x, 1), ...)
 //   cse.h             common subexpression elimination
 //   fold_constants.h  nodes computed from factories alone become constants of the plan
@@ -27,6 +28,7 @@ struct PassOptions {
   const KernelTarget* target = nullptr;  // what lowers (decomposition); null: no decomposition
   bool decompose = true;
   bool decompose_all = false;  // every node with an entry, whether or not it already lowers
+  bool sink_views = true;
   bool simplify = true;
   bool cse = true;
   bool fold = true;
@@ -35,11 +37,12 @@ struct PassOptions {
 
 struct PassCounts {
   int decomposed = 0;  // composite nodes replaced by their primitives
+  int sunk = 0;        // views computed as the pointwise op over views of its inputs
   int simplified = 0;  // nodes rewritten or bypassed by an algebraic rule
   int merged = 0;      // nodes merged into an equal earlier node
   int folded = 0;      // nodes computed while planning
   int dropped = 0;     // dead nodes removed
-  int changes() const { return decomposed + simplified + merged + folded + dropped; }
+  int changes() const { return decomposed + sunk + simplified + merged + folded + dropped; }
 };
 
 struct PassResult {
