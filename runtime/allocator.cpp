@@ -96,6 +96,8 @@ struct ThreadCache {
   uint64_t epoch = 0;  // empty_cpu_cache() calls seen (g_epoch)
   CacheState state = CacheState::kNew;
   std::atomic<int64_t> allocated{0};  // may go negative: blocks freed here, allocated elsewhere
+  int64_t live = 0;                   // `allocated`, read only by this thread (CpuPeakScope)
+  int64_t peak = 0;                   // the highest `live` since the innermost CpuPeakScope began
   std::atomic<int64_t> cached{0};
   std::atomic<uint64_t> hits{0}, misses{0};
   ThreadCache* prev = nullptr;  // registry of live caches (SharedPool::threads)
@@ -203,8 +205,15 @@ bool fast_path_ok(const ThreadCache& tc) {
 }
 
 // Counters go to the thread's cache, or to the pool when the thread's cache is gone.
+// This thread's live bytes and their high-water mark (CpuPeakScope).
+inline void count_live(ThreadCache& tc, int64_t bytes) {
+  tc.live += bytes;
+  if (tc.live > tc.peak) tc.peak = tc.live;
+}
+
 void count_allocation(ThreadCache& tc, size_t bytes, bool hit) {
   if (tc.state == CacheState::kLive) {
+    count_live(tc, static_cast<int64_t>(bytes));
     bump<int64_t>(tc.allocated, static_cast<int64_t>(bytes));
     bump<uint64_t>(hit ? tc.hits : tc.misses, 1);
     return;
@@ -267,6 +276,7 @@ void* cpu_allocate(size_t nbytes) {
       tc.bytes -= sc.bytes;
       bump<int64_t>(tc.cached, -static_cast<int64_t>(sc.bytes));
       bump<int64_t>(tc.allocated, static_cast<int64_t>(sc.bytes));
+      count_live(tc, static_cast<int64_t>(sc.bytes));
       bump<uint64_t>(tc.hits, 1);
       hand_out(p, nbytes, sc.bytes);
       return p;
@@ -290,6 +300,7 @@ void cpu_free(void* p, size_t nbytes) noexcept {
       tc.bytes += sc.bytes;
       bump<int64_t>(tc.cached, static_cast<int64_t>(sc.bytes));
       bump<int64_t>(tc.allocated, -static_cast<int64_t>(sc.bytes));
+      tc.live -= static_cast<int64_t>(sc.bytes);
       return;
     }
   } else {
@@ -300,10 +311,25 @@ void cpu_free(void* p, size_t nbytes) noexcept {
   pool_put(sp, p, sc);
   if (tc.state == CacheState::kLive) {
     bump<int64_t>(tc.allocated, -static_cast<int64_t>(sc.bytes));
+    tc.live -= static_cast<int64_t>(sc.bytes);
   } else {
     sp.allocated -= static_cast<int64_t>(sc.bytes);
   }
 }
+
+CpuPeakScope::CpuPeakScope() {
+  ThreadCache& tc = t_cache;
+  start_ = tc.live;
+  saved_peak_ = tc.peak;
+  tc.peak = tc.live;
+}
+
+CpuPeakScope::~CpuPeakScope() {
+  ThreadCache& tc = t_cache;
+  tc.peak = std::max(saved_peak_, tc.peak);
+}
+
+int64_t CpuPeakScope::peak_bytes() const { return t_cache.peak - start_; }
 
 size_t cpu_block_size(size_t nbytes) {
   if (nbytes == 0) return 0;

@@ -31,6 +31,23 @@ struct CpuAllocatorStats {
 };
 CpuAllocatorStats cpu_allocator_stats();
 
+// Measures the CPU memory a scope of this thread allocates and holds at once: peak_bytes() is the
+// highest the bytes this thread allocated and has not freed (class sizes) rose above their value
+// when the scope began. Blocks freed on other threads count there. Scopes nest; each costs two
+// thread-local reads, and the allocator keeps the high-water mark on every allocation anyway.
+class CpuPeakScope {
+ public:
+  CpuPeakScope();
+  ~CpuPeakScope();
+  CpuPeakScope(const CpuPeakScope&) = delete;
+  CpuPeakScope& operator=(const CpuPeakScope&) = delete;
+  int64_t peak_bytes() const;
+
+ private:
+  int64_t start_;
+  int64_t saved_peak_;
+};
+
 // Releases every cached block to the system: the shared pool and this thread's cache now, other
 // threads' small-block caches at their next allocation or free (or their exit).
 void empty_cpu_cache();

@@ -32,7 +32,8 @@ constexpr KindNames kKindNames[kNumEventKinds] = {{"op", "op"},
                                                   {"compile", "compile"},
                                                   {"kernel", "kernel launch"},
                                                   {"kernel", "kernel compile"},
-                                                  {"region", "region traced"}};
+                                                  {"region", "region traced"},
+                                                  {"plan", "plan run"}};
 }  // namespace
 
 const char* kind_category(EventKind kind) {
@@ -107,13 +108,14 @@ void push(ThreadBuffer& buf, Event&& e) {
 }
 
 void record(EventKind kind, std::string_view name, std::string_view text, uint64_t region,
-            int64_t number, int64_t begin_ns, int64_t end_ns) {
+            int64_t number, int64_t begin_ns, int64_t end_ns, int64_t bytes = 0) {
   ThreadBuffer& buf = local_buffer();
   std::lock_guard lock(buf.mu);
   buf.kinds[static_cast<int>(kind)].add(end_ns == kInstant ? 0 : end_ns - begin_ns);
   if (kind == EventKind::Flush) ++buf.flush_reasons[std::string(text)];
   if (kind == EventKind::Fallback) ++buf.fallback_reasons[std::string(text)];
-  push(buf, Event{kind, begin_ns, end_ns, std::string(name), std::string(text), region, number});
+  push(buf, Event{kind, begin_ns, end_ns, std::string(name), std::string(text), region, number,
+                  OpId::kCount, bytes});
 }
 
 void write_outputs(const std::string& trace_path, bool stats) {
@@ -298,9 +300,17 @@ void record_cache_miss(uint64_t region) {
   detail::record(EventKind::CacheMiss, "cache miss", {}, region, 0, t, detail::kInstant);
 }
 
-void record_interpret(uint64_t region, int64_t nodes, int64_t begin_ns, int64_t end_ns) {
+void record_interpret(uint64_t region, int64_t nodes, int64_t peak_bytes, int64_t begin_ns,
+                      int64_t end_ns) {
   if (!enabled()) return;
-  detail::record(EventKind::Interpret, "interpret", {}, region, nodes, begin_ns, end_ns);
+  detail::record(EventKind::Interpret, "interpret", {}, region, nodes, begin_ns, end_ns,
+                 peak_bytes);
+}
+
+void record_plan_run(uint64_t region, int64_t nodes, int64_t peak_bytes, int64_t begin_ns,
+                     int64_t end_ns) {
+  if (!enabled()) return;
+  detail::record(EventKind::PlanRun, "plan run", {}, region, nodes, begin_ns, end_ns, peak_bytes);
 }
 
 void record_fallback(std::string_view op, std::string_view reason) {

@@ -29,12 +29,14 @@ enum class EventKind : uint8_t {
   Flush,          // the recorder flushed a segment; args.reason says why
   CacheHit,       // the region cache found a graph; instant event with args.region
   CacheMiss,      // the region cache did not; instant event with args.region
-  Interpret,      // a cold region ran node by node with eager kernels; args.region, args.nodes
+  Interpret,      // a cold region ran node by node with eager kernels; args.region, args.nodes,
+                  // args.peak_bytes (CPU bytes it held at once above what it started with)
   Fallback,       // a higher-order op fell back to eager; args.reason
   Compile,        // a region was compiled; args.tier, args.region
   KernelLaunch,   // a compiled kernel ran; complete event named after the kernel
   KernelCompile,  // a kernel target made machine code; complete event named after the kernel
   RegionTrace,    // region(name, fn) traced a body it had not seen; instant event named after it
+  PlanRun,        // a region ran its plan (jit/); args.region, args.nodes, args.peak_bytes
   kCount
 };
 inline constexpr int kNumEventKinds = static_cast<int>(EventKind::kCount);
@@ -109,7 +111,11 @@ decltype(auto) time_op(OpId op, F&& f) {
 void record_flush(std::string_view reason, int64_t begin_ns, int64_t end_ns);
 void record_cache_hit(uint64_t region);
 void record_cache_miss(uint64_t region);
-void record_interpret(uint64_t region, int64_t nodes, int64_t begin_ns, int64_t end_ns);
+// peak_bytes: the most CPU memory the run allocated and held at once (CpuPeakScope).
+void record_interpret(uint64_t region, int64_t nodes, int64_t peak_bytes, int64_t begin_ns,
+                      int64_t end_ns);
+void record_plan_run(uint64_t region, int64_t nodes, int64_t peak_bytes, int64_t begin_ns,
+                     int64_t end_ns);
 void record_fallback(std::string_view op, std::string_view reason);
 void record_compile(std::string_view tier, uint64_t region, int64_t begin_ns, int64_t end_ns);
 void record_kernel_launch(std::string_view kernel, int64_t begin_ns, int64_t end_ns);

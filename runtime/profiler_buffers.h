@@ -25,6 +25,7 @@ struct Event {
   uint64_t region = 0;
   int64_t number = 0;      // Op: the op's sequence number (per name, per thread); Interpret: nodes
   OpId op = OpId::kCount;  // Op only (its name is looked up when written)
+  int64_t bytes = 0;       // Interpret, PlanRun: the run's peak CPU bytes
 };
 
 struct Totals {

@@ -18,6 +18,13 @@ inline constexpr size_t kTopOps = 15;
 
 double to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
+std::string bytes_text(int64_t b) {  // "-" for no run
+  if (b < 0) return "-";
+  if (b < 10 * 1024) return fmt::format("{} B", b);
+  if (b < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024 * 1024));
+}
+
 void append_reasons(std::string& out, const char* title,
                     const std::map<std::string, int64_t, std::less<>>& reasons) {
   if (reasons.empty()) return;
@@ -31,8 +38,9 @@ void append_reasons(std::string& out, const char* title,
 void append_regions(std::string& out, const Snapshot& snap) {
   struct Region {
     int64_t hits = 0, misses = 0;
-    Totals interpret, compile;
-    int64_t ns() const { return interpret.ns + compile.ns; }
+    Totals interpret, compile, plan;
+    int64_t interpret_peak = -1, plan_peak = -1;  // the most bytes one run held (-1: no run)
+    int64_t ns() const { return interpret.ns + compile.ns + plan.ns; }
   };
   std::map<uint64_t, Region> regions;
   for (const auto& th : snap.threads) {
@@ -44,9 +52,18 @@ void append_regions(std::string& out, const Snapshot& snap) {
         case EventKind::CacheMiss:
           ++regions[e.region].misses;
           break;
-        case EventKind::Interpret:
-          regions[e.region].interpret.add(e.end_ns - e.begin_ns);
+        case EventKind::Interpret: {
+          Region& r = regions[e.region];
+          r.interpret.add(e.end_ns - e.begin_ns);
+          r.interpret_peak = std::max(r.interpret_peak, e.bytes);
           break;
+        }
+        case EventKind::PlanRun: {
+          Region& r = regions[e.region];
+          r.plan.add(e.end_ns - e.begin_ns);
+          r.plan_peak = std::max(r.plan_peak, e.bytes);
+          break;
+        }
         case EventKind::Compile:
           regions[e.region].compile.add(e.end_ns - e.begin_ns);
           break;
@@ -60,13 +77,15 @@ void append_regions(std::string& out, const Snapshot& snap) {
   // KILN_JIT_RECOMPILE_LIMIT, interpreted without a region), their hits and misses, the time
   // spent interpreting.
   int64_t cached = 0, hits = 0, misses = 0;
-  Totals interpreted;
+  Totals interpreted, planned;
   for (const auto& [id, r] : regions) {
     cached += id != 0;
     hits += r.hits;
     misses += r.misses;
     interpreted.count += r.interpret.count;
     interpreted.ns += r.interpret.ns;
+    planned.count += r.plan.count;
+    planned.ns += r.plan.ns;
   }
   auto it = std::back_inserter(out);
   fmt::format_to(it,
@@ -74,6 +93,7 @@ void append_regions(std::string& out, const Snapshot& snap) {
                  cached, hits, misses, interpreted.count, to_ms(interpreted.ns));
   if (auto u = regions.find(0); u != regions.end())
     fmt::format_to(it, " ({} uncached)", u->second.interpret.count);
+  fmt::format_to(it, ", {} planned run(s) in {:.3f} ms", planned.count, to_ms(planned.ns));
   out += '\n';
 
   std::vector<std::pair<uint64_t, Region>> order(regions.begin(), regions.end());
@@ -81,15 +101,20 @@ void append_regions(std::string& out, const Snapshot& snap) {
                    [](const auto& a, const auto& b) { return a.second.ns() > b.second.ns(); });
   fmt::format_to(it, "\ntop regions by time ({} of {})\n", std::min(order.size(), kTopOps),
                  order.size());
-  fmt::format_to(it, "{:<18} {:>8} {:>8} {:>10} {:>12} {:>8} {:>12}\n", "region", "hits", "misses",
-                 "interprets", "interp ms", "compiles", "compile ms");
+  // Peak: the most CPU memory one run allocated and held at once, interpreted and planned.
+  fmt::format_to(it, "{:<18} {:>8} {:>8} {:>10} {:>12} {:>8} {:>12} {:>8} {:>12} {:>12} {:>12}\n",
+                 "region", "hits", "misses", "interprets", "interp ms", "compiles", "compile ms",
+                 "plan runs", "plan ms", "interp peak", "plan peak");
   for (size_t i = 0; i < order.size() && i < kTopOps; ++i) {
     const Region& r = order[i].second;
     const std::string id =
         order[i].first == 0 ? std::string("uncached") : fmt::format("{:#018x}", order[i].first);
-    fmt::format_to(it, "{:<18} {:>8} {:>8} {:>10} {:>12.3f} {:>8} {:>12.3f}\n", id, r.hits,
-                   r.misses, r.interpret.count, to_ms(r.interpret.ns), r.compile.count,
-                   to_ms(r.compile.ns));
+    fmt::format_to(it,
+                   "{:<18} {:>8} {:>8} {:>10} {:>12.3f} {:>8} {:>12.3f} {:>8} {:>12.3f} {:>12} "
+                   "{:>12}\n",
+                   id, r.hits, r.misses, r.interpret.count, to_ms(r.interpret.ns), r.compile.count,
+                   to_ms(r.compile.ns), r.plan.count, to_ms(r.plan.ns),
+                   bytes_text(r.interpret_peak), bytes_text(r.plan_peak));
   }
 }
 

@@ -73,7 +73,9 @@ void append_event(std::string& out, const Snapshot& snap, int64_t tid, const Eve
       fmt::format_to(it, "\"region\":\"{:#018x}\"", e.region);
       break;
     case EventKind::Interpret:
-      fmt::format_to(it, "\"region\":\"{:#018x}\",\"nodes\":{}", e.region, e.number);
+    case EventKind::PlanRun:
+      fmt::format_to(it, "\"region\":\"{:#018x}\",\"nodes\":{},\"peak_bytes\":{}", e.region,
+                     e.number, e.bytes);
       break;
     case EventKind::Compile:
       out += "\"tier\":";

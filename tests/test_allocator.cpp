@@ -119,6 +119,30 @@ TEST(CpuAllocator, FreedBlocksAreReused) {
   }
 }
 
+// CpuPeakScope: the most bytes a scope held at once above its start, on the fast (thread
+// cache) and slow (shared pool) paths, nested scopes included.
+TEST(CpuAllocator, PeakScopeMeasuresTheHighWaterMark) {
+  for (size_t n : {size_t{1000}, size_t{4} << 20}) {
+    void* before = cpu_allocate(n);  // held across the scope: not part of its peak
+    const size_t b = kiln::cpu_block_size(n);
+    kiln::CpuPeakScope outer;
+    EXPECT_EQ(outer.peak_bytes(), 0) << n;
+    void* a = cpu_allocate(n);
+    void* c = cpu_allocate(n);
+    EXPECT_EQ(outer.peak_bytes(), static_cast<int64_t>(2 * b)) << n;
+    cpu_free(a, n);
+    cpu_free(c, n);
+    {
+      kiln::CpuPeakScope inner;  // starts from what is live now: nothing above `outer`'s start
+      void* d = cpu_allocate(n);
+      EXPECT_EQ(inner.peak_bytes(), static_cast<int64_t>(b)) << n;
+      cpu_free(d, n);
+    }
+    EXPECT_EQ(outer.peak_bytes(), static_cast<int64_t>(2 * b)) << n;  // the inner peak was lower
+    cpu_free(before, n);
+  }
+}
+
 TEST(CpuAllocator, BlocksFreedOnAnotherThread) {
   auto before = cpu_allocator_stats();
   std::vector<std::pair<void*, size_t>> blocks;

@@ -368,7 +368,8 @@ TEST(Profiler, EveryEventKindProducesAValidEvent) {
   prof::record_flush("segment limit \"64\"\n", t, t + 1500);
   prof::record_cache_hit(0xabcdef);
   prof::record_cache_miss(0x1234);
-  prof::record_interpret(0x1234, 17, t + 2000, t + 5000);
+  prof::record_interpret(0x1234, 17, 4096, t + 2000, t + 5000);
+  prof::record_plan_run(0x1234, 17, 1024, t + 5000, t + 5500);
   prof::record_fallback("cond", "data-dependent predicate");
   prof::record_compile("cpu-asmjit", 0x1234, t, t + 250'000);
   std::thread([&] { prof::record_kernel_launch("fused_add_mul_0", t + 6000, t + 6500); }).join();
@@ -392,6 +393,11 @@ TEST(Profiler, EveryEventKindProducesAValidEvent) {
   ASSERT_TRUE(interp);
   EXPECT_EQ(interp->get("args")->get("nodes")->number, 17);
   EXPECT_NEAR(interp->get("dur")->number, 3.0, 1e-9);
+  EXPECT_EQ(interp->get("args")->get("peak_bytes")->number, 4096);
+  const Json* run = find_one(events, "plan", "plan run");
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->get("args")->get("nodes")->number, 17);
+  EXPECT_EQ(run->get("args")->get("peak_bytes")->number, 1024);
   const Json* fb = find_one(events, "fallback", "cond");
   ASSERT_TRUE(fb);
   EXPECT_EQ(fb->str("ph"), "i");
@@ -408,12 +414,12 @@ TEST(Profiler, EveryEventKindProducesAValidEvent) {
 
   const std::string stats = prof::stats_text();
   for (const char* row : {"flush", "cache hit", "cache miss", "interpret", "fallback", "compile",
-                          "kernel launch", "data-dependent predicate"})
+                          "kernel launch", "plan run", "data-dependent predicate"})
     EXPECT_NE(stats.find(row), std::string::npos) << row << "\n" << stats;
   // Region 0x1234: a miss, one interpretation of 3 µs, one compile of 250 µs.
   EXPECT_NE(stats.find("top regions by time (2 of 2)"), std::string::npos) << stats;
   EXPECT_NE(stats.find("0x0000000000001234        0        1          1        0.003        1"
-                       "        0.250"),
+                       "        0.250        1        0.001       4096 B       1024 B"),
             std::string::npos)
       << stats;
   prof::stop();
@@ -458,7 +464,8 @@ TEST(Profiler, DisabledRecordsNothing) {
   prof::record_flush("off", t, t + 1);
   prof::record_cache_hit(1);
   prof::record_cache_miss(1);
-  prof::record_interpret(1, 1, t, t + 1);
+  prof::record_interpret(1, 1, 0, t, t + 1);
+  prof::record_plan_run(1, 1, 0, t, t + 1);
   prof::record_fallback("cond", "off");
   prof::record_compile("cpu", 1, t, t + 1);
   prof::record_kernel_launch("k", t, t + 1);
@@ -513,3 +520,44 @@ TEST(Profiler, ConfiguredOutputsAtExit) {
 }
 
 }  // namespace
+
+// A region's peak memory, interpreted and planned (KILN_STATS "interp peak" / "plan peak"): gelu
+// written out of primitives over 64 Ki floats. The interpreter holds several intermediates at
+// once; the plan's one kernel holds only its output.
+TEST(Profiler, RegionPeakBytesInterpretedAndPlanned) {
+  ProfilerGuard guard;
+  kiln::sync();
+  const bool saved_jit = kiln::config().jit, saved_async = kiln::config().jit_async;
+  const int saved_threshold = kiln::config().jit_threshold;
+  kiln::config().jit_async = false;
+  kiln::config().jit_threshold = 1;  // interpreted once, then planned
+  kiln::manual_seed(3);
+  const kiln::Tensor x = kiln::randn({1 << 16});
+  prof::start("");
+  kiln::config().jit = true;
+  for (int run = 0; run < 3; ++run) {
+    kiln::Tensor u = (x + x * x * x * 0.044715) * 0.7978845608028654;
+    kiln::Tensor y = x * 0.5 * (kiln::tanh(u) + 1);
+    (void)y.sum().item<float>();
+  }
+  kiln::sync();
+  kiln::config().jit = saved_jit;
+  kiln::config().jit_async = saved_async;
+  kiln::config().jit_threshold = saved_threshold;
+  std::vector<Json> events = check_trace(prof::trace_json());
+  int64_t interp = -1, plan = -1;
+  for (const Json& e : events) {
+    const Json* args = e.get("args");
+    const Json* peak = args ? args->get("peak_bytes") : nullptr;
+    if (peak == nullptr || args->get("nodes")->number < 8) continue;  // gelu's region
+    int64_t& slot = e.str("name") == "interpret" ? interp : plan;
+    slot = std::max(slot, static_cast<int64_t>(peak->number));
+  }
+  const int64_t buffer = int64_t{4} << 16;
+  EXPECT_GE(interp, 2 * buffer);
+  EXPECT_GE(plan, buffer);
+  EXPECT_LT(plan, interp);
+  const std::string stats = prof::stats_text();
+  EXPECT_NE(stats.find("plan peak"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("planned run(s)"), std::string::npos) << stats;
+}

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ops/random.h"
+#include "runtime/allocator.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
@@ -180,9 +181,11 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
                                   std::span<const Tensor> destinations) {
   CachedRegion* region = found.region.get();
   const int64_t t0 = profiler::now_ns();
+  const CpuPeakScope peak;  // the memory each run holds at once, for KILN_STATS
+  const auto nodes = static_cast<int64_t>(g.nodes.size());
   if (region == nullptr) {  // past the recompile limit: interpreted, uncached
     InterpretResult out = interpret(g, plan_interpreter(g), inputs, destinations);
-    profiler::record_interpret(0, static_cast<int64_t>(g.nodes.size()), t0, profiler::now_ns());
+    profiler::record_interpret(0, nodes, peak.peak_bytes(), t0, profiler::now_ns());
     return out;
   }
   if (found.hit) {
@@ -204,13 +207,14 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
         out.error = std::current_exception();
         out.outputs.assign(g.outputs.size(), Tensor());
       }
+      profiler::record_plan_run(region->id, nodes, peak.peak_bytes(), t0, profiler::now_ns());
       return out;
     }
   }
   InterpretResult out = interpret(g, region->plan, inputs, destinations);
   const int64_t t1 = profiler::now_ns();
   region->interpret_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
-  profiler::record_interpret(region->id, static_cast<int64_t>(g.nodes.size()), t0, t1);
+  profiler::record_interpret(region->id, nodes, peak.peak_bytes(), t0, t1);
   maybe_plan(region);
   return out;
 }
