@@ -666,6 +666,20 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
 
 }  // namespace
 
+}  // namespace kiln::jit
+
+// Debian's libasmjit.a is built without NDEBUG, so its register allocator runs
+// RAAssignment::verify(), a consistency self-check (assertions only, no effect on the code it
+// produces), at every block and instruction switch: 38% of a kernel's compile time measured with
+// perf, and quadratic in a kernel's length. The function is an inline member of a private header,
+// emitted as a weak symbol in ralocal.cpp.o; this strong no-op definition takes its place at link
+// time (it is in this file because the linker pulls this object into every program that renders
+// a kernel). On an asmjit built with NDEBUG the symbol does not exist and this definition is
+// unused. docs/jit.md, "Compile time". (Lost in the typed-IR merge; restored.)
+extern "C" void _ZN6asmjit8_abi_1_912RAAssignment6verifyEv(void*) {}
+
+namespace kiln::jit {
+
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
 int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa) {
