@@ -110,7 +110,7 @@ class CpuKernel final : public CompiledKernel {
   CpuKernel(const LoopKernel& k, JitIsa isa)
       : k_(k),
         isa_(isa),
-        unroll_(config().jit_unroll > 0 ? config().jit_unroll : cpu_kernel_unroll(k, isa)),
+        unroll_(config().jit_unroll > 0 ? int{config().jit_unroll} : cpu_kernel_unroll(k, isa)),
         name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
     // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
     // while planning (the step then stays eager) instead of at the first launch.
