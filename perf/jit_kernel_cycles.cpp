@@ -4,6 +4,7 @@
 // each unroll 1-4 (KernelVariant::unroll). For each rendering it prints:
 //   - instructions per element of the vector loop (the unrolled one), counted in the rendered
 //     assembly with the loop's compare, branches and pointer updates: no load disturbs it;
+//   - the rendering time (asmjit Compiler and JitRuntime::add, the fastest of 30);
 //   - TSC cycles and ns per element on one thread, over n elements that stay in L1 (default 2048:
 //     16 KiB in and out), the minimum over many timed launches (a launch that another process
 //     interrupts is slower, never faster, so the minimum is the undisturbed figure).
@@ -86,18 +87,30 @@ int main(int argc, char** argv) {
       "gelu (tanh form, out of primitives), Float32, n = %lld (in L1), min of %d launches, "
       "TSC %.2f GHz\n",
       static_cast<long long>(n), trials, ticks_per_ns);
-  std::printf("%-7s %6s %14s %16s %12s %10s\n", "isa", "unroll", "insts/element", "TSC cycles/elem",
-              "ns/element", "code bytes");
+  std::printf("%-7s %6s %14s %16s %12s %10s %11s\n", "isa", "unroll", "insts/element",
+              "TSC cycles/elem", "ns/element", "code bytes", "compile us");
   for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
     if (isa > host_jit_isa()) continue;
     const int lanes = cpu_kernel_lanes(k, isa);
     asmjit::JitRuntime rt;
     std::vector<RenderedKernel> r;
     std::vector<int> insts;
+    std::vector<double> compile_us;
     for (int unroll = 1; unroll <= 4; ++unroll) {
       const KernelVariant v{isa, {InnerLayout::Contiguous, InnerLayout::Contiguous}, false, unroll};
       r.push_back(render_cpu_kernel(rt, k, v, true));
       insts.push_back(loop_instructions(r.back().assembly));
+      // Rendering time (no listing), the fastest of 30: what a compile costs undisturbed.
+      double best = 1e30;
+      for (int i = 0; i < 30; ++i) {
+        asmjit::JitRuntime scratch;
+        const auto t0 = std::chrono::steady_clock::now();
+        render_cpu_kernel(scratch, k, v, false);
+        best = std::min(
+            best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                      .count());
+      }
+      compile_us.push_back(best);
     }
     for (int unroll = 1; unroll <= 4; ++unroll) {
       char* ptrs[2] = {reinterpret_cast<char*>(y.data()), reinterpret_cast<char*>(x.data())};
@@ -109,9 +122,9 @@ int main(int argc, char** argv) {
         best = std::min<uint64_t>(best, __rdtsc() - t0);
       }
       const double cyc = double(best) / n;
-      std::printf("%-7s %6d %14.2f %16.3f %12.3f %10zu\n", jit_isa_name(isa), unroll,
+      std::printf("%-7s %6d %14.2f %16.3f %12.3f %10zu %11.1f\n", jit_isa_name(isa), unroll,
                   double(insts[unroll - 1]) / (unroll * lanes), cyc, cyc / ticks_per_ns,
-                  r[unroll - 1].code_bytes);
+                  r[unroll - 1].code_bytes, compile_us[unroll - 1]);
     }
   }
   return 0;
