@@ -194,13 +194,14 @@ TEST(JitUnroll, UnrolledBodiesAreRenderedAndInterleaved) {
   }
 }
 
-TEST(JitUnroll, TargetChoosesTwoForVectorMathOnAvx512) {
-  const LoopKernel gelu = gelu_kernel(kFloat32);
+TEST(JitUnroll, TargetChoosesThreeForVectorMath) {
   LoopKernel add = LoopKernel::uniform(kFloat32, 2);
   add.stores = {add.binary(ExprOp::Add, add.load(0), add.load(1))};
-  EXPECT_EQ(cpu_kernel_unroll(gelu, JitIsa::Avx512), 2);
-  EXPECT_EQ(cpu_kernel_unroll(add, JitIsa::Avx512), 1);
-  EXPECT_EQ(cpu_kernel_unroll(gelu, JitIsa::Sse2), 1);
+  for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
+    EXPECT_EQ(cpu_kernel_unroll(gelu_kernel(kFloat32), isa), 3);
+    EXPECT_EQ(cpu_kernel_unroll(mixed_kernel(), isa), 3);
+    EXPECT_EQ(cpu_kernel_unroll(add, isa), 1);
+  }
 }
 
 }  // namespace

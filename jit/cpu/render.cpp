@@ -682,10 +682,9 @@ namespace kiln::jit {
 
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
-int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa) {
-  if (isa != JitIsa::Avx512) return 1;
+int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
   for (const Expr& e : k.exprs)
-    if (expr_is_transcendental(e.op)) return 2;
+    if (expr_is_transcendental(e.op)) return 3;
   return 1;
 }
 

@@ -46,8 +46,9 @@ struct KernelVariant {
 // The elements one vector iteration of `k` computes on `isa` (the widest type sets it).
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa);
 
-// The target's choice of KernelVariant::unroll for `k` on `isa`: 2 on AVX-512 for kernels with
-// vector math (long dependency chains, and 32 registers for two of them), else 1.
+// The target's choice of KernelVariant::unroll for `k` on `isa`: 3 for kernels with vector math
+// (long dependency chains; measured by perf/jit_kernel_cycles.cpp on every ISA, docs/jit.md),
+// else 1 (short chains are memory-bound; each unrolled body adds compile time).
 int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa);
 
 // Throws kiln::Error when asmjit reports an error (the caller falls back to eager kernels).
