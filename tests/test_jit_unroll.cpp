@@ -202,6 +202,22 @@ TEST(JitUnroll, TargetChoosesThreeForVectorMath) {
     EXPECT_EQ(cpu_kernel_unroll(mixed_kernel(), isa), 3);
     EXPECT_EQ(cpu_kernel_unroll(add, isa), 1);
   }
+  // Large kernels stay at 1 (compile time): more vector math, or more expressions, than the caps.
+  LoopKernel math = LoopKernel::uniform(kFloat32, 1);
+  int32_t v = math.load(0);
+  for (int i = 0; i < kUnrollMaxMath; ++i) v = math.unary(ExprOp::Exp, v);
+  math.stores = {v};
+  EXPECT_EQ(cpu_kernel_unroll(math, JitIsa::Avx512), 3);
+  math.stores = {math.unary(ExprOp::Exp, v)};
+  EXPECT_EQ(cpu_kernel_unroll(math, JitIsa::Avx512), 1);
+  LoopKernel big = LoopKernel::uniform(kFloat32, 1);
+  const int32_t x = big.load(0);
+  v = big.unary(ExprOp::Tanh, x);
+  while (big.exprs.size() < kUnrollMaxExprs) v = big.binary(ExprOp::Add, v, x);
+  big.stores = {v};
+  EXPECT_EQ(cpu_kernel_unroll(big, JitIsa::Avx512), 3);
+  big.stores = {big.binary(ExprOp::Add, v, v)};
+  EXPECT_EQ(cpu_kernel_unroll(big, JitIsa::Avx512), 1);
 }
 
 }  // namespace

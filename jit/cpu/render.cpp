@@ -683,9 +683,10 @@ namespace kiln::jit {
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
 int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
-  for (const Expr& e : k.exprs)
-    if (expr_is_transcendental(e.op)) return 3;
-  return 1;
+  int math = 0;
+  for (const Expr& e : k.exprs) math += expr_is_transcendental(e.op);
+  // Each body is rendered unroll + 2 times: keep large kernels' compile time linear in their size.
+  return math > 0 && math <= kUnrollMaxMath && k.exprs.size() <= kUnrollMaxExprs ? 3 : 1;
 }
 
 RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,

@@ -47,8 +47,11 @@ struct KernelVariant {
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa);
 
 // The target's choice of KernelVariant::unroll for `k` on `isa`: 3 for kernels with vector math
-// (long dependency chains; measured by perf/jit_kernel_cycles.cpp on every ISA, docs/jit.md),
-// else 1 (short chains are memory-bound; each unrolled body adds compile time).
+// (long dependency chains; measured by perf/jit_kernel_cycles.cpp on every ISA, docs/jit.md) of
+// at most kUnrollMaxMath vector-math and kUnrollMaxExprs expressions, else 1 (short chains are
+// memory-bound; every unrolled body adds compile time: gelu's 51 -> 96 µs).
+inline constexpr int kUnrollMaxMath = 4;
+inline constexpr size_t kUnrollMaxExprs = 64;
 int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa);
 
 // Throws kiln::Error when asmjit reports an error (the caller falls back to eager kernels).
