@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - w0).count();
 
   std::printf(
-      "gelu (tanh form, out of primitives), Float32, n = %lld (in L1), min of %d launches, "
+      "gelu (tanh form, out of primitives), Float32, n = %lld (2048: in L1), min of %d launches, "
       "TSC %.2f GHz\n",
       static_cast<long long>(n), trials, ticks_per_ns);
   std::printf("%-7s %6s %14s %16s %12s %10s %11s\n", "isa", "unroll", "insts/element",
