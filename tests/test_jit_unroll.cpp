@@ -13,6 +13,7 @@
 
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
+#include "jit/cpu/interleave.h"
 #include "jit/cpu/render.h"
 #include "jit/target.h"
 #include "jit_kernel_util.h"
@@ -191,6 +192,54 @@ TEST(JitUnroll, UnrolledBodiesAreRenderedAndInterleaved) {
             << text;
       }
     }
+  }
+}
+
+// interleave() on hand-made node ranges: straight-line copies are woven round robin (a longer
+// copy's rest at the end); a copy holding a label is left exactly as emitted.
+std::vector<asmjit::BaseNode*> nodes_after(asmjit::BaseNode* from, size_t count) {
+  std::vector<asmjit::BaseNode*> out;
+  for (asmjit::BaseNode* n = from->next(); n != nullptr && out.size() < count; n = n->next())
+    out.push_back(n);
+  return out;
+}
+
+TEST(JitUnroll, InterleaveWeavesStraightLineCopiesAndLeavesOthers) {
+  for (bool with_label : {false, true}) {
+    asmjit::JitRuntime rt;
+    asmjit::CodeHolder code;
+    code.init(rt.environment());
+    asmjit::x86::Compiler cc(&code);
+    cc.addFunc(asmjit::FuncSignatureT<void>(asmjit::CallConvId::kHost));
+    asmjit::BaseNode* start = cc.cursor();
+    std::vector<NodeRange> copies;
+    std::vector<std::vector<asmjit::BaseNode*>> emitted(3);
+    for (int u = 0; u < 3; ++u) {
+      asmjit::BaseNode* before = cc.cursor();
+      asmjit::x86::Gp r = cc.newGpq();
+      cc.mov(r, u);
+      if (with_label && u == 1) cc.bind(cc.newLabel());
+      cc.add(r, 1);
+      if (u == 2) cc.add(r, 2);  // a longer copy
+      copies.emplace_back(before->next(), cc.cursor());
+      for (asmjit::BaseNode* n = before->next();; n = n->next()) {
+        emitted[u].push_back(n);
+        if (n == cc.cursor()) break;
+      }
+    }
+    std::vector<asmjit::BaseNode*> want;
+    if (with_label) {
+      for (const auto& e : emitted) want.insert(want.end(), e.begin(), e.end());
+      EXPECT_FALSE(interleave(cc, copies));
+    } else {
+      want = {emitted[0][0], emitted[1][0], emitted[2][0], emitted[0][1],
+              emitted[1][1], emitted[2][1], emitted[2][2]};
+      EXPECT_TRUE(interleave(cc, copies));
+      EXPECT_EQ(cc.cursor(), want.back());
+    }
+    EXPECT_EQ(nodes_after(start, want.size()), want) << "with a label: " << with_label;
+    cc.endFunc();
+    EXPECT_EQ(cc.finalize(), asmjit::kErrorOk);
   }
 }
 
