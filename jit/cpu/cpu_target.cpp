@@ -51,6 +51,7 @@ std::vector<uint64_t> render_key(const LoopKernel& k, const KernelVariant& v) {
   std::vector<uint64_t> key = encode(k);
   key.push_back(0x6370753a00000000ull | static_cast<uint64_t>(v.isa));  // "cpu:" + isa
   key.push_back(v.streaming);
+  key.push_back(static_cast<uint64_t>(v.unroll));
   for (InnerLayout l : v.layout) key.push_back(static_cast<uint64_t>(l));
   return key;
 }
@@ -61,6 +62,7 @@ void dump_assembly(const LoopKernel& k, const KernelVariant& v, const std::strin
   for (InnerLayout l : v.layout)
     layouts += l == InnerLayout::Contiguous ? 'c' : l == InnerLayout::Broadcast ? 'b' : 's';
   if (v.streaming) layouts += "-nt";
+  if (v.unroll > 1) layouts += fmt::format("-u{}", v.unroll);
   const std::string name =
       fmt::format("kernel-{:016x}-{}-{}.s", hash_words(encode(k)), jit_isa_name(v.isa), layouts);
   std::string ir = to_text(k), commented;
@@ -103,8 +105,13 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
 
 class CpuKernel final : public CompiledKernel {
  public:
+  // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at
+  // compile time, for every variant.
   CpuKernel(const LoopKernel& k, JitIsa isa)
-      : k_(k), isa_(isa), name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
+      : k_(k),
+        isa_(isa),
+        unroll_(config().jit_unroll > 0 ? int{config().jit_unroll} : cpu_kernel_unroll(k, isa)),
+        name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
     // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
     // while planning (the step then stays eager) instead of at the first launch.
     std::vector<InnerLayout> contiguous(static_cast<size_t>(k.num_operands()),
@@ -124,7 +131,7 @@ class CpuKernel final : public CompiledKernel {
       for (const Variant& v : variants_)
         if (v.streaming == streaming && v.layout == layout) return v.fn;
     }
-    KernelFn fn = render(k_, KernelVariant{isa_, layout, streaming});
+    KernelFn fn = render(k_, KernelVariant{isa_, layout, streaming, unroll_});
     std::lock_guard lock(mu_);
     variants_.push_back({layout, streaming, fn});
     return fn;
@@ -132,6 +139,7 @@ class CpuKernel final : public CompiledKernel {
 
   LoopKernel k_;
   JitIsa isa_;
+  int unroll_;
   std::string name_;  // in profiler traces: the hash of its loop IR, as in KILN_DUMP file names
   std::mutex mu_;
   struct Variant {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "jit/cpu/interleave.h"
 #include "jit/cpu/math.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
@@ -53,9 +54,11 @@ struct Val {
 // optional AVX-512 tail mask: the one switch over expression ops of the CPU target.
 class BodyEmitter {
  public:
+  // `first`: the element of the iteration this body computes, counted from `cur` (a copy of an
+  // unrolled body reads and writes its contiguous operands `first` elements further on).
   BodyEmitter(EmitContext& ctx, int lanes, const LoopKernel& k,
               const std::vector<InnerLayout>& layout, const std::vector<x86::Gp>& cur,
-              x86::Gp params, const x86::KReg* tail, bool streaming = false)
+              x86::Gp params, const x86::KReg* tail, bool streaming = false, int first = 0)
       : ctx_(ctx),
         cc_(ctx.cc),
         n_(lanes),
@@ -67,7 +70,8 @@ class BodyEmitter {
         cur_(cur),
         params_(params),
         tail_(tail),
-        streaming_(streaming) {}
+        streaming_(streaming),
+        first_(first) {}
 
   void emit() {
     vals_.resize(k_.exprs.size());
@@ -76,14 +80,14 @@ class BodyEmitter {
       const int32_t id = k_.stores[j];
       const DType t = k_.exprs[id].type;
       if (t == DType::Bool) {
-        store_bool(cur_[j], id);
+        store_bool(cur_[j], disp(j), id);
         continue;
       }
       on(t, [&](auto& o) {
         if (streaming_ && o.bytes() >= 16)
-          o.store_streaming(x86::ptr(cur_[j]), vals_[id].v);
+          o.store_streaming(x86::ptr(cur_[j], disp(j)), vals_[id].v);
         else
-          o.store(x86::ptr(cur_[j]), vals_[id].v, tail_);
+          o.store(x86::ptr(cur_[j], disp(j)), vals_[id].v, tail_);
         return 0;
       });
     }
@@ -92,6 +96,11 @@ class BodyEmitter {
  private:
   bool kmask() const { return ctx_.isa == JitIsa::Avx512; }
   bool vex() const { return ctx_.isa != JitIsa::Sse2; }
+  // The byte displacement of this body's elements in operand j (0 for a broadcast operand).
+  int32_t disp(int j) const {
+    if (layout_[j] != InnerLayout::Contiguous) return 0;
+    return first_ * static_cast<int32_t>(itemsize(k_.operand_dtype(j)));
+  }
   // Runs fn with the emitter of t's lane width: Float32 and Int32 on the float emitter, Float64
   // and Int64 on the double one (integers are bits in the same registers).
   template <class Fn>
@@ -165,10 +174,10 @@ class BodyEmitter {
   }
 
   // ---- Bool operands: bytes 0 / 1 in memory ----
-  void load_bool(int32_t id, const x86::Gp& base, bool broadcast) {
+  void load_bool(int32_t id, const x86::Gp& base, int32_t off, bool broadcast) {
     if (broadcast || n_ == 1) {  // one byte, every lane
       x86::Gp g = cc_.newGpd();
-      cc_.movzx(g, x86::byte_ptr(base));
+      cc_.movzx(g, x86::byte_ptr(base, off));
       cc_.neg(g);  // 0 / 1 -> 0 / all ones
       if (kmask()) {
         AsmMask m;
@@ -191,17 +200,17 @@ class BodyEmitter {
     }
     x86::Vec x = cc_.newXmm();
     if (tail_ != nullptr) {
-      cc_.k(*tail_).z().emit(Inst::kIdVmovdqu8, x, x86::xmmword_ptr(base));
+      cc_.k(*tail_).z().emit(Inst::kIdVmovdqu8, x, x86::xmmword_ptr(base, off));
     } else if (n_ == 2) {
       x86::Gp g = cc_.newGpd();
-      cc_.movzx(g, x86::word_ptr(base));
+      cc_.movzx(g, x86::word_ptr(base, off));
       cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x, g);
     } else if (n_ == 4) {
-      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x, x86::dword_ptr(base));
+      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x, x86::dword_ptr(base, off));
     } else if (n_ == 8) {
-      cc_.emit(vex() ? Inst::kIdVmovq : Inst::kIdMovq, x, x86::qword_ptr(base));
+      cc_.emit(vex() ? Inst::kIdVmovq : Inst::kIdMovq, x, x86::qword_ptr(base, off));
     } else {
-      cc_.emit(Inst::kIdVmovdqu, x, x86::xmmword_ptr(base));
+      cc_.emit(Inst::kIdVmovdqu, x, x86::xmmword_ptr(base, off));
     }
     AsmMask m;
     if (kmask()) {
@@ -223,7 +232,7 @@ class BodyEmitter {
     set_mask(id, m, 4);
   }
 
-  void store_bool(const x86::Gp& base, int32_t id) {
+  void store_bool(const x86::Gp& base, int32_t off, int32_t id) {
     const x86::Vec ones = x4_.isplat(0x01010101);
     x86::Vec x = cc_.newXmm();
     if (kmask()) {
@@ -241,20 +250,20 @@ class BodyEmitter {
       emit2(Inst::kIdVpand, Inst::kIdPand, x, x, ones);
     }
     if (tail_ != nullptr) {
-      cc_.k(*tail_).emit(Inst::kIdVmovdqu8, x86::xmmword_ptr(base), x);
+      cc_.k(*tail_).emit(Inst::kIdVmovdqu8, x86::xmmword_ptr(base, off), x);
     } else if (n_ <= 2) {
       x86::Gp g = cc_.newGpd();
       cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, g, x);
       if (n_ == 1)
-        cc_.mov(x86::byte_ptr(base), g.r8());
+        cc_.mov(x86::byte_ptr(base, off), g.r8());
       else
-        cc_.mov(x86::word_ptr(base), g.r16());
+        cc_.mov(x86::word_ptr(base, off), g.r16());
     } else if (n_ == 4) {
-      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x86::dword_ptr(base), x);
+      cc_.emit(vex() ? Inst::kIdVmovd : Inst::kIdMovd, x86::dword_ptr(base, off), x);
     } else if (n_ == 8) {
-      cc_.emit(vex() ? Inst::kIdVmovq : Inst::kIdMovq, x86::qword_ptr(base), x);
+      cc_.emit(vex() ? Inst::kIdVmovq : Inst::kIdMovq, x86::qword_ptr(base, off), x);
     } else {
-      cc_.emit(Inst::kIdVmovdqu, x86::xmmword_ptr(base), x);
+      cc_.emit(Inst::kIdVmovdqu, x86::xmmword_ptr(base, off), x);
     }
   }
 
@@ -356,8 +365,8 @@ class BodyEmitter {
       case ExprOp::Load: {
         const int32_t operand = k_.num_outputs() + e.index;
         const bool bcast = layout_[operand] == InnerLayout::Broadcast;
-        if (t == DType::Bool) return load_bool(i, cur_[operand], bcast);
-        const x86::Mem m = x86::ptr(cur_[operand]);
+        if (t == DType::Bool) return load_bool(i, cur_[operand], disp(operand), bcast);
+        const x86::Mem m = x86::ptr(cur_[operand], disp(operand));
         r.v = on(t, [&](auto& o) { return bcast ? o.load_broadcast(m) : o.load(m, tail_); });
         return;
       }
@@ -537,6 +546,7 @@ class BodyEmitter {
   x86::Gp params_;
   const x86::KReg* tail_;
   bool streaming_;
+  int first_;
   std::vector<Val> vals_;
 };
 
@@ -604,6 +614,24 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
 
   if (vector_loop) {
     Label l_vec = cc.newLabel(), l_tail = cc.newLabel();
+    const int unroll = std::max(1, v.unroll);
+    if (unroll > 1) {  // `unroll` vectors per iteration while they last, their bodies interleaved
+      Label l_multi = cc.newLabel();
+      cc.bind(l_multi);
+      cc.cmp(rem, unroll * lanes);
+      cc.jl(l_vec);
+      std::vector<NodeRange> copies;
+      for (int u = 0; u < unroll; ++u) {
+        BaseNode* before = cc.cursor();
+        BodyEmitter(ctx, lanes, k, layout, cur, params, nullptr, v.streaming, u * lanes).emit();
+        copies.emplace_back(cc.cursor() == before ? nullptr : before->next(), cc.cursor());
+      }
+      interleave(cc, copies);  // left as emitted (still correct) if a copy is not straight-line
+      advance(unroll * lanes);
+      cc.sub(rem, unroll * lanes);
+      cc.jmp(l_multi);
+    }
+    // One vector per iteration: the whole row, or what the unrolled loop left (< unroll vectors).
     cc.bind(l_vec);
     cc.cmp(rem, lanes);
     cc.jl(l_tail);
@@ -638,7 +666,28 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
 
 }  // namespace
 
+}  // namespace kiln::jit
+
+// Debian's libasmjit.a is built without NDEBUG, so its register allocator runs
+// RAAssignment::verify(), a consistency self-check (assertions only, no effect on the code it
+// produces), at every block and instruction switch: 38% of a kernel's compile time measured with
+// perf, and quadratic in a kernel's length. The function is an inline member of a private header,
+// emitted as a weak symbol in ralocal.cpp.o; this strong no-op definition takes its place at link
+// time (it is in this file because the linker pulls this object into every program that renders
+// a kernel). On an asmjit built with NDEBUG the symbol does not exist and this definition is
+// unused. docs/jit.md, "Compile time". (Lost in the typed-IR merge; restored.)
+extern "C" void _ZN6asmjit8_abi_1_912RAAssignment6verifyEv(void*) {}
+
+namespace kiln::jit {
+
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
+
+int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
+  int math = 0;
+  for (const Expr& e : k.exprs) math += expr_is_transcendental(e.op);
+  // Each body is rendered unroll + 2 times: keep large kernels' compile time linear in their size.
+  return math > 0 && math <= kUnrollMaxMath && k.exprs.size() <= kUnrollMaxExprs ? 3 : 1;
+}
 
 RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,
                                  bool want_assembly) {

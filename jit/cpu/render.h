@@ -2,8 +2,9 @@
 // layout (how each operand moves along the innermost dim). The function walks a 2-D index space:
 //   for o in [0, n_outer): for i in [0, n_inner): out_k[o, i] = expr_k(in_j[o, i], ...)
 // with byte strides per operand for both dims (the launcher, cpu_target.cpp, coalesces any rank to
-// this). Contiguous and broadcast inner operands get a vector loop with a masked (AVX-512) or
-// scalar (AVX2, SSE2) tail; any strided operand makes the inner loop scalar. Operands may have
+// this). Contiguous and broadcast inner operands get a vector loop (optionally unrolled, with
+// the copies interleaved: KernelVariant::unroll) with a masked (AVX-512) or scalar (AVX2, SSE2)
+// tail; any strided operand makes the inner loop scalar. Operands may have
 // any dtype (Bool as bytes 0 / 1); the lane count is set by the kernel's widest type.
 #pragma once
 #include <asmjit/x86.h>
@@ -30,16 +31,28 @@ struct RenderedKernel {
 };
 
 // How one rendering differs from another of the same kernel: the ISA, each operand's inner
-// layout, and whether full-vector stores of outputs are non-temporal (`streaming`: the caller
-// guarantees every output row starts aligned to the vector width; a fence ends the function).
+// layout, whether full-vector stores of outputs are non-temporal (`streaming`: the caller
+// guarantees every output row starts aligned to the vector width; a fence ends the function),
+// and how many vectors one iteration of the vector loop computes (`unroll`: the bodies of that
+// many vectors, interleaved instruction by instruction, then a one-vector loop for what is
+// left, then the tail; each element is computed by the same instructions whatever the unroll).
 struct KernelVariant {
   JitIsa isa = JitIsa::Sse2;
   std::vector<InnerLayout> layout;
   bool streaming = false;
+  int unroll = 1;
 };
 
 // The elements one vector iteration of `k` computes on `isa` (the widest type sets it).
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa);
+
+// The target's choice of KernelVariant::unroll for `k` on `isa`: 3 for kernels with vector math
+// (long dependency chains; measured by perf/jit_kernel_cycles.cpp on every ISA, docs/jit.md) of
+// at most kUnrollMaxMath vector-math and kUnrollMaxExprs expressions, else 1 (short chains are
+// memory-bound; every unrolled body adds compile time: gelu's 51 -> 96 µs).
+inline constexpr int kUnrollMaxMath = 4;
+inline constexpr size_t kUnrollMaxExprs = 64;
+int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa);
 
 // Throws kiln::Error when asmjit reports an error (the caller falls back to eager kernels).
 RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k,

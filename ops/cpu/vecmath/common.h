@@ -46,14 +46,15 @@ template <class O, class F = typename O::F>
 inline F sign_of(const O& o, F x) {
   return o.bit_and(o.splat(-0.0), x);
 }
-// x > c ? c : x; a NaN x stays NaN (the compare is false).
+// x > c ? c : x, as c < x ? c : x (one minps); a NaN x stays NaN (the compare is false).
 template <class O, class F = typename O::F>
 inline F clamp_hi(const O& o, F x, double c) {
-  return o.select(o.gt(x, o.splat(c)), o.splat(c), x);
+  return o.lt_select(o.splat(c), x);
 }
+// x < c ? c : x, as c > x ? c : x (one maxps); a NaN x stays NaN.
 template <class O, class F = typename O::F>
 inline F clamp_lo(const O& o, F x, double c) {
-  return o.select(o.lt(x, o.splat(c)), o.splat(c), x);
+  return o.gt_select(o.splat(c), x);
 }
 
 // x rounded to the nearest integer (ties to even), as a float and as integer lanes. Valid for
@@ -87,9 +88,10 @@ inline F scale2(const O& o, F x, const Rounded<O>& k) {
   return o.mul(o.mul(x, pow2i(o, k1.i)), pow2i(o, k2));
 }
 
-// c[0] + x*(c[1] + x*(c[2] + ...)), Horner without fusing.
-template <class O, size_t N, class F = typename O::F>
-inline F horner(const O& o, F x, const double (&c)[N]) {
+// c[0] + x*(c[1] + x*(c[2] + ...)), Horner without fusing (c: an array of doubles).
+template <class O, class C, class F = typename O::F>
+inline F horner(const O& o, F x, const C& c) {
+  constexpr size_t N = sizeof(C) / sizeof(double);  // a double[N] or std::array<double, N>
   F p = o.splat(c[N - 1]);
   for (size_t i = N - 1; i-- > 0;) p = o.add(o.mul(p, x), o.splat(c[i]));
   return p;

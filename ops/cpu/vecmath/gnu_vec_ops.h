@@ -60,6 +60,8 @@ struct GnuVecOps {
   M mask_or(M a, M b) const { return a | b; }
   M mask_not(M a) const { return ~a; }
   F select(M m, F a, F b) const { return (F)((m & (I)a) | (~m & (I)b)); }
+  F lt_select(F a, F b) const { return select(a < b, a, b); }
+  F gt_select(F a, F b) const { return select(a > b, a, b); }
   F bit_and(F a, F b) const { return (F)((I)a & (I)b); }
   F bit_or(F a, F b) const { return (F)((I)a | (I)b); }
   F bit_xor(F a, F b) const { return (F)((I)a ^ (I)b); }

@@ -17,6 +17,9 @@
 //            denormal: its absolute error is multiplied by x)
 //   gelu_tanh within 4 ulp + 4 eps |x| (1 + tanh cancels for negative x)
 #pragma once
+#include <array>
+#include <iterator>
+
 #include "ops/cpu/vecmath/exp_log.h"
 
 namespace kiln::vecmath {
@@ -27,26 +30,51 @@ inline constexpr double kTanhSat = sizeof(T) == 4 ? 9.5 : 19.5;
 }
 
 namespace detail {
-// expm1(y) for y in [0, 2 kTanhSat] or NaN: the steps of expm1 (exp_log.h) without what this
-// range never needs (the clamps, the zero test, and 2^k split in two factors against overflow:
-// k <= 56 here). Every removed step was exact or a no-op on this range, so the bits are
-// expm1's; it saves about a third of tanh's operations.
-template <class O, class F = typename O::F>
-inline F expm1_tanh_range(const O& o, F y) {
-  F r;
-  const Rounded<O> k = exp_reduce(o, y, r);
-  const F em1 = expm1_poly(o, r);
-  const F inv = pow2i(o, o.isub(o.isplat(0), k.i));  // 2^-k, exact
-  return o.mul(o.add(em1, o.sub(o.splat(1.0), inv)), pow2i(o, k.i));
-}
+// The coefficients of expm1_poly's q(r) (exp_log.h) scaled for the half argument h = r/2:
+// c_i * 2^(i+1), so that Horner in h gives 2 q(r) (each step is exactly 2^(i+1) times the
+// step in r: scaling by a power of two commutes with rounding).
+template <class T>
+struct TanhQ {
+  static constexpr size_t kN = std::size(ExpC<T>::kQ);
+  static constexpr auto scaled() {
+    std::array<double, kN> c{};
+    double p = 2.0;
+    for (size_t i = 0; i < kN; ++i, p *= 2.0) c[i] = ExpC<T>::kQ[i] * p;
+    return c;
+  }
+  static constexpr std::array<double, kN> kC = scaled();
+};
 }  // namespace detail
 
+// tanh(x) = e / (e + 2) with e = expm1(2a), a = min(|x|, sat), computed in an equivalent form
+// with fewer operations and the same bits (every step below is exactly half the corresponding
+// step of expm1(2a) or a power-of-two multiple of it; no value is subnormal where that matters):
+//   k = round(2a log2e), computed as a * (2 log2e) (the same real product);
+//   h = (a - k ln2hi/2) - k ln2lo/2 = r/2 (r: expm1's reduced argument of 2a);
+//   em1/2 = h + h^2 * 2q(r) (2q from Horner in h with scaled coefficients, TanhQ);
+//   n/2 = em1/2 + (1/2 - 2^(-k-1)), so e = n 2^k;
+//   tanh = e / (e + 2) = (n/2) / (n/2 + 2^-k) (numerator and denominator scaled by 2^-(k+1):
+//   exact, so the quotient rounds the same).
+// 2^(-k-1) comes from the bits of the rounding sum (as_int(t) = as_int(magic) + k) in one
+// integer subtraction. Against the expm1 form this drops 2a, the integer k, 2^k and the
+// multiply by it (tests/test_vecmath_tanh_form.cpp checks the two forms bitwise).
 template <class O, class F = typename O::F>
 inline F tanh(const O& o, F x) {
-  const F a = clamp_hi(o, vabs(o, x), detail::kTanhSat<typename O::T>);
-  const F e = detail::expm1_tanh_range(o, o.add(a, a));
-  const F t = o.div(e, o.add(e, o.splat(2.0)));
-  return o.bit_or(t, sign_of(o, x));
+  using T = typename O::T;
+  using C = detail::ExpC<T>;
+  const F a = clamp_hi(o, vabs(o, x), detail::kTanhSat<T>);
+  const F magic = o.splat(Fmt<T>::kRoundMagic);
+  const F t = o.add(o.mul(a, o.splat(2.0 * detail::kLog2e)), magic);
+  const F k = o.sub(t, magic);
+  const F h = o.sub(o.sub(a, o.mul(k, o.splat(C::kLn2Hi / 2))), o.mul(k, o.splat(C::kLn2Lo / 2)));
+  // 2^(-k-1): exponent field bias - 1 - k = (bias - 1 + bits(magic)) - bits(t).
+  constexpr int64_t magic_bits = Fmt<T>::kTwoPMantBits + (int64_t{1} << (Fmt<T>::kMant - 1));
+  const F half_inv = o.as_float(
+      o.shl(o.isub(o.isplat(Fmt<T>::kBias - 1 + magic_bits), o.as_int(t)), Fmt<T>::kMant));
+  const F em1_half = o.add(h, o.mul(o.mul(h, h), horner(o, h, detail::TanhQ<T>::kC)));
+  const F n_half = o.add(em1_half, o.sub(o.splat(0.5), half_inv));
+  const F q = o.div(n_half, o.add(n_half, o.add(half_inv, half_inv)));
+  return o.bit_or(q, sign_of(o, x));
 }
 
 template <class O, class F = typename O::F>

@@ -20,13 +20,16 @@
 //   M unord(F,F)                  true when either lane is NaN
 //   M mask_and(M,M) mask_or(M,M) mask_not(M)
 //   F select(M m, F a, F b)       m ? a : b, lane by lane
+//   F lt_select(F a, F b)         a < b ? a : b (b when either lane is NaN): select(lt(a, b), a, b)
+//   F gt_select(F a, F b)         a > b ? a : b (b when either lane is NaN): select(gt(a, b), a, b)
+//                                 (x86's minps / maxps compute exactly these, in one instruction)
 //   F bit_and(F,F) bit_or bit_xor on the raw bits; bit_andnot(a, b) = ~a & b
 //   I as_int(F) / F as_float(I)   reinterpretation of the bits
 //   I isplat(int64_t c)           every lane c (truncated to the lane width)
 //   I iadd(I,I) isub(I,I)         wrapping integer arithmetic
 //   I shl(I, int n) shr(I, int n) shifts by a constant; shr is logical (no arithmetic shift:
 //                                 SSE2/AVX2 have none for 64-bit lanes)
-// Nothing else: no min/max (x86's NaN rules differ from C++'s; write compare + select), no
+// Nothing else: no min/max with C's fmin/fmax NaN rules (write lt_select / gt_select), no
 // float<->int conversion (round with the 1.5*2^(mantissa bits) trick: add then subtract), no FMA,
 // no gather. A function that needs more asks for a new primitive here, implemented in both
 // backends and tested bitwise across them (tests/test_vecmath_*.cpp).
