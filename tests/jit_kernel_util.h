@@ -156,6 +156,9 @@ void reference_eval(const jit::LoopKernel& k, const T* in, const double* params,
       case ExprOp::Div:
         v[i] = pw::DivF(nullptr)(a, b);
         break;
+      case ExprOp::Pow:
+        v[i] = pw::PowF(nullptr)(a, b);
+        break;
       case ExprOp::Maximum:
         v[i] = pw::MaximumF(nullptr)(a, b);
         break;

@@ -236,13 +236,22 @@ class Gen {
       t += fmt::format("  %{} = clamp %{} {} {}\n", id, st.a, st.s, st.s2);
       push(st, shapes_[st.a], to_floating(types_[st.a]));  // the bounds are floats
     } else if (r < 67) {
+      // op 0: pow(tensor, scalar); 1: pow(tensor, tensor); 2: pow(scalar, tensor).
       st.kind = K::Pow;
+      st.op = below(4) == 0 ? 1 : below(5) == 0 ? 2 : 0;
       st.a = pick_not_bool();
-      const double es[] = {2.0, 0.5, 1.0, 3.0};
-      st.s = es[below(4)];
-      st.integer = is_integral(types_[st.a]) && st.s != 0.5 && below(2) == 0;  // int_pow
-      t += fmt::format("  %{} = pow %{} {}{}\n", id, st.a, st.s, st.integer ? " (integer)" : "");
-      push(st, shapes_[st.a], st.integer ? types_[st.a] : to_floating(types_[st.a]));
+      st.b = pick_not_bool();
+      const double es[] = {2.0, 0.5, 1.0, 3.0, -1.5, 2.5, 0.0, -2.0, 7.0, 1e-3};
+      st.s = es[below(10)];
+      // int_pow: integral exponents >= 0 (a negative one is an error for integer tensors)
+      st.integer =
+          is_integral(types_[st.a]) && st.s >= 0 && st.s == std::floor(st.s) && below(2) == 0;
+      st.vary = st.op != 1 && below(4) == 0;
+      t += fmt::format("  %{} = pow{} %{} %{} {}{}{}\n", id, st.op, st.a, st.b, st.s,
+                       st.integer ? " (integer)" : "", st.vary ? " (varies)" : "");
+      const Scalar sv = scalar_value(st);
+      push(st, st.op == 1 ? broadcast(shapes_[st.a], shapes_[st.b]) : shapes_[st.a],
+           st.op == 1 ? promoted({st.a, st.b}) : promoted({st.a}, &sv));
     } else if (r < 74) {
       st.kind = K::Where;
       st.op = below(6);
@@ -491,12 +500,19 @@ std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vec
         pool.push_back(pool[st.a].clamp(lo, st.s2));
         break;
       }
-      case K::Pow:
-        if (st.integer)
-          pool.push_back(pool[st.a].pow(Scalar(static_cast<int64_t>(st.s))));
+      case K::Pow: {
+        // A varying exponent steps through the forms PowScalarF special-cases (2, 0.5, 1).
+        const double e = st.vary && !st.integer ? (it == 0 ? st.s : it == 1 ? 2.0 : 0.5) : st.s;
+        const Scalar se =
+            st.integer ? Scalar(static_cast<int64_t>(st.s) + (st.vary ? it : 0)) : Scalar(e);
+        if (st.op == 1)
+          pool.push_back(pow(pool[st.a], pool[st.b]));
+        else if (st.op == 2)
+          pool.push_back(pow(se, pool[st.a]));
         else
-          pool.push_back(pool[st.a].pow(st.s));
+          pool.push_back(pool[st.a].pow(se));
         break;
+      }
       case K::Cast:
         pool.push_back(pool[st.a].to(st.dtype));
         break;

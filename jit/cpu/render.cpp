@@ -469,6 +469,8 @@ class BodyEmitter {
         return o.mul(A, B);
       case ExprOp::Div:
         return o.div(A, B);
+      case ExprOp::Pow:  // PowF / PowScalarF: the shared vector math
+        return vecmath::pow(o, A, B);
       case ExprOp::Maximum:
       case ExprOp::Minimum: {  // NaN in a, else NaN in b, else the larger (smaller)
         x86::Vec r =

@@ -34,6 +34,7 @@ int expr_arity(ExprOp op) {
     case ExprOp::Div:
     case ExprOp::Maximum:
     case ExprOp::Minimum:
+    case ExprOp::Pow:
     case ExprOp::Lt:
     case ExprOp::Le:
     case ExprOp::Gt:
@@ -79,7 +80,7 @@ bool expr_accepts(ExprOp op, DType t) {
       return t != DType::Bool;
     default:
       if (expr_is_compare(op)) return t != DType::Bool;  // the operands' type
-      return is_floating(t);  // sqrt, rsqrt, reciprocal, div, transcendentals, rounding
+      return is_floating(t);  // sqrt, rsqrt, reciprocal, div, pow, transcendentals, rounding
   }
 }
 
