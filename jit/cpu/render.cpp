@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "jit/cpu/math.h"
+#include "jit/cpu/philox_emitter.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
 
@@ -381,6 +382,11 @@ class BodyEmitter {
       case ExprOp::Param:
         r.v = on(t, [&](auto& o) { return o.load_broadcast(x86::ptr(params_, e.index * 8)); });
         return;
+      case ExprOp::RandUniform:  // the hidden operand after the kernel's: the linear index
+        r.v = on(t, [&](auto& o) {
+          return emit_rand_uniform(o, cc_, cur_[k_.num_operands()], params_, e.index);
+        });
+        return;
       case ExprOp::Cast:
         return cast(i, e.a, k_.exprs[e.a].type, t);
       case ExprOp::And:
@@ -562,14 +568,16 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
   f->setArg(4, n_outer);
   f->setArg(5, params);
 
-  const int nops = k.num_operands();
+  // A kernel reading the linear index (RandUniform) has one more operand: the index, carried
+  // like a pointer to elements of one byte (cpu_target.cpp launches it).
+  const int nops = k.num_operands() + (k.uses_index() ? 1 : 0);
   std::vector<x86::Gp> base(nops), cur(nops);
   std::vector<int> esize(nops);
   for (int j = 0; j < nops; ++j) {
     base[j] = cc.newIntPtr();
     cur[j] = cc.newIntPtr();
     cc.mov(base[j], x86::ptr(ptrs, j * 8));
-    esize[j] = static_cast<int>(itemsize(k.operand_dtype(j)));
+    esize[j] = j < k.num_operands() ? static_cast<int>(itemsize(k.operand_dtype(j))) : 1;
   }
   EmitContext ctx{cc, isa, cc.cursor(), {}};
 
@@ -644,8 +652,9 @@ int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, i
 
 RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,
                                  bool want_assembly) {
-  KILN_CHECK(static_cast<int>(v.layout.size()) == k.num_operands(),
-             "cpu kernel: {} operand layouts for {} operands", v.layout.size(), k.num_operands());
+  const int nops = k.num_operands() + (k.uses_index() ? 1 : 0);
+  KILN_CHECK(static_cast<int>(v.layout.size()) == nops,
+             "cpu kernel: {} operand layouts for {} operands", v.layout.size(), nops);
   CodeHolder code;
   code.init(rt.environment());
   ThrowingHandler handler;

@@ -1,5 +1,8 @@
 #include "jit/plan/lowering.h"
 
+#include <cmath>
+#include <limits>
+
 #include "ops/meta_helpers.h"
 #include "ops/pointwise.h"
 #include "ops/pointwise_rules.h"
@@ -201,6 +204,36 @@ int32_t lower_pow(LoopKernel& k, const Node& n, std::span<const int32_t> x,
   }
 }
 
+// dropout(x, p) in training (ops/dropout.cpp): u = random_uniform<T>(seed, counter + i), kept iff
+// u >= p compared in double, then x * T(1 / (1 - p)), else x * 0. A baked p is compared in T
+// exactly: for a float u, u >= p iff u >= the least float not below p. A promoted p is a Float64
+// param (u widened exactly; the scale computed in double and rounded, as eager does).
+int32_t lower_dropout(LoopKernel& k, const Node& n, int32_t x, const ScalarSource& s, DType t) {
+  KILN_CHECK(s.philox >= 0, "lowering: dropout without its Philox params");
+  const int32_t u = k.rand_uniform(s.philox, t);
+  int32_t keep = -1, scale = -1;
+  if (s.param[0] >= 0) {
+    k.params[s.param[0]] = DType::Float64;
+    const int32_t p = k.param(s.param[0]);
+    const int32_t one = k.constant(1.0, DType::Float64);
+    keep = k.binary(ExprOp::Ge, as_type(k, u, DType::Float64), p);
+    scale = as_type(k, k.binary(ExprOp::Div, one, k.binary(ExprOp::Sub, one, p)), t);
+  } else {
+    const double p = n.attrs.scalars[0].to_double();
+    double bound = p;
+    if (t == DType::Float32) {
+      float pf = static_cast<float>(p);
+      if (static_cast<double>(pf) < p)
+        pf = std::nextafter(pf, std::numeric_limits<float>::infinity());
+      bound = pf;
+    }
+    keep = k.binary(ExprOp::Ge, u, k.constant(bound, t));
+    scale = k.constant(1.0 / (1.0 - p), t);  // rounded to t, as static_cast<T> does
+  }
+  return k.select(keep, k.binary(ExprOp::Mul, x, scale),
+                  k.binary(ExprOp::Mul, x, k.constant(0.0, t)));
+}
+
 }  // namespace
 
 bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
@@ -216,6 +249,9 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
     return od != DType::Bool && inputs.size() == (n.op == OpId::Where ? 3u : 2u) &&
            inputs[cond]->dtype == DType::Bool && target.supports(ExprOp::Select, od);
   }
+  if (n.op == OpId::Dropout)  // recorded only in training with 0 < p < 1 (ops/dropout.cpp)
+    return inputs.size() == 1 && is_floating(od) && inputs[0]->dtype == od &&
+           target.supports(ExprOp::RandUniform, od) && target.supports(ExprOp::Select, od);
   const ExprOp u = unary_expr(n.op);
   const ExprOp b = binary_expr(n.op);
   if (u == ExprOp::kCount && b == ExprOp::kCount && n.op != OpId::Clamp &&
@@ -254,6 +290,7 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
     return k.select(in[0], as_type(k, in[1], od), as_type(k, in[2], od));
   if (n.op == OpId::MaskedFill)
     return k.select(in[1], scalar_expr(k, n, scalars, 0, od), as_type(k, in[0], od));
+  if (n.op == OpId::Dropout) return lower_dropout(k, n, in[0], scalars, od);
   const DType cd = compute_dtype(n, inputs);
   SmallVector<int32_t, 2> x;  // the inputs in the compute dtype
   for (int32_t id : in) x.push_back(as_type(k, id, cd));
