@@ -180,10 +180,10 @@ TEST_F(JitPlanTest, ComparisonsWhereAndRandomInterleave) {
       3, "where/rand");
   OnePlan p = the_plan();
   ASSERT_NE(p.plan, nullptr);
-  // rand is an eager step; the comparison is inlined into the where's kernel as a mask (no Bool
-  // tensor is made): the relu chain and a * 2, rand, then r - 1, the comparison, where and the
-  // rest.
-  EXPECT_EQ(step_string(*p.plan), "k4 e k5") << step_string(*p.plan);
+  // rand is a RandUniform expression and the comparison a mask inlined into the where (no Bool
+  // tensor is made): the relu chain, a * 2, rand, r - 1, the comparison, where and the rest are
+  // one kernel.
+  EXPECT_EQ(step_string(*p.plan), "k10") << step_string(*p.plan);
 }
 
 // Every dtype in one kernel: a comparison stored as Bool, Int32 arithmetic cast to Float32, a

@@ -3,9 +3,9 @@
 // independent Philox in tests/test_random.cpp), with i the row-major index of the index space:
 // ranks 1 to 3, transposed and gapped outputs (the index follows the index space, not memory),
 // counters whose low word wraps inside a vector, seeds with both words set, above the parallel
-// grain on one and two threads (rows and inner ranges split); and dropout recorded and fused
-// into one kernel with its producers and consumers, bitwise equal to eager, with baked and
-// promoted probabilities.
+// grain on one and two threads (rows and inner ranges split); and dropout and rand recorded and
+// fused into kernels with their producers and consumers, bitwise equal to eager, with baked and
+// promoted probabilities (randn stays eager).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -289,6 +289,51 @@ TEST_F(JitDropoutTest, PromotedProbability) {
     ASSERT_EQ(regions.size(), 1u);
     EXPECT_EQ(regions[0]->runtime_scalars().size(), 1u) << "p was promoted";
   }
+}
+
+// rand (Float32, Float64) is a RandUniform leaf: fused with its consumers (a Bernoulli mask
+// `rand < p` into a where, a product with a broadcast input), alone in a kernel with no inputs
+// (the index space is the node's shape), above the parallel grain on two threads.
+TEST_F(JitDropoutTest, RandFusesWithItsConsumers) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType d : {kFloat32, kFloat64}) {
+      tracer::RegionCache::instance().clear();
+      Tensor x;
+      {
+        JitMode off(false);
+        manual_seed(10);
+        x = randn({7}, TensorOptions().dtype(d));
+      }
+      const TensorOptions o = TensorOptions().dtype(d);
+      auto program = [&](int it) {
+        manual_seed(20 + static_cast<uint64_t>(it));
+        Tensor a = rand({5, 1, 7}, o) * x + 1.0;
+        Tensor b = where(rand({3, 7}, o) < 0.3, x, x * 0.0);
+        Tensor c = rand({300, 131}, o);
+        return TensorList{a, b, c};
+      };
+      const int saved = config().num_threads;
+      set_num_threads(2);
+      int kernels = 0;
+      const std::string what = isa + " " + std::string(dtype_name(d));
+      EXPECT_EQ(run_and_count(program, 3, what, &kernels), 0) << what;
+      set_num_threads(saved);
+      EXPECT_EQ(kernels, 4) << what;  // a; x * 0 (shape [7]); b (rand, <, where); c
+    }
+  }
+}
+
+// randn stays an eager step: Box-Muller in double through libm's log and cos (docs/random.md),
+// which a kernel's vector math would not reproduce bit for bit.
+TEST_F(JitDropoutTest, RandnStaysEager) {
+  auto program = [&](int it) {
+    manual_seed(30 + static_cast<uint64_t>(it));
+    return TensorList{randn({4, 9}) * 2.0};
+  };
+  int kernels = 0;
+  EXPECT_EQ(run_and_count(program, 2, "randn", &kernels), 1);
+  EXPECT_EQ(kernels, 1);
 }
 
 }  // namespace

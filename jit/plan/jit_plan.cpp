@@ -218,6 +218,7 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
   LaunchArgs la;
   std::vector<Tensor> outs;
   try {
+    la.sizes = k.sizes;
     for (ValueId v : k.inputs)
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
     outs.reserve(k.outputs.size());

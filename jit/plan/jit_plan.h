@@ -26,7 +26,10 @@ struct KernelStep {
   // Kernel param p is RunArgs::scalars[params[p]], or for a negative entry one 32-bit word of
   // a random node's Philox seed and counter (philox_param).
   std::vector<int32_t> params;
-  std::vector<int32_t> nodes;       // the fused nodes (run eagerly if a launch fails)
+  std::vector<int32_t> nodes;  // the fused nodes (run eagerly if a launch fails)
+  // The index space is the broadcast of the inputs' shapes and, for a kernel with a node that
+  // has no inputs (rand: its shape is its attrs', fixed in the region's key), of this shape.
+  DimVector sizes;
   std::atomic<bool> broken{false};  // a launch failed: the nodes run eagerly from now on
 };
 

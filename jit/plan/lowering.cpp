@@ -249,6 +249,8 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
     return od != DType::Bool && inputs.size() == (n.op == OpId::Where ? 3u : 2u) &&
            inputs[cond]->dtype == DType::Bool && target.supports(ExprOp::Select, od);
   }
+  if (n.op == OpId::Rand)  // its shape is its attrs' (fixed in the region's key)
+    return n.inputs.empty() && is_floating(od) && target.supports(ExprOp::RandUniform, od);
   if (n.op == OpId::Dropout)  // recorded only in training with 0 < p < 1 (ops/dropout.cpp)
     return inputs.size() == 1 && is_floating(od) && inputs[0]->dtype == od &&
            target.supports(ExprOp::RandUniform, od) && target.supports(ExprOp::Select, od);
@@ -291,6 +293,10 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
   if (n.op == OpId::MaskedFill)
     return k.select(in[1], scalar_expr(k, n, scalars, 0, od), as_type(k, in[0], od));
   if (n.op == OpId::Dropout) return lower_dropout(k, n, in[0], scalars, od);
+  if (n.op == OpId::Rand) {
+    KILN_CHECK(scalars.philox >= 0, "lowering: rand without its Philox params");
+    return k.rand_uniform(scalars.philox, od);
+  }
   const DType cd = compute_dtype(n, inputs);
   SmallVector<int32_t, 2> x;  // the inputs in the compute dtype
   for (int32_t id : in) x.push_back(as_type(k, id, cd));

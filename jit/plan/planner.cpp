@@ -72,6 +72,7 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
         k.params.push_back(DType::Int32);
       }
     }
+    if (n.inputs.empty()) step->sizes = n.meta.sizes;  // rand: the group's shape
     expr_of[n.output] =
         lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
     step->nodes.push_back(j);
