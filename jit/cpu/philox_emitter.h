@@ -71,7 +71,7 @@ asmjit::x86::Vec emit_rand_uniform(const AsmVecOps<T>& o, asmjit::x86::Compiler&
     const x86::Mem m = cc.newConst(asmjit::ConstPoolScope::kLocal, data,
                                    static_cast<size_t>(std::max(16, o.bytes())));
     F d = o.new_vec();
-    cc.emit(vex ? Inst::kIdVmovdqu : Inst::kIdMovdqu, d, m);
+    cc.emit(vex ? Inst::kIdVmovups : Inst::kIdMovups, d, m);
     return d;
   };
   const x86::Mem seed_lo = x86::ptr(params, first_param * 8),

@@ -155,8 +155,8 @@ class AsmVecOps {
                bits, huge.v);
     // r and k get fresh registers, written on both paths (the operands may be read elsewhere).
     F r2 = new_vec(), k2 = new_vec();
-    cc_.emit(vex() ? Inst::kIdVmovdqa : Inst::kIdMovdqa, r2, r);
-    cc_.emit(vex() ? Inst::kIdVmovdqa : Inst::kIdMovdqa, k2, k);
+    cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, r2, r);
+    cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, k2, k);
     asmjit::Label done = cc_.newLabel();
     cc_.test(bits, asmjit::imm((1 << lanes_) - 1));  // only this emitter's lanes
     cc_.jz(done);
