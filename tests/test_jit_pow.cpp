@@ -5,9 +5,9 @@
 //     limits 2^24 / 2^53 of the exponent's parity), bitwise against the eager pow of the same
 //     grid (NaN sign and payload aside);
 //   - recorded programs with pow(tensor, scalar), pow(tensor, tensor), pow(scalar, tensor),
-//     integer pow (baked exponents, negative ones of the binary form), and a promoted exponent
-//     that takes the special forms 2, 0.5 and 1 and near misses of them: every one fused into
-//     kernels (no eager step) and bitwise equal to eager on every ISA path.
+//     integer pow (baked exponents unrolled, runtime ones looped, negative exponents), and a
+//     promoted exponent that takes the special forms 2, 0.5 and 1 and near misses of them: every
+//     one fused into kernels (no eager step) and bitwise equal to eager on every ISA path.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -275,14 +275,35 @@ TEST_F(JitPowPlanTest, IntegerPowWithBakedExponentsFuses) {
   }
 }
 
-// What stays eager: integer pow with a tensor exponent or a scalar base.
-TEST_F(JitPowPlanTest, IntegerPowWithRuntimeExponentStaysEager) {
-  const Tensor x = values({4, 9}, 6, kFloat64, 3.0).to(kInt64);
-  const Tensor y = values({4, 9}, 7, kFloat64, 3.0).abs().to(kInt64);
-  auto program = [&](int) { return TensorList{pow(x + 1, y) * 2}; };
-  int kernels = 0;
-  EXPECT_EQ(eager_steps_after(program, 2, "int64 pow(tensor, tensor)", &kernels), 1);
-  EXPECT_EQ(kernels, 2);  // x + 1 before the eager pow, * 2 after it
+// Integer pow with a runtime exponent (a tensor, a Scalar base, a promoted exponent) is an
+// integer Pow: a loop in the kernel over the exponent's bits, negative exponents by int_pow's rule.
+TEST_F(JitPowPlanTest, IntegerPowWithRuntimeExponentFuses) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType d : {kInt32, kInt64}) {
+      tracer::RegionCache::instance().clear();
+      Tensor x, y;
+      {
+        JitMode off(false);
+        x = values({5, 37}, 6, kFloat64, 3.0).to(d);
+        y = values({5, 37}, 7, kFloat64, 4.0).to(d);
+        x.select(0, 0).fill_(-1);
+        x.select(0, 1).fill_(1);
+        y.select(0, 2).fill_(d == kInt32 ? INT32_MAX : INT64_MAX);  // every bit: 31 / 63 rounds
+        y.select(0, 3).fill_(d == kInt32 ? INT32_MIN : INT64_MIN);
+      }
+      const int64_t es[] = {3, 5, 0, 1, 7, 2, 12};
+      auto program = [&](int it) {
+        Tensor a = pow(x + 1, y) * 2;                // tensor ^ tensor, negative exponents
+        Tensor b = pow(3, y.abs()) + pow(-2, y);     // a Scalar base
+        Tensor c = (x - 1).pow(Scalar(es[it])) + 1;  // promoted at iteration 1
+        return TensorList{a, b, c};
+      };
+      int kernels = 0;
+      EXPECT_EQ(eager_steps_after(program, 7, isa + " " + std::string(dtype_name(d)), &kernels), 0);
+      EXPECT_GE(kernels, 1);
+    }
+  }
 }
 
 }  // namespace

@@ -498,6 +498,47 @@ class BodyEmitter {
     }
   }
 
+  // int_pow(b, e) (ops/cpu/pointwise_functors.h) lane by lane: square and multiply while any
+  // lane's exponent has bits left (a loop in the kernel, as many rounds as the largest exponent
+  // has bits), wrapping products (b^e modulo 2^w whatever the grouping); a negative exponent
+  // gives 1 for b == 1, +-1 for b == -1 (by e's parity), else 0.
+  template <class O>
+  x86::Vec int_pow(O& o, x86::Vec b0, x86::Vec e0) {
+    const x86::Vec zero = o.isplat(0), one = o.isplat(1);
+    const AsmMask neg = o.icmp(1, e0, zero);
+    x86::Vec r = o.new_vec(), b = o.new_vec(), e = o.new_vec();
+    const InstId mov = vex() ? Inst::kIdVmovaps : Inst::kIdMovaps;
+    cc_.emit(mov, r, one);
+    cc_.emit(mov, b, b0);
+    cc_.emit(mov, e, o.select(neg, zero, e0));
+    Label loop = cc_.newLabel(), done = cc_.newLabel();
+    auto any_lane = [&](AsmMask m) {  // a general register with a bit per lane of this emitter
+      x86::Gp bits = cc_.newGpd();
+      if (kmask())
+        cc_.kmovw(bits, m.k);
+      else
+        cc_.emit(vex() ? (O::kDouble ? Inst::kIdVmovmskpd : Inst::kIdVmovmskps)
+                       : (O::kDouble ? Inst::kIdMovmskpd : Inst::kIdMovmskps),
+                 bits, m.v);
+      cc_.test(bits, imm((1 << n_) - 1));
+    };
+    any_lane(o.icmp(4, e, zero));
+    cc_.jz(done);
+    cc_.bind(loop);
+    const AsmMask odd = o.icmp(4, o.bit_and(e, one), zero);
+    cc_.emit(mov, r, o.select(odd, o.imul(r, b), r));
+    cc_.emit(mov, e, o.shr(e, 1));
+    cc_.emit(mov, b, o.imul(b, b));
+    any_lane(o.icmp(4, e, zero));
+    cc_.jnz(loop);
+    cc_.bind(done);
+    const x86::Vec minus_one = o.isplat(-1);
+    const x86::Vec odd_e = o.select(o.icmp(4, o.bit_and(e0, one), zero), minus_one, one);
+    const x86::Vec neg_r =
+        o.select(o.icmp(0, b0, one), one, o.select(o.icmp(0, b0, minus_one), odd_e, zero));
+    return o.select(neg, neg_r, r);
+  }
+
   // Integers wrap in two's complement, as the eager functors (wrap_add, ...).
   template <class O>
   x86::Vec eval_int(O& o, const Expr& e) {
@@ -522,6 +563,8 @@ class BodyEmitter {
         return o.isub(A, B);
       case ExprOp::Mul:
         return o.imul(A, B);
+      case ExprOp::Pow:
+        return int_pow(o, A, B);
       case ExprOp::Maximum:
         return o.select(o.icmp(1, A, B), B, A);
       case ExprOp::Minimum:

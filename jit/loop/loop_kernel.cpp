@@ -78,10 +78,11 @@ bool expr_accepts(ExprOp op, DType t) {
     case ExprOp::Maximum:
     case ExprOp::Minimum:
     case ExprOp::Select:
+    case ExprOp::Pow:  // floats: vecmath::pow; integers: int_pow
       return t != DType::Bool;
     default:
       if (expr_is_compare(op)) return t != DType::Bool;  // the operands' type
-      return is_floating(t);  // sqrt, rsqrt, reciprocal, div, pow, transcendentals, rounding
+      return is_floating(t);  // sqrt, rsqrt, reciprocal, div, transcendentals, rounding
   }
 }
 

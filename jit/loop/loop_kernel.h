@@ -40,7 +40,7 @@ namespace kiln::jit {
   X(Exp) X(Log) X(Log1p) X(Expm1) X(Tanh) X(Sigmoid) X(Silu) X(Erf) X(Sin) X(Cos) X(Gelu)    \
   X(GeluTanh)                                                                              \
   /* binary float */ X(Add) X(Sub) X(Mul) X(Div) X(Maximum) X(Minimum)                     \
-  /* binary, floats only: vecmath::pow */ X(Pow)                                           \
+  /* binary: vecmath::pow (floats), int_pow (integers) */ X(Pow)                           \
   /* compares: float, float -> mask */ X(Lt) X(Le) X(Gt) X(Ge) X(Eq) X(Ne)                  \
   /* mask, float, float -> float */ X(Select)                                              \
   /* conversion between value types */ X(Cast)                                             \

@@ -92,8 +92,9 @@ bool rounds(OpId op) { return op == OpId::Floor || op == OpId::Ceil || op == OpI
 // comparisons need the double, which a Float32 param would have rounded) and selects among the
 // four. PowF (two tensors, or a Scalar on either side) is vecmath::pow alone. Integers: int_pow
 // by squaring with wrapping products; a baked exponent is unrolled into the same products
-// (b^e modulo 2^w does not depend on how the products are grouped), a runtime one stays eager.
-enum class PowForm { None, FloatConst, FloatParam, FloatTensor, IntConst };
+// (b^e modulo 2^w does not depend on how the products are grouped), a runtime one (a tensor, a
+// promoted Scalar, or a Scalar base) is an integer `Pow`, a loop over the exponent's bits.
+enum class PowForm { None, FloatConst, FloatParam, FloatTensor, IntConst, IntRuntime };
 PowForm pow_form(const Node& n, const ScalarSource& s, DType cd) {
   const int side = n.op == OpId::Pow ? scalar_side(n.attrs) : kScalarRight;
   if (is_floating(cd)) {
@@ -101,7 +102,7 @@ PowForm pow_form(const Node& n, const ScalarSource& s, DType cd) {
     return s.param[0] >= 0 ? PowForm::FloatParam : PowForm::FloatConst;
   }
   if (side == kScalarRight && s.param[0] < 0) return PowForm::IntConst;
-  return PowForm::None;
+  return PowForm::IntRuntime;
 }
 
 // int_pow(b, e) for a baked exponent e (already converted to the compute dtype).
@@ -186,6 +187,9 @@ int32_t lower_pow(LoopKernel& k, const Node& n, std::span<const int32_t> x,
       return k.select(is(2.0), k.binary(ExprOp::Mul, x[0], x[0]), r);
     }
     case PowForm::FloatTensor:
+    case PowForm::IntRuntime:
+      if (n.op == OpId::PowScalar)  // a promoted exponent (integers)
+        return k.binary(ExprOp::Pow, x[0], scalar_expr(k, n, scalars, 0, cd));
       switch (scalar_side(n.attrs)) {
         case kScalarRight:
           return k.binary(ExprOp::Pow, x[0], scalar_expr(k, n, scalars, 0, cd));
@@ -276,6 +280,8 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
         return target.supports(ExprOp::Pow, cd);
       case PowForm::IntConst:
         return target.supports(ExprOp::Mul, cd) && target.supports(ExprOp::Select, cd);
+      case PowForm::IntRuntime:
+        return target.supports(ExprOp::Pow, cd);
       default:
         return false;
     }
