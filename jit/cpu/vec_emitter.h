@@ -1,7 +1,8 @@
 // The asmjit lane backend of the shared vector math (ops/cpu/vecmath/vec_ops.h): each method
 // emits the instructions of one primitive into an x86::Compiler, on virtual registers, so that
 // the same algorithm templates the eager kernels run give the same bits in generated code.
-// Beyond the contract it loads and stores operands (contiguous, broadcast, masked tails).
+// Beyond the contract it loads and stores operands (contiguous, broadcast, masked tails), and it
+// has vecmath's optional reduce_pio2_huge hook: sin/cos call the exact reduction for huge lanes.
 //
 // Shapes: an emitter works on `lanes` elements of T at once (1 for a scalar loop). The register
 // is the smallest of xmm, ymm, zmm that holds them: a kernel whose widest value type is 8 bytes
