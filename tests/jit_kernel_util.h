@@ -10,7 +10,6 @@
 
 #include "jit/cpu/cpu_isa.h"
 #include "jit/loop/loop_kernel.h"
-#include "jit_huge_sin_cos.h"
 #include "kiln/kiln.h"
 #include "ops/cpu/pointwise_functors.h"
 
@@ -32,26 +31,9 @@ inline int jit_lanes(const std::string& isa, int esize) {
   return bytes / esize;
 }
 
-// The eager lane backend without the optional reduce_pio2_huge hook: what the JIT's AsmVecOps
-// computes past kHuge while it lacks the hook (jit_huge_sin_cos.h); the reference follows it there.
-template <class T>
-struct OpsWithoutHugeReduction : vecmath::GnuVecOps<T, 16> {
-  void reduce_pio2_huge() = delete;
-};
-
 // The eager result of a transcendental op on one element (the vector math the JIT must match).
 template <class T>
 T eager_transcendental(jit::ExprOp op, T x) {
-  if (!kJitHasHugeSinCos<T> && (op == jit::ExprOp::Sin || op == jit::ExprOp::Cos) &&
-      std::isfinite(x) && std::fabs(x) > vecmath::detail::SinCosC<T>::kHuge) {
-    using O = OpsWithoutHugeReduction<T>;
-    const O o;
-    T buf[O::kLanes] = {};
-    buf[0] = x;
-    O::store(buf, op == jit::ExprOp::Sin ? vecmath::sin(o, O::load(buf))
-                                         : vecmath::cos(o, O::load(buf)));
-    return buf[0];
-  }
   Tensor t = from_vector<T>(std::vector<T>{x}, {1});
   Tensor r;
   switch (op) {
@@ -155,6 +137,9 @@ void reference_eval(const jit::LoopKernel& k, const T* in, const double* params,
         break;
       case ExprOp::Div:
         v[i] = pw::DivF(nullptr)(a, b);
+        break;
+      case ExprOp::Pow:
+        v[i] = pw::PowF(nullptr)(a, b);
         break;
       case ExprOp::Maximum:
         v[i] = pw::MaximumF(nullptr)(a, b);

@@ -100,7 +100,7 @@ std::vector<T> special_values() {
           T(-3),
           L::epsilon(),
           T(1e-30),
-          T(4.5e7),     // past the sin/cos vector reduction of both dtypes: libm lanes
+          T(4.5e7),  // past the sin/cos vector reduction of both dtypes: libm lanes
           T(-1.25e12)};
 }
 
@@ -240,8 +240,9 @@ std::vector<ExprOp> computed_ops() {
   for (int i = 0; i < static_cast<int>(ExprOp::kCount); ++i) {
     const auto op = static_cast<ExprOp>(i);
     if (op == ExprOp::Load || op == ExprOp::Const || op == ExprOp::Param || op == ExprOp::Select ||
-        op == ExprOp::Cast || op == ExprOp::And || op == ExprOp::Or || op == ExprOp::Not)
-      continue;  // (the other types: test_jit_dtypes.cpp)
+        op == ExprOp::Cast || op == ExprOp::And || op == ExprOp::Or || op == ExprOp::Not ||
+        op == ExprOp::RandUniform)
+      continue;  // (the other types: test_jit_dtypes.cpp; random draws: test_jit_random.cpp)
     ops.push_back(op);
   }
   return ops;

@@ -1,10 +1,10 @@
 // A differential fuzzer of the JIT: random pointwise programs (chains and DAGs of unary, binary,
 // clamp, pow, maximum/minimum, comparisons with where, scalars on either side, broadcasting,
 // transposed, strided and offset views as inputs, in-place updates of leaves and of views of
-// leaves, Float32 and Float64, rand/randn, a sum now and then; and every dtype: Bool, Int32 and
-// Int64 inputs, casts between all five dtypes (NaN, infinities and out-of-range floats to
-// integers included), implicit promotions of mixed operands, comparisons stored as Bool tensors,
-// where / masked_fill on loaded Bool masks, logical ops, floor / ceil / round, integer
+// leaves, Float32 and Float64, rand/randn, dropout (fused), a sum now and then; and every dtype:
+// Bool, Int32 and Int64 inputs, casts between all five dtypes (NaN, infinities and out-of-range
+// floats to integers included), implicit promotions of mixed operands, comparisons stored as Bool
+// tensors, where / masked_fill on loaded Bool masks, logical ops, floor / ceil / round, integer
 // arithmetic that overflows) run eagerly and recorded, bitwise
 // equal with NaN canonicalized, on every ISA path in turn. Each program runs three iterations:
 // interpreted then planned, then with its changing scalars promoted (planned again), then from
@@ -236,13 +236,22 @@ class Gen {
       t += fmt::format("  %{} = clamp %{} {} {}\n", id, st.a, st.s, st.s2);
       push(st, shapes_[st.a], to_floating(types_[st.a]));  // the bounds are floats
     } else if (r < 67) {
+      // op 0: pow(tensor, scalar); 1: pow(tensor, tensor); 2: pow(scalar, tensor).
       st.kind = K::Pow;
+      st.op = below(4) == 0 ? 1 : below(5) == 0 ? 2 : 0;
       st.a = pick_not_bool();
-      const double es[] = {2.0, 0.5, 1.0, 3.0};
-      st.s = es[below(4)];
-      st.integer = is_integral(types_[st.a]) && st.s != 0.5 && below(2) == 0;  // int_pow
-      t += fmt::format("  %{} = pow %{} {}{}\n", id, st.a, st.s, st.integer ? " (integer)" : "");
-      push(st, shapes_[st.a], st.integer ? types_[st.a] : to_floating(types_[st.a]));
+      st.b = pick_not_bool();
+      const double es[] = {2.0, 0.5, 1.0, 3.0, -1.5, 2.5, 0.0, -2.0, 7.0, 1e-3};
+      st.s = es[below(10)];
+      // int_pow: integral exponents >= 0 (a negative one is an error for integer tensors)
+      st.integer =
+          is_integral(types_[st.a]) && st.s >= 0 && st.s == std::floor(st.s) && below(2) == 0;
+      st.vary = st.op != 1 && below(4) == 0;
+      t += fmt::format("  %{} = pow{} %{} %{} {}{}{}\n", id, st.op, st.a, st.b, st.s,
+                       st.integer ? " (integer)" : "", st.vary ? " (varies)" : "");
+      const Scalar sv = scalar_value(st);
+      push(st, st.op == 1 ? broadcast(shapes_[st.a], shapes_[st.b]) : shapes_[st.a],
+           st.op == 1 ? promoted({st.a, st.b}) : promoted({st.a}, &sv));
     } else if (r < 74) {
       st.kind = K::Where;
       st.op = below(6);
@@ -258,10 +267,19 @@ class Gen {
       push(st, out, promoted({st.c, st.d}));
     } else if (r < 79) {
       st.kind = K::Random;
-      st.op = below(2);
-      st.shape = below(2) ? p_.canon : sub_shape();
-      t += fmt::format("  %{} = rand{} [{}]\n", id, st.op, fmt::join(st.shape, ","));
-      push(st, st.shape, p_.dtype);
+      st.op = below(3);  // randn, rand, dropout
+      if (st.op == 2) {
+        st.a = pick_typed(p_.dtype);
+        const double ps[] = {0.1, 0.5, 0.7, 0.25};
+        st.s = ps[below(4)];
+        st.vary = below(3) == 0;
+        t += fmt::format("  %{} = dropout %{} {}{}\n", id, st.a, st.s, st.vary ? " (varies)" : "");
+        push(st, shapes_[st.a], p_.dtype);
+      } else {
+        st.shape = below(2) ? p_.canon : sub_shape();
+        t += fmt::format("  %{} = rand{} [{}]\n", id, st.op, fmt::join(st.shape, ","));
+        push(st, st.shape, p_.dtype);
+      }
     } else if (r < 82) {
       st.kind = K::Sum;
       st.a = pick();
@@ -491,12 +509,19 @@ std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vec
         pool.push_back(pool[st.a].clamp(lo, st.s2));
         break;
       }
-      case K::Pow:
-        if (st.integer)
-          pool.push_back(pool[st.a].pow(Scalar(static_cast<int64_t>(st.s))));
+      case K::Pow: {
+        // A varying exponent steps through the forms PowScalarF special-cases (2, 0.5, 1).
+        const double e = st.vary && !st.integer ? (it == 0 ? st.s : it == 1 ? 2.0 : 0.5) : st.s;
+        const Scalar se =
+            st.integer ? Scalar(static_cast<int64_t>(st.s) + (st.vary ? it : 0)) : Scalar(e);
+        if (st.op == 1)
+          pool.push_back(pow(pool[st.a], pool[st.b]));
+        else if (st.op == 2)
+          pool.push_back(pow(se, pool[st.a]));
         else
-          pool.push_back(pool[st.a].pow(st.s));
+          pool.push_back(pool[st.a].pow(se));
         break;
+      }
       case K::Cast:
         pool.push_back(pool[st.a].to(st.dtype));
         break;
@@ -527,8 +552,11 @@ std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vec
         break;
       }
       case K::Random:
-        pool.push_back(st.op ? rand(IntList(st.shape), TensorOptions().dtype(p.dtype))
-                             : randn(IntList(st.shape), TensorOptions().dtype(p.dtype)));
+        if (st.op == 2)
+          pool.push_back(dropout(pool[st.a], st.s + (st.vary ? 0.0625 * it : 0.0), true));
+        else
+          pool.push_back(st.op ? rand(IntList(st.shape), TensorOptions().dtype(p.dtype))
+                               : randn(IntList(st.shape), TensorOptions().dtype(p.dtype)));
         break;
       case K::Sum:
         pool.push_back(pool[st.a].sum());
@@ -636,6 +664,7 @@ void fuzz(uint64_t offset, uint64_t count) {
   constexpr int kIterations = 3;
   int64_t kernels = 0, fused_nodes = 0, failures = 0;
   int64_t typed_kernels = 0, cast_kernels = 0, bool_store_kernels = 0;  // of the other dtypes
+  int64_t pow_kernels = 0, random_kernels = 0;
   for (uint64_t seed = offset; seed < offset + count; ++seed) {
     Program p = Gen(seed).make();
     if (max_steps < p.steps.size()) p.steps.resize(max_steps);
@@ -686,11 +715,15 @@ void fuzz(uint64_t offset, uint64_t count) {
           if (!s.kernel) continue;
           fused_nodes += static_cast<int64_t>(s.kernel->nodes.size());
           const jit::LoopKernel& k = s.kernel->kernel->source();
-          bool typed = false, cast = false, bool_store = false;
+          bool typed = false, cast = false, bool_store = false, pw = false, rnd = false;
           for (const jit::Expr& e : k.exprs) {
             typed = typed || is_integral(e.type) || (e.op == jit::ExprOp::Load && e.type == kBool);
             cast = cast || e.op == jit::ExprOp::Cast;
+            pw = pw || e.op == jit::ExprOp::Pow;
+            rnd = rnd || e.op == jit::ExprOp::RandUniform;
           }
+          pow_kernels += pw;
+          random_kernels += rnd;
           for (int32_t o = 0; o < k.num_outputs(); ++o)
             bool_store = bool_store || k.output_dtype(o) == kBool;
           typed_kernels += typed;
@@ -707,14 +740,17 @@ void fuzz(uint64_t offset, uint64_t count) {
     EXPECT_GT(typed_kernels, static_cast<int64_t>(count) / 4) << "kernels of integers or masks";
     EXPECT_GT(cast_kernels, static_cast<int64_t>(count) / 4) << "kernels with casts";
     EXPECT_GT(bool_store_kernels, static_cast<int64_t>(count) / 10) << "kernels storing Bool";
+    EXPECT_GT(pow_kernels, static_cast<int64_t>(count) / 20) << "kernels computing pow";
+    EXPECT_GT(random_kernels, static_cast<int64_t>(count) / 20) << "kernels drawing (dropout)";
   }
   ::testing::Test::RecordProperty("kernels", static_cast<int>(kernels));
   std::printf(
       "jit fuzz: %llu programs, %lld kernels fusing %lld nodes; %lld kernels of integers or "
-      "masks, %lld with casts, %lld storing Bool\n",
+      "masks, %lld with casts, %lld storing Bool, %lld computing pow, %lld drawing\n",
       static_cast<unsigned long long>(count), static_cast<long long>(kernels),
       static_cast<long long>(fused_nodes), static_cast<long long>(typed_kernels),
-      static_cast<long long>(cast_kernels), static_cast<long long>(bool_store_kernels));
+      static_cast<long long>(cast_kernels), static_cast<long long>(bool_store_kernels),
+      static_cast<long long>(pow_kernels), static_cast<long long>(random_kernels));
 }
 
 }  // namespace

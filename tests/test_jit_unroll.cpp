@@ -269,5 +269,20 @@ TEST(JitUnroll, TargetChoosesThreeForVectorMath) {
   EXPECT_EQ(cpu_kernel_unroll(big, JitIsa::Avx512), 1);
 }
 
+// Bodies that branch or call out (sin/cos), or draw (RandUniform), are never unrolled, even when
+// KILN_JIT_UNROLL asks for it (jit/cpu/render.h, cpu_kernel_unrolls).
+TEST(JitUnroll, BodiesThatCallOrDrawAreNotUnrolled) {
+  LoopKernel s = LoopKernel::uniform(kFloat32, 1);
+  s.stores = {s.unary(ExprOp::Sin, s.load(0))};
+  LoopKernel r = LoopKernel::uniform(kFloat32, 1);
+  for (int i = 0; i < 4; ++i) r.params.push_back(kInt32);
+  r.stores = {r.binary(ExprOp::Mul, r.load(0), r.rand_uniform(0, kFloat32))};
+  for (const LoopKernel* k : {&s, &r}) {
+    EXPECT_FALSE(cpu_kernel_unrolls(*k)) << jit::to_text(*k);
+    EXPECT_EQ(cpu_kernel_unroll(*k, JitIsa::Avx512), 1);
+  }
+  EXPECT_TRUE(cpu_kernel_unrolls(gelu_kernel(kFloat32)));
+}
+
 }  // namespace
 }  // namespace kiln::jit

@@ -110,12 +110,13 @@ class CpuKernel final : public CompiledKernel {
   CpuKernel(const LoopKernel& k, JitIsa isa)
       : k_(k),
         isa_(isa),
-        unroll_(config().jit_unroll > 0 ? int{config().jit_unroll} : cpu_kernel_unroll(k, isa)),
+        unroll_(config().jit_unroll > 0 && cpu_kernel_unrolls(k) ? int{config().jit_unroll}
+                                                                 : cpu_kernel_unroll(k, isa)),
         name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
     // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
     // while planning (the step then stays eager) instead of at the first launch.
-    std::vector<InnerLayout> contiguous(static_cast<size_t>(k.num_operands()),
-                                        InnerLayout::Contiguous);
+    std::vector<InnerLayout> contiguous(
+        static_cast<size_t>(k.num_operands() + (k.uses_index() ? 1 : 0)), InnerLayout::Contiguous);
     variant(contiguous, false);
   }
   const LoopKernel& source() const override { return k_; }
@@ -188,14 +189,35 @@ void CpuKernel::launch(const LaunchArgs& args) {
              "cpu kernel: launched with {} operands, the kernel has {}", nops, k_.num_operands());
   for (int64_t s : args.sizes)
     if (s == 0) return;
-  Coalesced c = coalesce(args);
+  // A kernel drawing random numbers reads each element's row-major index: a hidden last operand
+  // with the index space's row-major strides, coalesced and split with the others, whose
+  // "pointer" is the index itself (a number, never dereferenced).
+  const bool with_index = k_.uses_index();
+  LaunchArgs indexed;
+  if (with_index) {
+    indexed.sizes = args.sizes;
+    indexed.ptrs = args.ptrs;
+    indexed.strides = args.strides;
+    indexed.ptrs.push_back(nullptr);
+    DimVector rm(args.sizes.size(), 0);
+    int64_t step = 1;
+    for (size_t d = args.sizes.size(); d-- > 0;) {
+      rm[d] = step;
+      step *= args.sizes[d];
+    }
+    indexed.strides.push_back(rm);
+  }
+  const LaunchArgs& a = with_index ? indexed : args;
+  const size_t nall = a.ptrs.size();
+  Coalesced c = coalesce(a);
   const size_t rank = c.sizes.size();
   const int64_t n_inner = c.sizes[rank - 1];
 
-  std::vector<InnerLayout> layout(nops);
-  std::vector<int64_t> inner(nops), outer(nops, 0), esize(nops);
-  for (size_t j = 0; j < nops; ++j) {
-    esize[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
+  std::vector<InnerLayout> layout(nall);
+  std::vector<int64_t> inner(nall), outer(nall, 0), esize(nall);
+  for (size_t j = 0; j < nall; ++j) {
+    esize[j] =
+        j < nops ? static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j)))) : 1;
     const int64_t s = c.strides[j][rank - 1];
     inner[j] = s;
     const bool output = static_cast<int32_t>(j) < k_.num_outputs();
@@ -244,16 +266,19 @@ void CpuKernel::launch(const LaunchArgs& args) {
   for (size_t d = 0; d + 1 < rank; ++d) rows *= c.sizes[d];
   // Runs rows [r0, r1) over the inner range [i0, i1).
   auto run_rows = [&](int64_t r0, int64_t r1, int64_t i0, int64_t i1) {
-    SmallVector<char*, 8> p(nops);
+    SmallVector<char*, 8> p(nall);
+    SmallVector<int64_t, 8> off(nall);
     while (r0 < r1) {
       const int64_t o = r0 % n_outer;
       int64_t rest = r0 / n_outer;
-      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + o * outer[j] + i0 * inner[j];
+      for (size_t j = 0; j < nall; ++j) off[j] = o * outer[j] + i0 * inner[j];
       for (size_t d = rank >= 2 ? rank - 2 : 0; d-- > 0;) {
         const int64_t idx = rest % c.sizes[d];
         rest /= c.sizes[d];
-        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.strides[j][d];
+        for (size_t j = 0; j < nall; ++j) off[j] += idx * c.strides[j][d];
       }
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + off[j];
+      if (with_index) p[nops] = reinterpret_cast<char*>(static_cast<uintptr_t>(off[nops]));
       const int64_t count = std::min(r1 - r0, n_outer - o);
       fn(p.data(), inner.data(), outer.data(), i1 - i0, count, params);
       r0 += count;

@@ -7,6 +7,7 @@
 
 #include "jit/cpu/interleave.h"
 #include "jit/cpu/math.h"
+#include "jit/cpu/philox_emitter.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
 
@@ -390,6 +391,16 @@ class BodyEmitter {
       case ExprOp::Param:
         r.v = on(t, [&](auto& o) { return o.load_broadcast(x86::ptr(params_, e.index * 8)); });
         return;
+      case ExprOp::RandUniform: {  // the hidden operand after the kernel's: the linear index
+        x86::Gp index = cur_[k_.num_operands()];
+        if (first_ != 0) {  // a copy of an unrolled body draws for its own elements
+          x86::Gp moved = cc_.newInt64("index");
+          cc_.lea(moved, x86::ptr(index, first_));
+          index = moved;
+        }
+        r.v = on(t, [&](auto& o) { return emit_rand_uniform(o, cc_, index, params_, e.index); });
+        return;
+      }
       case ExprOp::Cast:
         return cast(i, e.a, k_.exprs[e.a].type, t);
       case ExprOp::And:
@@ -478,6 +489,8 @@ class BodyEmitter {
         return o.mul(A, B);
       case ExprOp::Div:
         return o.div(A, B);
+      case ExprOp::Pow:  // PowF / PowScalarF: the shared vector math
+        return vecmath::pow(o, A, B);
       case ExprOp::Maximum:
       case ExprOp::Minimum: {  // NaN in a, else NaN in b, else the larger (smaller)
         x86::Vec r =
@@ -497,6 +510,47 @@ class BodyEmitter {
         if (expr_is_transcendental(e.op)) return emit_math(o, e.op, A);
         fail("cpu kernel: no rendering for expression op {}", expr_op_name(e.op));
     }
+  }
+
+  // int_pow(b, e) (ops/cpu/pointwise_functors.h) lane by lane: square and multiply while any
+  // lane's exponent has bits left (a loop in the kernel, as many rounds as the largest exponent
+  // has bits), wrapping products (b^e modulo 2^w whatever the grouping); a negative exponent
+  // gives 1 for b == 1, +-1 for b == -1 (by e's parity), else 0.
+  template <class O>
+  x86::Vec int_pow(O& o, x86::Vec b0, x86::Vec e0) {
+    const x86::Vec zero = o.isplat(0), one = o.isplat(1);
+    const AsmMask neg = o.icmp(1, e0, zero);
+    x86::Vec r = o.new_vec(), b = o.new_vec(), e = o.new_vec();
+    const InstId mov = vex() ? Inst::kIdVmovaps : Inst::kIdMovaps;
+    cc_.emit(mov, r, one);
+    cc_.emit(mov, b, b0);
+    cc_.emit(mov, e, o.select(neg, zero, e0));
+    Label loop = cc_.newLabel(), done = cc_.newLabel();
+    auto any_lane = [&](AsmMask m) {  // a general register with a bit per lane of this emitter
+      x86::Gp bits = cc_.newGpd();
+      if (kmask())
+        cc_.kmovw(bits, m.k);
+      else
+        cc_.emit(vex() ? (O::kDouble ? Inst::kIdVmovmskpd : Inst::kIdVmovmskps)
+                       : (O::kDouble ? Inst::kIdMovmskpd : Inst::kIdMovmskps),
+                 bits, m.v);
+      cc_.test(bits, imm((1 << n_) - 1));
+    };
+    any_lane(o.icmp(4, e, zero));
+    cc_.jz(done);
+    cc_.bind(loop);
+    const AsmMask odd = o.icmp(4, o.bit_and(e, one), zero);
+    cc_.emit(mov, r, o.select(odd, o.imul(r, b), r));
+    cc_.emit(mov, e, o.shr(e, 1));
+    cc_.emit(mov, b, o.imul(b, b));
+    any_lane(o.icmp(4, e, zero));
+    cc_.jnz(loop);
+    cc_.bind(done);
+    const x86::Vec minus_one = o.isplat(-1);
+    const x86::Vec odd_e = o.select(o.icmp(4, o.bit_and(e0, one), zero), minus_one, one);
+    const x86::Vec neg_r =
+        o.select(o.icmp(0, b0, one), one, o.select(o.icmp(0, b0, minus_one), odd_e, zero));
+    return o.select(neg, neg_r, r);
   }
 
   // Integers wrap in two's complement, as the eager functors (wrap_add, ...).
@@ -523,6 +577,8 @@ class BodyEmitter {
         return o.isub(A, B);
       case ExprOp::Mul:
         return o.imul(A, B);
+      case ExprOp::Pow:
+        return int_pow(o, A, B);
       case ExprOp::Maximum:
         return o.select(o.icmp(1, A, B), B, A);
       case ExprOp::Minimum:
@@ -570,14 +626,16 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
   f->setArg(4, n_outer);
   f->setArg(5, params);
 
-  const int nops = k.num_operands();
+  // A kernel reading the linear index (RandUniform) has one more operand: the index, carried
+  // like a pointer to elements of one byte (cpu_target.cpp launches it).
+  const int nops = k.num_operands() + (k.uses_index() ? 1 : 0);
   std::vector<x86::Gp> base(nops), cur(nops);
   std::vector<int> esize(nops);
   for (int j = 0; j < nops; ++j) {
     base[j] = cc.newIntPtr();
     cur[j] = cc.newIntPtr();
     cc.mov(base[j], x86::ptr(ptrs, j * 8));
-    esize[j] = static_cast<int>(itemsize(k.operand_dtype(j)));
+    esize[j] = j < k.num_operands() ? static_cast<int>(itemsize(k.operand_dtype(j))) : 1;
   }
   EmitContext ctx{cc, isa, cc.cursor(), {}};
 
@@ -682,7 +740,16 @@ namespace kiln::jit {
 
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
+bool cpu_kernel_unrolls(const LoopKernel& k) {
+  if (k.uses_index()) return false;
+  for (const Expr& e : k.exprs)
+    if (e.op == ExprOp::Sin || e.op == ExprOp::Cos || (e.op == ExprOp::Pow && !is_floating(e.type)))
+      return false;
+  return true;
+}
+
 int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
+  if (!cpu_kernel_unrolls(k)) return 1;
   int math = 0;
   for (const Expr& e : k.exprs) math += expr_is_transcendental(e.op);
   // Each body is rendered unroll + 2 times: keep large kernels' compile time linear in their size.
@@ -691,8 +758,9 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
 
 RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,
                                  bool want_assembly) {
-  KILN_CHECK(static_cast<int>(v.layout.size()) == k.num_operands(),
-             "cpu kernel: {} operand layouts for {} operands", v.layout.size(), k.num_operands());
+  const int nops = k.num_operands() + (k.uses_index() ? 1 : 0);
+  KILN_CHECK(static_cast<int>(v.layout.size()) == nops,
+             "cpu kernel: {} operand layouts for {} operands", v.layout.size(), nops);
   CodeHolder code;
   code.init(rt.environment());
   ThrowingHandler handler;

@@ -1,7 +1,8 @@
 // The asmjit lane backend of the shared vector math (ops/cpu/vecmath/vec_ops.h): each method
 // emits the instructions of one primitive into an x86::Compiler, on virtual registers, so that
 // the same algorithm templates the eager kernels run give the same bits in generated code.
-// Beyond the contract it loads and stores operands (contiguous, broadcast, masked tails).
+// Beyond the contract it loads and stores operands (contiguous, broadcast, masked tails), and it
+// has vecmath's optional reduce_pio2_huge hook: sin/cos call the exact reduction for huge lanes.
 //
 // Shapes: an emitter works on `lanes` elements of T at once (1 for a scalar loop). The register
 // is the smallest of xmm, ymm, zmm that holds them: a kernel whose widest value type is 8 bytes
@@ -17,10 +18,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <type_traits>
 
 #include "jit/cpu/cpu_isa.h"
+#include "ops/cpu/vecmath/reduce_pio2.h"
 
 namespace kiln::jit {
 
@@ -145,6 +148,62 @@ class AsmVecOps {
   I shl(I a, int n) const { return shift(I_(kIdVpslld_, kIdVpsllq_, kIdPslld_, kIdPsllq_), a, n); }
   I shr(I a, int n) const { return shift(I_(kIdVpsrld_, kIdVpsrlq_, kIdPsrld_, kIdPsrlq_), a, n); }
 
+  // vecmath's optional hook (sin_cos.h): the lanes with bound < |x| < inf get the exact
+  // reduction of reduce_pio2.h. Emitted as a test of the lanes, a branch around a rarely taken
+  // block that spills x, r and k to the stack, calls vecmath::reduce_pio2_huge_lanes (the
+  // baseline library's code, as the eager backend calls it) and reloads r and k. The SysV ABI
+  // preserves no vector or mask register: the register allocator saves every value live across
+  // the call (asmjit's invoke clobbers the call convention's volatile registers). No vzeroupper
+  // before the call: the allocator's spills would land after it, on cleared upper halves.
+  void reduce_pio2_huge(F x, double bound, F& r, I& k) const {
+    namespace Inst = asmjit::x86::Inst;
+    const F ax = bit_andnot(splat(-0.0), x);
+    const M huge = mask_and(gt(ax, splat(bound)), lt(ax, splat(kInfinity)));
+    asmjit::x86::Gp bits = cc_.newGpd("huge_lanes");
+    if (kmask())
+      cc_.kmovw(bits, huge.k);
+    else
+      cc_.emit(vex() ? (kDouble ? Inst::kIdVmovmskpd : Inst::kIdVmovmskps)
+                     : (kDouble ? Inst::kIdMovmskpd : Inst::kIdMovmskps),
+               bits, huge.v);
+    // r and k get fresh registers, written on both paths (the operands may be read elsewhere).
+    F r2 = new_vec(), k2 = new_vec();
+    cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, r2, r);
+    cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, k2, k);
+    asmjit::Label done = cc_.newLabel();
+    cc_.test(bits, asmjit::imm((1 << lanes_) - 1));  // only this emitter's lanes
+    cc_.jz(done);
+    asmjit::x86::Mem xs = cc_.newStack(64, 64), rs = cc_.newStack(64, 64),
+                     ks = cc_.newStack(64, 64);
+    store(xs, x);
+    store(rs, r2);
+    store(ks, k2);
+    asmjit::x86::Gp px = cc_.newIntPtr(), pr = cc_.newIntPtr(), pk = cc_.newIntPtr(),
+                    n = cc_.newGpd();
+    cc_.lea(px, xs);
+    cc_.lea(pr, rs);
+    cc_.lea(pk, ks);
+    cc_.mov(n, lanes_);
+    asmjit::x86::Xmm b = cc_.newXmm();
+    cc_.emit(vex() ? Inst::kIdVmovsd : Inst::kIdMovsd, b, splat_double_mem(bound));
+    using IT = std::conditional_t<kDouble, int64_t, int32_t>;
+    void (*fn)(const T*, int, double, T*, IT*) = &vecmath::reduce_pio2_huge_lanes;
+    asmjit::InvokeNode* call = nullptr;
+    cc_.invoke(
+        &call, asmjit::imm(reinterpret_cast<void*>(fn)),
+        asmjit::FuncSignatureT<void, const T*, int, double, T*, IT*>(asmjit::CallConvId::kHost));
+    call->setArg(0, px);
+    call->setArg(1, n);
+    call->setArg(2, b);
+    call->setArg(3, pr);
+    call->setArg(4, pk);
+    load_into(r2, rs);
+    load_into(k2, ks);
+    cc_.bind(done);
+    r = r2;
+    k = k2;
+  }
+
   // ---- beyond the contract: integer lanes (Int32 on the float emitter, Int64 on the double
   // one) and rounding, for the JIT's integer and rounding expressions ----
   using Gp = asmjit::x86::Gp;
@@ -247,9 +306,15 @@ class AsmVecOps {
   // lanes past the end (zeroed, never read).
   F load(const asmjit::x86::Mem& m, const asmjit::x86::KReg* tail = nullptr) const {
     F d = new_vec();
-    if (tail != nullptr) {
+    if (tail != nullptr)
       cc_.k(*tail).z().emit(kDouble ? kIdVmovupd_ : kIdVmovups_, d, m);
-    } else if (bytes() <= 8) {
+    else
+      load_into(d, m);
+    return d;
+  }
+  // The lanes at `m` into the existing register d.
+  void load_into(F d, const asmjit::x86::Mem& m) const {
+    if (bytes() <= 8) {
       cc_.emit(
           vex() ? (bytes() == 8 ? kIdVmovsd_ : kIdVmovss_) : (bytes() == 8 ? kIdMovsd_ : kIdMovss_),
           d, m);
@@ -257,7 +322,6 @@ class AsmVecOps {
       cc_.emit(vex() ? (kDouble ? kIdVmovupd_ : kIdVmovups_) : (kDouble ? kIdMovupd_ : kIdMovups_),
                d, m);
     }
-    return d;
   }
   // Every lane the element at `m` (a broadcast operand).
   F load_broadcast(const asmjit::x86::Mem& m) const {
@@ -403,6 +467,12 @@ class AsmVecOps {
     return bit(kBitOr, gt_hi, bit(kBitAnd, eq_hi, gt_lo));
   }
   F all_ones() const { return kDouble ? constant(~uint64_t{0}) : constant(0xffffffffu); }
+
+  // A double in the kernel's constant pool (a scalar argument).
+  asmjit::x86::Mem splat_double_mem(double v) const {
+    return cc_.newConst(asmjit::ConstPoolScope::kLocal, &v, sizeof(v));
+  }
+  static constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
   // A register holding `bits` in every lane, loaded once before the loops.
   F constant(uint64_t bits) const {

@@ -27,6 +27,7 @@ int expr_arity(ExprOp op) {
     case ExprOp::Load:
     case ExprOp::Const:
     case ExprOp::Param:
+    case ExprOp::RandUniform:
       return 0;
     case ExprOp::Add:
     case ExprOp::Sub:
@@ -34,6 +35,7 @@ int expr_arity(ExprOp op) {
     case ExprOp::Div:
     case ExprOp::Maximum:
     case ExprOp::Minimum:
+    case ExprOp::Pow:
     case ExprOp::Lt:
     case ExprOp::Le:
     case ExprOp::Gt:
@@ -76,6 +78,7 @@ bool expr_accepts(ExprOp op, DType t) {
     case ExprOp::Maximum:
     case ExprOp::Minimum:
     case ExprOp::Select:
+    case ExprOp::Pow:  // floats: vecmath::pow; integers: int_pow
       return t != DType::Bool;
     default:
       if (expr_is_compare(op)) return t != DType::Bool;  // the operands' type
@@ -135,6 +138,16 @@ int32_t LoopKernel::param(int32_t k) {
   Expr e{ExprOp::Param, -1, -1, -1, k};
   e.type = k >= 0 && k < num_params() ? params[k] : DType::Float32;
   return push(*this, e);
+}
+int32_t LoopKernel::rand_uniform(int32_t first_param, DType t) {
+  Expr e{ExprOp::RandUniform, -1, -1, -1, first_param};
+  e.type = t;
+  return push(*this, e);
+}
+bool LoopKernel::uses_index() const {
+  for (const Expr& e : exprs)
+    if (e.op == ExprOp::RandUniform) return true;
+  return false;
 }
 int32_t LoopKernel::unary(ExprOp op, int32_t a) {
   Expr e{op, a};
@@ -201,6 +214,16 @@ void LoopKernel::verify() const {
                    i, e.index, num_params());
         result(params[e.index]);
         break;
+      case ExprOp::RandUniform:
+        KILN_CHECK(is_floating(e.type), "loop kernel: %{} (RandUniform) of type {}", i, e.type);
+        KILN_CHECK(e.index >= 0 && e.index + 4 <= num_params(),
+                   "loop kernel: %{} (RandUniform) reads params {}..{} of {}", i, e.index,
+                   e.index + 3, num_params());
+        for (int w = 0; w < 4; ++w)
+          KILN_CHECK(params[e.index + w] == DType::Int32,
+                     "loop kernel: %{} (RandUniform) param {} is {}, expected Int32", i,
+                     e.index + w, params[e.index + w]);
+        break;
       case ExprOp::Const:
         if (is_floating(e.type))
           KILN_CHECK(e.ivalue == 0 && representable(e.value, e.type),
@@ -235,7 +258,7 @@ void LoopKernel::verify() const {
     if (e.op != ExprOp::Const)
       KILN_CHECK(e.value == 0 && !std::signbit(e.value) && e.ivalue == 0,
                  "loop kernel: %{} ({}) carries a constant", i, expr_op_name(e.op));
-    if (e.op != ExprOp::Load && e.op != ExprOp::Param)
+    if (e.op != ExprOp::Load && e.op != ExprOp::Param && e.op != ExprOp::RandUniform)
       KILN_CHECK(e.index == -1, "loop kernel: %{} ({}) has an index", i, expr_op_name(e.op));
   }
   for (size_t k = 0; k < stores.size(); ++k)
@@ -254,7 +277,7 @@ std::string to_text(const LoopKernel& k) {
     const Expr& e = k.exprs[i];
     s += fmt::format("  %{} = {}", i, expr_op_name(e.op));
     if (e.op == ExprOp::Load) s += fmt::format(" in{}", e.index);
-    if (e.op == ExprOp::Param) s += fmt::format(" p{}", e.index);
+    if (e.op == ExprOp::Param || e.op == ExprOp::RandUniform) s += fmt::format(" p{}", e.index);
     if (e.op == ExprOp::Const) {
       if (is_floating(e.type))
         s += fmt::format(" {}", e.value);

@@ -7,6 +7,10 @@
 //   - an expression DAG in SSA order: loads of inputs, constants, runtime parameters (promoted
 //     scalars), casts and element-wise math;
 //   - stores: expression k is written to output k at every index.
+// One leaf depends on the element's position: RandUniform (Float32 or Float64) is the uniform
+// number of docs/random.md, random_uniform<T>(seed, counter + i) with i the element's row-major
+// index in the index space (whatever the launcher coalesces or splits); its seed and counter are
+// four Int32 params from `index` on (seed low and high words, counter low and high words).
 // Every expression has a value type (`Expr::type`): Float32, Float64, Int32, Int64, or Bool (a
 // lane mask: compares produce one, Select and the logical ops consume them). Types never change
 // implicitly: a Load yields its input's storage dtype (a Bool byte becomes a mask), a store writes
@@ -31,11 +35,12 @@ namespace kiln::jit {
 
 // clang-format off
 #define KILN_FOR_EACH_EXPR_OP(X)                                                           \
-  /* leaves */ X(Load) X(Const) X(Param)                                                   \
+  /* leaves */ X(Load) X(Const) X(Param) X(RandUniform)                                    \
   /* unary float */ X(Neg) X(Abs) X(Sqrt) X(Rsqrt) X(Reciprocal) X(Square) X(Relu) X(Sign)  \
   X(Exp) X(Log) X(Log1p) X(Expm1) X(Tanh) X(Sigmoid) X(Silu) X(Erf) X(Sin) X(Cos) X(Gelu)    \
   X(GeluTanh)                                                                              \
   /* binary float */ X(Add) X(Sub) X(Mul) X(Div) X(Maximum) X(Minimum)                     \
+  /* binary: vecmath::pow (floats), int_pow (integers) */ X(Pow)                           \
   /* compares: float, float -> mask */ X(Lt) X(Le) X(Gt) X(Ge) X(Eq) X(Ne)                  \
   /* mask, float, float -> float */ X(Select)                                              \
   /* conversion between value types */ X(Cast)                                             \
@@ -61,10 +66,10 @@ bool expr_accepts(ExprOp op, DType type);
 struct Expr {
   ExprOp op{};
   int32_t a = -1, b = -1, c = -1;  // operand expressions (earlier in the list)
-  int32_t index = -1;              // Load: input number; Param: parameter number
-  double value = 0;                // Const of a float type (exactly representable in it)
-  DType type = DType::Float32;     // the value type
-  int64_t ivalue = 0;              // Const of an integer type or Bool (0 or 1)
+  int32_t index = -1;  // Load: input number; Param: parameter number; RandUniform: first param
+  double value = 0;    // Const of a float type (exactly representable in it)
+  DType type = DType::Float32;  // the value type
+  int64_t ivalue = 0;           // Const of an integer type or Bool (0 or 1)
   friend bool operator==(const Expr&, const Expr&) = default;
 };
 
@@ -93,6 +98,10 @@ struct LoopKernel {
   int32_t constant(double v, DType t);       // a float constant: v converted to t
   int32_t constant_int(int64_t v, DType t);  // an integer or Bool constant: v wrapped to t
   int32_t param(int32_t k);
+  // A uniform draw of type t (Float32, Float64) from the Philox words in params [first, first+4).
+  int32_t rand_uniform(int32_t first_param, DType t);
+  // Whether an expression reads the element's linear index (RandUniform).
+  bool uses_index() const;
   int32_t unary(ExprOp op, int32_t a);
   int32_t binary(ExprOp op, int32_t a, int32_t b);
   int32_t select(int32_t mask, int32_t a, int32_t b);

@@ -18,6 +18,13 @@ using tracer::Graph;
 using tracer::Node;
 using tracer::ValueId;
 
+Scalar philox_word(const tracer::RunArgs& args, int32_t param) {
+  const int32_t code = -param - 1;
+  const tracer::PhiloxWords& w = args.random[static_cast<size_t>(code / 4)];
+  const uint64_t v = code % 4 < 2 ? w.seed : w.counter;
+  return Scalar(static_cast<int64_t>(code % 2 == 0 ? v & 0xffffffffu : v >> 32));
+}
+
 struct JitPlan::Frame {
   const tracer::RunArgs& args;
   bool use_destinations;
@@ -211,6 +218,7 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
   LaunchArgs la;
   std::vector<Tensor> outs;
   try {
+    la.sizes = k.sizes;
     for (ValueId v : k.inputs)
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
     outs.reserve(k.outputs.size());
@@ -240,7 +248,8 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
       la.strides.push_back(broadcast_strides(t, la.sizes, itemsize(t->dtype())));
     }
     SmallVector<Scalar, 4> params;
-    for (int32_t p : k.params) params.push_back(f.args.scalars[p]);
+    for (int32_t p : k.params)
+      params.push_back(p >= 0 ? f.args.scalars[p] : philox_word(f.args, p));
     la.params = std::span<const Scalar>(params.data(), params.size());
     try {
       k.kernel->launch(la);

@@ -23,10 +23,20 @@ struct KernelStep {
   std::shared_ptr<CompiledKernel> kernel;
   std::vector<tracer::ValueId> inputs;   // kernel input j reads this value
   std::vector<tracer::ValueId> outputs;  // kernel output k writes this value
-  std::vector<int32_t> params;           // kernel param p is RunArgs::scalars[params[p]]
-  std::vector<int32_t> nodes;            // the fused nodes (run eagerly if a launch fails)
-  std::atomic<bool> broken{false};       // a launch failed: the nodes run eagerly from now on
+  // Kernel param p is RunArgs::scalars[params[p]], or for a negative entry one 32-bit word of
+  // a random node's Philox seed and counter (philox_param).
+  std::vector<int32_t> params;
+  std::vector<int32_t> nodes;  // the fused nodes (run eagerly if a launch fails)
+  // The index space is the broadcast of the inputs' shapes and, for a kernel with a node that
+  // has no inputs (rand: its shape is its attrs', fixed in the region's key), of this shape.
+  DimVector sizes;
+  std::atomic<bool> broken{false};  // a launch failed: the nodes run eagerly from now on
 };
+
+// KernelStep::params entry for word w (0, 1: seed low and high; 2, 3: counter low and high) of
+// RunArgs::random[r], and back.
+constexpr int32_t philox_param(int32_t r, int32_t w) { return -(4 * r + w) - 1; }
+Scalar philox_word(const tracer::RunArgs& args, int32_t param);
 
 // Where an eager step's runtime values come from.
 struct EagerPatch {

@@ -1,5 +1,8 @@
 #include "jit/plan/lowering.h"
 
+#include <cmath>
+#include <limits>
+
 #include "ops/meta_helpers.h"
 #include "ops/pointwise.h"
 #include "ops/pointwise_rules.h"
@@ -83,23 +86,39 @@ ExprOp binary_expr(OpId op) {
 
 bool rounds(OpId op) { return op == OpId::Floor || op == OpId::Ceil || op == OpId::Round; }
 
-// pow(x, e) with a baked exponent the eager functor special-cases (PowScalarF): floats 2, 0.5
-// and 1; integers 2 and 1 (int_pow's products are those of x * x).
-enum class PowForm { None, Square, Sqrt, Identity };
+// pow's exponent forms. Floats: PowScalarF special-cases the exponents 2, 0.5 and 1 (x * x,
+// sqrt(x), x), compared as doubles (Scalar::to_double), and otherwise computes vecmath::pow with
+// the exponent converted to the compute dtype; a promoted exponent becomes a Float64 param (the
+// comparisons need the double, which a Float32 param would have rounded) and selects among the
+// four. PowF (two tensors, or a Scalar on either side) is vecmath::pow alone. Integers: int_pow
+// by squaring with wrapping products; a baked exponent is unrolled into the same products
+// (b^e modulo 2^w does not depend on how the products are grouped), a runtime one (a tensor, a
+// promoted Scalar, or a Scalar base) is an integer `Pow`, a loop over the exponent's bits.
+enum class PowForm { None, FloatConst, FloatParam, FloatTensor, IntConst, IntRuntime };
 PowForm pow_form(const Node& n, const ScalarSource& s, DType cd) {
-  if (s.param[0] >= 0) return PowForm::None;
-  const Scalar& e = n.attrs.scalars[0];
+  const int side = n.op == OpId::Pow ? scalar_side(n.attrs) : kScalarRight;
   if (is_floating(cd)) {
-    const double ed = e.to_double();
-    if (ed == 2.0) return PowForm::Square;
-    if (ed == 0.5) return PowForm::Sqrt;
-    if (ed == 1.0) return PowForm::Identity;
-    return PowForm::None;
+    if (n.op == OpId::Pow) return PowForm::FloatTensor;
+    return s.param[0] >= 0 ? PowForm::FloatParam : PowForm::FloatConst;
   }
-  if (e.is_floating()) return PowForm::None;
-  if (e.to_int() == 2) return PowForm::Square;
-  if (e.to_int() == 1) return PowForm::Identity;
-  return PowForm::None;
+  if (side == kScalarRight && s.param[0] < 0) return PowForm::IntConst;
+  return PowForm::IntRuntime;
+}
+
+// int_pow(b, e) for a baked exponent e (already converted to the compute dtype).
+int32_t int_pow_const(LoopKernel& k, int32_t b, int64_t e, DType cd) {
+  if (e < 0) {  // 1 / b^|e| truncated: 1 for b == 1, +-1 for b == -1, else 0
+    const int32_t one = k.constant_int(1, cd), minus_one = k.constant_int(-1, cd);
+    const int32_t r = k.select(k.binary(ExprOp::Eq, b, minus_one), (e & 1) != 0 ? minus_one : one,
+                               k.constant_int(0, cd));
+    return k.select(k.binary(ExprOp::Eq, b, one), one, r);
+  }
+  int32_t r = -1;  // 1 until the first factor
+  for (uint64_t bits = static_cast<uint64_t>(e); bits != 0; bits >>= 1) {
+    if ((bits & 1) != 0) r = r < 0 ? b : k.binary(ExprOp::Mul, r, b);
+    if (bits > 1) b = k.binary(ExprOp::Mul, b, b);
+  }
+  return r < 0 ? k.constant_int(1, cd) : r;
 }
 
 // The dtype the eager kernel of `n` (a pointwise node) computes in, from its inputs' metadata,
@@ -107,17 +126,16 @@ PowForm pow_form(const Node& n, const ScalarSource& s, DType cd) {
 DType compute_dtype(const Node& n, std::span<const tracer::ValueMeta* const> inputs) {
   if (n.op == OpId::Cast) return n.meta.dtype;
   if (n.op == OpId::Where || n.op == OpId::MaskedFill) return n.meta.dtype;
-  const DTypeRule rule = n.inputs.size() == 1 && binary_expr(n.op) == ExprOp::kCount
-                             ? unary_dtype_rule(n.op)
-                             : binary_dtype_rule(n.op);
+  const bool binary = binary_expr(n.op) != ExprOp::kCount || n.op == OpId::Pow;
+  const DTypeRule rule =
+      n.inputs.size() == 1 && !binary ? unary_dtype_rule(n.op) : binary_dtype_rule(n.op);
   if (rule != DTypeRule::BoolOut) {
     // Every other rule outputs its compute dtype (BoolIn computes in Bool).
     return rule == DTypeRule::BoolIn ? DType::Bool : n.meta.dtype;
   }
   ResultType rt;  // compares and isnan: the promoted inputs
   for (const tracer::ValueMeta* m : inputs) rt.add(m->dtype, m->sizes.empty());
-  if (binary_expr(n.op) != ExprOp::kCount && scalar_side(n.attrs) != kNoScalar)
-    rt.add(n.attrs.scalars[0]);
+  if (binary && scalar_side(n.attrs) != kNoScalar) rt.add(n.attrs.scalars[0]);
   return rt.get();
 }
 
@@ -147,6 +165,79 @@ int32_t as_type(LoopKernel& k, int32_t id, DType t) {
   return k.exprs[id].type == t ? id : k.cast(id, t);
 }
 
+// pow(x, e) (PowScalar) or pow of two operands (Pow, a Scalar on either side), with `x` the
+// tensor inputs in the compute dtype, as PowScalarF / PowF / int_pow compute it.
+int32_t lower_pow(LoopKernel& k, const Node& n, std::span<const int32_t> x,
+                  const ScalarSource& scalars, DType cd) {
+  switch (pow_form(n, scalars, cd)) {
+    case PowForm::FloatConst: {
+      const double ed = n.attrs.scalars[0].to_double();
+      if (ed == 2.0) return k.binary(ExprOp::Mul, x[0], x[0]);
+      if (ed == 0.5) return k.unary(ExprOp::Sqrt, x[0]);
+      if (ed == 1.0) return x[0];
+      return k.binary(ExprOp::Pow, x[0], scalar_expr(k, n, scalars, 0, cd));
+    }
+    case PowForm::FloatParam: {
+      k.params[scalars.param[0]] = DType::Float64;
+      const int32_t pd = k.param(scalars.param[0]);
+      const int32_t y = k.binary(ExprOp::Pow, x[0], as_type(k, pd, cd));
+      auto is = [&](double v) { return k.binary(ExprOp::Eq, pd, k.constant(v, DType::Float64)); };
+      int32_t r = k.select(is(1.0), x[0], y);
+      r = k.select(is(0.5), k.unary(ExprOp::Sqrt, x[0]), r);
+      return k.select(is(2.0), k.binary(ExprOp::Mul, x[0], x[0]), r);
+    }
+    case PowForm::FloatTensor:
+    case PowForm::IntRuntime:
+      if (n.op == OpId::PowScalar)  // a promoted exponent (integers)
+        return k.binary(ExprOp::Pow, x[0], scalar_expr(k, n, scalars, 0, cd));
+      switch (scalar_side(n.attrs)) {
+        case kScalarRight:
+          return k.binary(ExprOp::Pow, x[0], scalar_expr(k, n, scalars, 0, cd));
+        case kScalarLeft:
+          return k.binary(ExprOp::Pow, scalar_expr(k, n, scalars, 0, cd), x[0]);
+        default:
+          return k.binary(ExprOp::Pow, x[0], x[1]);
+      }
+    case PowForm::IntConst: {
+      const Scalar& e = n.attrs.scalars[0];
+      const int64_t ev = cd == DType::Int32 ? e.to<int32_t>() : e.to<int64_t>();
+      return int_pow_const(k, x[0], ev, cd);
+    }
+    default:
+      fail("lowering: {} does not lower for {}", op_name(n.op), cd);
+  }
+}
+
+// dropout(x, p) in training (ops/dropout.cpp): u = random_uniform<T>(seed, counter + i), kept iff
+// u >= p compared in double, then x * T(1 / (1 - p)), else x * 0. A baked p is compared in T
+// exactly: for a float u, u >= p iff u >= the least float not below p. A promoted p is a Float64
+// param (u widened exactly; the scale computed in double and rounded, as eager does).
+int32_t lower_dropout(LoopKernel& k, const Node& n, int32_t x, const ScalarSource& s, DType t) {
+  KILN_CHECK(s.philox >= 0, "lowering: dropout without its Philox params");
+  const int32_t u = k.rand_uniform(s.philox, t);
+  int32_t keep = -1, scale = -1;
+  if (s.param[0] >= 0) {
+    k.params[s.param[0]] = DType::Float64;
+    const int32_t p = k.param(s.param[0]);
+    const int32_t one = k.constant(1.0, DType::Float64);
+    keep = k.binary(ExprOp::Ge, as_type(k, u, DType::Float64), p);
+    scale = as_type(k, k.binary(ExprOp::Div, one, k.binary(ExprOp::Sub, one, p)), t);
+  } else {
+    const double p = n.attrs.scalars[0].to_double();
+    double bound = p;
+    if (t == DType::Float32) {
+      float pf = static_cast<float>(p);
+      if (static_cast<double>(pf) < p)
+        pf = std::nextafter(pf, std::numeric_limits<float>::infinity());
+      bound = pf;
+    }
+    keep = k.binary(ExprOp::Ge, u, k.constant(bound, t));
+    scale = k.constant(1.0 / (1.0 - p), t);  // rounded to t, as static_cast<T> does
+  }
+  return k.select(keep, k.binary(ExprOp::Mul, x, scale),
+                  k.binary(ExprOp::Mul, x, k.constant(0.0, t)));
+}
+
 }  // namespace
 
 bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
@@ -162,10 +253,16 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
     return od != DType::Bool && inputs.size() == (n.op == OpId::Where ? 3u : 2u) &&
            inputs[cond]->dtype == DType::Bool && target.supports(ExprOp::Select, od);
   }
+  if (n.op == OpId::Rand)  // its shape is its attrs' (fixed in the region's key)
+    return n.inputs.empty() && is_floating(od) && target.supports(ExprOp::RandUniform, od);
+  if (n.op == OpId::Dropout)  // recorded only in training with 0 < p < 1 (ops/dropout.cpp)
+    return inputs.size() == 1 && is_floating(od) && inputs[0]->dtype == od &&
+           target.supports(ExprOp::RandUniform, od) && target.supports(ExprOp::Select, od);
   const ExprOp u = unary_expr(n.op);
   const ExprOp b = binary_expr(n.op);
   if (u == ExprOp::kCount && b == ExprOp::kCount && n.op != OpId::Clamp &&
-      n.op != OpId::PowScalar && n.op != OpId::Isnan && n.op != OpId::LogicalNot)
+      n.op != OpId::PowScalar && n.op != OpId::Pow && n.op != OpId::Isnan &&
+      n.op != OpId::LogicalNot)
     return false;
   const DType cd = compute_dtype(n, inputs);
   if (n.op == OpId::LogicalNot || n.op == OpId::LogicalAnd || n.op == OpId::LogicalOr)
@@ -173,9 +270,22 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
   if (cd == DType::Bool) return false;  // Bool arithmetic and compares of Bools stay eager
   if (n.op == OpId::Isnan) return is_floating(cd) && target.supports(ExprOp::Ne, cd);
   if (n.op == OpId::Clamp) return target.supports(ExprOp::Select, cd);
-  if (n.op == OpId::PowScalar)
-    return pow_form(n, scalars, cd) != PowForm::None && target.supports(ExprOp::Sqrt, cd) &&
-           target.supports(ExprOp::Mul, cd);
+  if (n.op == OpId::PowScalar || n.op == OpId::Pow) {
+    switch (pow_form(n, scalars, cd)) {
+      case PowForm::FloatConst:
+      case PowForm::FloatParam:
+        return target.supports(ExprOp::Pow, cd) && target.supports(ExprOp::Sqrt, cd) &&
+               target.supports(ExprOp::Select, cd);
+      case PowForm::FloatTensor:
+        return target.supports(ExprOp::Pow, cd);
+      case PowForm::IntConst:
+        return target.supports(ExprOp::Mul, cd) && target.supports(ExprOp::Select, cd);
+      case PowForm::IntRuntime:
+        return target.supports(ExprOp::Pow, cd);
+      default:
+        return false;
+    }
+  }
   if (u != ExprOp::kCount) return (rounds(n.op) && !is_floating(cd)) || target.supports(u, cd);
   return target.supports(b, cd);
 }
@@ -188,6 +298,11 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
     return k.select(in[0], as_type(k, in[1], od), as_type(k, in[2], od));
   if (n.op == OpId::MaskedFill)
     return k.select(in[1], scalar_expr(k, n, scalars, 0, od), as_type(k, in[0], od));
+  if (n.op == OpId::Dropout) return lower_dropout(k, n, in[0], scalars, od);
+  if (n.op == OpId::Rand) {
+    KILN_CHECK(scalars.philox >= 0, "lowering: rand without its Philox params");
+    return k.rand_uniform(scalars.philox, od);
+  }
   const DType cd = compute_dtype(n, inputs);
   SmallVector<int32_t, 2> x;  // the inputs in the compute dtype
   for (int32_t id : in) x.push_back(as_type(k, id, cd));
@@ -198,6 +313,7 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
     if (rounds(n.op) && !is_floating(cd)) return x[0];  // integers are integral already
     return k.unary(u, x[0]);
   }
+  if (n.op == OpId::PowScalar || n.op == OpId::Pow) return lower_pow(k, n, x, scalars, cd);
   const ExprOp b = binary_expr(n.op);
   if (b != ExprOp::kCount) {
     switch (scalar_side(n.attrs)) {
@@ -214,14 +330,7 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
     const int32_t v = k.select(k.binary(ExprOp::Lt, x[0], lo), lo, x[0]);
     return k.select(k.binary(ExprOp::Gt, v, hi), hi, v);
   }
-  switch (pow_form(n, scalars, cd)) {  // PowScalar
-    case PowForm::Square:
-      return k.binary(ExprOp::Mul, x[0], x[0]);
-    case PowForm::Sqrt:
-      return k.unary(ExprOp::Sqrt, x[0]);
-    default:
-      return x[0];
-  }
+  fail("lowering: {} does not lower", op_name(n.op));
 }
 
 }  // namespace kiln::jit

@@ -19,9 +19,11 @@
 namespace kiln::jit {
 
 // Where a node's Attrs::scalars[i] comes from: a baked value (param < 0) or kernel param `param`
-// (the lowering sets the param's type in LoopKernel::params).
+// (the lowering sets the param's type in LoopKernel::params). A random node's Philox words
+// (seed and counter, changing every run) are the four Int32 params from `philox` on.
 struct ScalarSource {
   int32_t param[2] = {-1, -1};
+  int32_t philox = -1;
 };
 
 // Whether `n` lowers into a kernel of `target`. `inputs[k]` is the metadata of input k.

@@ -40,6 +40,7 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
                                          const std::vector<const tracer::ValueMeta*>& meta,
                                          const std::vector<int32_t>& last_reader,
                                          const std::vector<tracer::ScalarPosition>& runtime,
+                                         const std::vector<int32_t>& random_index,
                                          int32_t my_step) {
   auto step = std::make_unique<KernelStep>();
   LoopKernel k;
@@ -64,6 +65,14 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
       step->params.push_back(static_cast<int32_t>(r));
       k.params.push_back(DType::Float64);  // the lowering sets its type
     }
+    if (random_index[j] >= 0) {  // its Philox words: four Int32 params
+      src.philox = k.num_params();
+      for (int32_t w = 0; w < 4; ++w) {
+        step->params.push_back(philox_param(random_index[j], w));
+        k.params.push_back(DType::Int32);
+      }
+    }
+    if (n.inputs.empty()) step->sizes = n.meta.sizes;  // rand: the group's shape
     expr_of[n.output] =
         lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
     step->nodes.push_back(j);
@@ -204,7 +213,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (grp.nodes.empty()) continue;  // merged into an earlier group
     try {
       Step st;
-      st.kernel = build_kernel(g, grp, meta, last_reader, runtime, static_cast<int32_t>(s));
+      st.kernel =
+          build_kernel(g, grp, meta, last_reader, runtime, random_index, static_cast<int32_t>(s));
       steps.push_back(std::move(st));
     } catch (const std::exception& e) {  // codegen failed: these nodes stay eager
       if (!g_warned_codegen.exchange(true))

@@ -1,18 +1,6 @@
 #include "fuzz/run_step.h"
-#include "jit_huge_sin_cos.h"
 
 namespace kiln::fuzz {
-
-namespace {
-
-// sin/cos arguments: float ones are clamped to the range where the JIT gives eager's bits until
-// jit::AsmVecOps has the exact huge-argument reduction (tests/jit_huge_sin_cos.h).
-Tensor sin_cos_arg(const Tensor& a) {
-  if (testing::kJitHasHugeSinCos<double> || !is_floating(a.dtype())) return a;
-  return clamp(a, -testing::kSinCosJitBound, testing::kSinCosJitBound);
-}
-
-}  // namespace
 
 bool run_pointwise_step(const StepContext& ctx) {
   const Step& s = ctx.s;
@@ -65,7 +53,7 @@ bool run_pointwise_step(const StepContext& ctx) {
           put(relu(A));
           break;
         case 8:
-          put(sin(sin_cos_arg(A)));
+          put(sin(A));
           break;
         case 9:
           put(floor(A));
@@ -107,7 +95,7 @@ bool run_pointwise_step(const StepContext& ctx) {
           put(rsqrt(A));
           break;
         case 22:
-          put(cos(sin_cos_arg(A)));
+          put(cos(A));
           break;
         case 23:
           put(ceil(A));
