@@ -6,6 +6,7 @@
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/op_registry.h"
+#include "runtime/device_copy.h"
 
 namespace kiln {
 
@@ -71,11 +72,17 @@ Tensor Tensor::to(DType t) const {
 }
 
 Tensor Tensor::to(Device d) const {
-  if (checked("to").device() == d) return *this;
-  const Device from = checked("to").device();
-  check_device_available("to", from);
+  const TensorImpl& x = checked("to");
+  if (x.device() == d) return *this;
+  check_device_available("to", x.device());
   check_device_available("to", d);
-  fail("to: cannot move a tensor from {} to {}: the CUDA backend is not built", from, d);
+  // Views and strided tensors are made dense on their own device first, so the transfer is
+  // one block of bytes.
+  const Tensor src = contiguous();
+  Tensor out = empty_tensor(x.sizes(), x.dtype(), d);
+  copy_bytes(d, out.impl()->data(), x.device(), src.impl()->data(),
+             static_cast<size_t>(x.numel()) * itemsize(x.dtype()));
+  return out;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
@@ -86,7 +93,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
              "copy_: the source of shape {} does not broadcast to the "
              "destination's shape {}",
              shape_str(src.impl()->sizes()), shape_str(dst));
-  Tensor s = src.impl()->sizes() == dst ? src : src.expand(dst);
+  // A source on another device is moved to this one first (copy_ is how libtorch code fills a
+  // device tensor from the host).
+  Tensor s = src.device() == device() ? src : src.to(device());
+  if (s.impl()->sizes() != dst) s = s.expand(dst);
   const Tensor in[] = {s};
   dispatch_into(OpId::Copy, in, Attrs{}, *this);
   return *this;
