@@ -8,6 +8,7 @@
 
 #include "expect_error.h"
 #include "runtime/cuda/caching_allocator.h"
+#include "runtime/profiler_buffers.h"
 
 namespace kiln {
 namespace {
@@ -149,6 +150,21 @@ TEST(CudaAllocator, FreeingAForeignPointerIsAnError) {
   FakeDevice dev{.capacity = size_t{1} << 20};
   CachingAllocator alloc(std::make_unique<FakeMemory>(dev), "cuda:3");
   testing::expect_error([&] { alloc.free(0x1234); }, "cuda:3", "did not allocate");
+}
+
+// KILN_STATS shows the device allocator's peaks once a device was used, and nothing before.
+TEST(CudaAllocator, PeaksAreInTheStatsSummary) {
+  profiler::detail::Snapshot snap;
+  EXPECT_EQ(profiler::detail::render_stats(snap).find("cuda memory"), std::string::npos);
+  snap.cuda_memory.misses = 3;
+  snap.cuda_memory.hits = 5;
+  snap.cuda_memory.peak_allocated = size_t{5} << 20;
+  snap.cuda_memory.peak_reserved = size_t{7} << 20;
+  const std::string text = profiler::detail::render_stats(snap);
+  EXPECT_NE(text.find("cuda memory: peak 5.0 MiB in tensors, peak 7.0 MiB held with the cache; 8 "
+                      "allocations (5 from the cache), 0 cache releases"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
