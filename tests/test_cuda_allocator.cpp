@@ -65,7 +65,8 @@ TEST(CudaAllocator, SizeClasses) {
 }
 
 TEST(CudaAllocator, ReusesAFreedBlockOfTheSameClassOnTheSameStream) {
-  FakeDevice dev{.capacity = size_t{64} << 20};
+  FakeDevice dev;
+  dev.capacity = size_t{64} << 20;
   CachingAllocator alloc(std::make_unique<FakeMemory>(dev), "cuda:0");
   const uint64_t p = alloc.allocate(1000, A);
   EXPECT_EQ(dev.allocs, 1);
@@ -91,7 +92,8 @@ TEST(CudaAllocator, ReusesAFreedBlockOfTheSameClassOnTheSameStream) {
 }
 
 TEST(CudaAllocator, TracksPeaks) {
-  FakeDevice dev{.capacity = size_t{64} << 20};
+  FakeDevice dev;
+  dev.capacity = size_t{64} << 20;
   CachingAllocator alloc(std::make_unique<FakeMemory>(dev), "cuda:0");
   const uint64_t a = alloc.allocate(3 << 20, A);  // 4 MiB class
   const uint64_t b = alloc.allocate(1 << 20, A);  // 1 MiB
@@ -111,7 +113,8 @@ TEST(CudaAllocator, TracksPeaks) {
 }
 
 TEST(CudaAllocator, ReleasesTheCacheAndRetriesOnceWhenTheDeviceIsFull) {
-  FakeDevice dev{.capacity = size_t{10} << 20};
+  FakeDevice dev;
+  dev.capacity = size_t{10} << 20;
   CachingAllocator alloc(std::make_unique<FakeMemory>(dev), "cuda:0");
   alloc.free(alloc.allocate(size_t{6} << 20, A));  // cached: 6 MiB held, unused
   const int syncs = dev.syncs;
@@ -124,7 +127,8 @@ TEST(CudaAllocator, ReleasesTheCacheAndRetriesOnceWhenTheDeviceIsFull) {
 }
 
 TEST(CudaAllocator, OutOfMemorySaysWhatWasAskedHeldAndFree) {
-  FakeDevice dev{.capacity = size_t{10} << 20};
+  FakeDevice dev;
+  dev.capacity = size_t{10} << 20;
   CachingAllocator alloc(std::make_unique<FakeMemory>(dev), "cuda:0");
   const uint64_t held = alloc.allocate(size_t{4} << 20, A);
   alloc.free(alloc.allocate(size_t{2} << 20, B));  // cached on another stream
@@ -147,7 +151,8 @@ TEST(CudaAllocator, OutOfMemorySaysWhatWasAskedHeldAndFree) {
 }
 
 TEST(CudaAllocator, FreeingAForeignPointerIsAnError) {
-  FakeDevice dev{.capacity = size_t{1} << 20};
+  FakeDevice dev;
+  dev.capacity = size_t{1} << 20;
   CachingAllocator alloc(std::make_unique<FakeMemory>(dev), "cuda:3");
   testing::expect_error([&] { alloc.free(0x1234); }, "cuda:3", "did not allocate");
 }

@@ -140,12 +140,14 @@ LoopKernel op_loop_kernel(const OpCall& c, DType out, Device device) {
   }
   std::vector<const tracer::ValueMeta*> meta_ptrs;
   for (const tracer::ValueMeta& m : metas) meta_ptrs.push_back(&m);
-  // Scalars become params, except pow's exponent: the eager kernel special-cases 2, 0.5 and 1,
-  // and the lowering needs the value to do the same.
+  // Scalars become params, except pow's exponent (the eager kernel special-cases 2, 0.5 and 1,
+  // and the lowering needs the value to do the same) and the logical ops' (a Bool, which a
+  // param cannot be: two kernels, for true and false).
   ScalarSource s;
+  const bool logical = c.op == OpId::LogicalAnd || c.op == OpId::LogicalOr;
   const bool scalar_operand =
       c.op == OpId::MaskedFill || (c.inputs.size() == 1 && scalar_side(c.attrs) != kNoScalar &&
-                                   c.op != OpId::Clamp && c.op != OpId::PowScalar);
+                                   c.op != OpId::Clamp && c.op != OpId::PowScalar && !logical);
   int np = 0;
   if (c.op == OpId::Clamp) {
     s.param[0] = 0;
