@@ -40,6 +40,12 @@ KILN_INLINE double kiln_min(double a, double b) { return a != a ? a : b != b ? b
 template <class T> KILN_INLINE T kiln_abs(T x) { return x < T(0) ? kiln_neg(x) : x; }
 template <class T> KILN_INLINE T kiln_relu(T x) { return x < T(0) ? T(0) : x; }
 template <class T> KILN_INLINE T kiln_sign(T x) { return T(0) < x ? T(1) : x < T(0) ? T(-1) : T(0); }
+// The index split's 64-bit division, out of line: inlined, it costs NVRTC about as much time as
+// the rest of a kernel (~490 -> ~290 ms per kernel on a loaded 2-core machine). Indices are >= 0.
+static __device__ __noinline__ kiln_i64 kiln_divmod(kiln_i64 r, kiln_i64 size, kiln_i64* q) {
+  *q = (kiln_i64)((kiln_u64)r / (kiln_u64)size);
+  return r - *q * size;
+}
 KILN_INLINE int kiln_to_i32(double x) {
   return x > -2147483649.0 && x < 2147483648.0 ? (int)x : (int)0x80000000u;
 }
@@ -238,7 +244,7 @@ RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
   // Dims from the innermost outwards; dim 0 takes what is left (no division for rank 1).
   s += "    for (int d = rank - 1; d > 0; --d) {\n";
   s += fmt::format("      const kiln_i64 size = (kiln_i64)a.w[{} + d];\n", CudaArgLayout::kSizes);
-  s += "      const kiln_i64 q = r / size;\n      const kiln_i64 x = r - q * size;\n      r = q;\n";
+  s += "      kiln_i64 q;\n      const kiln_i64 x = kiln_divmod(r, size, &q);\n      r = q;\n";
   for (int j = 0; j < nops; ++j)
     s += fmt::format("      o{} += x * (kiln_i64)a.w[{} + d];\n", j, layout.stride(j, 0));
   s += "    }\n";
