@@ -1,5 +1,6 @@
 #include "runtime/cuda/device_memory.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
