@@ -304,6 +304,12 @@ TEST(CudaOps, OpsWithoutACudaFormAndMixedDevicesRaise) {
   testing::expect_error([&] { matmul(g, g.t()); }, "not implemented for cuda:0 tensors");
   testing::expect_error([&] { pow(g, g); }, "pow: not implemented for CUDA tensors");
   testing::expect_error([&] { g + ones({2, 3}); }, "add", "cuda:0");
+  Tensor w = ones({2}).requires_grad_();
+  testing::expect_error([&] { w.to(kGpu); }, "to: moving a tensor that requires grad");
+  {
+    NoGradGuard no_grad;
+    EXPECT_EQ(w.to(kGpu).device(), kGpu);
+  }
   testing::expect_error([&] { zeros({1}, TensorOptions().device(Device::cuda(99))); },
                         "zeros: device cuda:99 is not available", "CUDA device(s)");
 }
