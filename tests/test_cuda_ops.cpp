@@ -265,6 +265,9 @@ TEST(CudaOps, CastsAndInPlaceOps) {
   expect_match(c, g, "in place through a view", true);
   g.zero_();
   EXPECT_EQ(g.to_vector<float>(), std::vector<float>(24, 0.0f));
+  // Host-side comparisons of device tensors read host copies.
+  EXPECT_TRUE(allclose(c.to(kGpu), c.to(kGpu) + 1e-9));
+  EXPECT_FALSE(equal(c.to(kGpu), g));
 }
 
 TEST(CudaAllocator, DeviceBlocksAreReusedAndOutOfMemoryIsAnError) {
