@@ -18,7 +18,8 @@ namespace {
 template <class Pred>
 bool all_pairs(const Tensor& a, const Tensor& b, const Pred& pred) {
   DType dt = promote_types(a.impl()->dtype(), b.impl()->dtype());
-  Tensor x = a.to(dt).contiguous(), y = b.to(dt).contiguous();
+  // Device tensors are compared from host copies (the loop below reads memory on the host).
+  Tensor x = a.to(dt).contiguous().to(Device::cpu()), y = b.to(dt).contiguous().to(Device::cpu());
   sync_point(x, SyncReason::Compare);
   sync_point(y, SyncReason::Compare);
   int64_t n = x.impl()->numel();

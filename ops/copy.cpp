@@ -6,6 +6,8 @@
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/op_registry.h"
+#include "runtime/autograd/grad_mode.h"
+#include "runtime/device_copy.h"
 
 namespace kiln {
 
@@ -71,11 +73,22 @@ Tensor Tensor::to(DType t) const {
 }
 
 Tensor Tensor::to(Device d) const {
-  if (checked("to").device() == d) return *this;
-  const Device from = checked("to").device();
-  check_device_available("to", from);
+  const TensorImpl& x = checked("to");
+  if (x.device() == d) return *this;
+  check_device_available("to", x.device());
   check_device_available("to", d);
-  fail("to: cannot move a tensor from {} to {}: the CUDA backend is not built", from, d);
+  // Not recorded by autograd yet: refusing beats a result that silently drops the gradient.
+  KILN_CHECK(!(x.requires_grad() && GradMode::is_enabled()),
+             "to: moving a tensor that requires grad from {} to {} is not differentiable yet "
+             "(docs/cuda.md); move it under NoGradGuard, or detach() it first",
+             x.device(), d);
+  // Views and strided tensors are made dense on their own device first, so the transfer is
+  // one block of bytes.
+  const Tensor src = contiguous();
+  Tensor out = empty_tensor(x.sizes(), x.dtype(), d);
+  copy_bytes(d, out.impl()->data(), x.device(), src.impl()->data(),
+             static_cast<size_t>(x.numel()) * itemsize(x.dtype()));
+  return out;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
@@ -86,7 +99,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
              "copy_: the source of shape {} does not broadcast to the "
              "destination's shape {}",
              shape_str(src.impl()->sizes()), shape_str(dst));
-  Tensor s = src.impl()->sizes() == dst ? src : src.expand(dst);
+  // A source on another device is moved to this one first (copy_ is how libtorch code fills a
+  // device tensor from the host).
+  Tensor s = src.device() == device() ? src : src.to(device());
+  if (s.impl()->sizes() != dst) s = s.expand(dst);
   const Tensor in[] = {s};
   dispatch_into(OpId::Copy, in, Attrs{}, *this);
   return *this;

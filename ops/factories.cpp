@@ -67,7 +67,8 @@ Tensor from_vector(const std::vector<T>& data, IntList shape, TensorOptions opts
       std::memcpy(t.impl()->data(), data.data(), n * sizeof(T));
     }
   }
-  return with_grad_option(opts.has_dtype() ? t.to(opts.dtype()) : t, opts);
+  if (opts.has_dtype()) t = t.to(opts.dtype());
+  return with_grad_option(t.to(opts.device()), opts);
 }
 
 template Tensor from_vector(const std::vector<bool>&, IntList, TensorOptions);

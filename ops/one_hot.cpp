@@ -77,7 +77,7 @@ Tensor one_hot(const Tensor& index, int64_t num_classes) {
   } else if (num_classes == -1) {
     // Data-dependent output shape: a sync point, as in PyTorch (index.max().item()).
     sync_point(index, SyncReason::DataDependent);
-    Tensor flat = index.contiguous();
+    Tensor flat = index.contiguous().to(Device::cpu());  // read on the host
     const int64_t* p = flat.data_ptr<int64_t>();
     const auto [lo, hi] = std::minmax_element(p, p + flat.numel());
     KILN_CHECK(*lo >= 0, "one_hot: class values must be non-negative, got {}", *lo);

@@ -60,7 +60,8 @@ class Formatter {
 
 class Printer {
  public:
-  explicit Printer(const Tensor& t) : t_(t.contiguous()), impl_(t_.impl()) {
+  // A CUDA tensor is printed from a host copy (a sync point).
+  explicit Printer(const Tensor& t) : t_(t.contiguous().to(Device::cpu())), impl_(t_.impl()) {
     summarize_ = impl_->numel() > kSummarizeThreshold;
     strides_ = impl_->strides();
     for (int64_t d = 0; d < impl_->dim(); ++d)

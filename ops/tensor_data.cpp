@@ -1,9 +1,11 @@
 // Data access on Tensor: item, to_vector, data_ptr. These are sync points (the recorder
-// materializes the tensor first, once it exists).
+// materializes the tensor first, once it exists). item and to_vector of a device tensor read a
+// host copy; data_ptr of one waits for the device and returns the device address (as libtorch).
 #include <cstring>
 
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
+#include "runtime/device_copy.h"
 #include "runtime/lazy.h"
 
 namespace kiln {
@@ -12,6 +14,7 @@ template <class T>
 T Tensor::item() const {
   const TensorImpl& x = checked("item");
   KILN_CHECK(x.numel() == 1, "item: expects a tensor with one element, got {}", describe(*this));
+  if (!x.device().is_cpu()) return to(Device::cpu()).item<T>();
   sync_point(*this, SyncReason::Item);
   T out{};
   visit_dtype(x.dtype(),
@@ -21,7 +24,7 @@ T Tensor::item() const {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  Tensor c = to(dtype_v<T>).contiguous();
+  Tensor c = to(dtype_v<T>).contiguous().to(Device::cpu());
   sync_point(c, SyncReason::ToVector);
   int64_t n = c.impl()->numel();
   std::vector<T> out(n);
@@ -41,6 +44,7 @@ const T* Tensor::data_ptr() const {
   KILN_CHECK(x.dtype() == dtype_v<T>, "data_ptr: the tensor is {}, not {}", describe(*this),
              dtype_v<T>);
   sync_point(*this, SyncReason::DataPtr);
+  synchronize_device(x.device());
   return static_cast<const T*>(x.data());
 }
 
@@ -52,12 +56,14 @@ T* Tensor::mutable_data_ptr() {
   sync_point(*this, SyncReason::DataPtr);
   before_write(*this);
   x.storage()->bump_version();
+  synchronize_device(x.device());
   return static_cast<T*>(x.data());
 }
 
 const void* Tensor::raw_data() const {
   const TensorImpl& x = checked("raw_data");
   sync_point(*this, SyncReason::DataPtr);
+  synchronize_device(x.device());
   return x.data();
 }
 
@@ -73,6 +79,9 @@ KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 #undef KILN_INSTANTIATE
 
-void sync() { sync_thread(SyncReason::Sync); }
+void sync() {
+  sync_thread(SyncReason::Sync);
+  synchronize_all_devices();
+}
 
 }  // namespace kiln

@@ -19,14 +19,11 @@ bool cuda_is_available() { return cuda_unavailable_reason().empty(); }
 
 int cuda_device_count() { return cuda_is_available() ? cuda::driver_status().device_count : 0; }
 
-void raise_device_unavailable(const char* op, Device d) {
+void check_cuda_device_available(const char* op, Device d) {
   std::string why = cuda_unavailable_reason();
   if (why.empty() && (d.index < 0 || d.index >= cuda_device_count()))
     why = fmt::format("this machine has {} CUDA device(s)", cuda_device_count());
-  // CUDA is usable here but kiln's device tensors (allocator, streams, kernels) are the next part
-  // of the backend: the error says so rather than pretending there is no GPU.
-  if (why.empty()) why = "the CUDA backend is not built";
-  fail("{}: device {} is not available ({})", op, d, why);
+  if (!why.empty()) fail("{}: device {} is not available ({})", op, d, why);
 }
 
 }  // namespace kiln

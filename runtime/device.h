@@ -39,13 +39,12 @@ int cuda_device_count();
 // device ...", "no libnvrtc (...)"); empty when it is.
 std::string cuda_unavailable_reason();
 // Raises kiln::Error "<op>: device <d> is not available (<why>)" unless kiln can hold tensors on
-// `d`: the reason names what is missing (driver, device, index out of range) or, on a machine
-// with a usable GPU, that kiln's CUDA tensors and ops are not built yet. Inline: factories call
-// it on every op, and a CPU device costs one branch.
-[[noreturn]] void raise_device_unavailable(const char* op, Device d);
+// `d`: the reason names what is missing (driver, device, libnvrtc) or that the index is past the
+// last device. Inline: factories call it on every op, and a CPU device costs one branch.
+void check_cuda_device_available(const char* op, Device d);
 inline void check_device_available(const char* op, Device d) {
   if (!d.is_cpu()) [[unlikely]]
-    raise_device_unavailable(op, d);
+    check_cuda_device_available(op, d);
 }
 
 }  // namespace kiln

@@ -21,6 +21,32 @@ std::array<OpDef, kNumOps>& op_table() {
   return table;
 }
 
+// Kernels of non-CPU device types, by [device type - 1][op].
+constexpr int kDeviceTypes = 1;  // CUDA
+std::array<std::array<EagerFn, kNumOps>, kDeviceTypes>& device_table() {
+  static std::array<std::array<EagerFn, kNumOps>, kDeviceTypes> table{};
+  return table;
+}
+
+// A CPU kernel must never see device memory: an op whose meta put its result on the CPU while
+// an input is elsewhere is refused here rather than crashing in the kernel.
+[[gnu::noinline, noreturn]] void raise_mixed_devices(const OpDef& def, const OpCall& call) {
+  std::string where;
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    where += fmt::format("{}input {} on {}", i ? ", " : "", i, call.inputs[i].impl()->device());
+  fail("{}: expects its tensors on one device, got {} for a result on cpu", def.name, where);
+}
+
+inline EagerFn kernel_for(const OpDef& def, const OpCall& call, Device d) {
+  if (d.is_cpu()) [[likely]] {
+    for (const Tensor& t : call.inputs)
+      if (!t.impl()->device().is_cpu()) [[unlikely]]
+        raise_mixed_devices(def, call);
+    return def.eager;
+  }
+  return device_kernel(def, call.op, d);
+}
+
 thread_local ModeHandler* tls_mode = nullptr;
 std::atomic<RecordingModeFn> g_recording_mode{nullptr};
 
@@ -121,6 +147,21 @@ const OpDef& op_def(OpId id) {
   return def;
 }
 
+void register_device_kernel(OpId id, Device::Type type, EagerFn fn) {
+  KILN_CHECK(type != Device::Type::CPU, "register_device_kernel: CPU kernels are OpDef::eager");
+  device_table()[static_cast<int>(type) - 1][static_cast<int>(id)] = fn;
+}
+
+EagerFn device_kernel(const OpDef& def, OpId id, Device d) {
+  if (d.is_cpu()) return def.eager;
+  EagerFn fn = device_table()[static_cast<int>(d.type) - 1][static_cast<int>(id)];
+  KILN_CHECK(fn != nullptr,
+             "{}: not implemented for {} tensors (kiln's CUDA backend runs pointwise ops, casts, "
+             "copies and fills so far: docs/cuda.md); move the tensors to the CPU with .to(kCPU)",
+             def.name, d);
+  return fn;
+}
+
 ModeHandler* current_mode() { return tls_mode; }
 void set_current_mode(ModeHandler* handler) { tls_mode = handler; }
 namespace {
@@ -162,8 +203,9 @@ Tensor run_eager(const OpDef& def, const OpCall& call, const OutputMeta& meta) {
     return Tensor(make_ref<TensorImpl>(meta.sizes, meta.strides, meta.offset, base->dtype(),
                                        base->device(), base->storage_ref()));
   }
+  EagerFn fn = kernel_for(def, call, meta.device);
   Tensor out = empty_tensor(meta.sizes, meta.dtype, meta.device);
-  if (out.impl()->numel() > 0) def.eager(call, out);
+  if (out.impl()->numel() > 0) fn(call, out);
   return out;
 }
 
@@ -226,12 +268,13 @@ void run_eager_into(const OpDef& def, const OpCall& call, const OutputMeta& meta
                   (call.op == OpId::Copy || meta.dtype == o->dtype()) &&
                   !overlaps_differently(out, call.inputs);
     if (direct) {
-      def.eager(call, out);
+      kernel_for(def, call, o->device())(call, out);
     } else {
       Tensor tmp = run_eager(def, call, meta);
       const Tensor src[] = {tmp};
       Attrs none;
-      op_def(OpId::Copy).eager(OpCall{OpId::Copy, src, none}, out);
+      const OpCall copy{OpId::Copy, src, none};
+      kernel_for(op_def(OpId::Copy), copy, o->device())(copy, out);
     }
   }
   o->storage()->bump_version();

@@ -82,6 +82,14 @@ void register_op(OpId id, const OpDef& def);
 void set_backward(OpId id, BackwardFn fn, uint32_t saves);
 const OpDef& op_def(OpId id);
 
+// The per-device execution seam. An op's OpDef::eager is its CPU kernel; its kernel for another
+// device type is registered here by the layer that makes it (jit/cuda, from kiln::init()), so
+// ops/ never names a device. run_eager and run_eager_into pick the kernel of the output's device;
+// an op without one for that device raises kiln::Error naming the op and the device.
+void register_device_kernel(OpId id, Device::Type type, EagerFn fn);
+// The kernel of `id` for device `d` (def.eager for the CPU); raises when there is none.
+EagerFn device_kernel(const OpDef& def, OpId id, Device d);
+
 // A mode other than eager (the recorder, a speculation) handles calls on this thread while
 // installed. It receives the call after the meta function accepted it.
 class ModeHandler {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "runtime/config.h"
+#include "runtime/cuda/device_memory.h"
 #include "runtime/error.h"
 #include "runtime/init.h"
 #include "runtime/profiler_buffers.h"
@@ -185,6 +186,7 @@ Snapshot snapshot() {
   }
   snap.now_ns = now_ns();
   snap.pid = static_cast<int64_t>(::getpid());
+  snap.cuda_memory = cuda::device_allocator_stats();
   snap.sample_every = s.sample_every.load();
   snap.sample_min_ns = s.sample_min_ns.load();
   for (const auto& b : buffers) {

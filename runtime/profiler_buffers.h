@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cuda/caching_allocator.h"
 #include "runtime/profiler.h"
 
 namespace kiln::profiler::detail {
@@ -88,6 +89,7 @@ struct Snapshot {
     std::map<std::string, int64_t, std::less<>> fallback_reasons;
   };
   std::vector<Thread> threads;
+  cuda::DeviceAllocatorStats cuda_memory;  // summed over the CUDA devices in use
 };
 Snapshot snapshot();
 

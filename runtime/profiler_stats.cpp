@@ -1,6 +1,7 @@
 // Renders the profiler's snapshot as the KILN_STATS summary: counts and times per event kind
 // (all threads together), the reasons of flushes and fallbacks, the ops that took the most time,
-// and the recorder's regions (a summary line, then the regions that took the most time). Op times
+// the recorder's regions (a summary line, then the regions that took the most time), and the
+// CUDA allocator's peaks when a device was used. Op times
 // are inclusive: meta function, mode/eager handler and autograd recording.
 #include <fmt/format.h>
 
@@ -155,6 +156,14 @@ std::string render_stats(const Snapshot& snap) {
     else
       fmt::format_to(it, "{:<16} {:>10} {:>12.3f} {:>10.3f}\n", kind_label(kind), t.count,
                      to_ms(t.ns), static_cast<double>(t.ns) / 1e3 / t.count);
+  }
+  if (const cuda::DeviceAllocatorStats& m = snap.cuda_memory; m.hits + m.misses > 0) {
+    fmt::format_to(it,
+                   "\ncuda memory: peak {:.1f} MiB in tensors, peak {:.1f} MiB held with the "
+                   "cache; {} allocations ({} from the cache), {} cache releases\n",
+                   static_cast<double>(m.peak_allocated) / (1 << 20),
+                   static_cast<double>(m.peak_reserved) / (1 << 20), m.hits + m.misses, m.hits,
+                   m.cache_releases);
   }
   append_reasons(out, "flush reason", flush_reasons);
   append_reasons(out, "fallback reason", fallback_reasons);

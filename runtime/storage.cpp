@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "runtime/allocator.h"
+#include "runtime/cuda/device_memory.h"
 #include "runtime/error.h"
 
 namespace kiln {
@@ -13,7 +14,7 @@ void check_device(Device device) { check_device_available("storage", device); }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   check_device(device);
-  data_ = cpu_allocate(nbytes);
+  data_ = device.is_cpu() ? cpu_allocate(nbytes) : cuda::device_allocate(device.index, nbytes);
 }
 
 Storage::Storage(size_t nbytes, Device device, LazyProducer* producer, uint32_t slot,
@@ -24,7 +25,10 @@ Storage::Storage(size_t nbytes, Device device, LazyProducer* producer, uint32_t 
 
 Storage::~Storage() {
   if (LazyProducer* p = lazy_.load(std::memory_order_acquire)) p->release(*this);
-  cpu_free(data_, nbytes_);
+  if (device_.is_cpu())
+    cpu_free(data_, nbytes_);
+  else
+    cuda::device_free(device_.index, data_);
 }
 
 void Storage::materialize(SyncReason reason) const {

@@ -1,6 +1,9 @@
 // Storage: a block of memory shared by a tensor and all its views, plus the version counter
 // that in-place writes bump (shared by views, as in PyTorch).
 //
+// A CUDA storage holds a device address (from the device's caching allocator, for work on its
+// stream); it is never lazy (the recorder runs CUDA ops eagerly).
+//
 // A storage is lazy while a recording segment has still to compute it, or to write into it
 // (runtime/lazy.h): data() then asks the producer to flush first. The producer pointer is atomic
 // because another thread may read a lazy tensor (it is materialized first) or drop the last handle

@@ -150,7 +150,8 @@ TEST(Factories, FullZerosOnes) {
   expect_error([] { zeros({2, -1}); }, "zeros", "negative size");
   expect_error([] { ones({-1}); }, "ones", "negative size");
   expect_error([] { full({-1}, 2.0); }, "full", "negative size");
-  expect_error([] { zeros({2}, TensorOptions(Device::cuda())); }, "zeros", "not available");
+  // A device index past the last one, with or without a GPU.
+  expect_error([] { zeros({2}, TensorOptions(Device::cuda(99))); }, "zeros", "not available");
   expect_error([] { empty({-2}); }, "empty", "negative size");
   expect_error([] { zeros_like(Tensor()); }, "zeros_like", "undefined");
   expect_error([] { ones_like(Tensor()); }, "ones_like", "undefined");

@@ -220,7 +220,7 @@ TEST(Random, Errors) {
   expect_error([] { rand({2}, kInt64); }, "rand", "floating dtype");
   expect_error([] { randn({2}, kBool); }, "randn", "floating dtype");
   expect_error([] { rand({2, -1}); }, "rand", "negative size");
-  expect_error([] { randn({2}, TensorOptions(Device::cuda())); }, "randn", "not available");
+  expect_error([] { randn({2}, TensorOptions(Device::cuda(99))); }, "randn", "not available");
   expect_error([] { randint(5, 5, {2}); }, "randint", "low < high");
   expect_error([] { randint(5, 1, {2}); }, "randint", "low < high");
   expect_error([] { randint(0, int64_t(1) << 40, {2}, kInt32); }, "randint", "out of bounds");

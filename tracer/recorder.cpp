@@ -81,7 +81,11 @@ class Recorder final : public ModeHandler {
     SegmentPool::give_back(segment_);
   }
 
+  // Ops on device tensors run eagerly (queued on the device's stream): segments, lazy storages
+  // and the CPU planner are host-only (docs/cuda.md).
   Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
+    if (!meta.device.is_cpu()) [[unlikely]]
+      return run_eager(def, call, meta);
     if (!config().jit) [[unlikely]] {
       stop();
       return run_eager(def, call, meta);
@@ -91,6 +95,10 @@ class Recorder final : public ModeHandler {
   }
 
   void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta, Tensor& out) override {
+    if (!out.impl()->device().is_cpu()) [[unlikely]] {
+      run_eager_into(def, call, meta, out);
+      return;
+    }
     if (!config().jit) [[unlikely]] {
       stop();
       run_eager_into(def, call, meta, out);

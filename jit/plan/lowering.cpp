@@ -241,12 +241,11 @@ int32_t lower_dropout(LoopKernel& k, const Node& n, int32_t x, const ScalarSourc
 }  // namespace
 
 bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
-            const ScalarSource& scalars, const KernelTarget& target) {
+            const ScalarSource& scalars, const KernelTarget& target, Device device) {
   const DType od = n.meta.dtype;
-  if (!n.subgraphs.empty() || n.meta.device != Device::cpu() || !n.meta.strides.empty())
-    return false;
+  if (!n.subgraphs.empty() || n.meta.device != device || !n.meta.strides.empty()) return false;
   for (const tracer::ValueMeta* m : inputs)
-    if (m->device != Device::cpu()) return false;
+    if (m->device != device) return false;
   if (n.op == OpId::Cast) return inputs.size() == 1 && target.supports(ExprOp::Cast, od);
   if (n.op == OpId::Where || n.op == OpId::MaskedFill) {
     const size_t cond = n.op == OpId::Where ? 0 : 1;

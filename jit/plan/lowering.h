@@ -26,9 +26,10 @@ struct ScalarSource {
   int32_t philox = -1;
 };
 
-// Whether `n` lowers into a kernel of `target`. `inputs[k]` is the metadata of input k.
+// Whether `n` lowers into a kernel of `target`, which runs on `device` (the node and its inputs
+// must all be there). `inputs[k]` is the metadata of input k.
 bool lowers(const tracer::Node& n, std::span<const tracer::ValueMeta* const> inputs,
-            const ScalarSource& scalars, const KernelTarget& target);
+            const ScalarSource& scalars, const KernelTarget& target, Device device = Device::cpu());
 
 // Appends the expressions of `n` (one that lowers()) to `k`; `in` holds the expression ids of
 // its tensor inputs (their types are the inputs' dtypes), `inputs` their metadata. Returns the id

@@ -1,0 +1,70 @@
+#include "jit/cuda/eager_ops.h"
+
+#include <fmt/format.h>
+
+#include "jit/cuda/cuda_target.h"
+#include "jit/cuda/op_kernel.h"
+#include "runtime/error.h"
+
+namespace kiln::jit::cuda {
+
+namespace {
+
+// Byte strides of `t` viewed with `sizes` (its own rank or fewer dims, aligned to the right):
+// a dim it broadcasts along steps by 0.
+DimVector byte_strides(const TensorImpl* t, const DimVector& sizes) {
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  const int64_t lead = rank - t->dim();
+  const int64_t item = static_cast<int64_t>(itemsize(t->dtype()));
+  DimVector s(static_cast<size_t>(rank), 0);
+  for (int64_t d = lead; d < rank; ++d) {
+    const int64_t own = t->sizes()[d - lead];
+    s[d] = own == 1 && sizes[d] != 1 ? 0 : t->strides()[d - lead] * item;
+  }
+  return s;
+}
+
+void run_on_cuda(const OpCall& c, const Tensor& out) {
+  const TensorImpl* o = out.impl();
+  const Device device = o->device();
+  std::shared_ptr<CompiledKernel> kernel;
+  try {
+    kernel = cuda_target(device.index).compile(op_loop_kernel(c, o->dtype(), device));
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    const std::string name = op_name(c.op);
+    if (what.starts_with(name + ":")) throw;
+    fail("{}: no CUDA kernel for {}: {}", name, device, what);
+  }
+  LaunchArgs a;
+  a.sizes = o->sizes();
+  a.ptrs.push_back(static_cast<char*>(o->data()));
+  a.strides.push_back(byte_strides(o, a.sizes));
+  for (const Tensor& t : c.inputs) {
+    const TensorImpl* i = t.impl();
+    a.ptrs.push_back(static_cast<char*>(i->data()));
+    a.strides.push_back(byte_strides(i, a.sizes));
+  }
+  a.params = std::span<const Scalar>(c.attrs.scalars.data(),
+                                     static_cast<size_t>(kernel->source().num_params()));
+  kernel->launch(a);
+}
+
+}  // namespace
+
+void register_cuda_kernels() {
+  constexpr OpId ops[] = {
+      OpId::Neg,        OpId::Abs,       OpId::Exp,     OpId::Log,        OpId::Log1p,
+      OpId::Expm1,      OpId::Sqrt,      OpId::Rsqrt,   OpId::Reciprocal, OpId::Sin,
+      OpId::Cos,        OpId::Tanh,      OpId::Sigmoid, OpId::Relu,       OpId::Silu,
+      OpId::Erf,        OpId::Floor,     OpId::Ceil,    OpId::Round,      OpId::Sign,
+      OpId::Gelu,       OpId::GeluTanh,  OpId::Isnan,   OpId::LogicalNot, OpId::Square,
+      OpId::PowScalar,  OpId::Clamp,     OpId::Add,     OpId::Sub,        OpId::Mul,
+      OpId::Div,        OpId::Pow,       OpId::Maximum, OpId::Minimum,    OpId::Eq,
+      OpId::Ne,         OpId::Lt,        OpId::Le,      OpId::Gt,         OpId::Ge,
+      OpId::LogicalAnd, OpId::LogicalOr, OpId::Where,   OpId::MaskedFill, OpId::Copy,
+      OpId::Cast,       OpId::Fill};
+  for (OpId id : ops) register_device_kernel(id, Device::Type::CUDA, run_on_cuda);
+}
+
+}  // namespace kiln::jit::cuda

@@ -1,0 +1,49 @@
+// Renders one loop kernel (jit/loop/loop_kernel.h) to CUDA C++ for NVRTC: the CUDA target's
+// counterpart of jit/cpu/render.h. The source includes no CUDA header (NVRTC compiles a header-free
+// kernel in tens of milliseconds): a small prelude defines the helpers the expressions use.
+//
+// The kernel takes one argument, an array of 64-bit words (CudaArgLayout), and walks the index
+// space with a grid-stride loop: element i is split into per-dim indices (innermost last) over
+// the launch's sizes, and each operand's address is its base plus the sum of index * byte stride.
+// The launcher (cuda_target.cpp) coalesces dims first, so a contiguous or broadcast operand of
+// any rank runs as rank 1, where the split is no division at all.
+//
+// Semantics are those of the eager kernels (ops/cpu/pointwise_functors.h): integers wrap,
+// maximum/minimum/relu/clamp propagate NaN, round is half to even, sign of NaN and -0 is +0,
+// abs keeps -0, casts follow x86 (float -> int truncates, NaN or out of range gives the
+// integer minimum; int -> float rounds to nearest even). + - * / sqrt are IEEE (NVRTC's defaults,
+// with --fmad=false: no contraction), so they give the CPU's bits; the transcendentals use CUDA's
+// own math library (docs/cuda.md states their error bound against the CPU).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "jit/loop/loop_kernel.h"
+
+namespace kiln::jit::cuda {
+
+// The most dims a launch may have after coalescing.
+inline constexpr int kCudaMaxDims = 12;
+
+// The argument words of a kernel with `operands` operands and `params` params:
+//   [0] element count, [1] rank, [2, 2 + D) sizes, then per operand its base address and D byte
+//   strides, then one word per param (the value's bits: a Float32 in the low 32 bits).
+struct CudaArgLayout {
+  int operands = 0;
+  int params = 0;
+  static constexpr int kCount = 0, kRank = 1, kSizes = 2;
+  int ptr(int j) const { return kSizes + kCudaMaxDims + j * (1 + kCudaMaxDims); }
+  int stride(int j, int d) const { return ptr(j) + 1 + d; }
+  int param(int p) const { return ptr(operands) + p; }
+  int words() const { return param(params); }
+};
+
+struct RenderedCuda {
+  std::string source;
+  std::string name;  // the extern "C" kernel's name
+};
+
+// `name` names the kernel (an op name or a hash); the source depends only on `k` and it.
+RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name);
+
+}  // namespace kiln::jit::cuda
