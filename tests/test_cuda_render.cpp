@@ -165,21 +165,22 @@ TEST(CudaRender, SourceIsHeaderFreeAndStatesTheKernel) {
   EXPECT_NE(r.source.find("(double)v0"), std::string::npos) << r.source;
 }
 
-TEST(CudaRender, OpsWithoutALoopKernelRaiseNamingTheOp) {
-  const Tensor x[] = {sample(DType::Float32), sample(DType::Float32)};
-  testing::expect_error(
-      [&] {
-        op_loop_kernel(OpCall{OpId::Pow, x, Attrs{}}, DType::Float32, Device::cpu());
-      },
-      "pow: not implemented for CUDA tensors", "Float32");
+// General pow (a tensor exponent, or an exponent other than 2, 0.5 and 1) is one Pow expression,
+// rendered with CUDA's pow for floats and with int_pow's squaring (kiln_ipow) for integers.
+TEST(CudaRender, GeneralPowRendersAsOneExpression) {
+  for (DType d : {DType::Float32, DType::Float64, DType::Int32, DType::Int64}) {
+    const Tensor x[] = {sample(d), sample(d)};
+    const LoopKernel k = op_loop_kernel(OpCall{OpId::Pow, x, Attrs{}}, d, Device::cpu());
+    EXPECT_NE(jit::to_text(k).find("Pow"), std::string::npos) << jit::to_text(k);
+    const std::string src = render_cuda_kernel(k, "pow_kernel").source;
+    const char* want = d == DType::Float32 ? "powf(" : is_floating(d) ? "pow(" : "kiln_ipow(";
+    EXPECT_NE(src.find(want), std::string::npos) << src;
+  }
   Attrs e;
   e.scalars[0] = Scalar(3.0);
   const Tensor y[] = {sample(DType::Float32)};
-  testing::expect_error(
-      [&] {
-        op_loop_kernel(OpCall{OpId::PowScalar, y, e}, DType::Float32, Device::cpu());
-      },
-      "pow_scalar: not implemented for CUDA tensors");
+  const LoopKernel k = op_loop_kernel(OpCall{OpId::PowScalar, y, e}, DType::Float32, Device::cpu());
+  EXPECT_NE(jit::to_text(k).find("Pow"), std::string::npos) << jit::to_text(k);
 }
 
 TEST(CudaRender, NoGpuErrorsNameTheOpAndTheReason) {

@@ -132,6 +132,7 @@ CudaTarget::~CudaTarget() = default;
 
 bool CudaTarget::supports(ExprOp op, DType dtype) const {
   if (op == ExprOp::Cast || expr_is_compare(op)) return op == ExprOp::Cast || dtype != DType::Bool;
+  if (op == ExprOp::RandUniform) return false;  // random numbers on CUDA: not yet (docs/cuda.md)
   return expr_accepts(op, dtype);
 }
 

@@ -170,8 +170,7 @@ LoopKernel op_loop_kernel(const OpCall& c, DType out, Device device) {
   for (const Tensor& t : c.inputs)
     dtypes += fmt::format("{}{}", dtypes.empty() ? "" : ", ", t.impl()->dtype());
   KILN_CHECK(result >= 0,
-             "{}: not implemented for CUDA tensors of {} giving {} (no loop kernel: pow with a "
-             "tensor exponent or an exponent other than 2, 0.5 and 1 is not rendered yet)",
+             "{}: not implemented for CUDA tensors of {} giving {} (no loop kernel for it)",
              op_name(c.op), dtypes, out);
   KILN_CHECK(k.exprs[result].type == out, "{}: the CUDA kernel computes {} but the result is {}",
              op_name(c.op), k.exprs[result].type, out);

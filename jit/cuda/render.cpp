@@ -40,6 +40,18 @@ KILN_INLINE double kiln_min(double a, double b) { return a != a ? a : b != b ? b
 template <class T> KILN_INLINE T kiln_abs(T x) { return x < T(0) ? kiln_neg(x) : x; }
 template <class T> KILN_INLINE T kiln_relu(T x) { return x < T(0) ? T(0) : x; }
 template <class T> KILN_INLINE T kiln_sign(T x) { return T(0) < x ? T(1) : x < T(0) ? T(-1) : T(0); }
+// int_pow of ops/cpu/pointwise_functors.h: squaring with wrapping products; a negative exponent
+// gives 1/b^|e| truncated.
+template <class T> KILN_INLINE T kiln_ipow(T b, T e) {
+  if (e < T(0)) return b == T(1) ? T(1) : (b == T(-1) ? ((e & T(1)) ? T(-1) : T(1)) : T(0));
+  T r = T(1);
+  while (e) {
+    if (e & T(1)) r = kiln_mul(r, b);
+    e >>= 1;
+    if (e) b = kiln_mul(b, b);
+  }
+  return r;
+}
 // The index split's 64-bit division, out of line: inlined, it costs NVRTC about as much time as
 // the rest of a kernel (~490 -> ~290 ms per kernel on a loaded 2-core machine). Indices are >= 0.
 static __device__ __noinline__ kiln_i64 kiln_divmod(kiln_i64 r, kiln_i64 size, kiln_i64* q) {
@@ -201,6 +213,8 @@ std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout&
       return fmt::format("{} ? {} : {}", A, B, C);
     case ExprOp::Cast:
       return cast_expr(k.exprs[e.a].type, t, A);
+    case ExprOp::Pow:  // floats: CUDA's pow (within the transcendental bound); integers exact
+      return is_floating(t) ? fn("pow", t, A + ", " + B) : fmt::format("kiln_ipow({}, {})", A, B);
     case ExprOp::Floor:
       return fn("floor", t, A);
     case ExprOp::Ceil:
