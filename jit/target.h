@@ -19,8 +19,11 @@ namespace kiln::jit {
 // operand broadcasts), in the operand's storage dtype. `params` holds the kernel's runtime
 // parameters (converted to each param's value type at launch with Scalar::to, as the eager
 // kernels convert a Scalar operand).
+// A row kernel (one with Reduce expressions) reduces the last `reduced_dims` dims of `sizes`;
+// the strides of an output that stores a row value are 0 over them.
 struct LaunchArgs {
   DimVector sizes;
+  int reduced_dims = 0;
   SmallVector<char*, 8> ptrs;
   std::vector<DimVector> strides;
   std::span<const Scalar> params;

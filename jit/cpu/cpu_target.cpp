@@ -11,6 +11,7 @@
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/math.h"
 #include "jit/cpu/render.h"
+#include "jit/cpu/render_reduce.h"
 #include "jit/loop/kernel_cache.h"
 #include "ops/cpu/pointwise_table.h"  // kStreamingBytes: the eager kernels' threshold too
 #include "runtime/config.h"
@@ -116,6 +117,7 @@ class CpuKernel final : public CompiledKernel {
   void launch(const LaunchArgs& args) override;
 
  private:
+  void launch_rows(const LaunchArgs& args);  // a row kernel (k_.has_reduce())
   // The machine code for one layout of the operands (rendered on first sight). The variant is
   // keyed by every operand's layout, whatever the operand count.
   KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming) {
@@ -178,6 +180,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
   KILN_CHECK(static_cast<int32_t>(nops) == k_.num_operands() && args.strides.size() == nops,
              "cpu kernel: launched with {} operands, the kernel has {}", nops, k_.num_operands());
+  if (k_.has_reduce()) return launch_rows(args);
   for (int64_t s : args.sizes)
     if (s == 0) return;
   Coalesced c = coalesce(args);
@@ -266,6 +269,97 @@ void CpuKernel::launch(const LaunchArgs& args) {
       run_rows(0, rows, c0 * 64, std::min(n_inner, c1 * 64));
     });
   }
+  if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+}
+
+// A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
+// or broadcast in every operand (else no machine code: the planner's step runs eagerly); the
+// kept dims are walked as a pointwise kernel's rows, split across threads by whole rows, so a
+// row's result never depends on the thread count.
+void CpuKernel::launch_rows(const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const size_t rank = args.sizes.size();
+  KILN_CHECK(args.reduced_dims >= 0 && static_cast<size_t>(args.reduced_dims) <= rank,
+             "cpu row kernel: {} reduced dims of a rank-{} index space", args.reduced_dims, rank);
+  const size_t nk = rank - static_cast<size_t>(args.reduced_dims);
+  LaunchArgs kept, red;
+  kept.ptrs = red.ptrs = args.ptrs;
+  kept.strides.resize(nops);
+  red.strides.resize(nops);
+  int64_t n = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    (d < nk ? kept : red).sizes.push_back(args.sizes[d]);
+    if (d >= nk) n *= args.sizes[d];
+    for (size_t j = 0; j < nops; ++j)
+      (d < nk ? kept : red).strides[j].push_back(args.strides[j][d]);
+  }
+  for (int64_t s : kept.sizes)
+    if (s == 0) return;
+  std::vector<InnerLayout> layout(nops, InnerLayout::Contiguous);
+  if (n > 1) {
+    const Coalesced r = coalesce(red);
+    KILN_CHECK(r.sizes.size() == 1, "cpu row kernel: the reduced dims do not form one row");
+    for (size_t j = 0; j < nops; ++j) {
+      const int64_t s = r.strides[j][0];
+      const int64_t es = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
+      if (s == es) continue;
+      KILN_CHECK(s == 0, "cpu row kernel: operand {} has stride {} bytes along the row", j, s);
+      layout[j] = InnerLayout::Broadcast;
+    }
+  }
+  const std::vector<uint8_t> row = k_.row_values();
+  for (int32_t j = 0; j < k_.num_outputs(); ++j)
+    KILN_CHECK(row[k_.stores[j]] || layout[j] == InnerLayout::Contiguous,
+               "cpu row kernel: output {} is broadcast along the row", j);
+  const KernelFn fn = variant(layout, false);
+  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
+             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
+             k_.num_params());
+  // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
+  const size_t np = static_cast<size_t>(k_.num_params());
+  std::vector<std::vector<int64_t>> programs;
+  for (const Expr& e : k_.exprs)
+    if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
+  SmallVector<uint64_t, 16> words(np + programs.size() + 1, 0);
+  for (size_t p = 0; p < np; ++p)
+    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
+      const T v = args.params[p].to<T>();
+      std::memcpy(&words[p], &v, sizeof(T));
+    });
+  for (size_t r = 0; r < programs.size(); ++r)
+    words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
+  const void* params = words.data();
+
+  const Coalesced c = coalesce(kept);  // rank 1 at least
+  const size_t kr = c.sizes.size();
+  const int64_t n_outer = c.sizes[kr - 1];
+  int64_t rows = 1;
+  for (int64_t s : c.sizes) rows *= s;
+  std::vector<int64_t> outer(nops), inner(nops, 0);
+  for (size_t j = 0; j < nops; ++j) outer[j] = c.strides[j][kr - 1];
+  auto run_rows = [&](int64_t r0, int64_t r1) {
+    SmallVector<char*, 8> p(nops);
+    while (r0 < r1) {
+      const int64_t o = r0 % n_outer;
+      int64_t rest = r0 / n_outer;
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + o * outer[j];
+      for (size_t d = kr - 1; d-- > 0;) {
+        const int64_t idx = rest % c.sizes[d];
+        rest /= c.sizes[d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.strides[j][d];
+      }
+      const int64_t count = std::min(r1 - r0, n_outer - o);
+      fn(p.data(), inner.data(), outer.data(), n, count, params);
+      r0 += count;
+    }
+  };
+  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  if (num_threads() <= 1 || rows < 2 || rows * n <= kParallelGrain || in_parallel_region())
+    run_rows(0, rows);
+  else
+    parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), run_rows);
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
 }
 

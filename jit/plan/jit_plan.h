@@ -25,7 +25,12 @@ struct KernelStep {
   std::vector<tracer::ValueId> outputs;  // kernel output k writes this value
   std::vector<int32_t> params;           // kernel param p is RunArgs::scalars[params[p]]
   std::vector<int32_t> nodes;            // the fused nodes (run eagerly if a launch fails)
-  std::atomic<bool> broken{false};       // a launch failed: the nodes run eagerly from now on
+  // A row kernel: it reduces the last `reduced_dims` dims of its index space; per output, 0 for
+  // an element value, else a row value of the index space's shape with those dims 1 (keepdim)
+  // or, with 2, dropped.
+  int reduced_dims = 0;
+  std::vector<uint8_t> row_output;
+  std::atomic<bool> broken{false};  // a launch failed: the nodes run eagerly from now on
 };
 
 // Where an eager step's runtime values come from.

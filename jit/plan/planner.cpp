@@ -8,6 +8,7 @@
 
 #include "jit/cpu/cpu_target.h"
 #include "jit/passes/passes.h"
+#include "jit/plan/lower_reduce.h"
 #include "jit/plan/lowering.h"
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
@@ -27,6 +28,15 @@ struct Group {
   std::vector<int32_t> nodes;
   DimVector sizes;
   std::vector<ValueId> reads;  // values computed outside the group that it loads
+  // A row kernel (docs/jit.md "Reductions"): it reduces the last `reduced_dims` dims of `sizes`;
+  // `row_sizes` is `sizes` with those dims 1 (a keepdim result), `row_vals` its values of that
+  // shape (one per row: reductions with keepdim, and what is computed from them alone).
+  int reduced_dims = 0;
+  DimVector row_sizes;
+  std::vector<ValueId> row_vals;
+  bool is_row(ValueId v) const {
+    return std::find(row_vals.begin(), row_vals.end(), v) != row_vals.end();
+  }
 };
 
 // One planned step: an eager node or a group.
@@ -64,10 +74,14 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
       step->params.push_back(static_cast<int32_t>(r));
       k.params.push_back(DType::Float64);  // the lowering sets its type
     }
-    expr_of[n.output] =
-        lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
+    if (grp.reduced_dims > 0 && row_reduction_dims(n, *in_meta[0]) > 0)
+      expr_of[n.output] = lower_reduction(k, n, in[0]);
+    else
+      expr_of[n.output] =
+          lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
     step->nodes.push_back(j);
   }
+  step->reduced_dims = grp.reduced_dims;
   // Stored: what a later step or the graph's outputs read.
   for (int32_t j : grp.nodes) {
     const ValueId v = g.nodes[j].output;
@@ -75,6 +89,13 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
       step->outputs.push_back(v);
       k.stores.push_back(expr_of[v]);
     }
+  }
+  if (grp.reduced_dims > 0) {  // row values are stored once per row, in the node's own shape
+    const std::vector<uint8_t> row = k.row_values();
+    for (size_t o = 0; o < step->outputs.size(); ++o)
+      step->row_output.push_back(!row[k.stores[o]]                                          ? 0
+                                 : meta[step->outputs[o]]->sizes.size() == grp.sizes.size() ? 1
+                                                                                            : 2);
   }
   step->kernel = cpu_target().compile(k);
   return step;
@@ -106,6 +127,58 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   std::vector<Group> groups;
   std::vector<Draft> drafts;
   std::vector<int32_t> step_of(nv, -1);  // the draft computing each value (-1: a graph input)
+  // A node of a row kernel's row shape (not its index space) joins it only when it computes
+  // from that kernel's row values alone: it is then a row value too.
+  auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
+    for (ValueId v : n.inputs)
+      if (step_of[v] != s || !grp.is_row(v)) return false;
+    return true;
+  };
+  // Whether pointwise node n may join draft s's group as far as its row kernel goes: every value
+  // it reads from the group is an element value of the index space or a row value (a reduction
+  // without keepdim has neither shape: broadcasting it would line it up with the wrong dims).
+  auto fits_row_kernel = [&](const Group& grp, const Node& n, int32_t s) {
+    if (grp.reduced_dims == 0) return true;
+    if (n.meta.sizes != grp.sizes) return grp.row_sizes == n.meta.sizes && row_node_fits(grp, n, s);
+    for (ValueId v : n.inputs)
+      if (step_of[v] == s && meta[v]->sizes != grp.sizes && !grp.is_row(v)) return false;
+    return true;
+  };
+  // A reduction of the last r dims: into the group computing its input (or already loading it)
+  // when that group has its input's shape and reduces the same dims or none yet; else a new one.
+  auto place_reduction = [&](int32_t j, int r) {
+    const Node& n = g.nodes[j];
+    const ValueId x = n.inputs[0];
+    const DimVector& xs = meta[x]->sizes;
+    auto ok = [&](int32_t s) {
+      if (s < 0 || drafts[s].group < 0) return false;
+      const Group& grp = groups[drafts[s].group];
+      return grp.sizes == xs && (grp.reduced_dims == 0 || grp.reduced_dims == r) && step_of[x] <= s;
+    };
+    int32_t target = -1;
+    if (ok(step_of[x])) target = step_of[x];
+    for (size_t s = drafts.size(); target < 0 && s-- > 0 && static_cast<int32_t>(s) > step_of[x];) {
+      if (!ok(static_cast<int32_t>(s))) continue;
+      const std::vector<ValueId>& reads = groups[drafts[s].group].reads;
+      if (std::find(reads.begin(), reads.end(), x) != reads.end()) target = static_cast<int32_t>(s);
+    }
+    if (target < 0) {
+      groups.push_back({{}, xs, {}});
+      drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
+      target = static_cast<int32_t>(drafts.size()) - 1;
+    }
+    Group& grp = groups[drafts[target].group];
+    if (grp.reduced_dims == 0) {
+      grp.reduced_dims = r;
+      grp.row_sizes = xs;
+      for (size_t d = xs.size() - static_cast<size_t>(r); d < xs.size(); ++d) grp.row_sizes[d] = 1;
+    }
+    grp.nodes.push_back(j);
+    if (n.meta.sizes == grp.row_sizes) grp.row_vals.push_back(n.output);
+    if (step_of[x] != target && std::find(grp.reads.begin(), grp.reads.end(), x) == grp.reads.end())
+      grp.reads.push_back(x);
+    step_of[n.output] = target;
+  };
   for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
     const auto j = static_cast<int32_t>(jj);
     const Node& n = g.nodes[jj];
@@ -113,6 +186,10 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     for (ValueId v : n.inputs) in_meta.push_back(meta[v]);
     const std::span<const tracer::ValueMeta* const> metas(in_meta.data(), in_meta.size());
     const SmallVector<ValueId, 4>& reads_of_node = n.inputs;
+    if (const int r = n.inputs.size() == 1 ? row_reduction_dims(n, *meta[n.inputs[0]]) : 0; r > 0) {
+      place_reduction(j, r);
+      continue;
+    }
     if (!lowers(n, metas, promoted[jj], cpu_target())) {
       drafts.push_back({j, -1});
       step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
@@ -124,7 +201,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     int32_t target = -1;
     auto consider = [&](int32_t s) {
       const Group& grp = groups[drafts[s].group];
-      if (grp.sizes == n.meta.sizes) target = std::max(target, s);
+      if (grp.sizes == n.meta.sizes ||
+          (grp.reduced_dims > 0 && grp.row_sizes == n.meta.sizes && row_node_fits(grp, n, s)))
+        target = std::max(target, s);
     };
     for (ValueId v : reads_of_node) {
       const int32_t s = step_of[v];
@@ -149,6 +228,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       Group& early = groups[drafts[s].group];
       if (early.sizes != n.meta.sizes) continue;
       Group& late = groups[drafts[target].group];
+      if (early.reduced_dims > 0 || late.reduced_dims > 0) continue;
       bool ready = true;
       for (ValueId r : late.reads) ready = ready && step_of[r] <= s;
       if (!ready) continue;
@@ -167,6 +247,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       for (ValueId v : reads_of_node)
         if (step_of[v] > target) target = -1;  // an input computed after that kernel runs
     }
+    if (target >= 0 && !fits_row_kernel(groups[drafts[target].group], n, target)) target = -1;
     if (target < 0) {
       groups.push_back({{}, n.meta.sizes, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
@@ -174,6 +255,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     Group& grp = groups[drafts[target].group];
     grp.nodes.push_back(j);
+    if (grp.reduced_dims > 0 && grp.row_sizes == n.meta.sizes && grp.sizes != n.meta.sizes)
+      grp.row_vals.push_back(n.output);
     for (ValueId v : reads_of_node)
       if (step_of[v] != target &&
           std::find(grp.reads.begin(), grp.reads.end(), v) == grp.reads.end())
