@@ -134,9 +134,9 @@ Tensor row_data(int64_t rows, int64_t n, DType dt, ExprOp op, uint64_t seed, boo
 }
 
 TEST(JitReduceKernels, EveryOpDtypeIsaAndRowLengthMatchesEagerBitwise) {
-  const std::vector<int64_t> lengths = {0,  1,   2,   3,   4,   7,   8,   9,    15,   16,  17,
-                                        31, 32,  33,  63,  64,  65,  127, 128,  129,  136, 255,
-                                        256, 257, 300, 1000, 1024, 4099, 65536, 65543};
+  const std::vector<int64_t> lengths = {0,   1,   2,   3,   4,   7,    8,    9,    15,    16,
+                                        17,  31,  32,  33,  63,  64,   65,   127,  128,   129,
+                                        136, 255, 256, 257, 300, 1000, 1024, 4099, 65536, 65543};
   const ExprOp ops[] = {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax,
                         ExprOp::ReduceMin};
   uint64_t seed = 1;

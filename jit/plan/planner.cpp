@@ -127,6 +127,30 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   std::vector<Group> groups;
   std::vector<Draft> drafts;
   std::vector<int32_t> step_of(nv, -1);  // the draft computing each value (-1: a graph input)
+  // Whether value v, read by a row kernel over `sizes` reducing the last r dims, moves along
+  // the row as one contiguous run or not at all (a broadcast): the only rows the CPU target
+  // renders (a transposed or strided row stays an eager step rather than fail at launch).
+  auto row_friendly = [&](ValueId v, const DimVector& sizes, int r) {
+    const tracer::ValueMeta& m = *meta[v];
+    const int64_t lead = static_cast<int64_t>(sizes.size()) - static_cast<int64_t>(m.sizes.size());
+    bool all_one = true, all_full = true;
+    for (size_t d = sizes.size() - static_cast<size_t>(r); d < sizes.size(); ++d) {
+      const int64_t i = static_cast<int64_t>(d) - lead;
+      const int64_t sz = i >= 0 ? m.sizes[i] : 1;
+      all_one = all_one && sz == 1;
+      all_full = all_full && sz == sizes[d];
+    }
+    if (all_one) return true;
+    if (!all_full) return false;
+    if (m.strides.empty()) return true;  // a value computed row-major
+    int64_t expected = 1;
+    for (size_t d = m.sizes.size(); d-- > m.sizes.size() - static_cast<size_t>(r);) {
+      if (m.sizes[d] == 1) continue;
+      if (m.strides[d] != expected) return false;
+      expected *= m.sizes[d];
+    }
+    return true;
+  };
   // A node of a row kernel's row shape (not its index space) joins it only when it computes
   // from that kernel's row values alone: it is then a row value too.
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
@@ -140,12 +164,15 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   auto fits_row_kernel = [&](const Group& grp, const Node& n, int32_t s) {
     if (grp.reduced_dims == 0) return true;
     if (n.meta.sizes != grp.sizes) return grp.row_sizes == n.meta.sizes && row_node_fits(grp, n, s);
-    for (ValueId v : n.inputs)
+    for (ValueId v : n.inputs) {
       if (step_of[v] == s && meta[v]->sizes != grp.sizes && !grp.is_row(v)) return false;
+      if (step_of[v] != s && !row_friendly(v, grp.sizes, grp.reduced_dims)) return false;
+    }
     return true;
   };
   // A reduction of the last r dims: into the group computing its input (or already loading it)
-  // when that group has its input's shape and reduces the same dims or none yet; else a new one.
+  // when that group has its input's shape, reduces the same dims or none yet, and loads only
+  // row-friendly values; else into a new group; false: it stays an eager step.
   auto place_reduction = [&](int32_t j, int r) {
     const Node& n = g.nodes[j];
     const ValueId x = n.inputs[0];
@@ -153,7 +180,11 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     auto ok = [&](int32_t s) {
       if (s < 0 || drafts[s].group < 0) return false;
       const Group& grp = groups[drafts[s].group];
-      return grp.sizes == xs && (grp.reduced_dims == 0 || grp.reduced_dims == r) && step_of[x] <= s;
+      if (grp.sizes != xs || (grp.reduced_dims != 0 && grp.reduced_dims != r) || step_of[x] > s)
+        return false;
+      for (ValueId v : grp.reads)
+        if (!row_friendly(v, xs, r)) return false;
+      return true;
     };
     int32_t target = -1;
     if (ok(step_of[x])) target = step_of[x];
@@ -163,6 +194,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       if (std::find(reads.begin(), reads.end(), x) != reads.end()) target = static_cast<int32_t>(s);
     }
     if (target < 0) {
+      if (!row_friendly(x, xs, r)) return false;
       groups.push_back({{}, xs, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
