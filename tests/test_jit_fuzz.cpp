@@ -768,8 +768,9 @@ void fuzz(uint64_t offset, uint64_t count, bool rows) {
     }
   }
   // Not vacuous: most programs ran fused kernels.
-  if (rows && count >= 100)
+  if (rows && count >= 100) {
     EXPECT_GT(row_kernels, static_cast<int64_t>(count) / 2) << "row kernels planned";
+  }
   if (count >= 100) {
     EXPECT_GT(kernels, static_cast<int64_t>(count)) << "kernels planned";
     EXPECT_GT(fused_nodes, kernels + kernels / 2) << "nodes fused";

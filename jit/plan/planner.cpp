@@ -195,7 +195,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     if (target < 0) {
       if (!row_friendly(x, xs, r)) return false;
-      groups.push_back({{}, xs, {}});
+      groups.push_back(Group{{}, xs, {}, 0, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
@@ -210,6 +210,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (step_of[x] != target && std::find(grp.reads.begin(), grp.reads.end(), x) == grp.reads.end())
       grp.reads.push_back(x);
     step_of[n.output] = target;
+    return true;
   };
   for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
     const auto j = static_cast<int32_t>(jj);
@@ -218,10 +219,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     for (ValueId v : n.inputs) in_meta.push_back(meta[v]);
     const std::span<const tracer::ValueMeta* const> metas(in_meta.data(), in_meta.size());
     const SmallVector<ValueId, 4>& reads_of_node = n.inputs;
-    if (const int r = n.inputs.size() == 1 ? row_reduction_dims(n, *meta[n.inputs[0]]) : 0; r > 0) {
-      place_reduction(j, r);
+    if (const int r = n.inputs.size() == 1 ? row_reduction_dims(n, *meta[n.inputs[0]]) : 0;
+        r > 0 && place_reduction(j, r))
       continue;
-    }
     if (!lowers(n, metas, promoted[jj], cpu_target())) {
       drafts.push_back({j, -1});
       step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
@@ -281,7 +281,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     if (target >= 0 && !fits_row_kernel(groups[drafts[target].group], n, target)) target = -1;
     if (target < 0) {
-      groups.push_back({{}, n.meta.sizes, {}});
+      groups.push_back(Group{{}, n.meta.sizes, {}, 0, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
