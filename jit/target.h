@@ -36,6 +36,13 @@ class CompiledKernel {
   // Runs the kernel. Throws kiln::Error if machine code for this launch's layout cannot be made
   // (the planner then runs the step's nodes eagerly).
   virtual void launch(const LaunchArgs& args) = 0;
+  // False where this launch's layout has no machine code by design, not by failure (a row
+  // kernel whose row is strided in some operand): the caller runs the step's nodes eagerly this
+  // time, without a warning, and launches again next time.
+  virtual bool can_launch(const LaunchArgs& args) const {
+    (void)args;
+    return true;
+  }
 };
 
 class KernelTarget {

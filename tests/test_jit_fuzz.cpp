@@ -212,7 +212,16 @@ class Gen {
     st.start = below(2);
     Shape out = p_.canon;
     out.resize(out.size() - static_cast<size_t>(st.dim));
-    if (st.start) out.resize(p_.canon.size(), 1);
+    // Without keepdim only where the result still broadcasts against the canonical shape (the
+    // pool's other steps combine any entries).
+    for (size_t i = 0; i < out.size() && !st.start; ++i) {
+      const int64_t c = p_.canon[p_.canon.size() - out.size() + i];
+      if (out[i] != c && out[i] != 1) st.start = 1;
+    }
+    if (st.start) {
+      out = p_.canon;
+      for (size_t d = out.size() - static_cast<size_t>(st.dim); d < out.size(); ++d) out[d] = 1;
+    }
     t += fmt::format("  %{} = rowreduce{} %{} last {} keepdim {}\n", id, st.op, st.a, st.dim,
                      st.start);
     push(st, out, p_.dtype);

@@ -118,6 +118,7 @@ class CpuKernel final : public CompiledKernel {
 
  private:
   void launch_rows(const LaunchArgs& args);  // a row kernel (k_.has_reduce())
+  bool can_launch(const LaunchArgs& args) const override;
   // The machine code for one layout of the operands (rendered on first sight). The variant is
   // keyed by every operand's layout, whatever the operand count.
   KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming) {
@@ -272,45 +273,84 @@ void CpuKernel::launch(const LaunchArgs& args) {
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
 }
 
-// A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
-// or broadcast in every operand (else no machine code: the planner's step runs eagerly); the
-// kept dims are walked as a pointwise kernel's rows, split across threads by whole rows, so a
-// row's result never depends on the thread count.
-void CpuKernel::launch_rows(const LaunchArgs& args) {
+namespace {
+
+// A row kernel's launch split into its kept dims and its row: the row's length, and each
+// operand's layout along it (empty with `why` set where the row is not one contiguous or
+// broadcast run in every operand).
+struct RowSplit {
+  LaunchArgs kept;
+  int64_t n = 1;
+  std::vector<InnerLayout> layout;
+  std::string why;
+};
+
+RowSplit split_rows(const LoopKernel& k, const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
   const size_t rank = args.sizes.size();
   KILN_CHECK(args.reduced_dims >= 0 && static_cast<size_t>(args.reduced_dims) <= rank,
              "cpu row kernel: {} reduced dims of a rank-{} index space", args.reduced_dims, rank);
   const size_t nk = rank - static_cast<size_t>(args.reduced_dims);
-  LaunchArgs kept, red;
-  kept.ptrs = red.ptrs = args.ptrs;
-  kept.strides.resize(nops);
+  RowSplit r;
+  LaunchArgs red;
+  r.kept.ptrs = red.ptrs = args.ptrs;
+  r.kept.strides.resize(nops);
   red.strides.resize(nops);
-  int64_t n = 1;
   for (size_t d = 0; d < rank; ++d) {
-    (d < nk ? kept : red).sizes.push_back(args.sizes[d]);
-    if (d >= nk) n *= args.sizes[d];
+    (d < nk ? r.kept : red).sizes.push_back(args.sizes[d]);
+    if (d >= nk) r.n *= args.sizes[d];
     for (size_t j = 0; j < nops; ++j)
-      (d < nk ? kept : red).strides[j].push_back(args.strides[j][d]);
+      (d < nk ? r.kept : red).strides[j].push_back(args.strides[j][d]);
   }
-  for (int64_t s : kept.sizes)
-    if (s == 0) return;
-  std::vector<InnerLayout> layout(nops, InnerLayout::Contiguous);
-  if (n > 1) {
-    const Coalesced r = coalesce(red);
-    KILN_CHECK(r.sizes.size() == 1, "cpu row kernel: the reduced dims do not form one row");
+  r.layout.assign(nops, InnerLayout::Contiguous);
+  if (r.n > 1) {
+    const Coalesced c = coalesce(red);
+    if (c.sizes.size() != 1) {
+      r.why = "the reduced dims do not form one row";
+      r.layout.clear();
+      return r;
+    }
     for (size_t j = 0; j < nops; ++j) {
-      const int64_t s = r.strides[j][0];
-      const int64_t es = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
+      const int64_t s = c.strides[j][0];
+      const int64_t es = static_cast<int64_t>(itemsize(k.operand_dtype(static_cast<int32_t>(j))));
       if (s == es) continue;
-      KILN_CHECK(s == 0, "cpu row kernel: operand {} has stride {} bytes along the row", j, s);
-      layout[j] = InnerLayout::Broadcast;
+      if (s != 0) {
+        r.why = fmt::format("operand {} has stride {} bytes along the row", j, s);
+        r.layout.clear();
+        return r;
+      }
+      r.layout[j] = InnerLayout::Broadcast;
     }
   }
-  const std::vector<uint8_t> row = k_.row_values();
-  for (int32_t j = 0; j < k_.num_outputs(); ++j)
-    KILN_CHECK(row[k_.stores[j]] || layout[j] == InnerLayout::Contiguous,
-               "cpu row kernel: output {} is broadcast along the row", j);
+  const std::vector<uint8_t> row = k.row_values();
+  for (int32_t j = 0; j < k.num_outputs(); ++j)
+    if (!row[k.stores[j]] && r.layout[j] != InnerLayout::Contiguous) {
+      r.why = fmt::format("output {} is broadcast along the row", j);
+      r.layout.clear();
+      return r;
+    }
+  return r;
+}
+
+}  // namespace
+
+bool CpuKernel::can_launch(const LaunchArgs& args) const {
+  return !k_.has_reduce() || !split_rows(k_, args).layout.empty();
+}
+
+// A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
+// or broadcast in every operand (else no machine code: the plan runs the step's nodes eagerly,
+// can_launch); the kept dims are walked as a pointwise kernel's rows, split across threads by
+// whole rows, so a row's result never depends on the thread count.
+void CpuKernel::launch_rows(const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const RowSplit split = split_rows(k_, args);
+  KILN_CHECK(!split.layout.empty(), "cpu row kernel: {}", split.why);
+  for (int64_t s : split.kept.sizes)
+    if (s == 0) return;
+  const int64_t n = split.n;
+  const LaunchArgs& kept = split.kept;
+  const std::vector<InnerLayout>& layout = split.layout;
   const KernelFn fn = variant(layout, false);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 

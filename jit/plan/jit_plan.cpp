@@ -258,6 +258,10 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
     SmallVector<Scalar, 4> params;
     for (int32_t p : k.params) params.push_back(f.args.scalars[p]);
     la.params = std::span<const Scalar>(params.data(), params.size());
+    if (!k.kernel->can_launch(la)) {  // a row strided in this run: its nodes run eagerly
+      for (int32_t j : k.nodes) run_eager_node(f, j);
+      return;
+    }
     try {
       k.kernel->launch(la);
     } catch (const Error& e) {  // no machine code for this layout: these nodes run eagerly

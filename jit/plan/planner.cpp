@@ -152,8 +152,10 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     return true;
   };
   // A node of a row kernel's row shape (not its index space) joins it only when it computes
-  // from that kernel's row values alone: it is then a row value too.
+  // a float from that kernel's row values alone: it is then a row value too (the CPU target
+  // stores float row values only).
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
+    if (!is_floating(n.meta.dtype)) return false;
     for (ValueId v : n.inputs)
       if (step_of[v] != s || !grp.is_row(v)) return false;
     return true;
@@ -164,11 +166,13 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   auto fits_row_kernel = [&](const Group& grp, const Node& n, int32_t s) {
     if (grp.reduced_dims == 0) return true;
     if (n.meta.sizes != grp.sizes) return grp.row_sizes == n.meta.sizes && row_node_fits(grp, n, s);
+    bool element = false;  // else it computes from row values alone: a row value itself
     for (ValueId v : n.inputs) {
       if (step_of[v] == s && meta[v]->sizes != grp.sizes && !grp.is_row(v)) return false;
       if (step_of[v] != s && !row_friendly(v, grp.sizes, grp.reduced_dims)) return false;
+      element = element || step_of[v] != s || !grp.is_row(v);
     }
-    return true;
+    return element || is_floating(n.meta.dtype);
   };
   // A reduction of the last r dims: into the group computing its input (or already loading it)
   // when that group has its input's shape, reduces the same dims or none yet, and loads only
