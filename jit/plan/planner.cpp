@@ -291,8 +291,11 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     Group& grp = groups[drafts[target].group];
     grp.nodes.push_back(j);
-    if (grp.reduced_dims > 0 && grp.row_sizes == n.meta.sizes && grp.sizes != n.meta.sizes)
-      grp.row_vals.push_back(n.output);
+    if (grp.reduced_dims > 0 && grp.row_sizes == n.meta.sizes) {  // a row value? (by the IR's rule)
+      bool row = true;
+      for (ValueId v : reads_of_node) row = row && step_of[v] == target && grp.is_row(v);
+      if (row) grp.row_vals.push_back(n.output);
+    }
     for (ValueId v : reads_of_node)
       if (step_of[v] != target &&
           std::find(grp.reads.begin(), grp.reads.end(), v) == grp.reads.end())
