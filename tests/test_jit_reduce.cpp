@@ -14,6 +14,7 @@
 
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
+#include "jit/cpu/render_reduce.h"
 #include "jit/plan/jit_plan.h"
 #include "jit/target.h"
 #include "jit_kernel_util.h"
@@ -171,6 +172,56 @@ TEST(JitReduceKernels, EveryOpDtypeIsaAndRowLengthMatchesEagerBitwise) {
           }
         }
       }
+    }
+  }
+}
+
+// A softmax row kernel: exp(x - max) is computed by the sum's pass and needed by the element
+// pass; the CPU target keeps it in a scratch row between the two (render_reduce.h, row_stash)
+// instead of computing it twice. Bitwise against eager, every ISA, lengths around the lanes.
+TEST(JitReduceKernels, SoftmaxKernelKeepsItsExpsBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      LoopKernel k = LoopKernel::uniform(dt, 2);
+      const int32_t x = k.load(0);
+      const int32_t m = k.reduce(ExprOp::ReduceMax, x);
+      const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, m));
+      const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+      k.stores = {k.binary(ExprOp::Div, e, s), s};
+      ASSERT_EQ(jit::row_stash(k), std::vector<int32_t>{e});
+      std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+      for (int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 129, 1000, 1031}) {
+        const Tensor xt = row_data(5, n, dt, ExprOp::ReduceSum, static_cast<uint64_t>(n), false);
+        std::vector<Tensor> got = launch(*kernel, xt, zeros({5, 1}), {false, true});
+        const Tensor ex = (xt - xt.amax({-1}, true)).exp();
+        const Tensor sum = ex.sum({-1}, true);
+        const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
+        expect_bitwise_equal(got[0], ex / sum, what.c_str());
+        expect_bitwise_equal(got[1], sum, what.c_str());
+      }
+    }
+  }
+}
+
+// Two passes over the same costly value (the first must compute it although only the last
+// pass stashes it: a fuzzer find).
+TEST(JitReduceKernels, TwoPassesOverAStashedValue) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    LoopKernel k = LoopKernel::uniform(kFloat32, 2);
+    const int32_t e = k.unary(ExprOp::Exp, k.load(0));
+    const int32_t mx = k.reduce(ExprOp::ReduceMax, e);
+    const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+    k.stores = {mx, s, k.binary(ExprOp::Div, e, s)};
+    std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+    for (int64_t n : {5, 16, 40, 300}) {
+      const Tensor xt = row_data(3, n, kFloat32, ExprOp::ReduceSum, 77, false) * 1e-3;
+      std::vector<Tensor> got = launch(*kernel, xt, zeros({3, 1}), {true, true, false});
+      const Tensor ex = xt.exp();
+      expect_bitwise_equal(got[0], ex.amax({-1}, true), isa.c_str());
+      expect_bitwise_equal(got[1], ex.sum({-1}, true), isa.c_str());
+      expect_bitwise_equal(got[2], ex / ex.sum({-1}, true), isa.c_str());
     }
   }
 }

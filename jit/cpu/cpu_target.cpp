@@ -362,6 +362,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   std::vector<std::vector<int64_t>> programs;
   for (const Expr& e : k_.exprs)
     if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
+  const size_t stash = row_stash(k_).size();  // scratch rows (render_reduce.h)
   SmallVector<uint64_t, 16> words(np + programs.size() + 1, 0);
   for (size_t p = 0; p < np; ++p)
     visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
@@ -370,7 +371,6 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     });
   for (size_t r = 0; r < programs.size(); ++r)
     words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
-  const void* params = words.data();
 
   const Coalesced c = coalesce(kept);  // rank 1 at least
   const size_t kr = c.sizes.size();
@@ -381,6 +381,15 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   for (size_t j = 0; j < nops; ++j) outer[j] = c.strides[j][kr - 1];
   auto run_rows = [&](int64_t r0, int64_t r1) {
     SmallVector<char*, 8> p(nops);
+    SmallVector<uint64_t, 16> local;
+    std::unique_ptr<uint64_t[]> scratch;
+    const void* params = words.data();
+    if (stash > 0) {  // this thread's scratch rows
+      scratch.reset(new uint64_t[stash * static_cast<size_t>(n + 64)]);
+      local = words;
+      local[np + programs.size()] = reinterpret_cast<uintptr_t>(scratch.get());
+      params = local.data();
+    }
     while (r0 < r1) {
       const int64_t o = r0 % n_outer;
       int64_t rest = r0 / n_outer;

@@ -17,10 +17,16 @@ namespace Inst = x86::Inst;
 constexpr int64_t kPairBlock = 128;
 constexpr int64_t kRowChunk = 65536;
 
+void piece(std::vector<int64_t>& p, int64_t len, int64_t vec) {
+  p.push_back(1);
+  p.push_back(len);
+  p.push_back(vec);
+}
+
 // Pairwise sum of `len` elements: halves at multiples of 8 down to blocks of <= kPairBlock.
 void pairwise(std::vector<int64_t>& p, int64_t len) {
   if (len <= kPairBlock) {
-    p.insert(p.end(), {1, len, len / 8 * 8});
+    piece(p, len, len / 8 * 8);
     return;
   }
   const int64_t half = (len / 2 + 7) / 8 * 8;
@@ -54,11 +60,8 @@ int acc_lanes(ExprOp op, DType t) {
 }  // namespace
 
 std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n) {
+  if (n == 0) return {1, 0, 0, 0};  // the identity: a piece of no elements
   std::vector<int64_t> p;
-  if (n == 0) {  // the identity: a piece of no elements
-    p.insert(p.end(), {1, 0, 0, 0});
-    return p;
-  }
   const int64_t chunks = (n + kRowChunk - 1) / kRowChunk;
   int64_t size = 1;
   while (size < chunks) size *= 2;
@@ -68,13 +71,61 @@ std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n) {
     if (op == ExprOp::ReduceSum) {
       pairwise(p, len);
     } else if (op == ExprOp::ReduceProd) {
-      p.insert(p.end(), {1, len, len / 8 * 8});
+      piece(p, len, len / 8 * 8);
     } else {  // range_extreme: lanes only for at least two iterations of its two registers
-      p.insert(p.end(), {1, len, len >= 2 * lanes ? len / lanes * lanes : 0});
+      piece(p, len, len >= 2 * lanes ? len / lanes * lanes : 0);
     }
   });
   p.push_back(0);
   return p;
+}
+
+namespace {
+
+// The expressions over `roots` and what they read, stopping at row values (computed before).
+std::vector<uint8_t> closure(const LoopKernel& k, const std::vector<uint8_t>& row,
+                             std::vector<int32_t> roots, const std::vector<uint8_t>& stop) {
+  std::vector<uint8_t> in(k.exprs.size(), 0);
+  while (!roots.empty()) {
+    const int32_t i = roots.back();
+    roots.pop_back();
+    if (in[i]) continue;
+    in[i] = 1;
+    if (row[i] || stop[i]) continue;
+    const Expr& e = k.exprs[i];
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0) roots.push_back(o);
+  }
+  return in;
+}
+
+}  // namespace
+
+std::vector<int32_t> row_stash(const LoopKernel& k) {
+  const std::vector<uint8_t> row = k.row_values();
+  int32_t last = -1;
+  for (size_t i = 0; i < k.exprs.size(); ++i)
+    if (expr_is_reduce(k.exprs[i].op)) last = static_cast<int32_t>(i);
+  std::vector<int32_t> stores;
+  for (int32_t s : k.stores)
+    if (!row[s]) stores.push_back(s);
+  if (last < 0 || stores.empty()) return {};
+  const std::vector<uint8_t> none(k.exprs.size(), 0);
+  const std::vector<uint8_t> in_pass = closure(k, row, {k.exprs[last].a}, none);
+  std::vector<uint8_t> costly(k.exprs.size(), 0), shared(k.exprs.size(), 0);
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    if (row[i]) continue;
+    costly[i] = expr_is_transcendental(e.op);
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0 && !row[o]) costly[i] = costly[i] || costly[o];
+    shared[i] = costly[i] && in_pass[i] && is_floating(e.type);
+  }
+  const std::vector<uint8_t> reached = closure(k, row, stores, shared);
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < k.exprs.size(); ++i)
+    if (shared[i] && reached[i]) out.push_back(static_cast<int32_t>(i));
+  return out;
 }
 
 namespace {
@@ -126,6 +177,17 @@ class RowRenderer {
       KILN_CHECK(elem_store_[j] || is_floating(k_.output_dtype(j)),
                  "cpu row kernel: output {} stores a {} row value (not rendered)", j,
                  k_.output_dtype(j));
+    }
+    // Costly element values the last pass computes and the element pass needs (exp(x - m) of a
+    // softmax): stored to a scratch row by that pass, loaded back by the element pass.
+    stash_ = row_stash(k_);
+    if (!stash_.empty()) {
+      sbase_ = cc_.newIntPtr("scratch");
+      sstride_ = cc_.newInt64("scratch_stride");
+      cc_.mov(sbase_, x86::ptr(params_, (k_.num_params() + static_cast<int>(reduces_.size())) * 8));
+      cc_.lea(sstride_, x86::ptr(n_, 64));  // (n + 64) * 8 bytes per stashed value
+      cc_.shl(sstride_, 3);
+      for (size_t i = 0; i < stash_.size(); ++i) scur_.push_back(cc_.newIntPtr());
     }
     stack_ = cc_.newStack(64 * 8, 16);
     lanes_buf_ = cc_.newStack(64, 64);
@@ -213,6 +275,29 @@ class RowRenderer {
   void advance(int elements) {
     for (int j = 0; j < nops_; ++j)
       if (contiguous(j)) cc_.add(cur_[j], elements * esize_[j]);
+    for (size_t i = 0; stash_on_ && i < scur_.size(); ++i)
+      cc_.add(scur_[i], elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+  }
+  void reset_stash() {
+    for (size_t i = 0; i < scur_.size(); ++i) {
+      cc_.mov(scur_[i], sstride_);
+      cc_.imul(scur_[i], scur_[i], static_cast<int>(i));
+      cc_.add(scur_[i], sbase_);
+    }
+  }
+  // The last pass stores the stashed values of one body (`tail`: AVX-512 lanes; elsewhere whole
+  // vectors, the scratch row has room past its end).
+  void store_stash(const std::vector<x86::Vec>& out, const x86::KReg* tail) {
+    for (size_t i = 0; i < scur_.size(); ++i)
+      on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
+        vo.store(x86::ptr(scur_[i]), out[stash_[i]], tail);
+        return 0;
+      });
+  }
+  void load_stash(const x86::KReg* tail) {
+    for (size_t i = 0; i < scur_.size(); ++i)
+      preset_[stash_[i]] = on(k_.exprs[stash_[i]].type, L_,
+                              [&](auto& vo) { return vo.load(x86::ptr(scur_[i]), tail); });
   }
 
   // The tail of `cnt` (< L) elements at cur_: AVX-512 masks the lanes; AVX2 and SSE2 copy the
@@ -330,6 +415,11 @@ class RowRenderer {
     want[e.a] = 1;
 
     for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    const bool stash = r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty();
+    stash_on_ = stash;
+    if (stash) reset_stash();
+    std::vector<uint8_t> want_stash = want;
+    for (int32_t i : stash_) want_stash[i] = want_stash[i] || stash;
     x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp"), sb = cc_.newIntPtr("stack");
     cc_.mov(prog, x86::ptr(params_, (k_.num_params() + r) * 8));
     cc_.lea(sb, stack_);
@@ -369,7 +459,9 @@ class RowRenderer {
       cc_.cmp(cnt, step);
       cc_.jl(l_vdone);
       for (int g = 0; g < (split ? 1 : G); ++g) {
-        x86::Vec v = body(cur_, nullptr, want, no_store)[e.a];
+        const std::vector<x86::Vec> out = body(cur_, nullptr, want_stash, no_store);
+        if (stash) store_stash(out, nullptr);
+        x86::Vec v = out[e.a];
         if (split) {
           feed(acc[0], low_half(v, L_ * es));
           feed(acc[0], high_half(v, L_ * es, es == 8));
@@ -389,7 +481,9 @@ class RowRenderer {
         x86::KReg m = cc_.newKw();
         cc_.mov(bits, (int64_t{1} << A) - 1);
         cc_.kmovw(m, bits.r32());
-        x86::Vec v = body(cur_, &m, want, no_store)[e.a];
+        const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
+        if (stash) store_stash(out, &m);
+        x86::Vec v = out[e.a];
         feed(acc[0], low_half(v, L_ * es));
         advance(A);
         cc_.bind(l_no);
@@ -420,8 +514,10 @@ class RowRenderer {
       cc_.cmp(len, c);
       cc_.cmovl(c, len);
       tail_body(c, false, [&](const std::vector<x86::Gp>& cur, const x86::KReg* m) {
-        x86::Vec v =
-            emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, want, preset_, no_store)[e.a];
+        const std::vector<x86::Vec> out =
+            emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, want_stash, preset_, no_store);
+        if (stash) store_stash(out, m);
+        x86::Vec v = out[e.a];
         on(t, L_, [&](auto& vo) {
           vo.store(lanes, v);
           return 0;
@@ -447,6 +543,11 @@ class RowRenderer {
           cc_.imul(d, c, esize_[j]);
           cc_.add(cur_[j], d);
         }
+      for (size_t i = 0; stash && i < scur_.size(); ++i) {
+        x86::Gp d = cc_.newInt64();
+        cc_.imul(d, c, static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+        cc_.add(scur_[i], d);
+      }
       cc_.sub(len, c);
       cc_.jmp(l_rest);
       cc_.bind(l_rdone);
@@ -489,12 +590,15 @@ class RowRenderer {
   void element_pass() {
     std::vector<uint8_t> none(k_.exprs.size(), 0);
     for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    stash_on_ = true;
+    reset_stash();
     x86::Gp rem = cc_.newInt64("rem");
     cc_.mov(rem, n_);
     Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_end = cc_.newLabel();
     cc_.bind(l_vec);
     cc_.cmp(rem, L_);
     cc_.jl(l_tail);
+    load_stash(nullptr);
     body(cur_, nullptr, none, elem_store_);
     advance(L_);
     cc_.sub(rem, L_);
@@ -503,9 +607,11 @@ class RowRenderer {
     cc_.test(rem, rem);
     cc_.jz(l_end);
     tail_body(rem, true, [&](const std::vector<x86::Gp>& cur, const x86::KReg* m) {
+      load_stash(m);
       emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, none, preset_, elem_store_);
     });
     cc_.bind(l_end);
+    for (int32_t i : stash_) preset_[i] = x86::Vec();
   }
 
   void row_stores() {
@@ -544,6 +650,10 @@ class RowRenderer {
   std::vector<x86::Vec> preset_;
   x86::Mem stack_, lanes_buf_;
   std::vector<x86::Mem> tail_buf_;
+  std::vector<int32_t> stash_;  // row_stash(k_)
+  std::vector<x86::Gp> scur_;   // per stashed value: its place in the scratch row
+  x86::Gp sbase_, sstride_;
+  bool stash_on_ = false;  // the pass being emitted walks the scratch rows
 };
 
 }  // namespace

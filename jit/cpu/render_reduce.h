@@ -26,6 +26,13 @@ namespace kiln::jit {
 // The row program of a Reduce expression `op` over `n` elements of `type` (the eager order).
 std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n);
 
+// The element values the last Reduce pass computes that the element pass needs again and that
+// are costly to recompute (they read a transcendental: exp(x - m) in a softmax). The last pass
+// stores them to a scratch row, the element pass loads them back: after the Reduce programs,
+// `params` holds a pointer to (n + 64) * 8 bytes per stashed value (the row and room for a
+// whole vector past its end), one scratch per thread.
+std::vector<int32_t> row_stash(const LoopKernel& k);
+
 // One body of `lanes` lanes (render.cpp's emitter): evaluates what `want` and the outputs marked
 // in `store` need, taking `preset[i]` (where valid) for expression i instead of evaluating it
 // (row values computed before the loop), and stores the marked outputs at `cur`. Returns each
