@@ -347,6 +347,22 @@ TEST_F(JitReducePlanTest, SoftmaxFromPrimitivesIsOneKernel) {
   }
 }
 
+// Outputs of 8 MiB and more with vector-aligned rows take non-temporal stores in the element
+// pass (as pointwise kernels do); unaligned rows take plain ones. Both bitwise.
+TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
+  for (int64_t d : {1024, 1000}) {
+    tracer::RegionCache::instance().clear();
+    const Tensor x = randn_of({2100, d}, 31);
+    const std::string steps = run_both(
+        [&] {
+          Tensor e = (x - x.amax({-1}, true)).exp();
+          return TensorList{e / e.sum({-1}, true)};
+        },
+        "large softmax " + std::to_string(d));
+    EXPECT_EQ(steps, "k5");
+  }
+}
+
 // Reductions whose results leave the kernel: without keepdim, over two dims, unbiased variance
 // (NaN for one element), an epilogue output and the reduced values both stored; sizes around
 // the vector widths, empty rows, and a second recording with other sizes through the same plan.

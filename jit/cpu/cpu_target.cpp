@@ -351,7 +351,28 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   const int64_t n = split.n;
   const LaunchArgs& kept = split.kept;
   const std::vector<InnerLayout>& layout = split.layout;
-  const KernelFn fn = variant(layout, false);
+  const Coalesced c = coalesce(kept);  // rank 1 at least
+  const size_t kr = c.sizes.size();
+  // Large element outputs go around the caches as in pointwise kernels, when every row starts
+  // vector-aligned (the row values are a few bytes per row: plain stores).
+  const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  const std::vector<uint8_t> row = k_.row_values();
+  int64_t rows_total = 1;
+  for (int64_t s : c.sizes) rows_total *= s;
+  bool streaming = false;
+  for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+    if (row[k_.stores[j]]) continue;
+    const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
+    bool ok = k_.output_dtype(j) != DType::Bool && rows_total * n * es >= kStreamingBytes &&
+              reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0;
+    for (size_t d = 0; d < kr && ok; ++d) ok = c.strides[j][d] % vec_bytes == 0;
+    if (!ok) {
+      streaming = false;
+      break;
+    }
+    streaming = true;
+  }
+  const KernelFn fn = variant(layout, streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
   KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
@@ -372,8 +393,6 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   for (size_t r = 0; r < programs.size(); ++r)
     words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
 
-  const Coalesced c = coalesce(kept);  // rank 1 at least
-  const size_t kr = c.sizes.size();
   const int64_t n_outer = c.sizes[kr - 1];
   int64_t rows = 1;
   for (int64_t s : c.sizes) rows *= s;

@@ -679,8 +679,9 @@ std::vector<x86::Vec> emit_body(EmitContext& ctx, int lanes, const LoopKernel& k
                                 const std::vector<x86::Gp>& cur, x86::Gp params,
                                 const x86::KReg* tail, const std::vector<uint8_t>& want,
                                 const std::vector<x86::Vec>& preset,
-                                const std::vector<uint8_t>& store) {
-  return BodyEmitter(ctx, lanes, k, layout, cur, params, tail).emit_partial(want, preset, store);
+                                const std::vector<uint8_t>& store, bool streaming) {
+  return BodyEmitter(ctx, lanes, k, layout, cur, params, tail, streaming)
+      .emit_partial(want, preset, store);
 }
 
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }

@@ -217,6 +217,7 @@ class RowRenderer {
     cc_.inc(o);
     cc_.jmp(l_outer);
     cc_.bind(l_done);
+    if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
     cc_.endFunc();
   }
 
@@ -599,7 +600,8 @@ class RowRenderer {
     cc_.cmp(rem, L_);
     cc_.jl(l_tail);
     load_stash(nullptr);
-    body(cur_, nullptr, none, elem_store_);
+    emit_body(*ctx_, L_, k_, v_.layout, cur_, params_, nullptr, none, preset_, elem_store_,
+              v_.streaming);
     advance(L_);
     cc_.sub(rem, L_);
     cc_.jmp(l_vec);
