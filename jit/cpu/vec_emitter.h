@@ -133,6 +133,7 @@ class AsmVecOps {
   I shl(I a, int n) const { return shift(I_(kIdVpslld_, kIdVpsllq_, kIdPslld_, kIdPsllq_), a, n); }
   I shr(I a, int n) const { return shift(I_(kIdVpsrld_, kIdVpsrlq_, kIdPsrld_, kIdPsrlq_), a, n); }
 
+
   // ---- beyond the contract: integer lanes (Int32 on the float emitter, Int64 on the double
   // one) and rounding, for the JIT's integer and rounding expressions ----
   using Gp = asmjit::x86::Gp;
