@@ -13,6 +13,7 @@
 #include "jit/cpu/render.h"
 #include "jit/cpu/render_reduce.h"
 #include "jit/loop/kernel_cache.h"
+#include "jit/loop/row_program.h"
 #include "ops/cpu/pointwise_table.h"  // kStreamingBytes: the eager kernels' threshold too
 #include "runtime/config.h"
 #include "runtime/error.h"

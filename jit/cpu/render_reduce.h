@@ -6,11 +6,8 @@
 //
 // The function has the pointwise kernels' signature (render.h, KernelFn). n_inner is the row
 // length; `params` holds the kernel's runtime parameters (8 bytes each), then one pointer per
-// Reduce expression (in expression order) to its row program: the order of the row's pieces,
-// made by the launcher for the row length (row_program below), in words:
-//   1 len vec   a piece of `len` elements, its first `vec` in the op's lanes, the rest in order;
-//   2           combine the two latest results (earlier on the left);
-//   0           end (the one result left is the row's).
+// Reduce expression (in expression order) to its row program (jit/loop/row_program.h), made by
+// the launcher for the row length, then the scratch pointer (row_stash below).
 #pragma once
 #include <asmjit/x86.h>
 
@@ -22,9 +19,6 @@
 #include "jit/loop/loop_kernel.h"
 
 namespace kiln::jit {
-
-// The row program of a Reduce expression `op` over `n` elements of `type` (the eager order).
-std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n);
 
 // The element values the last Reduce pass computes that the element pass needs again and that
 // are costly to recompute (they read a transcendental: exp(x - m) in a softmax). The last pass
