@@ -347,6 +347,23 @@ TEST_F(JitReducePlanTest, SoftmaxFromPrimitivesIsOneKernel) {
   }
 }
 
+// Row values without keepdim join their kernel too when what reads them has their shape
+// (`sum * 0.5`), and a full reduction's 0-d result broadcasts back over its one row
+// (`x - x.mean()`); a [N] result read against [N, D] (which would line N up with D) does not.
+TEST_F(JitReducePlanTest, RowValuesWithoutKeepdim) {
+  const Tensor x = randn_of({16, 16}, 41);
+  int kernels = 0;
+  std::string steps =
+      run_both([&] { return TensorList{(x * x).sum({-1}) * 0.5 + 1.0}; }, "sum * 0.5", &kernels);
+  EXPECT_EQ(steps, "k4");
+  tracer::RegionCache::instance().clear();
+  steps = run_both([&] { return TensorList{(x - x.mean()).abs()}; }, "x - mean", &kernels);
+  EXPECT_EQ(steps, "k3");
+  tracer::RegionCache::instance().clear();
+  steps = run_both([&] { return TensorList{x * 2.0 + x.sum({-1})}; }, "[16] vs [16, 16]", &kernels);
+  EXPECT_EQ(kernels, 2) << steps;  // (the sum's kernel and the broadcasting add's)
+}
+
 // Outputs of 8 MiB and more with vector-aligned rows take non-temporal stores in the element
 // pass (as pointwise kernels do); unaligned rows take plain ones. Both bitwise.
 TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {

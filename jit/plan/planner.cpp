@@ -29,10 +29,14 @@ struct Group {
   DimVector sizes;
   std::vector<ValueId> reads;  // values computed outside the group that it loads
   // A row kernel (docs/jit.md "Reductions"): it reduces the last `reduced_dims` dims of `sizes`;
-  // `row_sizes` is `sizes` with those dims 1 (a keepdim result), `row_vals` its values of that
-  // shape (one per row: reductions with keepdim, and what is computed from them alone).
+  // `row_sizes` is `sizes` with those dims 1 (a keepdim result), `drop_sizes` without them;
+  // `row_vals` its values of either shape (one per row: reductions, and what is computed from
+  // them alone).
   int reduced_dims = 0;
-  DimVector row_sizes;
+  DimVector row_sizes, drop_sizes;
+  bool row_shape(const DimVector& s) const {
+    return reduced_dims > 0 && (s == row_sizes || s == drop_sizes);
+  }
   std::vector<ValueId> row_vals;
   bool is_row(ValueId v) const {
     return std::find(row_vals.begin(), row_vals.end(), v) != row_vals.end();
@@ -165,10 +169,14 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // without keepdim has neither shape: broadcasting it would line it up with the wrong dims).
   auto fits_row_kernel = [&](const Group& grp, const Node& n, int32_t s) {
     if (grp.reduced_dims == 0) return true;
-    if (n.meta.sizes != grp.sizes) return grp.row_sizes == n.meta.sizes && row_node_fits(grp, n, s);
+    if (n.meta.sizes != grp.sizes) return grp.row_shape(n.meta.sizes) && row_node_fits(grp, n, s);
     bool element = false;  // else it computes from row values alone: a row value itself
     for (ValueId v : n.inputs) {
-      if (step_of[v] == s && meta[v]->sizes != grp.sizes && !grp.is_row(v)) return false;
+      // A row value broadcasts over the row with keepdim's shape, or with no dims left at all
+      // (a full reduction: one row); [N] against [N, D] would line N up with D.
+      const bool row_ok =
+          grp.is_row(v) && (meta[v]->sizes == grp.row_sizes || grp.drop_sizes.empty());
+      if (step_of[v] == s && meta[v]->sizes != grp.sizes && !row_ok) return false;
       if (step_of[v] != s && !row_friendly(v, grp.sizes, grp.reduced_dims)) return false;
       element = element || step_of[v] != s || !grp.is_row(v);
     }
@@ -199,7 +207,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     if (target < 0) {
       if (!row_friendly(x, xs, r)) return false;
-      groups.push_back(Group{{}, xs, {}, 0, {}, {}});
+      groups.push_back(Group{{}, xs, {}, 0, {}, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
@@ -208,9 +216,10 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       grp.reduced_dims = r;
       grp.row_sizes = xs;
       for (size_t d = xs.size() - static_cast<size_t>(r); d < xs.size(); ++d) grp.row_sizes[d] = 1;
+      grp.drop_sizes = DimVector(xs.begin(), xs.end() - r);
     }
     grp.nodes.push_back(j);
-    if (n.meta.sizes == grp.row_sizes) grp.row_vals.push_back(n.output);
+    if (grp.row_shape(n.meta.sizes)) grp.row_vals.push_back(n.output);
     if (step_of[x] != target && std::find(grp.reads.begin(), grp.reads.end(), x) == grp.reads.end())
       grp.reads.push_back(x);
     step_of[n.output] = target;
@@ -237,8 +246,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     int32_t target = -1;
     auto consider = [&](int32_t s) {
       const Group& grp = groups[drafts[s].group];
-      if (grp.sizes == n.meta.sizes ||
-          (grp.reduced_dims > 0 && grp.row_sizes == n.meta.sizes && row_node_fits(grp, n, s)))
+      if (grp.sizes == n.meta.sizes || (grp.row_shape(n.meta.sizes) && row_node_fits(grp, n, s)))
         target = std::max(target, s);
     };
     for (ValueId v : reads_of_node) {
@@ -285,13 +293,13 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     if (target >= 0 && !fits_row_kernel(groups[drafts[target].group], n, target)) target = -1;
     if (target < 0) {
-      groups.push_back(Group{{}, n.meta.sizes, {}, 0, {}, {}});
+      groups.push_back(Group{{}, n.meta.sizes, {}, 0, {}, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
     Group& grp = groups[drafts[target].group];
     grp.nodes.push_back(j);
-    if (grp.reduced_dims > 0 && grp.row_sizes == n.meta.sizes) {  // a row value? (by the IR's rule)
+    if (grp.row_shape(n.meta.sizes)) {  // a row value? (by the IR's rule)
       bool row = true;
       for (ValueId v : reads_of_node) row = row && step_of[v] == target && grp.is_row(v);
       if (row) grp.row_vals.push_back(n.output);
