@@ -189,6 +189,14 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     const Node& n = g.nodes[j];
     const ValueId x = n.inputs[0];
     const DimVector& xs = meta[x]->sizes;
+    // A graph output may be written back into an input (an in-place update of a leaf); when
+    // an input it could be written into has a row that is not one contiguous run (a transposed
+    // leaf), eager reduces that memory in an order its layout sets (ops/cpu/reduce_plan.h). As
+    // the interpreter does, reduce what holds the value then: an eager step.
+    if (std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end())
+      for (const tracer::GraphInput& in : g.inputs)
+        if (in.meta.sizes == xs && in.meta.dtype == meta[x]->dtype && !row_friendly(in.id, xs, r))
+          return false;
     auto ok = [&](int32_t s) {
       if (s < 0 || drafts[s].group < 0) return false;
       const Group& grp = groups[drafts[s].group];
