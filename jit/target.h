@@ -19,8 +19,11 @@ namespace kiln::jit {
 // operand broadcasts), in the operand's storage dtype. `params` holds the kernel's runtime
 // parameters (converted to each param's value type at launch with Scalar::to, as the eager
 // kernels convert a Scalar operand).
+// A row kernel (one with Reduce expressions) reduces the last `reduced_dims` dims of `sizes`;
+// the strides of an output that stores a row value are 0 over them.
 struct LaunchArgs {
   DimVector sizes;
+  int reduced_dims = 0;
   SmallVector<char*, 8> ptrs;
   std::vector<DimVector> strides;
   std::span<const Scalar> params;
@@ -33,6 +36,13 @@ class CompiledKernel {
   // Runs the kernel. Throws kiln::Error if machine code for this launch's layout cannot be made
   // (the planner then runs the step's nodes eagerly).
   virtual void launch(const LaunchArgs& args) = 0;
+  // False where this launch's layout has no machine code by design, not by failure (a row
+  // kernel whose row is strided in some operand): the caller runs the step's nodes eagerly this
+  // time, without a warning, and launches again next time.
+  virtual bool can_launch(const LaunchArgs& args) const {
+    (void)args;
+    return true;
+  }
 };
 
 class KernelTarget {

@@ -57,6 +57,7 @@ enum class K {
   Logical,     // logical_and / logical_or / logical_not of Bool entries
   MaskedFill,  // masked_fill with a Bool entry as the mask
   WhereMask,   // where with a Bool entry as the condition
+  RowReduce,   // sum/mean/amax/amin/prod/var over the last dims of a canonical entry (rows_ only)
 };
 
 const DType kDTypes[] = {kBool, kInt32, kInt64, kFloat32, kFloat64};
@@ -92,7 +93,10 @@ struct Program {
 
 class Gen {
  public:
-  explicit Gen(uint64_t seed) : rng_(seed * 0x9e3779b97f4a7c15ull + 12345) { p_.seed = seed; }
+  explicit Gen(uint64_t seed, bool rows = false)
+      : rng_(seed * 0x9e3779b97f4a7c15ull + 12345), rows_(rows) {
+    p_.seed = seed;
+  }
 
   Program make() {
     p_.dtype = below(2) ? kFloat64 : kFloat32;
@@ -195,7 +199,44 @@ class Gen {
   Scalar scalar_value(const Step& st) const {
     return st.integer ? Scalar(static_cast<int64_t>(st.s)) : Scalar(st.s);
   }
+  // A reduction over the last st.dim dims (keepdim: st.start) and, half the time, an entry
+  // minus it broadcast back over the rows (a row kernel's epilogue).
+  void add_row_reduce() {
+    Step st;
+    std::string& t = p_.text;
+    const int id = static_cast<int>(shapes_.size());
+    st.kind = K::RowReduce;
+    st.a = pick_canon();
+    st.op = below(7);  // sum mean amax amin prod var var(unbiased)
+    st.dim = 1 + below(static_cast<int>(p_.canon.size()));
+    st.start = below(2);
+    Shape out = p_.canon;
+    out.resize(out.size() - static_cast<size_t>(st.dim));
+    // Without keepdim only where the result still broadcasts against the canonical shape (the
+    // pool's other steps combine any entries).
+    for (size_t i = 0; i < out.size() && !st.start; ++i) {
+      const int64_t c = p_.canon[p_.canon.size() - out.size() + i];
+      if (out[i] != c && out[i] != 1) st.start = 1;
+    }
+    if (st.start) {
+      out = p_.canon;
+      for (size_t d = out.size() - static_cast<size_t>(st.dim); d < out.size(); ++d) out[d] = 1;
+    }
+    t += fmt::format("  %{} = rowreduce{} %{} last {} keepdim {}\n", id, st.op, st.a, st.dim,
+                     st.start);
+    push(st, out, p_.dtype);
+    if (st.start && below(2) == 0) {
+      Step sub;
+      sub.kind = K::Binary;
+      sub.op = 1;  // sub
+      sub.a = pick_canon();
+      sub.b = id;
+      t += fmt::format("  %{} = binary1 %{} %{}\n", id + 1, sub.a, sub.b);
+      push(sub, p_.canon, p_.dtype);
+    }
+  }
   void add_step() {
+    if (rows_ && below(4) == 0) return add_row_reduce();
     Step st;
     const int r = below(100);
     std::string& t = p_.text;
@@ -355,7 +396,10 @@ class Gen {
         st.kind = K::MaskedFill;
         st.b = pick_not_bool();
         st.s = scalar(st);
-        if (is_integral(types_[st.b])) st.integer = true;  // the value must fit the dtype
+        if (is_integral(types_[st.b])) {  // the value must fit the dtype (1e30 would not)
+          st.integer = true;
+          if (std::fabs(st.s) > 1e9) st.s = 3.0;  // (no draw: the other programs stay the same)
+        }
         t += fmt::format("  %{} = %{}.masked_fill(%{}, {})\n", id, st.b, st.a, st.s);
         push(st, broadcast(shapes_[st.b], shapes_[st.a]), types_[st.b]);
       } else {
@@ -370,6 +414,7 @@ class Gen {
   }
 
   std::mt19937_64 rng_;
+  bool rows_ = false;  // row reductions too (a separate test: the other seeds keep their programs)
   Program p_;
   std::vector<Shape> shapes_;
   std::vector<DType> types_;
@@ -561,6 +606,33 @@ std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vec
       case K::Sum:
         pool.push_back(pool[st.a].sum());
         break;
+      case K::RowReduce: {
+        const Tensor& x = pool[st.a];
+        std::vector<int64_t> dims;
+        for (int d = st.dim; d >= 1; --d) dims.push_back(-d);
+        const bool keep = st.start != 0;
+        const IntList dl(dims);
+        switch (st.op) {
+          case 0:
+            pool.push_back(x.sum(dl, keep));
+            break;
+          case 1:
+            pool.push_back(x.mean(dl, keep));
+            break;
+          case 2:
+            pool.push_back(x.amax(dl, keep));
+            break;
+          case 3:
+            pool.push_back(x.amin(dl, keep));
+            break;
+          case 4:
+            pool.push_back((x * 0.01 + 1.0).prod(dl, keep));
+            break;
+          default:
+            pool.push_back(x.var(dl, st.op == 6, keep));
+        }
+        break;
+      }
       case K::InPlace: {
         Tensor& l = pool[st.a];
         const Tensor& b = pool[st.b];
@@ -626,10 +698,16 @@ uint64_t env_or(const char* name, uint64_t fallback) {
   return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-void fuzz(uint64_t offset, uint64_t count);
+void fuzz(uint64_t offset, uint64_t count, bool rows = false);
 
 TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1500));
+}
+
+// The same programs with row reductions mixed in (over the last 1..rank dims, keepdim or not,
+// then often broadcast back: prologues and epilogues of row kernels), bitwise equal to eager.
+TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
+  fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 500), true);
 }
 
 // BUG (tracer/, not jit/: it fails the same with KILN_FUZZ_NO_PLAN=1, every region interpreted):
@@ -650,7 +728,7 @@ TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
 // each iteration a.clamp_(-1.5, 1e30); s = a.sum(); a.add_(0.125 * it); sync.
 TEST(JitFuzz, DISABLED_Seed3966InPlaceAfterReadWithPromotedScalar) { fuzz(3966, 1); }
 
-void fuzz(uint64_t offset, uint64_t count) {
+void fuzz(uint64_t offset, uint64_t count, bool rows) {
   JitRestore restore;
   ConfigOverride<bool> sync_planning(config().jit_async, false);
   ConfigOverride<int> threshold(config().jit_threshold, -1);
@@ -662,11 +740,11 @@ void fuzz(uint64_t offset, uint64_t count) {
     no_plan = std::make_unique<testing::PlannerOverride>(nullptr);
   const std::vector<std::string> isas = testing::supported_jit_isas();
   constexpr int kIterations = 3;
-  int64_t kernels = 0, fused_nodes = 0, failures = 0;
+  int64_t kernels = 0, fused_nodes = 0, failures = 0, row_kernels = 0;
   int64_t typed_kernels = 0, cast_kernels = 0, bool_store_kernels = 0;  // of the other dtypes
   int64_t pow_kernels = 0, random_kernels = 0;
   for (uint64_t seed = offset; seed < offset + count; ++seed) {
-    Program p = Gen(seed).make();
+    Program p = Gen(seed, rows).make();
     if (max_steps < p.steps.size()) p.steps.resize(max_steps);
     if (const char* skip = std::getenv("KILN_FUZZ_SKIP_INPLACE")) {  // drop in-place step i
       const size_t i = std::strtoull(skip, nullptr, 10);
@@ -726,6 +804,7 @@ void fuzz(uint64_t offset, uint64_t count) {
           random_kernels += rnd;
           for (int32_t o = 0; o < k.num_outputs(); ++o)
             bool_store = bool_store || k.output_dtype(o) == kBool;
+          row_kernels += k.has_reduce();
           typed_kernels += typed;
           cast_kernels += cast;
           bool_store_kernels += bool_store;
@@ -734,6 +813,9 @@ void fuzz(uint64_t offset, uint64_t count) {
     }
   }
   // Not vacuous: most programs ran fused kernels.
+  if (rows && count >= 100) {
+    EXPECT_GT(row_kernels, static_cast<int64_t>(count) / 2) << "row kernels planned";
+  }
   if (count >= 100) {
     EXPECT_GT(kernels, static_cast<int64_t>(count)) << "kernels planned";
     EXPECT_GT(fused_nodes, kernels + kernels / 2) << "nodes fused";
@@ -746,11 +828,13 @@ void fuzz(uint64_t offset, uint64_t count) {
   ::testing::Test::RecordProperty("kernels", static_cast<int>(kernels));
   std::printf(
       "jit fuzz: %llu programs, %lld kernels fusing %lld nodes; %lld kernels of integers or "
-      "masks, %lld with casts, %lld storing Bool, %lld computing pow, %lld drawing\n",
+      "masks, %lld with casts, %lld storing Bool, %lld computing pow, %lld drawing, %lld row "
+      "kernels\n",
       static_cast<unsigned long long>(count), static_cast<long long>(kernels),
       static_cast<long long>(fused_nodes), static_cast<long long>(typed_kernels),
       static_cast<long long>(cast_kernels), static_cast<long long>(bool_store_kernels),
-      static_cast<long long>(pow_kernels), static_cast<long long>(random_kernels));
+      static_cast<long long>(pow_kernels), static_cast<long long>(random_kernels),
+      static_cast<long long>(row_kernels));
 }
 
 }  // namespace

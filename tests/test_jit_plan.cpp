@@ -150,12 +150,13 @@ TEST_F(JitPlanTest, PointwiseDagWithTwoResultsIsOneKernel) {
   EXPECT_EQ(p.plan->steps()[0].kernel->outputs.size(), 2u);
 }
 
-// A sum in the middle: kernel, eager step, kernel (never declined as a whole).
+// A column sum in the middle (an eager step: row kernels reduce the innermost dims only):
+// kernel, eager step, kernel (never declined as a whole).
 TEST_F(JitPlanTest, UnsupportedOpSplitsTheRegion) {
   const Tensor x = data({16, 70}, 6);
   expect_iterations_match(
       [&](int) {
-        Tensor s = (x * 2.0 + 1.0).sum();
+        Tensor s = (x * 2.0 + 1.0).sum(IntList{0}, true);
         return TensorList{((x - s) * 3.0).relu()};
       },
       3, "split");
@@ -444,7 +445,7 @@ TEST_F(JitPlanTest, InjectedCodegenFaultLeavesEagerStepsAndOneWarning) {
   const Tensor x = data({12, 90}, 60);
   // Constants no other test uses: these kernels are rendered (not found in the kernel cache).
   auto program = [&](int) {
-    Tensor s = (x * 0.3046875 + 1.0).sum();
+    Tensor s = (x * 0.3046875 + 1.0).sum(IntList{0}, true);  // a column sum: an eager step
     return TensorList{((x - s) * 0.6015625).relu()};
   };
   jit::inject_cpu_codegen_faults(1);
@@ -459,7 +460,7 @@ TEST_F(JitPlanTest, InjectedCodegenFaultLeavesEagerStepsAndOneWarning) {
   // Another region with another fault: still one warning.
   tracer::RegionCache::instance().clear();
   auto program2 = [&](int) {
-    Tensor s = (x * 0.2421875 - 1.0).amax();
+    Tensor s = (x * 0.2421875 - 1.0).amax(IntList{0}, true);
     return TensorList{((x + s) * 0.1171875).abs()};
   };
   jit::inject_cpu_codegen_faults(1);
@@ -506,7 +507,10 @@ TEST_F(JitPlanTest, EveryIsaPath) {
         3, isa);
     OnePlan p = the_plan();
     ASSERT_NE(p.plan, nullptr);
+    // a; the sum of a with (a - s).clamp, a row kernel of its own (w broadcasts inside its two
+    // reduced dims, a row the CPU target does not render, so it cannot join a's kernel); minimum.
     EXPECT_EQ(p.plan->num_kernels(), 3) << isa << ": " << step_string(*p.plan);
+    EXPECT_EQ(step_string(*p.plan), "k5 k3 k2") << isa;
   }
 }
 

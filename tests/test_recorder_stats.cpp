@@ -120,13 +120,17 @@ TEST(RecorderStats, TrainingLoopSummary) {
   EXPECT_GT(interp[1], 0.0) << stats;
 
   // The step's region: hits, misses, interpretations, time, no compiles (no backend).
+  // Then plan runs, plan ms (none: no planner) and the peak bytes of one interpreted run (a
+  // number and its unit; the plan's peak is "-").
   const std::vector<double> row = row_numbers(stats, fmt::format("{:#018x}", step->id));
-  ASSERT_EQ(row.size(), 6u) << stats;
+  ASSERT_EQ(row.size(), 9u) << stats;
   EXPECT_EQ(row[0], kSteps - 1) << stats;
   EXPECT_EQ(row[1], 1) << stats;
   EXPECT_EQ(row[2], kSteps) << stats;
   EXPECT_GT(row[3], 0.0) << stats;
   EXPECT_EQ(row[4], 0) << stats;
+  EXPECT_EQ(row[6], 0) << stats;
+  EXPECT_GT(row[8], 0.0) << stats;
   EXPECT_NE(stats.find("top regions by time (2 of 2)"), std::string::npos) << stats;
   // The step took longer than the one-op region, so it is listed first.
   EXPECT_LT(stats.find(fmt::format("{:#018x}", step->id)),
@@ -165,7 +169,7 @@ TEST(RecorderStats, FamilyPastRecompileLimitShowsAsUncached) {
       << stats;
   EXPECT_NE(stats.find("(2 uncached)"), std::string::npos) << stats;
   const std::vector<double> row = row_numbers(stats, "uncached");
-  ASSERT_EQ(row.size(), 6u) << stats;
+  ASSERT_EQ(row.size(), 9u) << stats;  // hits ... compile ms, plan runs, plan ms, interp peak
   EXPECT_EQ(row[0], 0) << stats;
   EXPECT_EQ(row[1], 0) << stats;
   EXPECT_EQ(row[2], 2) << stats;

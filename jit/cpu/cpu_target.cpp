@@ -11,7 +11,9 @@
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/math.h"
 #include "jit/cpu/render.h"
+#include "jit/cpu/render_reduce.h"
 #include "jit/loop/kernel_cache.h"
+#include "jit/loop/row_program.h"
 #include "ops/cpu/pointwise_table.h"  // kStreamingBytes: the eager kernels' threshold too
 #include "runtime/config.h"
 #include "runtime/error.h"
@@ -124,6 +126,8 @@ class CpuKernel final : public CompiledKernel {
   void launch(const LaunchArgs& args) override;
 
  private:
+  void launch_rows(const LaunchArgs& args);  // a row kernel (k_.has_reduce())
+  bool can_launch(const LaunchArgs& args) const override;
   // The machine code for one layout of the operands (rendered on first sight). The variant is
   // keyed by every operand's layout, whatever the operand count.
   KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming) {
@@ -187,6 +191,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
   KILN_CHECK(static_cast<int32_t>(nops) == k_.num_operands() && args.strides.size() == nops,
              "cpu kernel: launched with {} operands, the kernel has {}", nops, k_.num_operands());
+  if (k_.has_reduce()) return launch_rows(args);
   for (int64_t s : args.sizes)
     if (s == 0) return;
   // A kernel drawing random numbers reads each element's row-major index: a hidden last operand
@@ -302,6 +307,164 @@ void CpuKernel::launch(const LaunchArgs& args) {
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
 }
 
+namespace {
+
+// A row kernel's launch split into its kept dims and its row: the row's length, and each
+// operand's layout along it (empty with `why` set where the row is not one contiguous or
+// broadcast run in every operand).
+struct RowSplit {
+  LaunchArgs kept;
+  int64_t n = 1;
+  std::vector<InnerLayout> layout;
+  std::string why;
+};
+
+RowSplit split_rows(const LoopKernel& k, const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const size_t rank = args.sizes.size();
+  KILN_CHECK(args.reduced_dims >= 0 && static_cast<size_t>(args.reduced_dims) <= rank,
+             "cpu row kernel: {} reduced dims of a rank-{} index space", args.reduced_dims, rank);
+  const size_t nk = rank - static_cast<size_t>(args.reduced_dims);
+  RowSplit r;
+  LaunchArgs red;
+  r.kept.ptrs = red.ptrs = args.ptrs;
+  r.kept.strides.resize(nops);
+  red.strides.resize(nops);
+  for (size_t d = 0; d < rank; ++d) {
+    (d < nk ? r.kept : red).sizes.push_back(args.sizes[d]);
+    if (d >= nk) r.n *= args.sizes[d];
+    for (size_t j = 0; j < nops; ++j)
+      (d < nk ? r.kept : red).strides[j].push_back(args.strides[j][d]);
+  }
+  r.layout.assign(nops, InnerLayout::Contiguous);
+  if (r.n > 1) {
+    const Coalesced c = coalesce(red);
+    if (c.sizes.size() != 1) {
+      r.why = "the reduced dims do not form one row";
+      r.layout.clear();
+      return r;
+    }
+    for (size_t j = 0; j < nops; ++j) {
+      const int64_t s = c.strides[j][0];
+      const int64_t es = static_cast<int64_t>(itemsize(k.operand_dtype(static_cast<int32_t>(j))));
+      if (s == es) continue;
+      if (s != 0) {
+        r.why = fmt::format("operand {} has stride {} bytes along the row", j, s);
+        r.layout.clear();
+        return r;
+      }
+      r.layout[j] = InnerLayout::Broadcast;
+    }
+  }
+  const std::vector<uint8_t> row = k.row_values();
+  for (int32_t j = 0; j < k.num_outputs(); ++j)
+    if (!row[k.stores[j]] && r.layout[j] != InnerLayout::Contiguous) {
+      r.why = fmt::format("output {} is broadcast along the row", j);
+      r.layout.clear();
+      return r;
+    }
+  return r;
+}
+
+}  // namespace
+
+bool CpuKernel::can_launch(const LaunchArgs& args) const {
+  return !k_.has_reduce() || !split_rows(k_, args).layout.empty();
+}
+
+// A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
+// or broadcast in every operand (else no machine code: the plan runs the step's nodes eagerly,
+// can_launch); the kept dims are walked as a pointwise kernel's rows, split across threads by
+// whole rows, so a row's result never depends on the thread count.
+void CpuKernel::launch_rows(const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const RowSplit split = split_rows(k_, args);
+  KILN_CHECK(!split.layout.empty(), "cpu row kernel: {}", split.why);
+  for (int64_t s : split.kept.sizes)
+    if (s == 0) return;
+  const int64_t n = split.n;
+  const LaunchArgs& kept = split.kept;
+  const std::vector<InnerLayout>& layout = split.layout;
+  const Coalesced c = coalesce(kept);  // rank 1 at least
+  const size_t kr = c.sizes.size();
+  // Large element outputs go around the caches as in pointwise kernels, when every row starts
+  // vector-aligned (the row values are a few bytes per row: plain stores).
+  const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  const std::vector<uint8_t> row = k_.row_values();
+  int64_t rows_total = 1;
+  for (int64_t s : c.sizes) rows_total *= s;
+  bool streaming = false;
+  for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+    if (row[k_.stores[j]]) continue;
+    const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
+    bool ok = k_.output_dtype(j) != DType::Bool && rows_total * n * es >= kStreamingBytes &&
+              reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0;
+    for (size_t d = 0; d < kr && ok; ++d) ok = c.strides[j][d] % vec_bytes == 0;
+    if (!ok) {
+      streaming = false;
+      break;
+    }
+    streaming = true;
+  }
+  const KernelFn fn = variant(layout, streaming);
+  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
+             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
+             k_.num_params());
+  // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
+  const size_t np = static_cast<size_t>(k_.num_params());
+  std::vector<std::vector<int64_t>> programs;
+  for (const Expr& e : k_.exprs)
+    if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
+  const size_t stash = row_stash(k_).size();  // scratch rows (render_reduce.h)
+  SmallVector<uint64_t, 16> words(np + programs.size() + 1, 0);
+  for (size_t p = 0; p < np; ++p)
+    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
+      const T v = args.params[p].to<T>();
+      std::memcpy(&words[p], &v, sizeof(T));
+    });
+  for (size_t r = 0; r < programs.size(); ++r)
+    words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
+
+  const int64_t n_outer = c.sizes[kr - 1];
+  int64_t rows = 1;
+  for (int64_t s : c.sizes) rows *= s;
+  std::vector<int64_t> outer(nops), inner(nops, 0);
+  for (size_t j = 0; j < nops; ++j) outer[j] = c.strides[j][kr - 1];
+  auto run_rows = [&](int64_t r0, int64_t r1) {
+    SmallVector<char*, 8> p(nops);
+    SmallVector<uint64_t, 16> local;
+    std::unique_ptr<uint64_t[]> scratch;
+    const void* params = words.data();
+    if (stash > 0) {  // this thread's scratch rows
+      scratch.reset(new uint64_t[stash * static_cast<size_t>(n + 64)]);
+      local = words;
+      local[np + programs.size()] = reinterpret_cast<uintptr_t>(scratch.get());
+      params = local.data();
+    }
+    while (r0 < r1) {
+      const int64_t o = r0 % n_outer;
+      int64_t rest = r0 / n_outer;
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + o * outer[j];
+      for (size_t d = kr - 1; d-- > 0;) {
+        const int64_t idx = rest % c.sizes[d];
+        rest /= c.sizes[d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.strides[j][d];
+      }
+      const int64_t count = std::min(r1 - r0, n_outer - o);
+      fn(p.data(), inner.data(), outer.data(), n, count, params);
+      r0 += count;
+    }
+  };
+  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  if (num_threads() <= 1 || rows < 2 || rows * n <= kParallelGrain || in_parallel_region())
+    run_rows(0, rows);
+  else
+    parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), run_rows);
+  if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+}
+
 }  // namespace
 
 CpuJitCounters& cpu_jit_counters() {
@@ -337,6 +500,9 @@ const char* CpuTarget::name() const {
 
 bool CpuTarget::supports(ExprOp op, DType dtype) const {
   if (op == ExprOp::Cast || expr_is_compare(op)) return true;  // from every type
+  // Reductions and RowSize exist in row kernels only (the planner's row groups, rendered by
+  // render_reduce.cpp for Float32 and Float64): a pointwise kernel never has them.
+  if (expr_is_reduce(op) || op == ExprOp::RowSize) return false;
   if (!expr_accepts(op, dtype)) return false;
   return !expr_is_transcendental(op) || cpu_math_supported(op);
 }

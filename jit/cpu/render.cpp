@@ -8,6 +8,7 @@
 #include "jit/cpu/interleave.h"
 #include "jit/cpu/math.h"
 #include "jit/cpu/philox_emitter.h"
+#include "jit/cpu/render_reduce.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
 
@@ -77,7 +78,43 @@ class BodyEmitter {
   void emit() {
     vals_.resize(k_.exprs.size());
     for (size_t i = 0; i < k_.exprs.size(); ++i) eval(static_cast<int32_t>(i));
+    emit_stores(nullptr);
+  }
+
+  // A row kernel's body (render_reduce.h, emit_body): what `want` and the stores marked in
+  // `store` need, presets taken as given.
+  std::vector<x86::Vec> emit_partial(const std::vector<uint8_t>& want,
+                                     const std::vector<x86::Vec>& preset,
+                                     const std::vector<uint8_t>& store) {
+    const size_t ne = k_.exprs.size();
+    vals_.assign(ne, Val{});
+    std::vector<uint8_t> need(want);
+    need.resize(ne, 0);
+    for (int32_t j = 0; j < k_.num_outputs(); ++j)
+      if (store[j]) need[k_.stores[j]] = 1;
+    for (size_t i = ne; i-- > 0;) {
+      if (!need[i] || (i < preset.size() && preset[i].isValid())) continue;
+      const Expr& e = k_.exprs[i];
+      for (int32_t o : {e.a, e.b, e.c})
+        if (o >= 0) need[o] = 1;
+    }
+    std::vector<x86::Vec> out(ne);
+    for (size_t i = 0; i < ne; ++i) {
+      if (i < preset.size() && preset[i].isValid()) {
+        vals_[i].v = preset[i];
+      } else if (need[i]) {
+        eval(static_cast<int32_t>(i));
+      }
+      if (k_.exprs[i].type != DType::Bool) out[i] = vals_[i].v;
+    }
+    emit_stores(&store);
+    return out;
+  }
+
+ private:
+  void emit_stores(const std::vector<uint8_t>* which) {
     for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+      if (which != nullptr && !(*which)[j]) continue;
       const int32_t id = k_.stores[j];
       const DType t = k_.exprs[id].type;
       if (t == DType::Bool) {
@@ -94,7 +131,6 @@ class BodyEmitter {
     }
   }
 
- private:
   bool kmask() const { return ctx_.isa == JitIsa::Avx512; }
   bool vex() const { return ctx_.isa != JitIsa::Sse2; }
   // The byte displacement of this body's elements in operand j (0 for a broadcast operand).
@@ -737,6 +773,15 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
 extern "C" void _ZN6asmjit8_abi_1_912RAAssignment6verifyEv(void*) {}
 
 namespace kiln::jit {
+std::vector<x86::Vec> emit_body(EmitContext& ctx, int lanes, const LoopKernel& k,
+                                const std::vector<InnerLayout>& layout,
+                                const std::vector<x86::Gp>& cur, x86::Gp params,
+                                const x86::KReg* tail, const std::vector<uint8_t>& want,
+                                const std::vector<x86::Vec>& preset,
+                                const std::vector<uint8_t>& store, bool streaming) {
+  return BodyEmitter(ctx, lanes, k, layout, cur, params, tail, streaming)
+      .emit_partial(want, preset, store);
+}
 
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
@@ -768,7 +813,10 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
   StringLogger logger;
   if (want_assembly) code.setLogger(&logger);
   x86::Compiler cc(&code);
-  render_function(cc, k, v);
+  if (k.has_reduce())
+    render_row_function(cc, k, v);
+  else
+    render_function(cc, k, v);
   cc.finalize();
   RenderedKernel out;
   out.code_bytes = code.codeSize();

@@ -132,7 +132,8 @@ CudaTarget::~CudaTarget() = default;
 
 bool CudaTarget::supports(ExprOp op, DType dtype) const {
   if (op == ExprOp::Cast || expr_is_compare(op)) return op == ExprOp::Cast || dtype != DType::Bool;
-  if (op == ExprOp::RandUniform) return false;  // random numbers on CUDA: not yet (docs/cuda.md)
+  // Not rendered for CUDA yet (docs/cuda.md): random numbers, row kernels.
+  if (op == ExprOp::RandUniform || expr_is_reduce(op) || op == ExprOp::RowSize) return false;
   return expr_accepts(op, dtype);
 }
 

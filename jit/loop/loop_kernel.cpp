@@ -28,6 +28,7 @@ int expr_arity(ExprOp op) {
     case ExprOp::Const:
     case ExprOp::Param:
     case ExprOp::RandUniform:
+    case ExprOp::RowSize:
       return 0;
     case ExprOp::Add:
     case ExprOp::Sub:
@@ -55,6 +56,8 @@ int expr_arity(ExprOp op) {
 bool expr_is_compare(ExprOp op) { return op >= ExprOp::Lt && op <= ExprOp::Ne; }
 
 bool expr_is_transcendental(ExprOp op) { return op >= ExprOp::Exp && op <= ExprOp::GeluTanh; }
+
+bool expr_is_reduce(ExprOp op) { return op >= ExprOp::ReduceSum && op <= ExprOp::ReduceMin; }
 
 bool expr_accepts(ExprOp op, DType t) {
   switch (op) {
@@ -170,6 +173,43 @@ int32_t LoopKernel::cast(int32_t a, DType t) {
   e.type = t;
   return push(*this, e);
 }
+int32_t LoopKernel::reduce(ExprOp op, int32_t a) {
+  Expr e{op, a};
+  e.type = type_of(*this, a);
+  return push(*this, e);
+}
+int32_t LoopKernel::row_size(DType t, int64_t offset) {
+  Expr e{ExprOp::RowSize};
+  e.type = t;
+  e.ivalue = offset;
+  return push(*this, e);
+}
+
+bool LoopKernel::has_reduce() const {
+  for (const Expr& e : exprs)
+    if (expr_is_reduce(e.op)) return true;
+  return false;
+}
+
+std::vector<uint8_t> LoopKernel::row_values() const {
+  std::vector<uint8_t> row(exprs.size(), 0);
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    const Expr& e = exprs[i];
+    // Constants and params are row values when they are floats (row values are; a non-float
+    // leaf, such as the Int32 1 that integer pow(x, 0) lowers to, is computed with the elements).
+    if (expr_is_reduce(e.op) || e.op == ExprOp::RowSize ||
+        ((e.op == ExprOp::Const || e.op == ExprOp::Param) && is_floating(e.type))) {
+      row[i] = 1;
+      continue;
+    }
+    if (expr_arity(e.op) == 0) continue;  // loads, RandUniform, non-float constants and params
+    bool r = true;
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0) r = r && row[o];
+    row[i] = r;
+  }
+  return row;
+}
 
 void LoopKernel::verify() const {
   KILN_CHECK(!stores.empty(), "loop kernel: no stores");
@@ -236,6 +276,10 @@ void LoopKernel::verify() const {
         KILN_CHECK(exprs[e.a].type != e.type, "loop kernel: %{} (Cast) from {} to itself", i,
                    e.type);
         break;
+      case ExprOp::RowSize:
+        KILN_CHECK(is_floating(e.type), "loop kernel: %{} (RowSize) of type {} (expected a float)",
+                   i, e.type);
+        break;
       case ExprOp::Select:
         want(0, DType::Bool);
         KILN_CHECK(e.type != DType::Bool, "loop kernel: %{} (Select) of masks", i);
@@ -255,9 +299,13 @@ void LoopKernel::verify() const {
                    expr_op_name(e.op), e.type == DType::Bool ? "masks" : dtype_name(e.type));
         for (int k = 0; k < n; ++k) want(k, e.type);
     }
+    if (expr_is_reduce(e.op))
+      KILN_CHECK(is_floating(e.type), "loop kernel: %{} ({}) of {} (reductions take floats)", i,
+                 expr_op_name(e.op), e.type);
     if (e.op != ExprOp::Const)
-      KILN_CHECK(e.value == 0 && !std::signbit(e.value) && e.ivalue == 0,
-                 "loop kernel: %{} ({}) carries a constant", i, expr_op_name(e.op));
+      KILN_CHECK(
+          e.value == 0 && !std::signbit(e.value) && (e.ivalue == 0 || e.op == ExprOp::RowSize),
+          "loop kernel: %{} ({}) carries a constant", i, expr_op_name(e.op));
     if (e.op != ExprOp::Load && e.op != ExprOp::Param && e.op != ExprOp::RandUniform)
       KILN_CHECK(e.index == -1, "loop kernel: %{} ({}) has an index", i, expr_op_name(e.op));
   }
@@ -278,6 +326,7 @@ std::string to_text(const LoopKernel& k) {
     s += fmt::format("  %{} = {}", i, expr_op_name(e.op));
     if (e.op == ExprOp::Load) s += fmt::format(" in{}", e.index);
     if (e.op == ExprOp::Param || e.op == ExprOp::RandUniform) s += fmt::format(" p{}", e.index);
+    if (e.op == ExprOp::RowSize && e.ivalue != 0) s += fmt::format(" {:+}", e.ivalue);
     if (e.op == ExprOp::Const) {
       if (is_floating(e.type))
         s += fmt::format(" {}", e.value);

@@ -6,11 +6,35 @@
 //     each input has a storage dtype (`inputs`), each output the type of the value it stores;
 //   - an expression DAG in SSA order: loads of inputs, constants, runtime parameters (promoted
 //     scalars), casts and element-wise math;
-//   - stores: expression k is written to output k at every index.
+//   - stores: expression k is written to output k at every index (a row value: once per row).
 // One leaf depends on the element's position: RandUniform (Float32 or Float64) is the uniform
 // number of docs/random.md, random_uniform<T>(seed, counter + i) with i the element's row-major
 // index in the index space (whatever the launcher coalesces or splits); its seed and counter are
 // four Int32 params from `index` on (seed low and high words, counter low and high words).
+// Row kernels (reductions, docs/jit.md "Reductions"): a kernel with Reduce expressions
+// (ReduceSum, ReduceProd, ReduceMax, ReduceMin) reduces the innermost dims of its index space (how
+// many is a launch argument, LaunchArgs::reduced_dims): together they are the *row*, the dims
+// above them the rows. A Reduce's operand is an *element value* evaluated at every element of the
+// row (the fused pointwise prologue); its result is one *row value* per row. An expression whose
+// operands are all row values, float constants, float params or RowSize (the row's element count
+// plus the expression's `ivalue`, converted to its float type as static_cast does) is a row value
+// too; one that reads a Load (other than through a Reduce) is an element value. Element values may
+// read row values (broadcast over the row): `exp(x - max) / sum` is the epilogue of a softmax.
+// Each Reduce is one pass over the row, in expression order (a Reduce may read the results of
+// earlier ones: the variance's second pass reads the mean); element stores follow in a final
+// pass, row stores are written once per row (their output's strides over the row are 0).
+// The combining order is fixed by the IR, never by a target, the ISA or the thread count, and
+// is the eager kernels' (ops/cpu/reduce_loops.h), so a row kernel gives the eager bits:
+//   - the row is cut into chunks of 65536 elements, whose results combine in tree_combine's
+//     fixed pairwise tree (earlier chunk on the left);
+//   - ReduceSum: each chunk pairwise (split at ceil8(len / 2) down to blocks of <= 128); a block
+//     sums in 8 lanes (lane k takes elements 8i + k of the block's first floor8(len) elements),
+//     the lanes combine as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)), then the rest add in order;
+//   - ReduceProd: each chunk as one block of 8 lanes, as ReduceSum's blocks (with *);
+//   - ReduceMax/ReduceMin (NaN propagating): a chunk of at least 16 (Float32) / 8 (Float64)
+//     elements takes its first floor(len / L) * L elements in L = 8 / 4 lanes (a lane keeps the
+//     later of equal values: +0 and -0), NaN if any was NaN, else the lanes fold in order from
+//     -inf / +inf; the rest fold in order (a shorter chunk: all of it).
 // Every expression has a value type (`Expr::type`): Float32, Float64, Int32, Int64, or Bool (a
 // lane mask: compares produce one, Select and the logical ops consume them). Types never change
 // implicitly: a Load yields its input's storage dtype (a Bool byte becomes a mask), a store writes
@@ -45,7 +69,10 @@ namespace kiln::jit {
   /* mask, float, float -> float */ X(Select)                                              \
   /* conversion between value types */ X(Cast)                                             \
   /* rounding to an integral float (round: half to even) */ X(Floor) X(Ceil) X(Round)      \
-  /* masks */ X(And) X(Or) X(Not)
+  /* masks */ X(And) X(Or) X(Not)                                                        \
+  /* row kernels: element value -> row value (floats) */                                  \
+  X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin)                                     \
+  /* leaf: the row's element count + ivalue, as a float */ X(RowSize)
 // clang-format on
 
 enum class ExprOp : uint8_t {
@@ -59,6 +86,7 @@ const char* expr_op_name(ExprOp op);
 int expr_arity(ExprOp op);               // operands read (0 for leaves)
 bool expr_is_compare(ExprOp op);         // produces a mask from two numbers
 bool expr_is_transcendental(ExprOp op);  // written with the shared vector math
+bool expr_is_reduce(ExprOp op);          // ReduceSum .. ReduceMin
 // The value types `op` computes in (its result type for all but compares and Cast): every
 // numeric type, floats only, or Bool only (the mask ops).
 bool expr_accepts(ExprOp op, DType type);
@@ -69,7 +97,7 @@ struct Expr {
   int32_t index = -1;  // Load: input number; Param: parameter number; RandUniform: first param
   double value = 0;    // Const of a float type (exactly representable in it)
   DType type = DType::Float32;  // the value type
-  int64_t ivalue = 0;           // Const of an integer type or Bool (0 or 1)
+  int64_t ivalue = 0;           // Const of an integer type or Bool (0 or 1); RowSize offset
   friend bool operator==(const Expr&, const Expr&) = default;
 };
 
@@ -106,6 +134,12 @@ struct LoopKernel {
   int32_t binary(ExprOp op, int32_t a, int32_t b);
   int32_t select(int32_t mask, int32_t a, int32_t b);
   int32_t cast(int32_t a, DType t);
+  int32_t reduce(ExprOp op, int32_t a);           // ReduceSum .. ReduceMin of an element value
+  int32_t row_size(DType t, int64_t offset = 0);  // (t)(row elements + offset)
+
+  bool has_reduce() const;
+  // Per expression: whether it is a row value (see the header), by the rule above.
+  std::vector<uint8_t> row_values() const;
 
   // Checks the invariants (operands defined before use, operand and result types as each op
   // requires, constants representable, loads and params in range, at least one store); throws

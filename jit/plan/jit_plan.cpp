@@ -222,10 +222,26 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
     for (ValueId v : k.inputs)
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
     outs.reserve(k.outputs.size());
+    la.reduced_dims = k.reduced_dims;
     std::vector<ValueId> donated;
     for (size_t ko = 0; ko < k.outputs.size(); ++ko) {
       const ValueId v = k.outputs[ko];
       const DType dtype = src.output_dtype(static_cast<int32_t>(ko));
+      const uint8_t row = k.row_output.empty() ? 0 : k.row_output[ko];
+      if (row != 0) {  // one value per row: the kept dims, then 0 over the reduced ones
+        const size_t nk = la.sizes.size() - static_cast<size_t>(k.reduced_dims);
+        DimVector sizes(la.sizes.begin(), la.sizes.begin() + static_cast<std::ptrdiff_t>(nk));
+        if (row == 1) sizes.resize(la.sizes.size(), 1);
+        Tensor out = destination_for(f, v, static_cast<int32_t>(step_index), sizes, dtype);
+        if (!out.defined()) out = empty_tensor(sizes, dtype, Device::cpu());
+        DimVector st(la.sizes.size(), 0);
+        for (size_t d = 0; d < nk; ++d)
+          st[d] = out.impl()->strides()[d] * static_cast<int64_t>(itemsize(dtype));
+        la.ptrs.push_back(static_cast<char*>(out.impl()->data()));
+        la.strides.push_back(st);
+        outs.push_back(std::move(out));
+        continue;
+      }
       Tensor out = destination_for(f, v, static_cast<int32_t>(step_index), la.sizes, dtype);
       // Else the buffer of an input that dies at this kernel: it reads each element before it
       // writes the same element of the output, so computing in place is safe.
@@ -251,6 +267,10 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
     for (int32_t p : k.params)
       params.push_back(p >= 0 ? f.args.scalars[p] : philox_word(f.args, p));
     la.params = std::span<const Scalar>(params.data(), params.size());
+    if (!k.kernel->can_launch(la)) {  // a row strided in this run: its nodes run eagerly
+      for (int32_t j : k.nodes) run_eager_node(f, j);
+      return;
+    }
     try {
       k.kernel->launch(la);
     } catch (const Error& e) {  // no machine code for this layout: these nodes run eagerly

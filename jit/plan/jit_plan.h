@@ -30,6 +30,11 @@ struct KernelStep {
   // The index space is the broadcast of the inputs' shapes and, for a kernel with a node that
   // has no inputs (rand: its shape is its attrs', fixed in the region's key), of this shape.
   DimVector sizes;
+  // A row kernel: it reduces the last `reduced_dims` dims of its index space; per output, 0 for
+  // an element value, else a row value of the index space's shape with those dims 1 (keepdim)
+  // or, with 2, dropped.
+  int reduced_dims = 0;
+  std::vector<uint8_t> row_output;
   std::atomic<bool> broken{false};  // a launch failed: the nodes run eagerly from now on
 };
 

@@ -8,6 +8,7 @@
 
 #include "jit/cpu/cpu_target.h"
 #include "jit/passes/passes.h"
+#include "jit/plan/lower_reduce.h"
 #include "jit/plan/lowering.h"
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
@@ -27,6 +28,22 @@ struct Group {
   std::vector<int32_t> nodes;
   DimVector sizes;
   std::vector<ValueId> reads;  // values computed outside the group that it loads
+  // A row kernel (docs/jit.md "Reductions"): it reduces the last `reduced_dims` dims of `sizes`;
+  // `row_sizes` is `sizes` with those dims 1 (a keepdim result), `drop_sizes` without them;
+  // `row_vals` its values of either shape (one per row: reductions, and what is computed from
+  // them alone).
+  int reduced_dims = 0;
+  DimVector row_sizes, drop_sizes;
+  bool row_shape(const DimVector& s) const {
+    return reduced_dims > 0 && (s == row_sizes || s == drop_sizes);
+  }
+  std::vector<ValueId> row_vals;
+  bool is_row(ValueId v) const {
+    return std::find(row_vals.begin(), row_vals.end(), v) != row_vals.end();
+  }
+  // It draws random numbers (rand, dropout): a row kernel never does (the row renderer has no
+  // element index), so a drawing group takes no reduction and a row group no drawing node.
+  bool draws = false;
 };
 
 // One planned step: an eager node or a group.
@@ -73,10 +90,14 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
       }
     }
     if (n.inputs.empty()) step->sizes = n.meta.sizes;  // rand: the group's shape
-    expr_of[n.output] =
-        lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
+    if (grp.reduced_dims > 0 && row_reduction_dims(n, *in_meta[0]) > 0)
+      expr_of[n.output] = lower_reduction(k, n, in[0]);
+    else
+      expr_of[n.output] =
+          lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
     step->nodes.push_back(j);
   }
+  step->reduced_dims = grp.reduced_dims;
   // Stored: what a later step or the graph's outputs read.
   for (int32_t j : grp.nodes) {
     const ValueId v = g.nodes[j].output;
@@ -84,6 +105,13 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
       step->outputs.push_back(v);
       k.stores.push_back(expr_of[v]);
     }
+  }
+  if (grp.reduced_dims > 0) {  // row values are stored once per row, in the node's own shape
+    const std::vector<uint8_t> row = k.row_values();
+    for (size_t o = 0; o < step->outputs.size(); ++o)
+      step->row_output.push_back(!row[k.stores[o]]                                          ? 0
+                                 : meta[step->outputs[o]]->sizes.size() == grp.sizes.size() ? 1
+                                                                                            : 2);
   }
   step->kernel = cpu_target().compile(k);
   return step;
@@ -115,6 +143,109 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   std::vector<Group> groups;
   std::vector<Draft> drafts;
   std::vector<int32_t> step_of(nv, -1);  // the draft computing each value (-1: a graph input)
+  // Whether value v, read by a row kernel over `sizes` reducing the last r dims, moves along
+  // the row as one contiguous run or not at all (a broadcast): the only rows the CPU target
+  // renders (a transposed or strided row stays an eager step rather than fail at launch).
+  auto row_friendly = [&](ValueId v, const DimVector& sizes, int r) {
+    const tracer::ValueMeta& m = *meta[v];
+    const int64_t lead = static_cast<int64_t>(sizes.size()) - static_cast<int64_t>(m.sizes.size());
+    bool all_one = true, all_full = true;
+    for (size_t d = sizes.size() - static_cast<size_t>(r); d < sizes.size(); ++d) {
+      const int64_t i = static_cast<int64_t>(d) - lead;
+      const int64_t sz = i >= 0 ? m.sizes[i] : 1;
+      all_one = all_one && sz == 1;
+      all_full = all_full && sz == sizes[d];
+    }
+    if (all_one) return true;
+    if (!all_full) return false;
+    if (m.strides.empty()) return true;  // a value computed row-major
+    int64_t expected = 1;
+    for (size_t d = m.sizes.size(); d-- > m.sizes.size() - static_cast<size_t>(r);) {
+      if (m.sizes[d] == 1) continue;
+      if (m.strides[d] != expected) return false;
+      expected *= m.sizes[d];
+    }
+    return true;
+  };
+  // A node of a row kernel's row shape (not its index space) joins it only when it computes
+  // a float from that kernel's row values alone: it is then a row value too (the CPU target
+  // stores float row values only).
+  auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
+    if (!is_floating(n.meta.dtype)) return false;
+    for (ValueId v : n.inputs)
+      if (step_of[v] != s || !grp.is_row(v)) return false;
+    return true;
+  };
+  // Whether pointwise node n may join draft s's group as far as its row kernel goes: every value
+  // it reads from the group is an element value of the index space or a row value (a reduction
+  // without keepdim has neither shape: broadcasting it would line it up with the wrong dims).
+  auto fits_row_kernel = [&](const Group& grp, const Node& n, int32_t s) {
+    if (grp.reduced_dims == 0) return true;
+    if (n.meta.sizes != grp.sizes) return grp.row_shape(n.meta.sizes) && row_node_fits(grp, n, s);
+    bool element = false;  // else it computes from row values alone: a row value itself
+    for (ValueId v : n.inputs) {
+      // A row value broadcasts over the row with keepdim's shape, or with no dims left at all
+      // (a full reduction: one row); [N] against [N, D] would line N up with D.
+      const bool row_ok =
+          grp.is_row(v) && (meta[v]->sizes == grp.row_sizes || grp.drop_sizes.empty());
+      if (step_of[v] == s && meta[v]->sizes != grp.sizes && !row_ok) return false;
+      if (step_of[v] != s && !row_friendly(v, grp.sizes, grp.reduced_dims)) return false;
+      element = element || step_of[v] != s || !grp.is_row(v);
+    }
+    return element || is_floating(n.meta.dtype);
+  };
+  // A reduction of the last r dims: into the group computing its input (or already loading it)
+  // when that group has its input's shape, reduces the same dims or none yet, and loads only
+  // row-friendly values; else into a new group; false: it stays an eager step.
+  auto place_reduction = [&](int32_t j, int r) {
+    const Node& n = g.nodes[j];
+    const ValueId x = n.inputs[0];
+    const DimVector& xs = meta[x]->sizes;
+    // A graph output may be written back into an input (an in-place update of a leaf); when
+    // an input it could be written into has a row that is not one contiguous run (a transposed
+    // leaf), eager reduces that memory in an order its layout sets (ops/cpu/reduce_plan.h). As
+    // the interpreter does, reduce what holds the value then: an eager step.
+    if (std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end())
+      for (const tracer::GraphInput& in : g.inputs)
+        if (in.meta.sizes == xs && in.meta.dtype == meta[x]->dtype && !row_friendly(in.id, xs, r))
+          return false;
+    auto ok = [&](int32_t s) {
+      if (s < 0 || drafts[s].group < 0) return false;
+      const Group& grp = groups[drafts[s].group];
+      if (grp.sizes != xs || (grp.reduced_dims != 0 && grp.reduced_dims != r) || step_of[x] > s ||
+          grp.draws)
+        return false;
+      for (ValueId v : grp.reads)
+        if (!row_friendly(v, xs, r)) return false;
+      return true;
+    };
+    int32_t target = -1;
+    if (ok(step_of[x])) target = step_of[x];
+    for (size_t s = drafts.size(); target < 0 && s-- > 0 && static_cast<int32_t>(s) > step_of[x];) {
+      if (!ok(static_cast<int32_t>(s))) continue;
+      const std::vector<ValueId>& reads = groups[drafts[s].group].reads;
+      if (std::find(reads.begin(), reads.end(), x) != reads.end()) target = static_cast<int32_t>(s);
+    }
+    if (target < 0) {
+      if (!row_friendly(x, xs, r)) return false;
+      groups.push_back(Group{{}, xs, {}, 0, {}, {}, {}});
+      drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
+      target = static_cast<int32_t>(drafts.size()) - 1;
+    }
+    Group& grp = groups[drafts[target].group];
+    if (grp.reduced_dims == 0) {
+      grp.reduced_dims = r;
+      grp.row_sizes = xs;
+      for (size_t d = xs.size() - static_cast<size_t>(r); d < xs.size(); ++d) grp.row_sizes[d] = 1;
+      grp.drop_sizes = DimVector(xs.begin(), xs.end() - r);
+    }
+    grp.nodes.push_back(j);
+    if (grp.row_shape(n.meta.sizes)) grp.row_vals.push_back(n.output);
+    if (step_of[x] != target && std::find(grp.reads.begin(), grp.reads.end(), x) == grp.reads.end())
+      grp.reads.push_back(x);
+    step_of[n.output] = target;
+    return true;
+  };
   for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
     const auto j = static_cast<int32_t>(jj);
     const Node& n = g.nodes[jj];
@@ -122,6 +253,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     for (ValueId v : n.inputs) in_meta.push_back(meta[v]);
     const std::span<const tracer::ValueMeta* const> metas(in_meta.data(), in_meta.size());
     const SmallVector<ValueId, 4>& reads_of_node = n.inputs;
+    if (const int r = n.inputs.size() == 1 ? row_reduction_dims(n, *meta[n.inputs[0]]) : 0;
+        r > 0 && place_reduction(j, r))
+      continue;
     if (!lowers(n, metas, promoted[jj], cpu_target())) {
       drafts.push_back({j, -1});
       step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
@@ -133,7 +267,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     int32_t target = -1;
     auto consider = [&](int32_t s) {
       const Group& grp = groups[drafts[s].group];
-      if (grp.sizes == n.meta.sizes) target = std::max(target, s);
+      if (grp.sizes == n.meta.sizes || (grp.row_shape(n.meta.sizes) && row_node_fits(grp, n, s)))
+        target = std::max(target, s);
     };
     for (ValueId v : reads_of_node) {
       const int32_t s = step_of[v];
@@ -158,9 +293,11 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       Group& early = groups[drafts[s].group];
       if (early.sizes != n.meta.sizes) continue;
       Group& late = groups[drafts[target].group];
+      if (early.reduced_dims > 0 || late.reduced_dims > 0) continue;
       bool ready = true;
       for (ValueId r : late.reads) ready = ready && step_of[r] <= s;
       if (!ready) continue;
+      early.draws = early.draws || late.draws;
       for (int32_t k : late.nodes) {
         early.nodes.push_back(k);
         step_of[g.nodes[k].output] = s;
@@ -176,13 +313,22 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       for (ValueId v : reads_of_node)
         if (step_of[v] > target) target = -1;  // an input computed after that kernel runs
     }
+    if (target >= 0 && !fits_row_kernel(groups[drafts[target].group], n, target)) target = -1;
+    if (target >= 0 && random_index[jj] >= 0 && groups[drafts[target].group].reduced_dims > 0)
+      target = -1;
     if (target < 0) {
-      groups.push_back({{}, n.meta.sizes, {}});
+      groups.push_back(Group{{}, n.meta.sizes, {}, 0, {}, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
     Group& grp = groups[drafts[target].group];
     grp.nodes.push_back(j);
+    grp.draws = grp.draws || random_index[jj] >= 0;
+    if (grp.row_shape(n.meta.sizes)) {  // a row value? (by the IR's rule)
+      bool row = true;
+      for (ValueId v : reads_of_node) row = row && step_of[v] == target && grp.is_row(v);
+      if (row) grp.row_vals.push_back(n.output);
+    }
     for (ValueId v : reads_of_node)
       if (step_of[v] != target &&
           std::find(grp.reads.begin(), grp.reads.end(), v) == grp.reads.end())

@@ -1,0 +1,605 @@
+#include "jit/cpu/render_reduce.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+#include "jit/loop/row_program.h"
+#include "runtime/error.h"
+
+namespace kiln::jit {
+
+namespace {
+
+using namespace asmjit;
+namespace Inst = x86::Inst;
+
+}  // namespace
+
+namespace {
+
+// The expressions over `roots` and what they read, stopping at row values (computed before).
+std::vector<uint8_t> closure(const LoopKernel& k, const std::vector<uint8_t>& row,
+                             std::vector<int32_t> roots, const std::vector<uint8_t>& stop) {
+  std::vector<uint8_t> in(k.exprs.size(), 0);
+  while (!roots.empty()) {
+    const int32_t i = roots.back();
+    roots.pop_back();
+    if (in[i]) continue;
+    in[i] = 1;
+    if (row[i] || stop[i]) continue;
+    const Expr& e = k.exprs[i];
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0) roots.push_back(o);
+  }
+  return in;
+}
+
+}  // namespace
+
+std::vector<int32_t> row_stash(const LoopKernel& k) {
+  const std::vector<uint8_t> row = k.row_values();
+  int32_t last = -1;
+  for (size_t i = 0; i < k.exprs.size(); ++i)
+    if (expr_is_reduce(k.exprs[i].op)) last = static_cast<int32_t>(i);
+  std::vector<int32_t> stores;
+  for (int32_t s : k.stores)
+    if (!row[s]) stores.push_back(s);
+  if (last < 0 || stores.empty()) return {};
+  const std::vector<uint8_t> none(k.exprs.size(), 0);
+  const std::vector<uint8_t> in_pass = closure(k, row, {k.exprs[last].a}, none);
+  std::vector<uint8_t> costly(k.exprs.size(), 0), shared(k.exprs.size(), 0);
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    if (row[i]) continue;
+    costly[i] = expr_is_transcendental(e.op);
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0 && !row[o]) costly[i] = costly[i] || costly[o];
+    shared[i] = costly[i] && in_pass[i] && is_floating(e.type);
+  }
+  const std::vector<uint8_t> reached = closure(k, row, stores, shared);
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < k.exprs.size(); ++i)
+    if (shared[i] && reached[i]) out.push_back(static_cast<int32_t>(i));
+  return out;
+}
+
+namespace {
+
+int vec_lanes(const LoopKernel& k, JitIsa isa) { return cpu_kernel_lanes(k, isa); }
+
+class RowRenderer {
+ public:
+  RowRenderer(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v)
+      : cc_(cc), k_(k), v_(v), isa_(v.isa), L_(vec_lanes(k, v.isa)) {}
+
+  void render() {
+    FuncNode* f = cc_.addFunc(FuncSignatureT<void, char* const*, const int64_t*, const int64_t*,
+                                             int64_t, int64_t, const void*>(CallConvId::kHost));
+    if (isa_ != JitIsa::Sse2) {
+      f->frame().setAvxEnabled();
+      f->frame().setAvxCleanup();
+    }
+    if (isa_ == JitIsa::Avx512) f->frame().setAvx512Enabled();
+    x86::Gp ptrs = cc_.newIntPtr("ptrs"), inner = cc_.newIntPtr("inner");
+    outer_ = cc_.newIntPtr("outer");
+    n_ = cc_.newInt64("n_inner");
+    x86::Gp n_outer = cc_.newInt64("n_outer");
+    params_ = cc_.newIntPtr("params");
+    f->setArg(0, ptrs);
+    f->setArg(1, inner);
+    f->setArg(2, outer_);
+    f->setArg(3, n_);
+    f->setArg(4, n_outer);
+    f->setArg(5, params_);
+    (void)inner;  // rows are contiguous or broadcast: the inner strides follow from the layout
+
+    nops_ = k_.num_operands();
+    for (int j = 0; j < nops_; ++j) {
+      base_.push_back(cc_.newIntPtr());
+      cur_.push_back(cc_.newIntPtr());
+      cc_.mov(base_[j], x86::ptr(ptrs, j * 8));
+      esize_.push_back(static_cast<int>(itemsize(k_.operand_dtype(j))));
+    }
+    ctx_ = std::make_unique<EmitContext>(EmitContext{cc_, isa_, cc_.cursor(), {}});
+    row_ = k_.row_values();
+    const size_t ne = k_.exprs.size();
+    preset_.assign(ne, x86::Vec());
+    for (size_t i = 0; i < ne; ++i)
+      if (expr_is_reduce(k_.exprs[i].op)) reduces_.push_back(static_cast<int32_t>(i));
+    elem_store_.assign(static_cast<size_t>(k_.num_outputs()), 0);
+    for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+      elem_store_[j] = !row_[k_.stores[j]];
+      KILN_CHECK(elem_store_[j] || is_floating(k_.output_dtype(j)),
+                 "cpu row kernel: output {} stores a {} row value (not rendered)", j,
+                 k_.output_dtype(j));
+    }
+    // Costly element values the last pass computes and the element pass needs (exp(x - m) of a
+    // softmax): stored to a scratch row by that pass, loaded back by the element pass.
+    stash_ = row_stash(k_);
+    if (!stash_.empty()) {
+      sbase_ = cc_.newIntPtr("scratch");
+      sstride_ = cc_.newInt64("scratch_stride");
+      cc_.mov(sbase_, x86::ptr(params_, (k_.num_params() + static_cast<int>(reduces_.size())) * 8));
+      cc_.lea(sstride_, x86::ptr(n_, 64));  // (n + 64) * 8 bytes per stashed value
+      cc_.shl(sstride_, 3);
+      for (size_t i = 0; i < stash_.size(); ++i) scur_.push_back(cc_.newIntPtr());
+    }
+    stack_ = cc_.newStack(64 * 8, 16);
+    lanes_buf_ = cc_.newStack(64, 64);
+    for (int j = 0; j < nops_; ++j) tail_buf_.push_back(cc_.newStack(64, 64));
+
+    // RowSize values: the row length is the same for every row of a call.
+    for (size_t i = 0; i < ne; ++i)
+      if (k_.exprs[i].op == ExprOp::RowSize) preset_[i] = row_size(k_.exprs[i]);
+    std::vector<x86::Vec> fixed = preset_;  // valid for the whole call
+
+    Label l_outer = cc_.newLabel(), l_done = cc_.newLabel();
+    x86::Gp o = cc_.newInt64("o");
+    cc_.xor_(o, o);
+    cc_.bind(l_outer);
+    cc_.cmp(o, n_outer);
+    cc_.jge(l_done);
+    preset_ = fixed;
+    for (size_t r = 0; r < reduces_.size(); ++r) {
+      pass(static_cast<int>(r));
+      hoist_row_values();
+    }
+    bool any_elem = false;
+    for (uint8_t e : elem_store_) any_elem = any_elem || e;
+    if (any_elem) element_pass();
+    row_stores();
+    for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
+    cc_.inc(o);
+    cc_.jmp(l_outer);
+    cc_.bind(l_done);
+    if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
+    cc_.endFunc();
+  }
+
+ private:
+  bool kmask() const { return isa_ == JitIsa::Avx512; }
+  bool vex() const { return isa_ != JitIsa::Sse2; }
+  bool contiguous(int j) const { return v_.layout[j] == InnerLayout::Contiguous; }
+
+  void move(x86::Vec d, x86::Vec s) {
+    if (d.id() != s.id()) cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, d, s);
+  }
+
+  template <class Fn>
+  auto on(DType t, int lanes, Fn fn) {
+    if (t == DType::Float64) {
+      AsmVecOps<double> o(*ctx_, lanes);
+      return fn(o);
+    }
+    AsmVecOps<float> o(*ctx_, lanes);
+    return fn(o);
+  }
+
+  // (T)(n + offset), in every lane.
+  x86::Vec row_size(const Expr& e) {
+    x86::Gp g = cc_.newInt64();
+    cc_.mov(g, n_);
+    if (e.ivalue != 0) cc_.add(g, e.ivalue);
+    x86::Xmm x = cc_.newXmm();
+    const bool f32 = e.type == DType::Float32;
+    if (vex()) {
+      cc_.vxorps(x, x, x);
+      cc_.emit(f32 ? Inst::kIdVcvtsi2ss : Inst::kIdVcvtsi2sd, x, x, g);
+    } else {
+      cc_.xorps(x, x);
+      cc_.emit(f32 ? Inst::kIdCvtsi2ss : Inst::kIdCvtsi2sd, x, g);
+    }
+    return broadcast_scalar(e.type, x);
+  }
+
+  // Lane 0 of x (a scalar of t) in every lane of a register of L lanes.
+  x86::Vec broadcast_scalar(DType t, x86::Vec x) {
+    x86::Mem tmp = lanes_buf_;
+    return on(t, L_, [&](auto& vo) {
+      using T = typename std::decay_t<decltype(vo)>::T;
+      AsmVecOps<T> so(*ctx_, 1);
+      so.store(tmp, x.xmm());
+      return vo.load_broadcast(tmp);
+    });
+  }
+
+  std::vector<x86::Vec> body(const std::vector<x86::Gp>& cur, const x86::KReg* tail,
+                             const std::vector<uint8_t>& want, const std::vector<uint8_t>& store) {
+    return emit_body(*ctx_, L_, k_, v_.layout, cur, params_, tail, want, preset_, store);
+  }
+
+  void advance(int elements) {
+    for (int j = 0; j < nops_; ++j)
+      if (contiguous(j)) cc_.add(cur_[j], elements * esize_[j]);
+    for (size_t i = 0; stash_on_ && i < scur_.size(); ++i)
+      cc_.add(scur_[i], elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+  }
+  void reset_stash() {
+    for (size_t i = 0; i < scur_.size(); ++i) {
+      cc_.mov(scur_[i], sstride_);
+      cc_.imul(scur_[i], scur_[i], static_cast<int>(i));
+      cc_.add(scur_[i], sbase_);
+    }
+  }
+  // The last pass stores the stashed values of one body (`tail`: AVX-512 lanes; elsewhere whole
+  // vectors, the scratch row has room past its end).
+  void store_stash(const std::vector<x86::Vec>& out, const x86::KReg* tail) {
+    for (size_t i = 0; i < scur_.size(); ++i)
+      on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
+        vo.store(x86::ptr(scur_[i]), out[stash_[i]], tail);
+        return 0;
+      });
+  }
+  void load_stash(const x86::KReg* tail) {
+    for (size_t i = 0; i < scur_.size(); ++i)
+      preset_[stash_[i]] = on(k_.exprs[stash_[i]].type, L_,
+                              [&](auto& vo) { return vo.load(x86::ptr(scur_[i]), tail); });
+  }
+
+  // The tail of `cnt` (< L) elements at cur_: AVX-512 masks the lanes; AVX2 and SSE2 copy the
+  // contiguous inputs into stack buffers first (and the outputs out of them after `emit`).
+  template <class Emit>
+  void tail_body(x86::Gp cnt, bool outputs, const Emit& emit) {
+    if (kmask()) {
+      x86::Gp bits = cc_.newInt64();
+      x86::KReg m = cc_.newKw();
+      cc_.mov(bits, -1);
+      cc_.bzhi(bits, bits, cnt);
+      cc_.kmovw(m, bits.r32());
+      emit(cur_, &m);
+      return;
+    }
+    std::vector<x86::Gp> cur = cur_;
+    for (int j = 0; j < nops_; ++j) {
+      const bool output = j < k_.num_outputs();
+      if (!contiguous(j) || (output && !outputs)) continue;
+      cur[j] = cc_.newIntPtr();
+      cc_.lea(cur[j], tail_buf_[j]);
+      if (output) continue;
+      zero64(cur[j]);
+      copy_bytes(cur[j], cur_[j], cnt, esize_[j]);
+    }
+    emit(cur, nullptr);
+    if (!outputs) return;
+    for (int j = 0; j < k_.num_outputs(); ++j)
+      if (contiguous(j) && elem_store_[j]) copy_bytes(cur_[j], cur[j], cnt, esize_[j]);
+  }
+  void zero64(x86::Gp p) {
+    x86::Xmm z = cc_.newXmm();
+    if (vex())
+      cc_.vxorps(z, z, z);
+    else
+      cc_.xorps(z, z);
+    for (int b = 0; b < 64; b += 16)
+      cc_.emit(vex() ? Inst::kIdVmovups : Inst::kIdMovups, x86::xmmword_ptr(p, b), z);
+  }
+  void copy_bytes(x86::Gp dst, x86::Gp src, x86::Gp cnt, int esize) {
+    x86::Gp nb = cc_.newInt64(), i = cc_.newInt64(), t = cc_.newGpd();
+    Label l = cc_.newLabel(), done = cc_.newLabel();
+    cc_.imul(nb, cnt, esize);
+    cc_.xor_(i, i);
+    cc_.bind(l);
+    cc_.cmp(i, nb);
+    cc_.jge(done);
+    cc_.movzx(t, x86::byte_ptr(src, i));
+    cc_.mov(x86::byte_ptr(dst, i), t.r8());
+    cc_.inc(i);
+    cc_.jmp(l);
+    cc_.bind(done);
+  }
+
+  // ---- one pass: the Reduce expression reduces_[r] over the row, by its row program ----
+  void pass(int r) {
+    const int32_t id = reduces_[r];
+    const Expr& e = k_.exprs[id];
+    on(e.type, 1, [&](auto& so) {
+      using T = typename std::decay_t<decltype(so)>::T;
+      pass_typed<T>(r, id, e);
+      return 0;
+    });
+  }
+
+  template <class T>
+  x86::Vec identity(AsmVecOps<T>& o, ExprOp op) {
+    switch (op) {
+      case ExprOp::ReduceSum:
+        return o.splat(0.0);
+      case ExprOp::ReduceProd:
+        return o.splat(1.0);
+      case ExprOp::ReduceMax:
+        return o.splat(-std::numeric_limits<double>::infinity());
+      default:
+        return o.splat(std::numeric_limits<double>::infinity());
+    }
+  }
+  // The eager combiner: a + b, a * b, max_nan / min_nan (a when a wins or is NaN, else b).
+  template <class T>
+  x86::Vec combine(AsmVecOps<T>& o, ExprOp op, x86::Vec a, x86::Vec b) {
+    switch (op) {
+      case ExprOp::ReduceSum:
+        return o.add(a, b);
+      case ExprOp::ReduceProd:
+        return o.mul(a, b);
+      case ExprOp::ReduceMax:
+        return o.select(o.mask_or(o.gt(a, b), o.unord(a, a)), a, b);
+      default:
+        return o.select(o.mask_or(o.lt(a, b), o.unord(a, a)), a, b);
+    }
+  }
+  // The high half of a vector register (the low half is the register's narrower view).
+  x86::Vec high_half(x86::Vec v, int bytes, bool dbl) {
+    x86::Vec d = AsmVecOps<float>::new_vec_of(cc_, bytes / 2);
+    if (bytes == 64)
+      cc_.emit(dbl ? Inst::kIdVextractf64x4 : Inst::kIdVextractf32x8, d, v, imm(1));
+    else
+      cc_.emit(Inst::kIdVextractf128, d, v, imm(1));
+    return d;
+  }
+  x86::Vec low_half(x86::Vec v, int bytes) { return bytes == 64 ? x86::Vec(v.ymm()) : v.xmm(); }
+
+  template <class T>
+  void pass_typed(int r, int32_t id, const Expr& e) {
+    const ExprOp op = e.op;
+    const DType t = e.type;
+    const int es = static_cast<int>(sizeof(T));
+    const int A = reduce_lanes(op, t);
+    const int P = std::min(A, L_);  // lanes of one accumulator register
+    const int G = A / P;            // accumulator registers
+    const bool split = L_ > A;      // a vector feeds the accumulator in two halves
+    AsmVecOps<T> ao(*ctx_, P), so(*ctx_, 1);
+    std::vector<uint8_t> want(k_.exprs.size(), 0), no_store(k_.num_outputs(), 0);
+    want[e.a] = 1;
+
+    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    const bool stash = r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty();
+    stash_on_ = stash;
+    if (stash) reset_stash();
+    std::vector<uint8_t> want_stash = want;
+    for (int32_t i : stash_) want_stash[i] = want_stash[i] || stash;
+    x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp"), sb = cc_.newIntPtr("stack");
+    cc_.mov(prog, x86::ptr(params_, (k_.num_params() + r) * 8));
+    cc_.lea(sb, stack_);
+    cc_.mov(sp, sb);
+    Label l_next = cc_.newLabel(), l_leaf = cc_.newLabel(), l_end = cc_.newLabel();
+    x86::Gp w = cc_.newInt64("w");
+    cc_.bind(l_next);
+    cc_.mov(w, x86::ptr(prog));
+    cc_.cmp(w, 1);
+    cc_.je(l_leaf);
+    cc_.test(w, w);
+    cc_.jz(l_end);
+    {  // 2: combine the two latest results
+      x86::Vec a = so.load(x86::ptr(sp, -2 * 8)), b = so.load(x86::ptr(sp, -8));
+      so.store(x86::ptr(sp, -2 * 8), combine(so, op, a, b));
+      cc_.sub(sp, 8);
+      cc_.add(prog, 8);
+      cc_.jmp(l_next);
+    }
+    cc_.bind(l_leaf);
+    {
+      x86::Gp len = cc_.newInt64("len"), cnt = cc_.newInt64("vec");
+      cc_.mov(len, x86::ptr(prog, 8));
+      cc_.mov(cnt, x86::ptr(prog, 16));
+      cc_.add(prog, 24);
+      cc_.sub(len, cnt);  // the elements after the lanes
+      std::vector<x86::Vec> acc(static_cast<size_t>(G));
+      for (auto& a : acc) {
+        a = ao.new_vec();
+        move(a, identity(ao, op));
+      }
+      // Lane by lane as eager's lanes; max / min keep a NaN (eager tests for one separately).
+      auto feed = [&](x86::Vec& a, x86::Vec v) { move(a, combine(ao, op, a, v)); };
+      Label l_vec = cc_.newLabel(), l_vdone = cc_.newLabel();
+      const int step = split ? L_ : A;
+      cc_.bind(l_vec);
+      cc_.cmp(cnt, step);
+      cc_.jl(l_vdone);
+      for (int g = 0; g < (split ? 1 : G); ++g) {
+        const std::vector<x86::Vec> out = body(cur_, nullptr, want_stash, no_store);
+        if (stash) store_stash(out, nullptr);
+        x86::Vec v = out[e.a];
+        if (split) {
+          feed(acc[0], low_half(v, L_ * es));
+          feed(acc[0], high_half(v, L_ * es, es == 8));
+        } else {
+          feed(acc[g], v);
+        }
+        advance(L_);
+      }
+      cc_.sub(cnt, step);
+      cc_.jmp(l_vec);
+      cc_.bind(l_vdone);
+      if (split) {  // one more group of A lanes (the vector part is a multiple of A)
+        Label l_no = cc_.newLabel();
+        cc_.test(cnt, cnt);
+        cc_.jz(l_no);
+        x86::Gp bits = cc_.newInt64();
+        x86::KReg m = cc_.newKw();
+        cc_.mov(bits, (int64_t{1} << A) - 1);
+        cc_.kmovw(m, bits.r32());
+        const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
+        if (stash) store_stash(out, &m);
+        x86::Vec v = out[e.a];
+        feed(acc[0], low_half(v, L_ * es));
+        advance(A);
+        cc_.bind(l_no);
+      }
+      // The lanes, in eager's order: a tree for sums and products, in order for max / min.
+      x86::Mem lanes = lanes_buf_;
+      for (int g = 0; g < G; ++g) ao.store(lanes.cloneAdjusted(g * P * es), acc[g]);
+      auto lane = [&](int i) {
+        x86::Mem m = lanes.cloneAdjusted(i * es);
+        return so.load(m);
+      };
+      x86::Vec s = so.new_vec();
+      if (op == ExprOp::ReduceSum || op == ExprOp::ReduceProd) {
+        auto c = [&](x86::Vec a, x86::Vec b) { return combine(so, op, a, b); };
+        move(s, c(c(c(lane(0), lane(1)), c(lane(2), lane(3))),
+                  c(c(lane(4), lane(5)), c(lane(6), lane(7)))));
+      } else {
+        move(s, identity(so, op));
+        for (int i = 0; i < A; ++i) move(s, combine(so, op, s, lane(i)));
+      }
+      // The rest, in order, L at a time.
+      Label l_rest = cc_.newLabel(), l_rdone = cc_.newLabel();
+      x86::Gp c = cc_.newInt64("c");
+      cc_.bind(l_rest);
+      cc_.test(len, len);
+      cc_.jz(l_rdone);
+      cc_.mov(c, L_);
+      cc_.cmp(len, c);
+      cc_.cmovl(c, len);
+      tail_body(c, false, [&](const std::vector<x86::Gp>& cur, const x86::KReg* m) {
+        const std::vector<x86::Vec> out =
+            emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, want_stash, preset_, no_store);
+        if (stash) store_stash(out, m);
+        x86::Vec v = out[e.a];
+        on(t, L_, [&](auto& vo) {
+          vo.store(lanes, v);
+          return 0;
+        });
+      });
+      {
+        x86::Gp i = cc_.newInt64("i");
+        Label l_f = cc_.newLabel(), l_fd = cc_.newLabel();
+        x86::Gp lb = cc_.newIntPtr();
+        cc_.lea(lb, lanes);
+        cc_.xor_(i, i);
+        cc_.bind(l_f);
+        cc_.cmp(i, c);
+        cc_.jge(l_fd);
+        move(s, combine(so, op, s, so.load(x86::ptr(lb, i, es == 8 ? 3 : 2))));
+        cc_.inc(i);
+        cc_.jmp(l_f);
+        cc_.bind(l_fd);
+      }
+      for (int j = 0; j < nops_; ++j)
+        if (contiguous(j)) {
+          x86::Gp d = cc_.newInt64();
+          cc_.imul(d, c, esize_[j]);
+          cc_.add(cur_[j], d);
+        }
+      for (size_t i = 0; stash && i < scur_.size(); ++i) {
+        x86::Gp d = cc_.newInt64();
+        cc_.imul(d, c, static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+        cc_.add(scur_[i], d);
+      }
+      cc_.sub(len, c);
+      cc_.jmp(l_rest);
+      cc_.bind(l_rdone);
+      so.store(x86::ptr(sp), s);
+      cc_.add(sp, 8);
+      cc_.jmp(l_next);
+    }
+    cc_.bind(l_end);
+    preset_[id] = broadcast_scalar(t, so.load(x86::ptr(sb)));
+  }
+
+  // Numeric row values computable now (every Reduce they read is done), once per row.
+  void hoist_row_values() {
+    const size_t ne = k_.exprs.size();
+    std::vector<uint8_t> ready(ne, 0), want(ne, 0);
+    for (size_t i = 0; i < ne; ++i) {
+      const Expr& e = k_.exprs[i];
+      if (!row_[i]) continue;
+      if (expr_is_reduce(e.op)) {
+        ready[i] = preset_[i].isValid();
+        continue;
+      }
+      bool ok = true;
+      for (int32_t o : {e.a, e.b, e.c})
+        if (o >= 0) ok = ok && ready[o];
+      ready[i] = ok;
+      want[i] = ok && !preset_[i].isValid() && e.type != DType::Bool && e.op != ExprOp::Const &&
+                e.op != ExprOp::Param;
+    }
+    bool any = false;
+    for (uint8_t x : want) any = any || x;
+    if (!any) return;
+    std::vector<uint8_t> no_store(static_cast<size_t>(k_.num_outputs()), 0);
+    std::vector<x86::Vec> out = body(base_, nullptr, want, no_store);
+    for (size_t i = 0; i < ne; ++i)
+      if (want[i]) preset_[i] = out[i];
+  }
+
+  // ---- the element stores, over the row once more ----
+  void element_pass() {
+    std::vector<uint8_t> none(k_.exprs.size(), 0);
+    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    stash_on_ = true;
+    reset_stash();
+    x86::Gp rem = cc_.newInt64("rem");
+    cc_.mov(rem, n_);
+    Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_end = cc_.newLabel();
+    cc_.bind(l_vec);
+    cc_.cmp(rem, L_);
+    cc_.jl(l_tail);
+    load_stash(nullptr);
+    emit_body(*ctx_, L_, k_, v_.layout, cur_, params_, nullptr, none, preset_, elem_store_,
+              v_.streaming);
+    advance(L_);
+    cc_.sub(rem, L_);
+    cc_.jmp(l_vec);
+    cc_.bind(l_tail);
+    cc_.test(rem, rem);
+    cc_.jz(l_end);
+    tail_body(rem, true, [&](const std::vector<x86::Gp>& cur, const x86::KReg* m) {
+      load_stash(m);
+      emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, none, preset_, elem_store_);
+    });
+    cc_.bind(l_end);
+    for (int32_t i : stash_) preset_[i] = x86::Vec();
+  }
+
+  void row_stores() {
+    const size_t ne = k_.exprs.size();
+    std::vector<uint8_t> want(ne, 0), no_store(static_cast<size_t>(k_.num_outputs()), 0);
+    bool any = false;
+    for (int32_t j = 0; j < k_.num_outputs(); ++j)
+      if (!elem_store_[j] && !preset_[k_.stores[j]].isValid()) want[k_.stores[j]] = any = true;
+    std::vector<x86::Vec> out = preset_;
+    if (any) {
+      std::vector<x86::Vec> got = body(base_, nullptr, want, no_store);
+      for (size_t i = 0; i < ne; ++i)
+        if (want[i]) out[i] = got[i];
+    }
+    for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+      if (elem_store_[j]) continue;
+      on(k_.output_dtype(j), 1, [&](auto& so) {
+        so.store(x86::ptr(base_[j]), out[k_.stores[j]].xmm());
+        return 0;
+      });
+    }
+  }
+
+  x86::Compiler& cc_;
+  const LoopKernel& k_;
+  const KernelVariant& v_;
+  JitIsa isa_;
+  int L_;
+  int nops_ = 0;
+  x86::Gp outer_, n_, params_;
+  std::vector<x86::Gp> base_, cur_;
+  std::vector<int> esize_;
+  std::unique_ptr<EmitContext> ctx_;
+  std::vector<uint8_t> row_, elem_store_;
+  std::vector<int32_t> reduces_;
+  std::vector<x86::Vec> preset_;
+  x86::Mem stack_, lanes_buf_;
+  std::vector<x86::Mem> tail_buf_;
+  std::vector<int32_t> stash_;  // row_stash(k_)
+  std::vector<x86::Gp> scur_;   // per stashed value: its place in the scratch row
+  x86::Gp sbase_, sstride_;
+  bool stash_on_ = false;  // the pass being emitted walks the scratch rows
+};
+
+}  // namespace
+
+void render_row_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v) {
+  for (InnerLayout l : v.layout)
+    KILN_CHECK(l != InnerLayout::Strided, "cpu row kernel: a strided row (not rendered)");
+  RowRenderer(cc, k, v).render();
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,73 @@
+#include "jit/plan/lower_reduce.h"
+
+#include <limits>
+
+#include "runtime/dispatcher.h"
+
+namespace kiln::jit {
+
+int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
+  switch (n.op) {
+    case OpId::Sum:
+    case OpId::Mean:
+    case OpId::Prod:
+    case OpId::Amax:
+    case OpId::Amin:
+    case OpId::Var:
+      break;
+    default:
+      return 0;
+  }
+  if (!n.subgraphs.empty() || n.meta.device != Device::cpu() || in.device != Device::cpu() ||
+      !n.meta.strides.empty())
+    return 0;
+  if ((in.dtype != DType::Float32 && in.dtype != DType::Float64) || n.meta.dtype != in.dtype)
+    return 0;
+  const int64_t rank = static_cast<int64_t>(in.sizes.size());
+  if (rank == 0) return 0;
+  uint64_t mask = 0;
+  if (n.attrs.dims.empty()) {
+    mask = rank >= 64 ? ~uint64_t{0} : (uint64_t{1} << rank) - 1;
+  } else {
+    for (int64_t d : n.attrs.dims) {
+      const int64_t w = d < 0 ? d + rank : d;
+      if (w < 0 || w >= rank || w >= 64) return 0;
+      mask |= uint64_t{1} << w;
+    }
+  }
+  int r = 0;  // the reduced dims must be exactly the last r
+  while (r < rank && (mask >> (rank - 1 - r)) & 1u) ++r;
+  if (r == 0 || (mask & ((uint64_t{1} << (rank - r)) - 1)) != 0) return 0;
+  return r;
+}
+
+int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
+  const DType t = k.exprs[x].type;
+  switch (n.op) {
+    case OpId::Sum:
+      return k.reduce(ExprOp::ReduceSum, x);
+    case OpId::Prod:
+      return k.reduce(ExprOp::ReduceProd, x);
+    case OpId::Amax:
+      return k.reduce(ExprOp::ReduceMax, x);
+    case OpId::Amin:
+      return k.reduce(ExprOp::ReduceMin, x);
+    case OpId::Mean:
+      return k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(t));
+    default:
+      break;
+  }
+  // Var: eager's var_rows.
+  const bool unbiased = n.attrs.ints.size() > 1 && n.attrs.ints[1] != 0;
+  const int32_t mean = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(t));
+  const int32_t d = k.binary(ExprOp::Sub, x, mean);
+  const int32_t ss = k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, d, d));
+  int32_t v = k.binary(ExprOp::Div, ss, k.row_size(t, unbiased ? -1 : 0));
+  if (unbiased) {
+    const int32_t empty = k.binary(ExprOp::Eq, k.row_size(t), k.constant(0.0, t));
+    v = k.select(empty, k.constant(std::numeric_limits<double>::quiet_NaN(), t), v);
+  }
+  return v;
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,27 @@
+// Lowering of reduction nodes into row kernels (loop_kernel.h "Row kernels"): which reductions a
+// kernel computes, and their expressions, in the eager kernels' order (ops/cpu/reduce_kernels.cpp)
+// so that a fused reduction gives the eager bits.
+//
+// A reduction lowers when it reduces the innermost dims of its input (a suffix of the dims, at
+// least one: `x.sum(-1)`, `x.mean({-2, -1})`), of Float32 or Float64, on the CPU:
+//   sum -> ReduceSum(x)              amax -> ReduceMax(x)        amin -> ReduceMin(x)
+//   prod -> ReduceProd(x)            mean -> ReduceSum(x) / RowSize
+//   var -> the eager two passes: m = ReduceSum(x) / RowSize; ReduceSum((x - m) * (x - m)) /
+//          RowSize(-unbiased), NaN for an empty row (eager returns NaN there whatever the
+//          divisor).
+// The rest (columns, argmax, logsumexp, all/any, integer inputs) stays eager steps.
+#pragma once
+#include <cstdint>
+
+#include "jit/loop/loop_kernel.h"
+#include "tracer/graph.h"
+
+namespace kiln::jit {
+
+// The number of innermost dims `n` reduces if it lowers into a row kernel, else 0.
+int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& input);
+
+// Appends the expressions of reduction `n` over the element value `x`; returns its row value.
+int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x);
+
+}  // namespace kiln::jit

@@ -1,0 +1,434 @@
+// Row kernels (reductions in the loop IR, docs/jit.md "Reductions"): the loop IR's text and
+// checks, hand-built row kernels launched directly against the eager reductions bitwise (every
+// op, both float dtypes, every ISA path, row lengths around every boundary of eager's order:
+// lanes, pairwise blocks, 65536-element chunks; empty rows, NaN, signed zeros, broadcast
+// operands, several threads), and plans through the recorder: layer norm and softmax written from
+// primitives become one kernel each, bitwise equal to eager.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hop_traced_util.h"
+#include "jit/cpu/cpu_target.h"
+#include "jit/cpu/render_reduce.h"
+#include "jit/plan/jit_plan.h"
+#include "jit/target.h"
+#include "jit_kernel_util.h"
+#include "record_util.h"
+#include "tracer/region_cache.h"
+#include "tracer/region_runner.h"
+
+namespace kiln {
+namespace {
+
+using jit::ExprOp;
+using jit::LoopKernel;
+using testing::ConfigOverride;
+using testing::expect_bitwise_equal;
+using testing::JitMode;
+using testing::JitRestore;
+
+TEST(JitReduceIr, TextOfALayerNormKernel) {
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
+  // One statement per expression: the order of a call's arguments is unspecified.
+  const int32_t x = k.load(0);
+  const int32_t s1 = k.reduce(ExprOp::ReduceSum, x);
+  const int32_t m = k.binary(ExprOp::Div, s1, k.row_size(kFloat32));
+  const int32_t d = k.binary(ExprOp::Sub, x, m);
+  const int32_t s2 = k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, d, d));
+  const int32_t v = k.binary(ExprOp::Div, s2, k.row_size(kFloat32, -1));
+  const int32_t sd = k.unary(ExprOp::Sqrt, v);
+  k.stores = {m, k.binary(ExprOp::Div, d, sd)};
+  k.verify();
+  EXPECT_EQ(jit::to_text(k),
+            "kernel inputs=[Float32] params=[]\n"
+            "  %0 = Load in0 : Float32\n"
+            "  %1 = ReduceSum %0 : Float32\n"
+            "  %2 = RowSize : Float32\n"
+            "  %3 = Div %1 %2 : Float32\n"
+            "  %4 = Sub %0 %3 : Float32\n"
+            "  %5 = Mul %4 %4 : Float32\n"
+            "  %6 = ReduceSum %5 : Float32\n"
+            "  %7 = RowSize -1 : Float32\n"
+            "  %8 = Div %6 %7 : Float32\n"
+            "  %9 = Sqrt %8 : Float32\n"
+            "  %10 = Div %4 %9 : Float32\n"
+            "  out0 = %3\n"
+            "  out1 = %10\n");
+  const std::vector<uint8_t> row = k.row_values();
+  EXPECT_EQ(row, (std::vector<uint8_t>{0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0}));
+  EXPECT_TRUE(k.has_reduce());
+  // The offset is part of the encoding: RowSize and RowSize -1 are different kernels.
+  LoopKernel k2 = k;
+  k2.exprs[7].ivalue = 0;
+  EXPECT_NE(jit::encode(k), jit::encode(k2));
+}
+
+TEST(JitReduceIr, VerifyRejectsIntegerReductionsAndIntegerRowSizes) {
+  LoopKernel k = LoopKernel::uniform(DType::Int32, 1);
+  k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+  EXPECT_THROW(k.verify(), Error);
+  LoopKernel r = LoopKernel::uniform(DType::Float32, 1);
+  r.stores = {r.row_size(DType::Int64)};
+  EXPECT_THROW(r.verify(), Error);
+}
+
+// The eager reduction of `op` over the last dim (keepdim).
+Tensor eager_reduce(ExprOp op, const Tensor& x) {
+  switch (op) {
+    case ExprOp::ReduceSum:
+      return x.sum({-1}, true);
+    case ExprOp::ReduceProd:
+      return x.prod({-1}, true);
+    case ExprOp::ReduceMax:
+      return x.amax({-1}, true);
+    default:
+      return x.amin({-1}, true);
+  }
+}
+
+// Launches row kernel `k` over the index space [rows, n] with input 0 = x (contiguous rows) and
+// input 1 = c ([rows, 1]: broadcast along the row); outputs as `row_out` says (a [rows, 1] row
+// value, else [rows, n]).
+std::vector<Tensor> launch(jit::CompiledKernel& kernel, const Tensor& x, const Tensor& c,
+                           const std::vector<bool>& row_out) {
+  const int64_t rows = x.sizes()[0], n = x.sizes()[1];
+  const int64_t es = static_cast<int64_t>(itemsize(x.dtype()));
+  jit::LaunchArgs la;
+  la.sizes = {rows, n};
+  la.reduced_dims = 1;
+  std::vector<Tensor> outs;
+  for (bool r : row_out) {
+    Tensor o = r ? empty({rows, 1}, TensorOptions().dtype(x.dtype()))
+                 : empty({rows, n}, TensorOptions().dtype(x.dtype()));
+    la.ptrs.push_back(static_cast<char*>(const_cast<void*>(o.raw_data())));
+    la.strides.push_back(r ? DimVector{es, 0} : DimVector{n * es, es});
+    outs.push_back(o);
+  }
+  la.ptrs.push_back(static_cast<char*>(const_cast<void*>(x.raw_data())));
+  la.strides.push_back({x.strides()[0] * es, x.strides()[1] * es});
+  la.ptrs.push_back(static_cast<char*>(const_cast<void*>(c.raw_data())));
+  la.strides.push_back({es, 0});
+  kernel.launch(la);
+  return outs;
+}
+
+// Values with the specials the order shows: signed zeros (which of equal extremes wins), a NaN
+// now and then, and sums whose rounding depends on the order.
+Tensor row_data(int64_t rows, int64_t n, DType dt, ExprOp op, uint64_t seed, bool nan) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g;
+  std::vector<double> v(static_cast<size_t>(rows * n));
+  for (auto& e : v) {
+    e = op == ExprOp::ReduceProd ? 1.0 + 0.01 * g(rng) : g(rng) * 1e3;
+    if (op == ExprOp::ReduceMax || op == ExprOp::ReduceMin) {
+      const auto u = rng() % 4;
+      if (u == 0) e = 0.0;
+      if (u == 1) e = -0.0;
+      if (u == 2) e = op == ExprOp::ReduceMax ? -std::fabs(e) : std::fabs(e);
+    }
+  }
+  if (nan && !v.empty()) v[rng() % v.size()] = std::numeric_limits<double>::quiet_NaN();
+  Tensor t = from_vector<double>(v, {rows, n});
+  return t.to(dt);
+}
+
+TEST(JitReduceKernels, EveryOpDtypeIsaAndRowLengthMatchesEagerBitwise) {
+  const std::vector<int64_t> lengths = {0,   1,   2,   3,   4,   7,    8,    9,    15,    16,
+                                        17,  31,  32,  33,  63,  64,   65,   127,  128,   129,
+                                        136, 255, 256, 257, 300, 1000, 1024, 4099, 65536, 65543};
+  const ExprOp ops[] = {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax,
+                        ExprOp::ReduceMin};
+  uint64_t seed = 1;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (ExprOp op : ops) {
+        // out0 = reduce(x); out1 = reduce((x - c) * (x - c)) (a prologue reading a broadcast
+        // operand); out2 = x - out0 (an epilogue reading the row value).
+        LoopKernel k = LoopKernel::uniform(dt, 2);
+        const int32_t x = k.load(0), c = k.load(1);
+        const int32_t r = k.reduce(op, x);
+        const int32_t d = k.binary(ExprOp::Sub, x, c);
+        k.stores = {r, k.reduce(op, k.binary(ExprOp::Mul, d, d)), k.binary(ExprOp::Sub, x, r)};
+        std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+        for (int64_t n : lengths) {
+          if (n == 0 && (op == ExprOp::ReduceMax || op == ExprOp::ReduceMin)) continue;
+          const int64_t rows = n >= 4096 ? 2 : 5;
+          for (bool nan : {false, true}) {
+            const Tensor xt = row_data(rows, n, dt, op, seed++, nan);
+            const Tensor ct = (row_data(rows, 1, dt, ExprOp::ReduceSum, seed++, false) * 1e-3);
+            std::vector<Tensor> got = launch(*kernel, xt, ct, {true, true, false});
+            const std::string what =
+                fmt::format("{} {} {} n={} nan={}", isa, dtype_name(dt), expr_op_name(op), n, nan);
+            const Tensor want0 = eager_reduce(op, xt);
+            expect_bitwise_equal(got[0], want0, what.c_str());
+            expect_bitwise_equal(got[1], eager_reduce(op, (xt - ct) * (xt - ct)), what.c_str());
+            expect_bitwise_equal(got[2], xt - want0, what.c_str());
+          }
+        }
+      }
+    }
+  }
+}
+
+// A softmax row kernel: exp(x - max) is computed by the sum's pass and needed by the element
+// pass; the CPU target keeps it in a scratch row between the two (render_reduce.h, row_stash)
+// instead of computing it twice. Bitwise against eager, every ISA, lengths around the lanes.
+TEST(JitReduceKernels, SoftmaxKernelKeepsItsExpsBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      LoopKernel k = LoopKernel::uniform(dt, 2);
+      const int32_t x = k.load(0);
+      const int32_t m = k.reduce(ExprOp::ReduceMax, x);
+      const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, m));
+      const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+      k.stores = {k.binary(ExprOp::Div, e, s), s};
+      ASSERT_EQ(jit::row_stash(k), std::vector<int32_t>{e});
+      std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+      for (int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 129, 1000, 1031}) {
+        const Tensor xt = row_data(5, n, dt, ExprOp::ReduceSum, static_cast<uint64_t>(n), false);
+        std::vector<Tensor> got = launch(*kernel, xt, zeros({5, 1}), {false, true});
+        const Tensor ex = (xt - xt.amax({-1}, true)).exp();
+        const Tensor sum = ex.sum({-1}, true);
+        const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
+        expect_bitwise_equal(got[0], ex / sum, what.c_str());
+        expect_bitwise_equal(got[1], sum, what.c_str());
+      }
+    }
+  }
+}
+
+// Two passes over the same costly value (the first must compute it although only the last
+// pass stashes it: a fuzzer find).
+TEST(JitReduceKernels, TwoPassesOverAStashedValue) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    LoopKernel k = LoopKernel::uniform(kFloat32, 2);
+    const int32_t e = k.unary(ExprOp::Exp, k.load(0));
+    const int32_t mx = k.reduce(ExprOp::ReduceMax, e);
+    const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+    k.stores = {mx, s, k.binary(ExprOp::Div, e, s)};
+    std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+    for (int64_t n : {5, 16, 40, 300}) {
+      const Tensor xt = row_data(3, n, kFloat32, ExprOp::ReduceSum, 77, false) * 1e-3;
+      std::vector<Tensor> got = launch(*kernel, xt, zeros({3, 1}), {true, true, false});
+      const Tensor ex = xt.exp();
+      expect_bitwise_equal(got[0], ex.amax({-1}, true), isa.c_str());
+      expect_bitwise_equal(got[1], ex.sum({-1}, true), isa.c_str());
+      expect_bitwise_equal(got[2], ex / ex.sum({-1}, true), isa.c_str());
+    }
+  }
+}
+
+TEST(JitReduceKernels, ResultsDoNotDependOnTheThreadCount) {
+  const Tensor x = row_data(64, 3000, kFloat32, ExprOp::ReduceSum, 7, false);
+  const Tensor c = zeros({64, 1});
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
+  k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+  std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+  std::vector<Tensor> one, two;
+  {
+    ConfigOverride<int> t(config().num_threads, 1);
+    one = launch(*kernel, x, c, {true});
+  }
+  {
+    ConfigOverride<int> t(config().num_threads, 2);
+    two = launch(*kernel, x, c, {true});
+  }
+  expect_bitwise_equal(one[0], two[0]);
+  expect_bitwise_equal(one[0], x.sum({-1}, true));
+}
+
+TEST(JitReduceKernels, StridedRowsHaveNoMachineCode) {
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
+  k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+  std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+  const Tensor x = row_data(8, 8, kFloat32, ExprOp::ReduceSum, 9, false).t();  // column rows
+  EXPECT_THROW(launch(*kernel, x, zeros({8, 1}), {true}), Error);
+}
+
+// ---- through the recorder ----
+
+class JitReducePlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kiln::sync();
+    config().jit = false;
+    tracer::wait_for_compiles();
+    tracer::RegionCache::instance().clear();
+  }
+  void TearDown() override { tracer::wait_for_compiles(); }
+  JitRestore restore_;
+  ConfigOverride<bool> sync_planning_{config().jit_async, false};
+  ConfigOverride<int> threshold_{config().jit_threshold, -1};
+};
+
+// Runs `program` eagerly and recorded (twice: the plan's first and a later run); the results
+// must be bitwise equal. Returns the plan's step string ("k9": one kernel of 9 nodes; "e": eager).
+std::string run_both(const std::function<TensorList()>& program, const std::string& what,
+                     int* kernels = nullptr) {
+  TensorList want;
+  {
+    JitMode off(false);
+    want = program();
+  }
+  for (int it = 0; it < 2; ++it) {
+    JitMode on(true);
+    TensorList got = program();
+    kiln::sync();
+    testing::expect_lists_bitwise_equal(got, want, what);
+  }
+  std::vector<std::shared_ptr<tracer::RegionPlan>> keep;
+  std::string s;
+  int count = 0;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    keep.push_back(r->jit_plan());
+    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.back().get());
+    if (p == nullptr) continue;
+    count += p->num_kernels();
+    for (const jit::Step& st : p->steps()) {
+      if (!s.empty()) s += ' ';
+      s += st.kernel ? fmt::format("k{}", st.kernel->nodes.size()) : std::string("e");
+    }
+  }
+  if (kernels != nullptr) *kernels = count;
+  return s;
+}
+
+Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) {
+  JitMode off(false);
+  manual_seed(seed);
+  return randn(IntList(shape), TensorOptions().dtype(dt));
+}
+
+TEST_F(JitReducePlanTest, LayerNormFromPrimitivesIsOneKernel) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      tracer::RegionCache::instance().clear();
+      const Tensor x = randn_of({37, 333}, 1, dt) * 3.0 + 1.0, w = randn_of({333}, 2, dt),
+                   b = randn_of({333}, 3, dt);
+      int kernels = 0;
+      const std::string steps = run_both(
+          [&] {
+            Tensor mu = x.mean({-1}, true);
+            Tensor var = x.var({-1}, false, true);
+            return TensorList{(x - mu) / (var + 1e-5).sqrt() * w + b};
+          },
+          isa + " layernorm " + std::string(dtype_name(dt)), &kernels);
+      EXPECT_EQ(kernels, 1) << isa << " " << steps;
+      EXPECT_EQ(steps, "k8") << isa;
+    }
+  }
+}
+
+TEST_F(JitReducePlanTest, SoftmaxFromPrimitivesIsOneKernel) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      tracer::RegionCache::instance().clear();
+      const Tensor x = randn_of({41, 1000}, 4, dt) * 4.0;
+      int kernels = 0;
+      const std::string steps = run_both(
+          [&] {
+            Tensor e = (x - x.amax({-1}, true)).exp();
+            return TensorList{e / e.sum({-1}, true)};
+          },
+          isa + " softmax " + std::string(dtype_name(dt)), &kernels);
+      EXPECT_EQ(kernels, 1) << isa << " " << steps;
+      EXPECT_EQ(steps, "k5") << isa;
+    }
+  }
+}
+
+// Row values without keepdim join their kernel too when what reads them has their shape
+// (`sum * 0.5`), and a full reduction's 0-d result broadcasts back over its one row
+// (`x - x.mean()`); a [N] result read against [N, D] (which would line N up with D) does not.
+TEST_F(JitReducePlanTest, RowValuesWithoutKeepdim) {
+  const Tensor x = randn_of({16, 16}, 41);
+  int kernels = 0;
+  std::string steps =
+      run_both([&] { return TensorList{(x * x).sum({-1}) * 0.5 + 1.0}; }, "sum * 0.5", &kernels);
+  EXPECT_EQ(steps, "k4");
+  tracer::RegionCache::instance().clear();
+  steps = run_both([&] { return TensorList{(x - x.mean()).abs()}; }, "x - mean", &kernels);
+  EXPECT_EQ(steps, "k3");
+  tracer::RegionCache::instance().clear();
+  steps = run_both([&] { return TensorList{x * 2.0 + x.sum({-1})}; }, "[16] vs [16, 16]", &kernels);
+  EXPECT_EQ(kernels, 2) << steps;  // (the sum's kernel and the broadcasting add's)
+}
+
+// Outputs of 8 MiB and more with vector-aligned rows take non-temporal stores in the element
+// pass (as pointwise kernels do); unaligned rows take plain ones. Both bitwise.
+TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
+  for (int64_t d : {1024, 1000}) {
+    tracer::RegionCache::instance().clear();
+    const Tensor x = randn_of({2100, d}, 31);
+    const std::string steps = run_both(
+        [&] {
+          Tensor e = (x - x.amax({-1}, true)).exp();
+          return TensorList{e / e.sum({-1}, true)};
+        },
+        "large softmax " + std::to_string(d));
+    EXPECT_EQ(steps, "k5");
+  }
+}
+
+// Reductions whose results leave the kernel: without keepdim, over two dims, unbiased variance
+// (NaN for one element), an epilogue output and the reduced values both stored; sizes around
+// the vector widths, empty rows, and a second recording with other sizes through the same plan.
+TEST_F(JitReducePlanTest, ReductionsKeepdimOrNotOverSeveralDimsAndSizes) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    tracer::RegionCache::instance().clear();
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{
+             {3, 4, 5}, {2, 3, 17}, {5, 1, 1}, {4, 0, 3}, {6, 7, 129}}) {
+      const Tensor x = randn_of(shape, 11) * 2.0;
+      const Tensor xd = randn_of(shape, 12, kFloat64);
+      run_both(
+          [&] {
+            Tensor y = x * 0.5 + 1.0;
+            Tensor s = y.sum({-1});
+            Tensor m = y.mean({-2, -1}, true);
+            Tensor v = (xd * xd).var({-1}, true, true);
+            Tensor p = (x * 0.01 + 1.0).prod({-1}, true);
+            TensorList out{s, y - m, v, xd - v, p};
+            if (x.numel() > 0) {  // (the extremes of nothing are an error)
+              out.push_back((x * x).amax({-1}));
+              out.push_back(x.abs().amin({-2, -1}));
+            }
+            return out;
+          },
+          isa + " shape " + shape_str(IntList(shape)));
+    }
+  }
+}
+
+// What the planner leaves to eager steps: columns, argmax, a reduction of a transposed input
+// (its rows are not contiguous: the launch has no machine code and the nodes run eagerly),
+// integer inputs. Results are still eager's.
+TEST_F(JitReducePlanTest, WhatStaysEagerStillMatches) {
+  const Tensor x = randn_of({9, 13}, 21);
+  const Tensor i = (randn_of({9, 13}, 22) * 10.0).to(kInt64);
+  const std::vector<std::function<Tensor()>> programs = {
+      [&] { return (x * 2.0).sum({0}); },        [&] { return (x + 1.0).argmax(-1); },
+      [&] { return (x * 2.0).t().sum({-1}); },   [&] { return (i * 3).sum({-1}); },
+      [&] { return (x + 1.0).logsumexp({-1}); }, [&] { return x.t().sum({-1}) + 1.0; }};
+  for (size_t p = 0; p < programs.size(); ++p) {
+    tracer::RegionCache::instance().clear();
+    try {
+      run_both([&] { return TensorList{programs[p]()}; }, "eager reduction " + std::to_string(p));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "program " << p << " threw: " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
