@@ -21,14 +21,17 @@ void copy_meta(const OpCall& c, OutputMeta& m) {
 }
 
 void copy_eager(const OpCall& c, const Tensor& out) {
-  const Tensor& src = c.inputs[0];
+  // The indices are computed before a table is chosen, never as `(cond ? A : B)[p->f()]`: GCC 12
+  // with -fsanitize=undefined miscompiles that form when p's class is polymorphic (the arm
+  // evaluated second reads a `this` temporary only the first arm sets; docs/testing.md,
+  // "Sanitizers", and tests/sanitizers/gcc12_cond_subscript.cpp).
+  const int from = int(c.inputs[0].impl()->dtype());
+  const int to = int(out.impl()->dtype());
   // A large contiguous destination is written with non-temporal stores (the cast_nt loops).
   const PointwiseTable& t = pointwise_table();
+  const InnerLoop fn = streams_output(out.impl()) ? t.cast_nt[from][to] : t.cast[from][to];
   ElementwiseLoop loop(out, c.inputs);
-  loop.run(
-      (streams_output(out.impl()) ? t.cast_nt
-                                  : t.cast)[int(src.impl()->dtype())][int(out.impl()->dtype())],
-      nullptr);
+  loop.run(fn, nullptr);
 }
 
 void fill_meta(const OpCall& c, OutputMeta& m) {

@@ -13,9 +13,41 @@
 #include "ops/cpu/vecmath/reduce_pio2.h"
 #include "ops/cpu/vecmath/vec_ops.h"
 
+// The ISA this translation unit is compiled for, as a type in kiln's ISA namespace. GnuVecOps and
+// the map/apply helpers take it as a defaulted template argument, so every vecmath template
+// instantiated over them gets a mangled name of its own per ISA. Without it `vecmath::tanh<
+// GnuVecOps<float, 64>>` has one name in the AVX-512 kernels and in baseline code (the tests):
+// wherever GCC does not inline it (sanitizer and debug builds) the linker keeps one copy for all,
+// so AVX-512 code can run on a CPU without it, and the two copies do not even agree on the calling
+// convention (a 64-byte vector is returned in zmm0 with AVX-512, through a hidden pointer in rdi
+// without: the caller's `o` arrived as null, docs/testing.md "Sanitizers"). build.isa_symbols
+// accepts weak symbols that name `isa_avx2::`/`isa_avx512::`.
+#if defined(__AVX512F__)
+namespace kiln::isa_avx512 {
+struct VecIsa {};
+}  // namespace kiln::isa_avx512
+namespace kiln::vecmath {
+using NativeIsa = isa_avx512::VecIsa;
+}
+#elif defined(__AVX2__)
+namespace kiln::isa_avx2 {
+struct VecIsa {};
+}  // namespace kiln::isa_avx2
+namespace kiln::vecmath {
+using NativeIsa = isa_avx2::VecIsa;
+}
+#else
+namespace kiln::isa_baseline {
+struct VecIsa {};
+}  // namespace kiln::isa_baseline
+namespace kiln::vecmath {
+using NativeIsa = isa_baseline::VecIsa;
+}
+#endif
+
 namespace kiln::vecmath {
 
-template <class T_, int W>
+template <class T_, int W, class Isa = NativeIsa>
 struct GnuVecOps {
   static_assert(std::is_same_v<T_, float> || std::is_same_v<T_, double>);
   static_assert(W == 16 || W == 32 || W == 64);
@@ -112,9 +144,9 @@ namespace kiln::vecmath {
 
 // fn applied to the n elements of in (contiguous), written to out (may alias in): full vectors,
 // then the tail through a zero-padded vector (lane-wise, so the same bits as a full vector).
-template <class T, int W, class Fn>
+template <class T, int W, class Fn, class Isa = NativeIsa>
 inline void map_contiguous(const T* in, T* out, int64_t n, Fn fn) {
-  using O = GnuVecOps<T, W>;
+  using O = GnuVecOps<T, W, Isa>;
   constexpr int L = O::kLanes;
   const O o;
   int64_t i = 0;
@@ -129,10 +161,10 @@ inline void map_contiguous(const T* in, T* out, int64_t n, Fn fn) {
 
 // fn of two operands, lane by lane: a and b contiguous, or one of them a broadcast value
 // (a_step / b_step 0 or 1); the tail through zero-padded vectors as map_contiguous.
-template <class T, int W, class Fn>
+template <class T, int W, class Fn, class Isa = NativeIsa>
 inline void map_contiguous2(const T* a, int64_t a_step, const T* b, int64_t b_step, T* out,
                             int64_t n, Fn fn) {
-  using O = GnuVecOps<T, W>;
+  using O = GnuVecOps<T, W, Isa>;
   constexpr int L = O::kLanes;
   const O o;
   if (n <= 0) return;
@@ -149,18 +181,18 @@ inline void map_contiguous2(const T* a, int64_t a_step, const T* b, int64_t b_st
 }
 
 // fn of one scalar, through lane 0 of a 16-byte vector: the same bits as every vector path.
-template <class T, class Fn>
+template <class T, class Fn, class Isa = NativeIsa>
 inline T apply_scalar(T x, Fn fn) {
-  using O = GnuVecOps<T, 16>;
+  using O = GnuVecOps<T, 16, Isa>;
   const O o;
   T buf[O::kLanes] = {};
   buf[0] = x;
   O::store(buf, fn(o, O::load(buf)));
   return buf[0];
 }
-template <class T, class Fn>
+template <class T, class Fn, class Isa = NativeIsa>
 inline T apply_scalar2(T a, T b, Fn fn) {
-  using O = GnuVecOps<T, 16>;
+  using O = GnuVecOps<T, 16, Isa>;
   const O o;
   T ba[O::kLanes] = {}, bb[O::kLanes] = {};
   ba[0] = a;
