@@ -19,6 +19,7 @@
 #include "jit/cpu/cpu_target.h"
 #include "jit/plan/jit_plan.h"
 #include "jit_kernel_util.h"
+#include "jit_recorded_util.h"
 #include "ops/pointwise.h"
 #include "record_util.h"
 #include "tracer/region_cache.h"
@@ -153,50 +154,7 @@ TEST(JitPow, KernelGivesEagerBitsOverDenseGridEveryIsa) {
 
 // ---- through the recorder and the planner ----
 
-class JitPowPlanTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    kiln::sync();
-    config().jit = false;
-    tracer::wait_for_compiles();
-    tracer::RegionCache::instance().clear();
-  }
-  void TearDown() override { tracer::wait_for_compiles(); }
-  JitRestore restore_;
-  ConfigOverride<bool> sync_planning_{config().jit_async, false};
-  ConfigOverride<int> threshold_{config().jit_threshold, -1};
-};
-
-// Runs `program` `iterations` times eagerly and recorded; bitwise equal in every iteration.
-// Returns the eager steps of the regions' plans (0: everything fused) and counts the kernels.
-int eager_steps_after(const std::function<TensorList(int)>& program, int iterations,
-                      const std::string& what, int* kernels) {
-  std::vector<TensorList> want, got;
-  {
-    JitMode off(false);
-    for (int it = 0; it < iterations; ++it) want.push_back(program(it));
-  }
-  {
-    JitMode on(true);
-    for (int it = 0; it < iterations; ++it) {
-      got.push_back(program(it));
-      kiln::sync();
-    }
-  }
-  for (int it = 0; it < iterations; ++it)
-    testing::expect_lists_bitwise_equal(got[it], want[it],
-                                        what + ", iteration " + std::to_string(it));
-  int eager = 0;
-  *kernels = 0;
-  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
-    std::shared_ptr<tracer::RegionPlan> p = r->jit_plan();
-    const auto* jp = dynamic_cast<const jit::JitPlan*>(p.get());
-    EXPECT_NE(jp, nullptr) << what << ": a region has no JIT plan";
-    if (jp == nullptr) return -1;
-    for (const jit::Step& s : jp->steps()) (s.kernel ? *kernels : eager) += 1;
-  }
-  return eager;
-}
+using JitPowPlanTest = testing::JitRecordedTest<>;
 
 Tensor values(std::vector<int64_t> shape, uint64_t seed, DType dtype, double scale) {
   JitMode off(false);
@@ -220,7 +178,9 @@ TEST_F(JitPowPlanTest, FloatPowFormsFuseAndGiveEagerBits) {
         return TensorList{a, b, c, e, f};
       };
       int kernels = 0;
-      EXPECT_EQ(eager_steps_after(program, 2, isa + " " + std::string(dtype_name(d)), &kernels), 0);
+      EXPECT_EQ(
+          testing::plan_eager_steps(program, 2, isa + " " + std::string(dtype_name(d)), &kernels),
+          0);
       EXPECT_GE(kernels, 1);
     }
   }
@@ -238,7 +198,9 @@ TEST_F(JitPowPlanTest, PromotedExponentPicksTheSpecialFormsAtRunTime) {
       const Tensor x = values({5, 33}, 4, d, 5.0);
       auto program = [&](int it) { return TensorList{(x - 0.25).pow(es[it]) * 2.0}; };
       int kernels = 0;
-      EXPECT_EQ(eager_steps_after(program, 9, isa + " " + std::string(dtype_name(d)), &kernels), 0);
+      EXPECT_EQ(
+          testing::plan_eager_steps(program, 9, isa + " " + std::string(dtype_name(d)), &kernels),
+          0);
       EXPECT_EQ(kernels, 1);
       const auto regions = tracer::RegionCache::instance().regions();
       ASSERT_EQ(regions.size(), 1u);
@@ -269,7 +231,9 @@ TEST_F(JitPowPlanTest, IntegerPowWithBakedExponentsFuses) {
         return TensorList{a, b, c, e};
       };
       int kernels = 0;
-      EXPECT_EQ(eager_steps_after(program, 2, isa + " " + std::string(dtype_name(d)), &kernels), 0);
+      EXPECT_EQ(
+          testing::plan_eager_steps(program, 2, isa + " " + std::string(dtype_name(d)), &kernels),
+          0);
       EXPECT_GE(kernels, 1);
     }
   }
@@ -300,7 +264,9 @@ TEST_F(JitPowPlanTest, IntegerPowWithRuntimeExponentFuses) {
         return TensorList{a, b, c};
       };
       int kernels = 0;
-      EXPECT_EQ(eager_steps_after(program, 7, isa + " " + std::string(dtype_name(d)), &kernels), 0);
+      EXPECT_EQ(
+          testing::plan_eager_steps(program, 7, isa + " " + std::string(dtype_name(d)), &kernels),
+          0);
       EXPECT_GE(kernels, 1);
     }
   }

@@ -17,6 +17,7 @@
 #include "jit/cpu/render.h"
 #include "jit/plan/jit_plan.h"
 #include "jit_kernel_util.h"
+#include "jit_recorded_util.h"
 #include "ops/random.h"
 #include "record_util.h"
 #include "runtime/parallel.h"
@@ -154,50 +155,7 @@ TEST(JitRandom, RandUniformIsVerified) {
 
 // ---- dropout through the recorder and the planner ----
 
-class JitDropoutTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    kiln::sync();
-    config().jit = false;
-    tracer::wait_for_compiles();
-    tracer::RegionCache::instance().clear();
-  }
-  void TearDown() override { tracer::wait_for_compiles(); }
-  JitRestore restore_;
-  ConfigOverride<bool> sync_planning_{config().jit_async, false};
-  ConfigOverride<int> threshold_{config().jit_threshold, -1};
-};
-
-// Runs `program` eagerly and recorded (same seeds: each iteration seeds first), bitwise equal
-// every iteration; returns the eager steps of the plans and sets *kernels.
-int run_and_count(const std::function<TensorList(int)>& program, int iterations,
-                  const std::string& what, int* kernels) {
-  std::vector<TensorList> want, got;
-  {
-    JitMode off(false);
-    for (int it = 0; it < iterations; ++it) want.push_back(program(it));
-  }
-  {
-    JitMode on(true);
-    for (int it = 0; it < iterations; ++it) {
-      got.push_back(program(it));
-      kiln::sync();
-    }
-  }
-  for (int it = 0; it < iterations; ++it)
-    testing::expect_lists_bitwise_equal(got[it], want[it],
-                                        what + ", iteration " + std::to_string(it));
-  int eager = 0;
-  *kernels = 0;
-  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
-    std::shared_ptr<tracer::RegionPlan> p = r->jit_plan();
-    const auto* jp = dynamic_cast<const jit::JitPlan*>(p.get());
-    EXPECT_NE(jp, nullptr) << what << ": a region has no JIT plan";
-    if (jp == nullptr) return -1;
-    for (const jit::Step& s : jp->steps()) (s.kernel ? *kernels : eager) += 1;
-  }
-  return eager;
-}
+using JitDropoutTest = testing::JitRecordedTest<>;
 
 TEST_F(JitDropoutTest, DropoutFusesWithItsNeighboursAndGivesEagerBits) {
   for (const std::string& isa : testing::supported_jit_isas()) {
@@ -222,7 +180,7 @@ TEST_F(JitDropoutTest, DropoutFusesWithItsNeighboursAndGivesEagerBits) {
         int kernels = 0;
         const std::string what =
             isa + " " + std::string(dtype_name(d)) + " " + std::to_string(shape.size()) + "-d";
-        EXPECT_EQ(run_and_count(program, 3, what, &kernels), 0) << what;
+        EXPECT_EQ(testing::plan_eager_steps(program, 3, what, &kernels), 0) << what;
         EXPECT_EQ(kernels, 1) << what;
       }
     }
@@ -242,7 +200,7 @@ TEST_F(JitDropoutTest, TransposedInputDrawsByRowMajorIndex) {
     return TensorList{dropout(x.t() + 0.5, 0.3, true)};
   };
   int kernels = 0;
-  EXPECT_EQ(run_and_count(program, 3, "transposed", &kernels), 0);
+  EXPECT_EQ(testing::plan_eager_steps(program, 3, "transposed", &kernels), 0);
 }
 
 // u is a multiple of 2^-24; kept iff u >= p in double. Seed 3945 draws u = float(0.7) =
@@ -260,7 +218,7 @@ TEST_F(JitDropoutTest, BakedProbabilityBoundRoundsUp) {
     return TensorList{dropout(x, 0.7, true) + 0.0};
   };
   int kernels = 0;
-  EXPECT_EQ(run_and_count(program, 2, "u == float(p)", &kernels), 0);
+  EXPECT_EQ(testing::plan_eager_steps(program, 2, "u == float(p)", &kernels), 0);
   JitMode off(false);
   manual_seed(3945);
   EXPECT_EQ(dropout(x, 0.7, true).view({-1})[2283].item<float>(), 0.0f);
@@ -283,7 +241,7 @@ TEST_F(JitDropoutTest, PromotedProbability) {
       return TensorList{dropout(x - 1.0, ps[it], true) * 3.0};
     };
     int kernels = 0;
-    EXPECT_EQ(run_and_count(program, 6, std::string(dtype_name(d)), &kernels), 0);
+    EXPECT_EQ(testing::plan_eager_steps(program, 6, std::string(dtype_name(d)), &kernels), 0);
     EXPECT_EQ(kernels, 1);
     const auto regions = tracer::RegionCache::instance().regions();
     ASSERT_EQ(regions.size(), 1u);
@@ -317,7 +275,7 @@ TEST_F(JitDropoutTest, RandFusesWithItsConsumers) {
       set_num_threads(2);
       int kernels = 0;
       const std::string what = isa + " " + std::string(dtype_name(d));
-      EXPECT_EQ(run_and_count(program, 3, what, &kernels), 0) << what;
+      EXPECT_EQ(testing::plan_eager_steps(program, 3, what, &kernels), 0) << what;
       set_num_threads(saved);
       EXPECT_EQ(kernels, 4) << what;  // a; x * 0 (shape [7]); b (rand, <, where); c
     }
@@ -332,7 +290,7 @@ TEST_F(JitDropoutTest, RandnStaysEager) {
     return TensorList{randn({4, 9}) * 2.0};
   };
   int kernels = 0;
-  EXPECT_EQ(run_and_count(program, 2, "randn", &kernels), 1);
+  EXPECT_EQ(testing::plan_eager_steps(program, 2, "randn", &kernels), 1);
   EXPECT_EQ(kernels, 1);
 }
 

@@ -18,6 +18,7 @@
 #include "jit/plan/jit_plan.h"
 #include "jit/target.h"
 #include "jit_kernel_util.h"
+#include "jit_recorded_util.h"
 #include "record_util.h"
 #include "tracer/region_cache.h"
 #include "tracer/region_runner.h"
@@ -255,19 +256,7 @@ TEST(JitReduceKernels, StridedRowsHaveNoMachineCode) {
 
 // ---- through the recorder ----
 
-class JitReducePlanTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    kiln::sync();
-    config().jit = false;
-    tracer::wait_for_compiles();
-    tracer::RegionCache::instance().clear();
-  }
-  void TearDown() override { tracer::wait_for_compiles(); }
-  JitRestore restore_;
-  ConfigOverride<bool> sync_planning_{config().jit_async, false};
-  ConfigOverride<int> threshold_{config().jit_threshold, -1};
-};
+using JitReducePlanTest = testing::JitRecordedTest<>;
 
 // Runs `program` eagerly and recorded (twice: the plan's first and a later run); the results
 // must be bitwise equal. Returns the plan's step string ("k9": one kernel of 9 nodes; "e": eager).

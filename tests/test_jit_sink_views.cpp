@@ -8,9 +8,9 @@
 
 #include <functional>
 
-#include "hop_traced_util.h"
 #include "jit/passes/passes.h"
 #include "jit/plan/jit_plan.h"
+#include "jit_recorded_util.h"
 #include "kiln/kiln.h"
 #include "record_util.h"
 #include "runtime/dispatcher.h"
@@ -25,16 +25,8 @@ using testing::ConfigOverride;
 using testing::JitMode;
 using testing::JitRestore;
 
-class JitSinkViewsTest : public ::testing::Test {
+class JitSinkViewsTest : public testing::JitRecordedTest<0> {
  protected:
-  void SetUp() override {
-    kiln::sync();
-    config().jit = false;
-    tracer::wait_for_compiles();
-    tracer::RegionCache::instance().clear();
-  }
-  void TearDown() override { tracer::wait_for_compiles(); }
-
   struct Planned {
     int kernels = 0;
     int compute_steps = 0;  // eager steps other than views
@@ -77,10 +69,6 @@ class JitSinkViewsTest : public ::testing::Test {
     p.graph = tracer::print_graph(plan->graph());
     return p;
   }
-
-  JitRestore restore_;
-  ConfigOverride<bool> sync_planning_{config().jit_async, false};
-  ConfigOverride<int> threshold_{config().jit_threshold, 0};
 };
 
 Tensor normal(std::vector<int64_t> shape, uint64_t seed, DType d = kFloat32) {

@@ -1,0 +1,70 @@
+// Helpers for tests that run programs recorded and planned by the CPU JIT (KILN_JIT=1) against
+// eager: a fixture that starts each test from a cold region cache and plans on the recording
+// thread, and a runner that compares every iteration bitwise and counts the plans' steps.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hop_traced_util.h"
+#include "jit/plan/jit_plan.h"
+#include "kiln/kiln.h"
+#include "record_util.h"
+#include "tracer/region_cache.h"
+#include "tracer/region_runner.h"
+
+namespace kiln::testing {
+
+// Recording off between programs, a cold region cache, planning on the recording thread, and
+// the planner's own threshold (`Threshold` -1: the CPU plans at first sight) unless told.
+template <int Threshold = -1>
+class JitRecordedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kiln::sync();
+    config().jit = false;
+    tracer::wait_for_compiles();
+    tracer::RegionCache::instance().clear();
+  }
+  void TearDown() override { tracer::wait_for_compiles(); }
+  JitRestore restore_;
+  ConfigOverride<bool> sync_planning_{config().jit_async, false};
+  ConfigOverride<int> threshold_{config().jit_threshold, Threshold};
+};
+
+// Runs `program(iteration)` `iterations` times eagerly and recorded (each program seeds what it
+// draws), bitwise equal every iteration; returns the eager steps of every cached region's plan
+// (0: everything fused; -1: a region without a JIT plan, which also fails the test) and sets
+// *kernels to their kernel steps.
+inline int plan_eager_steps(const std::function<TensorList(int)>& program, int iterations,
+                            const std::string& what, int* kernels) {
+  std::vector<TensorList> want, got;
+  {
+    JitMode off(false);
+    for (int it = 0; it < iterations; ++it) want.push_back(program(it));
+  }
+  {
+    JitMode on(true);
+    for (int it = 0; it < iterations; ++it) {
+      got.push_back(program(it));
+      kiln::sync();
+    }
+  }
+  for (int it = 0; it < iterations; ++it)
+    expect_lists_bitwise_equal(got[it], want[it], what + ", iteration " + std::to_string(it));
+  int eager = 0;
+  *kernels = 0;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    std::shared_ptr<tracer::RegionPlan> p = r->jit_plan();
+    const auto* jp = dynamic_cast<const jit::JitPlan*>(p.get());
+    EXPECT_NE(jp, nullptr) << what << ": a region has no JIT plan";
+    if (jp == nullptr) return -1;
+    for (const jit::Step& s : jp->steps()) (s.kernel ? *kernels : eager) += 1;
+  }
+  return eager;
+}
+
+}  // namespace kiln::testing
