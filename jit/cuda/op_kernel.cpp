@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "jit/cuda/cuda_target.h"
-#include "jit/plan/lowering.h"
+#include "jit/lower/lowering.h"
 #include "ops/pointwise.h"
 #include "runtime/error.h"
 #include "tracer/graph.h"

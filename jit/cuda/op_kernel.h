@@ -1,6 +1,6 @@
 // One eager op call as a single-op loop kernel: what the CUDA backend runs for pointwise ops,
 // casts, copies and fills. Pointwise ops go through the CPU JIT's own lowering
-// (jit/plan/lowering.h), so a CUDA kernel computes operation for operation what the eager CPU
+// (jit/lower/lowering.h), so a CUDA kernel computes operation for operation what the eager CPU
 // kernel does; the op's Scalar operands (a scalar side, clamp bounds, masked_fill's and full's
 // value) become kernel params, so x * 0.5 and x * 0.25 share one compiled kernel. Pointwise ops
 // computing in Bool (add, mul, maximum, compares of Bool tensors; where and masked_fill of Bool

@@ -2,7 +2,7 @@
 
 #include <unordered_map>
 
-#include "jit/plan/lowering.h"
+#include "jit/lower/lowering.h"
 #include "ops/decomposition.h"
 #include "runtime/dispatcher.h"
 

@@ -1,7 +1,7 @@
 // Decomposition of composite ops into primitives (ops/decomposition.h: the entries, each exact).
 // A composite that is already a loop-IR primitive stays one (gelu is one inline expression, and
 // its chain would only add work); a node is decomposed where that exposes fusion: it does not
-// lower into a kernel of the target (jit/plan/lowering.h) and every primitive of its entry does,
+// lower into a kernel of the target (jit/lower/lowering.h) and every primitive of its entry does,
 // as an expression or as the mask of a where / masked_fill (isnan(x) -> x != x, which a
 // masked_fill then computes inside its kernel). `force` decomposes every node that has an entry
 // (tests: the primitives' fused kernel must still give the eager bits).

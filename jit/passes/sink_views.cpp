@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "jit/plan/lowering.h"
+#include "jit/lower/lowering.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
 

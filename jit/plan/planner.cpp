@@ -8,8 +8,8 @@
 
 #include "jit/cpu/cpu_target.h"
 #include "jit/passes/passes.h"
-#include "jit/plan/lower_reduce.h"
-#include "jit/plan/lowering.h"
+#include "jit/lower/lower_reduce.h"
+#include "jit/lower/lowering.h"
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"

@@ -3,7 +3,7 @@
 // asmjit target today), everything else an eager step (one node through its eager kernel), so
 // one unsupported op never keeps the rest of a region interpreted.
 //
-// Fusion: nodes join the kernel of a producer when they lower (jit/plan/lowering.h: any dtype,
+// Fusion: nodes join the kernel of a producer when they lower (jit/lower/lowering.h: any dtype,
 // casts between them inside the kernel) and have the same output shape as it in the first
 // recording (then in every
 // recording: shapes follow from the inputs with the same size-1 dims), and every other input is

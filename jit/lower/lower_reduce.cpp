@@ -1,4 +1,4 @@
-#include "jit/plan/lower_reduce.h"
+#include "jit/lower/lower_reduce.h"
 
 #include <limits>
 

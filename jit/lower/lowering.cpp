@@ -1,4 +1,4 @@
-#include "jit/plan/lowering.h"
+#include "jit/lower/lowering.h"
 
 #include <cmath>
 #include <limits>
