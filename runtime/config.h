@@ -15,13 +15,13 @@ struct Config {
   Relaxed<bool> jit = false;        // KILN_JIT: 0 eager, 1 record and compile hot regions
   Relaxed<int> jit_threshold = -1;  // KILN_JIT_THRESHOLD: interpreted runs before a region is
                                     // planned; -1: the planner's own (the CPU plans at first sight)
-  Relaxed<bool> jit_async = true;          // KILN_JIT_ASYNC: compile in the background
+  Relaxed<bool> jit_async = true;   // KILN_JIT_ASYNC: compile in the background
   Relaxed<int> jit_recompile_limit = 8;    // KILN_JIT_RECOMPILE_LIMIT: distinct compiles per region
   Relaxed<int> jit_segment_limit = 10000;  // KILN_JIT_SEGMENT_LIMIT: ops recorded before a flush
-  Relaxed<bool> jit_validate = false;     // KILN_JIT_VALIDATE: check compiled regions against eager
-  Relaxed<bool> jit_passes = true;        // KILN_JIT_PASSES: graph passes before planning (docs/jit.md)
-  std::string jit_isa;                    // KILN_JIT_ISA: avx512 | avx2 | sse2 (empty: the best)
-  Relaxed<int> jit_unroll = 0;            // KILN_JIT_UNROLL: vectors per loop iteration; 0: auto
+  Relaxed<bool> jit_validate = false;  // KILN_JIT_VALIDATE: check compiled regions against eager
+  Relaxed<bool> jit_passes = true;  // KILN_JIT_PASSES: graph passes before planning (docs/jit.md)
+  std::string jit_isa;              // KILN_JIT_ISA: avx512 | avx2 | sse2 (empty: the best)
+  Relaxed<int> jit_unroll = 0;      // KILN_JIT_UNROLL: vectors per loop iteration; 0: auto
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   Relaxed<int> num_threads = 0;           // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
   std::string log = "warn";               // KILN_LOG: e.g. "info,ops=debug"

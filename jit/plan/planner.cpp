@@ -7,9 +7,9 @@
 #include <cstring>
 
 #include "jit/cpu/cpu_target.h"
-#include "jit/passes/passes.h"
 #include "jit/lower/lower_reduce.h"
 #include "jit/lower/lowering.h"
+#include "jit/passes/passes.h"
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
