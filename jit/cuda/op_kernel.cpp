@@ -39,31 +39,11 @@ int32_t scalar_param(LoopKernel& k, int32_t p, DType t) {
   return as_type(k, k.param(p), t);
 }
 
+// The binary ops that compute in Bool through Int32 (sub, div and the logical ops do not).
 ExprOp bool_binary_expr(OpId op) {
-  switch (op) {
-    case OpId::Add:
-      return ExprOp::Add;
-    case OpId::Mul:
-      return ExprOp::Mul;
-    case OpId::Maximum:
-      return ExprOp::Maximum;
-    case OpId::Minimum:
-      return ExprOp::Minimum;
-    case OpId::Eq:
-      return ExprOp::Eq;
-    case OpId::Ne:
-      return ExprOp::Ne;
-    case OpId::Lt:
-      return ExprOp::Lt;
-    case OpId::Le:
-      return ExprOp::Le;
-    case OpId::Gt:
-      return ExprOp::Gt;
-    case OpId::Ge:
-      return ExprOp::Ge;
-    default:
-      return ExprOp::kCount;
-  }
+  const bool excluded =
+      op == OpId::Sub || op == OpId::Div || op == OpId::LogicalAnd || op == OpId::LogicalOr;
+  return excluded ? ExprOp::kCount : binary_expr(op);
 }
 
 // Ops computing in Bool, through Int32, and isnan of integers (-1 when `c` is none of them).

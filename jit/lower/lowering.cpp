@@ -10,6 +10,41 @@
 
 namespace kiln::jit {
 
+ExprOp binary_expr(OpId op) {
+  switch (op) {
+    case OpId::Add:
+      return ExprOp::Add;
+    case OpId::Sub:
+      return ExprOp::Sub;
+    case OpId::Mul:
+      return ExprOp::Mul;
+    case OpId::Div:
+      return ExprOp::Div;
+    case OpId::Maximum:
+      return ExprOp::Maximum;
+    case OpId::Minimum:
+      return ExprOp::Minimum;
+    case OpId::Eq:
+      return ExprOp::Eq;
+    case OpId::Ne:
+      return ExprOp::Ne;
+    case OpId::Lt:
+      return ExprOp::Lt;
+    case OpId::Le:
+      return ExprOp::Le;
+    case OpId::Gt:
+      return ExprOp::Gt;
+    case OpId::Ge:
+      return ExprOp::Ge;
+    case OpId::LogicalAnd:
+      return ExprOp::And;
+    case OpId::LogicalOr:
+      return ExprOp::Or;
+    default:
+      return ExprOp::kCount;
+  }
+}
+
 namespace {
 
 using tracer::Node;
@@ -44,41 +79,6 @@ ExprOp unary_expr(OpId op) {
     KILN_SAME(Ceil)
     KILN_SAME(Round)
 #undef KILN_SAME
-    default:
-      return ExprOp::kCount;
-  }
-}
-
-ExprOp binary_expr(OpId op) {
-  switch (op) {
-    case OpId::Add:
-      return ExprOp::Add;
-    case OpId::Sub:
-      return ExprOp::Sub;
-    case OpId::Mul:
-      return ExprOp::Mul;
-    case OpId::Div:
-      return ExprOp::Div;
-    case OpId::Maximum:
-      return ExprOp::Maximum;
-    case OpId::Minimum:
-      return ExprOp::Minimum;
-    case OpId::Eq:
-      return ExprOp::Eq;
-    case OpId::Ne:
-      return ExprOp::Ne;
-    case OpId::Lt:
-      return ExprOp::Lt;
-    case OpId::Le:
-      return ExprOp::Le;
-    case OpId::Gt:
-      return ExprOp::Gt;
-    case OpId::Ge:
-      return ExprOp::Ge;
-    case OpId::LogicalAnd:
-      return ExprOp::And;
-    case OpId::LogicalOr:
-      return ExprOp::Or;
     default:
       return ExprOp::kCount;
   }

@@ -26,6 +26,10 @@ struct ScalarSource {
   int32_t philox = -1;
 };
 
+// The expression op of a binary pointwise op (arithmetic, maximum/minimum, compares, logical
+// and/or), or ExprOp::kCount.
+ExprOp binary_expr(OpId op);
+
 // Whether `n` lowers into a kernel of `target`, which runs on `device` (the node and its inputs
 // must all be there). `inputs[k]` is the metadata of input k.
 bool lowers(const tracer::Node& n, std::span<const tracer::ValueMeta* const> inputs,
