@@ -19,6 +19,7 @@
 #include "jit/passes/passes.h"
 #include "jit/plan/jit_plan.h"
 #include "jit/plan/planner.h"
+#include "jit_recorded_util.h"
 #include "ops/decomposition.h"
 #include "ops/pointwise.h"
 #include "ops/random.h"
@@ -526,19 +527,7 @@ TEST_F(JitPassesTest, PromotedScalarsAndPhiloxWordsFollowTheirNodes) {
 
 // ---- through the recorder ----
 
-class JitPassesRecordedTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    kiln::sync();
-    config().jit = false;
-    tracer::wait_for_compiles();
-    tracer::RegionCache::instance().clear();
-  }
-  void TearDown() override { tracer::wait_for_compiles(); }
-  JitRestore restore_;
-  ConfigOverride<bool> sync_planning_{config().jit_async, false};
-  ConfigOverride<int> threshold_{config().jit_threshold, 0};
-};
+using JitPassesRecordedTest = testing::JitRecordedTest<0>;
 
 // The JIT plan of the region the cache holds last.
 std::shared_ptr<tracer::RegionPlan> last_plan(const jit::JitPlan** out) {
