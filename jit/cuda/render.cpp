@@ -4,6 +4,8 @@
 
 #include <bit>
 
+#include "jit/cuda/render_expr.h"
+#include "jit/cuda/render_reduce.h"
 #include "runtime/error.h"
 
 namespace kiln::jit::cuda {
@@ -67,7 +69,11 @@ KILN_INLINE kiln_i64 kiln_to_i64(double x) {
 }
 )";
 
-const char* ctype(DType t) {
+}  // namespace
+
+const char* cuda_prelude() { return kPrelude; }
+
+const char* cuda_type(DType t) {
   switch (t) {
     case DType::Float32:
       return "float";
@@ -81,6 +87,8 @@ const char* ctype(DType t) {
       return "bool";
   }
 }
+
+namespace {
 
 std::string v(int32_t id) { return fmt::format("v{}", id); }
 
@@ -107,12 +115,12 @@ std::string param_expr(DType t, const std::string& word) {
 
 std::string cast_expr(DType from, DType to, const std::string& x) {
   if (to == DType::Bool) return fmt::format("({} != 0)", x);
-  if (from == DType::Bool) return fmt::format("({})({} ? 1 : 0)", ctype(to), x);
+  if (from == DType::Bool) return fmt::format("({})({} ? 1 : 0)", cuda_type(to), x);
   if (is_floating(from) && !is_floating(to))
     return fmt::format("{}((double){})", to == DType::Int32 ? "kiln_to_i32" : "kiln_to_i64", x);
   if (from == DType::Int64 && to == DType::Int32)
     return fmt::format("(int)(unsigned)(kiln_u64){}", x);
-  return fmt::format("({}){}", ctype(to), x);
+  return fmt::format("({}){}", cuda_type(to), x);
 }
 
 // The CUDA math function for a float op: expf for Float32, exp for Float64.
@@ -120,11 +128,13 @@ std::string fn(const char* name, DType t, const std::string& x) {
   return fmt::format("{}{}({})", name, t == DType::Float32 ? "f" : "", x);
 }
 
-std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout) {
+}  // namespace
+
+std::string render_cuda_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout) {
   const DType t = e.type;
   const std::string A = e.a >= 0 ? v(e.a) : "", B = e.b >= 0 ? v(e.b) : "";
   const std::string C = e.c >= 0 ? v(e.c) : "";
-  const char* T = ctype(t);
+  const char* T = cuda_type(t);
   const bool f32 = t == DType::Float32;
   const std::string one = f32 ? "1.0f" : "1.0", half = f32 ? "0.5f" : "0.5";
   switch (e.op) {
@@ -227,15 +237,16 @@ std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout&
       return fmt::format("{} || {}", A, B);
     case ExprOp::Not:
       return fmt::format("!{}", A);
+    case ExprOp::RowSize:  // row kernels: the row's element count
+      return fmt::format("({})(row_n + (kiln_i64){})", T, e.ivalue);
     default:
       fail("cuda kernel: no rendering for expression op {}", expr_op_name(e.op));
   }
 }
 
-}  // namespace
-
 RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
   k.verify();
+  if (k.has_reduce()) return render_cuda_row_kernel(k, name);
   const CudaArgLayout layout{k.num_operands(), k.num_params()};
   RenderedCuda r;
   r.name = name;
@@ -266,15 +277,15 @@ RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
     s += fmt::format("    o{} += r * (kiln_i64)a.w[{}];\n", j, layout.stride(j, 0));
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
-    s += fmt::format("    const {} {} = {};\n", ctype(e.type), v(static_cast<int32_t>(i)),
-                     render_expr(k, e, layout));
+    s += fmt::format("    const {} {} = {};\n", cuda_type(e.type), v(static_cast<int32_t>(i)),
+                     render_cuda_expr(k, e, layout));
   }
   for (int32_t j = 0; j < k.num_outputs(); ++j) {
     const int32_t id = k.stores[j];
     if (k.exprs[id].type == DType::Bool)
       s += fmt::format("    *(unsigned char*)(p{} + o{}) = {} ? 1 : 0;\n", j, j, v(id));
     else
-      s += fmt::format("    *({}*)(p{} + o{}) = {};\n", ctype(k.exprs[id].type), j, j, v(id));
+      s += fmt::format("    *({}*)(p{} + o{}) = {};\n", cuda_type(k.exprs[id].type), j, j, v(id));
   }
   s += "  }\n}\n";
   return r;

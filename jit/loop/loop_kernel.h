@@ -23,8 +23,12 @@
 // Each Reduce is one pass over the row, in expression order (a Reduce may read the results of
 // earlier ones: the variance's second pass reads the mean); element stores follow in a final
 // pass, row stores are written once per row (their output's strides over the row are 0).
-// The combining order is fixed by the IR, never by a target, the ISA or the thread count, and
-// is the eager kernels' (ops/cpu/reduce_loops.h), so a row kernel gives the eager bits:
+// Reduce values are numbers: Float32, Float64, or Int32/Int64, which wrap in two's complement
+// (exact in any order; the CPU planner lowers float reductions only, the CUDA target renders all).
+// The combining order is fixed per target, never by the ISA, the thread count or the launch
+// geometry. On the CPU it is the eager kernels' (ops/cpu/reduce_loops.h), so a row kernel gives
+// the eager bits; the CUDA target uses its own fixed tree of the row length (jit/cuda/render.h,
+// docs/cuda.md states its bound against the CPU). The CPU's order:
 //   - the row is cut into chunks of 65536 elements, whose results combine in tree_combine's
 //     fixed pairwise tree (earlier chunk on the left);
 //   - ReduceSum: each chunk pairwise (split at ceil8(len / 2) down to blocks of <= 128); a block
@@ -70,7 +74,7 @@ namespace kiln::jit {
   /* conversion between value types */ X(Cast)                                             \
   /* rounding to an integral float (round: half to even) */ X(Floor) X(Ceil) X(Round)      \
   /* masks */ X(And) X(Or) X(Not)                                                        \
-  /* row kernels: element value -> row value (floats) */                                  \
+  /* row kernels: element value -> row value (numbers) */                                 \
   X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin)                                     \
   /* leaf: the row's element count + ivalue, as a float */ X(RowSize)
 // clang-format on
