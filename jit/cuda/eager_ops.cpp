@@ -4,6 +4,7 @@
 
 #include "jit/cuda/cuda_target.h"
 #include "jit/cuda/op_kernel.h"
+#include "jit/cuda/reduce_ops.h"
 #include "runtime/error.h"
 
 namespace kiln::jit::cuda {
@@ -65,6 +66,7 @@ void register_cuda_kernels() {
       OpId::LogicalAnd, OpId::LogicalOr, OpId::Where,   OpId::MaskedFill, OpId::Copy,
       OpId::Cast,       OpId::Fill};
   for (OpId id : ops) register_device_kernel(id, Device::Type::CUDA, run_on_cuda);
+  register_cuda_reduce_kernels();  // reductions, softmax, layer_norm, cross_entropy
 }
 
 }  // namespace kiln::jit::cuda
