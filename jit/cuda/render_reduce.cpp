@@ -52,7 +52,7 @@ template <class Op, class T> struct kiln_cascade {
   __device__ __forceinline__ void flush() {
     T s = piece;
     k = 0;
-    for (kiln_u64 m = ++c; !(m & 1); m >>= 1) s = Op::f(st[--top], s);
+    _Pragma("unroll 1") for (kiln_u64 m = ++c; !(m & 1); m >>= 1) s = Op::f(st[--top], s);
     st[top++] = s;
   }
   __device__ __forceinline__ void add(T x) {
@@ -63,7 +63,7 @@ template <class Op, class T> struct kiln_cascade {
     if (k) flush();
     if (top == 0) return Op::id();
     T r = st[top - 1];
-    for (int i = top - 2; i >= 0; --i) r = Op::f(st[i], r);
+    _Pragma("unroll 1") for (int i = top - 2; i >= 0; --i) r = Op::f(st[i], r);
     return r;
   }
 };
@@ -230,7 +230,8 @@ class RowKernelRenderer {
     const char* T = cuda_type(e.type);
     const std::string op = fmt::format("{}<{}>", reduce_struct(e.op), T);
     s_ += fmt::format("    // {} of %{}\n    {} kv{}[8];\n", expr_op_name(e.op), e.a, T, r);
-    s_ += "    for (int lq = 0; lq < (warp ? 8 : 1); ++lq) {\n";
+    // Not unrolled: 8 copies of the prologue cost NVRTC 2-3 times as long, for nothing.
+    s_ += "    _Pragma(\"unroll 1\") for (int lq = 0; lq < (warp ? 8 : 1); ++lq) {\n";
     s_ += fmt::format("      kiln_cascade<{}, {}> c;\n", op, T);
     s_ += "      for (kiln_i64 i = t + 32 * lq; i < row_n; i += 256) {\n";
     emit_element(element_closure({e.a}), "        ");
