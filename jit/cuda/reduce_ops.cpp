@@ -162,10 +162,11 @@ LoopKernel cross_entropy_mean_kernel(DType t) {
   return k;
 }
 
-std::shared_ptr<CompiledKernel> compiled(const OpCall& c, Device device, const LoopKernel& k) {
+std::shared_ptr<CompiledKernel> compiled(const OpCall& c, KernelTarget& target, Device device,
+                                         const LoopKernel& k) {
   const std::string name = op_name(c.op);
   try {
-    return cuda_target(device.index).compile(k);
+    return target.compile(k);
   } catch (const Error& e) {
     const std::string what = e.what();
     if (what.starts_with(name + ":")) throw;
@@ -239,36 +240,36 @@ void launch(CompiledKernel& kernel, const RowSpace& s, const std::vector<const v
   kernel.launch(a);
 }
 
-void run_reduction(const OpCall& c, const Tensor& out) {
+void run_reduction(const OpCall& c, const Tensor& out, KernelTarget& target) {
   const TensorImpl* x = c.inputs[0].impl();
   const TensorImpl* o = out.impl();
   const uint64_t mask = reduced_mask(c);
   const bool keepdim = c.attrs.ints[0] != 0;
-  auto kernel = compiled(c, o->device(), reduction_kernel(c, o->dtype()));
+  auto kernel = compiled(c, target, o->device(), reduction_kernel(c, o->dtype()));
   const RowSpace s = row_space(x, mask);
   launch(*kernel, s, {o->data(), x->data()},
          {reduced_strides(o, x, mask, keepdim, s), space_strides(x, s)});
 }
 
-void run_softmax(const OpCall& c, const Tensor& out) {
+void run_softmax(const OpCall& c, const Tensor& out, KernelTarget& target) {
   const TensorImpl* x = c.inputs[0].impl();
   const TensorImpl* o = out.impl();
   const bool log = c.op == OpId::LogSoftmax;
   const int64_t dim = wrap_dim(log ? "log_softmax" : "softmax", c.attrs.ints[0], x->dim());
   const uint64_t mask = x->dim() == 0 ? 0 : uint64_t{1} << dim;
-  auto kernel = compiled(c, o->device(), softmax_kernel(x->dtype(), o->dtype(), log));
+  auto kernel = compiled(c, target, o->device(), softmax_kernel(x->dtype(), o->dtype(), log));
   const RowSpace s = row_space(x, mask);
   launch(*kernel, s, {o->data(), x->data()}, {space_strides(o, s), space_strides(x, s)});
 }
 
-void run_layer_norm(const OpCall& c, const Tensor& out) {
+void run_layer_norm(const OpCall& c, const Tensor& out, KernelTarget& target) {
   const TensorImpl* x = c.inputs[0].impl();
   const TensorImpl* o = out.impl();
   const bool has_w = c.attrs.ints[0] != 0, has_b = c.attrs.ints[1] != 0;
   const int64_t nd = static_cast<int64_t>(c.attrs.dims.size());
   uint64_t mask = 0;
   for (int64_t d = x->dim() - nd; d < x->dim(); ++d) mask |= uint64_t{1} << d;
-  auto kernel = compiled(c, o->device(), layer_norm_kernel(x->dtype(), has_w, has_b));
+  auto kernel = compiled(c, target, o->device(), layer_norm_kernel(x->dtype(), has_w, has_b));
   const RowSpace s = row_space(x, mask);  // the dims in order: the row is the trailing ones
   std::vector<DimVector> strides = {space_strides(o, s), space_strides(x, s)};
   std::vector<const void*> ptrs = {o->data(), x->data()};
@@ -299,7 +300,7 @@ int64_t check_targets(const TensorImpl* t, int64_t n, int64_t classes, int64_t i
   return counted;
 }
 
-void run_cross_entropy(const OpCall& c, const Tensor& out) {
+void run_cross_entropy(const OpCall& c, const Tensor& out, KernelTarget& target) {
   const TensorImpl* l = c.inputs[0].impl();
   const TensorImpl* t = c.inputs[1].impl();
   const TensorImpl* o = out.impl();
@@ -324,7 +325,7 @@ void run_cross_entropy(const OpCall& c, const Tensor& out) {
     const int64_t item = static_cast<int64_t>(itemsize(l->dtype()));
     const int64_t tstride = t->dim() == 0 ? 0 : t->strides()[0] * 8;
     const Scalar ignore_param(ignore);
-    launch(*compiled(c, dev, ks[0]), rows,
+    launch(*compiled(c, target, dev, ks[0]), rows,
            {losses.impl()->data(), l->data(), t->data(), cls.impl()->data()},
            {{8, 0}, {lstride0 * item, l->strides()[l->dim() - 1] * item}, {tstride, 0}, {0, 8}},
            std::span<const Scalar>(&ignore_param, 1));
@@ -338,7 +339,7 @@ void run_cross_entropy(const OpCall& c, const Tensor& out) {
     a.ptrs.push_back(static_cast<char*>(losses.impl()->data()));
     a.strides = {{8}};
     a.params = std::span<const Scalar>(&zero, 1);
-    compiled(c, dev, fill)->launch(a);
+    compiled(c, target, dev, fill)->launch(a);
   }
   // Their mean: the sum of all N (ignored ones are 0) over the counted ones (0/0 = NaN).
   RowSpace all;
@@ -346,7 +347,7 @@ void run_cross_entropy(const OpCall& c, const Tensor& out) {
   all.order = {0};
   all.reduced = 1;
   const Scalar count(static_cast<double>(counted));
-  launch(*compiled(c, dev, ks[1]), all, {o->data(), losses.impl()->data()}, {{0}, {8}},
+  launch(*compiled(c, target, dev, ks[1]), all, {o->data(), losses.impl()->data()}, {{0}, {8}},
          std::span<const Scalar>(&count, 1));
 }
 
@@ -369,14 +370,29 @@ std::vector<LoopKernel> row_op_kernels(const OpCall& c, DType out) {
   }
 }
 
+void run_cuda_row_op(const OpCall& c, const Tensor& out, KernelTarget& target) {
+  switch (c.op) {
+    case OpId::Softmax:
+    case OpId::LogSoftmax:
+      return run_softmax(c, out, target);
+    case OpId::LayerNorm:
+      return run_layer_norm(c, out, target);
+    case OpId::CrossEntropy:
+      return run_cross_entropy(c, out, target);
+    default:
+      return run_reduction(c, out, target);
+  }
+}
+
 void register_cuda_reduce_kernels() {
-  for (OpId id : {OpId::Sum, OpId::Mean, OpId::Prod, OpId::Amax, OpId::Amin, OpId::Logsumexp,
-                  OpId::Var, OpId::All, OpId::Any})
-    register_device_kernel(id, Device::Type::CUDA, run_reduction);
-  register_device_kernel(OpId::Softmax, Device::Type::CUDA, run_softmax);
-  register_device_kernel(OpId::LogSoftmax, Device::Type::CUDA, run_softmax);
-  register_device_kernel(OpId::LayerNorm, Device::Type::CUDA, run_layer_norm);
-  register_device_kernel(OpId::CrossEntropy, Device::Type::CUDA, run_cross_entropy);
+  constexpr OpId ops[] = {OpId::Sum,         OpId::Mean,      OpId::Prod,       OpId::Amax,
+                          OpId::Amin,        OpId::Logsumexp, OpId::Var,        OpId::All,
+                          OpId::Any,         OpId::Softmax,   OpId::LogSoftmax, OpId::LayerNorm,
+                          OpId::CrossEntropy};
+  for (OpId id : ops)
+    register_device_kernel(id, Device::Type::CUDA, [](const OpCall& c, const Tensor& out) {
+      run_cuda_row_op(c, out, cuda_target(out.impl()->device().index));
+    });
 }
 
 }  // namespace kiln::jit::cuda

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "jit/loop/loop_kernel.h"
+#include "jit/target.h"
 #include "runtime/dispatcher.h"
 
 namespace kiln::jit::cuda {
@@ -24,6 +25,10 @@ namespace kiln::jit::cuda {
 // Every row kernel `call` launches (one, or two for cross_entropy), its result of dtype `out`.
 // Raises kiln::Error naming the op when it has no CUDA form.
 std::vector<LoopKernel> row_op_kernels(const OpCall& call, DType out);
+
+// The CUDA form of `call` (one of the ops above) writing `out`, its kernels compiled by `target`:
+// the output device's CUDA target, or in tests a stand-in that runs the CUDA source elsewhere.
+void run_cuda_row_op(const OpCall& call, const Tensor& out, KernelTarget& target);
 
 // Registers the ops above with the dispatcher's per-device seam (called by eager_ops.cpp).
 void register_cuda_reduce_kernels();
