@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_reduce_bounds.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
 
@@ -31,9 +32,6 @@ namespace {
 const Device kGpu = Device::cuda(0);
 constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
 
-// The unit roundoff of a float dtype.
-double unit(DType d) { return d == DType::Float32 ? 0x1p-24 : 0x1p-53; }
-double lg(double n) { return std::log2(std::max(n, 2.0)); }
 
 // Values of `sizes`: normal * scale + shift for floats (with NaN and infinities when asked),
 // integers in [-1000, 1000] with the extremes, Bools.
@@ -151,18 +149,12 @@ void check_reduction(const char* op, const std::function<Tensor(const Tensor&)>&
 TEST(CudaReduce, ReductionsMatchTheCpuForEveryDtypeDimsAndShape) {
   KILN_SKIP_WITHOUT_GPU();
   for (DType d : kAll) {
-    const double u = is_floating(d) ? unit(d) : unit(DType::Float32);
-    auto sum_bound = [u](double n, double s, double) { return 2 * (lg(n) + 16) * u * s; };
-    auto mean_bound = [u](double n, double s, double) {
-      return 2 * (lg(n) + 17) * u * s / std::max(n, 1.0);
-    };
-    auto prod_bound = [u](double n, double, double c) { return 2 * (n + 1) * u * std::fabs(c); };
-    auto var_bound = [u](double n, double, double c) {
-      return 2 * (lg(n) + 24) * u * std::fabs(c);
-    };
-    auto lse_bound = [u](double n, double, double c) {
-      return u * (2 * lg(n) + 64 + 20 * std::fabs(c));
-    };
+    const DType f = is_floating(d) ? d : DType::Float32;  // logsumexp of integers: Float32
+    auto sum_bound = [f](double n, double s, double) { return testing::sum_bound(f, n, s); };
+    auto mean_bound = [f](double n, double s, double) { return testing::mean_bound(f, n, s); };
+    auto prod_bound = [f](double n, double, double c) { return testing::prod_bound(f, n, c); };
+    auto var_bound = [f](double n, double, double c) { return testing::var_bound(f, n, c); };
+    auto lse_bound = [f](double n, double, double c) { return testing::logsumexp_bound(f, n, c); };
     for (const ReduceCase& c : reduce_cases()) {
       const IntList dims(c.dims);
       for (bool keepdim : {false, true}) {
@@ -220,7 +212,8 @@ TEST(CudaReduce, StdIsVarThenSqrt) {
   const Tensor x = values(DType::Float64, {4, 1000}, 3);
   const Tensor cpu = kiln::std(x, {1});
   std::vector<double> tol;
-  for (double c : as_doubles(cpu)) tol.push_back(2 * (lg(1000) + 26) * unit(DType::Float64) * c);
+  for (double c : as_doubles(cpu))
+    tol.push_back(testing::var_bound(DType::Float64, 1000, c) + 0x1p-50 * c);  // and sqrt
   expect_near(cpu, kiln::std(x.to(kGpu), {1}), tol, "std");
 }
 
@@ -245,15 +238,12 @@ TEST(CudaReduce, SoftmaxAndLogSoftmaxMatchTheCpu) {
         const int64_t n = x.dim() == 0 ? 1 : x.sizes()[(c.dim + x.dim()) % x.dim()];
         const Tensor sm = softmax(x, c.dim), lsm = log_softmax(x, c.dim);
         const DType t = sm.dtype();
-        const double u = unit(t);
-        const double tiny = 16 * (t == DType::Float32 ? std::numeric_limits<float>::min()
-                                                      : std::numeric_limits<double>::min());
         std::vector<double> tol_sm, tol_lsm;
         const std::vector<double> xs = as_doubles(x.contiguous());
         const std::vector<double> s = as_doubles(sm), l = as_doubles(lsm);
         for (size_t i = 0; i < s.size(); ++i) {
-          tol_sm.push_back(u * (2 * lg(n) + 64) * std::fabs(s[i]) + tiny);
-          tol_lsm.push_back(u * (2 * lg(n) + 64 + 24 * (std::fabs(xs[i]) + std::fabs(l[i]))));
+          tol_sm.push_back(testing::softmax_bound(t, n, s[i]));
+          tol_lsm.push_back(testing::log_softmax_bound(t, n, xs[i], l[i]));
         }
         const std::string label =
             fmt::format("{} {}{} dim {}{}", d, c.transpose ? "transposed " : "", shape_str(c.sizes),
@@ -291,13 +281,8 @@ TEST(CudaReduce, LayerNormMatchesTheCpu) {
         const Tensor gpu =
             layer_norm(x.to(kGpu), IntList(c.normalized), wc.defined() ? wc.to(kGpu) : Tensor(),
                        bc.defined() ? bc.to(kGpu) : Tensor(), 1e-5);
-        // Both accumulate in Float64 (the CPU in order): within (n + 64) eps64 of the scale of
-        // the normalized values (16: |x|/std and |x - mean|/std of this data, times |w| ~ 1.3),
-        // plus one rounding to Float32.
         std::vector<double> tol;
-        for (double v : as_doubles(cpu))
-          tol.push_back((d == DType::Float32 ? 0x1p-23 * std::fabs(v) : 0) +
-                        (n + 64) * 0x1p-52 * 16 * (1 + std::fabs(v)));
+        for (double v : as_doubles(cpu)) tol.push_back(testing::layer_norm_bound(d, n, v));
         expect_near(
             cpu, gpu, tol,
             fmt::format("layer_norm {} {}{} weight {} bias {}", d, c.transpose ? "transposed " : "",
@@ -334,8 +319,8 @@ TEST(CudaReduce, CrossEntropyMatchesTheCpu) {
       const Tensor gpu = cross_entropy(x.to(kGpu), target.to(kGpu));
       const double v = cpu.to(DType::Float64).item<double>();
       const double xmax = x.numel() ? amax(abs(x.to(DType::Float64))).item<double>() : 0;
-      const double tol = (d == DType::Float32 ? 0x1p-23 * std::fabs(v) : 0) +
-                         4 * 0x1p-52 * (2 * lg(k.c) + 64 + rows + 20 * xmax) * (1 + std::fabs(v));
+      const double tol = testing::cross_entropy_bound(d, static_cast<double>(k.c),
+                                                      static_cast<double>(rows), xmax, v);
       expect_near(
           cpu, gpu, {tol},
           fmt::format("cross_entropy {} [{}, {}] ignoring {}", d, k.n, k.c, k.ignored.size()));
