@@ -34,15 +34,16 @@ inline double var_bound(DType d, double n, double c) {
 inline double logsumexp_bound(DType d, double n, double c) {
   return unit_roundoff(d) * (2 * log2n(n) + 64 + 20 * std::fabs(c));
 }
-// softmax: exp's 16 ulp and the sum's bound, relative; subnormal results absolutely.
+// softmax: the CPU sums the exps in order (n roundings), CUDA in its tree; exp's 16 ulp;
+// relative, and subnormal results absolutely.
 inline double softmax_bound(DType d, double n, double c) {
   const double tiny =
       d == DType::Float32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
-  return unit_roundoff(d) * (2 * log2n(n) + 64) * std::fabs(c) + 16 * tiny;
+  return unit_roundoff(d) * (n + 2 * log2n(n) + 64) * std::fabs(c) + 16 * tiny;
 }
-// log_softmax: x - lse, lse within logsumexp's bound (|lse| <= |x| + |c|).
+// log_softmax: x - lse, lse = max + log(sum) with the sum as softmax's (|lse| <= |x| + |c|).
 inline double log_softmax_bound(DType d, double n, double x, double c) {
-  return unit_roundoff(d) * (2 * log2n(n) + 64 + 24 * (std::fabs(x) + std::fabs(c)));
+  return unit_roundoff(d) * (n + 2 * log2n(n) + 64 + 24 * (std::fabs(x) + std::fabs(c)));
 }
 // layer_norm: both accumulate in Float64 (the CPU in order: n roundings), relative to the scale
 // of the normalized values (16: |x| / std and |x - mean| / std of the tests' data times |w|),
@@ -51,12 +52,13 @@ inline double layer_norm_bound(DType d, double n, double c) {
   return (d == DType::Float32 ? 0x1p-23 * std::fabs(c) : 0) +
          (n + 64) * 0x1p-52 * 16 * (1 + std::fabs(c));
 }
-// cross_entropy: per row logsumexp's bound in Float64, the mean of `rows` of them summed in
-// order on the CPU, then one rounding to Float32.
+// cross_entropy: per row a logsumexp in Float64 whose exps the CPU sums in order (`classes`
+// roundings), the mean of `rows` losses summed in order on the CPU, then one rounding to Float32.
 inline double cross_entropy_bound(DType d, double classes, double rows, double max_abs_x,
                                   double c) {
   return (d == DType::Float32 ? 0x1p-23 * std::fabs(c) : 0) +
-         4 * 0x1p-52 * (2 * log2n(classes) + 64 + rows + 20 * max_abs_x) * (1 + std::fabs(c));
+         4 * 0x1p-52 * (classes + 2 * log2n(classes) + 64 + rows + 20 * max_abs_x) *
+             (1 + std::fabs(c));
 }
 
 }  // namespace kiln::testing

@@ -24,8 +24,8 @@
 struct KilnEmuDim {
   unsigned x;
 };
-inline thread_local KilnEmuDim threadIdx;
-inline KilnEmuDim blockIdx, gridDim, blockDim{256};
+inline thread_local KilnEmuDim threadIdx, blockIdx;
+inline KilnEmuDim gridDim, blockDim{256};
 
 inline float __int_as_float(int i) {
   float f;
@@ -66,20 +66,22 @@ T __shfl_sync(unsigned, T v, int src) {
   return kiln_emu_shfl(v, src);
 }
 
-// Runs kernel `k` over `grid` blocks of 256 threads, one block at a time.
+// Runs kernel `k` over `grid` blocks of 256 threads, one block after another (each thread runs
+// its part of every block; a barrier between blocks keeps their __shared__ statics apart).
 template <class Args>
 void kiln_emu_launch(void (*k)(Args), const Args& a, unsigned grid) {
   gridDim.x = grid;
-  for (unsigned b = 0; b < grid; ++b) {
-    blockIdx.x = b;
-    kiln_emu_block = std::make_unique<std::barrier<>>(256);
-    for (auto& w : kiln_emu_warp) w = std::make_unique<std::barrier<>>(32);
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < 256; ++t)
-      threads.emplace_back([&, t] {
-        threadIdx.x = t;
+  kiln_emu_block = std::make_unique<std::barrier<>>(256);
+  for (auto& w : kiln_emu_warp) w = std::make_unique<std::barrier<>>(32);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 256; ++t)
+    threads.emplace_back([&, t] {
+      threadIdx.x = t;
+      for (unsigned b = 0; b < grid; ++b) {
+        blockIdx.x = b;
         k(a);
-      });
-    for (auto& t : threads) t.join();
-  }
+        kiln_emu_block->arrive_and_wait();
+      }
+    });
+  for (auto& t : threads) t.join();
 }
