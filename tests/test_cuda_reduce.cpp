@@ -32,7 +32,6 @@ namespace {
 const Device kGpu = Device::cuda(0);
 constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
 
-
 // Values of `sizes`: normal * scale + shift for floats (with NaN and infinities when asked),
 // integers in [-1000, 1000] with the extremes, Bools.
 Tensor values(DType d, const DimVector& sizes, uint64_t seed, double scale = 4, double shift = 0,
@@ -105,7 +104,7 @@ const std::vector<ReduceCase>& reduce_cases() {
       {{5, 7}, {1}},        {{5, 7}, {0}},     {{5, 7}, {0, 1}}, {{5, 7}, {}},
       {{3, 1000}, {1}},     {{2, 70000}, {1}}, {{70000}, {}},    {{4, 5, 6}, {0, 2}},
       {{4, 5, 6}, {-1, 1}}, {{6, 1}, {1}},     {{0, 4}, {1}},    {{3, 0}, {1}},
-      {{7, 5}, {1}, true},  {{}, {}},
+      {{7, 5}, {1}, true},  {{}, {}},          {{}, {0}},
   };
   return cases;
 }
@@ -182,6 +181,12 @@ TEST(CudaReduce, ReductionsMatchTheCpuForEveryDtypeDimsAndShape) {
               var_bound);
           run(
               "logsumexp", [&](const Tensor& x) { return logsumexp(x, dims, keepdim); }, lse_bound);
+          if (c.dims.size() == 1) {  // the first index of the extreme (of the first NaN)
+            run(
+                "argmax", [&](const Tensor& x) { return argmax(x, c.dims[0], keepdim); }, nullptr);
+            run(
+                "argmin", [&](const Tensor& x) { return argmin(x, c.dims[0], keepdim); }, nullptr);
+          }
           if (!keepdim && c.dims.empty()) {  // all/any reduce every dim
             run(
                 "all", [](const Tensor& x) { return all(x); }, nullptr);
@@ -370,7 +375,7 @@ TEST(CudaReduce, ResultsAreDeterministicAndIndependentOfTheGrid) {
   }
 }
 
-// CUDA rejects what the CPU rejects, with the CPU's message; argmax/argmin have no CUDA form.
+// CUDA rejects what the CPU rejects, with the CPU's message.
 TEST(CudaReduce, ErrorsMatchTheCpu) {
   KILN_SKIP_WITHOUT_GPU();
   const Tensor e = zeros({3, 0}, TensorOptions().device(kGpu));
@@ -379,11 +384,8 @@ TEST(CudaReduce, ErrorsMatchTheCpu) {
   testing::expect_error([&] { mean(i, {1}); }, "mean: expected a floating point input");
   testing::expect_error([&] { var(i, {1}); }, "var: expected a floating point input");
   testing::expect_error([&] { sum(ones({2}, TensorOptions().device(kGpu)), {3}); }, "sum");
-  testing::expect_error(
-      [&] {
-        argmax(ones({2, 3}, TensorOptions().device(kGpu)), 1);
-      },
-      "argmax: not implemented for cuda:0 tensors");
+  testing::expect_error([&] { argmax(e, 1); }, "argmax: reduced dim 1", "has size 0");
+  testing::expect_error([&] { argmin(ones({2}, TensorOptions().device(kGpu)), 2); }, "argmin");
 }
 
 }  // namespace

@@ -292,7 +292,8 @@ TEST(CudaReduceEmulated, ReductionsMatchTheCpu) {
                                      {{30, 9}, {1}},
                                      {{5, 3000}, {1}},
                                      {{6, 1}, {1}},
-                                     {{4, 5}, {}}};
+                                     {{4, 5}, {}},
+                                     {{}, {0}}};
   std::vector<Call> calls;
   // Int64 runs the same code as Int32 (the GPU tests and the NVRTC compile cover it); keepdim
   // changes only the output's strides (tried on three shapes): the emulator's threads are slow.
@@ -314,7 +315,8 @@ TEST(CudaReduceEmulated, ReductionsMatchTheCpu) {
                {Op{OpId::Sum, "sum", 0}, Op{OpId::Mean, "mean", 0}, Op{OpId::Prod, "prod", 0},
                 Op{OpId::Amax, "amax", 0}, Op{OpId::Amin, "amin", 0}, Op{OpId::Var, "var", 1},
                 Op{OpId::Var, "var biased", 0}, Op{OpId::Logsumexp, "logsumexp", 0},
-                Op{OpId::All, "all", 0}, Op{OpId::Any, "any", 0}}) {
+                Op{OpId::All, "all", 0}, Op{OpId::Any, "any", 0}, Op{OpId::Argmax, "argmax", 0},
+                Op{OpId::Argmin, "argmin", 0}}) {
             const bool all_any = op.id == OpId::All || op.id == OpId::Any;
             if (all_any && (!s.dims.empty() || keepdim)) continue;
             const bool prod = op.id == OpId::Prod;

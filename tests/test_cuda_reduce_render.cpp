@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "cuda_test_util.h"
-#include "expect_error.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/cuda/reduce_ops.h"
 #include "jit/cuda/render.h"
@@ -62,6 +61,11 @@ std::vector<Built> every_row_kernel() {
         add_call(all, id, {x}, a, "var unbiased " + dn);
       }
     }
+    for (OpId id : {OpId::Argmax, OpId::Argmin}) {
+      Attrs a;
+      a.dims = {1};
+      add_call(all, id, {x}, a, fmt::format("{} {}", op_name(id), dn));
+    }
     for (OpId id : {OpId::Softmax, OpId::LogSoftmax}) {
       Attrs a;
       a.ints[0] = -1;
@@ -90,10 +94,10 @@ std::vector<Built> every_row_kernel() {
 TEST(CudaReduceRender, EveryRowOpAndDtypeCompilesForSm90) {
   KILN_SKIP_WITHOUT_NVRTC();
   const std::vector<Built> all = every_row_kernel();
-  // 5 dtypes x (sum prod amax amin all any logsumexp softmax log_softmax) + 2 float dtypes x
-  // (mean, var twice, 4 layer_norms, 2 cross_entropy kernels): the list would silently shrink
-  // if the meta functions started refusing dtypes.
-  EXPECT_EQ(all.size(), 5u * 9 + 2u * 9);
+  // 5 dtypes x (sum prod amax amin all any logsumexp softmax log_softmax) + 4 non-Bool dtypes x
+  // (argmax, argmin) + 2 float dtypes x (mean, var twice, 4 layer_norms, 2 cross_entropy
+  // kernels): the list would silently shrink if the meta functions started refusing dtypes.
+  EXPECT_EQ(all.size(), 5u * 9 + 4u * 2 + 2u * 9);
   const size_t chunks = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
   std::vector<std::string> sources(chunks), names(all.size());
   for (size_t i = 0; i < all.size(); ++i) {
@@ -167,15 +171,16 @@ TEST(CudaReduceRender, RowKernelSourceStatesItsGeometry) {
   EXPECT_NE(r.source.find("expf("), std::string::npos);
 }
 
-TEST(CudaReduceRender, ArgReductionsHaveNoCudaFormYet) {
+// argmax/argmin: the extreme, then the least index where x equals it (or is NaN when it is).
+TEST(CudaReduceRender, ArgReductionsTakeTheLeastIndexOfTheExtreme) {
   const Tensor x[] = {ones({2, 3})};
   Attrs a;
   a.dims = {1};
-  testing::expect_error(
-      [&] {
-        row_op_kernels(OpCall{OpId::Argmax, x, a}, DType::Int64);
-      },
-      "argmax: not implemented for CUDA tensors yet");
+  const std::string k =
+      jit::to_text(row_op_kernels(OpCall{OpId::Argmax, x, a}, DType::Int64).at(0));
+  EXPECT_NE(k.find("ReduceMax %0 : Float32"), std::string::npos) << k;
+  EXPECT_NE(k.find("ReduceMin"), std::string::npos) << k;
+  EXPECT_NE(k.find("Ne %0 %0"), std::string::npos) << k;  // NaN
 }
 
 }  // namespace

@@ -88,6 +88,25 @@ LoopKernel reduction_kernel(const OpCall& c, DType out) {
   return k;
 }
 
+// argmax/argmin along one dim: the first index of the row's extreme, or of its first NaN, as the
+// CPU's arg_range (ops/cpu/reduce_loops.h). Input 1 holds the row's indices 0..n-1 (the IR has no
+// element index): the second pass takes the least index where x equals the extreme (+0 and -0
+// alike), an associative choice, so any combining order gives the CPU's answer.
+LoopKernel arg_kernel(DType in, bool max) {
+  LoopKernel k;
+  k.inputs = {in, I64};
+  const int32_t x = k.load(0), index = k.load(1);
+  const int32_t m = k.reduce(max ? ExprOp::ReduceMax : ExprOp::ReduceMin, x);
+  int32_t hit = k.binary(ExprOp::Eq, x, m);
+  if (is_floating(in))
+    hit = k.binary(ExprOp::Or, hit,
+                   k.binary(ExprOp::And, k.binary(ExprOp::Ne, m, m), k.binary(ExprOp::Ne, x, x)));
+  const int32_t none = k.constant_int(std::numeric_limits<int64_t>::max(), I64);
+  k.stores = {k.reduce(ExprOp::ReduceMin, k.select(hit, index, none))};
+  k.verify();
+  return k;
+}
+
 // softmax: exp(x - max) * (1 / sum), log_softmax: x - (max + log(sum)), as ops/softmax.cpp.
 LoopKernel softmax_kernel(DType in, DType out, bool log) {
   LoopKernel k;
@@ -251,6 +270,31 @@ void run_reduction(const OpCall& c, const Tensor& out, KernelTarget& target) {
          {reduced_strides(o, x, mask, keepdim, s), space_strides(x, s)});
 }
 
+// A device tensor of 0..n-1 (Int64), the row's indices for arg_kernel and cross_entropy.
+Tensor indices(int64_t n, Device dev) {
+  std::vector<int64_t> iota(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) iota[i] = i;
+  Tensor t = empty_tensor({n}, I64, dev);
+  copy_bytes(dev, t.impl()->data(), Device::cpu(), iota.data(), iota.size() * sizeof(int64_t));
+  return t;
+}
+
+void run_arg(const OpCall& c, const Tensor& out, KernelTarget& target) {
+  const TensorImpl* x = c.inputs[0].impl();
+  const TensorImpl* o = out.impl();
+  const int64_t dim = wrap_dim(op_name(c.op), c.attrs.dims[0], x->dim());
+  const uint64_t mask = x->dim() == 0 ? 0 : uint64_t{1} << dim;
+  const bool keepdim = c.attrs.ints[0] != 0;
+  auto kernel = compiled(c, target, o->device(), arg_kernel(x->dtype(), c.op == OpId::Argmax));
+  const RowSpace s = row_space(x, mask);
+  if (o->numel() == 0) return;
+  const Tensor index = indices(x->dim() == 0 ? 1 : x->sizes()[dim], o->device());
+  DimVector index_strides(s.sizes.size(), 0);
+  if (s.reduced > 0) index_strides.back() = 8;
+  launch(*kernel, s, {o->data(), x->data(), index.impl()->data()},
+         {reduced_strides(o, x, mask, keepdim, s), space_strides(x, s), index_strides});
+}
+
 void run_softmax(const OpCall& c, const Tensor& out, KernelTarget& target) {
   const TensorImpl* x = c.inputs[0].impl();
   const TensorImpl* o = out.impl();
@@ -317,10 +361,7 @@ void run_cross_entropy(const OpCall& c, const Tensor& out, KernelTarget& target)
   rows.order = {0, 1};
   rows.reduced = 1;
   if (N > 0 && C > 0) {
-    std::vector<int64_t> iota(static_cast<size_t>(C));
-    for (int64_t i = 0; i < C; ++i) iota[i] = i;
-    const Tensor cls = empty_tensor({C}, I64, dev);
-    copy_bytes(dev, cls.impl()->data(), Device::cpu(), iota.data(), iota.size() * sizeof(int64_t));
+    const Tensor cls = indices(C, dev);
     const int64_t lstride0 = l->dim() == 2 ? l->strides()[0] : 0;
     const int64_t item = static_cast<int64_t>(itemsize(l->dtype()));
     const int64_t tstride = t->dim() == 0 ? 0 : t->strides()[0] * 8;
@@ -364,7 +405,7 @@ std::vector<LoopKernel> row_op_kernels(const OpCall& c, DType out) {
       return {cross_entropy_rows_kernel(out), cross_entropy_mean_kernel(out)};
     case OpId::Argmax:
     case OpId::Argmin:
-      fail("{}: not implemented for CUDA tensors yet (docs/cuda.md)", op_name(c.op));
+      return {arg_kernel(c.inputs[0].impl()->dtype(), c.op == OpId::Argmax)};
     default:
       return {reduction_kernel(c, out)};
   }
@@ -379,16 +420,19 @@ void run_cuda_row_op(const OpCall& c, const Tensor& out, KernelTarget& target) {
       return run_layer_norm(c, out, target);
     case OpId::CrossEntropy:
       return run_cross_entropy(c, out, target);
+    case OpId::Argmax:
+    case OpId::Argmin:
+      return run_arg(c, out, target);
     default:
       return run_reduction(c, out, target);
   }
 }
 
 void register_cuda_reduce_kernels() {
-  constexpr OpId ops[] = {OpId::Sum,         OpId::Mean,      OpId::Prod,       OpId::Amax,
-                          OpId::Amin,        OpId::Logsumexp, OpId::Var,        OpId::All,
-                          OpId::Any,         OpId::Softmax,   OpId::LogSoftmax, OpId::LayerNorm,
-                          OpId::CrossEntropy};
+  constexpr OpId ops[] = {OpId::Sum,          OpId::Mean,      OpId::Prod,       OpId::Amax,
+                          OpId::Amin,         OpId::Logsumexp, OpId::Var,        OpId::All,
+                          OpId::Any,          OpId::Softmax,   OpId::LogSoftmax, OpId::LayerNorm,
+                          OpId::CrossEntropy, OpId::Argmax,    OpId::Argmin};
   for (OpId id : ops)
     register_device_kernel(id, Device::Type::CUDA, [](const OpCall& c, const Tensor& out) {
       run_cuda_row_op(c, out, cuda_target(out.impl()->device().index));

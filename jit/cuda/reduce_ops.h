@@ -1,6 +1,7 @@
 // The CUDA forms of the reductions and the nn row ops, each one or two row kernels (loop_kernel.h
 // "Row kernels", rendered by render_reduce.h) launched on the output's device:
-//   sum prod mean amax amin var logsumexp all any   over any set of dims, keepdim or not: the
+//   sum prod mean amax amin var logsumexp all any   over any set of dims (argmax argmin: one),
+//   keepdim or not: the
 //       index space is the input's dims with the reduced ones moved last (strides make any dims
 //       the row); the output's strides over the row are 0;
 //   softmax log_softmax   a row along `dim`;   layer_norm   a row over normalized_shape;
@@ -9,7 +10,8 @@
 // (wrapping), amax/amin keep the dtype (Bool through Int32), logsumexp/softmax of integers
 // compute in Float32, layer_norm and cross_entropy accumulate in Float64 as the CPU kernels do.
 // The float reductions go through the CPU JIT's lowering (jit/lower/lower_reduce.h); the others
-// are written here in the same IR. argmax/argmin have no CUDA form yet.
+// are written here in the same IR. argmax/argmin along one dim: the extreme, then the least
+// index holding it (an input of the row's indices: the IR has no element index).
 //
 // cross_entropy reads its targets on the host first (a sync point) and raises eager's error for
 // one out of range before anything runs. Needs no GPU to build kernels: CI compiles them all.
