@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "jit/cuda/blas_ops.h"
 #include "jit/cuda/cuda_target.h"
 #include "jit/cuda/op_kernel.h"
 #include "runtime/device_copy.h"
@@ -83,6 +84,7 @@ void register_cuda_kernels() {
       OpId::LogicalAnd, OpId::LogicalOr, OpId::Where,   OpId::MaskedFill, OpId::Copy,
       OpId::Cast,       OpId::Fill};
   for (OpId id : ops) register_device_kernel(id, Device::Type::CUDA, run_on_cuda);
+  register_cuda_blas_kernels();  // matmul through cuBLAS (blas_ops.h)
 }
 
 }  // namespace kiln::jit::cuda
