@@ -33,14 +33,13 @@ class CudaKernel final : public CompiledKernel {
   void launch(const LaunchArgs& args) override {
     const CudaLaunch l = cuda_launch_words(k_, args);
     if (l.work == 0) return;
-    const drv::DeviceContext& ctx = drv::make_current(device_);
-    const int64_t blocks = std::min<int64_t>((l.work + l.per_block - 1) / l.per_block,
-                                             int64_t{ctx.multiprocessors} * 16);
+    const drv::DeviceContext& c = drv::make_current(device_);
+    int64_t blocks = (l.work + l.per_block - 1) / l.per_block;
+    if (l.capped) blocks = std::min<int64_t>(blocks, int64_t{c.multiprocessors} * 16);
     void* params[] = {const_cast<uint64_t*>(l.words.data())};
-    drv::check(
-        drv::driver().cuLaunchKernel(fn_, static_cast<unsigned>(blocks), 1, 1, kCudaBlockThreads, 1,
-                                     1, 0, ctx.stream, params, nullptr),
-        "cuLaunchKernel");
+    drv::check(drv::driver().cuLaunchKernel(fn_, static_cast<unsigned>(blocks), 1, 1,
+                                            kCudaBlockThreads, 1, 1, 0, c.stream, params, nullptr),
+               "cuLaunchKernel");
     cuda_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
   }
 

@@ -14,7 +14,8 @@ namespace {
 // The row kernels' helpers (after the prelude): each Reduce's operator with its identity, one
 // lane's fold (kiln_cascade) and the tree over the lanes (kiln_row_tree). render_reduce.h states
 // the order they implement.
-constexpr const char* kRowPrelude = R"(// The extremes of each type, chosen by an argument of the type (an explicit specialization
+constexpr const char* kRowPrelude =
+    R"(// The extremes of each type, chosen by an argument of the type (an explicit specialization
 // cannot be static).
 KILN_INLINE float kiln_lowest(float) { return -__int_as_float(0x7f800000); }
 KILN_INLINE float kiln_highest(float) { return __int_as_float(0x7f800000); }
