@@ -1,7 +1,5 @@
 #include "jit/cuda/reduce_ops.h"
 
-#include <fmt/format.h>
-
 #include <limits>
 #include <memory>
 #include <span>

@@ -284,6 +284,9 @@ class RowKernelRenderer {
 }  // namespace
 
 RenderedCuda render_cuda_row_kernel(const LoopKernel& k, const std::string& name) {
+  // `i` is an element's index within its row here, not in the index space (render.h).
+  KILN_CHECK(!k.uses_index(),
+             "cuda row kernel: an expression reads the element index (not rendered)");
   RenderedCuda r;
   r.name = name;
   r.source = "/* kiln row kernel\n" + to_text(k) + "*/\n";
