@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include "jit/cuda/cuda_target.h"
+#include "jit/cuda/index_ops.h"
 #include "jit/cuda/op_kernel.h"
+#include "jit/cuda/random_ops.h"
 #include "runtime/error.h"
 
 namespace kiln::jit::cuda {
@@ -65,6 +67,8 @@ void register_cuda_kernels() {
       OpId::LogicalAnd, OpId::LogicalOr, OpId::Where,   OpId::MaskedFill, OpId::Copy,
       OpId::Cast,       OpId::Fill};
   for (OpId id : ops) register_device_kernel(id, Device::Type::CUDA, run_on_cuda);
+  register_cuda_random_kernels();
+  register_cuda_index_kernels();
 }
 
 }  // namespace kiln::jit::cuda

@@ -1,0 +1,46 @@
+// Kernels kiln writes as CUDA C++ directly, for ops that are not pointwise over their output in
+// the loop IR's sense (random ops with a transform, index ops that read an index, factories that
+// read their position): each op renders its source per dtype (index_ops.cpp, random_ops.cpp),
+// compiled here by compile_cubin (memory, disk cache, NVRTC) for the device's own sm_XX, loaded
+// once per process, device and source, and launched on the device's stream.
+//
+// Contract of a source kernel: `extern "C" __global__ void <name>(const KilnArgs a)` where
+// KilnArgs is `struct { kiln_u64 w[N]; }` (source_kernel_prelude() declares the types and the
+// helpers), w[0] is the element count n, and a grid-stride loop covers [0, n). The launch uses
+// 256-thread blocks, at most 16 per multiprocessor, and skips n == 0.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "runtime/dtype.h"
+#include "runtime/scalar.h"
+
+namespace kiln::jit::cuda {
+
+// A rendered source kernel: its extern "C" name and its full source.
+struct CudaSource {
+  std::string name, source;
+};
+
+// Typedefs (kiln_u64, kiln_i64), KILN_INLINE, the out-of-line index split kiln_divmod, and
+// kiln_report(err, op, value, dim, size): a kernel-side error into the device's error word
+// (runtime/cuda/kernel_errors.h), first error wins.
+const char* source_kernel_prelude();
+
+// The C type a dtype is stored as in memory (Bool: unsigned char 0 / 1).
+const char* cuda_storage_type(DType dtype);
+// A value of `dtype` held in the argument word `word` (a Float32's or Int32's bits in the low
+// half).
+std::string cuda_word_value(DType dtype, const std::string& word);
+// The argument word holding `value` converted to `dtype` as Scalar::to does.
+uint64_t cuda_word_of(const Scalar& value, DType dtype);
+
+// `struct KilnArgs { kiln_u64 w[words]; };` and the kernel's signature up to its opening brace.
+std::string source_kernel_head(const std::string& name, int words);
+
+// Compiles (or finds) the kernel `name` of `source` on CUDA device `device` and queues it over
+// `words` (w[0] = element count) on the device's stream.
+void launch_source_kernel(int device, const CudaSource& kernel, std::span<const uint64_t> words);
+
+}  // namespace kiln::jit::cuda
