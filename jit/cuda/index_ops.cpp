@@ -31,19 +31,20 @@ constexpr const char* kLoop =
 
 // Splits `index` over the rank a.w[1] and sizes a.w[2 + d] into offsets o<j> += digit * stride,
 // the strides of offset j at a.w[base_j + d] (elements). Dim 0 takes what is left. `digits`
-// names a variable receiving the digit of dim rank-1 and rank-2 (triangle ops) when non-empty.
+// also keeps the digits of dims rank-1 (col) and rank-2 (row): the triangle ops.
 std::string split(const std::string& index, const std::vector<int>& bases, bool digits = false) {
   std::string s = fmt::format("    kiln_i64 r = {};\n", index);
   for (size_t j = 0; j < bases.size(); ++j) s += fmt::format("    kiln_i64 o{} = 0;\n", j);
   if (digits) s += "    kiln_i64 col = 0, row = 0;\n";
   s += "    for (int d = (int)a.w[1] - 1; d >= 0; --d) {\n";
   s += "      kiln_i64 q = 0;\n";
-  s += "      const kiln_i64 x = d == 0 ? r : kiln_divmod(r, (kiln_i64)a.w[2 + d], &q);\n";
+  s += "      const kiln_i64 digit = d == 0 ? r : kiln_divmod(r, (kiln_i64)a.w[2 + d], &q);\n";
   s += "      r = q;\n";
   if (digits)
-    s += "      if (d == (int)a.w[1] - 1) col = x;\n      if (d == (int)a.w[1] - 2) row = x;\n";
+    s += "      if (d == (int)a.w[1] - 1) col = digit;\n      if (d == (int)a.w[1] - 2) row = "
+         "digit;\n";
   for (size_t j = 0; j < bases.size(); ++j)
-    s += fmt::format("      o{} += x * (kiln_i64)a.w[{} + d];\n", j, bases[j]);
+    s += fmt::format("      o{} += digit * (kiln_i64)a.w[{} + d];\n", j, bases[j]);
   s += "    }\n";
   return s;
 }
