@@ -17,6 +17,9 @@
 #include "jit/cuda/random_ops.h"
 #include "jit/cuda/render.h"
 #include "kiln/kiln.h"
+#include "runtime/cuda/kernel_errors.h"
+#include "runtime/dispatcher.h"
+#include "runtime/init.h"
 
 namespace kiln {
 namespace {
@@ -104,6 +107,30 @@ TEST(CudaIndexRender, DropoutKernelComparesInDouble) {
   EXPECT_NE(text.find("RandUniform"), std::string::npos) << text;
   EXPECT_NE(text.find("Ge"), std::string::npos) << text;
   EXPECT_NE(text.find("Cast"), std::string::npos) << text;  // u widened to Float64
+}
+
+// The kiln::Error raised at a sync point after a kernel reported a bad index.
+TEST(CudaIndexRender, KernelErrorMessageNamesTheOpIndexAndRange) {
+  const uint64_t gather = static_cast<uint64_t>(OpId::Gather) + 1;
+  EXPECT_EQ(cuda::kernel_error_message({gather, 7, 0, 5}, 0),
+            "gather: index 7 is out of range for dim 0 of size 5 (expected an index in [0, 5); "
+            "found on cuda:0 at the next sync)");
+  const uint64_t one_hot = static_cast<uint64_t>(OpId::OneHot) + 1;
+  EXPECT_EQ(cuda::kernel_error_message({one_hot, static_cast<uint64_t>(-3), 2, 4}, 1).substr(0, 58),
+            "one_hot: index -3 is out of range for dim 2 of size 4 (exp");
+  EXPECT_EQ(cuda::kernel_error_message({9999, 1, 0, 1}, 0).substr(0, 12), "cuda kernel:");
+}
+
+// Every op of this part has a CUDA form registered by kiln::init() (the table needs no GPU).
+TEST(CudaIndexRender, EveryRandomIndexAndFactoryOpHasACudaForm) {
+  init();
+  constexpr OpId ops[] = {OpId::Rand,        OpId::Randn,  OpId::Randint,   OpId::Dropout,
+                          OpId::IndexSelect, OpId::Gather, OpId::Embedding, OpId::ScatterAdd,
+                          OpId::OneHot,      OpId::Tril,   OpId::Triu,      OpId::Arange,
+                          OpId::Linspace,    OpId::Eye,    OpId::Cat,       OpId::AsStridedScatter};
+  for (OpId id : ops)
+    EXPECT_NO_THROW(EXPECT_NE(device_kernel(op_def(id), id, Device::cuda(0)), nullptr))
+        << op_name(id);
 }
 
 }  // namespace

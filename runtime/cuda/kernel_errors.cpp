@@ -4,6 +4,8 @@
 #include <atomic>
 #include <mutex>
 
+#include <fmt/format.h>
+
 #include "runtime/cuda/device_context.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/error.h"
@@ -44,6 +46,18 @@ uint64_t kernel_error_word(int index) {
   return w.address;
 }
 
+std::string kernel_error_message(const std::array<uint64_t, 4>& v, int index) {
+  const char* op = v[0] >= 1 && v[0] <= static_cast<uint64_t>(kNumOps)
+                       ? op_name(static_cast<OpId>(v[0] - 1))
+                       : "cuda kernel";
+  const auto value = static_cast<int64_t>(v[1]), dim = static_cast<int64_t>(v[2]),
+             size = static_cast<int64_t>(v[3]);
+  return fmt::format(
+      "{}: index {} is out of range for dim {} of size {} (expected an index in [0, {}); found on "
+      "cuda:{} at the next sync)",
+      op, value, dim, size, size, index);
+}
+
 void check_kernel_errors(int index) {
   if (index < 0 || index >= kMaxDevices) return;
   ErrorWord& w = words()[static_cast<size_t>(index)];
@@ -59,14 +73,7 @@ void check_kernel_errors(int index) {
   // Cleared before raising, so the device is usable for the next op.
   check(driver().cuMemsetD8Async(w.address, 0, kWordBytes, c.stream), "cuMemsetD8Async");
   check(driver().cuStreamSynchronize(c.stream), "cuStreamSynchronize (the kernel error word)");
-  const char* op =
-      v[0] <= static_cast<uint64_t>(kNumOps) ? op_name(static_cast<OpId>(v[0] - 1)) : "cuda kernel";
-  const auto value = static_cast<int64_t>(v[1]), dim = static_cast<int64_t>(v[2]),
-             size = static_cast<int64_t>(v[3]);
-  fail(
-      "{}: index {} is out of range for dim {} of size {} (expected an index in [0, {}); found on "
-      "cuda:{} at the next sync)",
-      op, value, dim, size, size, index);
+  fail("{}", kernel_error_message(v, index));
 }
 
 }  // namespace kiln::cuda

@@ -11,13 +11,18 @@
 // and went on. The word is only read when a kernel given it ran since the last read, so sync
 // points of programs that never index cost nothing more.
 #pragma once
+#include <array>
 #include <cstdint>
+#include <string>
 
 namespace kiln::cuda {
 
 // The device address of device `index`'s error word (allocated and zeroed on first use); marks
 // the device as having a pending check, so call it for each launch of a kernel that may report.
 uint64_t kernel_error_word(int index);
+
+// The message of the error word `w` found on device `index` (the kiln::Error's text).
+std::string kernel_error_message(const std::array<uint64_t, 4>& w, int index);
 
 // After device `index`'s stream is idle: raises the pending kernel error, if any, and clears it.
 void check_kernel_errors(int index);
