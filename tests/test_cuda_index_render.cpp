@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "jit/cuda/factory_ops.h"
 #include "jit/cuda/index_ops.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/cuda/op_kernel.h"
@@ -30,6 +31,7 @@ constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float3
 
 std::vector<CudaSource> every_source() {
   std::vector<CudaSource> all = jit::cuda::cuda_index_sources();
+  for (CudaSource& s : jit::cuda::cuda_factory_sources()) all.push_back(std::move(s));
   for (DType t : kAll) {
     all.push_back(jit::cuda::randint_source(t));
     if (!is_floating(t)) continue;

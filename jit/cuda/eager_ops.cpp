@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "jit/cuda/cuda_target.h"
+#include "jit/cuda/factory_ops.h"
 #include "jit/cuda/index_ops.h"
 #include "jit/cuda/op_kernel.h"
 #include "jit/cuda/random_ops.h"
@@ -69,6 +70,7 @@ void register_cuda_kernels() {
   for (OpId id : ops) register_device_kernel(id, Device::Type::CUDA, run_on_cuda);
   register_cuda_random_kernels();
   register_cuda_index_kernels();
+  register_cuda_factory_kernels();
 }
 
 }  // namespace kiln::jit::cuda

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <vector>
 
 #include "jit/cuda/render.h"
@@ -22,12 +21,6 @@ namespace {
 constexpr int kMaxDims = kCudaMaxDims;
 constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
 constexpr DType kIndexTypes[] = {DType::Int32, DType::Int64};
-
-// The grid-stride loop's opening over w[0] elements.
-constexpr const char* kLoop =
-    "  const kiln_i64 step = (kiln_i64)gridDim.x * blockDim.x;\n"
-    "  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < (kiln_i64)a.w[0];"
-    " i += step) {\n";
 
 // Splits `index` over the rank a.w[1] and sizes a.w[2 + d] into offsets o<j> += digit * stride,
 // the strides of offset j at a.w[base_j + d] (elements). Dim 0 takes what is left. `digits`
@@ -49,10 +42,6 @@ std::string split(const std::string& index, const std::vector<int>& bases, bool 
   return s;
 }
 
-std::string head(const std::string& name, int words) {
-  return std::string(source_kernel_prelude()) + source_kernel_head(name, words);
-}
-
 std::string tname(DType t) { return std::string(dtype_name(t)); }
 
 // ---- index_select, gather, embedding: out[p] = x[p with dim replaced by index[p]] ----
@@ -64,13 +53,13 @@ constexpr int kGatherWords = 58;
 CudaSource gather_source(DType t, DType it) {
   const std::string name = fmt::format("kiln_gather_{}_{}", tname(t), tname(it));
   const char* T = cuda_storage_type(t);
-  std::string s = head(name, kGatherWords);
+  std::string s = source_kernel_begin(name, kGatherWords);
   s += fmt::format(
       "  {0}* const out = ({0}*)a.w[52];\n  const {0}* const x = (const {0}*)a.w[53];\n"
       "  const {1}* const ix = (const {1}*)a.w[54];\n"
       "  const kiln_i64 size = (kiln_i64)a.w[50], stride = (kiln_i64)a.w[51];\n",
       T, cuda_storage_type(it));
-  s += kLoop;
+  s += grid_stride_loop();
   s += split("i", {14, 26, 38});
   s += fmt::format(
       "    const kiln_i64 v = (kiln_i64)ix[o2];\n"
@@ -95,8 +84,6 @@ void check_rank(const char* op, const DimVector& sizes) {
              "{}: CUDA kernels take at most {} dims, got sizes {}", op, kMaxDims, shape_str(sizes));
 }
 
-uint64_t ptr_word(const Tensor& t) { return reinterpret_cast<uint64_t>(t.impl()->data()); }
-
 void run_gather(OpId op, const GatherPlan& p, const Tensor& out, const Tensor& x,
                 const Tensor& index) {
   check_rank(op_name(op), p.sizes);
@@ -111,9 +98,9 @@ void run_gather(OpId op, const GatherPlan& p, const Tensor& out, const Tensor& x
   }
   w[50] = static_cast<uint64_t>(p.dim_size);
   w[51] = static_cast<uint64_t>(p.dim_stride);
-  w[52] = ptr_word(out);
-  w[53] = ptr_word(x);
-  w[54] = ptr_word(index);
+  w[52] = address_word(out);
+  w[53] = address_word(x);
+  w[54] = address_word(index);
   w[55] = ::kiln::cuda::kernel_error_word(device);
   w[56] = static_cast<uint64_t>(op) + 1;
   w[57] = static_cast<uint64_t>(p.dim);
@@ -200,14 +187,14 @@ std::string add_expr(DType t) {
 CudaSource scatter_add_source(DType t, DType it) {
   const std::string name = fmt::format("kiln_scatter_add_{}_{}", tname(t), tname(it));
   const char* T = cuda_storage_type(t);
-  std::string s = head(name, kScatterWords);
+  std::string s = source_kernel_begin(name, kScatterWords);
   s += fmt::format(
       "  {0}* const out = ({0}*)a.w[55];\n  const {0}* const src = (const {0}*)a.w[56];\n"
       "  const {1}* const ix = (const {1}*)a.w[57];\n"
       "  const kiln_i64 len = (kiln_i64)a.w[50], size = (kiln_i64)a.w[51];\n"
       "  const kiln_i64 so = (kiln_i64)a.w[52], ss = (kiln_i64)a.w[53], si = (kiln_i64)a.w[54];\n",
       T, cuda_storage_type(it));
-  s += kLoop;
+  s += grid_stride_loop();
   s += split("i", {14, 26, 38});
   s += fmt::format(
       "    for (kiln_i64 j = 0; j < len; ++j) {{\n"
@@ -259,9 +246,9 @@ void scatter_add_cuda(const OpCall& c, const Tensor& out) {
   w[52] = static_cast<uint64_t>(ostrides[dim]);
   w[53] = static_cast<uint64_t>(sstrides[dim]);
   w[54] = static_cast<uint64_t>(istrides[dim]);
-  w[55] = ptr_word(out);
-  w[56] = ptr_word(c.inputs[2]);
-  w[57] = ptr_word(c.inputs[1]);
+  w[55] = address_word(out);
+  w[56] = address_word(c.inputs[2]);
+  w[57] = address_word(c.inputs[1]);
   const int device = oi->device().index;
   w[58] = ::kiln::cuda::kernel_error_word(device);
   w[59] = static_cast<uint64_t>(OpId::ScatterAdd) + 1;
@@ -276,11 +263,11 @@ constexpr int kOneHotWords = 32;
 
 CudaSource one_hot_source() {
   const std::string name = "kiln_one_hot";
-  std::string s = head(name, kOneHotWords);
+  std::string s = source_kernel_begin(name, kOneHotWords);
   s += "  kiln_i64* const out = (kiln_i64*)a.w[27];\n"
        "  const kiln_i64* const ix = (const kiln_i64*)a.w[28];\n"
        "  const kiln_i64 classes = (kiln_i64)a.w[26];\n";
-  s += kLoop;
+  s += grid_stride_loop();
   s += "    kiln_i64 p = 0;\n    const kiln_i64 k = kiln_divmod(i, classes, &p);\n";
   s += split("p", {14});
   s +=
@@ -308,8 +295,8 @@ void one_hot_cuda(const OpCall& c, const Tensor& out) {
     w[14 + d] = static_cast<uint64_t>(strides[d]);
   }
   w[26] = static_cast<uint64_t>(classes);
-  w[27] = ptr_word(out);
-  w[28] = ptr_word(c.inputs[0]);
+  w[27] = address_word(out);
+  w[28] = address_word(c.inputs[0]);
   const int device = out.impl()->device().index;
   w[29] = ::kiln::cuda::kernel_error_word(device);
   w[30] = static_cast<uint64_t>(OpId::OneHot) + 1;
@@ -325,12 +312,12 @@ constexpr int kTriangleWords = 30;
 CudaSource triangle_source(DType t) {
   const std::string name = fmt::format("kiln_triangle_{}", tname(t));
   const char* T = cuda_storage_type(t);
-  std::string s = head(name, kTriangleWords);
+  std::string s = source_kernel_begin(name, kTriangleWords);
   s += fmt::format(
       "  {0}* const out = ({0}*)a.w[28];\n  const {0}* const x = (const {0}*)a.w[29];\n"
       "  const kiln_i64 k = (kiln_i64)a.w[26];\n  const bool lower = a.w[27] != 0;\n",
       T);
-  s += kLoop;
+  s += grid_stride_loop();
   s += split("i", {14}, /*digits=*/true);
   s += fmt::format(
       "    const bool keep = lower ? col - row <= k : col - row >= k;\n"
@@ -354,107 +341,9 @@ void triangle_cuda(const OpCall& c, const Tensor& out) {
   }
   w[26] = static_cast<uint64_t>(k);
   w[27] = c.op == OpId::Tril ? 1 : 0;
-  w[28] = ptr_word(out);
-  w[29] = ptr_word(c.inputs[0]);
+  w[28] = address_word(out);
+  w[29] = address_word(c.inputs[0]);
   launch_source_kernel(out.impl()->device().index, triangle_source(xi->dtype()), w);
-}
-
-// ---- arange, linspace, eye (contiguous outputs) ----
-
-// Words: [0] n, [1] out, [2] start, [3] step (Int64 bits with int_math, else Float64 bits),
-// [4] int_math. Values: start + i * step in int64 (wrapping) or in double, then converted.
-CudaSource arange_source(DType t) {
-  const std::string name = fmt::format("kiln_arange_{}", tname(t));
-  const char* T = cuda_storage_type(t);
-  std::string s = head(name, 5);
-  s += fmt::format("  {0}* const out = ({0}*)a.w[1];\n", T);
-  s += kLoop;
-  s += fmt::format(
-      "    if (a.w[4] != 0)\n"
-      "      out[i] = ({0})(kiln_i64)(a.w[2] + (kiln_u64)i * a.w[3]);\n"
-      "    else\n"
-      "      out[i] = ({0})(__longlong_as_double((kiln_i64)a.w[2]) +\n"
-      "                     (double)i * __longlong_as_double((kiln_i64)a.w[3]));\n  }}\n}}\n",
-      t == DType::Int32 ? "int" : T);
-  return {name, s};
-}
-
-void arange_cuda(const OpCall& c, const Tensor& out) {
-  const Scalar& start = c.attrs.scalars[0];
-  const Scalar& step = c.attrs.scalars[1];
-  const bool int_math = is_integral(c.attrs.dtype) && !start.is_floating() && !step.is_floating();
-  const uint64_t w[] = {
-      static_cast<uint64_t>(out.impl()->numel()), ptr_word(out),
-      int_math ? static_cast<uint64_t>(start.to_int()) : std::bit_cast<uint64_t>(start.to_double()),
-      int_math ? static_cast<uint64_t>(step.to_int()) : std::bit_cast<uint64_t>(step.to_double()),
-      int_math ? 1u : 0u};
-  launch_source_kernel(out.impl()->device().index, arange_source(c.attrs.dtype), w);
-}
-
-// Words: [0] steps, [1] out, [2] start (T), [3] end (T), [4] step (S: T for floats, else
-// double), [5] half. torch's two halves, as ops/ranges.cpp.
-CudaSource linspace_source(DType t) {
-  const std::string name = fmt::format("kiln_linspace_{}", tname(t));
-  const char* T = cuda_storage_type(t);
-  const DType st = is_floating(t) ? t : DType::Float64;
-  const char* S = cuda_storage_type(st);
-  std::string s = head(name, 6);
-  s += fmt::format(
-      "  {0}* const out = ({0}*)a.w[1];\n"
-      "  const {0} start = {2}, end = {3};\n  const {1} stp = {4};\n"
-      "  const kiln_i64 n = (kiln_i64)a.w[0], half = (kiln_i64)a.w[5];\n",
-      T, S, cuda_word_value(t, "a.w[2]"), cuda_word_value(t, "a.w[3]"),
-      cuda_word_value(st, "a.w[4]"));
-  s += kLoop;
-  s += fmt::format(
-      "    if (n == 1)\n      out[i] = start;\n"
-      "    else\n"
-      "      out[i] = i < half ? ({0})(start + stp * ({1})i) : ({0})(end - stp * ({1})(n - 1 - "
-      "i));\n"
-      "  }}\n}}\n",
-      T, S);
-  return {name, s};
-}
-
-void linspace_cuda(const OpCall& c, const Tensor& out) {
-  const DType t = c.attrs.dtype;
-  const int64_t steps = out.impl()->numel();
-  uint64_t step_word = 0;
-  visit_dtype(t, [&]<class T>(TypeTag<T>) {
-    if constexpr (!std::is_same_v<T, bool>) {
-      using S = std::conditional_t<std::is_floating_point_v<T>, T, double>;
-      const T start = c.attrs.scalars[0].to<T>(), end = c.attrs.scalars[1].to<T>();
-      const S step = steps > 1
-                         ? (static_cast<S>(end) - static_cast<S>(start)) / static_cast<S>(steps - 1)
-                         : S(0);
-      step_word =
-          cuda_word_of(Scalar(static_cast<double>(step)), is_floating(t) ? t : DType::Float64);
-    }
-  });
-  const uint64_t w[] = {
-      static_cast<uint64_t>(steps),        ptr_word(out), cuda_word_of(c.attrs.scalars[0], t),
-      cuda_word_of(c.attrs.scalars[1], t), step_word,     static_cast<uint64_t>(steps / 2)};
-  launch_source_kernel(out.impl()->device().index, linspace_source(t), w);
-}
-
-// Words: [0] rows * cols, [1] cols, [2] out.
-CudaSource eye_source(DType t) {
-  const std::string name = fmt::format("kiln_eye_{}", tname(t));
-  const char* T = cuda_storage_type(t);
-  std::string s = head(name, 3);
-  s += fmt::format("  {0}* const out = ({0}*)a.w[2];\n", T);
-  s += kLoop;
-  s += fmt::format(
-      "    kiln_i64 r = 0;\n    const kiln_i64 c = kiln_divmod(i, (kiln_i64)a.w[1], &r);\n"
-      "    out[i] = r == c ? ({0})1 : ({0})0;\n  }}\n}}\n",
-      T);
-  return {name, s};
-}
-
-void eye_cuda(const OpCall& c, const Tensor& out) {
-  const uint64_t w[] = {static_cast<uint64_t>(out.impl()->numel()),
-                        static_cast<uint64_t>(c.attrs.dims[1]), ptr_word(out)};
-  launch_source_kernel(out.impl()->device().index, eye_source(c.attrs.dtype), w);
 }
 
 // ---- cat and as_strided_scatter: copies into views of the output ----
@@ -506,11 +395,6 @@ std::vector<CudaSource> cuda_index_sources() {
       all.push_back(scatter_add_source(t, it));
     }
     all.push_back(triangle_source(t));
-    all.push_back(eye_source(t));
-    if (t != DType::Bool) {  // arange and linspace refuse Bool
-      all.push_back(arange_source(t));
-      all.push_back(linspace_source(t));
-    }
   }
   all.push_back(one_hot_source());
   return all;
@@ -525,9 +409,6 @@ void register_cuda_index_kernels() {
   register_device_kernel(OpId::OneHot, kCuda, one_hot_cuda);
   register_device_kernel(OpId::Tril, kCuda, triangle_cuda);
   register_device_kernel(OpId::Triu, kCuda, triangle_cuda);
-  register_device_kernel(OpId::Arange, kCuda, arange_cuda);
-  register_device_kernel(OpId::Linspace, kCuda, linspace_cuda);
-  register_device_kernel(OpId::Eye, kCuda, eye_cuda);
   register_device_kernel(OpId::Cat, kCuda, cat_cuda);
   register_device_kernel(OpId::AsStridedScatter, kCuda, as_strided_scatter_cuda);
 }

@@ -104,6 +104,16 @@ std::string source_kernel_head(const std::string& name, int words) {
       words, name);
 }
 
+std::string source_kernel_begin(const std::string& name, int words) {
+  return std::string(kPrelude) + source_kernel_head(name, words);
+}
+
+const char* grid_stride_loop() {
+  return "  const kiln_i64 step = (kiln_i64)gridDim.x * blockDim.x;\n"
+         "  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < "
+         "(kiln_i64)a.w[0]; i += step) {\n";
+}
+
 void launch_source_kernel(int device, const CudaSource& kernel, std::span<const uint64_t> words) {
   const std::string& name = kernel.name;
   const std::string& source = kernel.source;

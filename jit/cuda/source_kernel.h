@@ -15,6 +15,7 @@
 
 #include "runtime/dtype.h"
 #include "runtime/scalar.h"
+#include "runtime/tensor.h"
 
 namespace kiln::jit::cuda {
 
@@ -38,6 +39,17 @@ uint64_t cuda_word_of(const Scalar& value, DType dtype);
 
 // `struct KilnArgs { kiln_u64 w[words]; };` and the kernel's signature up to its opening brace.
 std::string source_kernel_head(const std::string& name, int words);
+
+// source_kernel_prelude() followed by source_kernel_head(name, words).
+std::string source_kernel_begin(const std::string& name, int words);
+
+// The opening of the grid-stride loop over i in [0, w[0]) (the caller closes its brace).
+const char* grid_stride_loop();
+
+// A tensor's data address as an argument word.
+inline uint64_t address_word(const Tensor& t) {
+  return reinterpret_cast<uint64_t>(t.impl()->data());
+}
 
 // Compiles (or finds) the kernel `name` of `source` on CUDA device `device` and queues it over
 // `words` (w[0] = element count) on the device's stream.
