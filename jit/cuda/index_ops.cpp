@@ -9,7 +9,6 @@
 #include "jit/cuda/render.h"
 #include "ops/index_common.h"
 #include "ops/meta_helpers.h"
-#include "runtime/cuda/kernel_errors.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
 #include "runtime/tensor_impl.h"
@@ -101,7 +100,7 @@ void run_gather(OpId op, const GatherPlan& p, const Tensor& out, const Tensor& x
   w[52] = address_word(out);
   w[53] = address_word(x);
   w[54] = address_word(index);
-  w[55] = ::kiln::cuda::kernel_error_word(device);
+  w[55] = source_kernel_error_word(device);
   w[56] = static_cast<uint64_t>(op) + 1;
   w[57] = static_cast<uint64_t>(p.dim);
   launch_source_kernel(device, gather_source(x.impl()->dtype(), index.impl()->dtype()), w);
@@ -250,7 +249,7 @@ void scatter_add_cuda(const OpCall& c, const Tensor& out) {
   w[56] = address_word(c.inputs[2]);
   w[57] = address_word(c.inputs[1]);
   const int device = oi->device().index;
-  w[58] = ::kiln::cuda::kernel_error_word(device);
+  w[58] = source_kernel_error_word(device);
   w[59] = static_cast<uint64_t>(OpId::ScatterAdd) + 1;
   w[60] = static_cast<uint64_t>(dim);
   launch_source_kernel(device, scatter_add_source(oi->dtype(), ii->dtype()), w);
@@ -298,7 +297,7 @@ void one_hot_cuda(const OpCall& c, const Tensor& out) {
   w[27] = address_word(out);
   w[28] = address_word(c.inputs[0]);
   const int device = out.impl()->device().index;
-  w[29] = ::kiln::cuda::kernel_error_word(device);
+  w[29] = source_kernel_error_word(device);
   w[30] = static_cast<uint64_t>(OpId::OneHot) + 1;
   w[31] = static_cast<uint64_t>(ii->dim());
   launch_source_kernel(device, one_hot_source(), w);

@@ -51,6 +51,23 @@ inline uint64_t address_word(const Tensor& t) {
   return reinterpret_cast<uint64_t>(t.impl()->data());
 }
 
+// The address of device `device`'s kernel error word (runtime/cuda/kernel_errors.h) for a kernel
+// that may report a bad index, or the host runner's (below) while one is installed.
+uint64_t source_kernel_error_word(int device);
+
+// Runs source kernels on the host instead of a device: the CI test that compiles every source
+// kernel as host C++ (tests/test_cuda_host_kernels.cpp) installs one and calls the CUDA op forms
+// on CPU tensors. While installed, launch_source_kernel hands it the kernel and its words, and
+// source_kernel_error_word returns its host error word. Programs never install one.
+class SourceKernelHostRunner {
+ public:
+  virtual ~SourceKernelHostRunner() = default;
+  virtual void run(const CudaSource& kernel, std::span<const uint64_t> words) = 0;
+  virtual uint64_t* error_word() = 0;
+};
+// Installs `runner` (nullptr: none) for the process; returns the previous one.
+SourceKernelHostRunner* set_source_kernel_host_runner(SourceKernelHostRunner* runner);
+
 // Compiles (or finds) the kernel `name` of `source` on CUDA device `device` and queues it over
 // `words` (w[0] = element count) on the device's stream.
 void launch_source_kernel(int device, const CudaSource& kernel, std::span<const uint64_t> words);
