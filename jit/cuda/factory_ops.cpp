@@ -41,7 +41,7 @@ void arange_cuda(const OpCall& c, const Tensor& out) {
       int_math ? static_cast<uint64_t>(start.to_int()) : std::bit_cast<uint64_t>(start.to_double()),
       int_math ? static_cast<uint64_t>(step.to_int()) : std::bit_cast<uint64_t>(step.to_double()),
       int_math ? 1u : 0u};
-  launch_source_kernel(out.impl()->device().index, arange_source(c.attrs.dtype), w);
+  launch_source_kernel(out.impl()->device().index, rendered<arange_source>(c.attrs.dtype), w);
 }
 
 // Words: [0] steps, [1] out, [2] start (T), [3] end (T), [4] step (S: T for floats, else
@@ -87,7 +87,7 @@ void linspace_cuda(const OpCall& c, const Tensor& out) {
   const uint64_t w[] = {
       static_cast<uint64_t>(steps),        address_word(out), cuda_word_of(c.attrs.scalars[0], t),
       cuda_word_of(c.attrs.scalars[1], t), step_word,         static_cast<uint64_t>(steps / 2)};
-  launch_source_kernel(out.impl()->device().index, linspace_source(t), w);
+  launch_source_kernel(out.impl()->device().index, rendered<linspace_source>(t), w);
 }
 
 // Words: [0] rows * cols, [1] cols, [2] out.
@@ -107,7 +107,7 @@ CudaSource eye_source(DType t) {
 void eye_cuda(const OpCall& c, const Tensor& out) {
   const uint64_t w[] = {static_cast<uint64_t>(out.impl()->numel()),
                         static_cast<uint64_t>(c.attrs.dims[1]), address_word(out)};
-  launch_source_kernel(out.impl()->device().index, eye_source(c.attrs.dtype), w);
+  launch_source_kernel(out.impl()->device().index, rendered<eye_source>(c.attrs.dtype), w);
 }
 
 }  // namespace

@@ -103,7 +103,8 @@ void run_gather(OpId op, const GatherPlan& p, const Tensor& out, const Tensor& x
   w[55] = source_kernel_error_word(device);
   w[56] = static_cast<uint64_t>(op) + 1;
   w[57] = static_cast<uint64_t>(p.dim);
-  launch_source_kernel(device, gather_source(x.impl()->dtype(), index.impl()->dtype()), w);
+  launch_source_kernel(device, rendered<gather_source>(x.impl()->dtype(), index.impl()->dtype()),
+                       w);
 }
 
 // As ops/index.cpp: the indexed tensor's stride along dim is 0, the index's value times the
@@ -252,7 +253,7 @@ void scatter_add_cuda(const OpCall& c, const Tensor& out) {
   w[58] = source_kernel_error_word(device);
   w[59] = static_cast<uint64_t>(OpId::ScatterAdd) + 1;
   w[60] = static_cast<uint64_t>(dim);
-  launch_source_kernel(device, scatter_add_source(oi->dtype(), ii->dtype()), w);
+  launch_source_kernel(device, rendered<scatter_add_source>(oi->dtype(), ii->dtype()), w);
 }
 
 // ---- one_hot ----
@@ -300,7 +301,7 @@ void one_hot_cuda(const OpCall& c, const Tensor& out) {
   w[29] = source_kernel_error_word(device);
   w[30] = static_cast<uint64_t>(OpId::OneHot) + 1;
   w[31] = static_cast<uint64_t>(ii->dim());
-  launch_source_kernel(device, one_hot_source(), w);
+  launch_source_kernel(device, rendered<one_hot_source>(), w);
 }
 
 // ---- tril / triu ----
@@ -342,7 +343,7 @@ void triangle_cuda(const OpCall& c, const Tensor& out) {
   w[27] = c.op == OpId::Tril ? 1 : 0;
   w[28] = address_word(out);
   w[29] = address_word(c.inputs[0]);
-  launch_source_kernel(out.impl()->device().index, triangle_source(xi->dtype()), w);
+  launch_source_kernel(out.impl()->device().index, rendered<triangle_source>(xi->dtype()), w);
 }
 
 // ---- cat and as_strided_scatter: copies into views of the output ----

@@ -102,14 +102,15 @@ void run_random_source(const CudaSource& k, const OpCall& c, const Tensor& out, 
 }
 
 void randn_cuda(const OpCall& c, const Tensor& out) {
-  run_random_source(randn_source(out.impl()->dtype()), c, out);
+  run_random_source(rendered<randn_source>(out.impl()->dtype()), c, out);
 }
 
 void randint_cuda(const OpCall& c, const Tensor& out) {
   const int64_t low = c.attrs.scalars[0].to_int();
   const uint64_t range =
       static_cast<uint64_t>(c.attrs.scalars[1].to_int()) - static_cast<uint64_t>(low);
-  run_random_source(randint_source(out.impl()->dtype()), c, out, static_cast<uint64_t>(low), range);
+  run_random_source(rendered<randint_source>(out.impl()->dtype()), c, out,
+                    static_cast<uint64_t>(low), range);
 }
 
 }  // namespace

@@ -10,8 +10,11 @@
 // 256-thread blocks, at most 16 per multiprocessor, and skips n == 0.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <span>
 #include <string>
+#include <tuple>
 
 #include "runtime/dtype.h"
 #include "runtime/scalar.h"
@@ -67,6 +70,18 @@ class SourceKernelHostRunner {
 };
 // Installs `runner` (nullptr: none) for the process; returns the previous one.
 SourceKernelHostRunner* set_source_kernel_host_runner(SourceKernelHostRunner* runner);
+
+// `Render(args...)` rendered once per distinct args for the process (a source kernel's text
+// depends only on its dtypes), so a launch does not format its source again.
+template <auto Render, class... Args>
+const CudaSource& rendered(Args... args) {
+  static std::mutex mu;
+  static std::map<std::tuple<Args...>, CudaSource> cache;  // nodes never move
+  std::lock_guard lock(mu);
+  auto it = cache.find(std::tuple{args...});
+  if (it == cache.end()) it = cache.emplace(std::tuple{args...}, Render(args...)).first;
+  return it->second;
+}
 
 // Compiles (or finds) the kernel `name` of `source` on CUDA device `device` and queues it over
 // `words` (w[0] = element count) on the device's stream.
