@@ -157,8 +157,8 @@ CudaTarget::~CudaTarget() = default;
 
 bool CudaTarget::supports(ExprOp op, DType dtype) const {
   if (op == ExprOp::Cast || expr_is_compare(op)) return op == ExprOp::Cast || dtype != DType::Bool;
-  // Not rendered for CUDA yet (docs/cuda.md): random numbers, row kernels.
-  if (op == ExprOp::RandUniform || expr_is_reduce(op) || op == ExprOp::RowSize) return false;
+  // Not rendered for CUDA yet (docs/cuda.md): row kernels.
+  if (expr_is_reduce(op) || op == ExprOp::RowSize) return false;
   return expr_accepts(op, dtype);
 }
 
