@@ -70,8 +70,6 @@ CudaTarget::~CudaTarget() = default;
 
 bool CudaTarget::supports(ExprOp op, DType dtype) const {
   if (op == ExprOp::Cast || expr_is_compare(op)) return op == ExprOp::Cast || dtype != DType::Bool;
-  // Not rendered for CUDA yet (docs/cuda.md): random numbers.
-  if (op == ExprOp::RandUniform) return false;
   if (op == ExprOp::RowSize) return is_floating(dtype);
   return expr_accepts(op, dtype);  // Reduce*: every number type (render_reduce.h)
 }

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <bit>
 
+#include "jit/cuda/philox_cuda.h"
 #include "jit/cuda/render_expr.h"
 #include "jit/cuda/render_reduce.h"
 #include "runtime/error.h"
@@ -133,6 +135,14 @@ std::string fn(const char* name, DType t, const std::string& x) {
   return fmt::format("{}{}({})", name, t == DType::Float32 ? "f" : "", x);
 }
 
+// The argument words of a RandUniform's four Philox params, from `first` on.
+std::array<std::string, 4> rand_words(const CudaArgLayout& layout, int32_t first) {
+  std::array<std::string, 4> w;
+  for (int j = 0; j < 4; ++j)
+    w[static_cast<size_t>(j)] = fmt::format("a.w[{}]", layout.param(first + j));
+  return w;
+}
+
 // Expression e of an element whose variables carry the suffix `sfx` (the dense loop's u-th
 // element: v3_1), over operands of the same element.
 std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout,
@@ -150,6 +160,8 @@ std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout&
       return fmt::format("(kiln_i64)0x{:016x}ull", static_cast<uint64_t>(e.ivalue));
     case ExprOp::Param:
       return param_expr(t, fmt::format("a.w[{}]", layout.param(e.index)));
+    case ExprOp::RandUniform:  // i: the element's row-major index (the launcher never reorders)
+      return render_rand_uniform(e, "i", rand_words(layout, e.index));
     case ExprOp::Neg:
       return fmt::format("kiln_neg({})", A);
     case ExprOp::Abs:
@@ -360,6 +372,7 @@ RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
   std::string& s = r.source;
   s += "/* kiln loop kernel\n" + to_text(k) + "*/\n";
   s += kPrelude;
+  if (k.uses_index()) s += philox_cuda_source();
   s += fmt::format("struct KilnArgs {{ kiln_u64 w[{}]; }};\n", layout.words());
   s += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__(256) {}(const KilnArgs a) {{\n"
