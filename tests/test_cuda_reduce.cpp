@@ -348,6 +348,38 @@ TEST(CudaReduce, CrossEntropyMatchesTheCpu) {
               "cross_entropy with a strided target");
 }
 
+// Backward through the reductions and row ops on CUDA: their rules are composed of primitives
+// (ops/nn_backward.cpp, ops/reduce_backward.cpp), all of which have CUDA forms. A loose bound:
+// each gradient composes a dozen ops of the bounds above (1e-4 of the largest gradient for
+// Float32, 1e-10 for Float64).
+TEST(CudaReduce, GradientsThroughRowOpsMatchTheCpu) {
+  KILN_SKIP_WITHOUT_GPU();
+  for (DType d : {DType::Float32, DType::Float64}) {
+    const Tensor x0 = values(d, {6, 50}, 31), w0 = values(d, {50}, 32, 0.1, 1);
+    const Tensor b0 = values(d, {50}, 33, 0.1);
+    const Tensor target = from_vector<int64_t>({1, 0, 49, -100, 7, 3}, {6});
+    auto grads = [&](Device dev) {
+      Tensor x = x0.detach().to(dev).requires_grad_(), w = w0.detach().to(dev).requires_grad_();
+      Tensor b = b0.detach().to(dev).requires_grad_();
+      const Tensor h = layer_norm(x, {50}, w, b, 1e-5);
+      const Tensor loss = cross_entropy(h, target.to(dev)) + sum(softmax(h, 1) * h) +
+                          mean(logsumexp(h, {1})) + sum(var(h, {1})) + sum(amax(h, {1})) +
+                          sum(log_softmax(h, 0) * 0.5) + mean(h * h);
+      loss.backward();
+      return std::vector<Tensor>{x.grad().to(Device::cpu()), w.grad().to(Device::cpu()),
+                                 b.grad().to(Device::cpu())};
+    };
+    const std::vector<Tensor> cpu = grads(Device::cpu()), gpu = grads(kGpu);
+    const char* names[] = {"x", "weight", "bias"};
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      const double scale = 1 + amax(abs(cpu[i].to(DType::Float64))).item<double>();
+      const double tol = (d == DType::Float32 ? 1e-4 : 1e-10) * scale;
+      const std::vector<double> tols(static_cast<size_t>(cpu[i].numel()), tol);
+      expect_near(cpu[i], gpu[i].to(kGpu), tols, fmt::format("grad of {} {}", names[i], d));
+    }
+  }
+}
+
 // Bits of a CPU copy.
 std::vector<unsigned char> bits(const Tensor& t) {
   const Tensor c = t.to(Device::cpu()).contiguous();
