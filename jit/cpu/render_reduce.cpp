@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 
+#include "jit/cpu/reduce_ops.h"
 #include "jit/loop/row_program.h"
 #include "runtime/error.h"
 
@@ -302,30 +303,11 @@ class RowRenderer {
 
   template <class T>
   x86::Vec identity(AsmVecOps<T>& o, ExprOp op) {
-    switch (op) {
-      case ExprOp::ReduceSum:
-        return o.splat(0.0);
-      case ExprOp::ReduceProd:
-        return o.splat(1.0);
-      case ExprOp::ReduceMax:
-        return o.splat(-std::numeric_limits<double>::infinity());
-      default:
-        return o.splat(std::numeric_limits<double>::infinity());
-    }
+    return reduce_identity(o, op);
   }
-  // The eager combiner: a + b, a * b, max_nan / min_nan (a when a wins or is NaN, else b).
   template <class T>
   x86::Vec combine(AsmVecOps<T>& o, ExprOp op, x86::Vec a, x86::Vec b) {
-    switch (op) {
-      case ExprOp::ReduceSum:
-        return o.add(a, b);
-      case ExprOp::ReduceProd:
-        return o.mul(a, b);
-      case ExprOp::ReduceMax:
-        return o.select(o.mask_or(o.gt(a, b), o.unord(a, a)), a, b);
-      default:
-        return o.select(o.mask_or(o.lt(a, b), o.unord(a, a)), a, b);
-    }
+    return reduce_combine(o, op, a, b);
   }
   // The high half of a vector register (the low half is the register's narrower view).
   x86::Vec high_half(x86::Vec v, int bytes, bool dbl) {

@@ -45,7 +45,11 @@ class CudaKernel final : public CompiledKernel {
       : k_(std::move(k)), device_(device), module_(module), fn_(fn) {}
   const LoopKernel& source() const override { return k_; }
 
+  // Column kernels (LaunchArgs::inner_dims, loop_kernel.h) are not rendered for CUDA.
+  bool can_launch(const LaunchArgs& args) const override { return args.inner_dims == 0; }
+
   void launch(const LaunchArgs& args) override {
+    KILN_CHECK(args.inner_dims == 0, "cuda kernel: column kernels are not rendered for CUDA");
     const int nops = k_.num_operands();
     KILN_CHECK(static_cast<int>(args.ptrs.size()) == nops &&
                    static_cast<int>(args.strides.size()) == nops &&

@@ -35,6 +35,22 @@
 //     elements takes its first floor(len / L) * L elements in L = 8 / 4 lanes (a lane keeps the
 //     later of equal values: +0 and -0), NaN if any was NaN, else the lanes fold in order from
 //     -inf / +inf; the rest fold in order (a shorter chunk: all of it).
+// Column kernels: the same IR launched with LaunchArgs::inner_dims > 0 reduces a block of dims
+// in the middle of the index space instead: sizes = [outer..., reduced..., inner...] with the last
+// `inner_dims` dims kept (the *columns*) and the `reduced_dims` before them reduced (`x.sum(0)` of
+// an [N, C] tensor: one column per c). A row value is then one value per (outer, column); the
+// kernel itself does not change (which dims reduce is a launch argument, as for rows), so one
+// loop kernel serves both. A column kernel has one pass: its Reduce operands and element values
+// never read row values (no epilogue: the planner keeps a consumer that broadcasts the result
+// back out of it), element stores are written in that pass, row stores after it. Its combining
+// order is eager's run_cols (ops/cpu/reduce_loops.h), the same for every column and every op:
+//   - the reduced rows are cut into chunks of 2048, combined in tree_combine's tree;
+//   - a chunk is halved (at floor(len / 2)) down to runs of at most 64 rows, halves combined
+//     earlier-left; a run folds its rows in order, starting from the op's identity.
+// Eager takes that order only for a row-major reduced value with at least 16 columns (else it
+// gathers the columns into rows: the row order); a target declines other launches (the plan
+// runs the step's nodes eagerly for that run). Targets vectorize along the columns (a lane per
+// column), so any vector width and thread split gives the same bits.
 // Every expression has a value type (`Expr::type`): Float32, Float64, Int32, Int64, or Bool (a
 // lane mask: compares produce one, Select and the logical ops consume them). Types never change
 // implicitly: a Load yields its input's storage dtype (a Bool byte becomes a mask), a store writes

@@ -1,0 +1,241 @@
+// Column kernels (reductions over outer dims with the inner dims kept, loop_kernel.h "Column
+// kernels", docs/jit.md "Column reductions"): the column program against eager's col_block
+// order, hand-built column kernels launched directly against the eager reductions bitwise
+// (every op, both float dtypes, every ISA path, row counts around eager's 64-row runs and
+// 2048-row chunks, column counts around the vector widths and their tails, NaN and signed
+// zeros, a broadcast prologue operand, element stores, 1 and 2 threads), and what has no
+// machine code (fewer than 16 columns, a reduced input that is not row-major, strided columns).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hop_traced_util.h"
+#include "jit/cpu/cpu_target.h"
+#include "jit/loop/row_program.h"
+#include "jit/target.h"
+#include "jit_kernel_util.h"
+#include "record_util.h"
+
+namespace kiln {
+namespace {
+
+using jit::ExprOp;
+using jit::LoopKernel;
+using testing::ConfigOverride;
+using testing::expect_bitwise_equal;
+
+// The column program's pieces against a direct transcription of eager's col_block recursion
+// and chunk tree (ops/cpu/reduce_loops.h): pieces of <= 64 rows, halves at floor(len / 2).
+TEST(JitColumnProgram, FollowsEagersColumnOrder) {
+  EXPECT_EQ(jit::column_program(0), (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(jit::column_program(64), (std::vector<int64_t>{1, 64, 0, 0}));
+  EXPECT_EQ(jit::column_program(65), (std::vector<int64_t>{1, 32, 0, 1, 33, 0, 2, 0}));
+  EXPECT_EQ(jit::column_program(129),
+            (std::vector<int64_t>{1, 64, 0, 1, 32, 0, 1, 33, 0, 2, 2, 0}));
+  // 2049 rows: a 2048-row chunk (32 runs of 64) and a chunk of one row, combined.
+  const std::vector<int64_t> p = jit::column_program(2049);
+  int64_t pieces = 0, rows = 0;
+  for (size_t i = 0; p[i] != 0;) {
+    if (p[i] == 1) {
+      ++pieces;
+      rows += p[i + 1];
+      EXPECT_EQ(p[i + 1], pieces <= 32 ? 64 : 1);
+      i += 3;
+    } else {
+      i += 1;
+    }
+  }
+  EXPECT_EQ(pieces, 33);
+  EXPECT_EQ(rows, 2049);
+  EXPECT_EQ(p[p.size() - 2], 2);  // the two chunks combine last
+  EXPECT_EQ(jit::program_depth(jit::column_program(64)), 1);
+  EXPECT_EQ(jit::program_depth(jit::column_program(65)), 2);
+  EXPECT_EQ(jit::program_depth(jit::column_program(int64_t{1} << 24)), 19);  // 13 + 6
+}
+
+Tensor eager_col(ExprOp op, const Tensor& x) {
+  switch (op) {
+    case ExprOp::ReduceSum:
+      return x.sum({1}, true);
+    case ExprOp::ReduceProd:
+      return x.prod({1}, true);
+    case ExprOp::ReduceMax:
+      return x.amax({1}, true);
+    default:
+      return x.amin({1}, true);
+  }
+}
+
+// Values with the specials the order shows (as tests/test_jit_reduce.cpp's row_data).
+Tensor col_data(int64_t a, int64_t n, int64_t c, DType dt, ExprOp op, uint64_t seed, bool nan) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g;
+  std::vector<double> v(static_cast<size_t>(a * n * c));
+  for (auto& e : v) {
+    e = op == ExprOp::ReduceProd ? 1.0 + 0.01 * g(rng) : g(rng) * 1e3;
+    if (op == ExprOp::ReduceMax || op == ExprOp::ReduceMin) {
+      const auto u = rng() % 4;
+      if (u == 0) e = 0.0;
+      if (u == 1) e = -0.0;
+      if (u == 2) e = op == ExprOp::ReduceMax ? -std::fabs(e) : std::fabs(e);
+    }
+  }
+  if (nan && !v.empty()) v[rng() % v.size()] = std::numeric_limits<double>::quiet_NaN();
+  return from_vector<double>(v, {a, n, c}).to(dt);
+}
+
+char* ptr_of(const Tensor& t) { return static_cast<char*>(const_cast<void*>(t.raw_data())); }
+
+// Launches column kernel `k` over [A, N, C] reducing N: input 0 = x, input 1 = w ([C], broadcast
+// over A and N); outputs as `row_out` says (an [A, 1, C] row value, else [A, N, C]).
+std::vector<Tensor> launch_cols(jit::CompiledKernel& kernel, const Tensor& x, const Tensor& w,
+                                const std::vector<bool>& row_out, bool expect_launch = true) {
+  const int64_t a = x.sizes()[0], n = x.sizes()[1], c = x.sizes()[2];
+  const int64_t es = static_cast<int64_t>(itemsize(x.dtype()));
+  jit::LaunchArgs la;
+  la.sizes = {a, n, c};
+  la.reduced_dims = 1;
+  la.inner_dims = 1;
+  std::vector<Tensor> outs;
+  for (bool r : row_out) {
+    Tensor o = empty(r ? DimVector{a, 1, c} : DimVector{a, n, c}, TensorOptions().dtype(x.dtype()));
+    la.ptrs.push_back(ptr_of(o));
+    la.strides.push_back(r ? DimVector{c * es, 0, es} : DimVector{n * c * es, c * es, es});
+    outs.push_back(o);
+  }
+  la.ptrs.push_back(ptr_of(x));
+  la.strides.push_back({x.strides()[0] * es, x.strides()[1] * es, x.strides()[2] * es});
+  la.ptrs.push_back(ptr_of(w));
+  la.strides.push_back({0, 0, w.strides()[0] * es});
+  EXPECT_EQ(kernel.can_launch(la), expect_launch);
+  if (expect_launch) kernel.launch(la);
+  return outs;
+}
+
+// out0 = reduce(x) (the input as loaded); out1 = reduce(x * w) (a prologue with an operand
+// broadcast over the rows); out2 = x * w (an element store in the same pass).
+LoopKernel col_kernel(DType dt, ExprOp op) {
+  LoopKernel k = LoopKernel::uniform(dt, 2);
+  const int32_t x = k.load(0), w = k.load(1);
+  const int32_t r = k.reduce(op, x);
+  const int32_t p = k.binary(ExprOp::Mul, x, w);
+  k.stores = {r, k.reduce(op, p), p};
+  return k;
+}
+
+TEST(JitColumnKernels, EveryOpDtypeIsaRowAndColumnCountMatchesEagerBitwise) {
+  const ExprOp ops[] = {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax,
+                        ExprOp::ReduceMin};
+  struct Shape {
+    int64_t a, n, c;
+  };
+  // Rows around the 64-row runs and 2048-row chunks; columns around 8, 16 and 64 lanes (the
+  // blocks of 4 vectors) and their tails.
+  const Shape shapes[] = {{1, 0, 16},    {2, 1, 17},    {1, 2, 31},    {2, 7, 33},   {1, 63, 64},
+                          {2, 64, 65},   {1, 65, 100},  {1, 129, 129}, {2, 300, 16}, {1, 2047, 19},
+                          {1, 2048, 40}, {1, 2049, 70}, {1, 4100, 24}};
+  uint64_t seed = 1;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (ExprOp op : ops) {
+        std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(col_kernel(dt, op));
+        for (const Shape& s : shapes) {
+          if (s.n == 0 && (op == ExprOp::ReduceMax || op == ExprOp::ReduceMin)) continue;
+          for (bool nan : {false, true}) {
+            const Tensor x = col_data(s.a, s.n, s.c, dt, op, seed++, nan);
+            const Tensor w =
+                col_data(1, 1, s.c, dt, ExprOp::ReduceProd, seed++, false).reshape({s.c});
+            const std::vector<Tensor> got = launch_cols(*kernel, x, w, {true, true, false});
+            const std::string what =
+                fmt::format("{} {} {} [{}, {}, {}] nan={}", isa, dtype_name(dt), expr_op_name(op),
+                            s.a, s.n, s.c, nan);
+            expect_bitwise_equal(got[0], eager_col(op, x), what.c_str());
+            expect_bitwise_equal(got[1], eager_col(op, x * w), what.c_str());
+            expect_bitwise_equal(got[2], x * w, what.c_str());
+          }
+        }
+      }
+    }
+  }
+}
+
+// A mean (ReduceSum / RowSize) and a max in one column kernel of Float64 with a Float32 input
+// (8 lanes on AVX-512, the Float32 values in half registers).
+TEST(JitColumnKernels, MeanAndMixedWidthsMatchEagerBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    LoopKernel k;
+    k.inputs = {kFloat32, kFloat64};
+    const int32_t x = k.load(0), w = k.load(1);
+    const int32_t xd = k.cast(x, kFloat64);
+    const int32_t mean =
+        k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, xd), k.row_size(kFloat64));
+    k.stores = {mean, k.reduce(ExprOp::ReduceMax, x),
+                k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Add, xd, w))};
+    std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+    for (int64_t c : {16, 23, 50}) {
+      const Tensor xt = col_data(2, 130, c, kFloat32, ExprOp::ReduceSum, 5, false);
+      const Tensor wt = col_data(1, 1, c, kFloat64, ExprOp::ReduceSum, 6, false).reshape({c});
+      const int64_t n = 130;
+      jit::LaunchArgs la;
+      la.sizes = {2, n, c};
+      la.reduced_dims = 1;
+      la.inner_dims = 1;
+      Tensor o0 = empty({2, 1, c}, TensorOptions().dtype(kFloat64));
+      Tensor o1 = empty({2, 1, c}, TensorOptions().dtype(kFloat32));
+      Tensor o2 = empty({2, 1, c}, TensorOptions().dtype(kFloat64));
+      la.ptrs = {ptr_of(o0), ptr_of(o1), ptr_of(o2), ptr_of(xt), ptr_of(wt)};
+      la.strides = {{c * 8, 0, 8}, {c * 4, 0, 4}, {c * 8, 0, 8}, {n * c * 4, c * 4, 4}, {0, 0, 8}};
+      ASSERT_TRUE(kernel->can_launch(la));
+      kernel->launch(la);
+      const Tensor xd64 = xt.to(kFloat64);
+      const std::string what = fmt::format("{} c={}", isa, c);
+      expect_bitwise_equal(o0, xd64.mean({1}, true), what.c_str());
+      expect_bitwise_equal(o1, xt.amax({1}, true), what.c_str());
+      expect_bitwise_equal(o2, (xd64 + wt).sum({1}, true), what.c_str());
+    }
+  }
+}
+
+TEST(JitColumnKernels, ResultsDoNotDependOnTheThreadCount) {
+  const Tensor x = col_data(3, 5000, 300, kFloat32, ExprOp::ReduceSum, 11, false);
+  const Tensor w = ones({300});
+  std::shared_ptr<jit::CompiledKernel> kernel =
+      jit::cpu_target().compile(col_kernel(kFloat32, ExprOp::ReduceSum));
+  std::vector<Tensor> one, two;
+  {
+    ConfigOverride<int> t(config().num_threads, 1);
+    one = launch_cols(*kernel, x, w, {true, true, false});
+  }
+  {
+    ConfigOverride<int> t(config().num_threads, 2);
+    two = launch_cols(*kernel, x, w, {true, true, false});
+  }
+  expect_bitwise_equal(one[0], two[0]);
+  expect_bitwise_equal(one[1], two[1]);
+  expect_bitwise_equal(two[0], x.sum({1}, true));
+}
+
+// Eager reduces fewer than 16 columns, and a reduced input that is not row-major, as rows (a
+// gather first: another order); strided columns have no vector code. None of them launch.
+TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
+  std::shared_ptr<jit::CompiledKernel> kernel =
+      jit::cpu_target().compile(col_kernel(kFloat32, ExprOp::ReduceSum));
+  const Tensor w15 = ones({15});
+  launch_cols(*kernel, col_data(1, 100, 15, kFloat32, ExprOp::ReduceSum, 1, false), w15,
+              {true, true, false}, false);
+  // Rows 40 columns apart holding 20 columns: not row-major.
+  const Tensor wide = col_data(1, 100, 40, kFloat32, ExprOp::ReduceSum, 2, false);
+  launch_cols(*kernel, wide.narrow(2, 0, 20), ones({20}), {true, true, false}, false);
+  // A transposed input: strided columns.
+  const Tensor tr = col_data(1, 30, 30, kFloat32, ExprOp::ReduceSum, 3, false).transpose(1, 2);
+  launch_cols(*kernel, tr, ones({30}), {true, true, false}, false);
+}
+
+}  // namespace
+}  // namespace kiln
