@@ -18,6 +18,7 @@
 #include "jit/loop/row_program.h"
 #include "jit/target.h"
 #include "jit_kernel_util.h"
+#include "jit_recorded_util.h"
 #include "record_util.h"
 
 namespace kiln {
@@ -27,6 +28,7 @@ using jit::ExprOp;
 using jit::LoopKernel;
 using testing::ConfigOverride;
 using testing::expect_bitwise_equal;
+using testing::JitMode;
 
 // The column program's pieces against a direct transcription of eager's col_block recursion
 // and chunk tree (ops/cpu/reduce_loops.h): pieces of <= 64 rows, halves at floor(len / 2).
@@ -235,6 +237,130 @@ TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
   // A transposed input: strided columns.
   const Tensor tr = col_data(1, 30, 30, kFloat32, ExprOp::ReduceSum, 3, false).transpose(1, 2);
   launch_cols(*kernel, tr, ones({30}), {true, true, false}, false);
+}
+
+// ---- through the recorder ----
+
+using JitColumnPlanTest = testing::JitRecordedTest<>;
+
+Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) {
+  JitMode off(false);
+  manual_seed(seed);
+  return randn(IntList(shape), TensorOptions().dtype(dt));
+}
+
+// The plans' steps ("k2": a kernel of 2 nodes; "e": an eager step) after `program` ran with each
+// input set in turn (one plan: the later sets are other sizes of the same region), bitwise equal
+// to eager every run.
+std::string plan_of(const std::function<TensorList(const TensorList&)>& program,
+                    const std::vector<TensorList>& input_sets, const std::string& what) {
+  for (const TensorList& in : input_sets) {
+    TensorList want;
+    {
+      JitMode off(false);
+      want = program(in);
+    }
+    for (int it = 0; it < 2; ++it) {
+      JitMode on(true);
+      TensorList got = program(in);
+      kiln::sync();
+      testing::expect_lists_bitwise_equal(got, want, what);
+    }
+  }
+  std::string s;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& st : p->steps()) {
+      if (!s.empty()) s += ' ';
+      s += st.kernel ? fmt::format("k{}", st.kernel->nodes.size()) : std::string("e");
+    }
+  }
+  return s;
+}
+
+// `(x * w).sum(0)`: one column kernel (the product is never stored), every ISA, both dtypes,
+// 1 and 2 threads; one plan for batches around eager's 64-row runs and 2048-row chunks.
+TEST_F(JitColumnPlanTest, WeightedColumnSumIsOneKernel) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int threads : {1, 2}) {
+        ConfigOverride<int> t(config().num_threads, threads);
+        tracer::RegionCache::instance().clear();
+        std::vector<TensorList> sets;
+        for (int64_t n : {100, 64, 2049, 5})
+          sets.push_back({randn_of({n, 37}, static_cast<uint64_t>(n), dt), randn_of({37}, 7, dt)});
+        const std::string steps =
+            plan_of([](const TensorList& in) { return TensorList{(in[0] * in[1]).sum({0})}; }, sets,
+                    fmt::format("{} {} threads {}", isa, dtype_name(dt), threads));
+        EXPECT_EQ(steps, "k2") << isa;
+      }
+    }
+  }
+}
+
+// A linear layer's bias gradient and batch-norm-style statistics: sums, means, extremes and
+// products over the batch dims of 2-D and 3-D values, keepdim or not, with the row values
+// computed in the kernel (`mean * 0.5`); the sizes change between recordings of one plan.
+TEST_F(JitColumnPlanTest, ColumnStatisticsKeepdimOrNotAndRowValues) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    tracer::RegionCache::instance().clear();
+    std::vector<TensorList> sets;
+    for (int64_t n : {9, 130, 1})
+      sets.push_back({randn_of({n, 3, 20}, static_cast<uint64_t>(n)) * 3.0,
+                      randn_of({n, 20}, static_cast<uint64_t>(n) + 1, kFloat64)});
+    const std::string steps = plan_of(
+        [](const TensorList& in) {
+          const Tensor& x = in[0];
+          const Tensor& g = in[1];
+          Tensor y = x * 0.5 + 1.0;
+          return TensorList{g.sum({0}),        (g * g).mean({0}, true) * 0.5,
+                            y.mean({0, 1}),    y.amax({1}, true),
+                            (x * x).amin({0}), (y * 0.01 + 1.0).prod({0}, true)};
+        },
+        sets, isa + " statistics");
+    // Each reduction is a column kernel with its prologue: no eager step.
+    EXPECT_EQ(steps.find('e'), std::string::npos) << isa << ": " << steps;
+  }
+}
+
+// A consumer that broadcasts a column result back (`x - x.mean(0)`) needs the whole column
+// first: it starts another kernel (a column kernel has one pass), still bitwise. The mean of x;
+// the centered values, their squares' mean and its sqrt; the division.
+TEST_F(JitColumnPlanTest, BroadcastBackIsASecondKernel) {
+  const Tensor x = randn_of({50, 40}, 3) * 2.0 + 1.0;
+  const std::string steps = plan_of(
+      [](const TensorList& in) {
+        Tensor c = in[0] - in[0].mean({0}, true);
+        return TensorList{c / (c * c).mean({0}, true).sqrt()};
+      },
+      {{x}}, "standardize columns");
+  EXPECT_EQ(steps, "k1 k4 k1") << steps;
+}
+
+// What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager reduces
+// them as rows), a reduced leaf that is not row-major (transposed or narrowed: eager gathers it),
+// var over columns (eager gathers), reductions over dims that are not one block.
+TEST_F(JitColumnPlanTest, WhatEagerReducesAsRowsStillMatches) {
+  const Tensor x = randn_of({30, 12}, 5), wide = randn_of({30, 50}, 6),
+               c3 = randn_of({6, 7, 20}, 8);
+  const std::vector<std::function<Tensor()>> programs = {
+      [&] { return (x * 2.0).sum({0}); },
+      [&] { return wide.t().sum({0}); },
+      [&] { return wide.narrow(1, 0, 20).sum({0}); },
+      [&] { return (wide + 1.0).var({0}); },
+      [&] {
+        return (c3 * 2.0).sum({0, 2});
+      },
+  };
+  for (size_t p = 0; p < programs.size(); ++p) {
+    tracer::RegionCache::instance().clear();
+    plan_of([&](const TensorList&) { return TensorList{programs[p]()}; }, {{}},
+            "program " + std::to_string(p));
+  }
 }
 
 }  // namespace

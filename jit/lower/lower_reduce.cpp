@@ -6,15 +6,21 @@
 
 namespace kiln::jit {
 
-int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
+namespace {
+
+// The dims reduction `n` reduces over `in` as a mask when it may lower at all (0 where not):
+// one of `ops` (Var only where `var`), float input and output of one dtype, on the CPU.
+uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool var) {
   switch (n.op) {
     case OpId::Sum:
     case OpId::Mean:
     case OpId::Prod:
     case OpId::Amax:
     case OpId::Amin:
-    case OpId::Var:
       break;
+    case OpId::Var:
+      if (var) break;
+      return 0;
     default:
       return 0;
   }
@@ -24,21 +30,40 @@ int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
   if ((in.dtype != DType::Float32 && in.dtype != DType::Float64) || n.meta.dtype != in.dtype)
     return 0;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
-  if (rank == 0) return 0;
+  if (rank == 0 || rank >= 64) return 0;
+  if (n.attrs.dims.empty()) return (uint64_t{1} << rank) - 1;
   uint64_t mask = 0;
-  if (n.attrs.dims.empty()) {
-    mask = rank >= 64 ? ~uint64_t{0} : (uint64_t{1} << rank) - 1;
-  } else {
-    for (int64_t d : n.attrs.dims) {
-      const int64_t w = d < 0 ? d + rank : d;
-      if (w < 0 || w >= rank || w >= 64) return 0;
-      mask |= uint64_t{1} << w;
-    }
+  for (int64_t d : n.attrs.dims) {
+    const int64_t w = d < 0 ? d + rank : d;
+    if (w < 0 || w >= rank) return 0;
+    mask |= uint64_t{1} << w;
   }
+  return mask;
+}
+
+}  // namespace
+
+int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
+  const uint64_t mask = lowerable_mask(n, in, true);
+  if (mask == 0) return 0;
+  const int64_t rank = static_cast<int64_t>(in.sizes.size());
   int r = 0;  // the reduced dims must be exactly the last r
   while (r < rank && (mask >> (rank - 1 - r)) & 1u) ++r;
   if (r == 0 || (mask & ((uint64_t{1} << (rank - r)) - 1)) != 0) return 0;
   return r;
+}
+
+ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
+  const uint64_t mask = lowerable_mask(n, in, false);
+  if (mask == 0) return {};
+  const int rank = static_cast<int>(in.sizes.size());
+  int last = rank - 1;  // the last reduced dim, then the first of its block
+  while (last >= 0 && !((mask >> last) & 1u)) --last;
+  if (last < 0 || last == rank - 1) return {};  // nothing kept after it: a row reduction
+  int first = last;
+  while (first > 0 && (mask >> (first - 1)) & 1u) --first;
+  if ((mask & ((uint64_t{1} << first) - 1)) != 0) return {};  // not one block
+  return {last - first + 1, rank - 1 - last};
 }
 
 int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {

@@ -9,7 +9,10 @@
 //   var -> the eager two passes: m = ReduceSum(x) / RowSize; ReduceSum((x - m) * (x - m)) /
 //          RowSize(-unbiased), NaN for an empty row (eager returns NaN there whatever the
 //          divisor).
-// The rest (columns, argmax, logsumexp, all/any, integer inputs) stays eager steps.
+// A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
+// of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
+// mean, prod, amax, amin (var is not: eager gathers its columns into rows). The rest (argmax,
+// logsumexp, all/any, integer inputs, other dim sets) stays eager steps.
 #pragma once
 #include <cstdint>
 
@@ -20,6 +23,13 @@ namespace kiln::jit {
 
 // The number of innermost dims `n` reduces if it lowers into a row kernel, else 0.
 int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& input);
+
+// The dims `n` reduces if it lowers into a column kernel: `reduced` dims right before the last
+// `inner` (both 0 where it does not).
+struct ColumnDims {
+  int reduced = 0, inner = 0;
+};
+ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& input);
 
 // Appends the expressions of reduction `n` over the element value `x`; returns its row value.
 int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x);
