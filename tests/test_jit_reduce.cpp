@@ -399,6 +399,50 @@ TEST_F(JitReducePlanTest, ReductionsKeepdimOrNotOverSeveralDimsAndSizes) {
   }
 }
 
+// logsumexp in a row kernel, as eager computes it (the row max, 0 where it is infinite; the
+// pairwise sum of exp(x - shift); log + shift): bitwise on every ISA for both float dtypes and
+// integer inputs (computed in Float32), rows of -inf, +inf, NaN and empty rows, keepdim or not;
+// a log-softmax from it (`x - x.logsumexp(-1, true)`) is one kernel.
+TEST_F(JitReducePlanTest, LogsumexpIsARowKernelBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int64_t d : {0, 1, 7, 16, 129, 1000}) {
+        tracer::RegionCache::instance().clear();
+        Tensor x = randn_of({6, d}, static_cast<uint64_t>(d) + 50, dt) * 30.0;
+        if (d > 0) {
+          JitMode off(false);
+          const double inf = std::numeric_limits<double>::infinity();
+          x.select(0, 1).fill_(-inf);                 // all -inf: -inf
+          x.select(0, 2).narrow(0, 0, 1).fill_(inf);  // a +inf: +inf
+          x.select(0, 3).narrow(0, d - 1, 1).fill_(std::nan(""));
+          x.select(0, 4).narrow(0, 0, 1).fill_(-inf);  // one -inf among finite values
+        }
+        int kernels = 0;
+        const std::string what = fmt::format("{} {} d={}", isa, dtype_name(dt), d);
+        std::string steps = run_both(
+            [&] {
+              return TensorList{(x * 0.5).logsumexp({-1}), x.logsumexp({-1}, true)};
+            },
+            what, &kernels);
+        EXPECT_EQ(kernels, 1) << what << " " << steps;  // both read x: one kernel
+        tracer::RegionCache::instance().clear();
+        steps = run_both([&] { return TensorList{x - x.logsumexp({-1}, true)}; },
+                         what + " log_softmax", &kernels);
+        EXPECT_EQ(steps, "k2") << what;
+      }
+    }
+    tracer::RegionCache::instance().clear();
+    const Tensor i = (randn_of({5, 40}, 61) * 20.0).to(kInt64);
+    const Tensor i32 = (randn_of({5, 40}, 62) * 20.0).to(kInt32);
+    run_both(
+        [&] {
+          return TensorList{(i * 3).logsumexp({-1}), i32.logsumexp({-1}, true)};
+        },
+        isa + " integer logsumexp");
+  }
+}
+
 // What the planner leaves to eager steps: columns, argmax, a reduction of a transposed input
 // (its rows are not contiguous: the launch has no machine code and the nodes run eagerly),
 // integer inputs. Results are still eager's.

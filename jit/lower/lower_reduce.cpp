@@ -9,7 +9,8 @@ namespace kiln::jit {
 namespace {
 
 // The dims reduction `n` reduces over `in` as a mask when it may lower at all (0 where not):
-// one of `ops` (Var only where `var`), float input and output of one dtype, on the CPU.
+// one of `ops` (Var and Logsumexp only where `var`), float input and output of one dtype (an
+// integer logsumexp: Int32 / Int64 in, Float32 out), on the CPU.
 uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool var) {
   switch (n.op) {
     case OpId::Sum:
@@ -19,6 +20,7 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
     case OpId::Amin:
       break;
     case OpId::Var:
+    case OpId::Logsumexp:  // (rows only: eager gathers columns for both)
       if (var) break;
       return 0;
     default:
@@ -27,7 +29,11 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
   if (!n.subgraphs.empty() || n.meta.device != Device::cpu() || in.device != Device::cpu() ||
       !n.meta.strides.empty())
     return 0;
-  if ((in.dtype != DType::Float32 && in.dtype != DType::Float64) || n.meta.dtype != in.dtype)
+  const bool int_lse =
+      n.op == OpId::Logsumexp && (in.dtype == DType::Int32 || in.dtype == DType::Int64) &&
+      n.meta.dtype == DType::Float32;  // eager computes an integer input's in Float32
+  if (!int_lse &&
+      ((in.dtype != DType::Float32 && in.dtype != DType::Float64) || n.meta.dtype != in.dtype))
     return 0;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
   if (rank == 0 || rank >= 64) return 0;
@@ -67,6 +73,17 @@ ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta&
 }
 
 int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
+  if (n.op == OpId::Logsumexp) {  // eager's logsumexp_rows
+    const DType c = n.meta.dtype;
+    const int32_t v = k.exprs[x].type == c ? x : k.cast(x, c);
+    const int32_t m = k.reduce(ExprOp::ReduceMax, v);
+    const int32_t inf = k.constant(std::numeric_limits<double>::infinity(), c);
+    const int32_t is_inf = k.binary(ExprOp::Eq, k.unary(ExprOp::Abs, m), inf);
+    const int32_t shift = k.select(is_inf, k.constant(0.0, c), m);
+    const int32_t s =
+        k.reduce(ExprOp::ReduceSum, k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, v, shift)));
+    return k.binary(ExprOp::Add, k.unary(ExprOp::Log, s), shift);
+  }
   const DType t = k.exprs[x].type;
   switch (n.op) {
     case OpId::Sum:

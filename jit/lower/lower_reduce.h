@@ -9,6 +9,9 @@
 //   var -> the eager two passes: m = ReduceSum(x) / RowSize; ReduceSum((x - m) * (x - m)) /
 //          RowSize(-unbiased), NaN for an empty row (eager returns NaN there whatever the
 //          divisor).
+//   logsumexp -> eager's logsumexp_rows: m = ReduceMax(x); shift = |m| == inf ? 0 : m;
+//          log(ReduceSum(exp(x - shift))) + shift (an Int32 / Int64 input cast to Float32 first:
+//          its max is exact in any order, so the float order gives eager's bits).
 // A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
 // of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
 // mean, prod, amax, amin (var is not: eager gathers its columns into rows). The rest (argmax,
