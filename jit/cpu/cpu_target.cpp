@@ -570,6 +570,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   const int64_t n = split.n, w = split.w;
   const KernelFn fn = variant(split.layout, false, true);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+  cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
   KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
              "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
              k_.num_params());
