@@ -443,6 +443,97 @@ TEST_F(JitReducePlanTest, LogsumexpIsARowKernelBitwise) {
   }
 }
 
+// Values with ties (a few distinct integers), signed zeros, infinities and, where asked, NaNs
+// at random places of some rows: what decides which index argmax / argmin return.
+Tensor tie_data(int64_t rows, int64_t n, DType dt, uint64_t seed, bool nan) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> v(static_cast<size_t>(rows * n));
+  const double inf = std::numeric_limits<double>::infinity();
+  const double pick[] = {-3, -1, 0, -0.0, 1, 2, 2, 5, inf, -inf};
+  for (auto& e : v) e = pick[rng() % (is_floating(dt) ? 10 : 8)];
+  if (nan && is_floating(dt))
+    for (int64_t r = 0; r < rows; r += 2) {
+      v[static_cast<size_t>(r * n) + rng() % n] = std::numeric_limits<double>::quiet_NaN();
+      v[static_cast<size_t>(r * n) + rng() % n] = std::numeric_limits<double>::quiet_NaN();
+    }
+  JitMode off(false);
+  return from_vector<double>(v, {rows, n}).to(dt);
+}
+
+// argmax / argmin in row kernels (the first index of the extreme, the first NaN where there is
+// one, ties and +0 / -0 as eager): Float32, Float64 and Int32, every ISA, rows around the lane
+// counts, the vector tails and a 65536-element chunk, keepdim or not; one kernel with their
+// prologue (`(x * w + b).argmax(-1)`); over another dim they stay eager steps.
+TEST_F(JitReducePlanTest, ArgmaxArgminAreRowKernelsBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64, kInt32}) {
+      for (int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 33, 100, 1000, 70001}) {
+        for (bool nan : {false, true}) {
+          tracer::RegionCache::instance().clear();
+          const int64_t rows = n > 1000 ? 2 : 9;
+          const Tensor x = tie_data(rows, n, dt, static_cast<uint64_t>(n) * 3 + nan, nan);
+          const std::string what = fmt::format("{} {} n={} nan={}", isa, dtype_name(dt), n, nan);
+          int kernels = 0;
+          const std::string steps = run_both(
+              [&] {
+                return TensorList{x.argmax(-1), x.argmin(-1, true), (x * 2).argmax(1, true)};
+              },
+              what, &kernels);
+          EXPECT_EQ(kernels, 1) << what << " " << steps;
+        }
+      }
+    }
+    tracer::RegionCache::instance().clear();
+    const Tensor x = randn_of({31, 45}, 71), w = randn_of({45}, 72), b = randn_of({45}, 73);
+    EXPECT_EQ(run_both([&] { return TensorList{(x * w + b).argmax(-1)}; }, isa + " fused"), "k3");
+    tracer::RegionCache::instance().clear();
+    run_both(
+        [&] {
+          return TensorList{(x * w).argmax(0), (x + 1.0).argmin(0, true)};
+        },
+        isa + " over dim 0");
+  }
+}
+
+// all / any of every dtype in row kernels (x != 0, NaN and -0 as eager; empty inputs), with a
+// fused comparison (`(x > 0.5).all()`: one kernel).
+TEST_F(JitReducePlanTest, AllAnyAreRowKernelsBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64, kInt32, kInt64, kBool}) {
+      for (int64_t n : {0, 1, 5, 16, 17, 100}) {
+        for (int kind = 0; kind < 4; ++kind) {  // all nonzero, one zero, all zero, -0 and NaN
+          tracer::RegionCache::instance().clear();
+          Tensor x;
+          {
+            JitMode off(false);
+            std::vector<double> v(static_cast<size_t>(3 * n), kind == 2 ? 0.0 : 2.0);
+            if (kind == 1 && n > 0) v[v.size() / 2] = 0.0;
+            if (kind == 3 && n > 0) {
+              std::fill(v.begin(), v.end(), -0.0);
+              if (is_floating(dt)) v.back() = std::numeric_limits<double>::quiet_NaN();
+            }
+            x = from_vector<double>(v, {3, n}).to(dt);
+          }
+          const std::string what = fmt::format("{} {} n={} kind={}", isa, dtype_name(dt), n, kind);
+          int kernels = 0;
+          run_both([&] { return TensorList{x.all(), x.any()}; }, what, &kernels);
+          if (n > 0) EXPECT_EQ(kernels, 1) << what;  // (an empty input's region is not planned)
+        }
+      }
+    }
+    tracer::RegionCache::instance().clear();
+    const Tensor x = randn_of({7, 40}, 81);
+    EXPECT_EQ(run_both(
+                  [&] {
+                    return TensorList{(x > 0.5).all(), (x > -9.0).all()};
+                  },
+                  isa + " fused"),
+              "k4");
+  }
+}
+
 // What the planner leaves to eager steps: columns, argmax, a reduction of a transposed input
 // (its rows are not contiguous: the launch has no machine code and the nodes run eagerly),
 // integer inputs. Results are still eager's.

@@ -25,6 +25,7 @@ bool column_kernel_ok(const LoopKernel& k) {
         after[i] = 1;
       }
     after[i] = after[i] || expr_is_reduce(e.op);
+    if (e.op == ExprOp::ReduceFirst) return false;  // (rows only)
   }
   for (int32_t s : k.stores)
     if (row[s] && !is_floating(k.exprs[s].type)) return false;

@@ -20,6 +20,10 @@
 // plus the expression's `ivalue`, converted to its float type as static_cast does) is a row value
 // too; one that reads a Load (other than through a Reduce) is an element value. Element values may
 // read row values (broadcast over the row): `exp(x - max) / sum` is the epilogue of a softmax.
+// ReduceFirst is the one Reduce of another type: its operand is a float flag per element, its
+// result the Int64 row index of the first element whose flag is nonzero (NaN counts), or the
+// row's length where there is none: order-free (argmax is `ReduceFirst(x == ReduceMax(x) or
+// both NaN)`), so a target may stop at the first hit. Its pass stashes nothing (row_stash).
 // Each Reduce is one pass over the row, in expression order (a Reduce may read the results of
 // earlier ones: the variance's second pass reads the mean); element stores follow in a final
 // pass, row stores are written once per row (their output's strides over the row are 0).
@@ -88,6 +92,7 @@ namespace kiln::jit {
   /* masks */ X(And) X(Or) X(Not)                                                        \
   /* row kernels: element value -> row value (floats) */                                  \
   X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin)                                     \
+  /* row kernels: float flag -> Int64 index of the first nonzero */ X(ReduceFirst)         \
   /* leaf: the row's element count + ivalue, as a float */ X(RowSize)
 // clang-format on
 
@@ -102,7 +107,7 @@ const char* expr_op_name(ExprOp op);
 int expr_arity(ExprOp op);               // operands read (0 for leaves)
 bool expr_is_compare(ExprOp op);         // produces a mask from two numbers
 bool expr_is_transcendental(ExprOp op);  // written with the shared vector math
-bool expr_is_reduce(ExprOp op);          // ReduceSum .. ReduceMin
+bool expr_is_reduce(ExprOp op);          // ReduceSum .. ReduceFirst
 // The value types `op` computes in (its result type for all but compares and Cast): every
 // numeric type, floats only, or Bool only (the mask ops).
 bool expr_accepts(ExprOp op, DType type);
@@ -151,6 +156,7 @@ struct LoopKernel {
   int32_t select(int32_t mask, int32_t a, int32_t b);
   int32_t cast(int32_t a, DType t);
   int32_t reduce(ExprOp op, int32_t a);           // ReduceSum .. ReduceMin of an element value
+  int32_t reduce_first(int32_t flag);             // ReduceFirst (Int64) of a float flag
   int32_t row_size(DType t, int64_t offset = 0);  // (t)(row elements + offset)
 
   bool has_reduce() const;

@@ -8,10 +8,30 @@ namespace kiln::jit {
 
 namespace {
 
+// Whether reduction `n` over an input of dtype `in` lowers as far as dtypes go (the eager op's
+// result dtype; the CPU row kernels compute floats, flags and Int64 indices).
+bool dtypes_lower(const tracer::Node& n, DType in) {
+  const bool fl = in == DType::Float32 || in == DType::Float64;
+  const DType out = n.meta.dtype;
+  switch (n.op) {
+    case OpId::Logsumexp:  // an integer input is computed in Float32, as eager does
+      return fl ? out == in : (in == DType::Int32 || in == DType::Int64) && out == DType::Float32;
+    case OpId::Argmax:  // Int32 compared as Float64: exact
+    case OpId::Argmin:
+      return (fl || in == DType::Int32) && out == DType::Int64;
+    case OpId::All:
+    case OpId::Any:
+      return (fl || in == DType::Int32 || in == DType::Int64 || in == DType::Bool) &&
+             out == DType::Bool;
+    default:
+      return fl && out == in;
+  }
+}
+
 // The dims reduction `n` reduces over `in` as a mask when it may lower at all (0 where not):
-// one of `ops` (Var and Logsumexp only where `var`), float input and output of one dtype (an
-// integer logsumexp: Int32 / Int64 in, Float32 out), on the CPU.
-uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool var) {
+// sum, mean, prod, amax, amin, and where `rows` also var, logsumexp, argmax, argmin, all, any;
+// dtypes as dtypes_lower says; on the CPU.
+uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool rows) {
   switch (n.op) {
     case OpId::Sum:
     case OpId::Mean:
@@ -19,25 +39,24 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
     case OpId::Amax:
     case OpId::Amin:
       break;
-    case OpId::Var:
-    case OpId::Logsumexp:  // (rows only: eager gathers columns for both)
-      if (var) break;
+    case OpId::Var:  // rows only: eager gathers the columns of these
+    case OpId::Logsumexp:
+    case OpId::Argmax:
+    case OpId::Argmin:
+    case OpId::All:
+    case OpId::Any:
+      if (rows) break;
       return 0;
     default:
       return 0;
   }
   if (!n.subgraphs.empty() || n.meta.device != Device::cpu() || in.device != Device::cpu() ||
-      !n.meta.strides.empty())
-    return 0;
-  const bool int_lse =
-      n.op == OpId::Logsumexp && (in.dtype == DType::Int32 || in.dtype == DType::Int64) &&
-      n.meta.dtype == DType::Float32;  // eager computes an integer input's in Float32
-  if (!int_lse &&
-      ((in.dtype != DType::Float32 && in.dtype != DType::Float64) || n.meta.dtype != in.dtype))
+      !n.meta.strides.empty() || !dtypes_lower(n, in.dtype))
     return 0;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
   if (rank == 0 || rank >= 64) return 0;
-  if (n.attrs.dims.empty()) return (uint64_t{1} << rank) - 1;
+  if (n.attrs.dims.empty() || n.op == OpId::All || n.op == OpId::Any)
+    return (uint64_t{1} << rank) - 1;
   uint64_t mask = 0;
   for (int64_t d : n.attrs.dims) {
     const int64_t w = d < 0 ? d + rank : d;
@@ -73,6 +92,26 @@ ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta&
 }
 
 int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
+  if (n.op == OpId::Argmax || n.op == OpId::Argmin) {  // eager's arg_range: the first extreme
+    const DType t = k.exprs[x].type;
+    const DType c = is_floating(t) ? t : DType::Float64;
+    const int32_t v = t == c ? x : k.cast(x, c);
+    const int32_t m = k.reduce(n.op == OpId::Argmax ? ExprOp::ReduceMax : ExprOp::ReduceMin, v);
+    const int32_t both_nan =
+        k.binary(ExprOp::And, k.binary(ExprOp::Ne, m, m), k.binary(ExprOp::Ne, v, v));
+    const int32_t hit = k.binary(ExprOp::Or, k.binary(ExprOp::Eq, v, m), both_nan);
+    return k.reduce_first(k.select(hit, k.constant(1.0, c), k.constant(0.0, c)));
+  }
+  if (n.op == OpId::All || n.op == OpId::Any) {  // x != 0 (NaN too) as a 0 / 1 flag
+    const DType t = k.exprs[x].type;
+    int32_t nonzero = x;
+    if (t != DType::Bool)
+      nonzero = k.binary(ExprOp::Ne, x, is_floating(t) ? k.constant(0.0, t) : k.constant_int(0, t));
+    const int32_t flag =
+        k.select(nonzero, k.constant(1.0, DType::Float32), k.constant(0.0, DType::Float32));
+    const int32_t r = k.reduce(n.op == OpId::All ? ExprOp::ReduceMin : ExprOp::ReduceMax, flag);
+    return k.binary(ExprOp::Gt, r, k.constant(0.5, DType::Float32));
+  }
   if (n.op == OpId::Logsumexp) {  // eager's logsumexp_rows
     const DType c = n.meta.dtype;
     const int32_t v = k.exprs[x].type == c ? x : k.cast(x, c);

@@ -12,10 +12,15 @@
 //   logsumexp -> eager's logsumexp_rows: m = ReduceMax(x); shift = |m| == inf ? 0 : m;
 //          log(ReduceSum(exp(x - shift))) + shift (an Int32 / Int64 input cast to Float32 first:
 //          its max is exact in any order, so the float order gives eager's bits).
+//   argmax / argmin (Float32, Float64; Int32 compared as Float64) -> the first index of the
+//          extreme, NaN the extreme as in eager: m = ReduceMax(x) (ReduceMin);
+//          ReduceFirst(x == m or (m and x are NaN)): an Int64 row value.
+//   all / any (every dtype; over every dim) -> ReduceMin / ReduceMax of (x != 0 ? 1 : 0) > 0.5
+//          (a Bool row value; NaN is nonzero; all of nothing is true, any of nothing false).
 // A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
 // of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
-// mean, prod, amax, amin (var is not: eager gathers its columns into rows). The rest (argmax,
-// logsumexp, all/any, integer inputs, other dim sets) stays eager steps.
+// mean, prod, amax, amin (var, logsumexp, argmax/argmin and all/any are not: eager gathers
+// their columns into rows). The rest (integer sums, other dim sets) stays eager steps.
 #pragma once
 #include <cstdint>
 

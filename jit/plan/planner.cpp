@@ -222,7 +222,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
     if (!is_floating(n.meta.dtype)) return false;
     for (ValueId v : n.inputs)
-      if (step_of[v] != s || !grp.is_row(v)) return false;
+      if (step_of[v] != s || !grp.is_row(v) || !is_floating(meta[v]->dtype)) return false;
     return true;
   };
   // Whether pointwise node n may join draft s's group as far as its row kernel goes: every value
@@ -247,6 +247,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (n.meta.sizes != grp.sizes) return grp.row_shape(n.meta.sizes) && row_node_fits(grp, n, s);
     bool element = false;  // else it computes from row values alone: a row value itself
     for (ValueId v : n.inputs) {
+      // An index or flag row value (argmax, all / any) is only stored.
+      if (step_of[v] == s && grp.is_row(v) && !is_floating(meta[v]->dtype)) return false;
       // A row value broadcasts over the row with keepdim's shape, or with no dims left at all
       // (a full reduction: one row); [N] against [N, D] would line N up with D.
       const bool row_ok =
