@@ -246,8 +246,9 @@ class Gen {
   }
   // A reduction over a random nonempty set of dims (st.end: the mask; keepdim: st.start, or
   // without keepdim where the result still broadcasts against the canonical shape): sum mean
-  // amax amin prod var var(unbiased) logsumexp, or (op 8) a softmax over one dim written from
-  // amax / exp / sum / div; half the time a keepdim result is broadcast back (x - r).
+  // amax amin prod var var(unbiased) logsumexp, (8) a softmax over one dim written from
+  // amax / exp / sum / div, (9, 10) argmax / argmin over one dim, (11, 12) all / any; half the
+  // time a keepdim float result is broadcast back (x - r).
   void add_any_reduce() {
     Step st;
     std::string& t = p_.text;
@@ -255,9 +256,11 @@ class Gen {
     const int rank = static_cast<int>(p_.canon.size());
     st.kind = K::RowReduce;
     st.a = pick_canon();
-    st.op = below(9);
-    st.end = st.op == 8 ? 1 << below(rank) : 1 + below((1 << rank) - 1);
-    st.start = st.op == 8 ? 1 : below(2);
+    st.op = below(13);
+    const bool one_dim = st.op == 8 || st.op == 9 || st.op == 10;
+    st.end = one_dim ? 1 << below(rank) : 1 + below((1 << rank) - 1);
+    if (st.op >= 11) st.end = (1 << rank) - 1;  // all / any: every dim
+    st.start = st.op == 8 ? 1 : st.op >= 11 ? 0 : below(2);
     Shape out;
     for (int d = 0; d < rank; ++d)
       if (!((st.end >> d) & 1)) out.push_back(p_.canon[d]);
@@ -271,10 +274,11 @@ class Gen {
         if ((st.end >> d) & 1) out[d] = 1;
     }
     if (st.op == 8) out = p_.canon;
+    if (st.op >= 11) out = {};
     t += fmt::format("  %{} = reduce{} %{} dims mask {} keepdim {}\n", id, st.op, st.a, st.end,
                      st.start);
-    push(st, out, p_.dtype);
-    if (st.op != 8 && st.start && below(2) == 0) {
+    push(st, out, st.op == 9 || st.op == 10 ? kInt64 : st.op >= 11 ? kBool : p_.dtype);
+    if (st.op < 8 && st.start && below(2) == 0) {
       Step sub;
       sub.kind = K::Binary;
       sub.op = 1;  // sub
@@ -691,6 +695,18 @@ std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vec
             pool.push_back(e / e.sum(dl, true));
             break;
           }
+          case 9:
+            pool.push_back(x.argmax(dims[0], keep));
+            break;
+          case 10:
+            pool.push_back(x.argmin(dims[0], keep));
+            break;
+          case 11:
+            pool.push_back(x.all());
+            break;
+          case 12:
+            pool.push_back(x.any());
+            break;
           default:
             pool.push_back(x.var(dl, st.op == 6, keep));
         }
@@ -777,29 +793,20 @@ TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
 }
 
 // Reductions over random dim sets (rows, columns, and sets eager gathers), keepdim or not,
-// logsumexp, softmax over any one dim, broadcasts back: row and column kernels and eager steps
-// mixed, bitwise equal to eager on every ISA path. Seeds 0-1499 checked: two differ, neither
-// in a reduction kernel (below); the default run leaves out the one in its range.
+// logsumexp, softmax, argmax / argmin over any one dim, all / any, broadcasts back: row and
+// column kernels and eager steps mixed, bitwise equal to eager on every ISA path. Seeds
+// 0-2999 checked: one differs, not in the JIT (below); the default run leaves it out.
 TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
   const bool chosen = std::getenv("KILN_FUZZ_OFFSET") != nullptr;
-  fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 400), false, true,
-       chosen ? std::vector<uint64_t>{} : std::vector<uint64_t>{110});
+  fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1200), false, true,
+       chosen ? std::vector<uint64_t>{} : std::vector<uint64_t>{1073});
 }
 
-// BUG (jit/plan, not the reduction kernels: it fails the same with every reduction kept out of
-// kernels, and passes with KILN_FUZZ_NO_PLAN=1). %1 is a transposed leaf ([64, 7, 2], strides
-// [14, 1, 7]); the region clamps it in place (a promoted scalar: iteration 1 plans again) and
-// reduces the result over dims {1, 2} (mean) in an eager step. Eager mode reduces the leaf's
-// memory in its layout's order (ops/cpu/reduce_plan.h); planned, the eager step reduces a value
-// held in another layout: another summation order, other bits (the class of seed 1502 of the
-// row fuzzer, but in the executor rather than the tracer).
-TEST(JitFuzz, DISABLED_AnyDimsSeed110InPlaceClampOfTransposedLeafThenMean) {
-  fuzz(110, 1, false, true);
+// BUG (tracer/: fails the same with KILN_FUZZ_NO_PLAN=1): a mean over dim 1 of a transposed
+// leaf updated in place before it: the class of JitFuzz.DISABLED_Seed3966.
+TEST(JitFuzz, DISABLED_AnyDimsSeed1073InPlaceOfTransposedLeafThenMean) {
+  fuzz(1073, 1, false, true);
 }
-
-// BUG (tracer/: fails the same with KILN_FUZZ_NO_PLAN=1): a mean over dim 1 of a strided leaf
-// (form 2) updated in place before: Seed3966's class.
-TEST(JitFuzz, DISABLED_AnyDimsSeed975InPlaceOfStridedLeafThenMean) { fuzz(975, 1, false, true); }
 
 // BUG (tracer/, not jit/: it fails the same with KILN_FUZZ_NO_PLAN=1, every region interpreted):
 // seed 3966 (Float32, canon [3,16,2], leaves made as transposes) differs from eager at iteration

@@ -517,7 +517,9 @@ class RowRenderer {
       const std::vector<x86::Vec> out = body(cur_, nullptr, want, no_store);
       cc_.mov(bits, hit_bits(ft, out[e.a]));
     }
-    cc_.test(bits, bits);
+    // The L lanes only: a Float32 flag in a kernel of 8-byte lanes fills half a register (SSE2:
+    // movmskps reports the upper half's lanes too).
+    cc_.test(bits, (1 << L_) - 1);
     cc_.jnz(l_found);
     advance(L_);
     cc_.add(i, L_);
@@ -543,6 +545,7 @@ class RowRenderer {
     cc_.jz(l_done);
     cc_.bind(l_found);
     {
+      cc_.and_(bits, (1 << L_) - 1);
       x86::Gp lane = cc_.newGpd("lane");
       cc_.bsf(lane, bits);
       cc_.add(i, lane.r64());
