@@ -484,6 +484,23 @@ TEST_F(JitReducePlanTest, ArgmaxArgminAreRowKernelsBitwise) {
         }
       }
     }
+    // The extreme 0 after the first vector: lanes past the kernel's count must not count (SSE2
+    // runs 2 lanes here, the Float32 flags in half registers whose upper lanes compare 0 == 0).
+    for (int64_t n : {3, 4, 5, 9, 17}) {
+      tracer::RegionCache::instance().clear();
+      std::vector<double> v(static_cast<size_t>(4 * n), -1.0);
+      for (int64_t r = 0; r < 4; ++r) v[static_cast<size_t>(r * n + n - 1 - r % 2)] = 0.0;
+      Tensor z;
+      {
+        JitMode off(false);
+        z = from_vector<double>(v, {4, n}).to(kFloat32);
+      }
+      run_both(
+          [&] {
+            return TensorList{z.argmax(-1), (-z).argmin(-1)};
+          },
+          fmt::format("{} late zero n={}", isa, n));
+    }
     tracer::RegionCache::instance().clear();
     const Tensor x = randn_of({31, 45}, 71), w = randn_of({45}, 72), b = randn_of({45}, 73);
     EXPECT_EQ(run_both([&] { return TensorList{(x * w + b).argmax(-1)}; }, isa + " fused"), "k3");
