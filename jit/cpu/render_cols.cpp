@@ -13,19 +13,26 @@ namespace kiln::jit {
 using namespace asmjit;
 namespace Inst = x86::Inst;
 
-bool column_kernel_ok(const LoopKernel& k) {
-  const std::vector<uint8_t> row = k.row_values();
-  // after[i]: expression i is computed from a Reduce's result (a row value only then).
+namespace {
+
+// Per expression: whether it is computed from a Reduce's result (the Reduces included).
+std::vector<uint8_t> after_reduce(const LoopKernel& k) {
   std::vector<uint8_t> after(k.exprs.size(), 0);
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
-    for (int32_t o : {e.a, e.b, e.c})
-      if (o >= 0 && after[o]) {
-        if (!row[i] || expr_is_reduce(e.op)) return false;  // an epilogue, or a second pass
-        after[i] = 1;
-      }
-    after[i] = after[i] || expr_is_reduce(e.op);
-    if (e.op == ExprOp::ReduceFirst) return false;  // (rows only)
+    after[i] = expr_is_reduce(e.op);
+    for (int32_t o : {e.a, e.b, e.c}) after[i] = after[i] || (o >= 0 && after[o]);
+  }
+  return after;
+}
+
+}  // namespace
+
+bool column_kernel_ok(const LoopKernel& k) {
+  const std::vector<uint8_t> row = k.row_values(), after = after_reduce(k);
+  for (const Expr& e : k.exprs) {
+    if (e.op == ExprOp::ReduceFirst) return false;         // (rows only)
+    if (expr_is_reduce(e.op) && after[e.a]) return false;  // a second pass over the rows
   }
   for (int32_t s : k.stores)
     if (row[s] && !is_floating(k.exprs[s].type)) return false;
@@ -80,6 +87,17 @@ class ColRenderer {
       (row[k_.stores[j]] ? row_store_ : elem_store_)[j] = 1;
     want_.assign(ne, 0);
     for (int32_t r : reduces_) want_[k_.exprs[r].a] = 1;
+    // An epilogue (element stores reading a reduction's result: `x - x.mean(0)`): the element
+    // stores move to a second pass over the block's rows, after its row values.
+    const std::vector<uint8_t> after = after_reduce(k_);
+    for (int32_t j = 0; j < k_.num_outputs(); ++j)
+      epilogue_ = epilogue_ || (elem_store_[j] && after[k_.stores[j]]);
+    pass_store_ = epilogue_ ? std::vector<uint8_t>(elem_store_.size(), 0) : elem_store_;
+    hoist_.assign(ne, 0);
+    for (size_t i = 0; i < ne; ++i) {
+      const Expr& e = k_.exprs[i];
+      hoist_[i] = epilogue_ && row[i] && after[i] && !expr_is_reduce(e.op) && e.type != DType::Bool;
+    }
     // Independent accumulators: up to 4 vectors of columns side by side (fewer with more
     // Reduces, so that the accumulators stay in registers).
     const int R = static_cast<int>(reduces_.size());
@@ -232,7 +250,7 @@ class ColRenderer {
     cc_.jz(l_rows_done);
     for (int g = 0; g < groups; ++g) {
       const std::vector<x86::Vec> out = emit_body(*ctx_, lanes, k_, v_.layout, cur_, params_, tail,
-                                                  want_, preset, elem_store_, false, g * lanes);
+                                                  want_, preset, pass_store_, false, g * lanes);
       for (size_t r = 0; r < reduces_.size(); ++r) {
         const Expr& e = k_.exprs[reduces_[r]];
         x86::Vec& a = acc[r * static_cast<size_t>(groups) + static_cast<size_t>(g)];
@@ -258,14 +276,35 @@ class ColRenderer {
     // The result is the one partial left: the row values, stored at row 0 of each column.
     cc_.bind(l_end);
     const std::vector<uint8_t> none(k_.exprs.size(), 0);
+    std::vector<std::vector<x86::Vec>> presets;
     for (int g = 0; g < groups; ++g) {
       std::vector<x86::Vec> p = preset;
       for (size_t r = 0; r < reduces_.size(); ++r)
         p[reduces_[r]] = on(k_.exprs[reduces_[r]].type, lanes,
                             [&](auto& o) { return o.load(x86::ptr(sb, slot(r, g))); });
-      emit_body(*ctx_, lanes, k_, v_.layout, base_, params_, tail, none, p, row_store_, false,
-                g * lanes);
+      // The row values the epilogue reads are computed here once, with the row stores.
+      const std::vector<x86::Vec> out = emit_body(*ctx_, lanes, k_, v_.layout, base_, params_, tail,
+                                                  hoist_, p, row_store_, false, g * lanes);
+      for (size_t i = 0; i < p.size(); ++i)
+        if (hoist_[i] && !p[i].isValid()) p[i] = out[i];
+      presets.push_back(std::move(p));
     }
+    if (!epilogue_) return;
+    // The epilogue: the block's rows once more, storing the element values.
+    x86::Gp rows = cc_.newInt64("rows");
+    cc_.mov(rows, n_);
+    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    Label l_epi = cc_.newLabel(), l_epi_done = cc_.newLabel();
+    cc_.bind(l_epi);
+    cc_.test(rows, rows);
+    cc_.jz(l_epi_done);
+    for (int g = 0; g < groups; ++g)
+      emit_body(*ctx_, lanes, k_, v_.layout, cur_, params_, tail, none, presets[g], elem_store_,
+                false, g * lanes);
+    for (int j = 0; j < nops_; ++j) cc_.add(cur_[j], x86::ptr(rstride_, j * 8));
+    cc_.dec(rows);
+    cc_.jmp(l_epi);
+    cc_.bind(l_epi_done);
   }
 
   x86::Compiler& cc_;
@@ -280,7 +319,8 @@ class ColRenderer {
   std::vector<int> esize_;
   std::unique_ptr<EmitContext> ctx_;
   std::vector<int32_t> reduces_;
-  std::vector<uint8_t> elem_store_, row_store_, want_;
+  std::vector<uint8_t> elem_store_, row_store_, want_, pass_store_, hoist_;
+  bool epilogue_ = false;
   std::vector<x86::Vec> preset_l_, preset_1_;
   x86::Mem stack_, lanes_buf_;
 };
@@ -289,8 +329,8 @@ class ColRenderer {
 
 void render_column_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v) {
   KILN_CHECK(column_kernel_ok(k),
-             "cpu column kernel: an element value reads a reduction's result, or a row value "
-             "is not a float (not rendered)");
+             "cpu column kernel: a reduction reads another's result, or a row value is not a "
+             "float (not rendered)");
   for (InnerLayout l : v.layout)
     KILN_CHECK(l != InnerLayout::Strided, "cpu column kernel: strided columns (not rendered)");
   ColRenderer(cc, k, v).render();

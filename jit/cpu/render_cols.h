@@ -1,10 +1,11 @@
 // Column kernels on the CPU target (loop_kernel.h "Column kernels", docs/jit.md "Column
 // reductions"): a kernel with Reduce expressions launched to reduce the rows of an
 // [n rows, w columns] block, each vector lane a column, in eager's column order (the column
-// program, jit/loop/row_program.h) and one pass: per block of up to kColGroups vectors of
-// columns, each piece of the program folds its rows into one accumulator per Reduce and vector
-// (several independent accumulators: the vectors side by side), partial results combine on a
-// stack, then the row values are computed and stored. Element stores are written in the pass.
+// program, jit/loop/row_program.h): per block of up to 4 vectors of columns, each piece of the
+// program folds its rows into one accumulator per Reduce and vector (several independent
+// accumulators: the vectors side by side), partial results combine on a stack, then the row
+// values are computed and stored. Element stores are written in that pass, or, where one reads
+// a reduction's result (an epilogue: `x - x.mean(0)`), in a second pass over the block's rows.
 //
 // The function has the pointwise kernels' signature (render.h, KernelFn), read as:
 //   ptrs          each operand at (row 0, column 0) of the block;
@@ -26,8 +27,8 @@ namespace kiln::jit {
 // launcher checks it: 2^40 rows need 37).
 inline constexpr int kColStackDepth = 48;
 
-// Whether `k` can be a column kernel: no element value (a Reduce's operand included) reads a
-// row value, and every row value it stores is a float.
+// Whether `k` can be a column kernel: no Reduce's operand reads a reduction's result (one
+// reducing pass), no ReduceFirst, and every row value it stores is a float.
 bool column_kernel_ok(const LoopKernel& k);
 
 // The function of a column kernel (k.has_reduce(), column_kernel_ok(k)).

@@ -44,9 +44,10 @@
 // `inner_dims` dims kept (the *columns*) and the `reduced_dims` before them reduced (`x.sum(0)` of
 // an [N, C] tensor: one column per c). A row value is then one value per (outer, column); the
 // kernel itself does not change (which dims reduce is a launch argument, as for rows), so one
-// loop kernel serves both. A column kernel has one pass: its Reduce operands and element values
-// never read row values (no epilogue: the planner keeps a consumer that broadcasts the result
-// back out of it), element stores are written in that pass, row stores after it. Its combining
+// loop kernel serves both. A column kernel has one reducing pass: its Reduce operands never
+// read a reduction's result; element values may (an epilogue, `x - x.mean(0)`: a target stores
+// the element values in a second pass over the rows once the columns are reduced), else they
+// are stored in the reducing pass; row stores follow the reducing pass. Its combining
 // order is eager's run_cols (ops/cpu/reduce_loops.h), the same for every column and every op:
 //   - the reduced rows are cut into chunks of 2048, combined in tree_combine's tree;
 //   - a chunk is halved (at floor(len / 2)) down to runs of at most 64 rows, halves combined

@@ -34,8 +34,10 @@ struct Group {
   // them alone).
   int reduced_dims = 0;
   // A column kernel (loop_kernel.h "Column kernels"): the reduced dims are the `reduced_dims`
-  // before the last `inner_dims` (0: a row kernel). It has no epilogue (one pass).
+  // before the last `inner_dims` (0: a row kernel). `epilogue`: its element values computed
+  // from its row values (no reduction of the group may read them: one reducing pass).
   int inner_dims = 0;
+  std::vector<ValueId> epilogue;
   DimVector row_sizes, drop_sizes;
   bool row_shape(const DimVector& s) const {
     return reduced_dims > 0 && (s == row_sizes || s == drop_sizes);
@@ -229,12 +231,20 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // it reads from the group is an element value of the index space or a row value (a reduction
   // without keepdim has neither shape: broadcasting it would line it up with the wrong dims).
   // Pointwise node n and column kernel draft s: a node of the index space joins when it reads
-  // no row value (a column kernel has one pass: no epilogue) and only column-friendly values.
+  // only column-friendly values, and row values of the keepdim shape (or dropped dims when
+  // they lead: [C] against [N, C]) but no index or flag (the epilogue).
   auto fits_column_kernel = [&](const Group& grp, const Node& n, int32_t s) {
     if (n.meta.sizes != grp.sizes) return grp.row_shape(n.meta.sizes) && row_node_fits(grp, n, s);
+    const size_t lead = grp.sizes.size() - static_cast<size_t>(grp.reduced_dims + grp.inner_dims);
     for (ValueId v : n.inputs) {
       if (step_of[v] == s) {
-        if (grp.is_row(v) || meta[v]->sizes != grp.sizes) return false;
+        if (!grp.is_row(v)) {
+          if (meta[v]->sizes != grp.sizes) return false;
+          continue;
+        }
+        const bool aligned =
+            meta[v]->sizes == grp.row_sizes || (lead == 0 && meta[v]->sizes == grp.drop_sizes);
+        if (!aligned || !is_floating(meta[v]->dtype)) return false;
       } else if (!col_friendly(v, grp.sizes, grp.reduced_dims, grp.inner_dims)) {
         return false;
       }
@@ -286,8 +296,11 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
           (grp.reduced_dims != 0 && (grp.reduced_dims != r || grp.inner_dims != inner)) ||
           step_of[x] > s || grp.draws)
         return false;
-      // A column kernel reduces a value it loads in eager's column order only if row-major.
+      // A column kernel reduces a value it loads in eager's column order only if row-major, and
+      // never one computed from its own results (one reducing pass).
       if (inner > 0 && step_of[x] != s && !row_major(x)) return false;
+      if (std::find(grp.epilogue.begin(), grp.epilogue.end(), x) != grp.epilogue.end())
+        return false;
       for (ValueId v : grp.reads)
         if (!friendly(v)) return false;
       return true;
@@ -301,7 +314,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     if (target < 0) {
       if (!friendly(x) || (inner > 0 && !row_major(x))) return false;
-      groups.push_back(Group{{}, xs, {}, 0, 0, {}, {}, {}});
+      groups.push_back(Group{{}, xs, {}, 0, 0, {}, {}, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
@@ -401,7 +414,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (target >= 0 && random_index[jj] >= 0 && groups[drafts[target].group].reduced_dims > 0)
       target = -1;
     if (target < 0) {
-      groups.push_back(Group{{}, n.meta.sizes, {}, 0, 0, {}, {}, {}});
+      groups.push_back(Group{{}, n.meta.sizes, {}, 0, 0, {}, {}, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
@@ -413,6 +426,14 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       for (ValueId v : reads_of_node) row = row && step_of[v] == target && grp.is_row(v);
       if (row) grp.row_vals.push_back(n.output);
     }
+    if (grp.inner_dims > 0 && !grp.is_row(n.output))  // computed from the group's results?
+      for (ValueId v : reads_of_node)
+        if (step_of[v] == target &&
+            (grp.is_row(v) ||
+             std::find(grp.epilogue.begin(), grp.epilogue.end(), v) != grp.epilogue.end())) {
+          grp.epilogue.push_back(n.output);
+          break;
+        }
     for (ValueId v : reads_of_node)
       if (step_of[v] != target &&
           std::find(grp.reads.begin(), grp.reads.end(), v) == grp.reads.end())
