@@ -227,9 +227,6 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       if (step_of[v] != s || !grp.is_row(v) || !is_floating(meta[v]->dtype)) return false;
     return true;
   };
-  // Whether pointwise node n may join draft s's group as far as its row kernel goes: every value
-  // it reads from the group is an element value of the index space or a row value (a reduction
-  // without keepdim has neither shape: broadcasting it would line it up with the wrong dims).
   // Pointwise node n and column kernel draft s: a node of the index space joins when it reads
   // only column-friendly values, and row values of the keepdim shape (or dropped dims when
   // they lead: [C] against [N, C]) but no index or flag (the epilogue).
@@ -251,6 +248,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     return true;
   };
+  // Whether pointwise node n may join draft s's group as far as its row kernel goes: every value
+  // it reads from the group is an element value of the index space or a row value (a reduction
+  // without keepdim has neither shape: broadcasting it would line it up with the wrong dims).
   auto fits_row_kernel = [&](const Group& grp, const Node& n, int32_t s) {
     if (grp.reduced_dims == 0) return true;
     if (grp.inner_dims > 0) return fits_column_kernel(grp, n, s);
