@@ -574,13 +574,11 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
              "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
              k_.num_params());
-  // Params at p * 8 bytes, then a pointer to the column program (render_cols.h).
+  // Params at p * 8 bytes, then a pointer to the column program, then each thread's scratch
+  // for the partial results (render_cols.h).
   const std::vector<int64_t> program = column_program(n);
-  KILN_CHECK(program_depth(program) <= kColStackDepth,
-             "cpu column kernel: {} rows need {} partial results (at most {})", n,
-             program_depth(program), kColStackDepth);
   const size_t np = static_cast<size_t>(k_.num_params());
-  SmallVector<uint64_t, 16> words(np + 1, 0);
+  SmallVector<uint64_t, 16> words(np + 2, 0);
   for (size_t p = 0; p < np; ++p)
     visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
       const T v = args.params[p].to<T>();
@@ -591,16 +589,24 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   const Coalesced co = coalesce(split.outer);  // rank 1 at least
   int64_t outer = 1;
   for (int64_t s : co.sizes) outer *= s;
-  // Column blocks of a multiple of 64 columns with about kParallelGrain elements each.
-  const int64_t width =
-      std::max<int64_t>(64, (kParallelGrain / std::max<int64_t>(n, 1) + 63) / 64 * 64);
+  // Calls of up to 512 columns (a piece's rows of 2 KiB or more stay in cache across the call's
+  // blocks, as eager's 512-wide slices), fewer where that leaves a thread idle; a multiple of 64.
+  const int64_t per_thread = (w * outer + 2 * num_threads() - 1) / (2 * num_threads());
+  const int64_t width = std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 512);
   const int64_t blocks = (w + width - 1) / width;
   std::vector<int64_t> col_bytes(nops, 0);
   for (size_t j = 0; j < nops; ++j)
     if (split.layout[j] == InnerLayout::Contiguous)
       col_bytes[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
+  size_t reduces = 0;
+  for (const Expr& e : k_.exprs) reduces += expr_is_reduce(e.op);
+  const size_t scratch_words = static_cast<size_t>(program_depth(program)) * reduces *
+                               static_cast<size_t>((std::min(width, w) + 15) / 16 * 16);
   auto run = [&](int64_t t0, int64_t t1) {
     SmallVector<char*, 8> p(nops);
+    std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
+    SmallVector<uint64_t, 16> local = words;
+    local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t % blocks;
       int64_t rest = t / blocks;
@@ -611,7 +617,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
         for (size_t j = 0; j < nops; ++j) p[j] += idx * co.strides[j][d];
       }
       fn(p.data(), split.row_stride.data(), split.row_stride.data(), std::min(width, w - b * width),
-         n, words.data());
+         n, local.data());
     }
   };
   const int64_t items = outer * blocks;

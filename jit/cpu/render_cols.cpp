@@ -41,7 +41,7 @@ bool column_kernel_ok(const LoopKernel& k) {
 
 namespace {
 
-constexpr int kSlot = 64;  // bytes per vector on the stack of partial results
+constexpr int kSlot = 64;  // bytes of one vector
 
 class ColRenderer {
  public:
@@ -93,17 +93,11 @@ class ColRenderer {
     for (int32_t j = 0; j < k_.num_outputs(); ++j)
       epilogue_ = epilogue_ || (elem_store_[j] && after[k_.stores[j]]);
     pass_store_ = epilogue_ ? std::vector<uint8_t>(elem_store_.size(), 0) : elem_store_;
-    hoist_.assign(ne, 0);
-    for (size_t i = 0; i < ne; ++i) {
-      const Expr& e = k_.exprs[i];
-      hoist_[i] = epilogue_ && row[i] && after[i] && !expr_is_reduce(e.op) && e.type != DType::Bool;
-    }
     // Independent accumulators: up to 4 vectors of columns side by side (fewer with more
     // Reduces, so that the accumulators stay in registers).
     const int R = static_cast<int>(reduces_.size());
     groups_ = std::max(1, std::min(4, 4 / R));
     lanes_buf_ = cc_.newStack(kSlot, 64);
-    stack_ = cc_.newStack(static_cast<uint32_t>(kColStackDepth * R * groups_ * kSlot), 64);
 
     // RowSize: the reduced rows' count, the same for every column of the call; at the vector
     // width and as a scalar (the AVX2 / SSE2 column tail).
@@ -115,35 +109,73 @@ class ColRenderer {
         preset_l_[i] = broadcast(k_.exprs[i].type, preset_1_[i]);
       }
 
-    x86::Gp rem = cc_.newInt64("rem");
-    cc_.mov(rem, w_);
-    auto loop = [&](int groups, int lanes, const std::vector<x86::Vec>& preset) {
-      Label l = cc_.newLabel(), done = cc_.newLabel();
-      cc_.bind(l);
-      cc_.cmp(rem, groups * lanes);
-      cc_.jl(done);
-      block(groups, lanes, nullptr, preset);
-      advance_columns(groups * lanes);
-      cc_.sub(rem, groups * lanes);
-      cc_.jmp(l);
-      cc_.bind(done);
-    };
-    if (groups_ > 1) loop(groups_, L_, preset_l_);
-    loop(1, L_, preset_l_);
-    if (isa_ == JitIsa::Avx512) {  // the last columns: one masked block
-      Label done = cc_.newLabel();
-      cc_.test(rem, rem);
-      cc_.jz(done);
-      x86::Gp bits = cc_.newInt64();
-      x86::KReg m = cc_.newKw("tail");
-      cc_.mov(bits, -1);
-      cc_.bzhi(bits, bits, rem);
-      cc_.kmovw(m, bits.r32());
-      block(1, L_, &m, preset_l_);
-      cc_.bind(done);
-    } else {
-      loop(1, 1, preset_1_);  // a scalar block per column left
+    // Scratch for the partial results (the launcher's, per thread): a level per stack entry,
+    // in it a row of wpad_ (w rounded up to 16) columns per Reduce, 8 bytes per column.
+    wpad8_ = cc_.newInt64("wpad8");
+    lvl_ = cc_.newInt64("level");
+    sb_ = cc_.newIntPtr("scratch");
+    cc_.lea(wpad8_, x86::ptr(w_, 15));
+    cc_.and_(wpad8_, -16);
+    cc_.shl(wpad8_, 3);
+    cc_.imul(lvl_, wpad8_, R);
+    cc_.mov(sb_, x86::ptr(params_, (k_.num_params() + 1) * 8));
+    rowoff_ = cc_.newStack(static_cast<uint32_t>(nops_ * 8), 8);
+    {
+      x86::Gp z = cc_.newInt64();
+      cc_.xor_(z, z);
+      for (int j = 0; j < nops_; ++j) cc_.mov(rowoff_.cloneAdjusted(j * 8), z);
     }
+    for (int j = 0; j < nops_; ++j) colcur_.push_back(cc_.newIntPtr());
+    col_ = cc_.newInt64("col");
+
+    // The column program once for all the call's columns: each piece walks its rows for every
+    // block of columns in turn (rows of a piece stay in cache across the blocks).
+    x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp");
+    cc_.mov(prog, x86::ptr(params_, k_.num_params() * 8));
+    cc_.mov(sp, sb_);
+    Label l_next = cc_.newLabel(), l_leaf = cc_.newLabel(), l_end = cc_.newLabel();
+    x86::Gp word = cc_.newInt64("word");
+    cc_.bind(l_next);
+    cc_.mov(word, x86::ptr(prog));
+    cc_.cmp(word, 1);
+    cc_.je(l_leaf);
+    cc_.test(word, word);
+    cc_.jz(l_end);
+    combine_levels(sp);  // 2: the two latest partial results, earlier on the left
+    cc_.sub(sp, lvl_);
+    cc_.add(prog, 8);
+    cc_.jmp(l_next);
+
+    cc_.bind(l_leaf);  // 1 len 0: the next `len` rows folded in order from the identity
+    x86::Gp len = cc_.newInt64("len");
+    cc_.mov(len, x86::ptr(prog, 8));
+    cc_.add(prog, 24);
+    for (int j = 0; j < nops_; ++j) {
+      cc_.mov(colcur_[j], base_[j]);
+      cc_.add(colcur_[j], rowoff_.cloneAdjusted(j * 8));
+    }
+    std::vector<x86::Gp> rb = level_rows(sp);
+    columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
+      piece(groups, lanes, tail, pre, len, rb);
+    });
+    for (int j = 0; j < nops_; ++j) {  // the next piece's first row
+      x86::Gp d = cc_.newInt64();
+      cc_.mov(d, x86::ptr(rstride_, j * 8));
+      cc_.imul(d, len);
+      cc_.add(rowoff_.cloneAdjusted(j * 8), d);
+    }
+    cc_.add(sp, lvl_);
+    cc_.jmp(l_next);
+
+    // The result is the one partial left (level 0): the row values, stored at row 0 of each
+    // column, then the epilogue.
+    cc_.bind(l_end);
+    for (int j = 0; j < nops_; ++j) cc_.mov(colcur_[j], base_[j]);
+    std::vector<x86::Gp> r0 = level_rows(sb_);
+    columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
+      finish(groups, lanes, tail, pre, r0);
+    });
+    if (epilogue_) epilogue(r0);
     cc_.endFunc();
   }
 
@@ -189,53 +221,101 @@ class ColRenderer {
     });
   }
 
-  void advance_columns(int columns) {
-    for (int j = 0; j < nops_; ++j)
-      if (v_.layout[j] == InnerLayout::Contiguous) cc_.add(base_[j], columns * esize_[j]);
+  // Per Reduce: the start of its row of columns in the level at `level`.
+  std::vector<x86::Gp> level_rows(x86::Gp level) {
+    std::vector<x86::Gp> rows;
+    for (size_t r = 0; r < reduces_.size(); ++r) {
+      x86::Gp p = cc_.newIntPtr();
+      cc_.mov(p, wpad8_);
+      cc_.imul(p, static_cast<int32_t>(r));
+      cc_.add(p, level);
+      rows.push_back(p);
+    }
+    return rows;
+  }
+  // A Reduce's partial results for the vector `g` of the block at col_.
+  x86::Mem partial(const std::vector<x86::Gp>& rows, size_t r, int g, int lanes) {
+    const int es = static_cast<int>(itemsize(k_.exprs[reduces_[r]].type));
+    return x86::ptr(rows[r], col_, es == 8 ? 3 : 2, g * lanes * es);
   }
 
-  int32_t slot(size_t r, int g) const {
-    return static_cast<int32_t>((r * static_cast<size_t>(groups_) + static_cast<size_t>(g)) *
-                                kSlot);
+  // Runs `block(groups, lanes, tail, preset)` over the call's columns from colcur_ / col_ = 0:
+  // blocks of groups_ vectors, then single vectors, then the last columns (AVX-512: one masked
+  // vector; AVX2, SSE2: one column at a time).
+  template <class Block>
+  void columns(const Block& block) {
+    x86::Gp rem = cc_.newInt64("rem");
+    cc_.mov(rem, w_);
+    cc_.xor_(col_, col_);
+    auto loop = [&](int groups, int lanes, const std::vector<x86::Vec>& preset) {
+      Label l = cc_.newLabel(), done = cc_.newLabel();
+      cc_.bind(l);
+      cc_.cmp(rem, groups * lanes);
+      cc_.jl(done);
+      block(groups, lanes, nullptr, preset);
+      for (int j = 0; j < nops_; ++j)
+        if (v_.layout[j] == InnerLayout::Contiguous)
+          cc_.add(colcur_[j], groups * lanes * esize_[j]);
+      cc_.add(col_, groups * lanes);
+      cc_.sub(rem, groups * lanes);
+      cc_.jmp(l);
+      cc_.bind(done);
+    };
+    if (groups_ > 1) loop(groups_, L_, preset_l_);
+    loop(1, L_, preset_l_);
+    if (isa_ == JitIsa::Avx512) {
+      Label done = cc_.newLabel();
+      cc_.test(rem, rem);
+      cc_.jz(done);
+      x86::Gp bits = cc_.newInt64();
+      x86::KReg m = cc_.newKw("tail");
+      cc_.mov(bits, -1);
+      cc_.bzhi(bits, bits, rem);
+      cc_.kmovw(m, bits.r32());
+      block(1, L_, &m, preset_l_);
+      cc_.bind(done);
+    } else {
+      loop(1, 1, preset_1_);
+    }
   }
 
-  // `groups` vectors of `lanes` columns from base_: the column program over the rows, then the
-  // row values and their stores.
-  void block(int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& preset) {
-    const int32_t frame = static_cast<int32_t>(reduces_.size()) * groups_ * kSlot;
-    x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp"), sb = cc_.newIntPtr("stack");
-    cc_.mov(prog, x86::ptr(params_, k_.num_params() * 8));
-    cc_.lea(sb, stack_);
-    cc_.mov(sp, sb);
-    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
-    Label l_next = cc_.newLabel(), l_leaf = cc_.newLabel(), l_end = cc_.newLabel();
-    x86::Gp word = cc_.newInt64("word");
-    cc_.bind(l_next);
-    cc_.mov(word, x86::ptr(prog));
-    cc_.cmp(word, 1);
-    cc_.je(l_leaf);
-    cc_.test(word, word);
-    cc_.jz(l_end);
-    // 2: combine the two latest partial results (earlier on the left).
-    for (size_t r = 0; r < reduces_.size(); ++r)
-      for (int g = 0; g < groups; ++g) {
-        const Expr& e = k_.exprs[reduces_[r]];
-        on(e.type, lanes, [&](auto& o) {
-          x86::Vec a = o.load(x86::ptr(sp, slot(r, g) - 2 * frame));
-          x86::Vec b = o.load(x86::ptr(sp, slot(r, g) - frame));
-          o.store(x86::ptr(sp, slot(r, g) - 2 * frame), reduce_combine(o, e.op, a, b));
-          return 0;
-        });
-      }
-    cc_.sub(sp, frame);
-    cc_.add(prog, 8);
-    cc_.jmp(l_next);
+  // 2: level sp - 2 combined with level sp - 1 into sp - 2, every column (whole vectors: the
+  // rows are padded to 16 columns, the padding never stored).
+  void combine_levels(x86::Gp sp) {
+    x86::Gp a = cc_.newIntPtr("a"), b = cc_.newIntPtr("b");
+    cc_.mov(b, sp);
+    cc_.sub(b, lvl_);
+    cc_.mov(a, b);
+    cc_.sub(a, lvl_);
+    const std::vector<x86::Gp> ra = level_rows(a), rbs = level_rows(b);
+    x86::Gp rem = cc_.newInt64("rem");
+    cc_.mov(rem, w_);
+    cc_.xor_(col_, col_);
+    Label l = cc_.newLabel(), done = cc_.newLabel();
+    cc_.bind(l);
+    cc_.test(rem, rem);
+    cc_.jle(done);
+    for (size_t r = 0; r < reduces_.size(); ++r) {
+      const Expr& e = k_.exprs[reduces_[r]];
+      on(e.type, L_, [&](auto& o) {
+        const x86::Vec x = o.load(partial(ra, r, 0, L_)), y = o.load(partial(rbs, r, 0, L_));
+        o.store(partial(ra, r, 0, L_), reduce_combine(o, e.op, x, y));
+        return 0;
+      });
+    }
+    cc_.add(col_, L_);
+    cc_.sub(rem, L_);
+    cc_.jmp(l);
+    cc_.bind(done);
+  }
 
-    // 1 len 0: the next `len` rows folded in order from the identity.
-    cc_.bind(l_leaf);
-    x86::Gp len = cc_.newInt64("len");
-    cc_.mov(len, x86::ptr(prog, 8));
-    cc_.add(prog, 24);
+  // One piece of the program for one block: `len` rows from colcur_ folded into one accumulator
+  // per Reduce and vector, stored to the level at `rows`.
+  void piece(int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& preset,
+             x86::Gp len_in, const std::vector<x86::Gp>& rows) {
+    x86::Gp len = cc_.newInt64("rows_left");
+    cc_.mov(len, len_in);
+    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], colcur_[j]);
     std::vector<x86::Vec> acc;
     for (size_t r = 0; r < reduces_.size(); ++r)
       for (int g = 0; g < groups; ++g)
@@ -267,42 +347,54 @@ class ColRenderer {
     for (size_t r = 0; r < reduces_.size(); ++r)
       for (int g = 0; g < groups; ++g)
         on(k_.exprs[reduces_[r]].type, lanes, [&](auto& o) {
-          o.store(x86::ptr(sp, slot(r, g)), acc[r * static_cast<size_t>(groups) + g]);
+          o.store(partial(rows, r, g, lanes), acc[r * static_cast<size_t>(groups) + g]);
           return 0;
         });
-    cc_.add(sp, frame);
-    cc_.jmp(l_next);
+  }
 
-    // The result is the one partial left: the row values, stored at row 0 of each column.
-    cc_.bind(l_end);
+  // The results of one block (level 0 at `rows`): its row values and row stores.
+  void finish(int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& preset,
+              const std::vector<x86::Gp>& rows) {
     const std::vector<uint8_t> none(k_.exprs.size(), 0);
-    std::vector<std::vector<x86::Vec>> presets;
-    for (int g = 0; g < groups; ++g) {
-      std::vector<x86::Vec> p = preset;
-      for (size_t r = 0; r < reduces_.size(); ++r)
-        p[reduces_[r]] = on(k_.exprs[reduces_[r]].type, lanes,
-                            [&](auto& o) { return o.load(x86::ptr(sb, slot(r, g))); });
-      // The row values the epilogue reads are computed here once, with the row stores.
-      const std::vector<x86::Vec> out = emit_body(*ctx_, lanes, k_, v_.layout, base_, params_, tail,
-                                                  hoist_, p, row_store_, false, g * lanes);
-      for (size_t i = 0; i < p.size(); ++i)
-        if (hoist_[i] && !p[i].isValid()) p[i] = out[i];
-      presets.push_back(std::move(p));
+    for (int g = 0; g < groups; ++g)
+      emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, none,
+                with_results(preset, rows, g, lanes), row_store_, false, g * lanes);
+  }
+
+  // `preset` with the Reduces' results of vector g of the block at col_ (level 0 at `rows`).
+  std::vector<x86::Vec> with_results(const std::vector<x86::Vec>& preset,
+                                     const std::vector<x86::Gp>& rows, int g, int lanes) {
+    std::vector<x86::Vec> p = preset;
+    for (size_t r = 0; r < reduces_.size(); ++r)
+      p[reduces_[r]] = on(k_.exprs[reduces_[r]].type, lanes,
+                          [&](auto& o) { return o.load(partial(rows, r, g, lanes)); });
+    return p;
+  }
+
+  // The epilogue: every row once more, all its blocks of columns in turn (rows in memory
+  // order), storing the element values; the row values they read are computed from the
+  // Reduces' results (level 0 at `rows`) for each block.
+  void epilogue(const std::vector<x86::Gp>& rows) {
+    const std::vector<uint8_t> none(k_.exprs.size(), 0);
+    std::vector<x86::Gp> rowcur;
+    for (int j = 0; j < nops_; ++j) {
+      rowcur.push_back(cc_.newIntPtr());
+      cc_.mov(rowcur[j], base_[j]);
     }
-    if (!epilogue_) return;
-    // The epilogue: the block's rows once more, storing the element values.
-    x86::Gp rows = cc_.newInt64("rows");
-    cc_.mov(rows, n_);
-    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    x86::Gp left = cc_.newInt64("rows_left");
+    cc_.mov(left, n_);
     Label l_epi = cc_.newLabel(), l_epi_done = cc_.newLabel();
     cc_.bind(l_epi);
-    cc_.test(rows, rows);
+    cc_.test(left, left);
     cc_.jz(l_epi_done);
-    for (int g = 0; g < groups; ++g)
-      emit_body(*ctx_, lanes, k_, v_.layout, cur_, params_, tail, none, presets[g], elem_store_,
-                false, g * lanes);
-    for (int j = 0; j < nops_; ++j) cc_.add(cur_[j], x86::ptr(rstride_, j * 8));
-    cc_.dec(rows);
+    for (int j = 0; j < nops_; ++j) cc_.mov(colcur_[j], rowcur[j]);
+    columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
+      for (int g = 0; g < groups; ++g)
+        emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, none,
+                  with_results(pre, rows, g, lanes), elem_store_, false, g * lanes);
+    });
+    for (int j = 0; j < nops_; ++j) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
+    cc_.dec(left);
     cc_.jmp(l_epi);
     cc_.bind(l_epi_done);
   }
@@ -319,10 +411,12 @@ class ColRenderer {
   std::vector<int> esize_;
   std::unique_ptr<EmitContext> ctx_;
   std::vector<int32_t> reduces_;
-  std::vector<uint8_t> elem_store_, row_store_, want_, pass_store_, hoist_;
+  std::vector<uint8_t> elem_store_, row_store_, want_, pass_store_;
   bool epilogue_ = false;
   std::vector<x86::Vec> preset_l_, preset_1_;
-  x86::Mem stack_, lanes_buf_;
+  x86::Mem lanes_buf_, rowoff_;
+  x86::Gp wpad8_, lvl_, sb_, col_;
+  std::vector<x86::Gp> colcur_;
 };
 
 }  // namespace

@@ -1,18 +1,22 @@
 // Column kernels on the CPU target (loop_kernel.h "Column kernels", docs/jit.md "Column
 // reductions"): a kernel with Reduce expressions launched to reduce the rows of an
 // [n rows, w columns] block, each vector lane a column, in eager's column order (the column
-// program, jit/loop/row_program.h): per block of up to 4 vectors of columns, each piece of the
-// program folds its rows into one accumulator per Reduce and vector (several independent
-// accumulators: the vectors side by side), partial results combine on a stack, then the row
-// values are computed and stored. Element stores are written in that pass, or, where one reads
-// a reduction's result (an epilogue: `x - x.mean(0)`), in a second pass over the block's rows.
+// program, jit/loop/row_program.h). The program is walked once per call for all its columns:
+// each piece (a run of at most 64 rows) is folded for every block of up to 4 vectors of columns
+// in turn (one accumulator per Reduce and vector: independent chains side by side; the piece's
+// rows stay in cache across the blocks), its partial results stored to a level of a per-thread
+// scratch; a combine merges the two latest levels column by column. Then, per block, the row
+// values are computed and stored, and where an element store reads a reduction's result (an
+// epilogue: `x - x.mean(0)`) the block's rows are walked once more to store the element values;
+// without one, element stores are written by the reducing pass.
 //
 // The function has the pointwise kernels' signature (render.h, KernelFn), read as:
 //   ptrs          each operand at (row 0, column 0) of the block;
 //   inner_strides each operand's byte stride from one reduced row to the next (0: broadcast);
 //   n_inner       the columns w; n_outer the reduced rows n;
 //   params        the kernel's runtime parameters (8 bytes each), then a pointer to the
-//                 column program of n.
+//                 column program of n, then a pointer to the scratch: program_depth levels of
+//                 Reduces x (w rounded up to 16) x 8 bytes.
 // Along the columns every operand is Contiguous or Broadcast (KernelVariant::layout); the
 // launcher (cpu_target.cpp) runs nothing else through a column kernel.
 #pragma once
@@ -22,10 +26,6 @@
 #include "jit/loop/loop_kernel.h"
 
 namespace kiln::jit {
-
-// The most partial results of a column program the function holds (program_depth; the
-// launcher checks it: 2^40 rows need 37).
-inline constexpr int kColStackDepth = 48;
 
 // Whether `k` can be a column kernel: no Reduce's operand reads a reduction's result (one
 // reducing pass), no ReduceFirst, and every row value it stores is a float.
