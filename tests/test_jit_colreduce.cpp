@@ -375,6 +375,22 @@ TEST_F(JitColumnPlanTest, BroadcastBackIsAnEpilogue) {
   EXPECT_EQ(steps, "k3 k3") << steps;
 }
 
+// Element outputs of 8 MiB and more whose vectors all start aligned take non-temporal stores
+// (640 columns: rows of 2560 bytes); 630 columns do not. Both bitwise, 1 and 2 threads.
+TEST_F(JitColumnPlanTest, LargeEpilogueOutputsStreamBitwise) {
+  for (int64_t c : {640, 630}) {
+    for (int threads : {1, 2}) {
+      ConfigOverride<int> t(config().num_threads, threads);
+      tracer::RegionCache::instance().clear();
+      const Tensor x = randn_of({4200, c}, static_cast<uint64_t>(c));
+      const std::string steps = plan_of(
+          [](const TensorList& in) { return TensorList{(in[0] - in[0].mean({0}, true)) * 2.0}; },
+          {{x}}, fmt::format("large epilogue {} threads {}", c, threads));
+      EXPECT_EQ(steps, "k3") << steps;
+    }
+  }
+}
+
 // What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager reduces
 // them as rows), a reduced leaf that is not row-major (transposed or narrowed: eager gathers it),
 // var over columns (eager gathers), reductions over dims that are not one block.

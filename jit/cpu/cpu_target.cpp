@@ -568,9 +568,6 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     if (s == 0) return;
   if (split.w == 0) return;
   const int64_t n = split.n, w = split.w;
-  const KernelFn fn = variant(split.layout, false, true);
-  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
-  cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
   KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
              "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
              k_.num_params());
@@ -598,6 +595,27 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   for (size_t j = 0; j < nops; ++j)
     if (split.layout[j] == InnerLayout::Contiguous)
       col_bytes[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
+  // Large element outputs go around the caches (as in pointwise and row kernels) where every
+  // vector store is aligned: the base, the row and outer strides and the calls' first columns.
+  const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  const std::vector<uint8_t> row = k_.row_values();
+  bool streaming = false;
+  for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+    if (row[k_.stores[j]]) continue;
+    const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
+    bool ok = k_.output_dtype(j) != DType::Bool && outer * n * w * es >= kStreamingBytes &&
+              reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
+              split.row_stride[j] % vec_bytes == 0 && width * es % vec_bytes == 0;
+    for (size_t d = 0; d < co.sizes.size() && ok; ++d) ok = co.strides[j][d] % vec_bytes == 0;
+    if (!ok) {
+      streaming = false;
+      break;
+    }
+    streaming = true;
+  }
+  const KernelFn fn = variant(split.layout, streaming, true);
+  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+  cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
   size_t reduces = 0;
   for (const Expr& e : k_.exprs) reduces += expr_is_reduce(e.op);
   const size_t scratch_words = static_cast<size_t>(program_depth(program)) * reduces *

@@ -176,11 +176,17 @@ class ColRenderer {
       finish(groups, lanes, tail, pre, r0);
     });
     if (epilogue_) epilogue(r0);
+    if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
     cc_.endFunc();
   }
 
  private:
   bool vex() const { return isa_ != JitIsa::Sse2; }
+  // Element stores of whole vectors go around the caches in a streaming variant (the launcher
+  // checked that every such store is vector-aligned); a masked or scalar one never does.
+  bool streams(int lanes, const x86::KReg* tail) const {
+    return v_.streaming && lanes == L_ && tail == nullptr;
+  }
 
   template <class Fn>
   auto on(DType t, int lanes, Fn fn) {
@@ -329,8 +335,9 @@ class ColRenderer {
     cc_.test(len, len);
     cc_.jz(l_rows_done);
     for (int g = 0; g < groups; ++g) {
-      const std::vector<x86::Vec> out = emit_body(*ctx_, lanes, k_, v_.layout, cur_, params_, tail,
-                                                  want_, preset, pass_store_, false, g * lanes);
+      const std::vector<x86::Vec> out =
+          emit_body(*ctx_, lanes, k_, v_.layout, cur_, params_, tail, want_, preset, pass_store_,
+                    streams(lanes, tail), g * lanes);
       for (size_t r = 0; r < reduces_.size(); ++r) {
         const Expr& e = k_.exprs[reduces_[r]];
         x86::Vec& a = acc[r * static_cast<size_t>(groups) + static_cast<size_t>(g)];
@@ -391,7 +398,7 @@ class ColRenderer {
     columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
       for (int g = 0; g < groups; ++g)
         emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, none,
-                  with_results(pre, rows, g, lanes), elem_store_, false, g * lanes);
+                  with_results(pre, rows, g, lanes), elem_store_, streams(lanes, tail), g * lanes);
     });
     for (int j = 0; j < nops_; ++j) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
     cc_.dec(left);
