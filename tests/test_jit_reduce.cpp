@@ -551,9 +551,10 @@ TEST_F(JitReducePlanTest, AllAnyAreRowKernelsBitwise) {
   }
 }
 
-// What the planner leaves to eager steps: columns, argmax, a reduction of a transposed input
-// (its rows are not contiguous: the launch has no machine code and the nodes run eagerly),
-// integer inputs. Results are still eager's.
+// What runs eagerly: a column sum of 13 columns (eager reduces fewer than 16 as rows: the
+// column kernel declines the launch), a reduction of a transposed input (its rows are not
+// contiguous: the launch has no machine code and the nodes run eagerly), integer sums; and
+// what now fuses (argmax, logsumexp). Results are still eager's.
 TEST_F(JitReducePlanTest, WhatStaysEagerStillMatches) {
   const Tensor x = randn_of({9, 13}, 21);
   const Tensor i = (randn_of({9, 13}, 22) * 10.0).to(kInt64);
