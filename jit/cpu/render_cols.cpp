@@ -88,7 +88,7 @@ class ColRenderer {
     want_.assign(ne, 0);
     for (int32_t r : reduces_) want_[k_.exprs[r].a] = 1;
     // An epilogue (element stores reading a reduction's result: `x - x.mean(0)`): the element
-    // stores move to a second pass over the block's rows, after its row values.
+    // stores move to a second pass over the rows, after the row values.
     const std::vector<uint8_t> after = after_reduce(k_);
     for (int32_t j = 0; j < k_.num_outputs(); ++j)
       epilogue_ = epilogue_ || (elem_store_[j] && after[k_.stores[j]]);
