@@ -30,7 +30,11 @@ class CudaKernel final : public CompiledKernel {
       : k_(std::move(k)), device_(device), module_(module), fn_(fn) {}
   const LoopKernel& source() const override { return k_; }
 
+  // Column kernels (LaunchArgs::inner_dims, loop_kernel.h) are not rendered for CUDA.
+  bool can_launch(const LaunchArgs& args) const override { return args.inner_dims == 0; }
+
   void launch(const LaunchArgs& args) override {
+    KILN_CHECK(args.inner_dims == 0, "cuda kernel: column kernels are not rendered for CUDA");
     const CudaLaunch l = cuda_launch_words(k_, args);
     if (l.work == 0) return;
     const drv::DeviceContext& c = drv::make_current(device_);
@@ -71,6 +75,9 @@ CudaTarget::~CudaTarget() = default;
 bool CudaTarget::supports(ExprOp op, DType dtype) const {
   if (op == ExprOp::Cast || expr_is_compare(op)) return op == ExprOp::Cast || dtype != DType::Bool;
   if (op == ExprOp::RowSize) return is_floating(dtype);
+  // ReduceFirst (the CPU's argmax/argmin) is not rendered for CUDA: its argmax forms reduce an
+  // index input instead (reduce_ops.cpp).
+  if (op == ExprOp::ReduceFirst) return false;
   return expr_accepts(op, dtype);  // Reduce*: every number type (render_reduce.h)
 }
 

@@ -57,7 +57,7 @@ bool expr_is_compare(ExprOp op) { return op >= ExprOp::Lt && op <= ExprOp::Ne; }
 
 bool expr_is_transcendental(ExprOp op) { return op >= ExprOp::Exp && op <= ExprOp::GeluTanh; }
 
-bool expr_is_reduce(ExprOp op) { return op >= ExprOp::ReduceSum && op <= ExprOp::ReduceMin; }
+bool expr_is_reduce(ExprOp op) { return op >= ExprOp::ReduceSum && op <= ExprOp::ReduceFirst; }
 
 bool expr_accepts(ExprOp op, DType t) {
   switch (op) {
@@ -183,6 +183,11 @@ int32_t LoopKernel::reduce(ExprOp op, int32_t a) {
   e.type = type_of(*this, a);
   return push(*this, e);
 }
+int32_t LoopKernel::reduce_first(int32_t flag) {
+  Expr e{ExprOp::ReduceFirst, flag};
+  e.type = DType::Int64;
+  return push(*this, e);
+}
 int32_t LoopKernel::row_size(DType t, int64_t offset) {
   Expr e{ExprOp::RowSize};
   e.type = t;
@@ -284,6 +289,12 @@ void LoopKernel::verify() const {
       case ExprOp::RowSize:
         KILN_CHECK(is_floating(e.type), "loop kernel: %{} (RowSize) of type {} (expected a float)",
                    i, e.type);
+        break;
+      case ExprOp::ReduceFirst:
+        KILN_CHECK(is_floating(exprs[e.a].type),
+                   "loop kernel: %{} (ReduceFirst) of a {} flag (expected a float)", i,
+                   exprs[e.a].type);
+        result(DType::Int64);
         break;
       case ExprOp::Select:
         want(0, DType::Bool);
