@@ -47,6 +47,7 @@ std::vector<CudaSource> every_source() {
 }
 
 TEST(CudaIndexRender, EveryIndexAndRandomKernelCompilesForSm90) {
+  KILN_CUDA_CODEGEN_TEST_ONCE();
   KILN_SKIP_WITHOUT_NVRTC();
   const std::vector<CudaSource> all = every_source();
   // 5 dtypes x 2 index types x (gather, scatter_add) + 5 x (tril/triu, eye) + 4 x (arange,

@@ -249,6 +249,7 @@ double documented_sum(const double* x, int64_t n) {
 }
 
 TEST(CudaReduceEmulated, SumFollowsTheDocumentedOrderBitwise) {
+  KILN_CUDA_CODEGEN_TEST_ONCE();
   for (int64_t n : {0, 1, 7, 31, 33, 255, 256, 257, 1000, 2048, 2049, 4096, 70000, 300001}) {
     const int64_t rows = n > 5000 ? 2 : 11;
     const Tensor x = values(DType::Float64, {rows, n}, 3, 3, 0.5);
@@ -282,6 +283,7 @@ struct Shape {
 };
 
 TEST(CudaReduceEmulated, ReductionsMatchTheCpu) {
+  KILN_CUDA_CODEGEN_TEST_ONCE();
   const std::vector<Shape> shapes = {{{5, 7}, {1}, false, true},
                                      {{5, 7}, {0}, false, true},
                                      {{4, 5, 6}, {0, 2}, false, true},
@@ -383,6 +385,7 @@ TEST(CudaReduceEmulated, ReductionsMatchTheCpu) {
 }
 
 TEST(CudaReduceEmulated, RowOpsMatchTheCpu) {
+  KILN_CUDA_CODEGEN_TEST_ONCE();
   std::vector<Call> calls;
   struct Sm {
     DimVector sizes;

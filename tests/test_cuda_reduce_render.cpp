@@ -92,6 +92,7 @@ std::vector<Built> every_row_kernel() {
 }
 
 TEST(CudaReduceRender, EveryRowOpAndDtypeCompilesForSm90) {
+  KILN_CUDA_CODEGEN_TEST_ONCE();
   KILN_SKIP_WITHOUT_NVRTC();
   const std::vector<Built> all = every_row_kernel();
   // 5 dtypes x (sum prod amax amin all any logsumexp softmax log_softmax) + 4 non-Bool dtypes x
