@@ -59,6 +59,11 @@ template <class T> KILN_INLINE T kiln_ipow(T b, T e) {
 // The index split's 64-bit division, out of line: inlined, it costs NVRTC about as much time as
 // the rest of a kernel (~490 -> ~290 ms per kernel on a loaded 2-core machine). Indices are >= 0.
 static __device__ __noinline__ kiln_i64 kiln_divmod(kiln_i64 r, kiln_i64 size, kiln_i64* q) {
+  if (((kiln_u64)r | (kiln_u64)size) >> 32 == 0) {  // both fit 32 bits: the cheaper division
+    const unsigned q32 = (unsigned)r / (unsigned)size;
+    *q = (kiln_i64)q32;
+    return (kiln_i64)((unsigned)r - q32 * (unsigned)size);
+  }
   *q = (kiln_i64)((kiln_u64)r / (kiln_u64)size);
   return r - *q * size;
 }

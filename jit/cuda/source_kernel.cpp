@@ -31,6 +31,11 @@ constexpr const char* kPrelude = R"(typedef unsigned long long kiln_u64;
 typedef long long kiln_i64;
 #define KILN_INLINE static __device__ __forceinline__
 static __device__ __noinline__ kiln_i64 kiln_divmod(kiln_i64 r, kiln_i64 size, kiln_i64* q) {
+  if (((kiln_u64)r | (kiln_u64)size) >> 32 == 0) {  // both fit 32 bits: the cheaper division
+    const unsigned q32 = (unsigned)r / (unsigned)size;
+    *q = (kiln_i64)q32;
+    return (kiln_i64)((unsigned)r - q32 * (unsigned)size);
+  }
   *q = (kiln_i64)((kiln_u64)r / (kiln_u64)size);
   return r - *q * size;
 }
