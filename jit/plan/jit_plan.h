@@ -51,6 +51,11 @@ struct EagerPatch {
 
 struct Step {
   int32_t node = -1;                     // an eager step: this node
+  // A BLAS step (jit/plan/blas_step.h): `node` is a matmul, run as GEMM calls on its operands'
+  // strides; with `epilogue`, the next step is a pointwise kernel over the product that runs
+  // per row block right after that block's GEMM.
+  bool blas = false;
+  bool epilogue = false;
   std::unique_ptr<KernelStep> kernel;    // a kernel step
   std::vector<tracer::ValueId> release;  // values that die after this step
 };
@@ -79,6 +84,24 @@ class JitPlan final : public tracer::RegionPlan {
   struct Frame;
   void run_eager_node(Frame& f, int32_t node, int32_t step_index = -1);
   void run_kernel(Frame& f, KernelStep& k, size_t step_index);
+  // run_kernel in three parts, for a BLAS step that launches its epilogue per row block:
+  // outputs allocated (or taken over) and LaunchArgs built, false when the step was handled
+  // otherwise (poisoned, broken, no layout for this run: nodes run eagerly); the
+  // launch (false: failed, the kernel is marked broken or the outputs poisoned); the results
+  // stored (or, after a failed launch of a broken kernel, its nodes run eagerly).
+  struct KernelLaunch {
+    LaunchArgs la;
+    std::vector<Tensor> outs;
+    SmallVector<Scalar, 4> params;
+  };
+  // `fallback` false: nothing is run or poisoned when it returns false (a BLAS step then runs
+  // the kernel as its own step).
+  bool prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelLaunch& kl,
+                      bool fallback = true);
+  bool launch_kernel(Frame& f, KernelStep& k, const LaunchArgs& la);
+  void finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, bool launched);
+  // A BLAS step (blas_step.cpp); returns 1 when it also ran the next step (its epilogue).
+  size_t run_blas(Frame& f, size_t step_index);
   // The destination (RunArgs::destinations) that value v may be computed into at this step, or
   // an undefined tensor: v is a graph output once, the destination has v's sizes and dtype, and
   // nothing reads the destination's old contents after this step (at it only through the very

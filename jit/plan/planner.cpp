@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "jit/cpu/cpu_target.h"
+#include "jit/plan/blas_step.h"
 #include "jit/lower/lower_reduce.h"
 #include "jit/lower/lowering.h"
 #include "jit/passes/passes.h"
@@ -373,6 +374,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       }
     }
   }
+
+  mark_blas_steps(g, steps);
 
   // Release each value after the last step reading it (steps may have multiplied above).
   std::vector<int32_t> last(nv, -1);
