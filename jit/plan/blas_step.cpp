@@ -20,7 +20,8 @@ void mark_blas_steps(const tracer::Graph& g, std::vector<Step>& steps) {
     if (s + 1 >= steps.size() || !steps[s + 1].kernel) continue;
     const KernelStep& k = *steps[s + 1].kernel;
     const tracer::ValueId product = g.nodes[st.node].output;
-    const bool draws = std::any_of(k.params.begin(), k.params.end(), [](int32_t p) { return p < 0; });
+    const bool draws =
+        std::any_of(k.params.begin(), k.params.end(), [](int32_t p) { return p < 0; });
     st.epilogue = k.reduced_dims == 0 && !draws && k.sizes.empty() &&
                   std::find(k.inputs.begin(), k.inputs.end(), product) != k.inputs.end();
   }
@@ -58,9 +59,10 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
       return whole();  // the eager step raises the same error, per output
     }
     Tensor out = destination_for(f, n.output, static_cast<int32_t>(s), m.sizes, m.dtype);
-    if (!out.defined()) out = empty_tensor(m.sizes, m.dtype, Device::cpu());
-    split = blas::plan_row_split(a.impl(), b.impl(), out.impl());
+    split = blas::plan_row_split(a.impl(), b.impl(), m.dtype,
+                                 !out.defined() || out.impl()->is_contiguous());
     if (split.blocks < 2) return whole();
+    if (!out.defined()) out = empty_tensor(m.sizes, m.dtype, Device::cpu());
     f.values[n.output] = std::move(out);  // the value table holds the only handle (donation)
   }
   const TensorImpl* product = f.values[n.output].impl();
@@ -71,7 +73,8 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
                  !f.any_poisoned(epi->inputs) && prepare_kernel(f, *epi, s + 1, kl, false);
   if (blocked) {
     blocked = kl.la.sizes == product->sizes();
-    for (const Tensor& o : kl.outs) blocked = blocked && !shares_memory(o, a) && !shares_memory(o, b);
+    for (const Tensor& o : kl.outs)
+      blocked = blocked && !shares_memory(o, a) && !shares_memory(o, b);
   }
   std::vector<std::exception_ptr> failed(static_cast<size_t>(split.blocks));
   blas::set_threads(1);

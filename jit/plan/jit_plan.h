@@ -50,7 +50,7 @@ struct EagerPatch {
 };
 
 struct Step {
-  int32_t node = -1;                     // an eager step: this node
+  int32_t node = -1;  // an eager step: this node
   // A BLAS step (jit/plan/blas_step.h): `node` is a matmul, run as GEMM calls on its operands'
   // strides; with `epilogue`, the next step is a pointwise kernel over the product that runs
   // per row block right after that block's GEMM.

@@ -36,5 +36,4 @@ struct JitPlan::Frame {
   }
 };
 
-
 }  // namespace kiln::jit

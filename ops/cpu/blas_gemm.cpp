@@ -61,14 +61,15 @@ template void gemm<float>(const Layout&, const Layout&, int64_t, int64_t, int64_
 template void gemm<double>(const Layout&, const Layout&, int64_t, int64_t, int64_t, const double*,
                            const double*, double*);
 
-RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, const TensorImpl* out) {
+RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
+                        bool out_row_major) {
   RowSplit s;
-  if (a->dim() != 2 || b->dim() != 2 || out->dim() != 2 || out->dtype() != DType::Float32 ||
-      a->dtype() != DType::Float32 || b->dtype() != DType::Float32 || !out->is_contiguous())
+  if (a->dim() != 2 || b->dim() != 2 || out_dtype != DType::Float32 ||
+      a->dtype() != DType::Float32 || b->dtype() != DType::Float32 || !out_row_major)
     return s;
   const int threads = in_parallel_region() ? 1 : num_threads();
-  s.M = out->sizes()[0];
-  s.N = out->sizes()[1];
+  s.M = a->sizes()[0];
+  s.N = b->sizes()[1];
   s.K = a->sizes()[1];
   if (threads < 2 || s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX || s.K == 0) return s;
   s.la = layout(s.M, s.K, a->strides()[0], a->strides()[1]);

@@ -42,15 +42,16 @@ template <class T>
 void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
           const T* B, T* C);
 
-// A 2-D Float32 product out = a @ b that BLAS takes without copies, big enough to split into
-// `blocks` row blocks of kGemmSplitMinMnk multiply-adds each; blocks < 2 means "do not split"
-// (out is written by the caller's other path).
+// A 2-D Float32 product out = a @ b (out row-major) that BLAS takes without copies, big enough
+// to split into `blocks` row blocks of kGemmSplitMinMnk multiply-adds each; blocks < 2 means
+// "do not split" (the caller takes its other path).
 struct RowSplit {
   int64_t blocks = 0;
   int64_t M = 0, N = 0, K = 0;
   Layout la, lb;
 };
-RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, const TensorImpl* out);
+RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
+                        bool out_row_major);
 // Rows [r0, r1) of the split product (one OpenBLAS thread: call set_threads(1) first).
 void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
                int64_t r0, int64_t r1);
