@@ -111,10 +111,11 @@ TEST(JitMatmulBlas, RowBlocksKeepTheProductsBits) {
     const int64_t M = 2 + rng() % 500, N = 1 + rng() % 500, K = 1 + rng() % 500;
     const bool ta = rng() % 2, tb = rng() % 2;
     const int threads = 2 + static_cast<int>(rng() % 3);
-    ConfigOverride<int> nt(config().num_threads, threads);
     Tensor a = ta ? data({K, M}, 2 * t).t() : data({M, K}, 2 * t);
     Tensor b = tb ? data({N, K}, 2 * t + 1).t() : data({K, N}, 2 * t + 1);
     Tensor whole = empty({M, N}), blocks = empty({M, N});
+    // Only the block count follows the thread count here (the blocks run one after the other).
+    ConfigOverride<int> nt(config().num_threads, threads);
     const blas::RowSplit s = blas::plan_row_split(a.impl(), b.impl(), kFloat32, true);
     if (s.blocks < 2) {
       EXPECT_LT((M / 2) * N * K, blas::kGemmSplitMinMnk) << M << "x" << N << "x" << K;
@@ -197,7 +198,8 @@ TEST_F(JitMatmulTest, TransposedOperandsAreNotCopied) {
   }
 }
 
-// Epilogues of several kinds and products that cannot run blocked, bitwise equal to eager.
+// Epilogues of several kinds and products that cannot run blocked, bitwise equal to eager on
+// every ISA path with one and two threads.
 TEST_F(JitMatmulTest, EpiloguesAndProductsOfEveryKindMatchEager) {
   const Tensor x = data({256, 256}, 7), w = data({256, 256}, 8), b = data({256}, 9);
   const Tensor x3 = data({4, 64, 256}, 10), xd = data({128, 96}, 11, kFloat64),
@@ -221,14 +223,17 @@ TEST_F(JitMatmulTest, EpiloguesAndProductsOfEveryKindMatchEager) {
       {"batched scores", [&] { return TensorList{(q.matmul(k.transpose(1, 2)) * 0.125).exp()}; }},
       {"epilogue broadcast wider", [&] { return TensorList{x3 + x.slice(0, 0, 64).matmul(w)}; }},
   };
-  for (int threads : {1, 2}) {
-    ConfigOverride<int> nt(config().num_threads, threads);
-    for (const auto& [what, f] : cases) {
-      tracer::RegionCache::instance().clear();
-      run_both([&](int) { return f(); }, what + ", " + std::to_string(threads) + " threads");
-      EXPECT_GE(plan_shape().blas, 1) << what;
+  for (const std::string& isa : testing::supported_jit_isas())
+    for (int threads : {1, 2}) {
+      ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+      ConfigOverride<int> nt(config().num_threads, threads);
+      for (const auto& [what, f] : cases) {
+        tracer::RegionCache::instance().clear();
+        run_both([&](int) { return f(); },
+                 what + ", " + isa + ", " + std::to_string(threads) + " threads");
+        EXPECT_GE(plan_shape().blas, 1) << what;
+      }
     }
-  }
 }
 
 // An epilogue whose result is written back into an operand of the product, in place: into the
