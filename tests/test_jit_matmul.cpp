@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "jit/plan/blas_step.h"
 #include "jit/plan/jit_plan.h"
+#include "jit/plan/planner.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
 #include "ops/cpu/blas_gemm.h"
@@ -152,6 +154,29 @@ TEST(JitMatmulBlas, SplitOnlyWhereItKeepsTheBits) {
   EXPECT_EQ(blocks(data({256, 256}, 1), data({256, 256}, 2), false), 0);  // a strided output
   ConfigOverride<int> one(config().num_threads, 1);
   EXPECT_EQ(blocks(data({256, 256}, 1), data({256, 256}, 2)), 0);
+}
+
+// Only CPU products are BLAS steps (a CUDA matmul in a region stays an eager step, and a region
+// of CUDA products alone gets no CPU plan); checked on hand-made graphs, no GPU needed.
+TEST(JitMatmulBlas, OnlyCpuMatmulsAreBlasSteps) {
+  for (const Device dev : {Device::cpu(), Device::cuda()}) {
+    tracer::Graph g;
+    const tracer::ValueId a = g.add_input({64, 32}, kFloat32, dev);
+    const tracer::ValueId b = g.add_input({32, 16}, kFloat32, dev);
+    OutputMeta m;
+    m.sizes = {64, 16};
+    m.dtype = kFloat32;
+    m.device = dev;
+    const tracer::ValueId c = g.add_node(OpId::Matmul, Attrs{}, {a, b}, m);
+    g.set_outputs({c});
+    EXPECT_EQ(jit::is_cpu_matmul(g, g.nodes[0]), dev.is_cpu());
+    std::unique_ptr<jit::JitPlan> p = jit::make_jit_plan(g, {});
+    EXPECT_EQ(p != nullptr, dev.is_cpu());
+    if (p) {
+      ASSERT_EQ(p->steps().size(), 1u);
+      EXPECT_TRUE(p->steps()[0].blas);
+    }
+  }
 }
 
 // relu(x.matmul(w.t()) + b): one BLAS step with its epilogue, one kernel, no other eager step

@@ -12,10 +12,21 @@
 
 namespace kiln::jit {
 
+bool is_cpu_matmul(const tracer::Graph& g, const tracer::Node& n) {
+  if (n.op != OpId::Matmul || !n.meta.device.is_cpu()) return false;
+  for (tracer::ValueId v : n.inputs) {
+    for (const tracer::GraphInput& in : g.inputs)
+      if (in.id == v && !in.meta.device.is_cpu()) return false;
+    for (const tracer::Node& m : g.nodes)
+      if (m.output == v && !m.meta.device.is_cpu()) return false;
+  }
+  return true;
+}
+
 void mark_blas_steps(const tracer::Graph& g, std::vector<Step>& steps) {
   for (size_t s = 0; s < steps.size(); ++s) {
     Step& st = steps[s];
-    if (st.kernel || g.nodes[st.node].op != OpId::Matmul) continue;
+    if (st.kernel || !is_cpu_matmul(g, g.nodes[st.node])) continue;
     st.blas = true;
     if (s + 1 >= steps.size() || !steps[s + 1].kernel) continue;
     const KernelStep& k = *steps[s + 1].kernel;

@@ -18,7 +18,10 @@
 
 namespace kiln::jit {
 
-// Marks the plan's matmul steps as BLAS steps, and a BLAS step's epilogue where the next step
+// Whether node n of g is a matmul of CPU tensors (a BLAS step's kind; CUDA products are not).
+bool is_cpu_matmul(const tracer::Graph& g, const tracer::Node& n);
+
+// Marks the plan's CPU matmul steps as BLAS steps, and a BLAS step's epilogue where the next step
 // is a pointwise kernel (no reduction, no random draws) that reads the product.
 void mark_blas_steps(const tracer::Graph& g, std::vector<Step>& steps);
 

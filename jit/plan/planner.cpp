@@ -339,7 +339,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // A region without kernels is still planned when it has a matmul: its BLAS step splits the
   // product over the threads (jit/plan/blas_step.h).
   const bool has_matmul = std::any_of(g.nodes.begin(), g.nodes.end(),
-                                      [](const Node& n) { return n.op == OpId::Matmul; });
+                                      [&](const Node& n) { return is_cpu_matmul(g, n); });
   if (groups.empty() && !has_matmul) return nullptr;
 
   // The last draft reading each value (-2: a graph output).

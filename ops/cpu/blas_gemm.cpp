@@ -64,8 +64,9 @@ template void gemm<double>(const Layout&, const Layout&, int64_t, int64_t, int64
 RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
                         bool out_row_major) {
   RowSplit s;
-  if (a->dim() != 2 || b->dim() != 2 || out_dtype != DType::Float32 ||
-      a->dtype() != DType::Float32 || b->dtype() != DType::Float32 || !out_row_major)
+  if (!a->device().is_cpu() || !b->device().is_cpu() || a->dim() != 2 || b->dim() != 2 ||
+      out_dtype != DType::Float32 || a->dtype() != DType::Float32 || b->dtype() != DType::Float32 ||
+      !out_row_major)
     return s;
   const int threads = in_parallel_region() ? 1 : num_threads();
   s.M = a->sizes()[0];
