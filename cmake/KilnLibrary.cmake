@@ -45,11 +45,19 @@ endif()
 # everything when it flips).
 set_source_files_properties(${PROJECT_SOURCE_DIR}/runtime/cuda/driver.cpp
                             ${PROJECT_SOURCE_DIR}/runtime/cuda/nvrtc_library.cpp
+                            ${PROJECT_SOURCE_DIR}/runtime/cuda/cublas_library.cpp
                             PROPERTIES COMPILE_DEFINITIONS KILN_WITH_CUDA=${KILN_WITH_CUDA_VALUE})
 if(KILN_WITH_CUDA AND KILN_CUDA_INCLUDE_DIR)
   message(STATUS "kiln: CUDA declarations checked against ${KILN_CUDA_INCLUDE_DIR}")
+  # cuBLAS ships in its own package: its header may be missing where cuda.h is present.
+  if(EXISTS ${KILN_CUDA_INCLUDE_DIR}/cublas_api.h)
+    set(KILN_CUBLAS_HEADERS_VALUE 1)
+  else()
+    set(KILN_CUBLAS_HEADERS_VALUE 0)
+  endif()
   set_source_files_properties(${PROJECT_SOURCE_DIR}/runtime/cuda/abi_check.cpp PROPERTIES
-                              COMPILE_DEFINITIONS KILN_CUDA_HEADERS=1
+                              COMPILE_DEFINITIONS
+                              "KILN_CUDA_HEADERS=1;KILN_CUBLAS_HEADERS=${KILN_CUBLAS_HEADERS_VALUE}"
                               INCLUDE_DIRECTORIES ${KILN_CUDA_INCLUDE_DIR})
 endif()
 # dlopen/dlsym/dlinfo (in libc since glibc 2.34; libdl before).

@@ -6,6 +6,7 @@
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/op_registry.h"
+#include "runtime/autograd/device_move.h"
 #include "runtime/autograd/grad_mode.h"
 #include "runtime/device_copy.h"
 
@@ -80,17 +81,20 @@ Tensor Tensor::to(Device d) const {
   if (x.device() == d) return *this;
   check_device_available("to", x.device());
   check_device_available("to", d);
-  // Not recorded by autograd yet: refusing beats a result that silently drops the gradient.
-  KILN_CHECK(!(x.requires_grad() && GradMode::is_enabled()),
-             "to: moving a tensor that requires grad from {} to {} is not differentiable yet "
-             "(docs/cuda.md); move it under NoGradGuard, or detach() it first",
-             x.device(), d);
-  // Views and strided tensors are made dense on their own device first, so the transfer is
-  // one block of bytes.
-  const Tensor src = contiguous();
-  Tensor out = empty_tensor(x.sizes(), x.dtype(), d);
-  copy_bytes(d, out.impl()->data(), x.device(), src.impl()->data(),
-             static_cast<size_t>(x.numel()) * itemsize(x.dtype()));
+  // Recorded by autograd as one node whose backward moves the gradient back (the dense copy
+  // below is an implementation detail, kept out of the graph).
+  const bool record = x.requires_grad() && GradMode::is_enabled();
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    // Views and strided tensors are made dense on their own device first, so the transfer is
+    // one block of bytes.
+    const Tensor src = contiguous();
+    out = empty_tensor(x.sizes(), x.dtype(), d);
+    copy_bytes(d, out.impl()->data(), x.device(), src.impl()->data(),
+               static_cast<size_t>(x.numel()) * itemsize(x.dtype()));
+  }
+  if (record) record_device_move(*this, out);
   return out;
 }
 

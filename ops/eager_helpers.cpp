@@ -12,7 +12,9 @@ Tensor eager_contiguous(const Tensor& t, DType dtype) {
     Attrs attrs;
     attrs.dtype = dtype;
     const Tensor in[] = {t};
-    op_def(OpId::Cast).eager(OpCall{OpId::Cast, in, attrs}, out);
+    // The kernel of the tensor's device (the CPU's, or a CUDA one registered by jit/cuda).
+    const OpDef& def = op_def(OpId::Cast);
+    device_kernel(def, OpId::Cast, x->device())(OpCall{OpId::Cast, in, attrs}, out);
   }
   return out;
 }

@@ -16,4 +16,8 @@ Tensor sum_to(const Tensor& grad, const DimVector& shape) {
   return r.reshape(shape);
 }
 
+Tensor zeros_like_grad(const DimVector& shape, const Tensor& grad) {
+  return zeros(shape, TensorOptions().dtype(grad.dtype()).device(grad.device()));
+}
+
 }  // namespace kiln

@@ -8,6 +8,10 @@ namespace kiln {
 // Sums a broadcast gradient back down to `shape` (the inverse of broadcasting).
 Tensor sum_to(const Tensor& grad, const DimVector& shape);
 
+// Zeros of `shape` with the gradient's dtype and device (a CUDA gradient gets CUDA zeros: a
+// rule must never build a CPU tensor next to a device gradient).
+Tensor zeros_like_grad(const DimVector& shape, const Tensor& grad);
+
 // Registers every op family's backward rules (called from register_all_ops()).
 void register_pointwise_backward();
 void register_view_backward();

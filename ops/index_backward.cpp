@@ -20,7 +20,7 @@ void cat_bw(const BackwardCall& c, Grads g) {
     bool legacy_empty = s.size() == 1 && s[0] == 0 && c.grad.dim() != 1;
     int64_t len = legacy_empty ? 0 : s[dim];
     if (c.needs_input(i))
-      g[i] = legacy_empty ? zeros(s, c.grad.dtype()) : c.grad.narrow(dim, offset, len);
+      g[i] = legacy_empty ? zeros_like_grad(s, c.grad) : c.grad.narrow(dim, offset, len);
     offset += len;
   }
 }
@@ -39,12 +39,12 @@ void index_select_bw(const BackwardCall& c, Grads g) {
   DimVector shape(xs.size(), 1);
   shape[dim] = index.numel();
   Tensor idx = index.reshape(shape).expand(c.grad.sizes());
-  g[0] = scatter_add(zeros(xs, c.grad.dtype()), dim, idx, c.grad);
+  g[0] = scatter_add(zeros_like_grad(xs, c.grad), dim, idx, c.grad);
 }
 
 void gather_bw(const BackwardCall& c, Grads g) {
   if (!c.needs_input(0)) return;
-  g[0] = scatter_add(zeros(c.input_info[0].sizes, c.grad.dtype()), c.attrs.ints[0], c.inputs[1],
+  g[0] = scatter_add(zeros_like_grad(c.input_info[0].sizes, c.grad), c.attrs.ints[0], c.inputs[1],
                      c.grad);
 }
 
@@ -59,7 +59,7 @@ void scatter_add_bw(const BackwardCall& c, Grads g) {
     g[2] = picked;
     return;
   }
-  Tensor full = zeros(ss, c.grad.dtype());
+  Tensor full = zeros_like_grad(ss, c.grad);
   Tensor part = full;
   for (int64_t d = 0; d < index.dim(); ++d) part = part.narrow(d, 0, index.size(d));
   part.copy_(picked);

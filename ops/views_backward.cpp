@@ -23,7 +23,7 @@ void permute_bw(const BackwardCall& c, Grads g) {
 
 // The gradient of a slice or select is zero outside the selected part.
 void slice_bw(const BackwardCall& c, Grads g) {
-  Tensor full = zeros(c.input_info[0].sizes, c.grad.dtype());
+  Tensor full = zeros_like_grad(c.input_info[0].sizes, c.grad);
   const auto& a = c.attrs.ints;
   Tensor part = c.op == OpId::Slice ? full.slice(a[0], a[1], a[2], a[3]) : full.select(a[0], a[1]);
   part.copy_(c.grad);

@@ -257,9 +257,12 @@ foreach(text "compile_latency: first call" "compile_layers [layers=4]" "no disk 
   expect(NOT at EQUAL -1 "the loop run's output lacks '${text}'")
 endforeach()
 
-# Not-yet-available requests: status 2 and a message that says what is missing.
+# Not-yet-available requests: status 2 and a message that says what is missing (--devices cuda:
+# CI has no GPU, so it says why CUDA is unavailable).
 foreach(case "--modes;native|unknown mode 'native'"
-             "--devices;cuda|device cuda is not available yet"
+             "--devices;cuda|device cuda is not available: "
+             "--devices;gpu|unknown device 'gpu'"
+             "--devices;cuda:x|unknown device 'cuda:x'"
              "--workloads;nosuch|unknown workload 'nosuch'"
              "--reps;0|--reps: expected an integer >= 1"
              "--json;/nonexistent-dir/x.json|--json: cannot open '/nonexistent-dir/x.json' for writing")

@@ -31,6 +31,10 @@ struct Options {
   bool help = false;
 };
 
+// --devices names: "cpu", "cuda" (device 0) or "cuda:N".
+bool is_cuda_device(const std::string& name);
+Device perf_device(const std::string& name);  // throws UsageError for a malformed name
+
 // Parses argv; throws UsageError. Validates names but not availability (see plan()).
 Options parse_options(int argc, char** argv);
 std::string usage_text();

@@ -5,6 +5,7 @@
 
 #include "perf/harness.h"
 #include "perf/peers/peer.h"
+#include "runtime/device.h"
 
 namespace kiln::perf {
 
@@ -34,6 +35,20 @@ int parse_count(const std::string& flag, const std::string& v, int lo) {
 
 }  // namespace
 
+bool is_cuda_device(const std::string& name) { return name == "cuda" || name.starts_with("cuda:"); }
+
+Device perf_device(const std::string& name) {
+  if (name == "cpu") return Device::cpu();
+  if (name == "cuda") return Device::cuda(0);
+  int index = -1;
+  const char* first = name.data() + 5;
+  const char* last = name.data() + name.size();
+  auto [p, ec] = std::from_chars(first, last, index);
+  if (!name.starts_with("cuda:") || ec != std::errc() || p != last || index < 0 || index > 63)
+    throw UsageError{fmt::format("unknown device '{}'; expected cpu, cuda or cuda:N", name)};
+  return Device::cuda(index);
+}
+
 std::string usage_text() {
   return R"(usage: kiln-perf [options]
   --workloads a,b     workloads to run (default: every available one; see --list)
@@ -48,7 +63,11 @@ std::string usage_text() {
                       Modes of one workload run one after the other, and each non-eager figure
                       gets its speedup over the same run's eager figure (--mode is an alias).
                       ceiling's streaming copy runs once, in mode native (plain C++)
-  --devices d,e       cpu (now); cuda arrives with the CUDA backend
+  --devices d,e       cpu, cuda (cuda:N): on a CUDA device the workloads that run there
+                      (copy, ceiling, gelu, layernorm, softmax; --list marks them) run in
+                      the selected modes (device ops run eagerly in every mode: the JIT
+                      plans CPU regions only), and ceiling is the driver's device-to-device
+                      memcpy
   --reps N            timed repetitions after warm-up (default 10)
   --warmup N          untimed repetitions after the first call (default 2)
   --size S            small (quick, for the README table and CI) or default (BENCHMARKS.md sizes)
@@ -107,7 +126,7 @@ Options parse_options(int argc, char** argv) {
 std::string list_text() {
   std::string out;
   for (const Workload& w : workloads()) {
-    out += fmt::format("  {:<17}{}\n", w.name, w.what);
+    out += fmt::format("  {:<17}{}{}\n", w.name, w.what, w.cuda ? " [cpu, cuda]" : "");
     if (!w.unavailable.empty())
       out += fmt::format("  {:<17}  not yet available: {}\n", "", w.unavailable);
   }
@@ -130,12 +149,21 @@ std::vector<Job> plan(const Options& o) {
       throw UsageError{
           fmt::format("unknown mode '{}'; expected eager, interp, jit or libtorch", m)};
   }
+  bool any_cuda = false;
   for (const std::string& d : o.devices) {
-    if (d == "cuda" || d.starts_with("cuda:"))
-      throw UsageError{
-          fmt::format("device {} is not available yet: kiln has no CUDA backend in this build", d)};
-    if (d != "cpu") throw UsageError{fmt::format("unknown device '{}'; expected cpu or cuda", d)};
+    const Device dev = perf_device(d);  // an unknown name throws first
+    const bool cuda = !dev.is_cpu();
+    if (cuda && !cuda_is_available())
+      throw UsageError{fmt::format("device {} is not available: {}", d, cuda_unavailable_reason())};
+    if (cuda && dev.index >= cuda_device_count())
+      throw UsageError{fmt::format("device {} does not exist: this machine has {} CUDA device(s)",
+                                   d, cuda_device_count())};
+    any_cuda |= cuda;
   }
+  if (any_cuda && libtorch)
+    throw UsageError{
+        "mode libtorch runs on the CPU only (Debian's libtorch has no CUDA); on a GPU, "
+        "perf/torch_cuda.py times PyTorch on the same workloads (docs/performance.md)"};
   std::vector<const Workload*> selected;
   auto select_all = [&] {
     for (const Workload& w : workloads())
@@ -176,7 +204,7 @@ std::vector<Job> plan(const Options& o) {
   // take libtorch at whichever is faster for the workload (docs/performance.md).
   auto add = [&](const Workload* w, const std::string& m, const std::string& d, bool implicit,
                  std::optional<int64_t> param) {
-    if (!runs_in(w, m)) return;
+    if (!runs_in(w, m) || (is_cuda_device(d) && !w->cuda)) return;
     if (m != "libtorch") {
       jobs.push_back({w, m, d, implicit, param});
       return;
@@ -195,6 +223,14 @@ std::vector<Job> plan(const Options& o) {
       add_ceiling();
     }
     for (const Workload* w : selected) {
+      if (is_cuda_device(d) && !w->cuda) {
+        if (!o.workloads.empty())  // named on the command line: say so rather than skip it
+          throw UsageError{fmt::format(
+              "workload {} does not run on {} yet (the CUDA workloads: copy, ceiling, gelu, "
+              "layernorm, softmax)",
+              w->name, d)};
+        continue;
+      }
       if (!w->fixed_mode.empty()) {
         jobs.push_back({w, w->fixed_mode, d, false});
         continue;

@@ -80,9 +80,11 @@ class PeerAdapter : public Case {
 };
 
 Prepared prepare(const Job& job, Size size) {
-  if (job.mode != "libtorch")
-    return job.param ? job.workload->prepare_at(size, Device::cpu(), *job.param)
-                     : job.workload->prepare(size, Device::cpu());
+  if (job.mode != "libtorch") {
+    const Device d = perf_device(job.device);
+    return job.param ? job.workload->prepare_at(size, d, *job.param)
+                     : job.workload->prepare(size, d);
+  }
   // Same sizes as kiln; the job's thread count (1 or kiln's).
   peer::PeerPrepared pp =
       peer::libtorch_prepare(job.workload->name, size == Size::Small, job.peer_threads);
@@ -177,7 +179,7 @@ void attach_ceilings(std::vector<Figure>& figures) {
   for (Figure& ceiling : figures) {
     if (ceiling.workload != "ceiling" || !ceiling.gbps || ceiling.stream_gbps) continue;
     ceiling.stream_gbps = ceiling.gbps;
-    ceiling.ceiling_from = "stream";
+    ceiling.ceiling_from = is_cuda_device(ceiling.device) ? "memcpy" : "stream";
     const Figure* best = nullptr;
     for (const Figure& c : figures)
       if (c.workload == "copy" && c.device == ceiling.device && c.gbps &&

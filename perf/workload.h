@@ -34,10 +34,10 @@ struct Prepared {
 // Prepares a row-wise case over [rows, 1024] float32 (8192 rows, 2048 small) whose GB/s counts one
 // read and one write of the matrix: the shared setup of the layernorm and softmax workloads.
 template <class RowCase>
-Prepared prepare_rowwise(Size size) {
+Prepared prepare_rowwise(Size size, Device device) {
   int64_t rows = size == Size::Small ? 2048 : 8192, cols = 1024;
   Prepared p;
-  p.c = std::make_unique<RowCase>(rows, cols);
+  p.c = std::make_unique<RowCase>(rows, cols, device);
   p.shape = fmt::format("{}x{} float32", rows, cols);
   p.bytes = 2.0 * 4.0 * static_cast<double>(rows * cols);
   return p;
@@ -60,6 +60,9 @@ struct Workload {
   // Runs once per device in this mode whatever --modes says (ceiling: "native", plain C++ that
   // no kiln mode changes); empty: once per selected mode.
   std::string fixed_mode{};
+  // Also runs on CUDA devices (--devices cuda): its prepare() puts the inputs on the Device it is
+  // given, and its check() reads results through to(kCPU). The others run on the CPU only.
+  bool cuda = false;
 };
 
 // Every workload BENCHMARKS.md names, available or not, in its table's order.
@@ -80,7 +83,11 @@ Workload rnn_scan_workload();
 Workload newton_workload();
 Workload compile_layers_workload();
 
-// A deterministic float32 input of n elements with values in [lo, hi) (no RNG op needed).
-Tensor ramp_input(int64_t n, float lo, float hi);
+// A deterministic float32 input of n elements with values in [lo, hi) (no RNG op needed), on
+// `device`.
+Tensor ramp_input(int64_t n, float lo, float hi, Device device = Device::cpu());
+
+// `t` on the CPU, for a check() (the tensor itself when it is there already).
+inline Tensor on_host(const Tensor& t) { return t.to(Device::cpu()); }
 
 }  // namespace kiln::perf

@@ -58,6 +58,9 @@ static __device__ __noinline__ kiln_i64 kiln_divmod(kiln_i64 r, kiln_i64 size, k
   *q = (kiln_i64)((kiln_u64)r / (kiln_u64)size);
   return r - *q * size;
 }
+// Four consecutive elements, aligned so that one (or, for 8-byte types, two) 16-byte access
+// moves them: the dense loop's vector loads and stores.
+template <class T> struct alignas(4 * sizeof(T) < 16 ? 4 * sizeof(T) : 16) kiln_pack4 { T v[4]; };
 KILN_INLINE int kiln_to_i32(double x) {
   return x > -2147483649.0 && x < 2147483648.0 ? (int)x : (int)0x80000000u;
 }
@@ -120,19 +123,16 @@ std::string fn(const char* name, DType t, const std::string& x) {
   return fmt::format("{}{}({})", name, t == DType::Float32 ? "f" : "", x);
 }
 
-std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout) {
+// Expression e of an element whose variables carry the suffix `sfx` (the dense loop's u-th
+// element: v3_1), over operands of the same element.
+std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout,
+                        const std::string& sfx) {
   const DType t = e.type;
-  const std::string A = e.a >= 0 ? v(e.a) : "", B = e.b >= 0 ? v(e.b) : "";
-  const std::string C = e.c >= 0 ? v(e.c) : "";
-  const char* T = ctype(t);
+  const std::string A = e.a >= 0 ? v(e.a) + sfx : "", B = e.b >= 0 ? v(e.b) + sfx : "";
+  const std::string C = e.c >= 0 ? v(e.c) + sfx : "";
   const bool f32 = t == DType::Float32;
   const std::string one = f32 ? "1.0f" : "1.0", half = f32 ? "0.5f" : "0.5";
   switch (e.op) {
-    case ExprOp::Load: {
-      const int j = k.num_outputs() + e.index;
-      if (t == DType::Bool) return fmt::format("(*(const unsigned char*)(p{} + o{}) != 0)", j, j);
-      return fmt::format("*(const {}*)(p{} + o{})", T, j, j);
-    }
     case ExprOp::Const:
       if (is_floating(t)) return float_const(e.value, t);
       if (t == DType::Bool) return e.ivalue ? "true" : "false";
@@ -232,6 +232,104 @@ std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout&
   }
 }
 
+// The statements computing every expression but the Loads, for one element whose variables
+// carry the suffix `sfx` (v<id><sfx>), `indent` deep.
+std::string render_values(const LoopKernel& k, const std::string& sfx, const char* indent) {
+  const CudaArgLayout layout{k.num_operands(), k.num_params()};
+  std::string s;
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    if (e.op == ExprOp::Load) continue;
+    s += fmt::format("{}const {} {}{} = {};\n", indent, ctype(e.type), v(static_cast<int32_t>(i)),
+                     sfx, render_expr(k, e, layout, sfx));
+  }
+  return s;
+}
+
+// One element's loads: each Load expression read at its operand's offset o<j><sfx>. Rendered apart
+// from the values so that the dense loop can issue the loads of several elements first.
+std::string render_loads(const LoopKernel& k, const std::string& sfx, const char* indent) {
+  std::string s;
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    if (e.op != ExprOp::Load) continue;
+    const int j = k.num_outputs() + e.index;
+    const std::string at = fmt::format("(p{} + o{}{})", j, j, sfx);
+    s += fmt::format("{}const {} {}{} = ", indent, ctype(e.type), v(static_cast<int32_t>(i)), sfx);
+    s += e.type == DType::Bool ? fmt::format("*(const unsigned char*){} != 0;\n", at)
+                               : fmt::format("*(const {}*){};\n", ctype(e.type), at);
+  }
+  return s;
+}
+
+// One element's values and stores (its loads rendered before).
+std::string render_body(const LoopKernel& k, const std::string& sfx, const char* indent) {
+  std::string s = render_values(k, sfx, indent);
+  for (int32_t j = 0; j < k.num_outputs(); ++j) {
+    const int32_t id = k.stores[j];
+    if (k.exprs[id].type == DType::Bool)
+      s += fmt::format("{}*(unsigned char*)(p{} + o{}{}) = {}{} ? 1 : 0;\n", indent, j, j, sfx,
+                       v(id), sfx);
+    else
+      s += fmt::format("{}*({}*)(p{} + o{}{}) = {}{};\n", indent, ctype(k.exprs[id].type), j, j,
+                       sfx, v(id), sfx);
+  }
+  return s;
+}
+
+const char* storage_ctype(DType t) { return t == DType::Bool ? "unsigned char" : ctype(t); }
+
+// The dense loop's vector form, for launches the launcher flags with CudaArgLayout::kVecFlag
+// (every output and every input that is not broadcast is contiguous and aligned for
+// kiln_pack4): thread g computes elements [4g, 4g + 4), moving each operand's four elements as
+// one pack (a broadcast input: one load); the last n % 4 go to the scalar dense loop.
+std::string render_vector_loop(const LoopKernel& k) {
+  std::string s;
+  s += "    if (vec) {\n";
+  s += "      const int groups = last / 4;\n";
+  s += "      for (int g = (int)(blockIdx.x * blockDim.x + threadIdx.x); g < groups;\n"
+       "           g += (int)(gridDim.x * blockDim.x)) {\n";
+  const int nout = k.num_outputs();
+  for (int32_t in = 0; in < k.num_inputs(); ++in) {
+    const int j = nout + in;
+    s += fmt::format(
+        "        kiln_pack4<{0}> L{1};\n"
+        "        if (s{1} == 0) {{\n"
+        "          const {0} x = *(const {0}*)p{1};\n"
+        "          L{1}.v[0] = L{1}.v[1] = L{1}.v[2] = L{1}.v[3] = x;\n"
+        "        }} else {{\n"
+        "          L{1} = ((const kiln_pack4<{0}>*)p{1})[g];\n"
+        "        }}\n",
+        storage_ctype(k.inputs[in]), j);
+  }
+  for (int32_t j = 0; j < nout; ++j)
+    s += fmt::format("        kiln_pack4<{}> S{};\n", storage_ctype(k.output_dtype(j)), j);
+  for (int u = 0; u < 4; ++u) {
+    const std::string sfx = fmt::format("_{}", u);
+    s += fmt::format(
+        "        {{\n          const kiln_i64 i = 4 * (kiln_i64)g + {};\n          (void)i;\n", u);
+    for (size_t e = 0; e < k.exprs.size(); ++e) {
+      const Expr& x = k.exprs[e];
+      if (x.op != ExprOp::Load) continue;
+      s += fmt::format("          const {} {}{} = L{}.v[{}]{};\n", ctype(x.type),
+                       v(static_cast<int32_t>(e)), sfx, nout + x.index, u,
+                       x.type == DType::Bool ? " != 0" : "");
+    }
+    s += render_values(k, sfx, "          ");
+    for (int32_t j = 0; j < nout; ++j) {
+      const int32_t id = k.stores[j];
+      s += fmt::format("          S{}.v[{}] = {}{}{};\n", j, u, v(id), sfx,
+                       k.exprs[id].type == DType::Bool ? " ? 1 : 0" : "");
+    }
+    s += "        }\n";
+  }
+  for (int32_t j = 0; j < nout; ++j)
+    s += fmt::format("        ((kiln_pack4<{}>*)p{})[g] = S{};\n", storage_ctype(k.output_dtype(j)),
+                     j, j);
+  s += "      }\n      first = groups * 4;\n    }\n";
+  return s;
+}
+
 }  // namespace
 
 RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
@@ -246,11 +344,45 @@ RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
   s += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__(256) {}(const KilnArgs a) {{\n"
       "  const kiln_i64 n = (kiln_i64)a.w[{}];\n"
-      "  const int rank = (int)a.w[{}];\n",
-      name, CudaArgLayout::kCount, CudaArgLayout::kRank);
+      "  const int rank = (int)(a.w[{}] & 0xff);\n"
+      "  const bool vec = (a.w[{}] & 0x{:x}ull) != 0;\n",
+      name, CudaArgLayout::kCount, CudaArgLayout::kRank, CudaArgLayout::kRank,
+      CudaArgLayout::kVecFlag);
   const int nops = k.num_operands();
   for (int j = 0; j < nops; ++j)
     s += fmt::format("  char* const p{} = (char*)a.w[{}];\n", j, layout.ptr(j));
+  // Rank 1 with a 32-bit count (every dense or broadcast launch, after the launcher coalesces):
+  // the vector loop where the launch allows it, then each thread takes kCudaDenseUnroll elements
+  // a block apart (every access coalesced) and issues all their loads before computing any, so
+  // that enough bytes are in flight to reach the memory's bandwidth; 32-bit index math.
+  s += "  if (rank == 1 && n <= 0x7fffffffLL) {\n";
+  for (int j = 0; j < nops; ++j)
+    s += fmt::format("    const kiln_i64 s{} = (kiln_i64)a.w[{}];\n", j, layout.stride(j, 0));
+  s += "    const int last = (int)n;\n    int first = 0;\n";
+  s += render_vector_loop(k);
+  s += fmt::format("    const int per_block = (int)blockDim.x * {};\n", kCudaDenseUnroll);
+  s += "    for (int base = first + (int)(blockIdx.x * blockDim.x * " +
+       std::to_string(kCudaDenseUnroll) +
+       ") + (int)threadIdx.x; base < last;\n"
+       "         base += (int)gridDim.x * per_block) {\n";
+  for (int u = 0; u < kCudaDenseUnroll; ++u) {
+    const std::string sfx = fmt::format("_{}", u);
+    s += fmt::format("      const int i{} = base + {} * (int)blockDim.x;\n", sfx, u);
+    s += fmt::format("      const bool in{} = i{} < last;\n", sfx, sfx);
+    for (int j = 0; j < nops; ++j)
+      s += fmt::format("      const kiln_i64 o{}{} = in{} ? (kiln_i64)i{} * s{} : 0;\n", j, sfx,
+                       sfx, sfx, j);
+    s += render_loads(k, sfx, "      ");
+  }
+  for (int u = 0; u < kCudaDenseUnroll; ++u) {
+    const std::string sfx = fmt::format("_{}", u);
+    s += fmt::format("      if (in{}) {{\n        const kiln_i64 i = i{};\n        (void)i;\n", sfx,
+                     sfx);
+    s += render_body(k, sfx, "        ");
+    s += "      }\n";
+  }
+  s += "    }\n    return;\n  }\n";
+  // Any rank: a grid-stride loop, each element's index split over the sizes.
   s += "  const kiln_i64 step = (kiln_i64)gridDim.x * blockDim.x;\n";
   s += "  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n";
   s += "    kiln_i64 r = i;\n";
@@ -264,18 +396,8 @@ RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
   s += "    }\n";
   for (int j = 0; j < nops; ++j)
     s += fmt::format("    o{} += r * (kiln_i64)a.w[{}];\n", j, layout.stride(j, 0));
-  for (size_t i = 0; i < k.exprs.size(); ++i) {
-    const Expr& e = k.exprs[i];
-    s += fmt::format("    const {} {} = {};\n", ctype(e.type), v(static_cast<int32_t>(i)),
-                     render_expr(k, e, layout));
-  }
-  for (int32_t j = 0; j < k.num_outputs(); ++j) {
-    const int32_t id = k.stores[j];
-    if (k.exprs[id].type == DType::Bool)
-      s += fmt::format("    *(unsigned char*)(p{} + o{}) = {} ? 1 : 0;\n", j, j, v(id));
-    else
-      s += fmt::format("    *({}*)(p{} + o{}) = {};\n", ctype(k.exprs[id].type), j, j, v(id));
-  }
+  s += render_loads(k, "", "    ");
+  s += render_body(k, "", "    ");
   s += "  }\n}\n";
   return r;
 }

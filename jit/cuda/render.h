@@ -2,11 +2,16 @@
 // counterpart of jit/cpu/render.h. The source includes no CUDA header (NVRTC compiles a header-free
 // kernel in tens of milliseconds): a small prelude defines the helpers the expressions use.
 //
-// The kernel takes one argument, an array of 64-bit words (CudaArgLayout), and walks the index
-// space with a grid-stride loop: element i is split into per-dim indices (innermost last) over
-// the launch's sizes, and each operand's address is its base plus the sum of index * byte stride.
-// The launcher (cuda_target.cpp) coalesces dims first, so a contiguous or broadcast operand of
-// any rank runs as rank 1, where the split is no division at all.
+// The kernel takes one argument, an array of 64-bit words (CudaArgLayout). A launch of rank 1
+// with fewer than 2^31 elements (the launcher, cuda_target.cpp, coalesces dims first, so a
+// contiguous or broadcast operand of any rank runs as rank 1) takes the dense loop, with 32-bit
+// indices: where every operand is contiguous (or broadcast) and aligned, its vector form, each
+// thread computing four consecutive elements moved as 16-byte packs; else each thread computing
+// kCudaDenseUnroll elements a block apart per trip, all their loads first. Any other launch walks
+// the index space with a grid-stride loop: element i is split into per-dim indices (innermost last)
+// over the launch's sizes, and each operand's address is its base plus the sum of index * byte
+// stride. In both, an expression may read `i`, the element's row-major index in the index space
+// (kiln_i64).
 //
 // Semantics are those of the eager kernels (ops/cpu/pointwise_functors.h): integers wrap,
 // maximum/minimum/relu/clamp propagate NaN, round is half to even, sign of NaN and -0 is +0,
@@ -24,14 +29,19 @@ namespace kiln::jit::cuda {
 
 // The most dims a launch may have after coalescing.
 inline constexpr int kCudaMaxDims = 12;
+// Elements per thread and loop trip in the dense loop's scalar form (rank 1 but not the vector
+// form: a strided or unaligned operand, and the last n % 4 elements).
+inline constexpr int kCudaDenseUnroll = 1;
 
 // The argument words of a kernel with `operands` operands and `params` params:
-//   [0] element count, [1] rank, [2, 2 + D) sizes, then per operand its base address and D byte
-//   strides, then one word per param (the value's bits: a Float32 in the low 32 bits).
+//   [0] element count, [1] rank (| kVecFlag), [2, 2 + D) sizes, then per operand its base address
+//   and D byte strides, then one word per param (the value's bits: a Float32 in the low 32 bits).
 struct CudaArgLayout {
   int operands = 0;
   int params = 0;
   static constexpr int kCount = 0, kRank = 1, kSizes = 2;
+  // Or'ed into the rank word: the launch may take the dense loop's vector form (render.cpp).
+  static constexpr uint64_t kVecFlag = uint64_t{1} << 8;
   int ptr(int j) const { return kSizes + kCudaMaxDims + j * (1 + kCudaMaxDims); }
   int stride(int j, int d) const { return ptr(j) + 1 + d; }
   int param(int p) const { return ptr(operands) + p; }

@@ -16,13 +16,14 @@ Tensor gelu_from_primitives(const Tensor& x) {
 
 class GeluCase : public Case {
  public:
-  explicit GeluCase(int64_t n) : x_(ramp_input(n, -6.0f, 6.0f)) {}
+  GeluCase(int64_t n, Device d) : x_(ramp_input(n, -6.0f, 6.0f, d)) {}
   void run() override { y_ = gelu_from_primitives(x_); }
   void check() const override {
     // Every 997th element against a double-precision reference; 1e-5 absolute covers float32
     // rounding of eight chained ops on |x| <= 6 (results are at most 6 in magnitude).
-    const float* x = x_.data_ptr<float>();
-    const float* y = y_.data_ptr<float>();
+    const Tensor xh = on_host(x_), yh = on_host(y_);
+    const float* x = xh.data_ptr<float>();
+    const float* y = yh.data_ptr<float>();
     for (int64_t i = 0; i < x_.numel(); i += 997) {
       double v = x[i];
       double ref = 0.5 * v * (1.0 + std::tanh(0.79788456 * (v + 0.044715 * v * v * v)));
@@ -38,17 +39,19 @@ class GeluCase : public Case {
 }  // namespace
 
 Workload gelu_workload() {
-  return {"gelu", "tanh-approx GELU out of primitives, 2^24 float32 (GB/s: one read + one write)",
-          "",
-          [](Size size, Device) {
-            int64_t n = size == Size::Small ? (int64_t{1} << 22) : (int64_t{1} << 24);
-            Prepared p;
-            p.c = std::make_unique<GeluCase>(n);
-            p.shape = size == Size::Small ? "2^22 float32" : "2^24 float32";
-            p.bytes = 2.0 * 4.0 * static_cast<double>(n);
-            return p;
-          },
-          true};
+  Workload w{"gelu",
+             "tanh-approx GELU out of primitives, 2^24 float32 (GB/s: one read + one write)", "",
+             [](Size size, Device d) {
+               int64_t n = size == Size::Small ? (int64_t{1} << 22) : (int64_t{1} << 24);
+               Prepared p;
+               p.c = std::make_unique<GeluCase>(n, d);
+               p.shape = size == Size::Small ? "2^22 float32" : "2^24 float32";
+               p.bytes = 2.0 * 4.0 * static_cast<double>(n);
+               return p;
+             },
+             true};
+  w.cuda = true;
+  return w;
 }
 
 }  // namespace kiln::perf

@@ -14,10 +14,10 @@ constexpr double kEps = 1e-5;
 
 class LayerNormCase : public Case {
  public:
-  LayerNormCase(int64_t rows, int64_t cols)
-      : x_(ramp_input(rows * cols, -3.0f, 3.0f).view({rows, cols})),
-        w_(ramp_input(cols, 0.5f, 1.5f)),
-        b_(ramp_input(cols, -0.5f, 0.5f)) {}
+  LayerNormCase(int64_t rows, int64_t cols, Device d)
+      : x_(ramp_input(rows * cols, -3.0f, 3.0f, d).view({rows, cols})),
+        w_(ramp_input(cols, 0.5f, 1.5f, d)),
+        b_(ramp_input(cols, -0.5f, 0.5f, d)) {}
   void run() override {
     Tensor mu = x_.mean({-1}, true);
     Tensor var = x_.var({-1}, false, true);
@@ -27,8 +27,9 @@ class LayerNormCase : public Case {
     // Rows 0, 1 and the last against double precision; float32 sums over 1024 values and the
     // division keep the error under 1e-4 for unit-scale outputs.
     const int64_t rows = x_.size(0), cols = x_.size(1);
-    const float *x = x_.data_ptr<float>(), *y = y_.data_ptr<float>();
-    const float *w = w_.data_ptr<float>(), *b = b_.data_ptr<float>();
+    const Tensor xh = on_host(x_), yh = on_host(y_), wh = on_host(w_), bh = on_host(b_);
+    const float *x = xh.data_ptr<float>(), *y = yh.data_ptr<float>();
+    const float *w = wh.data_ptr<float>(), *b = bh.data_ptr<float>();
     for (int64_t r : {int64_t{0}, int64_t{1}, rows - 1}) {
       double s = 0, ss = 0;
       for (int64_t c = 0; c < cols; ++c) s += x[r * cols + c];
@@ -50,8 +51,10 @@ class LayerNormCase : public Case {
 }  // namespace
 
 Workload layernorm_workload() {
-  return {"layernorm", "layer_norm over rows of 8192x1024 float32, from mean/var/sqrt", "",
-          [](Size size, Device) { return prepare_rowwise<LayerNormCase>(size); }, true};
+  Workload w{"layernorm", "layer_norm over rows of 8192x1024 float32, from mean/var/sqrt", "",
+             [](Size size, Device d) { return prepare_rowwise<LayerNormCase>(size, d); }, true};
+  w.cuda = true;
+  return w;
 }
 
 }  // namespace kiln::perf

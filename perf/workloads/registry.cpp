@@ -47,7 +47,7 @@ const Workload* find_workload(const std::string& name) {
   return nullptr;
 }
 
-Tensor ramp_input(int64_t n, float lo, float hi) {
+Tensor ramp_input(int64_t n, float lo, float hi, Device device) {
   // lo + (hi - lo) * frac(i * golden ratio): spread over the range, not sorted, no RNG needed.
   std::vector<float> v(static_cast<size_t>(n));
   const double phi = 0.6180339887498949;
@@ -55,7 +55,7 @@ Tensor ramp_input(int64_t n, float lo, float hi) {
     double f = static_cast<double>(i) * phi;
     v[static_cast<size_t>(i)] = lo + (hi - lo) * static_cast<float>(f - std::floor(f));
   }
-  return from_vector<float>(v, {n});
+  return from_vector<float>(v, {n}).to(device);
 }
 
 }  // namespace kiln::perf

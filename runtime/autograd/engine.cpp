@@ -68,6 +68,9 @@ Tensor seed_gradient(const Tensor& root, const Tensor& grad) {
   KILN_CHECK(grad.impl()->sizes() == r->sizes(),
              "backward: the gradient has shape {} but the tensor has shape {}",
              shape_str(grad.impl()->sizes()), shape_str(r->sizes()));
+  KILN_CHECK(grad.impl()->device() == r->device(),
+             "backward: the gradient is on {} but the tensor is on {}; move it with .to()",
+             grad.impl()->device(), r->device());
   return grad;
 }
 
