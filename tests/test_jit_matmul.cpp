@@ -264,25 +264,30 @@ TEST_F(JitMatmulTest, EpiloguesAndProductsOfEveryKindMatchEager) {
 // An epilogue whose result is written back into an operand of the product, in place: into the
 // left one (x += relu(x @ w) * c, which row block i's GEMM reads only at rows i), and into the
 // right one (w += relu(x @ w) * c, which every block's GEMM reads whole: the step must finish
-// the GEMM before any epilogue writes). Bitwise equal to eager, updated in their own storage.
+// the GEMM before any epilogue writes); and the product itself written back into x (x = x @ w:
+// never computed into x's memory, which the GEMM reads). Bitwise equal to eager, updated in
+// their own storage.
 TEST_F(JitMatmulTest, EpilogueWritingAnOperandMatchesEager) {
   ConfigOverride<int> nt(config().num_threads, 2);
-  for (int into = 0; into < 2; ++into) {
+  for (int into = 0; into < 3; ++into) {
     tracer::RegionCache::instance().clear();
     auto run = [&](bool jit) {
       Tensor x = data({512, 512}, 16), w = data({512, 512}, 17);
-      Tensor& target = into == 0 ? x : w;
+      Tensor& target = into == 1 ? w : x;
       const void* where = target.raw_data();
       JitMode mode(jit);
       for (int it = 0; it < 3; ++it) {
-        target.add_(relu(x.matmul(w)) * 0.0625);
+        if (into == 2)
+          x.copy_(x.matmul(w));  // the product itself written back into its left operand
+        else
+          target.add_(relu(x.matmul(w)) * 0.0625);
         kiln::sync();
       }
       EXPECT_EQ(target.raw_data(), where);
       return target;
     };
     const Tensor want = run(false), got = run(true);
-    expect_bitwise_equal(got, want, into == 0 ? "into x" : "into w");
+    expect_bitwise_equal(got, want, into == 0 ? "into x" : into == 1 ? "into w" : "x = x @ w");
   }
 }
 

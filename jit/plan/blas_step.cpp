@@ -60,7 +60,8 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
   const Tensor a = f.values[n.inputs[0]], b = f.values[n.inputs[1]];
   blas::RowSplit split;
   {
-    // The product's buffer as the eager step would make it (a destination, else new).
+    // The product's buffer as the eager step makes it: new (a destination could be an operand's
+    // memory, which the GEMM still reads).
     const Tensor in[] = {a, b};
     const OpCall call{n.op, in, n.attrs};
     OutputMeta m;
@@ -69,12 +70,10 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
     } catch (...) {
       return whole();  // the eager step raises the same error, per output
     }
-    Tensor out = destination_for(f, n.output, static_cast<int32_t>(s), m.sizes, m.dtype);
-    split = blas::plan_row_split(a.impl(), b.impl(), m.dtype,
-                                 !out.defined() || out.impl()->is_contiguous());
+    split = blas::plan_row_split(a.impl(), b.impl(), m.dtype, true);
     if (split.blocks < 2) return whole();
-    if (!out.defined()) out = empty_tensor(m.sizes, m.dtype, Device::cpu());
-    f.values[n.output] = std::move(out);  // the value table holds the only handle (donation)
+    // The value table holds the only handle: the epilogue may take the buffer over.
+    f.values[n.output] = empty_tensor(m.sizes, m.dtype, Device::cpu());
   }
   const TensorImpl* product = f.values[n.output].impl();
   // The epilogue per block: its index space must be the product's rows, and it must not write
