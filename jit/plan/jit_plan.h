@@ -1,8 +1,9 @@
 // A region's plan: steps in execution order, each a fused kernel (loop IR compiled by a kernel
-// target) or an eager step (one node run by its eager kernel, with its metadata derived from the
-// actual inputs: plans are size-generic), over a table of values indexed like the graph's.
-// Values live from their step to their last use; buffers exist only at step boundaries (a
-// kernel's intermediates stay in registers).
+// target), a BLAS step (a matmul as GEMM calls, jit/plan/blas_step.h) or an eager step (one node
+// run by its eager kernel, with its metadata derived from the actual inputs: plans are
+// size-generic), over a table of values indexed like the graph's. Values live from their step to
+// their last use; buffers exist only at step boundaries (a kernel's intermediates stay in
+// registers).
 //
 // run() follows the RegionPlan contract (tracer/backend.h): run arguments only, destinations
 // written directly where safe, per-output errors (a failed step poisons what depends on it).
