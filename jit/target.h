@@ -20,10 +20,14 @@ namespace kiln::jit {
 // parameters (converted to each param's value type at launch with Scalar::to, as the eager
 // kernels convert a Scalar operand).
 // A row kernel (one with Reduce expressions) reduces the last `reduced_dims` dims of `sizes`;
-// the strides of an output that stores a row value are 0 over them.
+// the strides of an output that stores a row value are 0 over them. With `inner_dims` > 0 it is
+// launched as a column kernel (loop_kernel.h): the `reduced_dims` dims before the last
+// `inner_dims` are reduced, the inner ones kept. A target that renders no column kernels
+// declines such a launch (can_launch false).
 struct LaunchArgs {
   DimVector sizes;
   int reduced_dims = 0;
+  int inner_dims = 0;
   SmallVector<char*, 8> ptrs;
   std::vector<DimVector> strides;
   std::span<const Scalar> params;

@@ -156,8 +156,8 @@ EagerFn device_kernel(const OpDef& def, OpId id, Device d) {
   if (d.is_cpu()) return def.eager;
   EagerFn fn = device_table()[static_cast<int>(d.type) - 1][static_cast<int>(id)];
   KILN_CHECK(fn != nullptr,
-             "{}: not implemented for {} tensors (kiln's CUDA backend runs pointwise ops, casts, "
-             "copies and fills so far: docs/cuda.md); move the tensors to the CPU with .to(kCPU)",
+             "{}: not implemented for {} tensors (docs/cuda.md lists the ops kiln's CUDA backend "
+             "runs so far); move the tensors to the CPU with .to(kCPU)",
              def.name, d);
   return fn;
 }

@@ -108,6 +108,7 @@ std::vector<Built> every_kernel() {
 }
 
 TEST(CudaRender, EveryPointwiseOpAndDtypeCompilesForSm90) {
+  KILN_CUDA_CODEGEN_TEST_ONCE();
   KILN_SKIP_WITHOUT_NVRTC();
   const std::vector<Built> all = every_kernel();
   // Every op is covered for every dtype its meta accepts (the list above would silently shrink

@@ -69,9 +69,14 @@ TEST(JitReduceIr, TextOfALayerNormKernel) {
   EXPECT_NE(jit::encode(k), jit::encode(k2));
 }
 
-TEST(JitReduceIr, VerifyRejectsIntegerReductionsAndIntegerRowSizes) {
-  LoopKernel k = LoopKernel::uniform(DType::Int32, 1);
-  k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+// Integer reductions (wrapping, exact in any order) are valid IR; the CUDA target renders them.
+// Reductions of masks and integer RowSizes are not.
+TEST(JitReduceIr, VerifyRejectsMaskReductionsAndIntegerRowSizes) {
+  LoopKernel i = LoopKernel::uniform(DType::Int32, 1);
+  i.stores = {i.reduce(ExprOp::ReduceSum, i.load(0))};
+  EXPECT_NO_THROW(i.verify());
+  LoopKernel k = LoopKernel::uniform(DType::Bool, 1);
+  k.stores = {k.reduce(ExprOp::ReduceMax, k.load(0))};
   EXPECT_THROW(k.verify(), Error);
   LoopKernel r = LoopKernel::uniform(DType::Float32, 1);
   r.stores = {r.row_size(DType::Int64)};
@@ -399,9 +404,164 @@ TEST_F(JitReducePlanTest, ReductionsKeepdimOrNotOverSeveralDimsAndSizes) {
   }
 }
 
-// What the planner leaves to eager steps: columns, argmax, a reduction of a transposed input
-// (its rows are not contiguous: the launch has no machine code and the nodes run eagerly),
-// integer inputs. Results are still eager's.
+// logsumexp in a row kernel, as eager computes it (the row max, 0 where it is infinite; the
+// pairwise sum of exp(x - shift); log + shift): bitwise on every ISA for both float dtypes and
+// integer inputs (computed in Float32), rows of -inf, +inf, NaN and empty rows, keepdim or not;
+// a log-softmax from it (`x - x.logsumexp(-1, true)`) is one kernel.
+TEST_F(JitReducePlanTest, LogsumexpIsARowKernelBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int64_t d : {0, 1, 7, 16, 129, 1000}) {
+        tracer::RegionCache::instance().clear();
+        Tensor x = randn_of({6, d}, static_cast<uint64_t>(d) + 50, dt) * 30.0;
+        if (d > 0) {
+          JitMode off(false);
+          const double inf = std::numeric_limits<double>::infinity();
+          x.select(0, 1).fill_(-inf);                 // all -inf: -inf
+          x.select(0, 2).narrow(0, 0, 1).fill_(inf);  // a +inf: +inf
+          x.select(0, 3).narrow(0, d - 1, 1).fill_(std::nan(""));
+          x.select(0, 4).narrow(0, 0, 1).fill_(-inf);  // one -inf among finite values
+        }
+        int kernels = 0;
+        const std::string what = fmt::format("{} {} d={}", isa, dtype_name(dt), d);
+        std::string steps = run_both(
+            [&] {
+              return TensorList{(x * 0.5).logsumexp({-1}), x.logsumexp({-1}, true)};
+            },
+            what, &kernels);
+        EXPECT_EQ(kernels, 1) << what << " " << steps;  // both read x: one kernel
+        tracer::RegionCache::instance().clear();
+        steps = run_both([&] { return TensorList{x - x.logsumexp({-1}, true)}; },
+                         what + " log_softmax", &kernels);
+        EXPECT_EQ(steps, "k2") << what;
+      }
+    }
+    tracer::RegionCache::instance().clear();
+    const Tensor i = (randn_of({5, 40}, 61) * 20.0).to(kInt64);
+    const Tensor i32 = (randn_of({5, 40}, 62) * 20.0).to(kInt32);
+    run_both(
+        [&] {
+          return TensorList{(i * 3).logsumexp({-1}), i32.logsumexp({-1}, true)};
+        },
+        isa + " integer logsumexp");
+  }
+}
+
+// Values with ties (a few distinct integers), signed zeros, infinities and, where asked, NaNs
+// at random places of some rows: what decides which index argmax / argmin return.
+Tensor tie_data(int64_t rows, int64_t n, DType dt, uint64_t seed, bool nan) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> v(static_cast<size_t>(rows * n));
+  const double inf = std::numeric_limits<double>::infinity();
+  const double pick[] = {-3, -1, 0, -0.0, 1, 2, 2, 5, inf, -inf};
+  for (auto& e : v) e = pick[rng() % (is_floating(dt) ? 10 : 8)];
+  if (nan && is_floating(dt))
+    for (int64_t r = 0; r < rows; r += 2) {
+      v[static_cast<size_t>(r * n) + rng() % n] = std::numeric_limits<double>::quiet_NaN();
+      v[static_cast<size_t>(r * n) + rng() % n] = std::numeric_limits<double>::quiet_NaN();
+    }
+  JitMode off(false);
+  return from_vector<double>(v, {rows, n}).to(dt);
+}
+
+// argmax / argmin in row kernels (the first index of the extreme, the first NaN where there is
+// one, ties and +0 / -0 as eager): Float32, Float64 and Int32, every ISA, rows around the lane
+// counts, the vector tails and a 65536-element chunk, keepdim or not; one kernel with their
+// prologue (`(x * w + b).argmax(-1)`); over another dim they stay eager steps.
+TEST_F(JitReducePlanTest, ArgmaxArgminAreRowKernelsBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64, kInt32}) {
+      for (int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 33, 100, 1000, 70001}) {
+        for (bool nan : {false, true}) {
+          tracer::RegionCache::instance().clear();
+          const int64_t rows = n > 1000 ? 2 : 9;
+          const Tensor x = tie_data(rows, n, dt, static_cast<uint64_t>(n) * 3 + nan, nan);
+          const std::string what = fmt::format("{} {} n={} nan={}", isa, dtype_name(dt), n, nan);
+          int kernels = 0;
+          const std::string steps = run_both(
+              [&] {
+                return TensorList{x.argmax(-1), x.argmin(-1, true), (x * 2).argmax(1, true)};
+              },
+              what, &kernels);
+          EXPECT_EQ(kernels, 1) << what << " " << steps;
+        }
+      }
+    }
+    // The extreme 0 after the first vector: lanes past the kernel's count must not count (SSE2
+    // runs 2 lanes here, the Float32 flags in half registers whose upper lanes compare 0 == 0).
+    for (int64_t n : {3, 4, 5, 9, 17}) {
+      tracer::RegionCache::instance().clear();
+      std::vector<double> v(static_cast<size_t>(4 * n), -1.0);
+      for (int64_t r = 0; r < 4; ++r) v[static_cast<size_t>(r * n + n - 1 - r % 2)] = 0.0;
+      Tensor z;
+      {
+        JitMode off(false);
+        z = from_vector<double>(v, {4, n}).to(kFloat32);
+      }
+      run_both(
+          [&] {
+            return TensorList{z.argmax(-1), (-z).argmin(-1)};
+          },
+          fmt::format("{} late zero n={}", isa, n));
+    }
+    tracer::RegionCache::instance().clear();
+    const Tensor x = randn_of({31, 45}, 71), w = randn_of({45}, 72), b = randn_of({45}, 73);
+    EXPECT_EQ(run_both([&] { return TensorList{(x * w + b).argmax(-1)}; }, isa + " fused"), "k3");
+    tracer::RegionCache::instance().clear();
+    run_both(
+        [&] {
+          return TensorList{(x * w).argmax(0), (x + 1.0).argmin(0, true)};
+        },
+        isa + " over dim 0");
+  }
+}
+
+// all / any of every dtype in row kernels (x != 0, NaN and -0 as eager; empty inputs), with a
+// fused comparison (`(x > 0.5).all()`: one kernel).
+TEST_F(JitReducePlanTest, AllAnyAreRowKernelsBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64, kInt32, kInt64, kBool}) {
+      for (int64_t n : {0, 1, 5, 16, 17, 100}) {
+        for (int kind = 0; kind < 4; ++kind) {  // all nonzero, one zero, all zero, -0 and NaN
+          tracer::RegionCache::instance().clear();
+          Tensor x;
+          {
+            JitMode off(false);
+            std::vector<double> v(static_cast<size_t>(3 * n), kind == 2 ? 0.0 : 2.0);
+            if (kind == 1 && n > 0) v[v.size() / 2] = 0.0;
+            if (kind == 3 && n > 0) {
+              std::fill(v.begin(), v.end(), -0.0);
+              if (is_floating(dt)) v.back() = std::numeric_limits<double>::quiet_NaN();
+            }
+            x = from_vector<double>(v, {3, n}).to(dt);
+          }
+          const std::string what = fmt::format("{} {} n={} kind={}", isa, dtype_name(dt), n, kind);
+          int kernels = 0;
+          run_both([&] { return TensorList{x.all(), x.any()}; }, what, &kernels);
+          if (n > 0) {  // (an empty input's region is not planned)
+            EXPECT_EQ(kernels, 1) << what;
+          }
+        }
+      }
+    }
+    tracer::RegionCache::instance().clear();
+    const Tensor x = randn_of({7, 40}, 81);
+    EXPECT_EQ(run_both(
+                  [&] {
+                    return TensorList{(x > 0.5).all(), (x > -9.0).all()};
+                  },
+                  isa + " fused"),
+              "k4");
+  }
+}
+
+// What runs eagerly: a column sum of 13 columns (eager reduces fewer than 16 as rows: the
+// column kernel declines the launch), a reduction of a transposed input (its rows are not
+// contiguous: the launch has no machine code and the nodes run eagerly), integer sums; and
+// what now fuses (argmax, logsumexp). Results are still eager's.
 TEST_F(JitReducePlanTest, WhatStaysEagerStillMatches) {
   const Tensor x = randn_of({9, 13}, 21);
   const Tensor i = (randn_of({9, 13}, 22) * 10.0).to(kInt64);

@@ -11,6 +11,7 @@
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/math.h"
 #include "jit/cpu/render.h"
+#include "jit/cpu/render_cols.h"
 #include "jit/cpu/render_reduce.h"
 #include "jit/loop/kernel_cache.h"
 #include "jit/loop/row_program.h"
@@ -54,6 +55,7 @@ std::vector<uint64_t> render_key(const LoopKernel& k, const KernelVariant& v) {
   key.push_back(0x6370753a00000000ull | static_cast<uint64_t>(v.isa));  // "cpu:" + isa
   key.push_back(v.streaming);
   key.push_back(static_cast<uint64_t>(v.unroll));
+  key.push_back(v.columns);
   for (InnerLayout l : v.layout) key.push_back(static_cast<uint64_t>(l));
   return key;
 }
@@ -65,6 +67,7 @@ void dump_assembly(const LoopKernel& k, const KernelVariant& v, const std::strin
     layouts += l == InnerLayout::Contiguous ? 'c' : l == InnerLayout::Broadcast ? 'b' : 's';
   if (v.streaming) layouts += "-nt";
   if (v.unroll > 1) layouts += fmt::format("-u{}", v.unroll);
+  if (v.columns) layouts += "-cols";
   const std::string name =
       fmt::format("kernel-{:016x}-{}-{}.s", hash_words(encode(k)), jit_isa_name(v.isa), layouts);
   std::string ir = to_text(k), commented;
@@ -127,18 +130,19 @@ class CpuKernel final : public CompiledKernel {
 
  private:
   void launch_rows(const LaunchArgs& args);  // a row kernel (k_.has_reduce())
+  void launch_cols(const LaunchArgs& args);  // a column kernel (args.inner_dims > 0)
   bool can_launch(const LaunchArgs& args) const override;
   // The machine code for one layout of the operands (rendered on first sight). The variant is
   // keyed by every operand's layout, whatever the operand count.
-  KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming) {
+  KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming, bool columns = false) {
     {
       std::lock_guard lock(mu_);
       for (const Variant& v : variants_)
-        if (v.streaming == streaming && v.layout == layout) return v.fn;
+        if (v.streaming == streaming && v.columns == columns && v.layout == layout) return v.fn;
     }
-    KernelFn fn = render(k_, KernelVariant{isa_, layout, streaming, unroll_});
+    KernelFn fn = render(k_, KernelVariant{isa_, layout, streaming, unroll_, columns});
     std::lock_guard lock(mu_);
-    variants_.push_back({layout, streaming, fn});
+    variants_.push_back({layout, streaming, columns, fn});
     return fn;
   }
 
@@ -150,6 +154,7 @@ class CpuKernel final : public CompiledKernel {
   struct Variant {
     std::vector<InnerLayout> layout;
     bool streaming;
+    bool columns;
     KernelFn fn;
   };
   std::vector<Variant> variants_;
@@ -191,7 +196,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
   KILN_CHECK(static_cast<int32_t>(nops) == k_.num_operands() && args.strides.size() == nops,
              "cpu kernel: launched with {} operands, the kernel has {}", nops, k_.num_operands());
-  if (k_.has_reduce()) return launch_rows(args);
+  if (k_.has_reduce()) return args.inner_dims > 0 ? launch_cols(args) : launch_rows(args);
   for (int64_t s : args.sizes)
     if (s == 0) return;
   // A kernel drawing random numbers reads each element's row-major index: a hidden last operand
@@ -366,10 +371,97 @@ RowSplit split_rows(const LoopKernel& k, const LaunchArgs& args) {
   return r;
 }
 
+// A column kernel's launch (loop_kernel.h "Column kernels") split into its outer dims, its
+// reduced rows (one stride per operand) and its columns (contiguous or broadcast per operand);
+// `why` says why it has no machine code (the plan then runs the step's nodes eagerly).
+struct ColSplit {
+  LaunchArgs outer;
+  int64_t n = 1, w = 1;
+  std::vector<int64_t> row_stride;
+  std::vector<InnerLayout> layout;
+  std::string why;
+};
+
+ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const size_t rank = args.sizes.size();
+  ColSplit c;
+  KILN_CHECK(args.reduced_dims >= 0 && args.inner_dims > 0 &&
+                 static_cast<size_t>(args.reduced_dims + args.inner_dims) <= rank,
+             "cpu column kernel: {} reduced and {} inner dims of a rank-{} index space",
+             args.reduced_dims, args.inner_dims, rank);
+  if (!column_kernel_ok(k)) {
+    c.why = "an element value reads a reduction's result";
+    return c;
+  }
+  const size_t nb = rank - static_cast<size_t>(args.reduced_dims + args.inner_dims);
+  const size_t ni = rank - static_cast<size_t>(args.inner_dims);
+  LaunchArgs red, in;
+  c.outer.ptrs = red.ptrs = in.ptrs = args.ptrs;
+  c.outer.strides.resize(nops);
+  red.strides.resize(nops);
+  in.strides.resize(nops);
+  for (size_t d = 0; d < rank; ++d) {
+    LaunchArgs& part = d < nb ? c.outer : d < ni ? red : in;
+    part.sizes.push_back(args.sizes[d]);
+    if (d >= nb && d < ni) c.n *= args.sizes[d];
+    if (d >= ni) c.w *= args.sizes[d];
+    for (size_t j = 0; j < nops; ++j) part.strides[j].push_back(args.strides[j][d]);
+  }
+  c.layout.assign(nops, InnerLayout::Contiguous);
+  c.row_stride.assign(nops, 0);
+  if (c.w == 0) return c;  // nothing to compute
+  // Eager reduces fewer columns as rows (ops/cpu/reduce_plan.cpp): another order.
+  if (c.w < 16) {
+    c.why = fmt::format("{} columns (eager reduces fewer than 16 as rows)", c.w);
+    return c;
+  }
+  const Coalesced ci = coalesce(in);
+  if (ci.sizes.size() != 1) {
+    c.why = "the kept inner dims do not form one run of columns";
+    return c;
+  }
+  for (size_t j = 0; j < nops; ++j) {
+    const int64_t s = ci.strides[j][0];
+    const int64_t es = static_cast<int64_t>(itemsize(k.operand_dtype(static_cast<int32_t>(j))));
+    if (s == 0 && static_cast<int32_t>(j) >= k.num_outputs()) {
+      c.layout[j] = InnerLayout::Broadcast;
+    } else if (s != es) {
+      c.why = fmt::format("operand {} has stride {} bytes along the columns", j, s);
+      return c;
+    }
+  }
+  if (c.n > 1) {
+    const Coalesced cr = coalesce(red);
+    if (cr.sizes.size() != 1) {
+      c.why = "the reduced dims do not form one run of rows";
+      return c;
+    }
+    for (size_t j = 0; j < nops; ++j) c.row_stride[j] = cr.strides[j][0];
+  }
+  // A reduced input loaded as is: eager takes the column order only where it is row-major.
+  for (const Expr& e : k.exprs) {
+    if (!expr_is_reduce(e.op) || k.exprs[e.a].op != ExprOp::Load) continue;
+    const size_t j = static_cast<size_t>(k.num_outputs() + k.exprs[e.a].index);
+    int64_t expected = static_cast<int64_t>(itemsize(k.inputs[k.exprs[e.a].index]));
+    for (size_t d = rank; d-- > 0;) {
+      if (args.sizes[d] == 1) continue;
+      if (args.strides[j][d] != expected) {
+        c.why = fmt::format("reduced operand {} is not row-major (eager gathers it as rows)", j);
+        return c;
+      }
+      expected *= args.sizes[d];
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
-  return !k_.has_reduce() || !split_rows(k_, args).layout.empty();
+  if (!k_.has_reduce()) return true;
+  if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
+  return !split_rows(k_, args).layout.empty();
 }
 
 // A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
@@ -462,6 +554,96 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     run_rows(0, rows);
   else
     parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), run_rows);
+  if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+}
+
+// A column kernel: each call of the function reduces the rows of a block of columns of one
+// outer index; threads split the (outer index, column block) pairs, never a column, so a result
+// never depends on the thread count.
+void CpuKernel::launch_cols(const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const ColSplit split = split_cols(k_, args);
+  KILN_CHECK(split.why.empty(), "cpu column kernel: {}", split.why);
+  for (int64_t s : split.outer.sizes)
+    if (s == 0) return;
+  if (split.w == 0) return;
+  const int64_t n = split.n, w = split.w;
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
+             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
+             k_.num_params());
+  // Params at p * 8 bytes, then a pointer to the column program, then each thread's scratch
+  // for the partial results (render_cols.h).
+  const std::vector<int64_t> program = column_program(n);
+  const size_t np = static_cast<size_t>(k_.num_params());
+  SmallVector<uint64_t, 16> words(np + 2, 0);
+  for (size_t p = 0; p < np; ++p)
+    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
+      const T v = args.params[p].to<T>();
+      std::memcpy(&words[p], &v, sizeof(T));
+    });
+  words[np] = reinterpret_cast<uintptr_t>(program.data());
+
+  const Coalesced co = coalesce(split.outer);  // rank 1 at least
+  int64_t outer = 1;
+  for (int64_t s : co.sizes) outer *= s;
+  // Calls of up to 512 columns (a piece's rows of 2 KiB or more stay in cache across the call's
+  // blocks, as eager's 512-wide slices), fewer where that leaves a thread idle; a multiple of 64.
+  const int64_t per_thread = (w * outer + 2 * num_threads() - 1) / (2 * num_threads());
+  const int64_t width = std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 512);
+  const int64_t blocks = (w + width - 1) / width;
+  std::vector<int64_t> col_bytes(nops, 0);
+  for (size_t j = 0; j < nops; ++j)
+    if (split.layout[j] == InnerLayout::Contiguous)
+      col_bytes[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
+  // Large element outputs go around the caches (as in pointwise and row kernels) where every
+  // vector store is aligned: the base, the row and outer strides and the calls' first columns.
+  const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  const std::vector<uint8_t> row = k_.row_values();
+  bool streaming = false;
+  for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+    if (row[k_.stores[j]]) continue;
+    const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
+    bool ok = k_.output_dtype(j) != DType::Bool && outer * n * w * es >= kStreamingBytes &&
+              reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
+              split.row_stride[j] % vec_bytes == 0 && width * es % vec_bytes == 0;
+    for (size_t d = 0; d < co.sizes.size() && ok; ++d) ok = co.strides[j][d] % vec_bytes == 0;
+    if (!ok) {
+      streaming = false;
+      break;
+    }
+    streaming = true;
+  }
+  const KernelFn fn = variant(split.layout, streaming, true);
+  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+  cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
+  size_t reduces = 0;
+  for (const Expr& e : k_.exprs) reduces += expr_is_reduce(e.op);
+  const size_t scratch_words = static_cast<size_t>(program_depth(program)) * reduces *
+                               static_cast<size_t>((std::min(width, w) + 15) / 16 * 16);
+  auto run = [&](int64_t t0, int64_t t1) {
+    SmallVector<char*, 8> p(nops);
+    std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
+    SmallVector<uint64_t, 16> local = words;
+    local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t % blocks;
+      int64_t rest = t / blocks;
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + b * width * col_bytes[j];
+      for (size_t d = co.sizes.size(); d-- > 0;) {
+        const int64_t idx = rest % co.sizes[d];
+        rest /= co.sizes[d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * co.strides[j][d];
+      }
+      fn(p.data(), split.row_stride.data(), split.row_stride.data(), std::min(width, w - b * width),
+         n, local.data());
+    }
+  };
+  const int64_t items = outer * blocks;
+  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  if (num_threads() <= 1 || items < 2 || outer * n * w <= kParallelGrain || in_parallel_region())
+    run(0, items);
+  else
+    parallel_for(0, items, 1, run);
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
 }
 

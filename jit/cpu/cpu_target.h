@@ -17,6 +17,7 @@ struct CpuJitCounters {
   std::atomic<int64_t> compile_ns{0};  // total time rendering them
   std::atomic<int64_t> max_compile_ns{0};
   std::atomic<int64_t> launches{0};
+  std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
 };
 CpuJitCounters& cpu_jit_counters();
 

@@ -8,6 +8,7 @@
 #include "jit/cpu/interleave.h"
 #include "jit/cpu/math.h"
 #include "jit/cpu/philox_emitter.h"
+#include "jit/cpu/render_cols.h"
 #include "jit/cpu/render_reduce.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
@@ -778,8 +779,8 @@ std::vector<x86::Vec> emit_body(EmitContext& ctx, int lanes, const LoopKernel& k
                                 const std::vector<x86::Gp>& cur, x86::Gp params,
                                 const x86::KReg* tail, const std::vector<uint8_t>& want,
                                 const std::vector<x86::Vec>& preset,
-                                const std::vector<uint8_t>& store, bool streaming) {
-  return BodyEmitter(ctx, lanes, k, layout, cur, params, tail, streaming)
+                                const std::vector<uint8_t>& store, bool streaming, int first) {
+  return BodyEmitter(ctx, lanes, k, layout, cur, params, tail, streaming, first)
       .emit_partial(want, preset, store);
 }
 
@@ -813,7 +814,9 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
   StringLogger logger;
   if (want_assembly) code.setLogger(&logger);
   x86::Compiler cc(&code);
-  if (k.has_reduce())
+  if (k.has_reduce() && v.columns)
+    render_column_function(cc, k, v);
+  else if (k.has_reduce())
     render_row_function(cc, k, v);
   else
     render_function(cc, k, v);

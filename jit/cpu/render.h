@@ -36,11 +36,14 @@ struct RenderedKernel {
 // and how many vectors one iteration of the vector loop computes (`unroll`: the bodies of that
 // many vectors, interleaved instruction by instruction, then a one-vector loop for what is
 // left, then the tail; each element is computed by the same instructions whatever the unroll).
+// `columns`: a kernel with Reduce expressions rendered as a column kernel (render_cols.h), its
+// layouts along the columns.
 struct KernelVariant {
   JitIsa isa = JitIsa::Sse2;
   std::vector<InnerLayout> layout;
   bool streaming = false;
   int unroll = 1;
+  bool columns = false;
 };
 
 // The elements one vector iteration of `k` computes on `isa` (the widest type sets it).

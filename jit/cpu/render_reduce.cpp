@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 
+#include "jit/cpu/reduce_ops.h"
 #include "jit/loop/row_program.h"
 #include "runtime/error.h"
 
@@ -42,6 +43,8 @@ std::vector<int32_t> row_stash(const LoopKernel& k) {
   int32_t last = -1;
   for (size_t i = 0; i < k.exprs.size(); ++i)
     if (expr_is_reduce(k.exprs[i].op)) last = static_cast<int32_t>(i);
+  // A ReduceFirst pass may stop at its first hit: it cannot fill a scratch row.
+  if (last >= 0 && k.exprs[last].op == ExprOp::ReduceFirst) return {};
   std::vector<int32_t> stores;
   for (int32_t s : k.stores)
     if (!row[s]) stores.push_back(s);
@@ -110,7 +113,7 @@ class RowRenderer {
     elem_store_.assign(static_cast<size_t>(k_.num_outputs()), 0);
     for (int32_t j = 0; j < k_.num_outputs(); ++j) {
       elem_store_[j] = !row_[k_.stores[j]];
-      KILN_CHECK(elem_store_[j] || is_floating(k_.output_dtype(j)),
+      KILN_CHECK(elem_store_[j] || k_.output_dtype(j) != DType::Int32,
                  "cpu row kernel: output {} stores a {} row value (not rendered)", j,
                  k_.output_dtype(j));
     }
@@ -293,6 +296,7 @@ class RowRenderer {
   void pass(int r) {
     const int32_t id = reduces_[r];
     const Expr& e = k_.exprs[id];
+    if (e.op == ExprOp::ReduceFirst) return pass_first(id, e);
     on(e.type, 1, [&](auto& so) {
       using T = typename std::decay_t<decltype(so)>::T;
       pass_typed<T>(r, id, e);
@@ -302,30 +306,11 @@ class RowRenderer {
 
   template <class T>
   x86::Vec identity(AsmVecOps<T>& o, ExprOp op) {
-    switch (op) {
-      case ExprOp::ReduceSum:
-        return o.splat(0.0);
-      case ExprOp::ReduceProd:
-        return o.splat(1.0);
-      case ExprOp::ReduceMax:
-        return o.splat(-std::numeric_limits<double>::infinity());
-      default:
-        return o.splat(std::numeric_limits<double>::infinity());
-    }
+    return reduce_identity(o, op);
   }
-  // The eager combiner: a + b, a * b, max_nan / min_nan (a when a wins or is NaN, else b).
   template <class T>
   x86::Vec combine(AsmVecOps<T>& o, ExprOp op, x86::Vec a, x86::Vec b) {
-    switch (op) {
-      case ExprOp::ReduceSum:
-        return o.add(a, b);
-      case ExprOp::ReduceProd:
-        return o.mul(a, b);
-      case ExprOp::ReduceMax:
-        return o.select(o.mask_or(o.gt(a, b), o.unord(a, a)), a, b);
-      default:
-        return o.select(o.mask_or(o.lt(a, b), o.unord(a, a)), a, b);
-    }
+    return reduce_combine(o, op, a, b);
   }
   // The high half of a vector register (the low half is the register's narrower view).
   x86::Vec high_half(x86::Vec v, int bytes, bool dbl) {
@@ -496,6 +481,85 @@ class RowRenderer {
     preset_[id] = broadcast_scalar(t, so.load(x86::ptr(sb)));
   }
 
+  // ---- ReduceFirst: the index of the first element whose flag is nonzero (else n) ----
+  // Vector by vector from the row's start, stopping at the first vector with a hit; the tail
+  // (masked on AVX-512, from zeroed buffers elsewhere) counts its first `rem` lanes only.
+  x86::Gp hit_bits(DType t, x86::Vec flag) {
+    return on(t, L_, [&](auto& o) {
+      const AsmMask m = o.ne(flag, o.splat(0.0));
+      x86::Gp bits = cc_.newGpd("hits");
+      if (kmask())
+        cc_.kmovw(bits, m.k);
+      else
+        cc_.emit(vex() ? (t == DType::Float64 ? Inst::kIdVmovmskpd : Inst::kIdVmovmskps)
+                       : (t == DType::Float64 ? Inst::kIdMovmskpd : Inst::kIdMovmskps),
+                 bits, m.v);
+      return bits;
+    });
+  }
+  void pass_first(int32_t id, const Expr& e) {
+    const DType ft = k_.exprs[e.a].type;
+    std::vector<uint8_t> want(k_.exprs.size(), 0), no_store(k_.num_outputs(), 0);
+    want[e.a] = 1;
+    stash_on_ = false;
+    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    x86::Gp i = cc_.newInt64("i"), rem = cc_.newInt64("rem"), result = cc_.newInt64("first");
+    cc_.xor_(i, i);
+    cc_.mov(rem, n_);
+    cc_.mov(result, n_);
+    Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_found = cc_.newLabel(),
+          l_done = cc_.newLabel();
+    x86::Gp bits = cc_.newGpd("bits");
+    cc_.bind(l_vec);
+    cc_.cmp(rem, L_);
+    cc_.jl(l_tail);
+    {
+      const std::vector<x86::Vec> out = body(cur_, nullptr, want, no_store);
+      cc_.mov(bits, hit_bits(ft, out[e.a]));
+    }
+    // The L lanes only: a Float32 flag in a kernel of 8-byte lanes fills half a register (SSE2:
+    // movmskps reports the upper half's lanes too).
+    cc_.test(bits, (1 << L_) - 1);
+    cc_.jnz(l_found);
+    advance(L_);
+    cc_.add(i, L_);
+    cc_.sub(rem, L_);
+    cc_.jmp(l_vec);
+    cc_.bind(l_tail);
+    cc_.test(rem, rem);
+    cc_.jz(l_done);
+    tail_body(rem, false, [&](const std::vector<x86::Gp>& cur, const x86::KReg* m) {
+      const std::vector<x86::Vec> out =
+          emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, want, preset_, no_store);
+      cc_.mov(bits, hit_bits(ft, out[e.a]));
+    });
+    {  // only the first rem lanes: bits &= (1 << rem) - 1 (rem < L <= 16)
+      x86::Gp lanes = cc_.newGpd("lanes"), sh = cc_.newGpd("shift");
+      cc_.mov(sh, rem.r32());
+      cc_.mov(lanes, 1);
+      cc_.shl(lanes, sh.r8());
+      cc_.dec(lanes);
+      cc_.and_(bits, lanes);
+    }
+    cc_.test(bits, bits);
+    cc_.jz(l_done);
+    cc_.bind(l_found);
+    {
+      cc_.and_(bits, (1 << L_) - 1);
+      x86::Gp lane = cc_.newGpd("lane");
+      cc_.bsf(lane, bits);
+      cc_.add(i, lane.r64());
+      cc_.mov(result, i);
+    }
+    cc_.bind(l_done);
+    // The index in every Int64 lane (the double emitter's registers).
+    x86::Mem slot = lanes_buf_;
+    slot.setSize(8);
+    cc_.mov(slot, result);
+    AsmVecOps<double> d(*ctx_, L_);
+    preset_[id] = d.load_broadcast(lanes_buf_);
+  }
+
   // Numeric row values computable now (every Reduce they read is done), once per row.
   void hoist_row_values() {
     const size_t ne = k_.exprs.size();
@@ -565,11 +629,34 @@ class RowRenderer {
         if (want[i]) out[i] = got[i];
     }
     for (int32_t j = 0; j < k_.num_outputs(); ++j) {
-      if (elem_store_[j]) continue;
+      if (elem_store_[j] || !is_floating(k_.output_dtype(j))) continue;
       on(k_.output_dtype(j), 1, [&](auto& so) {
         so.store(x86::ptr(base_[j]), out[k_.stores[j]].xmm());
         return 0;
       });
+    }
+    // Int64 and Bool row values (argmax, all / any): a vector of them stored into a stack
+    // buffer by the body emitter (all lanes are equal), then one element copied out.
+    for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+      if (elem_store_[j] || is_floating(k_.output_dtype(j))) continue;
+      std::vector<uint8_t> only(static_cast<size_t>(k_.num_outputs()), 0);
+      only[j] = 1;
+      std::vector<x86::Gp> cur = base_;
+      cur[j] = cc_.newIntPtr();
+      cc_.lea(cur[j], tail_buf_[j]);
+      std::vector<x86::Vec> p = preset_;
+      for (size_t i = 0; i < ne; ++i)
+        if (!p[i].isValid() && out[i].isValid()) p[i] = out[i];
+      emit_body(*ctx_, L_, k_, v_.layout, cur, params_, nullptr, std::vector<uint8_t>(ne, 0), p,
+                only);
+      x86::Gp t = cc_.newInt64();
+      if (k_.output_dtype(j) == DType::Bool) {
+        cc_.movzx(t.r32(), x86::byte_ptr(cur[j]));
+        cc_.mov(x86::byte_ptr(base_[j]), t.r8());
+      } else {
+        cc_.mov(t, x86::qword_ptr(cur[j]));
+        cc_.mov(x86::qword_ptr(base_[j]), t);
+      }
     }
   }
 

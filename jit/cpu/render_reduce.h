@@ -31,14 +31,13 @@ std::vector<int32_t> row_stash(const LoopKernel& k);
 // in `store` need, taking `preset[i]` (where valid) for expression i instead of evaluating it
 // (row values computed before the loop), and stores the marked outputs at `cur`. Returns each
 // numeric expression's register (invalid where not evaluated). `streaming`: full-vector stores
-// are non-temporal (aligned rows; the function ends with a fence).
-std::vector<asmjit::x86::Vec> emit_body(EmitContext& ctx, int lanes, const LoopKernel& k,
-                                        const std::vector<InnerLayout>& layout,
-                                        const std::vector<asmjit::x86::Gp>& cur,
-                                        asmjit::x86::Gp params, const asmjit::x86::KReg* tail,
-                                        const std::vector<uint8_t>& want,
-                                        const std::vector<asmjit::x86::Vec>& preset,
-                                        const std::vector<uint8_t>& store, bool streaming = false);
+// are non-temporal (aligned rows; the function ends with a fence). `first`: the body's elements
+// start that many elements after `cur` in contiguous operands (a column kernel's next vector).
+std::vector<asmjit::x86::Vec> emit_body(
+    EmitContext& ctx, int lanes, const LoopKernel& k, const std::vector<InnerLayout>& layout,
+    const std::vector<asmjit::x86::Gp>& cur, asmjit::x86::Gp params, const asmjit::x86::KReg* tail,
+    const std::vector<uint8_t>& want, const std::vector<asmjit::x86::Vec>& preset,
+    const std::vector<uint8_t>& store, bool streaming = false, int first = 0);
 
 // The function of a row kernel (k.has_reduce()). Every operand's layout is Contiguous or
 // Broadcast (the launcher runs nothing else through a row kernel).

@@ -4,7 +4,11 @@
 
 #include "jit/cuda/blas_ops.h"
 #include "jit/cuda/cuda_target.h"
+#include "jit/cuda/factory_ops.h"
+#include "jit/cuda/index_ops.h"
 #include "jit/cuda/op_kernel.h"
+#include "jit/cuda/random_ops.h"
+#include "jit/cuda/reduce_ops.h"
 #include "runtime/device_copy.h"
 #include "runtime/error.h"
 
@@ -85,6 +89,10 @@ void register_cuda_kernels() {
       OpId::Cast,       OpId::Fill};
   for (OpId id : ops) register_device_kernel(id, Device::Type::CUDA, run_on_cuda);
   register_cuda_blas_kernels();  // matmul through cuBLAS (blas_ops.h)
+  register_cuda_random_kernels();
+  register_cuda_index_kernels();
+  register_cuda_factory_kernels();
+  register_cuda_reduce_kernels();  // reductions, softmax, layer_norm, cross_entropy
 }
 
 }  // namespace kiln::jit::cuda

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <bit>
 
+#include "jit/cuda/philox_cuda.h"
+#include "jit/cuda/render_expr.h"
+#include "jit/cuda/render_reduce.h"
 #include "runtime/error.h"
 
 namespace kiln::jit::cuda {
@@ -70,7 +74,11 @@ KILN_INLINE kiln_i64 kiln_to_i64(double x) {
 }
 )";
 
-const char* ctype(DType t) {
+}  // namespace
+
+const char* cuda_prelude() { return kPrelude; }
+
+const char* cuda_type(DType t) {
   switch (t) {
     case DType::Float32:
       return "float";
@@ -84,6 +92,10 @@ const char* ctype(DType t) {
       return "bool";
   }
 }
+
+namespace {
+
+const char* ctype(DType t) { return cuda_type(t); }
 
 std::string v(int32_t id) { return fmt::format("v{}", id); }
 
@@ -123,6 +135,14 @@ std::string fn(const char* name, DType t, const std::string& x) {
   return fmt::format("{}{}({})", name, t == DType::Float32 ? "f" : "", x);
 }
 
+// The argument words of a RandUniform's four Philox params, from `first` on.
+std::array<std::string, 4> rand_words(const CudaArgLayout& layout, int32_t first) {
+  std::array<std::string, 4> w;
+  for (int j = 0; j < 4; ++j)
+    w[static_cast<size_t>(j)] = fmt::format("a.w[{}]", layout.param(first + j));
+  return w;
+}
+
 // Expression e of an element whose variables carry the suffix `sfx` (the dense loop's u-th
 // element: v3_1), over operands of the same element.
 std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout,
@@ -140,6 +160,8 @@ std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout&
       return fmt::format("(kiln_i64)0x{:016x}ull", static_cast<uint64_t>(e.ivalue));
     case ExprOp::Param:
       return param_expr(t, fmt::format("a.w[{}]", layout.param(e.index)));
+    case ExprOp::RandUniform:  // i: the element's row-major index (the launcher never reorders)
+      return render_rand_uniform(e, "i", rand_words(layout, e.index));
     case ExprOp::Neg:
       return fmt::format("kiln_neg({})", A);
     case ExprOp::Abs:
@@ -227,6 +249,8 @@ std::string render_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout&
       return fmt::format("{} || {}", A, B);
     case ExprOp::Not:
       return fmt::format("!{}", A);
+    case ExprOp::RowSize:  // row kernels: the row's element count
+      return fmt::format("({})(row_n + (kiln_i64){})", ctype(t), e.ivalue);
     default:
       fail("cuda kernel: no rendering for expression op {}", expr_op_name(e.op));
   }
@@ -332,14 +356,23 @@ std::string render_vector_loop(const LoopKernel& k) {
 
 }  // namespace
 
+std::string render_cuda_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout) {
+  if (e.op != ExprOp::Load) return render_expr(k, e, layout, "");
+  const int j = k.num_outputs() + e.index;
+  if (e.type == DType::Bool) return fmt::format("(*(const unsigned char*)(p{} + o{}) != 0)", j, j);
+  return fmt::format("*(const {}*)(p{} + o{})", ctype(e.type), j, j);
+}
+
 RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
   k.verify();
+  if (k.has_reduce()) return render_cuda_row_kernel(k, name);
   const CudaArgLayout layout{k.num_operands(), k.num_params()};
   RenderedCuda r;
   r.name = name;
   std::string& s = r.source;
   s += "/* kiln loop kernel\n" + to_text(k) + "*/\n";
   s += kPrelude;
+  if (k.uses_index()) s += philox_cuda_source();
   s += fmt::format("struct KilnArgs {{ kiln_u64 w[{}]; }};\n", layout.words());
   s += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__(256) {}(const KilnArgs a) {{\n"

@@ -19,6 +19,11 @@
 // integer minimum; int -> float rounds to nearest even). + - * / sqrt are IEEE (NVRTC's defaults,
 // with --fmad=false: no contraction), so they give the CPU's bits; the transcendentals use CUDA's
 // own math library (docs/cuda.md states their error bound against the CPU).
+//
+// A row kernel (one with Reduce expressions, loop_kernel.h) is rendered by render_reduce.h: one
+// warp per row of at most 2048 elements, else one block of 256 threads per row, each Reduce a
+// pass over the row in expression order combined in a fixed tree of the row length alone (never
+// of the launch geometry); then the element stores, and the row stores once per row.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,12 +39,15 @@ inline constexpr int kCudaMaxDims = 12;
 inline constexpr int kCudaDenseUnroll = 1;
 
 // The argument words of a kernel with `operands` operands and `params` params:
-//   [0] element count, [1] rank (| kVecFlag), [2, 2 + D) sizes, then per operand its base address
-//   and D byte strides, then one word per param (the value's bits: a Float32 in the low 32 bits).
+//   [0] element count (a row kernel: the number of rows), [1] rank (| kVecFlag; a row kernel:
+//   the rank of the rows' dims), [2] a row kernel's row length, [3] the rank of its row's dims
+//   (0 and 0 in a pointwise kernel), [4, 4 + D) sizes (a row kernel: the rows' dims, then the
+//   row's), then per operand its base address and D byte strides, then one word per param (the
+//   value's bits: a Float32 in the low 32 bits).
 struct CudaArgLayout {
   int operands = 0;
   int params = 0;
-  static constexpr int kCount = 0, kRank = 1, kSizes = 2;
+  static constexpr int kCount = 0, kRank = 1, kRowLen = 2, kRowRank = 3, kSizes = 4;
   // Or'ed into the rank word: the launch may take the dense loop's vector form (render.cpp).
   static constexpr uint64_t kVecFlag = uint64_t{1} << 8;
   int ptr(int j) const { return kSizes + kCudaMaxDims + j * (1 + kCudaMaxDims); }

@@ -57,7 +57,7 @@ bool expr_is_compare(ExprOp op) { return op >= ExprOp::Lt && op <= ExprOp::Ne; }
 
 bool expr_is_transcendental(ExprOp op) { return op >= ExprOp::Exp && op <= ExprOp::GeluTanh; }
 
-bool expr_is_reduce(ExprOp op) { return op >= ExprOp::ReduceSum && op <= ExprOp::ReduceMin; }
+bool expr_is_reduce(ExprOp op) { return op >= ExprOp::ReduceSum && op <= ExprOp::ReduceFirst; }
 
 bool expr_accepts(ExprOp op, DType t) {
   switch (op) {
@@ -82,6 +82,11 @@ bool expr_accepts(ExprOp op, DType t) {
     case ExprOp::Minimum:
     case ExprOp::Select:
     case ExprOp::Pow:  // floats: vecmath::pow; integers: int_pow
+    // Integer reductions wrap (exact in any order); the CPU target renders float ones only.
+    case ExprOp::ReduceSum:
+    case ExprOp::ReduceProd:
+    case ExprOp::ReduceMax:
+    case ExprOp::ReduceMin:
       return t != DType::Bool;
     default:
       if (expr_is_compare(op)) return t != DType::Bool;  // the operands' type
@@ -176,6 +181,11 @@ int32_t LoopKernel::cast(int32_t a, DType t) {
 int32_t LoopKernel::reduce(ExprOp op, int32_t a) {
   Expr e{op, a};
   e.type = type_of(*this, a);
+  return push(*this, e);
+}
+int32_t LoopKernel::reduce_first(int32_t flag) {
+  Expr e{ExprOp::ReduceFirst, flag};
+  e.type = DType::Int64;
   return push(*this, e);
 }
 int32_t LoopKernel::row_size(DType t, int64_t offset) {
@@ -280,6 +290,12 @@ void LoopKernel::verify() const {
         KILN_CHECK(is_floating(e.type), "loop kernel: %{} (RowSize) of type {} (expected a float)",
                    i, e.type);
         break;
+      case ExprOp::ReduceFirst:
+        KILN_CHECK(is_floating(exprs[e.a].type),
+                   "loop kernel: %{} (ReduceFirst) of a {} flag (expected a float)", i,
+                   exprs[e.a].type);
+        result(DType::Int64);
+        break;
       case ExprOp::Select:
         want(0, DType::Bool);
         KILN_CHECK(e.type != DType::Bool, "loop kernel: %{} (Select) of masks", i);
@@ -299,9 +315,6 @@ void LoopKernel::verify() const {
                    expr_op_name(e.op), e.type == DType::Bool ? "masks" : dtype_name(e.type));
         for (int k = 0; k < n; ++k) want(k, e.type);
     }
-    if (expr_is_reduce(e.op))
-      KILN_CHECK(is_floating(e.type), "loop kernel: %{} ({}) of {} (reductions take floats)", i,
-                 expr_op_name(e.op), e.type);
     if (e.op != ExprOp::Const)
       KILN_CHECK(
           e.value == 0 && !std::signbit(e.value) && (e.ivalue == 0 || e.op == ExprOp::RowSize),

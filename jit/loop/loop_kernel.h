@@ -20,11 +20,19 @@
 // plus the expression's `ivalue`, converted to its float type as static_cast does) is a row value
 // too; one that reads a Load (other than through a Reduce) is an element value. Element values may
 // read row values (broadcast over the row): `exp(x - max) / sum` is the epilogue of a softmax.
+// ReduceFirst is the one Reduce of another type: its operand is a float flag per element, its
+// result the Int64 row index of the first element whose flag is nonzero (NaN counts), or the
+// row's length where there is none: order-free (argmax is `ReduceFirst(x == ReduceMax(x) or
+// both NaN)`), so a target may stop at the first hit. Its pass stashes nothing (row_stash).
 // Each Reduce is one pass over the row, in expression order (a Reduce may read the results of
 // earlier ones: the variance's second pass reads the mean); element stores follow in a final
 // pass, row stores are written once per row (their output's strides over the row are 0).
-// The combining order is fixed by the IR, never by a target, the ISA or the thread count, and
-// is the eager kernels' (ops/cpu/reduce_loops.h), so a row kernel gives the eager bits:
+// Reduce values are numbers: Float32, Float64, or Int32/Int64, which wrap in two's complement
+// (exact in any order; the CPU planner lowers float reductions only, the CUDA target renders all).
+// The combining order is fixed per target, never by the ISA, the thread count or the launch
+// geometry. On the CPU it is the eager kernels' (ops/cpu/reduce_loops.h), so a row kernel gives
+// the eager bits; the CUDA target uses its own fixed tree of the row length (jit/cuda/render.h,
+// docs/cuda.md states its bound against the CPU). The CPU's order:
 //   - the row is cut into chunks of 65536 elements, whose results combine in tree_combine's
 //     fixed pairwise tree (earlier chunk on the left);
 //   - ReduceSum: each chunk pairwise (split at ceil8(len / 2) down to blocks of <= 128); a block
@@ -35,6 +43,23 @@
 //     elements takes its first floor(len / L) * L elements in L = 8 / 4 lanes (a lane keeps the
 //     later of equal values: +0 and -0), NaN if any was NaN, else the lanes fold in order from
 //     -inf / +inf; the rest fold in order (a shorter chunk: all of it).
+// Column kernels: the same IR launched with LaunchArgs::inner_dims > 0 reduces a block of dims
+// in the middle of the index space instead: sizes = [outer..., reduced..., inner...] with the last
+// `inner_dims` dims kept (the *columns*) and the `reduced_dims` before them reduced (`x.sum(0)` of
+// an [N, C] tensor: one column per c). A row value is then one value per (outer, column); the
+// kernel itself does not change (which dims reduce is a launch argument, as for rows), so one
+// loop kernel serves both. A column kernel has one reducing pass: its Reduce operands never
+// read a reduction's result; element values may (an epilogue, `x - x.mean(0)`: a target stores
+// the element values in a second pass over the rows once the columns are reduced), else they
+// are stored in the reducing pass; row stores follow the reducing pass. Its combining
+// order is eager's run_cols (ops/cpu/reduce_loops.h), the same for every column and every op:
+//   - the reduced rows are cut into chunks of 2048, combined in tree_combine's tree;
+//   - a chunk is halved (at floor(len / 2)) down to runs of at most 64 rows, halves combined
+//     earlier-left; a run folds its rows in order, starting from the op's identity.
+// Eager takes that order only for a row-major reduced value with at least 16 columns (else it
+// gathers the columns into rows: the row order); a target declines other launches (the plan
+// runs the step's nodes eagerly for that run). Targets vectorize along the columns (a lane per
+// column), so any vector width and thread split gives the same bits.
 // Every expression has a value type (`Expr::type`): Float32, Float64, Int32, Int64, or Bool (a
 // lane mask: compares produce one, Select and the logical ops consume them). Types never change
 // implicitly: a Load yields its input's storage dtype (a Bool byte becomes a mask), a store writes
@@ -70,8 +95,9 @@ namespace kiln::jit {
   /* conversion between value types */ X(Cast)                                             \
   /* rounding to an integral float (round: half to even) */ X(Floor) X(Ceil) X(Round)      \
   /* masks */ X(And) X(Or) X(Not)                                                        \
-  /* row kernels: element value -> row value (floats) */                                  \
+  /* row kernels: element value -> row value (numbers) */                                 \
   X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin)                                     \
+  /* row kernels: float flag -> Int64 index of the first nonzero */ X(ReduceFirst)         \
   /* leaf: the row's element count + ivalue, as a float */ X(RowSize)
 // clang-format on
 
@@ -86,7 +112,7 @@ const char* expr_op_name(ExprOp op);
 int expr_arity(ExprOp op);               // operands read (0 for leaves)
 bool expr_is_compare(ExprOp op);         // produces a mask from two numbers
 bool expr_is_transcendental(ExprOp op);  // written with the shared vector math
-bool expr_is_reduce(ExprOp op);          // ReduceSum .. ReduceMin
+bool expr_is_reduce(ExprOp op);          // ReduceSum .. ReduceFirst
 // The value types `op` computes in (its result type for all but compares and Cast): every
 // numeric type, floats only, or Bool only (the mask ops).
 bool expr_accepts(ExprOp op, DType type);
@@ -135,6 +161,7 @@ struct LoopKernel {
   int32_t select(int32_t mask, int32_t a, int32_t b);
   int32_t cast(int32_t a, DType t);
   int32_t reduce(ExprOp op, int32_t a);           // ReduceSum .. ReduceMin of an element value
+  int32_t reduce_first(int32_t flag);             // ReduceFirst (Int64) of a float flag
   int32_t row_size(DType t, int64_t offset = 0);  // (t)(row elements + offset)
 
   bool has_reduce() const;

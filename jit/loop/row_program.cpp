@@ -11,6 +11,8 @@ namespace {
 // catch a divergence.
 constexpr int64_t kPairBlock = 128;
 constexpr int64_t kRowChunk = 65536;
+constexpr int64_t kColRows = 2048;
+constexpr int64_t kColBlock = 64;
 
 void piece(std::vector<int64_t>& p, int64_t len, int64_t vec) {
   p.push_back(1);
@@ -27,6 +29,18 @@ void pairwise(std::vector<int64_t>& p, int64_t len) {
   const int64_t half = (len / 2 + 7) / 8 * 8;
   pairwise(p, half);
   pairwise(p, len - half);
+  p.push_back(2);
+}
+
+// col_block over `len` rows: halves at floor(len / 2) down to runs of at most kColBlock.
+void col_block(std::vector<int64_t>& p, int64_t len) {
+  if (len <= kColBlock) {
+    piece(p, len, 0);
+    return;
+  }
+  const int64_t half = len / 2;
+  col_block(p, half);
+  col_block(p, len - half);
   p.push_back(2);
 }
 
@@ -71,6 +85,32 @@ std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n) {
   });
   p.push_back(0);
   return p;
+}
+
+std::vector<int64_t> column_program(int64_t n) {
+  if (n == 0) return {1, 0, 0, 0};
+  std::vector<int64_t> p;
+  const int64_t chunks = (n + kColRows - 1) / kColRows;
+  int64_t size = 1;
+  while (size < chunks) size *= 2;
+  chunk_tree(p, 0, size, chunks,
+             [&](int64_t c) { col_block(p, std::min(kColRows, n - c * kColRows)); });
+  p.push_back(0);
+  return p;
+}
+
+int64_t program_depth(const std::vector<int64_t>& p) {
+  int64_t depth = 0, most = 0;
+  for (size_t i = 0; i < p.size() && p[i] != 0;) {
+    if (p[i] == 1) {
+      most = std::max(most, ++depth);
+      i += 3;
+    } else {
+      --depth;
+      i += 1;
+    }
+  }
+  return most;
 }
 
 }  // namespace kiln::jit

@@ -7,7 +7,7 @@
 //               tree for sums and products, in order for max / min), then the rest in order;
 //   2           combine the two latest results (earlier on the left);
 //   0           end (the one result left is the row's).
-// An empty row is one piece of no elements: the op's identity.
+// An empty row is one piece of no elements: the op's identity. Columns have a program too.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -22,5 +22,13 @@ int reduce_lanes(ExprOp op, DType type);
 
 // The row program of Reduce `op` over `n` elements of `type`.
 std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n);
+
+// The column program over `n` reduced rows (loop_kernel.h "Column kernels"; eager's run_cols
+// and col_block): the same words, every piece `1 len 0` (its rows folded in order from the
+// identity). It is the same for every op and type.
+std::vector<int64_t> column_program(int64_t n);
+
+// The most partial results a program holds at once (the stack its renderer needs).
+int64_t program_depth(const std::vector<int64_t>& p);
 
 }  // namespace kiln::jit

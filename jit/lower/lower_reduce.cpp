@@ -6,42 +6,123 @@
 
 namespace kiln::jit {
 
-int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
+namespace {
+
+// Whether reduction `n` over an input of dtype `in` lowers as far as dtypes go (the eager op's
+// result dtype; the CPU row kernels compute floats, flags and Int64 indices).
+bool dtypes_lower(const tracer::Node& n, DType in) {
+  const bool fl = in == DType::Float32 || in == DType::Float64;
+  const DType out = n.meta.dtype;
+  switch (n.op) {
+    case OpId::Logsumexp:  // an integer input is computed in Float32, as eager does
+      return fl ? out == in : (in == DType::Int32 || in == DType::Int64) && out == DType::Float32;
+    case OpId::Argmax:  // Int32 compared as Float64: exact
+    case OpId::Argmin:
+      return (fl || in == DType::Int32) && out == DType::Int64;
+    case OpId::All:
+    case OpId::Any:
+      return (fl || in == DType::Int32 || in == DType::Int64 || in == DType::Bool) &&
+             out == DType::Bool;
+    default:
+      return fl && out == in;
+  }
+}
+
+// The dims reduction `n` reduces over `in` as a mask when it may lower at all (0 where not):
+// sum, mean, prod, amax, amin, and where `rows` also var, logsumexp, argmax, argmin, all, any;
+// dtypes as dtypes_lower says; on the CPU.
+uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool rows) {
   switch (n.op) {
     case OpId::Sum:
     case OpId::Mean:
     case OpId::Prod:
     case OpId::Amax:
     case OpId::Amin:
-    case OpId::Var:
       break;
+    case OpId::Var:  // rows only: eager gathers the columns of these
+    case OpId::Logsumexp:
+    case OpId::Argmax:
+    case OpId::Argmin:
+    case OpId::All:
+    case OpId::Any:
+      if (rows) break;
+      return 0;
     default:
       return 0;
   }
   if (!n.subgraphs.empty() || n.meta.device != Device::cpu() || in.device != Device::cpu() ||
-      !n.meta.strides.empty())
-    return 0;
-  if ((in.dtype != DType::Float32 && in.dtype != DType::Float64) || n.meta.dtype != in.dtype)
+      !n.meta.strides.empty() || !dtypes_lower(n, in.dtype))
     return 0;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
-  if (rank == 0) return 0;
+  if (rank == 0 || rank >= 64) return 0;
+  if (n.attrs.dims.empty() || n.op == OpId::All || n.op == OpId::Any)
+    return (uint64_t{1} << rank) - 1;
   uint64_t mask = 0;
-  if (n.attrs.dims.empty()) {
-    mask = rank >= 64 ? ~uint64_t{0} : (uint64_t{1} << rank) - 1;
-  } else {
-    for (int64_t d : n.attrs.dims) {
-      const int64_t w = d < 0 ? d + rank : d;
-      if (w < 0 || w >= rank || w >= 64) return 0;
-      mask |= uint64_t{1} << w;
-    }
+  for (int64_t d : n.attrs.dims) {
+    const int64_t w = d < 0 ? d + rank : d;
+    if (w < 0 || w >= rank) return 0;
+    mask |= uint64_t{1} << w;
   }
+  return mask;
+}
+
+}  // namespace
+
+int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
+  const uint64_t mask = lowerable_mask(n, in, true);
+  if (mask == 0) return 0;
+  const int64_t rank = static_cast<int64_t>(in.sizes.size());
   int r = 0;  // the reduced dims must be exactly the last r
   while (r < rank && (mask >> (rank - 1 - r)) & 1u) ++r;
   if (r == 0 || (mask & ((uint64_t{1} << (rank - r)) - 1)) != 0) return 0;
   return r;
 }
 
+ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
+  const uint64_t mask = lowerable_mask(n, in, false);
+  if (mask == 0) return {};
+  const int rank = static_cast<int>(in.sizes.size());
+  int last = rank - 1;  // the last reduced dim, then the first of its block
+  while (last >= 0 && !((mask >> last) & 1u)) --last;
+  if (last < 0 || last == rank - 1) return {};  // nothing kept after it: a row reduction
+  int first = last;
+  while (first > 0 && (mask >> (first - 1)) & 1u) --first;
+  if ((mask & ((uint64_t{1} << first) - 1)) != 0) return {};  // not one block
+  return {last - first + 1, rank - 1 - last};
+}
+
 int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
+  if (n.op == OpId::Argmax || n.op == OpId::Argmin) {  // eager's arg_range: the first extreme
+    const DType t = k.exprs[x].type;
+    const DType c = is_floating(t) ? t : DType::Float64;
+    const int32_t v = t == c ? x : k.cast(x, c);
+    const int32_t m = k.reduce(n.op == OpId::Argmax ? ExprOp::ReduceMax : ExprOp::ReduceMin, v);
+    const int32_t both_nan =
+        k.binary(ExprOp::And, k.binary(ExprOp::Ne, m, m), k.binary(ExprOp::Ne, v, v));
+    const int32_t hit = k.binary(ExprOp::Or, k.binary(ExprOp::Eq, v, m), both_nan);
+    return k.reduce_first(k.select(hit, k.constant(1.0, c), k.constant(0.0, c)));
+  }
+  if (n.op == OpId::All || n.op == OpId::Any) {  // x != 0 (NaN too) as a 0 / 1 flag
+    const DType t = k.exprs[x].type;
+    int32_t nonzero = x;
+    if (t != DType::Bool)
+      nonzero = k.binary(ExprOp::Ne, x, is_floating(t) ? k.constant(0.0, t) : k.constant_int(0, t));
+    const int32_t flag =
+        k.select(nonzero, k.constant(1.0, DType::Float32), k.constant(0.0, DType::Float32));
+    const int32_t r = k.reduce(n.op == OpId::All ? ExprOp::ReduceMin : ExprOp::ReduceMax, flag);
+    return k.binary(ExprOp::Gt, r, k.constant(0.5, DType::Float32));
+  }
+  if (n.op == OpId::Logsumexp) {  // eager's logsumexp_rows
+    const DType c = n.meta.dtype;
+    const int32_t v = k.exprs[x].type == c ? x : k.cast(x, c);
+    const int32_t m = k.reduce(ExprOp::ReduceMax, v);
+    const int32_t inf = k.constant(std::numeric_limits<double>::infinity(), c);
+    const int32_t is_inf = k.binary(ExprOp::Eq, k.unary(ExprOp::Abs, m), inf);
+    const int32_t shift = k.select(is_inf, k.constant(0.0, c), m);
+    const int32_t s =
+        k.reduce(ExprOp::ReduceSum, k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, v, shift)));
+    return k.binary(ExprOp::Add, k.unary(ExprOp::Log, s), shift);
+  }
   const DType t = k.exprs[x].type;
   switch (n.op) {
     case OpId::Sum:

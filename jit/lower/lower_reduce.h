@@ -9,7 +9,18 @@
 //   var -> the eager two passes: m = ReduceSum(x) / RowSize; ReduceSum((x - m) * (x - m)) /
 //          RowSize(-unbiased), NaN for an empty row (eager returns NaN there whatever the
 //          divisor).
-// The rest (columns, argmax, logsumexp, all/any, integer inputs) stays eager steps.
+//   logsumexp -> eager's logsumexp_rows: m = ReduceMax(x); shift = |m| == inf ? 0 : m;
+//          log(ReduceSum(exp(x - shift))) + shift (an Int32 / Int64 input cast to Float32 first:
+//          its max is exact in any order, so the float order gives eager's bits).
+//   argmax / argmin (Float32, Float64; Int32 compared as Float64) -> the first index of the
+//          extreme, NaN the extreme as in eager: m = ReduceMax(x) (ReduceMin);
+//          ReduceFirst(x == m or (m and x are NaN)): an Int64 row value.
+//   all / any (every dtype; over every dim) -> ReduceMin / ReduceMax of (x != 0 ? 1 : 0) > 0.5
+//          (a Bool row value; NaN is nonzero; all of nothing is true, any of nothing false).
+// A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
+// of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
+// mean, prod, amax, amin (var, logsumexp, argmax/argmin and all/any are not: eager gathers
+// their columns into rows). The rest (integer sums, other dim sets) stays eager steps.
 #pragma once
 #include <cstdint>
 
@@ -20,6 +31,13 @@ namespace kiln::jit {
 
 // The number of innermost dims `n` reduces if it lowers into a row kernel, else 0.
 int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& input);
+
+// The dims `n` reduces if it lowers into a column kernel: `reduced` dims right before the last
+// `inner` (both 0 where it does not).
+struct ColumnDims {
+  int reduced = 0, inner = 0;
+};
+ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& input);
 
 // Appends the expressions of reduction `n` over the element value `x`; returns its row value.
 int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x);

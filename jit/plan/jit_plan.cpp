@@ -208,20 +208,30 @@ bool JitPlan::prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelL
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
     outs.reserve(k.outputs.size());
     la.reduced_dims = k.reduced_dims;
+    la.inner_dims = k.inner_dims;
     std::vector<ValueId> donated;
     for (size_t ko = 0; ko < k.outputs.size(); ++ko) {
       const ValueId v = k.outputs[ko];
       const DType dtype = src.output_dtype(static_cast<int32_t>(ko));
       const uint8_t row = k.row_output.empty() ? 0 : k.row_output[ko];
-      if (row != 0) {  // one value per row: the kept dims, then 0 over the reduced ones
-        const size_t nk = la.sizes.size() - static_cast<size_t>(k.reduced_dims);
-        DimVector sizes(la.sizes.begin(), la.sizes.begin() + static_cast<std::ptrdiff_t>(nk));
-        if (row == 1) sizes.resize(la.sizes.size(), 1);
+      if (row != 0) {  // one value per row: the kept dims, 0 over the reduced ones
+        const size_t rank = la.sizes.size();
+        const size_t r1 = rank - static_cast<size_t>(k.inner_dims);  // reduced: [r0, r1)
+        const size_t r0 = r1 - static_cast<size_t>(k.reduced_dims);
+        DimVector sizes;
+        for (size_t d = 0; d < rank; ++d)
+          if (d < r0 || d >= r1)
+            sizes.push_back(la.sizes[d]);
+          else if (row == 1)
+            sizes.push_back(1);
         Tensor out = destination_for(f, v, static_cast<int32_t>(step_index), sizes, dtype);
         if (!out.defined()) out = empty_tensor(sizes, dtype, Device::cpu());
-        DimVector st(la.sizes.size(), 0);
-        for (size_t d = 0; d < nk; ++d)
-          st[d] = out.impl()->strides()[d] * static_cast<int64_t>(itemsize(dtype));
+        DimVector st(rank, 0);
+        for (size_t d = 0, od = 0; d < rank; ++d) {
+          const bool reduced = d >= r0 && d < r1;
+          if (!reduced) st[d] = out.impl()->strides()[od] * static_cast<int64_t>(itemsize(dtype));
+          if (!reduced || row == 1) ++od;
+        }
         la.ptrs.push_back(static_cast<char*>(out.impl()->data()));
         la.strides.push_back(st);
         outs.push_back(std::move(out));

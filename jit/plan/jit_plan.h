@@ -35,6 +35,9 @@ struct KernelStep {
   // an element value, else a row value of the index space's shape with those dims 1 (keepdim)
   // or, with 2, dropped.
   int reduced_dims = 0;
+  // A column kernel (loop_kernel.h): the reduced dims are the `reduced_dims` before the last
+  // `inner_dims` (0: a row kernel); row values then drop or keep those dims.
+  int inner_dims = 0;
   std::vector<uint8_t> row_output;
   std::atomic<bool> broken{false};  // a launch failed: the nodes run eagerly from now on
 };

@@ -34,6 +34,11 @@ struct Group {
   // `row_vals` its values of either shape (one per row: reductions, and what is computed from
   // them alone).
   int reduced_dims = 0;
+  // A column kernel (loop_kernel.h "Column kernels"): the reduced dims are the `reduced_dims`
+  // before the last `inner_dims` (0: a row kernel). `epilogue`: its element values computed
+  // from its row values (no reduction of the group may read them: one reducing pass).
+  int inner_dims = 0;
+  std::vector<ValueId> epilogue;
   DimVector row_sizes, drop_sizes;
   bool row_shape(const DimVector& s) const {
     return reduced_dims > 0 && (s == row_sizes || s == drop_sizes);
@@ -91,7 +96,9 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
       }
     }
     if (n.inputs.empty()) step->sizes = n.meta.sizes;  // rand: the group's shape
-    if (grp.reduced_dims > 0 && row_reduction_dims(n, *in_meta[0]) > 0)
+    if (grp.reduced_dims > 0 &&
+        (grp.inner_dims > 0 ? column_reduction_dims(n, *in_meta[0]).reduced > 0
+                            : row_reduction_dims(n, *in_meta[0]) > 0))
       expr_of[n.output] = lower_reduction(k, n, in[0]);
     else
       expr_of[n.output] =
@@ -99,6 +106,7 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
     step->nodes.push_back(j);
   }
   step->reduced_dims = grp.reduced_dims;
+  step->inner_dims = grp.inner_dims;
   // Stored: what a later step or the graph's outputs read.
   for (int32_t j : grp.nodes) {
     const ValueId v = g.nodes[j].output;
@@ -168,13 +176,77 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     return true;
   };
+  // Whether value v, read by a column kernel over `sizes` reducing the `r` dims before the last
+  // `inner`, moves along the columns as one contiguous run or not at all (a broadcast), and
+  // along the reduced dims as one run of any stride or not at all: the column layouts the CPU
+  // target renders.
+  auto col_friendly = [&](ValueId v, const DimVector& sizes, int r, int inner) {
+    const tracer::ValueMeta& m = *meta[v];
+    const int64_t rank = static_cast<int64_t>(sizes.size());
+    const int64_t lead = rank - static_cast<int64_t>(m.sizes.size());
+    auto block = [&](int64_t d0, int64_t d1, bool unit) {  // dims [d0, d1) of the index space
+      bool all_one = true, all_full = true;
+      for (int64_t d = d0; d < d1; ++d) {
+        const int64_t sz = d - lead >= 0 ? m.sizes[d - lead] : 1;
+        all_one = all_one && sz == 1;
+        all_full = all_full && sz == sizes[d];
+      }
+      if (all_one) return true;
+      if (!all_full) return false;
+      if (m.strides.empty()) return true;  // a value computed row-major
+      int64_t expected = unit ? 1 : -1;    // the stride the next non-1 dim must have
+      for (int64_t d = d1; d-- > d0;) {
+        const int64_t i = d - lead;
+        if (i < 0 || m.sizes[i] == 1) continue;
+        if (expected >= 0 && m.strides[i] != expected) return false;
+        expected = m.strides[i] * m.sizes[i];
+      }
+      return true;
+    };
+    const int64_t r1 = rank - inner;
+    return block(r1, rank, true) && block(r1 - r, r1, false);
+  };
+  // Whether v is row-major (computed so, or dense in that order): eager reduces such a value in
+  // the column order, others as gathered rows (ops/cpu/reduce_plan.cpp).
+  auto row_major = [&](ValueId v) {
+    const tracer::ValueMeta& m = *meta[v];
+    if (m.strides.empty()) return true;
+    int64_t expected = 1;
+    for (size_t d = m.sizes.size(); d-- > 0;) {
+      if (m.sizes[d] == 1) continue;
+      if (m.strides[d] != expected) return false;
+      expected *= m.sizes[d];
+    }
+    return true;
+  };
   // A node of a row kernel's row shape (not its index space) joins it only when it computes
   // a float from that kernel's row values alone: it is then a row value too (the CPU target
   // stores float row values only).
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
     if (!is_floating(n.meta.dtype)) return false;
     for (ValueId v : n.inputs)
-      if (step_of[v] != s || !grp.is_row(v)) return false;
+      if (step_of[v] != s || !grp.is_row(v) || !is_floating(meta[v]->dtype)) return false;
+    return true;
+  };
+  // Pointwise node n and column kernel draft s: a node of the index space joins when it reads
+  // only column-friendly values, and row values of the keepdim shape (or dropped dims when
+  // they lead: [C] against [N, C]) but no index or flag (the epilogue).
+  auto fits_column_kernel = [&](const Group& grp, const Node& n, int32_t s) {
+    if (n.meta.sizes != grp.sizes) return grp.row_shape(n.meta.sizes) && row_node_fits(grp, n, s);
+    const size_t lead = grp.sizes.size() - static_cast<size_t>(grp.reduced_dims + grp.inner_dims);
+    for (ValueId v : n.inputs) {
+      if (step_of[v] == s) {
+        if (!grp.is_row(v)) {
+          if (meta[v]->sizes != grp.sizes) return false;
+          continue;
+        }
+        const bool aligned =
+            meta[v]->sizes == grp.row_sizes || (lead == 0 && meta[v]->sizes == grp.drop_sizes);
+        if (!aligned || !is_floating(meta[v]->dtype)) return false;
+      } else if (!col_friendly(v, grp.sizes, grp.reduced_dims, grp.inner_dims)) {
+        return false;
+      }
+    }
     return true;
   };
   // Whether pointwise node n may join draft s's group as far as its row kernel goes: every value
@@ -182,9 +254,12 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // without keepdim has neither shape: broadcasting it would line it up with the wrong dims).
   auto fits_row_kernel = [&](const Group& grp, const Node& n, int32_t s) {
     if (grp.reduced_dims == 0) return true;
+    if (grp.inner_dims > 0) return fits_column_kernel(grp, n, s);
     if (n.meta.sizes != grp.sizes) return grp.row_shape(n.meta.sizes) && row_node_fits(grp, n, s);
     bool element = false;  // else it computes from row values alone: a row value itself
     for (ValueId v : n.inputs) {
+      // An index or flag row value (argmax, all / any) is only stored.
+      if (step_of[v] == s && grp.is_row(v) && !is_floating(meta[v]->dtype)) return false;
       // A row value broadcasts over the row with keepdim's shape, or with no dims left at all
       // (a full reduction: one row); [N] against [N, D] would line N up with D.
       const bool row_ok =
@@ -195,29 +270,40 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     return element || is_floating(n.meta.dtype);
   };
-  // A reduction of the last r dims: into the group computing its input (or already loading it)
-  // when that group has its input's shape, reduces the same dims or none yet, and loads only
-  // row-friendly values; else into a new group; false: it stays an eager step.
-  auto place_reduction = [&](int32_t j, int r) {
+  // A reduction of the last r dims (inner == 0), or of the r dims before the last `inner` (a
+  // column kernel): into the group computing its input (or already loading it) when that group
+  // has its input's shape, reduces the same dims or none yet, and loads only row- (column-)
+  // friendly values; else into a new group; false: it stays an eager step.
+  auto place_reduction = [&](int32_t j, int r, int inner) {
     const Node& n = g.nodes[j];
     const ValueId x = n.inputs[0];
     const DimVector& xs = meta[x]->sizes;
+    auto friendly = [&](ValueId v) {
+      return inner > 0 ? col_friendly(v, xs, r, inner) : row_friendly(v, xs, r);
+    };
     // A graph output may be written back into an input (an in-place update of a leaf); when
     // an input it could be written into has a row that is not one contiguous run (a transposed
     // leaf), eager reduces that memory in an order its layout sets (ops/cpu/reduce_plan.h). As
     // the interpreter does, reduce what holds the value then: an eager step.
     if (std::find(g.outputs.begin(), g.outputs.end(), x) != g.outputs.end())
       for (const tracer::GraphInput& in : g.inputs)
-        if (in.meta.sizes == xs && in.meta.dtype == meta[x]->dtype && !row_friendly(in.id, xs, r))
+        if (in.meta.sizes == xs && in.meta.dtype == meta[x]->dtype &&
+            !(inner > 0 ? row_major(in.id) : row_friendly(in.id, xs, r)))
           return false;
     auto ok = [&](int32_t s) {
       if (s < 0 || drafts[s].group < 0) return false;
       const Group& grp = groups[drafts[s].group];
-      if (grp.sizes != xs || (grp.reduced_dims != 0 && grp.reduced_dims != r) || step_of[x] > s ||
-          grp.draws)
+      if (grp.sizes != xs ||
+          (grp.reduced_dims != 0 && (grp.reduced_dims != r || grp.inner_dims != inner)) ||
+          step_of[x] > s || grp.draws)
+        return false;
+      // A column kernel reduces a value it loads in eager's column order only if row-major, and
+      // never one computed from its own results (one reducing pass).
+      if (inner > 0 && step_of[x] != s && !row_major(x)) return false;
+      if (std::find(grp.epilogue.begin(), grp.epilogue.end(), x) != grp.epilogue.end())
         return false;
       for (ValueId v : grp.reads)
-        if (!row_friendly(v, xs, r)) return false;
+        if (!friendly(v)) return false;
       return true;
     };
     int32_t target = -1;
@@ -228,17 +314,24 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       if (std::find(reads.begin(), reads.end(), x) != reads.end()) target = static_cast<int32_t>(s);
     }
     if (target < 0) {
-      if (!row_friendly(x, xs, r)) return false;
-      groups.push_back(Group{{}, xs, {}, 0, {}, {}, {}});
+      if (!friendly(x) || (inner > 0 && !row_major(x))) return false;
+      groups.push_back(Group{{}, xs, {}, 0, 0, {}, {}, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
     Group& grp = groups[drafts[target].group];
     if (grp.reduced_dims == 0) {
       grp.reduced_dims = r;
+      grp.inner_dims = inner;
+      const size_t r1 = xs.size() - static_cast<size_t>(inner), r0 = r1 - static_cast<size_t>(r);
       grp.row_sizes = xs;
-      for (size_t d = xs.size() - static_cast<size_t>(r); d < xs.size(); ++d) grp.row_sizes[d] = 1;
-      grp.drop_sizes = DimVector(xs.begin(), xs.end() - r);
+      grp.drop_sizes.clear();
+      for (size_t d = 0; d < xs.size(); ++d) {
+        if (d >= r0 && d < r1)
+          grp.row_sizes[d] = 1;
+        else
+          grp.drop_sizes.push_back(xs[d]);
+      }
     }
     grp.nodes.push_back(j);
     if (grp.row_shape(n.meta.sizes)) grp.row_vals.push_back(n.output);
@@ -255,7 +348,11 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     const std::span<const tracer::ValueMeta* const> metas(in_meta.data(), in_meta.size());
     const SmallVector<ValueId, 4>& reads_of_node = n.inputs;
     if (const int r = n.inputs.size() == 1 ? row_reduction_dims(n, *meta[n.inputs[0]]) : 0;
-        r > 0 && place_reduction(j, r))
+        r > 0 && place_reduction(j, r, 0))
+      continue;
+    if (const ColumnDims c =
+            n.inputs.size() == 1 ? column_reduction_dims(n, *meta[n.inputs[0]]) : ColumnDims{};
+        c.reduced > 0 && place_reduction(j, c.reduced, c.inner))
       continue;
     if (!lowers(n, metas, promoted[jj], cpu_target())) {
       drafts.push_back({j, -1});
@@ -318,7 +415,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (target >= 0 && random_index[jj] >= 0 && groups[drafts[target].group].reduced_dims > 0)
       target = -1;
     if (target < 0) {
-      groups.push_back(Group{{}, n.meta.sizes, {}, 0, {}, {}, {}});
+      groups.push_back(Group{{}, n.meta.sizes, {}, 0, 0, {}, {}, {}, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
@@ -330,6 +427,14 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       for (ValueId v : reads_of_node) row = row && step_of[v] == target && grp.is_row(v);
       if (row) grp.row_vals.push_back(n.output);
     }
+    if (grp.inner_dims > 0 && !grp.is_row(n.output))  // computed from the group's results?
+      for (ValueId v : reads_of_node)
+        if (step_of[v] == target &&
+            (grp.is_row(v) ||
+             std::find(grp.epilogue.begin(), grp.epilogue.end(), v) != grp.epilogue.end())) {
+          grp.epilogue.push_back(n.output);
+          break;
+        }
     for (ValueId v : reads_of_node)
       if (step_of[v] != target &&
           std::find(grp.reads.begin(), grp.reads.end(), v) == grp.reads.end())

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/kernel_errors.h"
 #include "runtime/device.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
@@ -80,6 +81,7 @@ const DeviceContext& make_current(int index) {
 void synchronize(int index) {
   const DeviceContext& c = make_current(index);
   check(driver().cuStreamSynchronize(c.stream), "cuStreamSynchronize (an earlier CUDA operation)");
+  check_kernel_errors(index);
 }
 
 void synchronize_all() {

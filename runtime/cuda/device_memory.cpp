@@ -8,6 +8,7 @@
 
 #include "runtime/cuda/device_context.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/kernel_errors.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
 
@@ -148,6 +149,7 @@ void copy_device_to_host(int index, void* dst, const void* src, size_t nbytes) {
     check(driver().cuStreamSynchronize(c.stream), "cuStreamSynchronize (copy to the host)");
     std::memcpy(static_cast<char*>(dst) + done, stage, n);
   }
+  check_kernel_errors(index);  // a sync point: the stream is idle
 }
 
 void copy_device_to_device(int index, void* dst, const void* src, size_t nbytes) {

@@ -1,0 +1,42 @@
+// The eager reductions' combiners as vector code (ops/cpu/reduce_loops.h SumOp .. MinOp), shared
+// by the CPU target's row (render_reduce.cpp) and column (render_cols.cpp) renderers: the
+// identity of each Reduce op, and combine(a, b) = a + b, a * b, or max_nan / min_nan (a when a
+// wins or is NaN, else b: the later of two equal values, which decides between +0 and -0).
+#pragma once
+#include <limits>
+
+#include "jit/cpu/vec_emitter.h"
+#include "jit/loop/loop_kernel.h"
+
+namespace kiln::jit {
+
+template <class T>
+asmjit::x86::Vec reduce_identity(AsmVecOps<T>& o, ExprOp op) {
+  switch (op) {
+    case ExprOp::ReduceSum:
+      return o.splat(0.0);
+    case ExprOp::ReduceProd:
+      return o.splat(1.0);
+    case ExprOp::ReduceMax:
+      return o.splat(-std::numeric_limits<double>::infinity());
+    default:
+      return o.splat(std::numeric_limits<double>::infinity());
+  }
+}
+
+template <class T>
+asmjit::x86::Vec reduce_combine(AsmVecOps<T>& o, ExprOp op, asmjit::x86::Vec a,
+                                asmjit::x86::Vec b) {
+  switch (op) {
+    case ExprOp::ReduceSum:
+      return o.add(a, b);
+    case ExprOp::ReduceProd:
+      return o.mul(a, b);
+    case ExprOp::ReduceMax:
+      return o.select(o.mask_or(o.gt(a, b), o.unord(a, a)), a, b);
+    default:
+      return o.select(o.mask_or(o.lt(a, b), o.unord(a, a)), a, b);
+  }
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,440 @@
+#include "jit/cpu/render_cols.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "jit/cpu/reduce_ops.h"
+#include "jit/cpu/render_reduce.h"
+#include "runtime/error.h"
+
+namespace kiln::jit {
+
+using namespace asmjit;
+namespace Inst = x86::Inst;
+
+namespace {
+
+// Per expression: whether it is computed from a Reduce's result (the Reduces included).
+std::vector<uint8_t> after_reduce(const LoopKernel& k) {
+  std::vector<uint8_t> after(k.exprs.size(), 0);
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    after[i] = expr_is_reduce(e.op);
+    for (int32_t o : {e.a, e.b, e.c}) after[i] = after[i] || (o >= 0 && after[o]);
+  }
+  return after;
+}
+
+}  // namespace
+
+bool column_kernel_ok(const LoopKernel& k) {
+  const std::vector<uint8_t> row = k.row_values(), after = after_reduce(k);
+  for (const Expr& e : k.exprs) {
+    if (e.op == ExprOp::ReduceFirst) return false;         // (rows only)
+    if (expr_is_reduce(e.op) && after[e.a]) return false;  // a second pass over the rows
+  }
+  for (int32_t s : k.stores)
+    if (row[s] && !is_floating(k.exprs[s].type)) return false;
+  return true;
+}
+
+namespace {
+
+constexpr int kSlot = 64;  // bytes of one vector
+
+class ColRenderer {
+ public:
+  ColRenderer(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v)
+      : cc_(cc), k_(k), v_(v), isa_(v.isa), L_(cpu_kernel_lanes(k, v.isa)) {}
+
+  void render() {
+    FuncNode* f = cc_.addFunc(FuncSignatureT<void, char* const*, const int64_t*, const int64_t*,
+                                             int64_t, int64_t, const void*>(CallConvId::kHost));
+    if (isa_ != JitIsa::Sse2) {
+      f->frame().setAvxEnabled();
+      f->frame().setAvxCleanup();
+    }
+    if (isa_ == JitIsa::Avx512) f->frame().setAvx512Enabled();
+    x86::Gp ptrs = cc_.newIntPtr("ptrs"), unused = cc_.newIntPtr("unused");
+    rstride_ = cc_.newIntPtr("row_strides");
+    w_ = cc_.newInt64("columns");
+    n_ = cc_.newInt64("rows");
+    params_ = cc_.newIntPtr("params");
+    f->setArg(0, ptrs);
+    f->setArg(1, rstride_);
+    f->setArg(2, unused);
+    f->setArg(3, w_);
+    f->setArg(4, n_);
+    f->setArg(5, params_);
+    (void)unused;
+
+    nops_ = k_.num_operands();
+    for (int j = 0; j < nops_; ++j) {
+      base_.push_back(cc_.newIntPtr());
+      cur_.push_back(cc_.newIntPtr());
+      cc_.mov(base_[j], x86::ptr(ptrs, j * 8));
+      esize_.push_back(static_cast<int>(itemsize(k_.operand_dtype(j))));
+    }
+    ctx_ = std::make_unique<EmitContext>(EmitContext{cc_, isa_, cc_.cursor(), {}});
+    const std::vector<uint8_t> row = k_.row_values();
+    const size_t ne = k_.exprs.size();
+    for (size_t i = 0; i < ne; ++i)
+      if (expr_is_reduce(k_.exprs[i].op)) reduces_.push_back(static_cast<int32_t>(i));
+    elem_store_.assign(static_cast<size_t>(k_.num_outputs()), 0);
+    row_store_ = elem_store_;
+    for (int32_t j = 0; j < k_.num_outputs(); ++j)
+      (row[k_.stores[j]] ? row_store_ : elem_store_)[j] = 1;
+    want_.assign(ne, 0);
+    for (int32_t r : reduces_) want_[k_.exprs[r].a] = 1;
+    // An epilogue (element stores reading a reduction's result: `x - x.mean(0)`): the element
+    // stores move to a second pass over the rows, after the row values.
+    const std::vector<uint8_t> after = after_reduce(k_);
+    for (int32_t j = 0; j < k_.num_outputs(); ++j)
+      epilogue_ = epilogue_ || (elem_store_[j] && after[k_.stores[j]]);
+    pass_store_ = epilogue_ ? std::vector<uint8_t>(elem_store_.size(), 0) : elem_store_;
+    // Independent accumulators: up to 4 vectors of columns side by side (fewer with more
+    // Reduces, so that the accumulators stay in registers).
+    const int R = static_cast<int>(reduces_.size());
+    groups_ = std::max(1, std::min(4, 4 / R));
+    lanes_buf_ = cc_.newStack(kSlot, 64);
+
+    // RowSize: the reduced rows' count, the same for every column of the call; at the vector
+    // width and as a scalar (the AVX2 / SSE2 column tail).
+    preset_l_.assign(ne, x86::Vec());
+    preset_1_.assign(ne, x86::Vec());
+    for (size_t i = 0; i < ne; ++i)
+      if (k_.exprs[i].op == ExprOp::RowSize) {
+        preset_1_[i] = row_size(k_.exprs[i]);
+        preset_l_[i] = broadcast(k_.exprs[i].type, preset_1_[i]);
+      }
+
+    // Scratch for the partial results (the launcher's, per thread): a level per stack entry,
+    // in it a row of wpad_ (w rounded up to 16) columns per Reduce, 8 bytes per column.
+    wpad8_ = cc_.newInt64("wpad8");
+    lvl_ = cc_.newInt64("level");
+    sb_ = cc_.newIntPtr("scratch");
+    cc_.lea(wpad8_, x86::ptr(w_, 15));
+    cc_.and_(wpad8_, -16);
+    cc_.shl(wpad8_, 3);
+    cc_.imul(lvl_, wpad8_, R);
+    cc_.mov(sb_, x86::ptr(params_, (k_.num_params() + 1) * 8));
+    rowoff_ = cc_.newStack(static_cast<uint32_t>(nops_ * 8), 8);
+    {
+      x86::Gp z = cc_.newInt64();
+      cc_.xor_(z, z);
+      for (int j = 0; j < nops_; ++j) cc_.mov(rowoff_.cloneAdjusted(j * 8), z);
+    }
+    for (int j = 0; j < nops_; ++j) colcur_.push_back(cc_.newIntPtr());
+    col_ = cc_.newInt64("col");
+
+    // The column program once for all the call's columns: each piece walks its rows for every
+    // block of columns in turn (rows of a piece stay in cache across the blocks).
+    x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp");
+    cc_.mov(prog, x86::ptr(params_, k_.num_params() * 8));
+    cc_.mov(sp, sb_);
+    Label l_next = cc_.newLabel(), l_leaf = cc_.newLabel(), l_end = cc_.newLabel();
+    x86::Gp word = cc_.newInt64("word");
+    cc_.bind(l_next);
+    cc_.mov(word, x86::ptr(prog));
+    cc_.cmp(word, 1);
+    cc_.je(l_leaf);
+    cc_.test(word, word);
+    cc_.jz(l_end);
+    combine_levels(sp);  // 2: the two latest partial results, earlier on the left
+    cc_.sub(sp, lvl_);
+    cc_.add(prog, 8);
+    cc_.jmp(l_next);
+
+    cc_.bind(l_leaf);  // 1 len 0: the next `len` rows folded in order from the identity
+    x86::Gp len = cc_.newInt64("len");
+    cc_.mov(len, x86::ptr(prog, 8));
+    cc_.add(prog, 24);
+    for (int j = 0; j < nops_; ++j) {
+      cc_.mov(colcur_[j], base_[j]);
+      cc_.add(colcur_[j], rowoff_.cloneAdjusted(j * 8));
+    }
+    std::vector<x86::Gp> rb = level_rows(sp);
+    columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
+      piece(groups, lanes, tail, pre, len, rb);
+    });
+    for (int j = 0; j < nops_; ++j) {  // the next piece's first row
+      x86::Gp d = cc_.newInt64();
+      cc_.mov(d, x86::ptr(rstride_, j * 8));
+      cc_.imul(d, len);
+      cc_.add(rowoff_.cloneAdjusted(j * 8), d);
+    }
+    cc_.add(sp, lvl_);
+    cc_.jmp(l_next);
+
+    // The result is the one partial left (level 0): the row values, stored at row 0 of each
+    // column, then the epilogue.
+    cc_.bind(l_end);
+    for (int j = 0; j < nops_; ++j) cc_.mov(colcur_[j], base_[j]);
+    std::vector<x86::Gp> r0 = level_rows(sb_);
+    columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
+      finish(groups, lanes, tail, pre, r0);
+    });
+    if (epilogue_) epilogue(r0);
+    if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
+    cc_.endFunc();
+  }
+
+ private:
+  bool vex() const { return isa_ != JitIsa::Sse2; }
+  // Element stores of whole vectors go around the caches in a streaming variant (the launcher
+  // checked that every such store is vector-aligned); a masked or scalar one never does.
+  bool streams(int lanes, const x86::KReg* tail) const {
+    return v_.streaming && lanes == L_ && tail == nullptr;
+  }
+
+  template <class Fn>
+  auto on(DType t, int lanes, Fn fn) {
+    if (t == DType::Float64) {
+      AsmVecOps<double> o(*ctx_, lanes);
+      return fn(o);
+    }
+    AsmVecOps<float> o(*ctx_, lanes);
+    return fn(o);
+  }
+
+  void move(x86::Vec d, x86::Vec s) {
+    if (d.id() != s.id()) cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, d, s);
+  }
+
+  // (T)(n + offset) in lane 0 (n: the reduced rows), as static_cast converts it.
+  x86::Vec row_size(const Expr& e) {
+    x86::Gp g = cc_.newInt64();
+    cc_.mov(g, n_);
+    if (e.ivalue != 0) cc_.add(g, e.ivalue);
+    x86::Xmm x = cc_.newXmm();
+    const bool f32 = e.type == DType::Float32;
+    if (vex()) {
+      cc_.vxorps(x, x, x);
+      cc_.emit(f32 ? Inst::kIdVcvtsi2ss : Inst::kIdVcvtsi2sd, x, x, g);
+    } else {
+      cc_.xorps(x, x);
+      cc_.emit(f32 ? Inst::kIdCvtsi2ss : Inst::kIdCvtsi2sd, x, g);
+    }
+    return x;
+  }
+  x86::Vec broadcast(DType t, x86::Vec x) {
+    return on(t, L_, [&](auto& vo) {
+      using T = typename std::decay_t<decltype(vo)>::T;
+      AsmVecOps<T> so(*ctx_, 1);
+      so.store(lanes_buf_, x.xmm());
+      return vo.load_broadcast(lanes_buf_);
+    });
+  }
+
+  // Per Reduce: the start of its row of columns in the level at `level`.
+  std::vector<x86::Gp> level_rows(x86::Gp level) {
+    std::vector<x86::Gp> rows;
+    for (size_t r = 0; r < reduces_.size(); ++r) {
+      x86::Gp p = cc_.newIntPtr();
+      cc_.mov(p, wpad8_);
+      cc_.imul(p, static_cast<int32_t>(r));
+      cc_.add(p, level);
+      rows.push_back(p);
+    }
+    return rows;
+  }
+  // A Reduce's partial results for the vector `g` of the block at col_.
+  x86::Mem partial(const std::vector<x86::Gp>& rows, size_t r, int g, int lanes) {
+    const int es = static_cast<int>(itemsize(k_.exprs[reduces_[r]].type));
+    return x86::ptr(rows[r], col_, es == 8 ? 3 : 2, g * lanes * es);
+  }
+
+  // Runs `block(groups, lanes, tail, preset)` over the call's columns from colcur_ / col_ = 0:
+  // blocks of groups_ vectors, then single vectors, then the last columns (AVX-512: one masked
+  // vector; AVX2, SSE2: one column at a time).
+  template <class Block>
+  void columns(const Block& block) {
+    x86::Gp rem = cc_.newInt64("rem");
+    cc_.mov(rem, w_);
+    cc_.xor_(col_, col_);
+    auto loop = [&](int groups, int lanes, const std::vector<x86::Vec>& preset) {
+      Label l = cc_.newLabel(), done = cc_.newLabel();
+      cc_.bind(l);
+      cc_.cmp(rem, groups * lanes);
+      cc_.jl(done);
+      block(groups, lanes, nullptr, preset);
+      for (int j = 0; j < nops_; ++j)
+        if (v_.layout[j] == InnerLayout::Contiguous)
+          cc_.add(colcur_[j], groups * lanes * esize_[j]);
+      cc_.add(col_, groups * lanes);
+      cc_.sub(rem, groups * lanes);
+      cc_.jmp(l);
+      cc_.bind(done);
+    };
+    if (groups_ > 1) loop(groups_, L_, preset_l_);
+    loop(1, L_, preset_l_);
+    if (isa_ == JitIsa::Avx512) {
+      Label done = cc_.newLabel();
+      cc_.test(rem, rem);
+      cc_.jz(done);
+      x86::Gp bits = cc_.newInt64();
+      x86::KReg m = cc_.newKw("tail");
+      cc_.mov(bits, -1);
+      cc_.bzhi(bits, bits, rem);
+      cc_.kmovw(m, bits.r32());
+      block(1, L_, &m, preset_l_);
+      cc_.bind(done);
+    } else {
+      loop(1, 1, preset_1_);
+    }
+  }
+
+  // 2: level sp - 2 combined with level sp - 1 into sp - 2, every column (whole vectors: the
+  // rows are padded to 16 columns, the padding never stored).
+  void combine_levels(x86::Gp sp) {
+    x86::Gp a = cc_.newIntPtr("a"), b = cc_.newIntPtr("b");
+    cc_.mov(b, sp);
+    cc_.sub(b, lvl_);
+    cc_.mov(a, b);
+    cc_.sub(a, lvl_);
+    const std::vector<x86::Gp> ra = level_rows(a), rbs = level_rows(b);
+    x86::Gp rem = cc_.newInt64("rem");
+    cc_.mov(rem, w_);
+    cc_.xor_(col_, col_);
+    Label l = cc_.newLabel(), done = cc_.newLabel();
+    cc_.bind(l);
+    cc_.test(rem, rem);
+    cc_.jle(done);
+    for (size_t r = 0; r < reduces_.size(); ++r) {
+      const Expr& e = k_.exprs[reduces_[r]];
+      on(e.type, L_, [&](auto& o) {
+        const x86::Vec x = o.load(partial(ra, r, 0, L_)), y = o.load(partial(rbs, r, 0, L_));
+        o.store(partial(ra, r, 0, L_), reduce_combine(o, e.op, x, y));
+        return 0;
+      });
+    }
+    cc_.add(col_, L_);
+    cc_.sub(rem, L_);
+    cc_.jmp(l);
+    cc_.bind(done);
+  }
+
+  // One piece of the program for one block: `len` rows from colcur_ folded into one accumulator
+  // per Reduce and vector, stored to the level at `rows`.
+  void piece(int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& preset,
+             x86::Gp len_in, const std::vector<x86::Gp>& rows) {
+    x86::Gp len = cc_.newInt64("rows_left");
+    cc_.mov(len, len_in);
+    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], colcur_[j]);
+    std::vector<x86::Vec> acc;
+    for (size_t r = 0; r < reduces_.size(); ++r)
+      for (int g = 0; g < groups; ++g)
+        acc.push_back(on(k_.exprs[reduces_[r]].type, lanes, [&](auto& o) {
+          x86::Vec a = o.new_vec();
+          move(a, reduce_identity(o, k_.exprs[reduces_[r]].op));
+          return a;
+        }));
+    Label l_row = cc_.newLabel(), l_rows_done = cc_.newLabel();
+    cc_.bind(l_row);
+    cc_.test(len, len);
+    cc_.jz(l_rows_done);
+    for (int g = 0; g < groups; ++g) {
+      const std::vector<x86::Vec> out =
+          emit_body(*ctx_, lanes, k_, v_.layout, cur_, params_, tail, want_, preset, pass_store_,
+                    streams(lanes, tail), g * lanes);
+      for (size_t r = 0; r < reduces_.size(); ++r) {
+        const Expr& e = k_.exprs[reduces_[r]];
+        x86::Vec& a = acc[r * static_cast<size_t>(groups) + static_cast<size_t>(g)];
+        on(e.type, lanes, [&](auto& o) {
+          move(a, reduce_combine(o, e.op, a, out[e.a]));
+          return 0;
+        });
+      }
+    }
+    for (int j = 0; j < nops_; ++j) cc_.add(cur_[j], x86::ptr(rstride_, j * 8));
+    cc_.dec(len);
+    cc_.jmp(l_row);
+    cc_.bind(l_rows_done);
+    for (size_t r = 0; r < reduces_.size(); ++r)
+      for (int g = 0; g < groups; ++g)
+        on(k_.exprs[reduces_[r]].type, lanes, [&](auto& o) {
+          o.store(partial(rows, r, g, lanes), acc[r * static_cast<size_t>(groups) + g]);
+          return 0;
+        });
+  }
+
+  // The results of one block (level 0 at `rows`): its row values and row stores.
+  void finish(int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& preset,
+              const std::vector<x86::Gp>& rows) {
+    const std::vector<uint8_t> none(k_.exprs.size(), 0);
+    for (int g = 0; g < groups; ++g)
+      emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, none,
+                with_results(preset, rows, g, lanes), row_store_, false, g * lanes);
+  }
+
+  // `preset` with the Reduces' results of vector g of the block at col_ (level 0 at `rows`).
+  std::vector<x86::Vec> with_results(const std::vector<x86::Vec>& preset,
+                                     const std::vector<x86::Gp>& rows, int g, int lanes) {
+    std::vector<x86::Vec> p = preset;
+    for (size_t r = 0; r < reduces_.size(); ++r)
+      p[reduces_[r]] = on(k_.exprs[reduces_[r]].type, lanes,
+                          [&](auto& o) { return o.load(partial(rows, r, g, lanes)); });
+    return p;
+  }
+
+  // The epilogue: every row once more, all its blocks of columns in turn (rows in memory
+  // order), storing the element values; the row values they read are computed from the
+  // Reduces' results (level 0 at `rows`) for each block.
+  void epilogue(const std::vector<x86::Gp>& rows) {
+    const std::vector<uint8_t> none(k_.exprs.size(), 0);
+    std::vector<x86::Gp> rowcur;
+    for (int j = 0; j < nops_; ++j) {
+      rowcur.push_back(cc_.newIntPtr());
+      cc_.mov(rowcur[j], base_[j]);
+    }
+    x86::Gp left = cc_.newInt64("rows_left");
+    cc_.mov(left, n_);
+    Label l_epi = cc_.newLabel(), l_epi_done = cc_.newLabel();
+    cc_.bind(l_epi);
+    cc_.test(left, left);
+    cc_.jz(l_epi_done);
+    for (int j = 0; j < nops_; ++j) cc_.mov(colcur_[j], rowcur[j]);
+    columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
+      for (int g = 0; g < groups; ++g)
+        emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, none,
+                  with_results(pre, rows, g, lanes), elem_store_, streams(lanes, tail), g * lanes);
+    });
+    for (int j = 0; j < nops_; ++j) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
+    cc_.dec(left);
+    cc_.jmp(l_epi);
+    cc_.bind(l_epi_done);
+  }
+
+  x86::Compiler& cc_;
+  const LoopKernel& k_;
+  const KernelVariant& v_;
+  JitIsa isa_;
+  int L_;
+  int nops_ = 0;
+  int groups_ = 1;
+  x86::Gp rstride_, w_, n_, params_;
+  std::vector<x86::Gp> base_, cur_;
+  std::vector<int> esize_;
+  std::unique_ptr<EmitContext> ctx_;
+  std::vector<int32_t> reduces_;
+  std::vector<uint8_t> elem_store_, row_store_, want_, pass_store_;
+  bool epilogue_ = false;
+  std::vector<x86::Vec> preset_l_, preset_1_;
+  x86::Mem lanes_buf_, rowoff_;
+  x86::Gp wpad8_, lvl_, sb_, col_;
+  std::vector<x86::Gp> colcur_;
+};
+
+}  // namespace
+
+void render_column_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v) {
+  KILN_CHECK(column_kernel_ok(k),
+             "cpu column kernel: a reduction reads another's result, or a row value is not a "
+             "float (not rendered)");
+  for (InnerLayout l : v.layout)
+    KILN_CHECK(l != InnerLayout::Strided, "cpu column kernel: strided columns (not rendered)");
+  ColRenderer(cc, k, v).render();
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,39 @@
+// Column kernels on the CPU target (loop_kernel.h "Column kernels", docs/jit.md "Column
+// reductions"): a kernel with Reduce expressions launched to reduce the rows of an
+// [n rows, w columns] block, each vector lane a column, in eager's column order (the column
+// program, jit/loop/row_program.h). The program is walked once per call for all its columns:
+// each piece (a run of at most 64 rows) is folded for every block of up to 4 vectors of columns
+// in turn (one accumulator per Reduce and vector: independent chains side by side; the piece's
+// rows stay in cache across the blocks), its partial results stored to a level of a per-thread
+// scratch; a combine merges the two latest levels column by column. Then, per block, the row
+// values are computed and stored, and where an element store reads a reduction's result (an
+// epilogue: `x - x.mean(0)`) the block's rows are walked once more to store the element values;
+// without one, element stores are written by the reducing pass.
+//
+// The function has the pointwise kernels' signature (render.h, KernelFn), read as:
+//   ptrs          each operand at (row 0, column 0) of the block;
+//   inner_strides each operand's byte stride from one reduced row to the next (0: broadcast);
+//   n_inner       the columns w; n_outer the reduced rows n;
+//   params        the kernel's runtime parameters (8 bytes each), then a pointer to the
+//                 column program of n, then a pointer to the scratch: program_depth levels of
+//                 Reduces x (w rounded up to 16) x 8 bytes.
+// Along the columns every operand is Contiguous or Broadcast (KernelVariant::layout); the
+// launcher (cpu_target.cpp) runs nothing else through a column kernel. KernelVariant::streaming:
+// element outputs are large and every vector of them starts aligned (non-temporal stores, a
+// fence at the end), as in pointwise and row kernels.
+#pragma once
+#include <asmjit/x86.h>
+
+#include "jit/cpu/render.h"
+#include "jit/loop/loop_kernel.h"
+
+namespace kiln::jit {
+
+// Whether `k` can be a column kernel: no Reduce's operand reads a reduction's result (one
+// reducing pass), no ReduceFirst, and every row value it stores is a float.
+bool column_kernel_ok(const LoopKernel& k);
+
+// The function of a column kernel (k.has_reduce(), column_kernel_ok(k)).
+void render_column_function(asmjit::x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v);
+
+}  // namespace kiln::jit

@@ -1,0 +1,32 @@
+// Row kernels (loop_kernel.h "Row kernels") rendered to CUDA C++: the CUDA counterpart of
+// jit/cpu/render_reduce.cpp. The launch's dims are the rows' dims then the row's (CudaArgLayout).
+//
+// Geometry: a row of at most 2048 elements runs on one warp (8 rows per block of 256), a longer
+// one on a whole block. Short rows are the common case of softmax and layer_norm (a warp keeps
+// every thread busy from 32 elements up and needs no barrier); a long row needs the block's
+// 256 threads to keep enough loads in flight. The choice depends on the row length alone.
+//
+// Order (fixed by the row length n, so two runs, any grid and any device give the same bits):
+// 256 lanes, lane l taking elements l, l + 256, l + 512, ... in order, in pieces of 8 folded
+// left to right, the pieces combined by a binary counter (pairwise for a power-of-two count);
+// then a tree over the lanes: level s = 128, 64, ..., 1 combines lane l with lane l + s where
+// that lane holds elements (l + s < n). A warp holds lanes t + 32q in thread t (a lane has at
+// most 8 elements there: one piece); a block holds lane t in thread t (levels 128..32 through
+// shared memory). Levels 16..1 are warp shuffles. An empty row gives the identity (0, 1, -inf
+// or the integer minimum, +inf or the integer maximum).
+//
+// Passes: each Reduce re-reads the row from global memory (the cache holds rows of the common
+// sizes), evaluating its element value's prologue, in expression order; the row values follow
+// each pass in every thread of the row; a last pass stores the element values (each thread its
+// elements t, t + threads, ...), and thread 0 of the row stores the row values.
+#pragma once
+#include <string>
+
+#include "jit/cuda/render.h"
+
+namespace kiln::jit::cuda {
+
+// `k` has Reduce expressions (verified by the caller).
+RenderedCuda render_cuda_row_kernel(const LoopKernel& k, const std::string& name);
+
+}  // namespace kiln::jit::cuda

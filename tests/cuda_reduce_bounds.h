@@ -1,0 +1,64 @@
+// The bounds of docs/cuda.md "The numerical contract on CUDA" for the reductions and row ops:
+// how far CUDA's result may be from the CPU's, per output element. u is the unit roundoff of the
+// result's dtype (2^-24, 2^-53), n the row length. Shared by the GPU tests (test_cuda_reduce.cpp)
+// and the emulated ones (test_cuda_reduce_emulated.cpp).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kiln/kiln.h"
+
+namespace kiln::testing {
+
+inline double unit_roundoff(DType d) { return d == DType::Float32 ? 0x1p-24 : 0x1p-53; }
+inline double log2n(double n) { return std::log2(std::max(n, 2.0)); }
+
+// sum: both orders are within (log2 n + 16) u sum|x| of the exact sum.
+inline double sum_bound(DType d, double n, double sum_abs) {
+  return 2 * (log2n(n) + 16) * unit_roundoff(d) * sum_abs;
+}
+// mean: the sums' bound over n, plus the division's rounding.
+inline double mean_bound(DType d, double n, double sum_abs) {
+  return 2 * (log2n(n) + 17) * unit_roundoff(d) * sum_abs / std::max(n, 1.0);
+}
+// prod: n - 1 roundings of relative size u in any order.
+inline double prod_bound(DType d, double n, double c) {
+  return 2 * (n + 1) * unit_roundoff(d) * std::fabs(c);
+}
+// var: a sum of squares (positive terms) over n - unbiased.
+inline double var_bound(DType d, double n, double c) {
+  return 2 * (log2n(n) + 24) * unit_roundoff(d) * std::fabs(c);
+}
+// logsumexp: the sum of exps (>= 1) relative to itself, exp's 16 ulp, log's and the add's.
+inline double logsumexp_bound(DType d, double n, double c) {
+  return unit_roundoff(d) * (2 * log2n(n) + 64 + 20 * std::fabs(c));
+}
+// softmax: the CPU sums the exps in order (n roundings), CUDA in its tree; exp's 16 ulp;
+// relative, and subnormal results absolutely.
+inline double softmax_bound(DType d, double n, double c) {
+  const double tiny =
+      d == DType::Float32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
+  return unit_roundoff(d) * (n + 2 * log2n(n) + 64) * std::fabs(c) + 16 * tiny;
+}
+// log_softmax: x - lse, lse = max + log(sum) with the sum as softmax's (|lse| <= |x| + |c|).
+inline double log_softmax_bound(DType d, double n, double x, double c) {
+  return unit_roundoff(d) * (n + 2 * log2n(n) + 64 + 24 * (std::fabs(x) + std::fabs(c)));
+}
+// layer_norm: both accumulate in Float64 (the CPU in order: n roundings), relative to the scale
+// of the normalized values (16: |x| / std and |x - mean| / std of the tests' data times |w|),
+// then one rounding to Float32.
+inline double layer_norm_bound(DType d, double n, double c) {
+  return (d == DType::Float32 ? 0x1p-23 * std::fabs(c) : 0) +
+         (n + 64) * 0x1p-52 * 16 * (1 + std::fabs(c));
+}
+// cross_entropy: per row a logsumexp in Float64 whose exps the CPU sums in order (`classes`
+// roundings), the mean of `rows` losses summed in order on the CPU, then one rounding to Float32.
+inline double cross_entropy_bound(DType d, double classes, double rows, double max_abs_x,
+                                  double c) {
+  return (d == DType::Float32 ? 0x1p-23 * std::fabs(c) : 0) +
+         4 * 0x1p-52 * (classes + 2 * log2n(classes) + 64 + rows + 20 * max_abs_x) *
+             (1 + std::fabs(c));
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,417 @@
+// Column kernels (reductions over outer dims with the inner dims kept, loop_kernel.h "Column
+// kernels", docs/jit.md "Column reductions"): the column program against eager's col_block
+// order, hand-built column kernels launched directly against the eager reductions bitwise
+// (every op, both float dtypes, every ISA path, row counts around eager's 64-row runs and
+// 2048-row chunks, column counts around the vector widths and their tails, NaN and signed
+// zeros, a broadcast prologue operand, element stores, 1 and 2 threads), and what has no
+// machine code (fewer than 16 columns, a reduced input that is not row-major, strided columns).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hop_traced_util.h"
+#include "jit/cpu/cpu_target.h"
+#include "jit/loop/row_program.h"
+#include "jit/target.h"
+#include "jit_kernel_util.h"
+#include "jit_recorded_util.h"
+#include "record_util.h"
+
+namespace kiln {
+namespace {
+
+using jit::ExprOp;
+using jit::LoopKernel;
+using testing::ConfigOverride;
+using testing::expect_bitwise_equal;
+using testing::JitMode;
+
+// The column program's pieces against a direct transcription of eager's col_block recursion
+// and chunk tree (ops/cpu/reduce_loops.h): pieces of <= 64 rows, halves at floor(len / 2).
+TEST(JitColumnProgram, FollowsEagersColumnOrder) {
+  EXPECT_EQ(jit::column_program(0), (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(jit::column_program(64), (std::vector<int64_t>{1, 64, 0, 0}));
+  EXPECT_EQ(jit::column_program(65), (std::vector<int64_t>{1, 32, 0, 1, 33, 0, 2, 0}));
+  EXPECT_EQ(jit::column_program(129),
+            (std::vector<int64_t>{1, 64, 0, 1, 32, 0, 1, 33, 0, 2, 2, 0}));
+  // 2049 rows: a 2048-row chunk (32 runs of 64) and a chunk of one row, combined.
+  const std::vector<int64_t> p = jit::column_program(2049);
+  int64_t pieces = 0, rows = 0;
+  for (size_t i = 0; p[i] != 0;) {
+    if (p[i] == 1) {
+      ++pieces;
+      rows += p[i + 1];
+      EXPECT_EQ(p[i + 1], pieces <= 32 ? 64 : 1);
+      i += 3;
+    } else {
+      i += 1;
+    }
+  }
+  EXPECT_EQ(pieces, 33);
+  EXPECT_EQ(rows, 2049);
+  EXPECT_EQ(p[p.size() - 2], 2);  // the two chunks combine last
+  EXPECT_EQ(jit::program_depth(jit::column_program(64)), 1);
+  EXPECT_EQ(jit::program_depth(jit::column_program(65)), 2);
+  EXPECT_EQ(jit::program_depth(jit::column_program(int64_t{1} << 24)), 19);  // 13 + 6
+}
+
+Tensor eager_col(ExprOp op, const Tensor& x) {
+  switch (op) {
+    case ExprOp::ReduceSum:
+      return x.sum({1}, true);
+    case ExprOp::ReduceProd:
+      return x.prod({1}, true);
+    case ExprOp::ReduceMax:
+      return x.amax({1}, true);
+    default:
+      return x.amin({1}, true);
+  }
+}
+
+// Values with the specials the order shows (as tests/test_jit_reduce.cpp's row_data).
+Tensor col_data(int64_t a, int64_t n, int64_t c, DType dt, ExprOp op, uint64_t seed, bool nan) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g;
+  std::vector<double> v(static_cast<size_t>(a * n * c));
+  for (auto& e : v) {
+    e = op == ExprOp::ReduceProd ? 1.0 + 0.01 * g(rng) : g(rng) * 1e3;
+    if (op == ExprOp::ReduceMax || op == ExprOp::ReduceMin) {
+      const auto u = rng() % 4;
+      if (u == 0) e = 0.0;
+      if (u == 1) e = -0.0;
+      if (u == 2) e = op == ExprOp::ReduceMax ? -std::fabs(e) : std::fabs(e);
+    }
+  }
+  if (nan && !v.empty()) v[rng() % v.size()] = std::numeric_limits<double>::quiet_NaN();
+  return from_vector<double>(v, {a, n, c}).to(dt);
+}
+
+char* ptr_of(const Tensor& t) { return static_cast<char*>(const_cast<void*>(t.raw_data())); }
+
+// Launches column kernel `k` over [A, N, C] reducing N: input 0 = x, input 1 = w ([C], broadcast
+// over A and N); outputs as `row_out` says (an [A, 1, C] row value, else [A, N, C]).
+std::vector<Tensor> launch_cols(jit::CompiledKernel& kernel, const Tensor& x, const Tensor& w,
+                                const std::vector<bool>& row_out, bool expect_launch = true) {
+  const int64_t a = x.sizes()[0], n = x.sizes()[1], c = x.sizes()[2];
+  const int64_t es = static_cast<int64_t>(itemsize(x.dtype()));
+  jit::LaunchArgs la;
+  la.sizes = {a, n, c};
+  la.reduced_dims = 1;
+  la.inner_dims = 1;
+  std::vector<Tensor> outs;
+  for (bool r : row_out) {
+    Tensor o = empty(r ? DimVector{a, 1, c} : DimVector{a, n, c}, TensorOptions().dtype(x.dtype()));
+    la.ptrs.push_back(ptr_of(o));
+    la.strides.push_back(r ? DimVector{c * es, 0, es} : DimVector{n * c * es, c * es, es});
+    outs.push_back(o);
+  }
+  la.ptrs.push_back(ptr_of(x));
+  la.strides.push_back({x.strides()[0] * es, x.strides()[1] * es, x.strides()[2] * es});
+  la.ptrs.push_back(ptr_of(w));
+  la.strides.push_back({0, 0, w.strides()[0] * es});
+  EXPECT_EQ(kernel.can_launch(la), expect_launch);
+  if (expect_launch) kernel.launch(la);
+  return outs;
+}
+
+// out0 = reduce(x) (the input as loaded); out1 = reduce(x * w) (a prologue with an operand
+// broadcast over the rows); out2 = x * w (an element store in the same pass).
+LoopKernel col_kernel(DType dt, ExprOp op) {
+  LoopKernel k = LoopKernel::uniform(dt, 2);
+  const int32_t x = k.load(0), w = k.load(1);
+  const int32_t r = k.reduce(op, x);
+  const int32_t p = k.binary(ExprOp::Mul, x, w);
+  k.stores = {r, k.reduce(op, p), p};
+  return k;
+}
+
+TEST(JitColumnKernels, EveryOpDtypeIsaRowAndColumnCountMatchesEagerBitwise) {
+  const ExprOp ops[] = {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax,
+                        ExprOp::ReduceMin};
+  struct Shape {
+    int64_t a, n, c;
+  };
+  // Rows around the 64-row runs and 2048-row chunks; columns around 8, 16 and 64 lanes (the
+  // blocks of 4 vectors) and their tails.
+  const Shape shapes[] = {{1, 0, 16},    {2, 1, 17},    {1, 2, 31},    {2, 7, 33},   {1, 63, 64},
+                          {2, 64, 65},   {1, 65, 100},  {1, 129, 129}, {2, 300, 16}, {1, 2047, 19},
+                          {1, 2048, 40}, {1, 2049, 70}, {1, 4100, 24}};
+  uint64_t seed = 1;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (ExprOp op : ops) {
+        std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(col_kernel(dt, op));
+        for (const Shape& s : shapes) {
+          if (s.n == 0 && (op == ExprOp::ReduceMax || op == ExprOp::ReduceMin)) continue;
+          for (bool nan : {false, true}) {
+            const Tensor x = col_data(s.a, s.n, s.c, dt, op, seed++, nan);
+            const Tensor w =
+                col_data(1, 1, s.c, dt, ExprOp::ReduceProd, seed++, false).reshape({s.c});
+            const std::vector<Tensor> got = launch_cols(*kernel, x, w, {true, true, false});
+            const std::string what =
+                fmt::format("{} {} {} [{}, {}, {}] nan={}", isa, dtype_name(dt), expr_op_name(op),
+                            s.a, s.n, s.c, nan);
+            expect_bitwise_equal(got[0], eager_col(op, x), what.c_str());
+            expect_bitwise_equal(got[1], eager_col(op, x * w), what.c_str());
+            expect_bitwise_equal(got[2], x * w, what.c_str());
+          }
+        }
+      }
+    }
+  }
+}
+
+// A mean (ReduceSum / RowSize) and a max in one column kernel of Float64 with a Float32 input
+// (8 lanes on AVX-512, the Float32 values in half registers).
+// An epilogue: out1 = x - reduce(x * w), out2 = x * w, both stored by the second pass over
+// each block's rows; the sum's mean hoisted once per block.
+TEST(JitColumnKernels, EpilogueMatchesEagerBitwise) {
+  const ExprOp ops[] = {ExprOp::ReduceSum, ExprOp::ReduceMax};
+  uint64_t seed = 500;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (ExprOp op : ops) {
+        LoopKernel k = LoopKernel::uniform(dt, 2);
+        const int32_t x = k.load(0), w = k.load(1);
+        const int32_t p = k.binary(ExprOp::Mul, x, w);
+        const int32_t r = k.reduce(op, p);
+        const int32_t m = k.binary(ExprOp::Div, r, k.row_size(dt));
+        k.stores = {m, k.binary(ExprOp::Sub, x, m), p};
+        std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+        for (int64_t c : {16, 21, 70, 129}) {
+          for (int64_t n : {1, 65, 300}) {
+            const Tensor xt = col_data(2, n, c, dt, op, seed++, true);
+            const Tensor wt = col_data(1, 1, c, dt, ExprOp::ReduceProd, seed++, false).reshape({c});
+            const std::vector<Tensor> got = launch_cols(*kernel, xt, wt, {true, false, false});
+            const Tensor want = eager_col(op, xt * wt) / static_cast<double>(n);
+            const std::string what =
+                fmt::format("{} {} {} [2, {}, {}]", isa, dtype_name(dt), expr_op_name(op), n, c);
+            expect_bitwise_equal(got[0], want, what.c_str());
+            expect_bitwise_equal(got[1], xt - want, what.c_str());
+            expect_bitwise_equal(got[2], xt * wt, what.c_str());
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(JitColumnKernels, MeanAndMixedWidthsMatchEagerBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    LoopKernel k;
+    k.inputs = {kFloat32, kFloat64};
+    const int32_t x = k.load(0), w = k.load(1);
+    const int32_t xd = k.cast(x, kFloat64);
+    const int32_t mean =
+        k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, xd), k.row_size(kFloat64));
+    k.stores = {mean, k.reduce(ExprOp::ReduceMax, x),
+                k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Add, xd, w))};
+    std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+    for (int64_t c : {16, 23, 50}) {
+      const Tensor xt = col_data(2, 130, c, kFloat32, ExprOp::ReduceSum, 5, false);
+      const Tensor wt = col_data(1, 1, c, kFloat64, ExprOp::ReduceSum, 6, false).reshape({c});
+      const int64_t n = 130;
+      jit::LaunchArgs la;
+      la.sizes = {2, n, c};
+      la.reduced_dims = 1;
+      la.inner_dims = 1;
+      Tensor o0 = empty({2, 1, c}, TensorOptions().dtype(kFloat64));
+      Tensor o1 = empty({2, 1, c}, TensorOptions().dtype(kFloat32));
+      Tensor o2 = empty({2, 1, c}, TensorOptions().dtype(kFloat64));
+      la.ptrs = {ptr_of(o0), ptr_of(o1), ptr_of(o2), ptr_of(xt), ptr_of(wt)};
+      la.strides = {{c * 8, 0, 8}, {c * 4, 0, 4}, {c * 8, 0, 8}, {n * c * 4, c * 4, 4}, {0, 0, 8}};
+      ASSERT_TRUE(kernel->can_launch(la));
+      kernel->launch(la);
+      const Tensor xd64 = xt.to(kFloat64);
+      const std::string what = fmt::format("{} c={}", isa, c);
+      expect_bitwise_equal(o0, xd64.mean({1}, true), what.c_str());
+      expect_bitwise_equal(o1, xt.amax({1}, true), what.c_str());
+      expect_bitwise_equal(o2, (xd64 + wt).sum({1}, true), what.c_str());
+    }
+  }
+}
+
+TEST(JitColumnKernels, ResultsDoNotDependOnTheThreadCount) {
+  const Tensor x = col_data(3, 5000, 300, kFloat32, ExprOp::ReduceSum, 11, false);
+  const Tensor w = ones({300});
+  std::shared_ptr<jit::CompiledKernel> kernel =
+      jit::cpu_target().compile(col_kernel(kFloat32, ExprOp::ReduceSum));
+  std::vector<Tensor> one, two;
+  {
+    ConfigOverride<int> t(config().num_threads, 1);
+    one = launch_cols(*kernel, x, w, {true, true, false});
+  }
+  {
+    ConfigOverride<int> t(config().num_threads, 2);
+    two = launch_cols(*kernel, x, w, {true, true, false});
+  }
+  expect_bitwise_equal(one[0], two[0]);
+  expect_bitwise_equal(one[1], two[1]);
+  expect_bitwise_equal(two[0], x.sum({1}, true));
+}
+
+// Eager reduces fewer than 16 columns, and a reduced input that is not row-major, as rows (a
+// gather first: another order); strided columns have no vector code. None of them launch.
+TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
+  std::shared_ptr<jit::CompiledKernel> kernel =
+      jit::cpu_target().compile(col_kernel(kFloat32, ExprOp::ReduceSum));
+  const Tensor w15 = ones({15});
+  launch_cols(*kernel, col_data(1, 100, 15, kFloat32, ExprOp::ReduceSum, 1, false), w15,
+              {true, true, false}, false);
+  // Rows 40 columns apart holding 20 columns: not row-major.
+  const Tensor wide = col_data(1, 100, 40, kFloat32, ExprOp::ReduceSum, 2, false);
+  launch_cols(*kernel, wide.narrow(2, 0, 20), ones({20}), {true, true, false}, false);
+  // A transposed input: strided columns.
+  const Tensor tr = col_data(1, 30, 30, kFloat32, ExprOp::ReduceSum, 3, false).transpose(1, 2);
+  launch_cols(*kernel, tr, ones({30}), {true, true, false}, false);
+}
+
+// ---- through the recorder ----
+
+using JitColumnPlanTest = testing::JitRecordedTest<>;
+
+Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) {
+  JitMode off(false);
+  manual_seed(seed);
+  return randn(IntList(shape), TensorOptions().dtype(dt));
+}
+
+// The plans' steps ("k2": a kernel of 2 nodes; "e": an eager step) after `program` ran with each
+// input set in turn (one plan: the later sets are other sizes of the same region), bitwise equal
+// to eager every run.
+std::string plan_of(const std::function<TensorList(const TensorList&)>& program,
+                    const std::vector<TensorList>& input_sets, const std::string& what) {
+  for (const TensorList& in : input_sets) {
+    TensorList want;
+    {
+      JitMode off(false);
+      want = program(in);
+    }
+    for (int it = 0; it < 2; ++it) {
+      JitMode on(true);
+      TensorList got = program(in);
+      kiln::sync();
+      testing::expect_lists_bitwise_equal(got, want, what);
+    }
+  }
+  std::string s;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& st : p->steps()) {
+      if (!s.empty()) s += ' ';
+      s += st.kernel ? fmt::format("k{}", st.kernel->nodes.size()) : std::string("e");
+    }
+  }
+  return s;
+}
+
+// `(x * w).sum(0)`: one column kernel (the product is never stored), every ISA, both dtypes,
+// 1 and 2 threads; one plan for batches around eager's 64-row runs and 2048-row chunks.
+TEST_F(JitColumnPlanTest, WeightedColumnSumIsOneKernel) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int threads : {1, 2}) {
+        ConfigOverride<int> t(config().num_threads, threads);
+        tracer::RegionCache::instance().clear();
+        std::vector<TensorList> sets;
+        for (int64_t n : {100, 64, 2049, 5})
+          sets.push_back({randn_of({n, 37}, static_cast<uint64_t>(n), dt), randn_of({37}, 7, dt)});
+        const std::string steps =
+            plan_of([](const TensorList& in) { return TensorList{(in[0] * in[1]).sum({0})}; }, sets,
+                    fmt::format("{} {} threads {}", isa, dtype_name(dt), threads));
+        EXPECT_EQ(steps, "k2") << isa;
+      }
+    }
+  }
+}
+
+// A linear layer's bias gradient and batch-norm-style statistics: sums, means, extremes and
+// products over the batch dims of 2-D and 3-D values, keepdim or not, with the row values
+// computed in the kernel (`mean * 0.5`); the sizes change between recordings of one plan.
+TEST_F(JitColumnPlanTest, ColumnStatisticsKeepdimOrNotAndRowValues) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    tracer::RegionCache::instance().clear();
+    std::vector<TensorList> sets;
+    for (int64_t n : {9, 130, 1})
+      sets.push_back({randn_of({n, 3, 20}, static_cast<uint64_t>(n)) * 3.0,
+                      randn_of({n, 20}, static_cast<uint64_t>(n) + 1, kFloat64)});
+    const std::string steps = plan_of(
+        [](const TensorList& in) {
+          const Tensor& x = in[0];
+          const Tensor& g = in[1];
+          Tensor y = x * 0.5 + 1.0;
+          return TensorList{g.sum({0}),        (g * g).mean({0}, true) * 0.5,
+                            y.mean({0, 1}),    y.amax({1}, true),
+                            (x * x).amin({0}), (y * 0.01 + 1.0).prod({0}, true)};
+        },
+        sets, isa + " statistics");
+    // Each reduction is a column kernel with its prologue: no eager step.
+    EXPECT_EQ(steps.find('e'), std::string::npos) << isa << ": " << steps;
+  }
+}
+
+// A consumer that broadcasts a column result back (`x - x.mean(0)`) joins the column kernel as
+// its epilogue (a second pass over each block's rows); a reduction of the epilogue's values
+// (the centered squares' mean) starts the next kernel, which divides by its sqrt in turn.
+TEST_F(JitColumnPlanTest, BroadcastBackIsAnEpilogue) {
+  const Tensor x = randn_of({50, 40}, 3) * 2.0 + 1.0;
+  const std::string steps = plan_of(
+      [](const TensorList& in) {
+        Tensor c = in[0] - in[0].mean({0}, true);
+        return TensorList{c / (c * c).mean({0}, true).sqrt()};
+      },
+      {{x}}, "standardize columns");
+  EXPECT_EQ(steps, "k3 k3") << steps;
+}
+
+// Element outputs of 8 MiB and more whose vectors all start aligned take non-temporal stores
+// (640 columns: rows of 2560 bytes); 630 columns do not. Both bitwise, 1 and 2 threads.
+TEST_F(JitColumnPlanTest, LargeEpilogueOutputsStreamBitwise) {
+  for (int64_t c : {640, 630}) {
+    for (int threads : {1, 2}) {
+      ConfigOverride<int> t(config().num_threads, threads);
+      tracer::RegionCache::instance().clear();
+      const Tensor x = randn_of({4200, c}, static_cast<uint64_t>(c));
+      const std::string steps = plan_of(
+          [](const TensorList& in) { return TensorList{(in[0] - in[0].mean({0}, true)) * 2.0}; },
+          {{x}}, fmt::format("large epilogue {} threads {}", c, threads));
+      EXPECT_EQ(steps, "k3") << steps;
+    }
+  }
+}
+
+// What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager reduces
+// them as rows), a reduced leaf that is not row-major (transposed or narrowed: eager gathers it),
+// var over columns (eager gathers), reductions over dims that are not one block.
+TEST_F(JitColumnPlanTest, WhatEagerReducesAsRowsStillMatches) {
+  const Tensor x = randn_of({30, 12}, 5), wide = randn_of({30, 50}, 6),
+               c3 = randn_of({6, 7, 20}, 8);
+  const std::vector<std::function<Tensor()>> programs = {
+      [&] { return (x * 2.0).sum({0}); },
+      [&] { return wide.t().sum({0}); },
+      [&] { return wide.narrow(1, 0, 20).sum({0}); },
+      [&] { return (wide + 1.0).var({0}); },
+      [&] {
+        return (c3 * 2.0).sum({0, 2});
+      },
+  };
+  for (size_t p = 0; p < programs.size(); ++p) {
+    tracer::RegionCache::instance().clear();
+    plan_of([&](const TensorList&) { return TensorList{programs[p]()}; }, {{}},
+            "program " + std::to_string(p));
+  }
+}
+
+}  // namespace
+}  // namespace kiln
