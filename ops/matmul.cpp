@@ -13,8 +13,6 @@
 // small products, at most KILN_NUM_THREADS, one inside a kiln parallel region); a batch of small
 // products is split over kiln's threads instead. Int32/Int64 use a blocked loop, parallel over
 // output rows, that wraps on overflow as PyTorch does. Bool is an error, as in PyTorch.
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -22,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/cpu/blas_gemm.h"
 #include "ops/eager_helpers.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
@@ -78,47 +77,6 @@ void matmul_meta(const OpCall& c, OutputMeta& m) {
 }
 
 // ---- kernel pieces ----
-
-// OpenBLAS threads per product, from its size. OpenBLAS's own rule (0.3.21: one thread only up to
-// M*N*K = 2^18) splits products that run faster on one thread. Measured with kiln-gemm-bench
-// (perf/gemm_threads.cpp) on the shared 2-core AMD EPYC (AVX-512) development machine under
-// other engineers' builds (load average 8), float32, figures in docs/performance.md ("Matmul
-// threads"): up to 537 MFLOP (2*M*N*K; every product of mlp_train and rnn_loop) one thread won
-// or tied in every run (64x256x256: 262 us on one thread, 4329 us on two; 256x1024x1024: 10.5
-// against 14.7 ms); at 2.1 GFLOP (4096x512x512) two threads won 1.3x in one run and tied in
-// another. So one more thread per kBlasFlopsPerThread: a second thread from 1.07 GFLOP.
-constexpr double kBlasFlopsPerThread = 512e6;
-
-int blas_threads_for(int64_t M, int64_t N, int64_t K) {
-  // Inside a kiln parallel region the TBB workers already use every core: BLAS stays on the
-  // calling thread (OpenBLAS's pool would oversubscribe the arena).
-  if (in_parallel_region()) return 1;
-  const double flops = 2.0 * double(M) * double(N) * double(K);
-  const double cap = std::max(1, num_threads());
-  return int(std::clamp(std::floor(flops / kBlasFlopsPerThread), 1.0, cap));
-}
-
-// Sets OpenBLAS's thread count (a process-wide setting) only when it differs: never more BLAS
-// threads than KILN_NUM_THREADS, so TBB's arena and BLAS's pool do not oversubscribe the cores.
-void set_blas_threads(int n) {
-  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
-}
-
-// How one matrix (rows x cols, element strides sr / sc) is handed to row-major BLAS.
-struct BlasLayout {
-  bool ok = false;
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
-  int64_t ld = 0;
-};
-
-BlasLayout blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
-  // A dim of size 1 has no meaningful stride, so it never disqualifies a layout.
-  if ((sc == 1 || cols == 1) && (rows == 1 || sr >= std::max<int64_t>(1, cols)))
-    return {true, CblasNoTrans, rows == 1 ? std::max<int64_t>(1, cols) : sr};
-  if ((sr == 1 || rows == 1) && (cols == 1 || sc >= std::max<int64_t>(1, rows)))
-    return {true, CblasTrans, cols == 1 ? std::max<int64_t>(1, rows) : sc};
-  return {};
-}
 
 bool fits_int(int64_t v) { return v <= INT_MAX; }
 
@@ -194,18 +152,6 @@ void gemm_rows(const T* A, int64_t sam, int64_t sak, const T* B, int64_t sbk, in
   }
 }
 
-template <class T>
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* A,
-               int64_t lda, const T* B, int64_t ldb, T* C) {
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, A, int(lda), B, int(ldb), 0.0f,
-                C, int(N));
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, A, int(lda), B, int(ldb), 0.0,
-                C, int(N));
-  }
-}
-
 void matmul_eager(const OpCall& c, const Tensor& out) {
   Tensor a = c.inputs[0];
   Tensor b = c.inputs[1];
@@ -225,19 +171,19 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
   };
   bool use_blas = is_floating(dt) && fits_int(M) && fits_int(N) && fits_int(K);
   int64_t sam, sak, sbk, sbn;
-  BlasLayout la, lb;
+  blas::Layout la, lb;
   if (use_blas) {
     last2(a, sam, sak);
-    la = blas_layout(M, K, sam, sak);
+    la = blas::layout(M, K, sam, sak);
     if (!la.ok || !fits_int(la.ld)) {
       a = eager_contiguous(a);
-      la = blas_layout(M, K, K, 1);
+      la = blas::layout(M, K, K, 1);
     }
     last2(b, sbk, sbn);
-    lb = blas_layout(K, N, sbk, sbn);
+    lb = blas::layout(K, N, sbk, sbn);
     if (!lb.ok || !fits_int(lb.ld)) {
       b = eager_contiguous(b);
-      lb = blas_layout(K, N, N, 1);
+      lb = blas::layout(K, N, N, 1);
     }
   }
   last2(a, sam, sak);
@@ -256,20 +202,19 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
         if (use_blas) {
           auto gemm = [&](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i)
-              blas_gemm<T>(la.trans, lb.trans, M, N, K, A + off.a[i], la.ld, B + off.b[i], lb.ld,
-                           C + i * M * N);
+              blas::gemm<T>(la, lb, M, N, K, A + off.a[i], B + off.b[i], C + i * M * N);
           };
-          const int threads = blas_threads_for(M, N, K);
+          const int threads = blas::threads_for(M, N, K);
           if (threads == 1 && batches > 1 && !in_parallel_region() && num_threads() > 1) {
             // A batch of small products: one BLAS thread each, the batch split over kiln's
-            // threads, each task holding at least kBlasFlopsPerThread.
+            // threads, each task holding at least blas::kFlopsPerThread.
             const double flops = 2.0 * double(M) * double(N) * double(K);
-            const auto grain = static_cast<int64_t>(std::ceil(kBlasFlopsPerThread / flops));
-            set_blas_threads(1);
+            const auto grain = static_cast<int64_t>(std::ceil(blas::kFlopsPerThread / flops));
+            blas::set_threads(1);
             parallel_for(0, batches, std::max<int64_t>(1, grain), gemm);
             return;
           }
-          set_blas_threads(threads);
+          blas::set_threads(threads);
           gemm(0, batches);
           return;
         }

@@ -1,8 +1,10 @@
 // kiln-gemm-bench: where a second OpenBLAS thread starts to pay. Times row-major float32 sgemm
 // (C = A @ B, optionally with A or B transposed) for each shape with 1, 2, ... OpenBLAS threads
 // (up to KILN_NUM_THREADS or the cores) and through kiln::matmul, which picks the thread count
-// per call (ops/matmul.cpp, kBlasFlopsPerThread). Prints the median of batches of calls in µs,
-// each shape's flops and the best thread count. Interleaves the variants batch by batch so that
+// per call (ops/cpu/blas_gemm.h, kFlopsPerThread), and split into row blocks over kiln's threads
+// with one OpenBLAS thread each (blas::plan_row_split: the JIT's BLAS steps, "-" where the split
+// is not allowed). Prints the median of batches of calls in µs, each shape's flops and the best
+// OpenBLAS thread count. Interleaves the variants batch by batch so that
 // the machine's load moves them alike.
 //
 //   kiln-gemm-bench [batches] [M,N,K[,ta,tb] ...]
@@ -16,7 +18,9 @@
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "ops/cpu/blas_gemm.h"
 #include "runtime/config.h"
+#include "runtime/parallel.h"
 
 namespace {
 
@@ -79,7 +83,7 @@ int main(int argc, char** argv) {
   std::printf("threads 1..%d, median of %d batches, µs per call\n", max_threads, batches);
   std::printf("%-22s %12s", "M,N,K,ta,tb", "MFLOP");
   for (int t = 1; t <= max_threads; ++t) std::printf("   %2d thr µs", t);
-  std::printf("  kiln µs  best\n");
+  std::printf("  kiln µs  rows µs  best\n");
   for (const Shape& s : shapes) {
     std::vector<float> A(size_t(s.M) * s.K, 0.5f), B(size_t(s.K) * s.N, 0.25f),
         C(size_t(s.M) * s.N);
@@ -94,7 +98,19 @@ int main(int argc, char** argv) {
                   s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
     };
     auto matmul = [&] { (void)kiln::matmul(a, b); };
-    std::vector<std::vector<double>> us(max_threads + 1);
+    kiln::Tensor c = kiln::empty({s.M, s.N});
+    const kiln::blas::RowSplit split =
+        kiln::blas::plan_row_split(a.impl(), b.impl(), kiln::kFloat32, true);
+    auto rows = [&] {
+      kiln::blas::set_threads(1);
+      kiln::parallel_for(0, split.blocks, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          kiln::blas::gemm_rows(split, a.impl(), b.impl(), c.impl(),
+                                kiln::blas::block_begin(split, i),
+                                kiln::blas::block_begin(split, i + 1));
+      });
+    };
+    std::vector<std::vector<double>> us(max_threads + 2);
     for (int t = 1; t <= max_threads; ++t) {  // warm-up
       openblas_set_num_threads(t);
       time_us(gemm, calls);
@@ -106,6 +122,7 @@ int main(int argc, char** argv) {
         us[t - 1].push_back(time_us(gemm, calls));
       }
       us[max_threads].push_back(time_us(matmul, calls));
+      if (split.blocks >= 2) us[max_threads + 1].push_back(time_us(rows, calls));
     }
     std::string name = std::to_string(s.M) + "," + std::to_string(s.N) + "," + std::to_string(s.K) +
                        "," + (s.ta ? "1" : "0") + "," + (s.tb ? "1" : "0");
@@ -117,7 +134,11 @@ int main(int argc, char** argv) {
       std::printf(" %11.2f", m);
       if (m < best_us) best_us = m, best = t;
     }
-    std::printf(" %8.2f  %d\n", median(us[max_threads]), best);
+    std::printf(" %8.2f", median(us[max_threads]));
+    if (split.blocks >= 2)
+      std::printf(" %8.2f  %d\n", median(us[max_threads + 1]), best);
+    else
+      std::printf(" %8s  %d\n", "-", best);
   }
   return 0;
 }

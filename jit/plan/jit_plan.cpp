@@ -1,5 +1,7 @@
 #include "jit/plan/jit_plan.h"
 
+#include "jit/plan/plan_frame.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,30 +26,6 @@ Scalar philox_word(const tracer::RunArgs& args, int32_t param) {
   const uint64_t v = code % 4 < 2 ? w.seed : w.counter;
   return Scalar(static_cast<int64_t>(code % 2 == 0 ? v & 0xffffffffu : v >> 32));
 }
-
-struct JitPlan::Frame {
-  const tracer::RunArgs& args;
-  bool use_destinations;
-  std::vector<Tensor> values;
-  std::vector<std::vector<Tensor>> tuples;  // results of higher-order nodes
-  std::vector<uint8_t> poisoned;
-  std::exception_ptr error;
-
-  bool any_poisoned(std::span<const ValueId> vs) const {
-    if (poisoned.empty()) return false;
-    for (ValueId v : vs)
-      if (poisoned[v]) return true;
-    return false;
-  }
-  void poison(ValueId v) {
-    if (poisoned.empty()) poisoned.assign(values.size(), 0);
-    poisoned[v] = 1;
-  }
-  void fail(std::span<const ValueId> outs) {
-    if (!error) error = std::current_exception();
-    for (ValueId v : outs) poison(v);
-  }
-};
 
 JitPlan::JitPlan(Graph g, std::vector<Step> steps, std::vector<std::vector<EagerPatch>> patches,
                  std::vector<int32_t> random_index)
@@ -206,17 +184,24 @@ DimVector broadcast_strides(const TensorImpl* t, const DimVector& sizes, int64_t
 }  // namespace
 
 void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
+  KernelLaunch kl;
+  if (!prepare_kernel(f, k, step_index, kl)) return;
+  finish_kernel(f, k, kl, launch_kernel(f, k, kl.la));
+}
+
+bool JitPlan::prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelLaunch& kl,
+                             bool fallback) {
   if (k.broken.load(std::memory_order_relaxed)) {
     for (int32_t j : k.nodes) run_eager_node(f, j);
-    return;
+    return false;
   }
   if (f.any_poisoned(k.inputs)) {
     for (ValueId v : k.outputs) f.poison(v);
-    return;
+    return false;
   }
   const LoopKernel& src = k.kernel->source();
-  LaunchArgs la;
-  std::vector<Tensor> outs;
+  LaunchArgs& la = kl.la;
+  std::vector<Tensor>& outs = kl.outs;
   try {
     la.sizes = k.sizes;
     for (ValueId v : k.inputs)
@@ -273,28 +258,42 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
       la.ptrs.push_back(static_cast<char*>(t->data()));
       la.strides.push_back(broadcast_strides(t, la.sizes, itemsize(t->dtype())));
     }
-    SmallVector<Scalar, 4> params;
     for (int32_t p : k.params)
-      params.push_back(p >= 0 ? f.args.scalars[p] : philox_word(f.args, p));
-    la.params = std::span<const Scalar>(params.data(), params.size());
+      kl.params.push_back(p >= 0 ? f.args.scalars[p] : philox_word(f.args, p));
+    la.params = std::span<const Scalar>(kl.params.data(), kl.params.size());
     if (!k.kernel->can_launch(la)) {  // a row strided in this run: its nodes run eagerly
-      for (int32_t j : k.nodes) run_eager_node(f, j);
-      return;
-    }
-    try {
-      k.kernel->launch(la);
-    } catch (const Error& e) {  // no machine code for this layout: these nodes run eagerly
-      if (!k.broken.exchange(true))
-        KILN_WARN(Jit, "a fused kernel of {} ops failed to launch; they run eagerly: {}",
-                  k.nodes.size(), e.what());
-      for (int32_t j : k.nodes) run_eager_node(f, j);
-      return;
+      if (fallback)
+        for (int32_t j : k.nodes) run_eager_node(f, j);
+      return false;
     }
   } catch (...) {
+    if (fallback) f.fail(k.outputs);
+    return false;
+  }
+  return true;
+}
+
+bool JitPlan::launch_kernel(Frame& f, KernelStep& k, const LaunchArgs& la) {
+  try {
+    k.kernel->launch(la);
+    return true;
+  } catch (const Error& e) {  // no machine code for this layout: these nodes run eagerly
+    if (!k.broken.exchange(true))
+      KILN_WARN(Jit, "a fused kernel of {} ops failed to launch; they run eagerly: {}",
+                k.nodes.size(), e.what());
+  } catch (...) {
     f.fail(k.outputs);
+  }
+  return false;
+}
+
+void JitPlan::finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, bool launched) {
+  if (!launched) {
+    if (k.broken.load(std::memory_order_relaxed))
+      for (int32_t j : k.nodes) run_eager_node(f, j);
     return;
   }
-  for (size_t o = 0; o < k.outputs.size(); ++o) f.values[k.outputs[o]] = std::move(outs[o]);
+  for (size_t o = 0; o < k.outputs.size(); ++o) f.values[k.outputs[o]] = std::move(kl.outs[o]);
 }
 
 tracer::InterpretResult JitPlan::run(const tracer::RunArgs& args) {
@@ -310,14 +309,18 @@ tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
   for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
+    const size_t first = s;
     if (st.kernel)
       run_kernel(f, *st.kernel, s);
+    else if (st.blas)
+      s += run_blas(f, s);  // 1: it ran its epilogue, the next step, too
     else
       run_eager_node(f, st.node, static_cast<int32_t>(s));
-    for (ValueId v : st.release) {
-      f.values[v] = Tensor();
-      if (!f.tuples.empty()) f.tuples[v].clear();
-    }
+    for (size_t r = first; r <= s; ++r)
+      for (ValueId v : steps_[r].release) {
+        f.values[v] = Tensor();
+        if (!f.tuples.empty()) f.tuples[v].clear();
+      }
   }
   tracer::InterpretResult result;
   result.error = f.error;

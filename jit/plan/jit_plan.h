@@ -1,8 +1,9 @@
 // A region's plan: steps in execution order, each a fused kernel (loop IR compiled by a kernel
-// target) or an eager step (one node run by its eager kernel, with its metadata derived from the
-// actual inputs: plans are size-generic), over a table of values indexed like the graph's.
-// Values live from their step to their last use; buffers exist only at step boundaries (a
-// kernel's intermediates stay in registers).
+// target), a BLAS step (a matmul as GEMM calls, jit/plan/blas_step.h) or an eager step (one node
+// run by its eager kernel, with its metadata derived from the actual inputs: plans are
+// size-generic), over a table of values indexed like the graph's. Values live from their step to
+// their last use; buffers exist only at step boundaries (a kernel's intermediates stay in
+// registers).
 //
 // run() follows the RegionPlan contract (tracer/backend.h): run arguments only, destinations
 // written directly where safe, per-output errors (a failed step poisons what depends on it).
@@ -53,7 +54,12 @@ struct EagerPatch {
 };
 
 struct Step {
-  int32_t node = -1;                     // an eager step: this node
+  int32_t node = -1;  // an eager step: this node
+  // A BLAS step (jit/plan/blas_step.h): `node` is a matmul, run as GEMM calls on its operands'
+  // strides; with `epilogue`, the next step is a pointwise kernel over the product that runs
+  // per row block right after that block's GEMM.
+  bool blas = false;
+  bool epilogue = false;
   std::unique_ptr<KernelStep> kernel;    // a kernel step
   std::vector<tracer::ValueId> release;  // values that die after this step
 };
@@ -82,6 +88,24 @@ class JitPlan final : public tracer::RegionPlan {
   struct Frame;
   void run_eager_node(Frame& f, int32_t node, int32_t step_index = -1);
   void run_kernel(Frame& f, KernelStep& k, size_t step_index);
+  // run_kernel in three parts, for a BLAS step that launches its epilogue per row block:
+  // outputs allocated (or taken over) and LaunchArgs built, false when the step was handled
+  // otherwise (poisoned, broken, no layout for this run: nodes run eagerly); the
+  // launch (false: failed, the kernel is marked broken or the outputs poisoned); the results
+  // stored (or, after a failed launch of a broken kernel, its nodes run eagerly).
+  struct KernelLaunch {
+    LaunchArgs la;
+    std::vector<Tensor> outs;
+    SmallVector<Scalar, 4> params;
+  };
+  // `fallback` false: nothing is run or poisoned when it returns false (a BLAS step then runs
+  // the kernel as its own step).
+  bool prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelLaunch& kl,
+                      bool fallback = true);
+  bool launch_kernel(Frame& f, KernelStep& k, const LaunchArgs& la);
+  void finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, bool launched);
+  // A BLAS step (blas_step.cpp); returns 1 when it also ran the next step (its epilogue).
+  size_t run_blas(Frame& f, size_t step_index);
   // The destination (RunArgs::destinations) that value v may be computed into at this step, or
   // an undefined tensor: v is a graph output once, the destination has v's sizes and dtype, and
   // nothing reads the destination's old contents after this step (at it only through the very

@@ -10,6 +10,7 @@
 #include "jit/lower/lower_reduce.h"
 #include "jit/lower/lowering.h"
 #include "jit/passes/passes.h"
+#include "jit/plan/blas_step.h"
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
@@ -440,7 +441,11 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         grp.reads.push_back(v);
     step_of[n.output] = target;
   }
-  if (groups.empty()) return nullptr;
+  // A region without kernels is still planned when it has a matmul: its BLAS step splits the
+  // product over the threads (jit/plan/blas_step.h).
+  const bool has_matmul = std::any_of(g.nodes.begin(), g.nodes.end(),
+                                      [&](const Node& n) { return is_cpu_matmul(g, n); });
+  if (groups.empty() && !has_matmul) return nullptr;
 
   // The last draft reading each value (-2: a graph output).
   std::vector<int32_t> last_reader(nv, -1);
@@ -479,6 +484,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
   }
 
+  mark_blas_steps(g, steps);
+
   // Release each value after the last step reading it (steps may have multiplied above).
   std::vector<int32_t> last(nv, -1);
   for (size_t s = 0; s < steps.size(); ++s) {
@@ -494,7 +501,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
 
   auto plan =
       std::make_unique<JitPlan>(g, std::move(steps), std::move(patches), std::move(random_index));
-  if (plan->num_kernels() == 0) return nullptr;
+  if (plan->num_kernels() == 0 && !has_matmul) return nullptr;
   return plan;
 }
 

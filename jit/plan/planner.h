@@ -1,7 +1,8 @@
 // The JIT's planner (DESIGN.md, "JIT"): the one RegionPlanner the tracer sees. It splits a
 // region into steps: pointwise chains fused into loop kernels for a kernel target (the CPU's
-// asmjit target today), everything else an eager step (one node through its eager kernel), so
-// one unsupported op never keeps the rest of a region interpreted.
+// asmjit target today), CPU matmuls BLAS steps with their epilogue kernel (blas_step.h),
+// everything else an eager step (one node through its eager kernel), so one unsupported op
+// never keeps the rest of a region interpreted.
 //
 // Fusion: nodes join the kernel of a producer when they lower (jit/lower/lowering.h: any dtype,
 // casts between them inside the kernel) and have the same output shape as it in the first

@@ -1,0 +1,133 @@
+#include "jit/plan/blas_step.h"
+
+#include <algorithm>
+
+#include "jit/plan/plan_frame.h"
+#include "ops/cpu/blas_gemm.h"
+#include "ops/meta_helpers.h"
+#include "runtime/dispatcher.h"
+#include "runtime/error.h"
+#include "runtime/logging.h"
+#include "runtime/parallel.h"
+
+namespace kiln::jit {
+
+bool is_cpu_matmul(const tracer::Graph& g, const tracer::Node& n) {
+  if (n.op != OpId::Matmul || !n.meta.device.is_cpu()) return false;
+  for (tracer::ValueId v : n.inputs) {
+    for (const tracer::GraphInput& in : g.inputs)
+      if (in.id == v && !in.meta.device.is_cpu()) return false;
+    for (const tracer::Node& m : g.nodes)
+      if (m.output == v && !m.meta.device.is_cpu()) return false;
+  }
+  return true;
+}
+
+void mark_blas_steps(const tracer::Graph& g, std::vector<Step>& steps) {
+  for (size_t s = 0; s < steps.size(); ++s) {
+    Step& st = steps[s];
+    if (st.kernel || !is_cpu_matmul(g, g.nodes[st.node])) continue;
+    st.blas = true;
+    if (s + 1 >= steps.size() || !steps[s + 1].kernel) continue;
+    const KernelStep& k = *steps[s + 1].kernel;
+    const tracer::ValueId product = g.nodes[st.node].output;
+    const bool draws =
+        std::any_of(k.params.begin(), k.params.end(), [](int32_t p) { return p < 0; });
+    st.epilogue = k.reduced_dims == 0 && !draws && k.sizes.empty() &&
+                  std::find(k.inputs.begin(), k.inputs.end(), product) != k.inputs.end();
+  }
+}
+
+namespace {
+
+bool shares_memory(const Tensor& x, const Tensor& y) {
+  return x.impl()->storage() == y.impl()->storage();
+}
+
+}  // namespace
+
+size_t JitPlan::run_blas(Frame& f, size_t s) {
+  const Step& st = steps_[s];
+  const tracer::Node& n = graph_.nodes[st.node];
+  KernelStep* epi = st.epilogue ? steps_[s + 1].kernel.get() : nullptr;
+  const size_t consumed = epi ? 1 : 0;
+  auto whole = [&] {  // the eager GEMM path, then the epilogue as its own step
+    run_eager_node(f, st.node, static_cast<int32_t>(s));
+    if (epi) run_kernel(f, *epi, s + 1);
+    return consumed;
+  };
+  if (f.any_poisoned(n.inputs)) return whole();
+  const Tensor a = f.values[n.inputs[0]], b = f.values[n.inputs[1]];
+  blas::RowSplit split;
+  {
+    // The product's buffer as the eager step makes it: new (a destination could be an operand's
+    // memory, which the GEMM still reads).
+    const Tensor in[] = {a, b};
+    const OpCall call{n.op, in, n.attrs};
+    OutputMeta m;
+    try {
+      op_def(n.op).meta(call, m);
+    } catch (...) {
+      return whole();  // the eager step raises the same error, per output
+    }
+    split = blas::plan_row_split(a.impl(), b.impl(), m.dtype, true);
+    if (split.blocks < 2) return whole();
+    // The value table holds the only handle: the epilogue may take the buffer over.
+    f.values[n.output] = empty_tensor(m.sizes, m.dtype, Device::cpu());
+  }
+  const TensorImpl* product = f.values[n.output].impl();
+  // The epilogue per block: its index space must be the product's rows, and it must not write
+  // where a GEMM block still reads.
+  KernelLaunch kl;
+  bool blocked = epi && !epi->broken.load(std::memory_order_relaxed) &&
+                 !f.any_poisoned(epi->inputs) && prepare_kernel(f, *epi, s + 1, kl, false);
+  if (blocked) {
+    blocked = kl.la.sizes == product->sizes();
+    for (const Tensor& o : kl.outs)
+      blocked = blocked && !shares_memory(o, a) && !shares_memory(o, b);
+  }
+  std::vector<std::exception_ptr> failed(static_cast<size_t>(split.blocks));
+  blas::set_threads(1);
+  parallel_for(0, split.blocks, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t r0 = blas::block_begin(split, i), r1 = blas::block_begin(split, i + 1);
+      blas::gemm_rows(split, a.impl(), b.impl(), f.values[n.output].impl(), r0, r1);
+      if (!blocked) continue;
+      LaunchArgs rows = kl.la;  // the same launch over rows [r0, r1)
+      rows.sizes[0] = r1 - r0;
+      for (size_t o = 0; o < rows.ptrs.size(); ++o) rows.ptrs[o] += r0 * rows.strides[o][0];
+      try {
+        epi->kernel->launch(rows);
+      } catch (...) {
+        failed[static_cast<size_t>(i)] = std::current_exception();
+      }
+    }
+  });
+  if (!epi) return 0;
+  if (!blocked) {
+    run_kernel(f, *epi, s + 1);
+    return 1;
+  }
+  const auto bad = std::find_if(failed.begin(), failed.end(), [](auto& e) { return e != nullptr; });
+  if (bad == failed.end()) {
+    finish_kernel(f, *epi, kl, true);
+    return 1;
+  }
+  // A block's launch failed: an output may have overwritten the product in place. Recompute the
+  // product and run the epilogue's nodes eagerly, as a failed launch of any kernel does.
+  kl.outs.clear();
+  try {
+    std::rethrow_exception(*bad);
+  } catch (const Error& e) {
+    if (!epi->broken.exchange(true))
+      KILN_WARN(Jit, "a fused kernel of {} ops failed to launch; they run eagerly: {}",
+                epi->nodes.size(), e.what());
+  } catch (...) {
+  }
+  f.values[n.output] = Tensor();
+  run_eager_node(f, st.node, static_cast<int32_t>(s));
+  for (int32_t j : epi->nodes) run_eager_node(f, j);
+  return 1;
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,28 @@
+// BLAS steps of a JIT plan (docs/jit.md "Matmul steps"): a matmul node runs as GEMM calls on
+// its operands as they are (a transposed or permuted view becomes BLAS's transpose flag and
+// leading dim through ops/cpu/blas_gemm.h, never a copy), and the pointwise kernel that
+// consumes the product (bias, activation, residual, scaling: its epilogue) runs over each row
+// block right after that block's GEMM, while the block is in cache.
+//
+// Contract: the product's bits are eager matmul's (the same GEMM path; a Float32 product is
+// split into row blocks over kiln's threads only where ops/cpu/blas_gemm.h says the blocks keep
+// the whole product's bits); the epilogue is the same compiled kernel launched on row ranges,
+// so its results are the unblocked kernel's. Whatever a run cannot block (Float64, a small or
+// batched product, an epilogue whose index space is not the product's, an epilogue output that
+// shares memory with an operand) runs the GEMM whole, then the epilogue step as usual.
+#pragma once
+#include <vector>
+
+#include "jit/plan/jit_plan.h"
+#include "tracer/graph.h"
+
+namespace kiln::jit {
+
+// Whether node n of g is a matmul of CPU tensors (a BLAS step's kind; CUDA products are not).
+bool is_cpu_matmul(const tracer::Graph& g, const tracer::Node& n);
+
+// Marks the plan's CPU matmul steps as BLAS steps, and a BLAS step's epilogue where the next step
+// is a pointwise kernel (no reduction, no random draws) that reads the product.
+void mark_blas_steps(const tracer::Graph& g, std::vector<Step>& steps);
+
+}  // namespace kiln::jit

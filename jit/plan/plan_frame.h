@@ -1,0 +1,39 @@
+// The executor's state for one run of a JitPlan (jit/plan/jit_plan.h): the value table, the
+// results of higher-order nodes, which values a failed step poisoned, and the first error.
+// Private to jit/plan/ (jit_plan.cpp, blas_step.cpp).
+#pragma once
+#include <exception>
+#include <span>
+#include <vector>
+
+#include "jit/plan/jit_plan.h"
+
+namespace kiln::jit {
+
+using tracer::ValueId;
+
+struct JitPlan::Frame {
+  const tracer::RunArgs& args;
+  bool use_destinations;
+  std::vector<Tensor> values;
+  std::vector<std::vector<Tensor>> tuples;  // results of higher-order nodes
+  std::vector<uint8_t> poisoned;
+  std::exception_ptr error;
+
+  bool any_poisoned(std::span<const ValueId> vs) const {
+    if (poisoned.empty()) return false;
+    for (ValueId v : vs)
+      if (poisoned[v]) return true;
+    return false;
+  }
+  void poison(ValueId v) {
+    if (poisoned.empty()) poisoned.assign(values.size(), 0);
+    poisoned[v] = 1;
+  }
+  void fail(std::span<const ValueId> outs) {
+    if (!error) error = std::current_exception();
+    for (ValueId v : outs) poison(v);
+  }
+};
+
+}  // namespace kiln::jit

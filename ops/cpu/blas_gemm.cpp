@@ -1,0 +1,97 @@
+#include "ops/cpu/blas_gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "runtime/config.h"
+#include "runtime/parallel.h"
+
+namespace kiln::blas {
+
+// kFlopsPerThread: OpenBLAS's own rule (0.3.21: one thread only up to M*N*K = 2^18) splits
+// products that run faster on one thread. Measured with kiln-gemm-bench (perf/gemm_threads.cpp)
+// on the shared 2-core AMD EPYC (AVX-512) development machine under other engineers' builds (load
+// average 8), float32, figures in docs/performance.md ("Matmul threads"): up to 537 MFLOP
+// (2*M*N*K; every product of mlp_train and rnn_loop) one thread won or tied in every run
+// (64x256x256: 262 us on one thread, 4329 us on two; 256x1024x1024: 10.5 against 14.7 ms); at
+// 2.1 GFLOP (4096x512x512) two threads won 1.3x in one run and tied in another. So one more
+// thread per kFlopsPerThread: a second thread from 1.07 GFLOP.
+int threads_for(int64_t M, int64_t N, int64_t K) {
+  // Inside a kiln parallel region the TBB workers already use every core: BLAS stays on the
+  // calling thread (OpenBLAS's pool would oversubscribe the arena).
+  if (in_parallel_region()) return 1;
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const double cap = std::max(1, num_threads());
+  return int(std::clamp(std::floor(flops / kFlopsPerThread), 1.0, cap));
+}
+
+// Never more BLAS threads than KILN_NUM_THREADS, so TBB's arena and BLAS's pool do not
+// oversubscribe the cores.
+void set_threads(int n) {
+  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
+
+Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+  // A dim of size 1 has no meaningful stride, so it never disqualifies a layout.
+  if ((sc == 1 || cols == 1) && (rows == 1 || sr >= std::max<int64_t>(1, cols)))
+    return {true, false, rows == 1 ? std::max<int64_t>(1, cols) : sr};
+  if ((sr == 1 || rows == 1) && (cols == 1 || sc >= std::max<int64_t>(1, rows)))
+    return {true, true, cols == 1 ? std::max<int64_t>(1, rows) : sc};
+  return {};
+}
+
+template <class T>
+void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
+          const T* B, T* C) {
+  const CBLAS_TRANSPOSE ta = la.trans ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = lb.trans ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, A, int(la.ld), B, int(lb.ld),
+                0.0f, C, int(N));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, A, int(la.ld), B, int(lb.ld),
+                0.0, C, int(N));
+  }
+}
+template void gemm<float>(const Layout&, const Layout&, int64_t, int64_t, int64_t, const float*,
+                          const float*, float*);
+template void gemm<double>(const Layout&, const Layout&, int64_t, int64_t, int64_t, const double*,
+                           const double*, double*);
+
+RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
+                        bool out_row_major) {
+  RowSplit s;
+  if (!a->device().is_cpu() || !b->device().is_cpu() || a->dim() != 2 || b->dim() != 2 ||
+      out_dtype != DType::Float32 || a->dtype() != DType::Float32 || b->dtype() != DType::Float32 ||
+      !out_row_major)
+    return s;
+  const int threads = in_parallel_region() ? 1 : num_threads();
+  s.M = a->sizes()[0];
+  s.N = b->sizes()[1];
+  s.K = a->sizes()[1];
+  if (threads < 2 || s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX || s.K == 0) return s;
+  s.la = layout(s.M, s.K, a->strides()[0], a->strides()[1]);
+  s.lb = layout(s.K, s.N, b->strides()[0], b->strides()[1]);
+  if (!s.la.ok || !s.lb.ok || s.la.ld > INT_MAX || s.lb.ld > INT_MAX) return s;
+  // As many blocks as threads while the smallest block (floor(M / blocks) rows) keeps the bits.
+  for (int64_t n = threads; n >= 2; --n)
+    if ((s.M / n) * s.N * s.K >= kGemmSplitMinMnk) {
+      s.blocks = n;
+      break;
+    }
+  return s;
+}
+
+void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
+               int64_t r0, int64_t r1) {
+  const auto* A = static_cast<const float*>(a->data());
+  // Row r of op(A): element offset r * ld as stored, or r for a transposed A (column r).
+  A += s.la.trans ? r0 : r0 * s.la.ld;
+  gemm<float>(s.la, s.lb, r1 - r0, s.N, s.K, A, static_cast<const float*>(b->data()),
+              static_cast<float*>(out->data()) + r0 * s.N);
+}
+
+}  // namespace kiln::blas

@@ -1,0 +1,61 @@
+// The float GEMM path behind eager matmul (ops/matmul.cpp) and the JIT's BLAS steps
+// (jit/plan/blas_step.h): how an operand's strides become a BLAS transpose flag and leading
+// dim (a transposed view or a slice is never copied), OpenBLAS's per-call thread count, and a
+// 2-D product split into row blocks over kiln's threads.
+//
+// Row blocks: rows [r0, r1) of C = A @ B are the product of A's rows [r0, r1) with all of B, one
+// single-threaded sgemm per block. On the OpenBLAS this links (0.3.21, Cooperlake kernels),
+// Float32 blocks give the whole product's bits when every block holds at least
+// kGemmSplitMinMnk multiply-adds: below that OpenBLAS takes its small-matrix path for a block,
+// which sums in another order. Float64 (dgemm) blocks do not give the same bits at any size, so
+// Float64 products are never split. tests/test_jit_matmul.cpp checks the split against one call.
+#pragma once
+#include <cstdint>
+
+#include "runtime/tensor.h"
+
+namespace kiln::blas {
+
+// Multiply-adds (M * N * K) each row block must hold for a split product to keep its bits.
+inline constexpr int64_t kGemmSplitMinMnk = int64_t{1} << 21;
+
+// OpenBLAS threads for one product of M x N x K (1 inside a kiln parallel region; at most
+// KILN_NUM_THREADS), and setting it (a process-wide setting, changed only when it differs).
+int threads_for(int64_t M, int64_t N, int64_t K);
+void set_threads(int n);
+// Flops per extra OpenBLAS thread (ops/cpu/blas_gemm.cpp: the measurement behind it).
+inline constexpr double kFlopsPerThread = 512e6;
+
+// How one matrix (rows x cols, element strides sr / sc) goes to row-major BLAS: as is
+// (trans false, ld = the row stride) or transposed (ld = the column stride); ok false when
+// neither has unit stride (the caller copies it row-major first).
+struct Layout {
+  bool ok = false;
+  bool trans = false;
+  int64_t ld = 0;
+};
+Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc);
+
+// C [M, N] (row-major, leading dim N) = op(A) [M, K] @ op(B) [K, N], Float32 or Float64, with
+// the calling thread's OpenBLAS setting.
+template <class T>
+void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
+          const T* B, T* C);
+
+// A 2-D Float32 product out = a @ b (out row-major) that BLAS takes without copies, big enough
+// to split into `blocks` row blocks of kGemmSplitMinMnk multiply-adds each; blocks < 2 means
+// "do not split" (the caller takes its other path).
+struct RowSplit {
+  int64_t blocks = 0;
+  int64_t M = 0, N = 0, K = 0;
+  Layout la, lb;
+};
+RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
+                        bool out_row_major);
+// Rows [r0, r1) of the split product (one OpenBLAS thread: call set_threads(1) first).
+void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
+               int64_t r0, int64_t r1);
+// Row block i of n: [M * i / n, M * (i + 1) / n).
+inline int64_t block_begin(const RowSplit& s, int64_t i) { return s.M * i / s.blocks; }
+
+}  // namespace kiln::blas

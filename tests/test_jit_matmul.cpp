@@ -1,0 +1,441 @@
+// Matmuls in JIT plans (jit/plan/blas_step.h, ops/cpu/blas_gemm.h; docs/jit.md "Matmul steps"):
+// the row split of a Float32 GEMM against one call, bitwise; an MLP layer's forward is one BLAS
+// step plus one epilogue kernel that runs per row block and writes over the product; transposed
+// operands (x.matmul(w.t()), the weight gradient's x.t().matmul(g)) are never copied; epilogues of
+// every kind, Float64, batched and 3-D products, and an epilogue whose output is an operand's
+// memory, bitwise equal to eager on every ISA path with one and two threads; optimizer steps
+// (optim::SGD with momentum, optim::Adam) over N parameters are at most N kernels writing in
+// place; training steps with gradient accumulation and zero_grad equal eager's, step by step.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "jit/plan/blas_step.h"
+#include "jit/plan/jit_plan.h"
+#include "jit/plan/planner.h"
+#include "jit_kernel_util.h"
+#include "jit_recorded_util.h"
+#include "ops/cpu/blas_gemm.h"
+#include "runtime/allocator.h"
+#include "runtime/dispatcher.h"
+
+namespace kiln {
+namespace {
+
+using testing::ConfigOverride;
+using testing::expect_bitwise_equal;
+using testing::JitMode;
+
+using JitMatmulTest = testing::JitRecordedTest<>;
+
+Tensor data(std::vector<int64_t> shape, uint64_t seed, DType dtype = kFloat32) {
+  JitMode off(false);
+  manual_seed(seed);
+  return randn(IntList(shape), TensorOptions().dtype(dtype));
+}
+
+uint64_t cpu_allocations() {
+  const CpuAllocatorStats s = cpu_allocator_stats();
+  return s.hits + s.misses;
+}
+
+// What the cached regions' plans hold: kernel steps, BLAS steps (and how many have an
+// epilogue), eager steps other than views, and the op names of those.
+struct PlanShape {
+  int kernels = 0, blas = 0, epilogues = 0, other_eager = 0;
+  std::string others;
+};
+PlanShape plan_shape() {
+  PlanShape s;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    std::shared_ptr<tracer::RegionPlan> p = r->jit_plan();
+    const auto* jp = dynamic_cast<const jit::JitPlan*>(p.get());
+    EXPECT_NE(jp, nullptr) << "a region has no JIT plan";
+    if (jp == nullptr) continue;
+    for (const jit::Step& st : jp->steps()) {
+      if (st.kernel) {
+        ++s.kernels;
+        continue;
+      }
+      if (st.blas) {
+        ++s.blas;
+        s.epilogues += st.epilogue;
+        continue;
+      }
+      const tracer::Node& n = jp->graph().nodes[st.node];
+      if (op_def(n.op).flags & kIsView) continue;
+      ++s.other_eager;
+      s.others += std::string(op_def(n.op).name) + " ";
+    }
+  }
+  return s;
+}
+
+// Runs `program` 3 times eagerly and recorded, bitwise equal each time; returns the CPU
+// allocations of the last recorded run (the region runs its cached plan then).
+uint64_t run_both(const std::function<TensorList(int)>& program, const std::string& what) {
+  std::vector<TensorList> want, got;
+  {
+    JitMode off(false);
+    for (int it = 0; it < 3; ++it) want.push_back(program(it));
+  }
+  uint64_t allocations = 0;
+  {
+    JitMode on(true);
+    for (int it = 0; it < 3; ++it) {
+      if (it == 2) {
+        kiln::sync();
+        allocations = cpu_allocations();
+      }
+      got.push_back(program(it));
+      kiln::sync();
+      if (it == 2) allocations = cpu_allocations() - allocations;
+    }
+  }
+  for (int it = 0; it < 3; ++it)
+    testing::expect_lists_bitwise_equal(got[it], want[it],
+                                        what + ", iteration " + std::to_string(it));
+  return allocations;
+}
+
+// The split's contract: rows blocks of a Float32 product, one GEMM call each, give the bits of
+// one call over all rows, for every transpose combination, when the split is allowed.
+TEST(JitMatmulBlas, RowBlocksKeepTheProductsBits) {
+  std::mt19937 rng(14);
+  int split = 0;
+  for (int t = 0; t < 60; ++t) {
+    const int64_t M = 2 + rng() % 500, N = 1 + rng() % 500, K = 1 + rng() % 500;
+    const bool ta = rng() % 2, tb = rng() % 2;
+    const int threads = 2 + static_cast<int>(rng() % 3);
+    Tensor a = ta ? data({K, M}, 2 * t).t() : data({M, K}, 2 * t);
+    Tensor b = tb ? data({N, K}, 2 * t + 1).t() : data({K, N}, 2 * t + 1);
+    Tensor whole = empty({M, N}), blocks = empty({M, N});
+    // Only the block count follows the thread count here (the blocks run one after the other).
+    ConfigOverride<int> nt(config().num_threads, threads);
+    const blas::RowSplit s = blas::plan_row_split(a.impl(), b.impl(), kFloat32, true);
+    if (s.blocks < 2) {
+      EXPECT_LT((M / 2) * N * K, blas::kGemmSplitMinMnk) << M << "x" << N << "x" << K;
+      continue;
+    }
+    ++split;
+    EXPECT_LE(s.blocks, threads);
+    EXPECT_GE((M / s.blocks) * N * K, blas::kGemmSplitMinMnk);
+    EXPECT_EQ(s.la.trans, ta);
+    EXPECT_EQ(s.lb.trans, tb);
+    blas::set_threads(1);
+    blas::gemm<float>(s.la, s.lb, M, N, K, static_cast<const float*>(a.impl()->data()),
+                      static_cast<const float*>(b.impl()->data()),
+                      static_cast<float*>(whole.impl()->data()));
+    for (int64_t i = 0; i < s.blocks; ++i)
+      blas::gemm_rows(s, a.impl(), b.impl(), blocks.impl(), blas::block_begin(s, i),
+                      blas::block_begin(s, i + 1));
+    expect_bitwise_equal(blocks, whole, "row blocks");
+  }
+  EXPECT_GT(split, 20);
+}
+
+// What is never split: Float64, one thread, a product whose blocks would be small, a batch.
+TEST(JitMatmulBlas, SplitOnlyWhereItKeepsTheBits) {
+  ConfigOverride<int> nt(config().num_threads, 2);
+  auto blocks = [](const Tensor& a, const Tensor& b, bool row_major = true) {
+    return blas::plan_row_split(a.impl(), b.impl(), a.dtype(), row_major).blocks;
+  };
+  EXPECT_EQ(blocks(data({256, 256}, 1), data({256, 256}, 2)), 2);
+  EXPECT_EQ(blocks(data({256, 256}, 1, kFloat64), data({256, 256}, 2, kFloat64)), 0);
+  EXPECT_EQ(blocks(data({64, 64}, 1), data({64, 64}, 2)), 0);  // 32 * 64 * 64 per block
+  Tensor gapped = data({256, 512}, 3).slice(1, 0, 512, 2);     // a column step: copied by eager
+  EXPECT_EQ(blocks(gapped, data({256, 256}, 2)), 0);
+  EXPECT_EQ(blocks(data({256, 256}, 1), data({256, 256}, 2), false), 0);  // a strided output
+  ConfigOverride<int> one(config().num_threads, 1);
+  EXPECT_EQ(blocks(data({256, 256}, 1), data({256, 256}, 2)), 0);
+}
+
+// Only CPU products are BLAS steps (a CUDA matmul in a region stays an eager step, and a region
+// of CUDA products alone gets no CPU plan); checked on hand-made graphs, no GPU needed.
+TEST(JitMatmulBlas, OnlyCpuMatmulsAreBlasSteps) {
+  for (const Device dev : {Device::cpu(), Device::cuda()}) {
+    tracer::Graph g;
+    const tracer::ValueId a = g.add_input({64, 32}, kFloat32, dev);
+    const tracer::ValueId b = g.add_input({32, 16}, kFloat32, dev);
+    OutputMeta m;
+    m.sizes = {64, 16};
+    m.dtype = kFloat32;
+    m.device = dev;
+    const tracer::ValueId c = g.add_node(OpId::Matmul, Attrs{}, {a, b}, m);
+    g.set_outputs({c});
+    EXPECT_EQ(jit::is_cpu_matmul(g, g.nodes[0]), dev.is_cpu());
+    std::unique_ptr<jit::JitPlan> p = jit::make_jit_plan(g, {});
+    EXPECT_EQ(p != nullptr, dev.is_cpu());
+    if (p) {
+      ASSERT_EQ(p->steps().size(), 1u);
+      EXPECT_TRUE(p->steps()[0].blas);
+    }
+  }
+}
+
+// relu(x.matmul(w.t()) + b): one BLAS step with its epilogue, one kernel, no other eager step
+// than w.t() (a view); the product is the run's only allocation (the transposed weight is not
+// copied and the epilogue writes over the product); every ISA, one and two threads.
+TEST_F(JitMatmulTest, LinearReluIsOneBlasStepAndOneEpilogueKernel) {
+  const Tensor x = data({256, 192}, 1), w = data({320, 192}, 2), b = data({320}, 3);
+  for (const std::string& isa : testing::supported_jit_isas())
+    for (int threads : {1, 2}) {
+      ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+      ConfigOverride<int> nt(config().num_threads, threads);
+      tracer::RegionCache::instance().clear();
+      const std::string what = isa + ", " + std::to_string(threads) + " threads";
+      const uint64_t allocations =
+          run_both([&](int) { return TensorList{relu(x.matmul(w.t()) + b)}; }, what);
+      const PlanShape s = plan_shape();
+      EXPECT_EQ(s.blas, 1) << what;
+      EXPECT_EQ(s.epilogues, 1) << what;
+      EXPECT_EQ(s.kernels, 1) << what;
+      EXPECT_EQ(s.other_eager, 0) << what << ": " << s.others;
+      EXPECT_EQ(allocations, 1u) << what;
+    }
+}
+
+// The transposed operands of a linear layer's forward and backward go to BLAS as flags: one
+// allocation per product, no copy step.
+TEST_F(JitMatmulTest, TransposedOperandsAreNotCopied) {
+  ConfigOverride<int> nt(config().num_threads, 2);
+  const Tensor x = data({256, 192}, 4), w = data({320, 192}, 5), g = data({256, 320}, 6);
+  const std::vector<std::pair<std::string, std::function<Tensor()>>> cases = {
+      {"x.matmul(w.t())", [&] { return x.matmul(w.t()); }},
+      {"x.t().matmul(g)", [&] { return x.t().matmul(g); }},
+      {"g.t().matmul(x)", [&] { return g.t().matmul(x); }},
+      {"g.matmul(w)", [&] { return g.matmul(w); }},
+      {"x.t().matmul(g.t().t())", [&] { return x.t().matmul(g.t().t()); }},
+  };
+  for (const auto& [what, f] : cases) {
+    tracer::RegionCache::instance().clear();
+    const uint64_t allocations = run_both([&](int) { return TensorList{f()}; }, what);
+    const PlanShape s = plan_shape();
+    EXPECT_EQ(s.blas, 1) << what;
+    EXPECT_EQ(s.other_eager, 0) << what << ": " << s.others;
+    EXPECT_EQ(allocations, 1u) << what;
+  }
+}
+
+// Epilogues of several kinds and products that cannot run blocked, bitwise equal to eager on
+// every ISA path with one and two threads.
+TEST_F(JitMatmulTest, EpiloguesAndProductsOfEveryKindMatchEager) {
+  const Tensor x = data({256, 256}, 7), w = data({256, 256}, 8), b = data({256}, 9);
+  const Tensor x3 = data({4, 64, 256}, 10), xd = data({128, 96}, 11, kFloat64),
+               wd = data({80, 96}, 12, kFloat64), bd = data({80}, 13, kFloat64);
+  const Tensor q = data({4, 96, 64}, 14), k = data({4, 96, 64}, 15);
+  const std::vector<std::pair<std::string, std::function<TensorList()>>> cases = {
+      {"residual", [&] { return TensorList{x + x.matmul(w) * 0.5}; }},
+      {"gelu", [&] { return TensorList{gelu(x.matmul(w.t()) + b, "tanh")}; }},
+      {"product read again",
+       [&] {
+         Tensor y = x.matmul(w);
+         return TensorList{relu(y + b), y.sum({0})};
+       }},
+      {"product and epilogue outputs",
+       [&] {
+         Tensor y = x.matmul(w);
+         return TensorList{y, (y * 2.0).relu()};
+       }},
+      {"float64", [&] { return TensorList{relu(linear(xd, wd, bd))}; }},
+      {"3-d linear", [&] { return TensorList{relu(linear(x3, w, b))}; }},
+      {"batched scores", [&] { return TensorList{(q.matmul(k.transpose(1, 2)) * 0.125).exp()}; }},
+      {"epilogue broadcast wider", [&] { return TensorList{x3 + x.slice(0, 0, 64).matmul(w)}; }},
+  };
+  for (const std::string& isa : testing::supported_jit_isas())
+    for (int threads : {1, 2}) {
+      ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+      ConfigOverride<int> nt(config().num_threads, threads);
+      for (const auto& [what, f] : cases) {
+        tracer::RegionCache::instance().clear();
+        run_both([&](int) { return f(); },
+                 what + ", " + isa + ", " + std::to_string(threads) + " threads");
+        EXPECT_GE(plan_shape().blas, 1) << what;
+      }
+    }
+}
+
+// An epilogue whose result is written back into an operand of the product, in place: into the
+// left one (x += relu(x @ w) * c, which row block i's GEMM reads only at rows i), and into the
+// right one (w += relu(x @ w) * c, which every block's GEMM reads whole: the step must finish
+// the GEMM before any epilogue writes); and the product itself written back into x (x = x @ w:
+// never computed into x's memory, which the GEMM reads). Bitwise equal to eager, updated in
+// their own storage.
+TEST_F(JitMatmulTest, EpilogueWritingAnOperandMatchesEager) {
+  ConfigOverride<int> nt(config().num_threads, 2);
+  for (int into = 0; into < 3; ++into) {
+    tracer::RegionCache::instance().clear();
+    auto run = [&](bool jit) {
+      Tensor x = data({512, 512}, 16), w = data({512, 512}, 17);
+      Tensor& target = into == 1 ? w : x;
+      const void* where = target.raw_data();
+      JitMode mode(jit);
+      for (int it = 0; it < 3; ++it) {
+        if (into == 2)
+          x.copy_(x.matmul(w));  // the product itself written back into its left operand
+        else
+          target.add_(relu(x.matmul(w)) * 0.0625);
+        kiln::sync();
+      }
+      EXPECT_EQ(target.raw_data(), where);
+      return target;
+    };
+    const Tensor want = run(false), got = run(true);
+    expect_bitwise_equal(got, want, into == 0 ? "into x" : into == 1 ? "into w" : "x = x @ w");
+  }
+}
+
+// Optimizer steps through the optim classes (recorded on their own: gradients set eagerly):
+// momentum SGD and Adam over N parameters are at most N kernels and no eager step, every
+// parameter and state written in place (no allocation once the state exists).
+TEST_F(JitMatmulTest, OptimizerStepsOverNParametersAreAtMostNKernels) {
+  const std::vector<std::vector<int64_t>> shapes = {{64, 33}, {33}, {17, 5, 3}, {1000}};
+  for (int which = 0; which < 2; ++which) {
+    tracer::RegionCache::instance().clear();
+    auto train = [&](bool jit, uint64_t* allocations) {
+      std::vector<Tensor> params;
+      for (size_t i = 0; i < shapes.size(); ++i)
+        params.push_back(data(shapes[i], 30 + i).requires_grad_());
+      std::vector<const void*> where;
+      for (const Tensor& p : params) where.push_back(p.raw_data());
+      std::unique_ptr<optim::Optimizer> opt;
+      if (which == 0)
+        opt = std::make_unique<optim::SGD>(params, optim::SGDOptions(0.05).momentum(0.9));
+      else
+        opt = std::make_unique<optim::Adam>(params, optim::AdamOptions(0.01));
+      for (int it = 0; it < 5; ++it) {
+        {
+          JitMode off(false);  // gradients made eagerly: the region is the step alone
+          for (size_t i = 0; i < params.size(); ++i)
+            params[i].mutable_grad() = data(shapes[i], 100 * it + i);
+        }
+        JitMode mode(jit);
+        kiln::sync();
+        const uint64_t before = cpu_allocations();
+        opt->step();
+        kiln::sync();
+        if (it == 4) *allocations = cpu_allocations() - before;
+      }
+      for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(params[i].raw_data(), where[i]);
+      return params;
+    };
+    uint64_t eager_allocations = 0, jit_allocations = 0;
+    const std::vector<Tensor> want = train(false, &eager_allocations);
+    const std::vector<Tensor> got = train(true, &jit_allocations);
+    const std::string what = which == 0 ? "SGD momentum" : "Adam";
+    for (size_t i = 0; i < want.size(); ++i) expect_bitwise_equal(got[i], want[i], what.c_str());
+    int kernels = 0, eager = 0;
+    for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+      std::shared_ptr<tracer::RegionPlan> p = r->jit_plan();
+      const auto* jp = dynamic_cast<const jit::JitPlan*>(p.get());
+      if (jp == nullptr || r != tracer::RegionCache::instance().regions().back()) continue;
+      kernels = jp->num_kernels();
+      eager = jp->num_eager_steps();
+    }
+    EXPECT_GE(kernels, 1) << what;
+    EXPECT_LE(kernels, static_cast<int>(shapes.size())) << what;
+    EXPECT_EQ(eager, 0) << what;
+    EXPECT_EQ(jit_allocations, 0u) << what << ": the step allocated";
+  }
+}
+
+// Whole training steps (forward, backward, update in one region) of a 2-layer MLP with two
+// micro-batches accumulated per step and zero_grad between steps, Adam and momentum SGD: the
+// losses, parameters and gradients equal eager's bitwise at every step, one and two threads.
+TEST_F(JitMatmulTest, TrainingStepsWithAccumulationAndZeroGradMatchEager) {
+  for (int threads : {1, 2})
+    for (int which = 0; which < 2; ++which) {
+      ConfigOverride<int> nt(config().num_threads, threads);
+      tracer::RegionCache::instance().clear();
+      auto train = [&](bool jit) {
+        std::vector<Tensor> params = {data({256, 192}, 40).mul_(0.05).requires_grad_(),
+                                      data({256}, 41).mul_(0.1).requires_grad_(),
+                                      data({10, 256}, 42).mul_(0.05).requires_grad_(),
+                                      data({10}, 43).mul_(0.1).requires_grad_()};
+        std::unique_ptr<optim::Optimizer> opt;
+        if (which == 0)
+          opt = std::make_unique<optim::SGD>(params, optim::SGDOptions(0.05).momentum(0.9));
+        else
+          opt = std::make_unique<optim::Adam>(params, optim::AdamOptions(0.01));
+        TensorList record;
+        JitMode mode(jit);
+        for (int step = 0; step < 4; ++step) {
+          opt->zero_grad();
+          for (int micro = 0; micro < 2; ++micro) {
+            Tensor x = data({128, 192}, 50 + 2 * step + micro);
+            Tensor target;
+            {
+              JitMode off(false);
+              manual_seed(60 + step);
+              target = randint(0, 10, {128});
+            }
+            Tensor h = relu(linear(x, params[0], params[1]));
+            Tensor loss = cross_entropy(linear(h, params[2], params[3]), target);
+            loss.backward();
+            record.push_back(loss.detach());
+          }
+          for (const Tensor& p : params) record.push_back(p.grad().clone());
+          opt->step();
+          for (const Tensor& p : params) record.push_back(p.detach().clone());
+          kiln::sync();
+        }
+        return record;
+      };
+      const TensorList want = train(false), got = train(true);
+      testing::expect_lists_bitwise_equal(
+          got, want, (which == 0 ? "SGD, " : "Adam, ") + std::to_string(threads) + " threads");
+      EXPECT_GE(plan_shape().blas, 1);
+    }
+}
+
+// Random products and epilogues (a small differential fuzzer): sizes around the split's
+// threshold, random transposes of either operand, an epilogue drawn from bias, activations,
+// scaling, a residual and a second reader of the product; Float32 and Float64; two threads;
+// bitwise equal to eager. KILN_FUZZ_SEEDS sets the count (default 40).
+TEST_F(JitMatmulTest, RandomProductsAndEpiloguesMatchEager) {
+  ConfigOverride<int> nt(config().num_threads, 2);
+  const char* env = std::getenv("KILN_FUZZ_SEEDS");
+  const int seeds = env != nullptr ? std::atoi(env) : 40;
+  for (int seed = 0; seed < seeds; ++seed) {
+    std::mt19937 rng(1400 + seed);
+    const int64_t M = 1 + rng() % 300, N = 1 + rng() % 300, K = 1 + rng() % 300;
+    const bool ta = rng() % 2, tb = rng() % 2;
+    const DType dt = rng() % 4 == 0 ? kFloat64 : kFloat32;
+    const int epilogue = static_cast<int>(rng() % 7);
+    const Tensor a = ta ? data({K, M}, 3 * seed, dt).t() : data({M, K}, 3 * seed, dt);
+    const Tensor b = tb ? data({N, K}, 3 * seed + 1, dt).t() : data({K, N}, 3 * seed + 1, dt);
+    const Tensor bias = data({N}, 3 * seed + 2, dt), res = data({M, N}, 3 * seed + 2, dt);
+    auto program = [&](int) {
+      Tensor y = a.matmul(b);
+      switch (epilogue) {
+        case 0:
+          return TensorList{y};
+        case 1:
+          return TensorList{y + bias};
+        case 2:
+          return TensorList{relu(y + bias)};
+        case 3:
+          return TensorList{gelu(y * 0.125 + bias, "tanh")};
+        case 4:
+          return TensorList{res + y * 0.5};
+        case 5:
+          return TensorList{tanh(y), y.sum({1})};
+        default:
+          return TensorList{y, sigmoid(y - bias)};
+      }
+    };
+    tracer::RegionCache::instance().clear();
+    run_both(program, fmt::format("seed {}: {}x{}x{} ta {} tb {} {} epilogue {}", seed, M, N, K, ta,
+                                  tb, dtype_name(dt), epilogue));
+  }
+}
+
+}  // namespace
+}  // namespace kiln
