@@ -204,6 +204,21 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
             for (int64_t i = i0; i < i1; ++i)
               blas::gemm<T>(la, lb, M, N, K, A + off.a[i], B + off.b[i], C + i * M * N);
           };
+          // A 2-D Float32 product big enough for row blocks (ops/cpu/blas_gemm.h): the same
+          // blocks the JIT's BLAS step computes, so eager and jit give the same bits on any
+          // CPU (OpenBLAS's bits for a block need not be the whole product's).
+          if (batches == 1) {
+            const blas::RowSplit s = blas::plan_row_split(a.impl(), b.impl(), dt, true);
+            if (s.blocks >= 2) {
+              blas::set_threads(1);
+              parallel_for(0, s.blocks, 1, [&](int64_t i0, int64_t i1) {
+                for (int64_t i = i0; i < i1; ++i)
+                  blas::gemm_rows(s, a.impl(), b.impl(), out.impl(), blas::block_begin(s, i),
+                                  blas::block_begin(s, i + 1));
+              });
+              return;
+            }
+          }
           const int threads = blas::threads_for(M, N, K);
           if (threads == 1 && batches > 1 && !in_parallel_region() && num_threads() > 1) {
             // A batch of small products: one BLAS thread each, the batch split over kiln's

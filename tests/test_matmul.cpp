@@ -228,20 +228,23 @@ TEST(Matmul, IntegerOverflowWraps) {
 
 TEST(Matmul, BlasThreadsFollowSizeAndKilnConfig) {
   const int saved = config().num_threads;
-  // Eager's choice: with KILN_JIT=1 a plan's BLAS step splits a large Float32 product into row
-  // blocks of one OpenBLAS thread each instead (tests/test_jit_matmul.cpp).
+  // Eager's choice (a plan's BLAS step makes the same calls: tests/test_jit_matmul.cpp).
   kiln::sync();
   const bool saved_jit = config().jit;
   config().jit = false;
-  auto run = [](int64_t n, DType dt) {
-    (void)matmul(make({n, n}, dt, 1), make({n, n}, dt, 2)).sum().to(kFloat64).item<double>();
+  auto run = [](int64_t n, DType dt, int64_t batch = 0) {
+    const Shape s = batch ? Shape{batch, n, n} : Shape{n, n};
+    (void)matmul(make(s, dt, 1), make(s, dt, 2)).sum().to(kFloat64).item<double>();
     return openblas_get_num_threads();
   };
   set_num_threads(1);
   EXPECT_EQ(run(8, kFloat32), 1);
   EXPECT_EQ(run(1024, kFloat32), 1);  // 2.1 GFLOP, but kiln has one thread
   set_num_threads(2);
-  EXPECT_EQ(run(1024, kFloat32), 2);  // above twice the per-thread threshold: every kiln thread
+  // A 2-D Float32 product this big is split into row blocks over kiln's threads, one OpenBLAS
+  // thread each (ops/cpu/blas_gemm.h); a batch of them takes OpenBLAS's threads.
+  EXPECT_EQ(run(1024, kFloat32), 1);
+  EXPECT_EQ(run(1024, kFloat32, 2), 2);  // above twice the per-thread threshold: every kiln thread
   EXPECT_EQ(run(512, kFloat64), 1);   // 268 MFLOP: one thread
   EXPECT_EQ(run(8, kFloat64), 1);     // small: one thread (ops/matmul.cpp, kBlasFlopsPerThread)
   EXPECT_EQ(run(64, kFloat32), 1);

@@ -4,11 +4,13 @@
 // 2-D product split into row blocks over kiln's threads.
 //
 // Row blocks: rows [r0, r1) of C = A @ B are the product of A's rows [r0, r1) with all of B, one
-// single-threaded sgemm per block. On the OpenBLAS this links (0.3.21, Cooperlake kernels),
-// Float32 blocks give the whole product's bits when every block holds at least
-// kGemmSplitMinMnk multiply-adds: below that OpenBLAS takes its small-matrix path for a block,
-// which sums in another order. Float64 (dgemm) blocks do not give the same bits at any size, so
-// Float64 products are never split. tests/test_jit_matmul.cpp checks the split against one call.
+// single-threaded sgemm per block, the blocks over kiln's threads. Eager matmul and the JIT's
+// BLAS steps split alike (same blocks, same calls), so they give the same bits on every CPU.
+// Whether the blocks give the bits of one whole-product call depends on OpenBLAS's kernels for
+// the CPU: on the development machines (0.3.21, Cooperlake kernels) they do when every block
+// holds at least kGemmSplitMinMnk multiply-adds (below that OpenBLAS takes its small-matrix
+// path), on the GPU machine's CPU they do not always; nothing relies on it. Float64 products
+// are never split (dgemm blocks differed from one call at every size here).
 #pragma once
 #include <cstdint>
 
