@@ -90,6 +90,13 @@ TEST(CudaNvrtc, RejectsArchitecturesItCannotTarget) {
 
 TEST(CudaNvrtc, CompileCubinGoesThroughTheCache) {
   KILN_SKIP_WITHOUT_NVRTC();
+#if defined(__SANITIZE_ADDRESS__)
+  // Under ctest (not when run by hand) LeakSanitizer's exit-time tracer crashes on a bogus
+  // dynamic-TLS range after this test ("DTLS 9 at 0x...212b", GCC 12's libsanitizer): a crash
+  // of the checker, not a report; the disk cache itself runs under ASan in CudaDiskCache.*.
+  // docs/testing.md "Sanitizers and CI".
+  GTEST_SKIP() << "LeakSanitizer's tracer crashes after this test under ctest (docs/testing.md)";
+#endif
   TempDir dir;
   jit::cuda::CubinDiskCache cache(dir.path());
   const auto first = jit::cuda::compile_cubin(kAddOne, "add_one", 90, cache);
