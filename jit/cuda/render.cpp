@@ -1,4 +1,5 @@
 #include "jit/cuda/render.h"
+#include "jit/cuda/prelude_base.h"
 
 #include <fmt/format.h>
 
@@ -16,10 +17,8 @@ namespace {
 
 // Helpers of every kernel: wrapping integer arithmetic (in the unsigned type, as the eager
 // functors), NaN-propagating maximum/minimum, and the x86 float -> integer conversions.
-constexpr const char* kPrelude = R"(typedef unsigned long long kiln_u64;
-typedef long long kiln_i64;
-#define KILN_INLINE static __device__ __forceinline__
-KILN_INLINE int kiln_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+constexpr const char* kPrelude =
+    R"(KILN_INLINE int kiln_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
 KILN_INLINE int kiln_sub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
 KILN_INLINE int kiln_mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
 KILN_INLINE int kiln_neg(int a) { return (int)(0u - (unsigned)a); }
@@ -56,17 +55,6 @@ template <class T> KILN_INLINE T kiln_ipow(T b, T e) {
   }
   return r;
 }
-// The index split's 64-bit division, out of line: inlined, it costs NVRTC about as much time as
-// the rest of a kernel (~490 -> ~290 ms per kernel on a loaded 2-core machine). Indices are >= 0.
-static __device__ __noinline__ kiln_i64 kiln_divmod(kiln_i64 r, kiln_i64 size, kiln_i64* q) {
-  if (((kiln_u64)r | (kiln_u64)size) >> 32 == 0) {  // both fit 32 bits: the cheaper division
-    const unsigned q32 = (unsigned)r / (unsigned)size;
-    *q = (kiln_i64)q32;
-    return (kiln_i64)((unsigned)r - q32 * (unsigned)size);
-  }
-  *q = (kiln_i64)((kiln_u64)r / (kiln_u64)size);
-  return r - *q * size;
-}
 // Four consecutive elements, aligned so that one (or, for 8-byte types, two) 16-byte access
 // moves them: the dense loop's vector loads and stores.
 template <class T> struct alignas(4 * sizeof(T) < 16 ? 4 * sizeof(T) : 16) kiln_pack4 { T v[4]; };
@@ -81,7 +69,10 @@ KILN_INLINE kiln_i64 kiln_to_i64(double x) {
 
 }  // namespace
 
-const char* cuda_prelude() { return kPrelude; }
+const char* cuda_prelude() {
+  static const std::string prelude = std::string(kCudaPreludeBase) + kPrelude;
+  return prelude.c_str();
+}
 
 const char* cuda_type(DType t) {
   switch (t) {
@@ -376,7 +367,7 @@ RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
   r.name = name;
   std::string& s = r.source;
   s += "/* kiln loop kernel\n" + to_text(k) + "*/\n";
-  s += kPrelude;
+  s += cuda_prelude();
   if (k.uses_index()) s += philox_cuda_source();
   s += fmt::format("struct KilnArgs {{ kiln_u64 w[{}]; }};\n", layout.words());
   s += fmt::format(

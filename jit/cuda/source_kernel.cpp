@@ -1,4 +1,5 @@
 #include "jit/cuda/source_kernel.h"
+#include "jit/cuda/prelude_base.h"
 
 #include <fmt/format.h>
 
@@ -24,22 +25,11 @@ namespace drv = ::kiln::cuda;
 
 constexpr unsigned kBlock = 256;
 
-// As render.cpp's prelude: the division of the index split out of line (NVRTC compiles an inlined
-// 64-bit division slowly). kiln_report: atomicCAS claims word 0 (op code + 1), then the winner
-// writes the details; the host reads them after the stream is synchronized.
-constexpr const char* kPrelude = R"(typedef unsigned long long kiln_u64;
-typedef long long kiln_i64;
-#define KILN_INLINE static __device__ __forceinline__
-static __device__ __noinline__ kiln_i64 kiln_divmod(kiln_i64 r, kiln_i64 size, kiln_i64* q) {
-  if (((kiln_u64)r | (kiln_u64)size) >> 32 == 0) {  // both fit 32 bits: the cheaper division
-    const unsigned q32 = (unsigned)r / (unsigned)size;
-    *q = (kiln_i64)q32;
-    return (kiln_i64)((unsigned)r - q32 * (unsigned)size);
-  }
-  *q = (kiln_i64)((kiln_u64)r / (kiln_u64)size);
-  return r - *q * size;
-}
-static __device__ __noinline__ void kiln_report(kiln_u64* err, kiln_u64 op, kiln_i64 value,
+// After prelude_base.h (types, the index split's division). kiln_report: atomicCAS claims word 0
+// (op code + 1), then the winner writes the details; the host reads them after the stream is
+// synchronized.
+constexpr const char* kPrelude =
+    R"(static __device__ __noinline__ void kiln_report(kiln_u64* err, kiln_u64 op, kiln_i64 value,
                                                 kiln_i64 dim, kiln_i64 size) {
   if (atomicCAS(err, 0ull, op) == 0ull) {
     err[1] = (kiln_u64)value;
@@ -59,7 +49,10 @@ struct Loaded {
 
 }  // namespace
 
-const char* source_kernel_prelude() { return kPrelude; }
+const char* source_kernel_prelude() {
+  static const std::string prelude = std::string(kCudaPreludeBase) + kPrelude;
+  return prelude.c_str();
+}
 
 const char* cuda_storage_type(DType t) {
   switch (t) {
@@ -114,7 +107,7 @@ std::string source_kernel_head(const std::string& name, int words) {
 }
 
 std::string source_kernel_begin(const std::string& name, int words) {
-  return std::string(kPrelude) + source_kernel_head(name, words);
+  return std::string(source_kernel_prelude()) + source_kernel_head(name, words);
 }
 
 const char* grid_stride_loop() {
