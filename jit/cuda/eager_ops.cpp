@@ -6,6 +6,7 @@
 #include "jit/cuda/cuda_target.h"
 #include "jit/cuda/factory_ops.h"
 #include "jit/cuda/index_ops.h"
+#include "jit/cuda/loop_launch.h"
 #include "jit/cuda/op_kernel.h"
 #include "jit/cuda/random_ops.h"
 #include "jit/cuda/reduce_ops.h"
@@ -15,20 +16,6 @@
 namespace kiln::jit::cuda {
 
 namespace {
-
-// Byte strides of `t` viewed with `sizes` (its own rank or fewer dims, aligned to the right):
-// a dim it broadcasts along steps by 0.
-DimVector byte_strides(const TensorImpl* t, const DimVector& sizes) {
-  const int64_t rank = static_cast<int64_t>(sizes.size());
-  const int64_t lead = rank - t->dim();
-  const int64_t item = static_cast<int64_t>(itemsize(t->dtype()));
-  DimVector s(static_cast<size_t>(rank), 0);
-  for (int64_t d = lead; d < rank; ++d) {
-    const int64_t own = t->sizes()[d - lead];
-    s[d] = own == 1 && sizes[d] != 1 ? 0 : t->strides()[d - lead] * item;
-  }
-  return s;
-}
 
 // A copy between dense tensors of one dtype that do not overlap is the driver's memcpy (as in
 // PyTorch): the bandwidth ceiling kiln-perf measures, which a kernel does not quite reach.
@@ -62,11 +49,11 @@ void run_on_cuda(const OpCall& c, const Tensor& out) {
   LaunchArgs a;
   a.sizes = o->sizes();
   a.ptrs.push_back(static_cast<char*>(o->data()));
-  a.strides.push_back(byte_strides(o, a.sizes));
+  a.strides.push_back(cuda_byte_strides(o, a.sizes));
   for (const Tensor& t : c.inputs) {
     const TensorImpl* i = t.impl();
     a.ptrs.push_back(static_cast<char*>(i->data()));
-    a.strides.push_back(byte_strides(i, a.sizes));
+    a.strides.push_back(cuda_byte_strides(i, a.sizes));
   }
   a.params = std::span<const Scalar>(c.attrs.scalars.data(),
                                      static_cast<size_t>(kernel->source().num_params()));
