@@ -53,27 +53,12 @@ TEST(CudaIndexRender, EveryIndexAndRandomKernelCompilesForSm90) {
   // 5 dtypes x 2 index types x (gather, scatter_add) + 5 x (tril/triu, eye) + 4 x (arange,
   // linspace) + one_hot + 5 randint + 2 x (randn, rand, dropout).
   EXPECT_EQ(all.size(), 20u + 10u + 8u + 1u + 5u + 6u);
-  const size_t chunks = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  std::vector<std::string> sources(chunks);
-  for (size_t i = 0; i < all.size(); ++i) {
-    EXPECT_EQ(all[i].source.find("#include"), std::string::npos) << all[i].name;
-    sources[i % chunks] += fmt::format("namespace k{} {{\n{}\n}}\n", i, all[i].source);
+  std::vector<std::string> sources, names;
+  for (const CudaSource& k : all) {
+    sources.push_back(k.source);
+    names.push_back(k.name);
   }
-  std::vector<std::future<std::vector<char>>> cubins;
-  for (size_t c = 0; c < chunks; ++c)
-    cubins.push_back(std::async(std::launch::async, [&, c] {
-      return jit::cuda::nvrtc_compile(sources[c], fmt::format("every_index_op_{}", c),
-                                      jit::cuda::nvrtc_options(90));
-    }));
-  std::vector<std::string> bytes;
-  for (auto& f : cubins) {
-    const std::vector<char> cubin = f.get();
-    EXPECT_GT(cubin.size(), 1000u);
-    bytes.emplace_back(cubin.begin(), cubin.end());
-  }
-  for (size_t i = 0; i < all.size(); ++i)
-    EXPECT_NE(bytes[i % chunks].find(all[i].name + '\0'), std::string::npos)
-        << all[i].name << " is missing";
+  testing::expect_all_compile_for_sm90(sources, names, names, "every_index_op");
 }
 
 // The RandUniform leaf draws Philox at the counter (counter words) + the element's linear index,

@@ -99,30 +99,15 @@ TEST(CudaReduceRender, EveryRowOpAndDtypeCompilesForSm90) {
   // (argmax, argmin) + 2 float dtypes x (mean, var twice, 4 layer_norms, 2 cross_entropy
   // kernels): the list would silently shrink if the meta functions started refusing dtypes.
   EXPECT_EQ(all.size(), 5u * 9 + 4u * 2 + 2u * 9);
-  const size_t chunks = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  std::vector<std::string> sources(chunks), names(all.size());
+  std::vector<std::string> sources, names, labels;
   for (size_t i = 0; i < all.size(); ++i) {
     const auto r = render_cuda_kernel(all[i].kernel, fmt::format("kiln_row_test_{}", i));
-    EXPECT_EQ(r.source.find("#include"), std::string::npos) << all[i].label;
     EXPECT_NE(r.source.find("kiln_row_tree<"), std::string::npos) << all[i].label;
-    sources[i % chunks] += fmt::format("namespace k{} {{\n{}\n}}\n", i, r.source);
-    names[i] = r.name;
+    sources.push_back(r.source);
+    names.push_back(r.name);
+    labels.push_back(all[i].label);
   }
-  std::vector<std::future<std::vector<char>>> cubins;
-  for (size_t c = 0; c < chunks; ++c)
-    cubins.push_back(std::async(std::launch::async, [&, c] {
-      return jit::cuda::nvrtc_compile(sources[c], fmt::format("every_row_op_{}", c),
-                                      jit::cuda::nvrtc_options(90));
-    }));
-  std::vector<std::string> bytes;
-  for (auto& f : cubins) {
-    const std::vector<char> cubin = f.get();
-    EXPECT_GT(cubin.size(), 1000u);
-    bytes.emplace_back(cubin.begin(), cubin.end());
-  }
-  for (size_t i = 0; i < names.size(); ++i)
-    EXPECT_NE(bytes[i % chunks].find(names[i] + '\0'), std::string::npos)
-        << all[i].label << " is missing";
+  testing::expect_all_compile_for_sm90(sources, names, labels, "every_row_op");
 }
 
 // The kernels follow eager's dtype rules and formulas: integer sums accumulate in Int64, Bool

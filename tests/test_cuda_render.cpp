@@ -114,32 +114,14 @@ TEST(CudaRender, EveryPointwiseOpAndDtypeCompilesForSm90) {
   // Every op is covered for every dtype its meta accepts (the list above would silently shrink
   // if the meta functions started refusing dtypes).
   EXPECT_GE(all.size(), 390u);
-  // A few NVRTC programs of many kernels each (one namespace per kernel), compiled on parallel
-  // threads: NVRTC is single-threaded and costs about half as much per kernel in a large program
-  // as alone (~67 against ~140 ms here).
-  const size_t chunks = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  std::vector<std::string> sources(chunks), names(all.size());
+  std::vector<std::string> sources, names, labels;
   for (size_t i = 0; i < all.size(); ++i) {
     const auto r = render_cuda_kernel(all[i].kernel, fmt::format("kiln_test_{}", i));
-    EXPECT_EQ(r.source.find("#include"), std::string::npos) << all[i].label;
-    sources[i % chunks] += fmt::format("namespace k{} {{\n{}\n}}\n", i, r.source);
-    names[i] = r.name;
+    sources.push_back(r.source);
+    names.push_back(r.name);
+    labels.push_back(all[i].label);
   }
-  std::vector<std::future<std::vector<char>>> cubins;
-  for (size_t c = 0; c < chunks; ++c)
-    cubins.push_back(std::async(std::launch::async, [&, c] {
-      return jit::cuda::nvrtc_compile(sources[c], fmt::format("every_pointwise_op_{}", c),
-                                      jit::cuda::nvrtc_options(90));
-    }));
-  std::vector<std::string> bytes;
-  for (auto& f : cubins) {
-    const std::vector<char> cubin = f.get();
-    EXPECT_GT(cubin.size(), 1000u);
-    bytes.emplace_back(cubin.begin(), cubin.end());
-  }
-  for (size_t i = 0; i < names.size(); ++i)
-    EXPECT_NE(bytes[i % chunks].find(names[i] + '\0'), std::string::npos)
-        << all[i].label << " is missing";
+  testing::expect_all_compile_for_sm90(sources, names, labels, "every_pointwise_op");
 }
 
 TEST(CudaRender, KernelsShareScalarValuesThroughParams) {
