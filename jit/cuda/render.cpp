@@ -1,5 +1,4 @@
 #include "jit/cuda/render.h"
-#include "jit/cuda/prelude_base.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +6,10 @@
 #include <bit>
 
 #include "jit/cuda/philox_cuda.h"
+#include "jit/cuda/prelude_base.h"
 #include "jit/cuda/render_expr.h"
 #include "jit/cuda/render_reduce.h"
+#include "jit/cuda/source_kernel.h"
 #include "runtime/error.h"
 
 namespace kiln::jit::cuda {
@@ -297,8 +298,6 @@ std::string render_body(const LoopKernel& k, const std::string& sfx, const char*
   return s;
 }
 
-const char* storage_ctype(DType t) { return t == DType::Bool ? "unsigned char" : ctype(t); }
-
 // The dense loop's vector form, for launches the launcher flags with CudaArgLayout::kVecFlag
 // (every output and every input that is not broadcast is contiguous and aligned for
 // kiln_pack4): thread g computes elements [4g, 4g + 4), moving each operand's four elements as
@@ -320,10 +319,10 @@ std::string render_vector_loop(const LoopKernel& k) {
         "        }} else {{\n"
         "          L{1} = ((const kiln_pack4<{0}>*)p{1})[g];\n"
         "        }}\n",
-        storage_ctype(k.inputs[in]), j);
+        cuda_storage_type(k.inputs[in]), j);
   }
   for (int32_t j = 0; j < nout; ++j)
-    s += fmt::format("        kiln_pack4<{}> S{};\n", storage_ctype(k.output_dtype(j)), j);
+    s += fmt::format("        kiln_pack4<{}> S{};\n", cuda_storage_type(k.output_dtype(j)), j);
   for (int u = 0; u < 4; ++u) {
     const std::string sfx = fmt::format("_{}", u);
     s += fmt::format(
@@ -344,8 +343,8 @@ std::string render_vector_loop(const LoopKernel& k) {
     s += "        }\n";
   }
   for (int32_t j = 0; j < nout; ++j)
-    s += fmt::format("        ((kiln_pack4<{}>*)p{})[g] = S{};\n", storage_ctype(k.output_dtype(j)),
-                     j, j);
+    s += fmt::format("        ((kiln_pack4<{}>*)p{})[g] = S{};\n",
+                     cuda_storage_type(k.output_dtype(j)), j, j);
   s += "      }\n      first = groups * 4;\n    }\n";
   return s;
 }

@@ -1,5 +1,4 @@
 #include "jit/cuda/source_kernel.h"
-#include "jit/cuda/prelude_base.h"
 
 #include <fmt/format.h>
 
@@ -12,6 +11,8 @@
 
 #include "jit/cuda/compile.h"
 #include "jit/cuda/cuda_target.h"
+#include "jit/cuda/prelude_base.h"
+#include "jit/cuda/render_expr.h"
 #include "runtime/cuda/device_context.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/kernel_errors.h"
@@ -55,18 +56,7 @@ const char* source_kernel_prelude() {
 }
 
 const char* cuda_storage_type(DType t) {
-  switch (t) {
-    case DType::Float32:
-      return "float";
-    case DType::Float64:
-      return "double";
-    case DType::Int32:
-      return "int";
-    case DType::Int64:
-      return "kiln_i64";
-    default:
-      return "unsigned char";
-  }
+  return t == DType::Bool ? "unsigned char" : cuda_type(t);  // a Bool is one byte in memory
 }
 
 std::string cuda_word_value(DType t, const std::string& word) {
