@@ -1,11 +1,12 @@
 // The bounds of docs/cuda.md "The numerical contract on CUDA" for the reductions and row ops:
 // how far CUDA's result may be from the CPU's, per output element. u is the unit roundoff of the
 // result's dtype (2^-24, 2^-53), n the row length. Shared by the GPU tests (test_cuda_reduce.cpp)
-// and the emulated ones (test_cuda_reduce_emulated.cpp).
+// and the emulated ones (test_cuda_reduce_emulated.cpp), with the inputs both draw (values()).
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kiln/kiln.h"
 
@@ -59,6 +60,34 @@ inline double cross_entropy_bound(DType d, double classes, double rows, double m
   return (d == DType::Float32 ? 0x1p-23 * std::fabs(c) : 0) +
          4 * 0x1p-52 * (classes + 2 * log2n(classes) + 64 + rows + 20 * max_abs_x) *
              (1 + std::fabs(c));
+}
+
+// Values of `sizes`: normal * scale + shift for floats (with NaN and infinities when asked),
+// integers in [-1000, 1000] with the extremes (sums wrap), Bools.
+inline Tensor values(DType d, const DimVector& sizes, uint64_t seed, double scale = 4,
+                     double shift = 0, bool specials = false) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  manual_seed(seed);
+  std::vector<double> v =
+      (randn({n}, TensorOptions().dtype(DType::Float64)) * scale + shift).to_vector<double>();
+  if (specials && n > 0) {
+    v[0] = NAN;
+    if (n > 5) v[n / 2] = INFINITY;
+    if (n > 9) v[n - 3] = -INFINITY;
+  }
+  const Tensor t = from_vector(v, {n});
+  if (d == DType::Bool) return (t > 0.5).reshape(sizes);
+  if (d == DType::Int32 || d == DType::Int64) {
+    std::vector<int64_t> iv;
+    for (double x : v) iv.push_back(static_cast<int64_t>(std::fmod(x * 250, 1000.0)));
+    if (n > 2) {
+      iv[1] = d == DType::Int32 ? INT32_MAX : INT64_MAX;
+      iv[2] = d == DType::Int32 ? INT32_MIN : INT64_MIN;
+    }
+    return from_vector(iv, {n}).to(d).reshape(sizes);
+  }
+  return t.to(d).reshape(sizes);
 }
 
 }  // namespace kiln::testing

@@ -24,6 +24,8 @@
 namespace kiln {
 namespace {
 
+using testing::values;
+
 #define KILN_SKIP_WITHOUT_GPU()                                                        \
   do {                                                                                 \
     if (!cuda_is_available()) GTEST_SKIP() << "no GPU: " << cuda_unavailable_reason(); \
@@ -31,34 +33,6 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
-
-// Values of `sizes`: normal * scale + shift for floats (with NaN and infinities when asked),
-// integers in [-1000, 1000] with the extremes, Bools.
-Tensor values(DType d, const DimVector& sizes, uint64_t seed, double scale = 4, double shift = 0,
-              bool specials = false) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  manual_seed(seed);
-  std::vector<double> v =
-      (randn({n}, TensorOptions().dtype(DType::Float64)) * scale + shift).to_vector<double>();
-  if (specials && n > 0) {
-    v[0] = NAN;
-    if (n > 5) v[n / 2] = INFINITY;
-    if (n > 9) v[n - 3] = -INFINITY;
-  }
-  const Tensor t = from_vector(v, {n});
-  if (d == DType::Bool) return (t > 0.5).reshape(sizes);
-  if (d == DType::Int32 || d == DType::Int64) {
-    std::vector<int64_t> iv;
-    for (double x : v) iv.push_back(static_cast<int64_t>(std::fmod(x * 250, 1000.0)));
-    if (n > 2) {
-      iv[1] = d == DType::Int32 ? INT32_MAX : INT64_MAX;  // sums wrap
-      iv[2] = d == DType::Int32 ? INT32_MIN : INT64_MIN;
-    }
-    return from_vector(iv, {n}).to(d).reshape(sizes);
-  }
-  return t.to(d).reshape(sizes);
-}
 
 // CUDA's result against the CPU's: integers and Bools exactly; floats NaN for NaN, infinities
 // equal, else within tol[i] (exact when tol is empty; +0 and -0 count as equal).

@@ -33,6 +33,8 @@
 namespace kiln {
 namespace {
 
+using testing::values;
+
 using jit::LoopKernel;
 using RunFn = void (*)(const uint64_t* words, unsigned grid);
 
@@ -133,34 +135,6 @@ class EmuTarget final : public jit::KernelTarget {
 EmuTarget& emu() {
   static EmuTarget t;
   return t;
-}
-
-// Values: normal * scale + shift for floats (NaN and infinities when asked), integers in
-// [-1000, 1000] and the extremes, Bools.
-Tensor values(DType d, const DimVector& sizes, uint64_t seed, double scale = 4, double shift = 0,
-              bool specials = false) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  manual_seed(seed);
-  std::vector<double> v =
-      (randn({n}, TensorOptions().dtype(DType::Float64)) * scale + shift).to_vector<double>();
-  if (specials && n > 0) {
-    v[0] = NAN;
-    if (n > 5) v[n / 2] = INFINITY;
-    if (n > 9) v[n - 3] = -INFINITY;
-  }
-  const Tensor t = from_vector(v, {n});
-  if (d == DType::Bool) return (t > 0.5).reshape(sizes);
-  if (d == DType::Int32 || d == DType::Int64) {
-    std::vector<int64_t> iv;
-    for (double x : v) iv.push_back(static_cast<int64_t>(std::fmod(x * 250, 1000.0)));
-    if (n > 2) {
-      iv[1] = d == DType::Int32 ? INT32_MAX : INT64_MAX;
-      iv[2] = d == DType::Int32 ? INT32_MIN : INT64_MIN;
-    }
-    return from_vector(iv, {n}).to(d).reshape(sizes);
-  }
-  return t.to(d).reshape(sizes);
 }
 
 // One op call, run by the CPU's eager kernel and by its CUDA form on the stand-in.
