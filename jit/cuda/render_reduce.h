@@ -10,15 +10,18 @@
 // 256 lanes, lane l taking elements l, l + 256, l + 512, ... in order, in pieces of 8 folded
 // left to right, the pieces combined by a binary counter (pairwise for a power-of-two count);
 // then a tree over the lanes: level s = 128, 64, ..., 1 combines lane l with lane l + s where
-// that lane holds elements (l + s < n). A warp holds lanes t + 32q in thread t (a lane has at
-// most 8 elements there: one piece); a block holds lane t in thread t (levels 128..32 through
-// shared memory). Levels 16..1 are warp shuffles. An empty row gives the identity (0, 1, -inf
-// or the integer minimum, +inf or the integer maximum).
+// that lane holds elements (l + s < n). A warp holds lanes 4t + i + 128h (i < 4, h < 2) in
+// thread t (a lane has at most 8 elements there: one piece), so that a thread's elements come in
+// groups of four consecutive ones, loaded as one 16-byte pack where the row is contiguous and
+// aligned; level 128 is within the thread, levels 64..4 warp shuffles, 2 and 1 within thread 0.
+// A block holds lane t in thread t (levels 128..32 through shared memory, 16..1 shuffles). An
+// empty row gives the identity (0, 1, -inf or the integer minimum, +inf or the integer maximum).
 //
 // Passes: each Reduce re-reads the row from global memory (the cache holds rows of the common
-// sizes), evaluating its element value's prologue, in expression order; the row values follow
-// each pass in every thread of the row; a last pass stores the element values (each thread its
-// elements t, t + threads, ...), and thread 0 of the row stores the row values.
+// sizes), evaluating its element value's prologue, in expression order, 8 elements per thread at
+// once (all their loads first); the row values follow each pass in every thread of the row; a
+// last pass stores the element values (each thread two groups of four consecutive elements per
+// trip, as packs where it can), and thread 0 of the row stores the row values.
 #pragma once
 #include <string>
 
