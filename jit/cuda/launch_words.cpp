@@ -5,6 +5,7 @@
 #include <bit>
 
 #include "jit/cuda/render.h"
+#include "jit/cuda/render_reduce.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
 
@@ -132,6 +133,21 @@ CudaLaunch cuda_launch_words(const LoopKernel& k, const LaunchArgs& args) {
   l.work = outer;
   if (row_kernel) {  // render_reduce.h: a warp per row of at most 2048 elements, else a block
     l.per_block = row_n <= 2048 ? kCudaBlockThreads / 32 : 1;
+    // Few long rows: split each into chunks of 2048 C elements (C a power of two) so that
+    // about kSplitBlocks blocks share the work; the order, hence the bits, stay the same.
+    constexpr int64_t kSplitBlocks = 1024;
+    if (row_n > 2048 && row_kernel_splits(k) && outer < kSplitBlocks) {
+      const int64_t wanted = (kSplitBlocks + outer - 1) / outer;
+      int64_t chunk = 2048;
+      while ((row_n + chunk - 1) / chunk > wanted) chunk *= 2;
+      const int64_t chunks = (row_n + chunk - 1) / chunk;
+      if (chunks >= 2) {
+        w[layout.split(CudaArgLayout::kSplitChunk)] = static_cast<uint64_t>(chunk);
+        l.split_items = outer * chunks;
+        l.scratch_bytes =
+            l.split_items * 256 * static_cast<int64_t>(itemsize(row_kernel_reduce_type(k)));
+      }
+    }
     return l;
   }
   if (vector_form_applies(k, c.rank, outer, args.ptrs, c))
@@ -145,6 +161,14 @@ CudaLaunch cuda_launch_words(const LoopKernel& k, const LaunchArgs& args) {
   l.per_block = int64_t{kCudaBlockThreads} * (dense ? 4 : 1);
   l.capped = !dense;
   return l;
+}
+
+void set_split_phase(CudaLaunch& l, const LoopKernel& k, void* scratch, int phase) {
+  const CudaArgLayout layout{k.num_operands(), k.num_params()};
+  l.words[static_cast<size_t>(layout.split(CudaArgLayout::kSplitScratch))] =
+      reinterpret_cast<uint64_t>(scratch);
+  l.words[static_cast<size_t>(layout.split(CudaArgLayout::kSplitPhase))] =
+      static_cast<uint64_t>(phase);
 }
 
 }  // namespace kiln::jit::cuda

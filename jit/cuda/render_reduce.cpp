@@ -60,6 +60,11 @@ template <class Op, class T> struct kiln_cascade {
     _Pragma("unroll 1") for (int i = top - 2; i >= 0; --i) r = Op::f(st[i], r);
     return r;
   }
+  // The stack folded onto `r`, the value of the lane's last, partial chunk (a split row).
+  __device__ __forceinline__ T fold_onto(T r) const {
+    _Pragma("unroll 1") for (int i = top - 1; i >= 0; --i) r = Op::f(st[i], r);
+    return r;
+  }
 };
 // The levels 16..1 of the tree over the lanes (warp shuffles; only lanes t + s < n hold elements).
 template <class Op, class T>
@@ -130,7 +135,11 @@ const char* reduce_struct(ExprOp op) {
 class RowKernelRenderer {
  public:
   RowKernelRenderer(const LoopKernel& k, std::string& s)
-      : k_(k), s_(s), layout_{k.num_operands(), k.num_params()}, row_(k.row_values()) {}
+      : k_(k),
+        s_(s),
+        layout_{k.num_operands(), k.num_params()},
+        row_(k.row_values()),
+        splits_(row_kernel_splits(k)) {}
 
   void render(const std::string& name) {
     s_ += fmt::format("struct KilnArgs {{ kiln_u64 w[{}]; }};\n", layout_.words());
@@ -150,9 +159,24 @@ class RowKernelRenderer {
     const int nops = k_.num_operands();
     for (int j = 0; j < nops; ++j)
       s_ += fmt::format("  char* const p{} = (char*)a.w[{}];\n", j, layout_.ptr(j));
-    s_ +=
-        "  for (kiln_i64 row = (kiln_i64)blockIdx.x * rpb + threadIdx.x / nt; row < rows;\n"
-        "       row += (kiln_i64)gridDim.x * rpb) {\n";
+    if (!splits_) {
+      s_ +=
+          "  for (kiln_i64 row = (kiln_i64)blockIdx.x * rpb + threadIdx.x / nt; row < rows;\n"
+          "       row += (kiln_i64)gridDim.x * rpb) {\n";
+    } else {  // render_reduce.h, "Split": phase 1 walks (row, chunk) items
+      s_ += fmt::format(
+          "  char* const scratch = (char*)a.w[{}];\n"
+          "  const kiln_i64 chunk_n = (kiln_i64)a.w[{}];\n"
+          "  const int phase = (int)a.w[{}];\n"
+          "  const kiln_i64 nchunks = phase ? (row_n + chunk_n - 1) / chunk_n : 1;\n"
+          "  const kiln_i64 items = phase == 1 ? rows * nchunks : rows;\n"
+          "  for (kiln_i64 it = (kiln_i64)blockIdx.x * rpb + threadIdx.x / nt; it < items;\n"
+          "       it += (kiln_i64)gridDim.x * rpb) {{\n"
+          "    const kiln_i64 row = phase == 1 ? it / nchunks : it;\n"
+          "    const kiln_i64 chunk = phase == 1 ? it - row * nchunks : 0;\n",
+          layout_.split(CudaArgLayout::kSplitScratch), layout_.split(CudaArgLayout::kSplitChunk),
+          layout_.split(CudaArgLayout::kSplitPhase));
+    }
     // The row's base offsets: the row index split over the rows' dims.
     for (int j = 0; j < nops; ++j) s_ += fmt::format("    kiln_i64 b{} = 0;\n", j);
     s_ += "    {\n      kiln_i64 r = row;\n      for (int d = orank - 1; d > 0; --d) {\n";
@@ -432,7 +456,25 @@ class RowKernelRenderer {
     s_ += fmt::format("      {} = kiln_warp_tree<{}, {}>(kv, row_n, t);\n", v(r), op, T);
     s_ += "    } else {\n";
     s_ += fmt::format("      kiln_cascade<{}, {}> c;\n", op, T);
-    s_ += "      _Pragma(\"unroll 1\") for (kiln_i64 m = t; m < row_n; m += 2048) {\n";
+    if (splits_) {
+      // Phase 2: each lane's full chunks through the cascade, folded onto its partial chunk.
+      s_ += fmt::format(
+          "      {0}* const sc = ({0}*)scratch + row * nchunks * 256 + t;\n"
+          "      if (phase == 2) {{\n"
+          "        const kiln_i64 full = row_n / chunk_n;\n"
+          "        _Pragma(\"unroll 1\") for (kiln_i64 b = 0; b < full; ++b) c.push(sc[b * 256]);\n"
+          "        {1} = kiln_block_tree<{2}, {0}>(full * chunk_n + t < row_n ? "
+          "c.fold_onto(sc[full * 256]) : c.result(), row_n, t, ({0}*)kiln_sh);\n"
+          "      }} else {{\n",
+          T, v(r), op);
+      s_ +=
+          "      const kiln_i64 m_end = phase == 1 ? kiln_min(row_n, (chunk + 1) * chunk_n) : "
+          "row_n;\n"
+          "      _Pragma(\"unroll 1\") for (kiln_i64 m = t + chunk * chunk_n; m < m_end; m += "
+          "2048) {\n";
+    } else {
+      s_ += "      _Pragma(\"unroll 1\") for (kiln_i64 m = t; m < row_n; m += 2048) {\n";
+    }
     s_ += fmt::format("        {} piece;\n", T);
     emit_unrolled(
         ids, "        ", [](int u) { return fmt::format("m + {}", 256 * u); },
@@ -443,8 +485,13 @@ class RowKernelRenderer {
             s_ += fmt::format("          piece = {}::f(piece, {}{});\n", op, x, sfx);
         });
     s_ += "        c.push(piece);\n      }\n";
+    if (splits_)
+      s_ +=
+          "      if (phase == 1) {\n        sc[chunk * 256] = c.result();\n        continue;\n     "
+          " }\n";
     s_ += fmt::format("      {} = kiln_block_tree<{}, {}>(c.result(), row_n, t, ({}*)kiln_sh);\n",
                       v(r), op, T, T);
+    if (splits_) s_ += "      }\n";
     s_ += "    }\n";
   }
 
@@ -492,9 +539,22 @@ class RowKernelRenderer {
   std::string& s_;
   CudaArgLayout layout_;
   std::vector<uint8_t> row_;
+  bool splits_;
 };
 
 }  // namespace
+
+bool row_kernel_splits(const LoopKernel& k) {
+  int reduces = 0;
+  for (const Expr& e : k.exprs) reduces += expr_is_reduce(e.op) ? 1 : 0;
+  return reduces == 1;
+}
+
+DType row_kernel_reduce_type(const LoopKernel& k) {
+  for (const Expr& e : k.exprs)
+    if (expr_is_reduce(e.op)) return e.type;
+  fail("cuda row kernel: no Reduce expression");
+}
 
 RenderedCuda render_cuda_row_kernel(const LoopKernel& k, const std::string& name) {
   // `i` is an element's index within its row here, not in the index space (render.h).

@@ -32,4 +32,9 @@ namespace kiln::jit::cuda {
 // `k` has Reduce expressions (verified by the caller).
 RenderedCuda render_cuda_row_kernel(const LoopKernel& k, const std::string& name);
 
+// Whether `k`'s long rows may be split over several blocks: one Reduce (render_reduce.h,
+// "Split"); its value type then sizes the scratch's lane values.
+bool row_kernel_splits(const LoopKernel& k);
+DType row_kernel_reduce_type(const LoopKernel& k);
+
 }  // namespace kiln::jit::cuda
