@@ -22,6 +22,16 @@
 // once (all their loads first); the row values follow each pass in every thread of the row; a
 // last pass stores the element values (each thread two groups of four consecutive elements per
 // trip, as packs where it can), and thread 0 of the row stores the row values.
+//
+// Split (few long rows: launch_words.cpp decides): a kernel with one Reduce may run a row of
+// more than 2048 elements on several blocks, in chunks of 2048 C elements (C a power of two),
+// without changing a bit. In a full chunk every lane has exactly C pieces, aligned at a multiple
+// of C, so the lane's cascade over them is one perfect tree: the very node its binary counter
+// builds over those pieces. Phase 1 (one block per row and chunk) writes each lane's cascade
+// result for its chunk to a scratch buffer; phase 2 (a block per row) pushes a lane's full
+// chunks through a cascade (building the counter's larger nodes), folds the stack onto the last,
+// partial chunk's value where the lane has elements there (that value is the fold of the nodes
+// the counter builds from those pieces), and runs the block tree and the rest of the kernel.
 #pragma once
 #include <string>
 
