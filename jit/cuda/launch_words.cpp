@@ -134,10 +134,11 @@ CudaLaunch cuda_launch_words(const LoopKernel& k, const LaunchArgs& args) {
   if (row_kernel) {  // render_reduce.h: a warp per row of at most 2048 elements, else a block
     l.per_block = row_n <= 2048 ? kCudaBlockThreads / 32 : 1;
     // Few long rows: split each into chunks of 2048 C elements (C a power of two) so that
-    // about kSplitBlocks blocks share the work; the order, hence the bits, stay the same.
-    constexpr int64_t kSplitBlocks = 1024;
+    // about kSplitBlocks blocks share the work, at most kSplitChunks per row (phase 2 walks a
+    // lane's chunks in order); the order, hence the bits, stay the same.
+    constexpr int64_t kSplitBlocks = 1024, kSplitChunks = 256;
     if (row_n > 2048 && row_kernel_splits(k) && outer < kSplitBlocks) {
-      const int64_t wanted = (kSplitBlocks + outer - 1) / outer;
+      const int64_t wanted = std::min((kSplitBlocks + outer - 1) / outer, kSplitChunks);
       int64_t chunk = 2048;
       while ((row_n + chunk - 1) / chunk > wanted) chunk *= 2;
       const int64_t chunks = (row_n + chunk - 1) / chunk;
