@@ -272,22 +272,11 @@ class RowKernelRenderer {
       const std::string x = fmt::format("_{}", u);
       s_ += fmt::format("{}const kiln_i64 i{} = {};\n{}const bool in{} = i{} < row_n;\n", pad, x,
                         index(u), pad, x, x);
-      for (int j = 0; j < nops; ++j) s_ += fmt::format("{}kiln_i64 o{}{} = b{};\n", pad, j, x, j);
-      s_ += fmt::format("{}{{\n{}  kiln_i64 r = i{};\n", pad, pad, x);
-      s_ += fmt::format("{}  for (int d = rrank - 1; d > 0; --d) {{\n", pad);
-      s_ += fmt::format("{}    const kiln_i64 size = (kiln_i64)a.w[{} + orank + d];\n", pad,
-                        CudaArgLayout::kSizes);
-      s_ += fmt::format(
-          "{}    kiln_i64 q;\n{}    const kiln_i64 x = kiln_divmod(r, size, &q);\n{}    r = q;\n",
-          pad, pad, pad);
+      std::vector<uint8_t> loaded(static_cast<size_t>(nops), 0);
+      for (int32_t id : ids)
+        if (k_.exprs[id].op == ExprOp::Load) loaded[k_.num_outputs() + k_.exprs[id].index] = 1;
       for (int j = 0; j < nops; ++j)
-        s_ += fmt::format("{}    o{}{} += x * (kiln_i64)a.w[{} + orank + d];\n", pad, j, x,
-                          layout_.stride(j, 0));
-      s_ += fmt::format("{}  }}\n", pad);
-      for (int j = 0; j < nops; ++j)
-        s_ += fmt::format("{}  o{}{} += r * (kiln_i64)a.w[{} + orank];\n", pad, j, x,
-                          layout_.stride(j, 0));
-      s_ += fmt::format("{}}}\n", pad);
+        if (loaded[j]) emit_offset(j, u, pad);
       for (int32_t id : ids) {
         const Expr& e = k_.exprs[id];
         if (e.op != ExprOp::Load) continue;
