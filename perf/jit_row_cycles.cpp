@@ -55,6 +55,24 @@ LoopKernel layernorm_kernel() {
   return k;
 }
 
+// Parts of softmax's work, to see where its cycles go: the max pass alone; the sum of exps
+// alone (row values, stored once per row).
+LoopKernel amax_kernel() {
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
+  k.stores = {k.reduce(ExprOp::ReduceMax, k.load(0))};
+  return k;
+}
+LoopKernel sum_exp_kernel() {
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
+  k.stores = {k.reduce(ExprOp::ReduceSum, k.unary(ExprOp::Exp, k.load(0)))};
+  return k;
+}
+LoopKernel sum_kernel() {
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
+  k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+  return k;
+}
+
 struct Case {
   const char* name;
   LoopKernel k;
@@ -81,7 +99,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(rows), static_cast<long long>(n), trials, ticks_per_ns);
   std::printf("%-10s %-7s %16s %12s %10s\n", "kernel", "isa", "TSC cycles/elem", "ns/element",
               "code bytes");
-  for (Case c : {Case{"softmax", softmax_kernel()}, Case{"layernorm", layernorm_kernel()}}) {
+  for (Case c : {Case{"softmax", softmax_kernel()}, Case{"layernorm", layernorm_kernel()},
+                 Case{"amax", amax_kernel()}, Case{"sum(exp)", sum_exp_kernel()},
+                 Case{"sum", sum_kernel()}}) {
     const LoopKernel& k = c.k;
     for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
       if (isa > host_jit_isa()) continue;
@@ -108,6 +128,7 @@ int main(int argc, char** argv) {
       const std::vector<int64_t> inner(ptrs.size(), 4);
       std::vector<int64_t> outer(ptrs.size(), n * 4);
       if (k.num_inputs() == 3) outer[2] = outer[3] = 0;
+      if (k.row_values()[k.stores[0]]) outer[0] = 4;  // one element per row
       uint64_t best = ~uint64_t{0};
       for (int t = 0; t < trials; ++t) {
         const uint64_t t0 = __rdtsc();
