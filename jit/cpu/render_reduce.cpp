@@ -15,6 +15,8 @@ namespace {
 using namespace asmjit;
 namespace Inst = x86::Inst;
 
+constexpr double kQuietNaN = std::numeric_limits<double>::quiet_NaN();
+
 }  // namespace
 
 namespace {
@@ -167,6 +169,25 @@ class RowRenderer {
 
   void move(x86::Vec d, x86::Vec s) {
     if (d.id() != s.id()) cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, d, s);
+  }
+  // A mask in registers of its own (a loop-carried one), and assigning to it.
+  AsmMask fresh_mask(const AsmMask& m) {
+    AsmMask r;
+    if (kmask()) {
+      r.k = cc_.newKw();
+      cc_.kmovw(r.k, m.k);
+    } else {
+      r.v = AsmVecOps<float>::new_vec_of(cc_, m.v.size());
+      move(r.v, m.v);
+    }
+    return r;
+  }
+  void move_mask(const AsmMask& d, const AsmMask& s) {
+    if (kmask()) {
+      if (d.k.id() != s.k.id()) cc_.kmovw(d.k, s.k);
+    } else {
+      move(d.v, s.v);
+    }
   }
 
   template <class Fn>
@@ -373,8 +394,24 @@ class RowRenderer {
         a = ao.new_vec();
         move(a, identity(ao, op));
       }
-      // Lane by lane as eager's lanes; max / min keep a NaN (eager tests for one separately).
-      auto feed = [&](x86::Vec& a, x86::Vec v) { move(a, combine(ao, op, a, v)); };
+      // Lane by lane as eager's lanes. Max / min as eager's range_extreme: a lane keeps
+      // maxps(acc, v) (minps), one instruction on the loop-carried chain, and a NaN is noted
+      // apart in `nan_seen` (per lane of the vectors read), which makes the lanes NaN before
+      // they fold.
+      const bool extreme = op == ExprOp::ReduceMax || op == ExprOp::ReduceMin;
+      AsmVecOps<T> vo(*ctx_, L_);
+      AsmMask nan_seen;
+      if (extreme) {
+        const x86::Vec id = identity(vo, op);
+        nan_seen = fresh_mask(vo.unord(id, id));  // all false
+      }
+      auto feed = [&](x86::Vec& a, x86::Vec v) {
+        if (!extreme) return move(a, combine(ao, op, a, v));
+        move(a, op == ExprOp::ReduceMax ? ao.gt_select(a, v) : ao.lt_select(a, v));
+      };
+      auto note_nan = [&](x86::Vec v) {
+        if (extreme) move_mask(nan_seen, vo.mask_or(nan_seen, vo.unord(v, v)));
+      };
       Label l_vec = cc_.newLabel(), l_vdone = cc_.newLabel();
       const int step = split ? L_ : A;
       cc_.bind(l_vec);
@@ -384,6 +421,7 @@ class RowRenderer {
         const std::vector<x86::Vec> out = body(cur_, nullptr, want_stash, no_store);
         if (stash) store_stash(out, nullptr);
         x86::Vec v = out[e.a];
+        note_nan(v);
         if (split) {
           feed(acc[0], low_half(v, L_ * es));
           feed(acc[0], high_half(v, L_ * es, es == 8));
@@ -406,9 +444,19 @@ class RowRenderer {
         const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
         if (stash) store_stash(out, &m);
         x86::Vec v = out[e.a];
+        note_nan(v);  // the masked lanes load as zeros
         feed(acc[0], low_half(v, L_ * es));
         advance(A);
         cc_.bind(l_no);
+      }
+      if (extreme) {  // a NaN read in any lane makes the result NaN, as eager's
+        AsmMask any = nan_seen;
+        if (split) {  // the vectors' upper lanes fed the same accumulator lanes
+          any.k = cc_.newKw();
+          cc_.kshiftrw(any.k, nan_seen.k, imm(P));
+          cc_.korw(any.k, any.k, nan_seen.k);
+        }
+        for (auto& a : acc) move(a, ao.select(any, ao.splat(kQuietNaN), a));
       }
       // The lanes, in eager's order: a tree for sums and products, in order for max / min.
       x86::Mem lanes = lanes_buf_;
