@@ -147,7 +147,10 @@ class RowRenderer {
     cc_.jge(l_done);
     preset_ = fixed;
     for (size_t r = 0; r < reduces_.size(); ++r) {
-      pass(static_cast<int>(r));
+      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
+        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
+      else
+        pass(static_cast<int>(r));
       hoist_row_values();
     }
     bool any_elem = false;
@@ -311,6 +314,20 @@ class RowRenderer {
     cc_.inc(i);
     cc_.jmp(l);
     cc_.bind(done);
+  }
+
+  // An earlier Reduce of the same op, type and operand (layer norm from mean and var reduces x
+  // twice): its row value is this one's, so this pass is not emitted. Not for the last Reduce
+  // when it fills the scratch row (row_stash), nor for ReduceFirst.
+  int32_t earlier_twin(int r) const {
+    const Expr& e = k_.exprs[reduces_[r]];
+    if (e.op == ExprOp::ReduceFirst) return -1;
+    if (r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty()) return -1;
+    for (int q = 0; q < r; ++q) {
+      const Expr& f = k_.exprs[reduces_[q]];
+      if (f.op == e.op && f.type == e.type && f.a == e.a) return reduces_[q];
+    }
+    return -1;
   }
 
   // ---- one pass: the Reduce expression reduces_[r] over the row, by its row program ----
