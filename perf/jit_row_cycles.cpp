@@ -5,7 +5,7 @@
 // in L1/L2 (default 4 x 1024: 16 KiB in, 16 KiB out), one thread, normal stores. Prints TSC
 // cycles per element, the minimum over many launches (an interrupted launch is slower, never
 // faster), and the rendering's code size.
-// Usage: kiln-jit-row-cycles [n] [rows] [trials]
+// Usage: kiln-jit-row-cycles [n] [rows] [trials] [asm]   (asm: also print each AVX-512 listing)
 #include <x86intrin.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "jit/cpu/cpu_isa.h"
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
   const int64_t n = argc > 1 ? std::atoll(argv[1]) : 1024;
   const int64_t rows = argc > 2 ? std::atoll(argv[2]) : 4;
   const int trials = argc > 3 ? std::atoi(argv[3]) : 2000;
+  const bool listing = argc > 4 && std::string(argv[4]) == "asm";
   std::vector<float> x(static_cast<size_t>(n * rows)), y(x.size()), w(n), b(n);
   for (size_t i = 0; i < x.size(); ++i) x[i] = -8.0f + 16.0f * static_cast<float>(i) / x.size();
   for (int64_t i = 0; i < n; ++i) w[i] = 0.5f + static_cast<float>(i) / n, b[i] = -w[i];
@@ -110,7 +112,8 @@ int main(int argc, char** argv) {
           isa,
           std::vector<InnerLayout>(static_cast<size_t>(k.num_operands()), InnerLayout::Contiguous),
           false, cpu_kernel_unroll(k, isa)};
-      const RenderedKernel r = render_cpu_kernel(rt, k, v, false);
+      const RenderedKernel r = render_cpu_kernel(rt, k, v, listing && isa == JitIsa::Avx512);
+      if (!r.assembly.empty()) std::printf("%s\n", r.assembly.c_str());
       // The launcher's params (cpu_target.cpp): each Reduce's row program, then the scratch.
       std::vector<std::vector<int64_t>> programs;
       for (const Expr& e : k.exprs)

@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 
+#include "jit/cpu/interleave.h"
 #include "jit/cpu/reduce_ops.h"
 #include "jit/loop/row_program.h"
 #include "runtime/error.h"
@@ -251,17 +252,26 @@ class RowRenderer {
   }
   // The last pass stores the stashed values of one body (`tail`: AVX-512 lanes; elsewhere whole
   // vectors, the scratch row has room past its end).
-  void store_stash(const std::vector<x86::Vec>& out, const x86::KReg* tail) {
+  // `first`: the body's elements start that many elements on (an unrolled body's copy).
+  int stash_disp(size_t i, int first) const {
+    return first * static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
+  }
+  void store_stash(const std::vector<x86::Vec>& out, const x86::KReg* tail, int first = 0) {
     for (size_t i = 0; i < scur_.size(); ++i)
       on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
-        vo.store(x86::ptr(scur_[i]), out[stash_[i]], tail);
+        vo.store(x86::ptr(scur_[i], stash_disp(i, first)), out[stash_[i]], tail);
         return 0;
       });
   }
-  void load_stash(const x86::KReg* tail) {
+  void load_stash(const x86::KReg* tail, int first = 0) {
     for (size_t i = 0; i < scur_.size(); ++i)
-      preset_[stash_[i]] = on(k_.exprs[stash_[i]].type, L_,
-                              [&](auto& vo) { return vo.load(x86::ptr(scur_[i]), tail); });
+      preset_[stash_[i]] = on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
+        return vo.load(x86::ptr(scur_[i], stash_disp(i, first)), tail);
+      });
+  }
+  // The instructions emitted since `before` (a copy for interleave()).
+  NodeRange since(BaseNode* before) const {
+    return {cc_.cursor() == before ? nullptr : before->next(), cc_.cursor()};
   }
 
   // The tail of `cnt` (< L) elements at cur_: AVX-512 masks the lanes; AVX2 and SSE2 copy the
@@ -431,6 +441,40 @@ class RowRenderer {
       };
       Label l_vec = cc_.newLabel(), l_vdone = cc_.newLabel();
       const int step = split ? L_ : A;
+      const int per_step = split ? 1 : G;  // bodies of L_ lanes per step
+      // The vector math's long chains: `unroll` steps per iteration while they last, their
+      // bodies interleaved (render.h, KernelVariant::unroll); the lanes are fed in row order
+      // after them, so every lane sees what it saw one step at a time.
+      if (const int U = std::max(1, v_.unroll); U > 1) {
+        Label l_multi = cc_.newLabel();
+        cc_.bind(l_multi);
+        cc_.cmp(cnt, U * step);
+        cc_.jl(l_vec);
+        std::vector<NodeRange> copies;
+        std::vector<x86::Vec> vals;
+        for (int j = 0; j < U * per_step; ++j) {
+          BaseNode* before = cc_.cursor();
+          const std::vector<x86::Vec> out =
+              emit_body(*ctx_, L_, k_, v_.layout, cur_, params_, nullptr, want_stash, preset_,
+                        no_store, false, j * L_);
+          if (stash) store_stash(out, nullptr, j * L_);
+          vals.push_back(out[e.a]);
+          copies.push_back(since(before));
+        }
+        interleave(cc_, copies);  // left as emitted (still correct) if not straight-line
+        for (int j = 0; j < U * per_step; ++j) {
+          note_nan(vals[j]);
+          if (split) {
+            feed(acc[0], low_half(vals[j], L_ * es));
+            feed(acc[0], high_half(vals[j], L_ * es, es == 8));
+          } else {
+            feed(acc[j % G], vals[j]);
+          }
+        }
+        advance(U * step);
+        cc_.sub(cnt, U * step);
+        cc_.jmp(l_multi);
+      }
       cc_.bind(l_vec);
       cc_.cmp(cnt, step);
       cc_.jl(l_vdone);
@@ -661,6 +705,24 @@ class RowRenderer {
     x86::Gp rem = cc_.newInt64("rem");
     cc_.mov(rem, n_);
     Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_end = cc_.newLabel();
+    if (const int U = std::max(1, v_.unroll); U > 1) {  // as in the passes
+      Label l_multi = cc_.newLabel();
+      cc_.bind(l_multi);
+      cc_.cmp(rem, U * L_);
+      cc_.jl(l_vec);
+      std::vector<NodeRange> copies;
+      for (int u = 0; u < U; ++u) {
+        BaseNode* before = cc_.cursor();
+        load_stash(nullptr, u * L_);
+        emit_body(*ctx_, L_, k_, v_.layout, cur_, params_, nullptr, none, preset_, elem_store_,
+                  v_.streaming, u * L_);
+        copies.push_back(since(before));
+      }
+      interleave(cc_, copies);
+      advance(U * L_);
+      cc_.sub(rem, U * L_);
+      cc_.jmp(l_multi);
+    }
     cc_.bind(l_vec);
     cc_.cmp(rem, L_);
     cc_.jl(l_tail);
