@@ -445,7 +445,8 @@ class RowRenderer {
       // The vector math's long chains: `unroll` steps per iteration while they last, their
       // bodies interleaved (render.h, KernelVariant::unroll); the lanes are fed in row order
       // after them, so every lane sees what it saw one step at a time.
-      if (const int U = std::max(1, v_.unroll); U > 1) {
+      // At most 8 bodies per iteration (SSE2 Float64 sums take 4 per step): compile time.
+      if (const int U = std::max(1, std::min(v_.unroll, 8 / per_step)); U > 1) {
         Label l_multi = cc_.newLabel();
         cc_.bind(l_multi);
         cc_.cmp(cnt, U * step);
