@@ -216,6 +216,15 @@ class AsmVecOps {
     return true;
   }
 
+  // vecmath's optional hook (common.h, round_small): x rounded to the nearest integer, ties to
+  // even, in one vrndscaleps / vrndscalepd on AVX-512 (for |x| < 2^22 / 2^51 the magic trick's
+  // integer; NaN stays NaN). Elsewhere false: the template adds and subtracts 1.5 * 2^p.
+  bool round_small(F x, F& out) const {
+    if (!kmask()) return false;
+    out = round(x, 0);
+    return true;
+  }
+
   // ---- beyond the contract: integer lanes (Int32 on the float emitter, Int64 on the double
   // one) and rounding, for the JIT's integer and rounding expressions ----
   using Gp = asmjit::x86::Gp;

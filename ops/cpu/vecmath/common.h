@@ -63,10 +63,12 @@ inline F clamp_lo(const O& o, F x, double c) {
 // what is read.
 template <class O>
 struct Rounded {
-  typename O::F f;  // the integer, as a float
-  typename O::F t;  // x + 1.5 * 2^p: the integer in its low bits
+  typename O::F f;    // the integer, as a float
+  typename O::F t;    // x + 1.5 * 2^p: the integer in its low bits (when has_t)
+  bool has_t = true;  // false: made by round_small's hook, t is recomputed from f
   typename O::I i(const O& o) const {
-    return o.isub(o.as_int(t), o.as_int(o.splat(Fmt<typename O::T>::kRoundMagic)));
+    const typename O::F magic = o.splat(Fmt<typename O::T>::kRoundMagic);
+    return o.isub(o.as_int(has_t ? t : o.add(f, magic)), o.as_int(magic));
   }
 };
 template <class O, class F = typename O::F>
@@ -75,6 +77,19 @@ inline Rounded<O> round_int(const O& o, F x) {
   const F magic = o.splat(Fmt<T>::kRoundMagic);
   const F t = o.add(x, magic);
   return {o.sub(t, magic), t};
+}
+
+// round_int for |x| < 2^22 (float) / 2^51 (double) or NaN, where a backend may round in one
+// instruction through the optional hook `bool round_small(F x, F& out)` (round to nearest,
+// ties to even: the magic trick's integer exactly; false where it cannot, e.g. the JIT
+// without AVX-512's vrndscaleps).
+template <class O, class F = typename O::F>
+inline Rounded<O> round_small(const O& o, F x) {
+  if constexpr (requires(F out) { o.round_small(x, out); }) {
+    F f;
+    if (o.round_small(x, f)) return {f, f, false};
+  }
+  return round_int(o, x);
 }
 
 // 2^k for integer lanes k in [1 - bias, bias].

@@ -91,7 +91,7 @@ struct LogC<double> {
 template <class O, class F = typename O::F>
 inline Rounded<O> exp_reduce(const O& o, F x, F& r) {
   using C = ExpC<typename O::T>;
-  const Rounded<O> k = round_int(o, o.mul(x, o.splat(kLog2e)));
+  const Rounded<O> k = round_small(o, o.mul(x, o.splat(kLog2e)));  // |x log2 e| < 1100
   r = o.sub(o.sub(x, o.mul(k.f, o.splat(C::kLn2Hi))), o.mul(k.f, o.splat(C::kLn2Lo)));
   return k;
 }
