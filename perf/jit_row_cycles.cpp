@@ -57,7 +57,8 @@ LoopKernel layernorm_kernel() {
 }
 
 // Parts of softmax's work, to see where its cycles go: the max pass alone; the sum of exps
-// alone (row values, stored once per row).
+// alone (row values, stored once per row); the sum alone; x / sum(x) (the sum, then the
+// element pass's division).
 LoopKernel amax_kernel() {
   LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
   k.stores = {k.reduce(ExprOp::ReduceMax, k.load(0))};
@@ -71,6 +72,13 @@ LoopKernel sum_exp_kernel() {
 LoopKernel sum_kernel() {
   LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
   k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+  return k;
+}
+
+LoopKernel div_sum_kernel() {
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
+  const int32_t x = k.load(0);
+  k.stores = {k.binary(ExprOp::Div, x, k.reduce(ExprOp::ReduceSum, x))};
   return k;
 }
 
@@ -103,7 +111,7 @@ int main(int argc, char** argv) {
               "code bytes");
   for (Case c : {Case{"softmax", softmax_kernel()}, Case{"layernorm", layernorm_kernel()},
                  Case{"amax", amax_kernel()}, Case{"sum(exp)", sum_exp_kernel()},
-                 Case{"sum", sum_kernel()}}) {
+                 Case{"sum", sum_kernel()}, Case{"x/sum", div_sum_kernel()}}) {
     const LoopKernel& k = c.k;
     for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
       if (isa > host_jit_isa()) continue;
