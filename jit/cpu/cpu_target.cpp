@@ -498,6 +498,13 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     }
     streaming = true;
   }
+  if (streaming && row_pipelined(k_, isa_)) {  // its element bodies follow the first pass's pieces
+    for (const Expr& e : k_.exprs)
+      if (expr_is_reduce(e.op)) {
+        streaming = row_pieces_aligned(row_program(e.op, e.type, n), cpu_kernel_lanes(k_, isa_));
+        break;
+      }
+  }
   const KernelFn fn = variant(layout, streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 

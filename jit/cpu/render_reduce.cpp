@@ -70,6 +70,32 @@ std::vector<int32_t> row_stash(const LoopKernel& k) {
   return out;
 }
 
+bool row_pipelined(const LoopKernel& k, JitIsa isa) {
+  if (isa != JitIsa::Avx512 || !cpu_kernel_unrolls(k)) return false;
+  const std::vector<uint8_t> row = k.row_values();
+  bool any_elem = false;
+  for (int32_t s : k.stores) any_elem = any_elem || !row[s];
+  std::vector<int32_t> reduces;
+  for (size_t i = 0; i < k.exprs.size(); ++i)
+    if (expr_is_reduce(k.exprs[i].op)) reduces.push_back(static_cast<int32_t>(i));
+  return any_elem && !reduces.empty() && k.exprs[reduces[0]].op != ExprOp::ReduceFirst &&
+         (reduces.size() > 1 || row_stash(k).empty());
+}
+
+bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes) {
+  int64_t start = 0;
+  for (size_t i = 0; i < program.size() && program[i] != 0;) {
+    if (program[i] == 2) {
+      ++i;
+      continue;
+    }
+    if (start % lanes != 0) return false;
+    start += program[i + 1];
+    i += 3;
+  }
+  return true;
+}
+
 namespace {
 
 int vec_lanes(const LoopKernel& k, JitIsa isa) { return cpu_kernel_lanes(k, isa); }
@@ -143,24 +169,58 @@ class RowRenderer {
     Label l_outer = cc_.newLabel(), l_done = cc_.newLabel();
     x86::Gp o = cc_.newInt64("o");
     cc_.xor_(o, o);
-    cc_.bind(l_outer);
-    cc_.cmp(o, n_outer);
-    cc_.jge(l_done);
-    preset_ = fixed;
-    for (size_t r = 0; r < reduces_.size(); ++r) {
-      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
-        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
-      else
-        pass(static_cast<int>(r));
+    if (!row_pipelined(k_, isa_)) {
+      cc_.bind(l_outer);
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_done);
+      preset_ = fixed;
+      other_passes(0);
+      element_pass();
+      row_stores();
+      for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
+      cc_.inc(o);
+      cc_.jmp(l_outer);
+    } else {
+      // Pipelined (render_reduce.h, row_pipelined): the first pass of row o + 1 runs in one
+      // loop with the element pass of row o; its row value is carried to the next iteration.
+      const int32_t first = reduces_[0];
+      for (int j = 0; j < nops_; ++j) ecur_.push_back(cc_.newIntPtr("ecur"));
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_done);
+      preset_ = fixed;
+      pass(0);
+      const int vbytes = L_ * static_cast<int>(itemsize(k_.exprs[first].type));
+      const x86::Vec carry = AsmVecOps<float>::new_vec_of(cc_, vbytes);
+      const x86::Vec carry_next = AsmVecOps<float>::new_vec_of(cc_, vbytes);
+      move(carry, preset_[first]);
+      move(carry_next, carry);
+      Label l_last = cc_.newLabel(), l_stores = cc_.newLabel();
+      x86::Gp next = cc_.newInt64("next_row");
+      cc_.bind(l_outer);
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_done);
+      preset_ = fixed;
+      preset_[first] = carry;
       hoist_row_values();
+      other_passes(1);
+      cc_.lea(next, x86::ptr(o, 1));
+      cc_.cmp(next, n_outer);
+      cc_.jge(l_last);
+      fused_ = true;
+      pass(0);
+      fused_ = false;
+      for (int32_t i : stash_) preset_[i] = x86::Vec();
+      move(carry_next, fused_value_);
+      cc_.jmp(l_stores);
+      cc_.bind(l_last);
+      element_pass();
+      cc_.bind(l_stores);
+      row_stores();
+      for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
+      move(carry, carry_next);
+      cc_.inc(o);
+      cc_.jmp(l_outer);
     }
-    bool any_elem = false;
-    for (uint8_t e : elem_store_) any_elem = any_elem || e;
-    if (any_elem) element_pass();
-    row_stores();
-    for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
-    cc_.inc(o);
-    cc_.jmp(l_outer);
     cc_.bind(l_done);
     if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
     cc_.endFunc();
@@ -239,9 +299,39 @@ class RowRenderer {
 
   void advance(int elements) {
     for (int j = 0; j < nops_; ++j)
-      if (contiguous(j)) cc_.add(cur_[j], elements * esize_[j]);
-    for (size_t i = 0; stash_on_ && i < scur_.size(); ++i)
+      if (contiguous(j)) {
+        cc_.add(cur_[j], elements * esize_[j]);
+        if (fused_) cc_.add(ecur_[j], elements * esize_[j]);
+      }
+    for (size_t i = 0; (stash_on_ || fused_) && i < scur_.size(); ++i)
       cc_.add(scur_[i], elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+  }
+  // The same for a count in a register.
+  void advance_by(x86::Gp c) {
+    auto add = [&](x86::Gp p, int es) {
+      x86::Gp d = cc_.newInt64();
+      cc_.imul(d, c, es);
+      cc_.add(p, d);
+    };
+    for (int j = 0; j < nops_; ++j)
+      if (contiguous(j)) {
+        add(cur_[j], esize_[j]);
+        if (fused_) add(ecur_[j], esize_[j]);
+      }
+    for (size_t i = 0; (stash_on_ || fused_) && i < scur_.size(); ++i)
+      add(scur_[i], static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+  }
+  // In a fused pass (render(), "pipelined"): the previous row's element values at ecur_ and
+  // `first` elements on, `tail`-masked, stored as the element pass stores them (`full`: a
+  // whole vector, non-temporal where the variant streams).
+  void fused_element_body(const x86::KReg* tail, int first, bool full) {
+    std::vector<x86::Vec> ep = preset_;
+    for (size_t i = 0; i < scur_.size(); ++i)
+      ep[stash_[i]] = on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
+        return vo.load(x86::ptr(scur_[i], stash_disp(i, first)), tail);
+      });
+    emit_body(*ctx_, L_, k_, v_.layout, ecur_, params_, tail, std::vector<uint8_t>(ep.size(), 0),
+              ep, elem_store_, full && v_.streaming, first);
   }
   void reset_stash() {
     for (size_t i = 0; i < scur_.size(); ++i) {
@@ -326,6 +416,18 @@ class RowRenderer {
     cc_.bind(done);
   }
 
+  // The passes of Reduces `from`, from + 1, ... of a row, each followed by the row values it
+  // makes computable.
+  void other_passes(size_t from) {
+    for (size_t r = from; r < reduces_.size(); ++r) {
+      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
+        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
+      else
+        pass(static_cast<int>(r));
+      hoist_row_values();
+    }
+  }
+
   // An earlier Reduce of the same op, type and operand (layer norm from mean and var reduces x
   // twice): its row value is this one's, so this pass is not emitted. Not for the last Reduce
   // when it fills the scratch row (row_stash), nor for ReduceFirst.
@@ -385,7 +487,15 @@ class RowRenderer {
     want[e.a] = 1;
 
     for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    if (fused_) {  // this pass reads the next row; the element bodies write this one
+      for (int j = 0; j < nops_; ++j) {
+        cc_.mov(ecur_[j], base_[j]);
+        cc_.add(cur_[j], x86::ptr(outer_, j * 8));
+      }
+      reset_stash();
+    }
     const bool stash = r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty();
+    KILN_CHECK(!(stash && fused_), "cpu row kernel: a fused pass cannot fill the scratch row");
     stash_on_ = stash;
     if (stash) reset_stash();
     std::vector<uint8_t> want_stash = want;
@@ -461,6 +571,11 @@ class RowRenderer {
           if (stash) store_stash(out, nullptr, j * L_);
           vals.push_back(out[e.a]);
           copies.push_back(since(before));
+          if (fused_) {
+            BaseNode* at = cc_.cursor();
+            fused_element_body(nullptr, j * L_, true);
+            copies.push_back(since(at));
+          }
         }
         interleave(cc_, copies);  // left as emitted (still correct) if not straight-line
         for (int j = 0; j < U * per_step; ++j) {
@@ -482,6 +597,7 @@ class RowRenderer {
       for (int g = 0; g < (split ? 1 : G); ++g) {
         const std::vector<x86::Vec> out = body(cur_, nullptr, want_stash, no_store);
         if (stash) store_stash(out, nullptr);
+        if (fused_) fused_element_body(nullptr, 0, true);
         x86::Vec v = out[e.a];
         note_nan(v);
         if (split) {
@@ -505,6 +621,7 @@ class RowRenderer {
         cc_.kmovw(m, bits.r32());
         const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
         if (stash) store_stash(out, &m);
+        if (fused_) fused_element_body(&m, 0, false);
         x86::Vec v = out[e.a];
         note_nan(v);  // the masked lanes load as zeros
         feed(acc[0], low_half(v, L_ * es));
@@ -549,6 +666,7 @@ class RowRenderer {
         const std::vector<x86::Vec> out =
             emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, want_stash, preset_, no_store);
         if (stash) store_stash(out, m);
+        if (fused_) fused_element_body(m, 0, false);  // AVX-512 only: m is the tail's mask
         x86::Vec v = out[e.a];
         on(t, L_, [&](auto& vo) {
           vo.store(lanes, v);
@@ -569,17 +687,7 @@ class RowRenderer {
         cc_.jmp(l_f);
         cc_.bind(l_fd);
       }
-      for (int j = 0; j < nops_; ++j)
-        if (contiguous(j)) {
-          x86::Gp d = cc_.newInt64();
-          cc_.imul(d, c, esize_[j]);
-          cc_.add(cur_[j], d);
-        }
-      for (size_t i = 0; stash && i < scur_.size(); ++i) {
-        x86::Gp d = cc_.newInt64();
-        cc_.imul(d, c, static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
-        cc_.add(scur_[i], d);
-      }
+      advance_by(c);
       cc_.sub(len, c);
       cc_.jmp(l_rest);
       cc_.bind(l_rdone);
@@ -588,7 +696,11 @@ class RowRenderer {
       cc_.jmp(l_next);
     }
     cc_.bind(l_end);
-    preset_[id] = broadcast_scalar(t, so.load(x86::ptr(sb)));
+    const x86::Vec value = broadcast_scalar(t, so.load(x86::ptr(sb)));
+    if (fused_)
+      fused_value_ = value;  // the next row's; this row's stays in preset_ for its stores
+    else
+      preset_[id] = value;
   }
 
   // ---- ReduceFirst: the index of the first element whose flag is nonzero (else n) ----
@@ -699,6 +811,9 @@ class RowRenderer {
 
   // ---- the element stores, over the row once more ----
   void element_pass() {
+    bool any_elem = false;
+    for (uint8_t e : elem_store_) any_elem = any_elem || e;
+    if (!any_elem) return;
     std::vector<uint8_t> none(k_.exprs.size(), 0);
     for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
     stash_on_ = true;
@@ -795,6 +910,9 @@ class RowRenderer {
   int L_;
   int nops_ = 0;
   x86::Gp outer_, n_, params_;
+  bool fused_ = false;         // the pass being emitted is a fused one (render())
+  std::vector<x86::Gp> ecur_;  // a fused pass's element cursors (the previous row)
+  x86::Vec fused_value_;       // a fused pass's result (the next row's)
   std::vector<x86::Gp> base_, cur_;
   std::vector<int> esize_;
   std::unique_ptr<EmitContext> ctx_;

@@ -27,6 +27,21 @@ namespace kiln::jit {
 // whole vector past its end), one scratch per thread.
 std::vector<int32_t> row_stash(const LoopKernel& k);
 
+// Whether the row function of `k` on `isa` is pipelined across rows: the first Reduce pass of
+// row o + 1 and the element pass of row o run as one loop (the element bodies ride along the
+// pass's bodies: a latency-bound max chain or sum next to a throughput-bound division, so each
+// hides the other), the first pass's row value carried to the next row. AVX-512 (masked
+// tails), a kernel with element outputs whose first Reduce is not ReduceFirst and whose first
+// pass is not the one that fills the scratch row; bodies that may be unrolled (no calls or
+// draws: cpu_kernel_unrolls). Results are the same bits: each element is computed by the same
+// instructions, each Reduce in the same order.
+bool row_pipelined(const LoopKernel& k, JitIsa isa);
+// Whether every piece of `program` (the first Reduce's row program of a pipelined kernel)
+// starts a multiple of `lanes` elements into the row: the element bodies at the pass's full
+// vectors are then vector-aligned wherever the row is, as non-temporal stores need (the
+// launcher streams only then).
+bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes);
+
 // One body of `lanes` lanes (render.cpp's emitter): evaluates what `want` and the outputs marked
 // in `store` need, taking `preset[i]` (where valid) for expression i instead of evaluating it
 // (row values computed before the loop), and stores the marked outputs at `cur`. Returns each
