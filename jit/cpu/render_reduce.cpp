@@ -78,8 +78,9 @@ bool row_pipelined(const LoopKernel& k, JitIsa isa) {
   std::vector<int32_t> reduces;
   for (size_t i = 0; i < k.exprs.size(); ++i)
     if (expr_is_reduce(k.exprs[i].op)) reduces.push_back(static_cast<int32_t>(i));
-  return any_elem && !reduces.empty() && k.exprs[reduces[0]].op != ExprOp::ReduceFirst &&
-         (reduces.size() > 1 || row_stash(k).empty());
+  for (int32_t r : reduces)
+    if (k.exprs[r].op == ExprOp::ReduceFirst) return false;
+  return any_elem && !reduces.empty();
 }
 
 bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes) {
@@ -155,7 +156,11 @@ class RowRenderer {
       cc_.mov(sbase_, x86::ptr(params_, (k_.num_params() + static_cast<int>(reduces_.size())) * 8));
       cc_.lea(sstride_, x86::ptr(n_, 64));  // (n + 64) * 8 bytes per stashed value
       cc_.shl(sstride_, 3);
-      for (size_t i = 0; i < stash_.size(); ++i) scur_.push_back(cc_.newIntPtr());
+      for (size_t i = 0; i < stash_.size(); ++i) {
+        scur_.push_back(cc_.newIntPtr());
+        escur_.push_back(cc_.newIntPtr());
+      }
+      swrite_ = sread_ = sbase_;
     }
     stack_ = cc_.newStack(64 * 8, 16);
     lanes_buf_ = cc_.newStack(64, 64);
@@ -181,43 +186,65 @@ class RowRenderer {
       cc_.inc(o);
       cc_.jmp(l_outer);
     } else {
-      // Pipelined (render_reduce.h, row_pipelined): the first pass of row o + 1 runs in one
-      // loop with the element pass of row o; its row value is carried to the next iteration.
-      const int32_t first = reduces_[0];
+      // Pipelined (render_reduce.h, row_pipelined): the element pass of row o rides along the
+      // last Reduce pass of row o + 1 (after that row's other passes); row o's values are
+      // carried in registers of their own, and the scratch rows alternate between two
+      // buffers (the launcher allocates both).
       for (int j = 0; j < nops_; ++j) ecur_.push_back(cc_.newIntPtr("ecur"));
+      if (!stash_.empty()) {
+        swrite_ = cc_.newIntPtr("scratch_w");
+        sread_ = cc_.newIntPtr("scratch_r");
+        cc_.mov(swrite_, sbase_);
+        cc_.mov(sread_, sstride_);
+        cc_.imul(sread_, sread_, static_cast<int>(stash_.size()));
+        cc_.add(sread_, sbase_);
+      }
+      auto swap_scratch = [&] {
+        if (!stash_.empty()) cc_.xchg(swrite_, sread_);
+      };
       cc_.cmp(o, n_outer);
       cc_.jge(l_done);
       preset_ = fixed;
-      pass(0);
-      const int vbytes = L_ * static_cast<int>(itemsize(k_.exprs[first].type));
-      const x86::Vec carry = AsmVecOps<float>::new_vec_of(cc_, vbytes);
-      const x86::Vec carry_next = AsmVecOps<float>::new_vec_of(cc_, vbytes);
-      move(carry, preset_[first]);
-      move(carry_next, carry);
-      Label l_last = cc_.newLabel(), l_stores = cc_.newLabel();
+      other_passes(0);
+      swap_scratch();
+      // The per-row values (what passes and hoists made), carried from row to row.
+      std::vector<int32_t> carried;
+      std::vector<x86::Vec> carry(preset_.size());
+      for (size_t i = 0; i < preset_.size(); ++i)
+        if (preset_[i].isValid() && !fixed[i].isValid()) {
+          carried.push_back(static_cast<int32_t>(i));
+          carry[i] = AsmVecOps<float>::new_vec_of(cc_, preset_[i].size());
+          move(carry[i], preset_[i]);
+        }
+      Label l_last = cc_.newLabel(), l_next = cc_.newLabel();
       x86::Gp next = cc_.newInt64("next_row");
       cc_.bind(l_outer);
       cc_.cmp(o, n_outer);
       cc_.jge(l_done);
-      preset_ = fixed;
-      preset_[first] = carry;
-      hoist_row_values();
-      other_passes(1);
+      std::vector<x86::Vec> mine = fixed;  // row o's values
+      for (int32_t i : carried) mine[i] = carry[i];
       cc_.lea(next, x86::ptr(o, 1));
       cc_.cmp(next, n_outer);
       cc_.jge(l_last);
-      fused_ = true;
-      pass(0);
-      fused_ = false;
-      for (int32_t i : stash_) preset_[i] = x86::Vec();
-      move(carry_next, fused_value_);
-      cc_.jmp(l_stores);
+      {  // row o + 1's passes, the last one with row o's element bodies
+        preset_ = fixed;
+        prev_ = mine;
+        next_row_ = true;
+        other_passes(0, true);
+        next_row_ = false;
+        const std::vector<x86::Vec> theirs = preset_;
+        preset_ = mine;
+        row_stores();
+        for (int32_t i : carried) move(carry[i], theirs[i]);
+        swap_scratch();
+        cc_.jmp(l_next);
+      }
       cc_.bind(l_last);
+      preset_ = mine;
       element_pass();
-      cc_.bind(l_stores);
       row_stores();
+      cc_.bind(l_next);
       for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
-      move(carry, carry_next);
       cc_.inc(o);
       cc_.jmp(l_outer);
     }
@@ -303,8 +330,11 @@ class RowRenderer {
         cc_.add(cur_[j], elements * esize_[j]);
         if (fused_) cc_.add(ecur_[j], elements * esize_[j]);
       }
-    for (size_t i = 0; (stash_on_ || fused_) && i < scur_.size(); ++i)
-      cc_.add(scur_[i], elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+    for (size_t i = 0; i < scur_.size(); ++i) {
+      const int es = elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
+      if (stash_on_) cc_.add(scur_[i], es);
+      if (fused_) cc_.add(escur_[i], es);
+    }
   }
   // The same for a count in a register.
   void advance_by(x86::Gp c) {
@@ -318,26 +348,30 @@ class RowRenderer {
         add(cur_[j], esize_[j]);
         if (fused_) add(ecur_[j], esize_[j]);
       }
-    for (size_t i = 0; (stash_on_ || fused_) && i < scur_.size(); ++i)
-      add(scur_[i], static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+    for (size_t i = 0; i < scur_.size(); ++i) {
+      const int es = static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
+      if (stash_on_) add(scur_[i], es);
+      if (fused_) add(escur_[i], es);
+    }
   }
   // In a fused pass (render(), "pipelined"): the previous row's element values at ecur_ and
   // `first` elements on, `tail`-masked, stored as the element pass stores them (`full`: a
   // whole vector, non-temporal where the variant streams).
   void fused_element_body(const x86::KReg* tail, int first, bool full) {
-    std::vector<x86::Vec> ep = preset_;
-    for (size_t i = 0; i < scur_.size(); ++i)
+    std::vector<x86::Vec> ep = prev_;
+    for (size_t i = 0; i < escur_.size(); ++i)
       ep[stash_[i]] = on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
-        return vo.load(x86::ptr(scur_[i], stash_disp(i, first)), tail);
+        return vo.load(x86::ptr(escur_[i], stash_disp(i, first)), tail);
       });
     emit_body(*ctx_, L_, k_, v_.layout, ecur_, params_, tail, std::vector<uint8_t>(ep.size(), 0),
               ep, elem_store_, full && v_.streaming, first);
   }
-  void reset_stash() {
-    for (size_t i = 0; i < scur_.size(); ++i) {
-      cc_.mov(scur_[i], sstride_);
-      cc_.imul(scur_[i], scur_[i], static_cast<int>(i));
-      cc_.add(scur_[i], sbase_);
+  // The stash cursors `cur` at the start of the scratch rows at `base`.
+  void reset_stash(const std::vector<x86::Gp>& cur, x86::Gp base) {
+    for (size_t i = 0; i < cur.size(); ++i) {
+      cc_.mov(cur[i], sstride_);
+      cc_.imul(cur[i], cur[i], static_cast<int>(i));
+      cc_.add(cur[i], base);
     }
   }
   // The last pass stores the stashed values of one body (`tail`: AVX-512 lanes; elsewhere whole
@@ -418,12 +452,18 @@ class RowRenderer {
 
   // The passes of Reduces `from`, from + 1, ... of a row, each followed by the row values it
   // makes computable.
-  void other_passes(size_t from) {
+  // `fuse_last`: the last pass carries the previous row's element bodies (render()).
+  void other_passes(size_t from, bool fuse_last = false) {
     for (size_t r = from; r < reduces_.size(); ++r) {
-      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
+      const bool last = r + 1 == reduces_.size();
+      if (const int32_t same = earlier_twin(static_cast<int>(r));
+          same >= 0 && !(fuse_last && last)) {
         preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
-      else
+      } else {
+        fused_ = fuse_last && last;
         pass(static_cast<int>(r));
+        fused_ = false;
+      }
       hoist_row_values();
     }
   }
@@ -486,18 +526,17 @@ class RowRenderer {
     std::vector<uint8_t> want(k_.exprs.size(), 0), no_store(k_.num_outputs(), 0);
     want[e.a] = 1;
 
-    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
-    if (fused_) {  // this pass reads the next row; the element bodies write this one
-      for (int j = 0; j < nops_; ++j) {
-        cc_.mov(ecur_[j], base_[j]);
-        cc_.add(cur_[j], x86::ptr(outer_, j * 8));
-      }
-      reset_stash();
+    for (int j = 0; j < nops_; ++j) {
+      cc_.mov(cur_[j], base_[j]);
+      if (next_row_) cc_.add(cur_[j], x86::ptr(outer_, j * 8));  // render(): pipelined
+    }
+    if (fused_) {  // the element bodies write the previous row
+      for (int j = 0; j < nops_; ++j) cc_.mov(ecur_[j], base_[j]);
+      if (!escur_.empty()) reset_stash(escur_, sread_);
     }
     const bool stash = r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty();
-    KILN_CHECK(!(stash && fused_), "cpu row kernel: a fused pass cannot fill the scratch row");
     stash_on_ = stash;
-    if (stash) reset_stash();
+    if (stash) reset_stash(scur_, swrite_);
     std::vector<uint8_t> want_stash = want;
     for (int32_t i : stash_) want_stash[i] = want_stash[i] || stash;
     x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp"), sb = cc_.newIntPtr("stack");
@@ -696,11 +735,7 @@ class RowRenderer {
       cc_.jmp(l_next);
     }
     cc_.bind(l_end);
-    const x86::Vec value = broadcast_scalar(t, so.load(x86::ptr(sb)));
-    if (fused_)
-      fused_value_ = value;  // the next row's; this row's stays in preset_ for its stores
-    else
-      preset_[id] = value;
+    preset_[id] = broadcast_scalar(t, so.load(x86::ptr(sb)));
   }
 
   // ---- ReduceFirst: the index of the first element whose flag is nonzero (else n) ----
@@ -817,7 +852,7 @@ class RowRenderer {
     std::vector<uint8_t> none(k_.exprs.size(), 0);
     for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
     stash_on_ = true;
-    reset_stash();
+    reset_stash(scur_, sread_);
     x86::Gp rem = cc_.newInt64("rem");
     cc_.mov(rem, n_);
     Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_end = cc_.newLabel();
@@ -910,9 +945,13 @@ class RowRenderer {
   int L_;
   int nops_ = 0;
   x86::Gp outer_, n_, params_;
-  bool fused_ = false;         // the pass being emitted is a fused one (render())
-  std::vector<x86::Gp> ecur_;  // a fused pass's element cursors (the previous row)
-  x86::Vec fused_value_;       // a fused pass's result (the next row's)
+  // Pipelined rows (render()): the passes being emitted read the next row (next_row_); the
+  // one being emitted also carries the previous row's element bodies (fused_), at ecur_ and
+  // escur_, with that row's values prev_.
+  bool next_row_ = false, fused_ = false;
+  std::vector<x86::Gp> ecur_, escur_;
+  std::vector<x86::Vec> prev_;
+  x86::Gp swrite_, sread_;  // the scratch rows the passes fill and the element pass reads
   std::vector<x86::Gp> base_, cur_;
   std::vector<int> esize_;
   std::unique_ptr<EmitContext> ctx_;
