@@ -409,7 +409,7 @@ TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
         "large softmax " + std::to_string(d));
     EXPECT_EQ(steps, "k5");
   }
-  // Layer norm.s last pass is a sum, whose pieces (blocks of at most 128) start 72 elements
+  // Layer norm's last pass is a sum, whose pieces (blocks of at most 128) start 72 elements
   // apart in rows of 1152 (aligned rows): the pipelined element bodies along them would be
   // unaligned, so they take plain stores there (render_reduce.h, row_pieces_aligned); rows of
   // 1024 stream.
