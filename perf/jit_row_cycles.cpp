@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
         if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
       std::vector<uint64_t> words;
       for (const auto& p : programs) words.push_back(reinterpret_cast<uintptr_t>(p.data()));
-      std::vector<uint64_t> scratch(row_stash(k).size() * static_cast<size_t>(n + 64) * 2);
+      std::vector<uint64_t> scratch(row_stash(k).size() * static_cast<size_t>(n + 64));
       words.push_back(reinterpret_cast<uintptr_t>(scratch.data()));
       std::vector<char*> ptrs = {reinterpret_cast<char*>(y.data()),
                                  reinterpret_cast<char*>(x.data())};

@@ -15,7 +15,6 @@
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render_reduce.h"
-#include "jit/loop/row_program.h"
 #include "jit/plan/jit_plan.h"
 #include "jit/target.h"
 #include "jit_kernel_util.h"
@@ -409,10 +408,8 @@ TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
         "large softmax " + std::to_string(d));
     EXPECT_EQ(steps, "k5");
   }
-  // Layer norm's last pass is a sum, whose pieces (blocks of at most 128) start 72 elements
-  // apart in rows of 1152 (aligned rows): the pipelined element bodies along them would be
-  // unaligned, so they take plain stores there (render_reduce.h, row_pieces_aligned); rows of
-  // 1024 stream.
+  // Layer norm (its first and last passes sums, whose pieces start 72 elements apart in rows of
+  // 1152): rows of 1024 and 1152 (both aligned), bitwise.
   for (int64_t d : {1024, 1152}) {
     tracer::RegionCache::instance().clear();
     const Tensor x = randn_of({2100, d}, 32) * 2.0 + 0.5, w = randn_of({d}, 33);
@@ -425,13 +422,6 @@ TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
         "large layer norm " + std::to_string(d));
     EXPECT_EQ(steps, "k7");
   }
-}
-
-TEST(JitReduceKernels, PiecesAlignedFollowsTheProgram) {
-  EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 1024), 16));
-  EXPECT_FALSE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 1152), 16));
-  EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 1152), 8));
-  EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceMax, kFloat32, 1000), 16));
 }
 
 // Reductions whose results leave the kernel: without keepdim, over two dims, unbiased variance

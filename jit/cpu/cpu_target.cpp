@@ -498,14 +498,6 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     }
     streaming = true;
   }
-  const bool pipelined = row_pipelined(k_, isa_);
-  if (streaming && pipelined) {  // its element bodies follow the last pass's pieces
-    const Expr* last = nullptr;
-    for (const Expr& e : k_.exprs)
-      if (expr_is_reduce(e.op)) last = &e;
-    streaming =
-        row_pieces_aligned(row_program(last->op, last->type, n), cpu_kernel_lanes(k_, isa_));
-  }
   const KernelFn fn = variant(layout, streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
@@ -538,7 +530,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     std::unique_ptr<uint64_t[]> scratch;
     const void* params = words.data();
     if (stash > 0) {  // this thread's scratch rows
-      scratch.reset(new uint64_t[stash * static_cast<size_t>(n + 64) * (pipelined ? 2 : 1)]);
+      scratch.reset(new uint64_t[stash * static_cast<size_t>(n + 64)]);
       local = words;
       local[np + programs.size()] = reinterpret_cast<uintptr_t>(scratch.get());
       params = local.data();

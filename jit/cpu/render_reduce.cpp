@@ -70,33 +70,6 @@ std::vector<int32_t> row_stash(const LoopKernel& k) {
   return out;
 }
 
-bool row_pipelined(const LoopKernel& k, JitIsa isa) {
-  if (isa != JitIsa::Avx512 || !cpu_kernel_unrolls(k)) return false;
-  const std::vector<uint8_t> row = k.row_values();
-  bool any_elem = false;
-  for (int32_t s : k.stores) any_elem = any_elem || !row[s];
-  std::vector<int32_t> reduces;
-  for (size_t i = 0; i < k.exprs.size(); ++i)
-    if (expr_is_reduce(k.exprs[i].op)) reduces.push_back(static_cast<int32_t>(i));
-  for (int32_t r : reduces)
-    if (k.exprs[r].op == ExprOp::ReduceFirst) return false;
-  return any_elem && !reduces.empty();
-}
-
-bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes) {
-  int64_t start = 0;
-  for (size_t i = 0; i < program.size() && program[i] != 0;) {
-    if (program[i] == 2) {
-      ++i;
-      continue;
-    }
-    if (start % lanes != 0) return false;
-    start += program[i + 1];
-    i += 3;
-  }
-  return true;
-}
-
 namespace {
 
 int vec_lanes(const LoopKernel& k, JitIsa isa) { return cpu_kernel_lanes(k, isa); }
@@ -156,11 +129,7 @@ class RowRenderer {
       cc_.mov(sbase_, x86::ptr(params_, (k_.num_params() + static_cast<int>(reduces_.size())) * 8));
       cc_.lea(sstride_, x86::ptr(n_, 64));  // (n + 64) * 8 bytes per stashed value
       cc_.shl(sstride_, 3);
-      for (size_t i = 0; i < stash_.size(); ++i) {
-        scur_.push_back(cc_.newIntPtr());
-        escur_.push_back(cc_.newIntPtr());
-      }
-      swrite_ = sread_ = sbase_;
+      for (size_t i = 0; i < stash_.size(); ++i) scur_.push_back(cc_.newIntPtr());
     }
     stack_ = cc_.newStack(64 * 8, 16);
     lanes_buf_ = cc_.newStack(64, 64);
@@ -174,80 +143,24 @@ class RowRenderer {
     Label l_outer = cc_.newLabel(), l_done = cc_.newLabel();
     x86::Gp o = cc_.newInt64("o");
     cc_.xor_(o, o);
-    if (!row_pipelined(k_, isa_)) {
-      cc_.bind(l_outer);
-      cc_.cmp(o, n_outer);
-      cc_.jge(l_done);
-      preset_ = fixed;
-      other_passes(0);
-      element_pass();
-      row_stores();
-      for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
-      cc_.inc(o);
-      cc_.jmp(l_outer);
-    } else {
-      // Pipelined (render_reduce.h, row_pipelined): the element pass of row o rides along the
-      // last Reduce pass of row o + 1 (after that row's other passes); row o's values are
-      // carried in registers of their own, and the scratch rows alternate between two
-      // buffers (the launcher allocates both).
-      for (int j = 0; j < nops_; ++j) ecur_.push_back(cc_.newIntPtr("ecur"));
-      if (!stash_.empty()) {
-        swrite_ = cc_.newIntPtr("scratch_w");
-        sread_ = cc_.newIntPtr("scratch_r");
-        cc_.mov(swrite_, sbase_);
-        cc_.mov(sread_, sstride_);
-        cc_.imul(sread_, sread_, static_cast<int>(stash_.size()));
-        cc_.add(sread_, sbase_);
-      }
-      auto swap_scratch = [&] {
-        if (!stash_.empty()) cc_.xchg(swrite_, sread_);
-      };
-      cc_.cmp(o, n_outer);
-      cc_.jge(l_done);
-      preset_ = fixed;
-      other_passes(0);
-      swap_scratch();
-      // The per-row values (what passes and hoists made), carried from row to row.
-      std::vector<int32_t> carried;
-      std::vector<x86::Vec> carry(preset_.size());
-      for (size_t i = 0; i < preset_.size(); ++i)
-        if (preset_[i].isValid() && !fixed[i].isValid()) {
-          carried.push_back(static_cast<int32_t>(i));
-          carry[i] = AsmVecOps<float>::new_vec_of(cc_, preset_[i].size());
-          move(carry[i], preset_[i]);
-        }
-      Label l_last = cc_.newLabel(), l_next = cc_.newLabel();
-      x86::Gp next = cc_.newInt64("next_row");
-      cc_.bind(l_outer);
-      cc_.cmp(o, n_outer);
-      cc_.jge(l_done);
-      std::vector<x86::Vec> mine = fixed;  // row o's values
-      for (int32_t i : carried) mine[i] = carry[i];
-      cc_.lea(next, x86::ptr(o, 1));
-      cc_.cmp(next, n_outer);
-      cc_.jge(l_last);
-      {  // row o + 1's passes, the last one with row o's element bodies
-        preset_ = fixed;
-        prev_ = mine;
-        next_row_ = true;
-        other_passes(0, true);
-        next_row_ = false;
-        const std::vector<x86::Vec> theirs = preset_;
-        preset_ = mine;
-        row_stores();
-        for (int32_t i : carried) move(carry[i], theirs[i]);
-        swap_scratch();
-        cc_.jmp(l_next);
-      }
-      cc_.bind(l_last);
-      preset_ = mine;
-      element_pass();
-      row_stores();
-      cc_.bind(l_next);
-      for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
-      cc_.inc(o);
-      cc_.jmp(l_outer);
+    cc_.bind(l_outer);
+    cc_.cmp(o, n_outer);
+    cc_.jge(l_done);
+    preset_ = fixed;
+    for (size_t r = 0; r < reduces_.size(); ++r) {
+      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
+        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
+      else
+        pass(static_cast<int>(r));
+      hoist_row_values();
     }
+    bool any_elem = false;
+    for (uint8_t e : elem_store_) any_elem = any_elem || e;
+    if (any_elem) element_pass();
+    row_stores();
+    for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
+    cc_.inc(o);
+    cc_.jmp(l_outer);
     cc_.bind(l_done);
     if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
     cc_.endFunc();
@@ -326,52 +239,15 @@ class RowRenderer {
 
   void advance(int elements) {
     for (int j = 0; j < nops_; ++j)
-      if (contiguous(j)) {
-        cc_.add(cur_[j], elements * esize_[j]);
-        if (fused_) cc_.add(ecur_[j], elements * esize_[j]);
-      }
+      if (contiguous(j)) cc_.add(cur_[j], elements * esize_[j]);
+    for (size_t i = 0; stash_on_ && i < scur_.size(); ++i)
+      cc_.add(scur_[i], elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+  }
+  void reset_stash() {
     for (size_t i = 0; i < scur_.size(); ++i) {
-      const int es = elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
-      if (stash_on_) cc_.add(scur_[i], es);
-      if (fused_) cc_.add(escur_[i], es);
-    }
-  }
-  // The same for a count in a register.
-  void advance_by(x86::Gp c) {
-    auto add = [&](x86::Gp p, int es) {
-      x86::Gp d = cc_.newInt64();
-      cc_.imul(d, c, es);
-      cc_.add(p, d);
-    };
-    for (int j = 0; j < nops_; ++j)
-      if (contiguous(j)) {
-        add(cur_[j], esize_[j]);
-        if (fused_) add(ecur_[j], esize_[j]);
-      }
-    for (size_t i = 0; i < scur_.size(); ++i) {
-      const int es = static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
-      if (stash_on_) add(scur_[i], es);
-      if (fused_) add(escur_[i], es);
-    }
-  }
-  // In a fused pass (render(), "pipelined"): the previous row's element values at ecur_ and
-  // `first` elements on, `tail`-masked, stored as the element pass stores them (`full`: a
-  // whole vector, non-temporal where the variant streams).
-  void fused_element_body(const x86::KReg* tail, int first, bool full) {
-    std::vector<x86::Vec> ep = prev_;
-    for (size_t i = 0; i < escur_.size(); ++i)
-      ep[stash_[i]] = on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
-        return vo.load(x86::ptr(escur_[i], stash_disp(i, first)), tail);
-      });
-    emit_body(*ctx_, L_, k_, v_.layout, ecur_, params_, tail, std::vector<uint8_t>(ep.size(), 0),
-              ep, elem_store_, full && v_.streaming, first);
-  }
-  // The stash cursors `cur` at the start of the scratch rows at `base`.
-  void reset_stash(const std::vector<x86::Gp>& cur, x86::Gp base) {
-    for (size_t i = 0; i < cur.size(); ++i) {
-      cc_.mov(cur[i], sstride_);
-      cc_.imul(cur[i], cur[i], static_cast<int>(i));
-      cc_.add(cur[i], base);
+      cc_.mov(scur_[i], sstride_);
+      cc_.imul(scur_[i], scur_[i], static_cast<int>(i));
+      cc_.add(scur_[i], sbase_);
     }
   }
   // The last pass stores the stashed values of one body (`tail`: AVX-512 lanes; elsewhere whole
@@ -450,24 +326,6 @@ class RowRenderer {
     cc_.bind(done);
   }
 
-  // The passes of Reduces `from`, from + 1, ... of a row, each followed by the row values it
-  // makes computable.
-  // `fuse_last`: the last pass carries the previous row's element bodies (render()).
-  void other_passes(size_t from, bool fuse_last = false) {
-    for (size_t r = from; r < reduces_.size(); ++r) {
-      const bool last = r + 1 == reduces_.size();
-      if (const int32_t same = earlier_twin(static_cast<int>(r));
-          same >= 0 && !(fuse_last && last)) {
-        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
-      } else {
-        fused_ = fuse_last && last;
-        pass(static_cast<int>(r));
-        fused_ = false;
-      }
-      hoist_row_values();
-    }
-  }
-
   // An earlier Reduce of the same op, type and operand (layer norm from mean and var reduces x
   // twice): its row value is this one's, so this pass is not emitted. Not for the last Reduce
   // when it fills the scratch row (row_stash), nor for ReduceFirst.
@@ -526,17 +384,10 @@ class RowRenderer {
     std::vector<uint8_t> want(k_.exprs.size(), 0), no_store(k_.num_outputs(), 0);
     want[e.a] = 1;
 
-    for (int j = 0; j < nops_; ++j) {
-      cc_.mov(cur_[j], base_[j]);
-      if (next_row_) cc_.add(cur_[j], x86::ptr(outer_, j * 8));  // render(): pipelined
-    }
-    if (fused_) {  // the element bodies write the previous row
-      for (int j = 0; j < nops_; ++j) cc_.mov(ecur_[j], base_[j]);
-      if (!escur_.empty()) reset_stash(escur_, sread_);
-    }
+    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
     const bool stash = r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty();
     stash_on_ = stash;
-    if (stash) reset_stash(scur_, swrite_);
+    if (stash) reset_stash();
     std::vector<uint8_t> want_stash = want;
     for (int32_t i : stash_) want_stash[i] = want_stash[i] || stash;
     x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp"), sb = cc_.newIntPtr("stack");
@@ -610,11 +461,6 @@ class RowRenderer {
           if (stash) store_stash(out, nullptr, j * L_);
           vals.push_back(out[e.a]);
           copies.push_back(since(before));
-          if (fused_) {
-            BaseNode* at = cc_.cursor();
-            fused_element_body(nullptr, j * L_, true);
-            copies.push_back(since(at));
-          }
         }
         interleave(cc_, copies);  // left as emitted (still correct) if not straight-line
         for (int j = 0; j < U * per_step; ++j) {
@@ -636,7 +482,6 @@ class RowRenderer {
       for (int g = 0; g < (split ? 1 : G); ++g) {
         const std::vector<x86::Vec> out = body(cur_, nullptr, want_stash, no_store);
         if (stash) store_stash(out, nullptr);
-        if (fused_) fused_element_body(nullptr, 0, true);
         x86::Vec v = out[e.a];
         note_nan(v);
         if (split) {
@@ -660,7 +505,6 @@ class RowRenderer {
         cc_.kmovw(m, bits.r32());
         const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
         if (stash) store_stash(out, &m);
-        if (fused_) fused_element_body(&m, 0, false);
         x86::Vec v = out[e.a];
         note_nan(v);  // the masked lanes load as zeros
         feed(acc[0], low_half(v, L_ * es));
@@ -705,7 +549,6 @@ class RowRenderer {
         const std::vector<x86::Vec> out =
             emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, want_stash, preset_, no_store);
         if (stash) store_stash(out, m);
-        if (fused_) fused_element_body(m, 0, false);  // AVX-512 only: m is the tail's mask
         x86::Vec v = out[e.a];
         on(t, L_, [&](auto& vo) {
           vo.store(lanes, v);
@@ -726,7 +569,17 @@ class RowRenderer {
         cc_.jmp(l_f);
         cc_.bind(l_fd);
       }
-      advance_by(c);
+      for (int j = 0; j < nops_; ++j)
+        if (contiguous(j)) {
+          x86::Gp d = cc_.newInt64();
+          cc_.imul(d, c, esize_[j]);
+          cc_.add(cur_[j], d);
+        }
+      for (size_t i = 0; stash && i < scur_.size(); ++i) {
+        x86::Gp d = cc_.newInt64();
+        cc_.imul(d, c, static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
+        cc_.add(scur_[i], d);
+      }
       cc_.sub(len, c);
       cc_.jmp(l_rest);
       cc_.bind(l_rdone);
@@ -846,13 +699,10 @@ class RowRenderer {
 
   // ---- the element stores, over the row once more ----
   void element_pass() {
-    bool any_elem = false;
-    for (uint8_t e : elem_store_) any_elem = any_elem || e;
-    if (!any_elem) return;
     std::vector<uint8_t> none(k_.exprs.size(), 0);
     for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
     stash_on_ = true;
-    reset_stash(scur_, sread_);
+    reset_stash();
     x86::Gp rem = cc_.newInt64("rem");
     cc_.mov(rem, n_);
     Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_end = cc_.newLabel();
@@ -945,13 +795,6 @@ class RowRenderer {
   int L_;
   int nops_ = 0;
   x86::Gp outer_, n_, params_;
-  // Pipelined rows (render()): the passes being emitted read the next row (next_row_); the
-  // one being emitted also carries the previous row's element bodies (fused_), at ecur_ and
-  // escur_, with that row's values prev_.
-  bool next_row_ = false, fused_ = false;
-  std::vector<x86::Gp> ecur_, escur_;
-  std::vector<x86::Vec> prev_;
-  x86::Gp swrite_, sread_;  // the scratch rows the passes fill and the element pass reads
   std::vector<x86::Gp> base_, cur_;
   std::vector<int> esize_;
   std::unique_ptr<EmitContext> ctx_;
