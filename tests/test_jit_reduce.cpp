@@ -232,6 +232,42 @@ TEST(JitReduceKernels, TwoPassesOverAStashedValue) {
   }
 }
 
+// Reduces of the same op, type and operand share one pass (layer norm from mean and var sums x
+// twice; render_reduce.cpp, earlier_twin); reduces that differ in op or operand keep their own.
+TEST(JitReduceKernels, TwinReducesShareAPass) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      LoopKernel k = LoopKernel::uniform(dt, 2);
+      const int32_t x = k.load(0), c = k.load(1);
+      const int32_t d = k.binary(ExprOp::Sub, x, c);
+      const int32_t s1 = k.reduce(ExprOp::ReduceSum, x);
+      const int32_t mx = k.reduce(ExprOp::ReduceMax, x);
+      const int32_t s2 = k.reduce(ExprOp::ReduceSum, x);   // s1's twin
+      const int32_t sd = k.reduce(ExprOp::ReduceSum, d);   // another operand
+      const int32_t mx2 = k.reduce(ExprOp::ReduceMax, x);  // mx's twin
+      k.stores = {s1, mx, s2, sd, mx2, k.binary(ExprOp::Sub, x, k.binary(ExprOp::Add, s2, mx2))};
+      std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+      for (int64_t n : {1, 17, 300}) {
+        for (bool nan : {false, true}) {
+          const Tensor xt =
+              row_data(4, n, dt, ExprOp::ReduceMax, static_cast<uint64_t>(5 + n), nan);
+          const Tensor ct = row_data(4, 1, dt, ExprOp::ReduceSum, 3, false);
+          std::vector<Tensor> got = launch(*kernel, xt, ct, {true, true, true, true, true, false});
+          const std::string what = fmt::format("{} {} n={} nan={}", isa, dtype_name(dt), n, nan);
+          const Tensor sum = xt.sum({-1}, true), mxt = xt.amax({-1}, true);
+          expect_bitwise_equal(got[0], sum, what.c_str());
+          expect_bitwise_equal(got[1], mxt, what.c_str());
+          expect_bitwise_equal(got[2], sum, what.c_str());
+          expect_bitwise_equal(got[3], (xt - ct).sum({-1}, true), what.c_str());
+          expect_bitwise_equal(got[4], mxt, what.c_str());
+          expect_bitwise_equal(got[5], xt - (sum + mxt), what.c_str());
+        }
+      }
+    }
+  }
+}
+
 TEST(JitReduceKernels, ResultsDoNotDependOnTheThreadCount) {
   const Tensor x = row_data(64, 3000, kFloat32, ExprOp::ReduceSum, 7, false);
   const Tensor c = zeros({64, 1});
@@ -371,6 +407,20 @@ TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
         },
         "large softmax " + std::to_string(d));
     EXPECT_EQ(steps, "k5");
+  }
+  // Layer norm (its first and last passes sums, whose pieces start 72 elements apart in rows of
+  // 1152): rows of 1024 and 1152 (both aligned), bitwise.
+  for (int64_t d : {1024, 1152}) {
+    tracer::RegionCache::instance().clear();
+    const Tensor x = randn_of({2100, d}, 32) * 2.0 + 0.5, w = randn_of({d}, 33);
+    const std::string steps = run_both(
+        [&] {
+          Tensor mu = x.mean({-1}, true);
+          Tensor var = x.var({-1}, false, true);
+          return TensorList{(x - mu) / (var + 1e-5).sqrt() * w};
+        },
+        "large layer norm " + std::to_string(d));
+    EXPECT_EQ(steps, "k7");
   }
 }
 

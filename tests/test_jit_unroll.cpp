@@ -267,6 +267,13 @@ TEST(JitUnroll, TargetChoosesThreeForVectorMath) {
   EXPECT_EQ(cpu_kernel_unroll(big, JitIsa::Avx512), 3);
   big.stores = {big.binary(ExprOp::Add, v, v)};
   EXPECT_EQ(cpu_kernel_unroll(big, JitIsa::Avx512), 1);
+  // Row kernels take kRowUnroll, with vector math or without.
+  LoopKernel row = LoopKernel::uniform(kFloat32, 1);
+  const int32_t r = row.load(0);
+  row.stores = {row.binary(ExprOp::Sub, r, row.reduce(ExprOp::ReduceSum, r))};
+  EXPECT_EQ(cpu_kernel_unroll(row, JitIsa::Avx512), kRowUnroll);
+  row.stores = {row.unary(ExprOp::Exp, row.reduce(ExprOp::ReduceMax, r))};
+  EXPECT_EQ(cpu_kernel_unroll(row, JitIsa::Avx2), kRowUnroll);
 }
 
 // Bodies that branch or call out (sin/cos), or draw (RandUniform), are never unrolled, even when

@@ -799,7 +799,9 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
   int math = 0;
   for (const Expr& e : k.exprs) math += expr_is_transcendental(e.op);
   // Each body is rendered unroll + 2 times: keep large kernels' compile time linear in their size.
-  return math > 0 && math <= kUnrollMaxMath && k.exprs.size() <= kUnrollMaxExprs ? 3 : 1;
+  if (math > kUnrollMaxMath || k.exprs.size() > kUnrollMaxExprs) return 1;
+  if (k.has_reduce()) return kRowUnroll;
+  return math > 0 ? 3 : 1;
 }
 
 RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,

@@ -49,11 +49,18 @@ struct KernelVariant {
 // The elements one vector iteration of `k` computes on `isa` (the widest type sets it).
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa);
 
-// The target's choice of KernelVariant::unroll for `k` on `isa`: 3 for kernels with vector math
+// The target's choice of KernelVariant::unroll for `k` on `isa`: kRowUnroll for row kernels, 3
+// for other kernels with vector math
 // (long dependency chains; measured by perf/jit_kernel_cycles.cpp on every ISA, docs/jit.md) of
 // at most kUnrollMaxMath vector-math and kUnrollMaxExprs expressions, else 1 (short chains are
 // memory-bound; every unrolled body adds compile time: gelu's 51 -> 96 µs).
+// Row kernels (render_reduce.h) take kRowUnroll whatever their math: a row program's pieces
+// are at most 128 elements (8 AVX-512 Float32 vectors: two iterations of 4), and even the
+// plain sums and the division of layer norm gained from it (perf/jit_row_cycles.cpp: softmax
+// 1.50 / 1.43 / 1.44 / 1.37 TSC cycles per element at unroll 1 / 2 / 3 / 4, 1.39 at 8; layer
+// norm 0.81 at 1, 0.77 at 3 and 4).
 inline constexpr int kUnrollMaxMath = 4;
+inline constexpr int kRowUnroll = 4;
 inline constexpr size_t kUnrollMaxExprs = 64;
 int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa);
 // Whether the body of `k` may be unrolled at all (KILN_JIT_UNROLL included). Not: a kernel that

@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 
+#include "jit/cpu/interleave.h"
 #include "jit/cpu/reduce_ops.h"
 #include "jit/loop/row_program.h"
 #include "runtime/error.h"
@@ -14,6 +15,8 @@ namespace {
 
 using namespace asmjit;
 namespace Inst = x86::Inst;
+
+constexpr double kQuietNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
@@ -145,7 +148,10 @@ class RowRenderer {
     cc_.jge(l_done);
     preset_ = fixed;
     for (size_t r = 0; r < reduces_.size(); ++r) {
-      pass(static_cast<int>(r));
+      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
+        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
+      else
+        pass(static_cast<int>(r));
       hoist_row_values();
     }
     bool any_elem = false;
@@ -167,6 +173,25 @@ class RowRenderer {
 
   void move(x86::Vec d, x86::Vec s) {
     if (d.id() != s.id()) cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, d, s);
+  }
+  // A mask in registers of its own (a loop-carried one), and assigning to it.
+  AsmMask fresh_mask(const AsmMask& m) {
+    AsmMask r;
+    if (kmask()) {
+      r.k = cc_.newKw();
+      cc_.kmovw(r.k, m.k);
+    } else {
+      r.v = AsmVecOps<float>::new_vec_of(cc_, m.v.size());
+      move(r.v, m.v);
+    }
+    return r;
+  }
+  void move_mask(const AsmMask& d, const AsmMask& s) {
+    if (kmask()) {
+      if (d.k.id() != s.k.id()) cc_.kmovw(d.k, s.k);
+    } else {
+      move(d.v, s.v);
+    }
   }
 
   template <class Fn>
@@ -227,17 +252,26 @@ class RowRenderer {
   }
   // The last pass stores the stashed values of one body (`tail`: AVX-512 lanes; elsewhere whole
   // vectors, the scratch row has room past its end).
-  void store_stash(const std::vector<x86::Vec>& out, const x86::KReg* tail) {
+  // `first`: the body's elements start that many elements on (an unrolled body's copy).
+  int stash_disp(size_t i, int first) const {
+    return first * static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
+  }
+  void store_stash(const std::vector<x86::Vec>& out, const x86::KReg* tail, int first = 0) {
     for (size_t i = 0; i < scur_.size(); ++i)
       on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
-        vo.store(x86::ptr(scur_[i]), out[stash_[i]], tail);
+        vo.store(x86::ptr(scur_[i], stash_disp(i, first)), out[stash_[i]], tail);
         return 0;
       });
   }
-  void load_stash(const x86::KReg* tail) {
+  void load_stash(const x86::KReg* tail, int first = 0) {
     for (size_t i = 0; i < scur_.size(); ++i)
-      preset_[stash_[i]] = on(k_.exprs[stash_[i]].type, L_,
-                              [&](auto& vo) { return vo.load(x86::ptr(scur_[i]), tail); });
+      preset_[stash_[i]] = on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
+        return vo.load(x86::ptr(scur_[i], stash_disp(i, first)), tail);
+      });
+  }
+  // The instructions emitted since `before` (a copy for interleave()).
+  NodeRange since(BaseNode* before) const {
+    return {cc_.cursor() == before ? nullptr : before->next(), cc_.cursor()};
   }
 
   // The tail of `cnt` (< L) elements at cur_: AVX-512 masks the lanes; AVX2 and SSE2 copy the
@@ -290,6 +324,20 @@ class RowRenderer {
     cc_.inc(i);
     cc_.jmp(l);
     cc_.bind(done);
+  }
+
+  // An earlier Reduce of the same op, type and operand (layer norm from mean and var reduces x
+  // twice): its row value is this one's, so this pass is not emitted. Not for the last Reduce
+  // when it fills the scratch row (row_stash), nor for ReduceFirst.
+  int32_t earlier_twin(int r) const {
+    const Expr& e = k_.exprs[reduces_[r]];
+    if (e.op == ExprOp::ReduceFirst) return -1;
+    if (r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty()) return -1;
+    for (int q = 0; q < r; ++q) {
+      const Expr& f = k_.exprs[reduces_[q]];
+      if (f.op == e.op && f.type == e.type && f.a == e.a) return reduces_[q];
+    }
+    return -1;
   }
 
   // ---- one pass: the Reduce expression reduces_[r] over the row, by its row program ----
@@ -373,10 +421,61 @@ class RowRenderer {
         a = ao.new_vec();
         move(a, identity(ao, op));
       }
-      // Lane by lane as eager's lanes; max / min keep a NaN (eager tests for one separately).
-      auto feed = [&](x86::Vec& a, x86::Vec v) { move(a, combine(ao, op, a, v)); };
+      // Lane by lane as eager's lanes. Max / min as eager's range_extreme: a lane keeps
+      // maxps(acc, v) (minps), one instruction on the loop-carried chain, and a NaN is noted
+      // apart in `nan_seen` (per lane of the vectors read), which makes the lanes NaN before
+      // they fold.
+      const bool extreme = op == ExprOp::ReduceMax || op == ExprOp::ReduceMin;
+      AsmVecOps<T> vo(*ctx_, L_);
+      AsmMask nan_seen;
+      if (extreme) {
+        const x86::Vec id = identity(vo, op);
+        nan_seen = fresh_mask(vo.unord(id, id));  // all false
+      }
+      auto feed = [&](x86::Vec& a, x86::Vec v) {
+        if (!extreme) return move(a, combine(ao, op, a, v));
+        move(a, op == ExprOp::ReduceMax ? ao.gt_select(a, v) : ao.lt_select(a, v));
+      };
+      auto note_nan = [&](x86::Vec v) {
+        if (extreme) move_mask(nan_seen, vo.mask_or(nan_seen, vo.unord(v, v)));
+      };
       Label l_vec = cc_.newLabel(), l_vdone = cc_.newLabel();
       const int step = split ? L_ : A;
+      const int per_step = split ? 1 : G;  // bodies of L_ lanes per step
+      // The vector math's long chains: `unroll` steps per iteration while they last, their
+      // bodies interleaved (render.h, KernelVariant::unroll); the lanes are fed in row order
+      // after them, so every lane sees what it saw one step at a time.
+      // At most 8 bodies per iteration (SSE2 Float64 sums take 4 per step): compile time.
+      if (const int U = std::max(1, std::min(v_.unroll, 8 / per_step)); U > 1) {
+        Label l_multi = cc_.newLabel();
+        cc_.bind(l_multi);
+        cc_.cmp(cnt, U * step);
+        cc_.jl(l_vec);
+        std::vector<NodeRange> copies;
+        std::vector<x86::Vec> vals;
+        for (int j = 0; j < U * per_step; ++j) {
+          BaseNode* before = cc_.cursor();
+          const std::vector<x86::Vec> out =
+              emit_body(*ctx_, L_, k_, v_.layout, cur_, params_, nullptr, want_stash, preset_,
+                        no_store, false, j * L_);
+          if (stash) store_stash(out, nullptr, j * L_);
+          vals.push_back(out[e.a]);
+          copies.push_back(since(before));
+        }
+        interleave(cc_, copies);  // left as emitted (still correct) if not straight-line
+        for (int j = 0; j < U * per_step; ++j) {
+          note_nan(vals[j]);
+          if (split) {
+            feed(acc[0], low_half(vals[j], L_ * es));
+            feed(acc[0], high_half(vals[j], L_ * es, es == 8));
+          } else {
+            feed(acc[j % G], vals[j]);
+          }
+        }
+        advance(U * step);
+        cc_.sub(cnt, U * step);
+        cc_.jmp(l_multi);
+      }
       cc_.bind(l_vec);
       cc_.cmp(cnt, step);
       cc_.jl(l_vdone);
@@ -384,6 +483,7 @@ class RowRenderer {
         const std::vector<x86::Vec> out = body(cur_, nullptr, want_stash, no_store);
         if (stash) store_stash(out, nullptr);
         x86::Vec v = out[e.a];
+        note_nan(v);
         if (split) {
           feed(acc[0], low_half(v, L_ * es));
           feed(acc[0], high_half(v, L_ * es, es == 8));
@@ -406,9 +506,19 @@ class RowRenderer {
         const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
         if (stash) store_stash(out, &m);
         x86::Vec v = out[e.a];
+        note_nan(v);  // the masked lanes load as zeros
         feed(acc[0], low_half(v, L_ * es));
         advance(A);
         cc_.bind(l_no);
+      }
+      if (extreme) {  // a NaN read in any lane makes the result NaN, as eager's
+        AsmMask any = nan_seen;
+        if (split) {  // the vectors' upper lanes fed the same accumulator lanes
+          any.k = cc_.newKw();
+          cc_.kshiftrw(any.k, nan_seen.k, imm(P));
+          cc_.korw(any.k, any.k, nan_seen.k);
+        }
+        for (auto& a : acc) move(a, ao.select(any, ao.splat(kQuietNaN), a));
       }
       // The lanes, in eager's order: a tree for sums and products, in order for max / min.
       x86::Mem lanes = lanes_buf_;
@@ -596,6 +706,24 @@ class RowRenderer {
     x86::Gp rem = cc_.newInt64("rem");
     cc_.mov(rem, n_);
     Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_end = cc_.newLabel();
+    if (const int U = std::max(1, v_.unroll); U > 1) {  // as in the passes
+      Label l_multi = cc_.newLabel();
+      cc_.bind(l_multi);
+      cc_.cmp(rem, U * L_);
+      cc_.jl(l_vec);
+      std::vector<NodeRange> copies;
+      for (int u = 0; u < U; ++u) {
+        BaseNode* before = cc_.cursor();
+        load_stash(nullptr, u * L_);
+        emit_body(*ctx_, L_, k_, v_.layout, cur_, params_, nullptr, none, preset_, elem_store_,
+                  v_.streaming, u * L_);
+        copies.push_back(since(before));
+      }
+      interleave(cc_, copies);
+      advance(U * L_);
+      cc_.sub(rem, U * L_);
+      cc_.jmp(l_multi);
+    }
     cc_.bind(l_vec);
     cc_.cmp(rem, L_);
     cc_.jl(l_tail);

@@ -204,6 +204,27 @@ class AsmVecOps {
     k = k2;
   }
 
+  // vecmath's optional hook (common.h, scale2): x * 2^kf rounded once, in one vscalefps /
+  // vscalefpd on AVX-512 (kf is integer-valued, so its floor is itself; NaN in either gives NaN,
+  // results underflow gradually and overflow to inf as the two exact multiplies do). Elsewhere
+  // false: the template emits the two multiplies.
+  bool scale2_rounded(F x, F kf, F& out) const {
+    if (!kmask()) return false;
+    out = new_vec();
+    cc_.emit(kDouble ? asmjit::x86::Inst::kIdVscalefpd : asmjit::x86::Inst::kIdVscalefps, out, x,
+             kf);
+    return true;
+  }
+
+  // vecmath's optional hook (common.h, round_small): x rounded to the nearest integer, ties to
+  // even, in one vrndscaleps / vrndscalepd on AVX-512 (for |x| < 2^22 / 2^51 the magic trick's
+  // integer; NaN stays NaN). Elsewhere false: the template adds and subtracts 1.5 * 2^p.
+  bool round_small(F x, F& out) const {
+    if (!kmask()) return false;
+    out = round(x, 0);
+    return true;
+  }
+
   // ---- beyond the contract: integer lanes (Int32 on the float emitter, Int64 on the double
   // one) and rounding, for the JIT's integer and rounding expressions ----
   using Gp = asmjit::x86::Gp;

@@ -59,17 +59,37 @@ inline F clamp_lo(const O& o, F x, double c) {
 
 // x rounded to the nearest integer (ties to even), as a float and as integer lanes. Valid for
 // |x| < 2^22 (float) / 2^51 (double).
+// The integer lanes are made on demand (i()): a backend that emits code (the JIT) emits only
+// what is read.
 template <class O>
 struct Rounded {
-  typename O::F f;
-  typename O::I i;
+  typename O::F f;    // the integer, as a float
+  typename O::F t;    // x + 1.5 * 2^p: the integer in its low bits (when has_t)
+  bool has_t = true;  // false: made by round_small's hook, t is recomputed from f
+  typename O::I i(const O& o) const {
+    const typename O::F magic = o.splat(Fmt<typename O::T>::kRoundMagic);
+    return o.isub(o.as_int(has_t ? t : o.add(f, magic)), o.as_int(magic));
+  }
 };
 template <class O, class F = typename O::F>
 inline Rounded<O> round_int(const O& o, F x) {
   using T = typename O::T;
   const F magic = o.splat(Fmt<T>::kRoundMagic);
   const F t = o.add(x, magic);
-  return {o.sub(t, magic), o.isub(o.as_int(t), o.as_int(magic))};
+  return {o.sub(t, magic), t};
+}
+
+// round_int for |x| < 2^22 (float) / 2^51 (double) or NaN, where a backend may round in one
+// instruction through the optional hook `bool round_small(F x, F& out)` (round to nearest,
+// ties to even: the magic trick's integer exactly; false where it cannot, e.g. the JIT
+// without AVX-512's vrndscaleps).
+template <class O, class F = typename O::F>
+inline Rounded<O> round_small(const O& o, F x) {
+  if constexpr (requires(F out) { o.round_small(x, out); }) {
+    F f;
+    if (o.round_small(x, f)) return {f, f, false};
+  }
+  return round_int(o, x);
 }
 
 // 2^k for integer lanes k in [1 - bias, bias].
@@ -80,12 +100,23 @@ inline typename O::F pow2i(const O& o, I k) {
 }
 
 // x * 2^k for an integer-valued k (float and integer lanes) in [-2*bias-2, 2*bias], in two
-// exact steps so that the only rounding is the final one (gradual underflow, overflow to inf).
+// exact steps so that the only rounding is the final one (gradual underflow, overflow to inf):
+// the correctly rounded x * 2^k. A backend may compute that product in one instruction through
+// the optional hook `bool scale2_rounded(F x, F kf, F& out)` (kf: k as a float; false where it
+// cannot, e.g. the JIT without AVX-512's vscalefps): the same bits, and k.i is not read.
 template <class O, class F = typename O::F>
 inline F scale2(const O& o, F x, const Rounded<O>& k) {
-  const Rounded<O> k1 = round_int(o, o.mul(k.f, o.splat(0.5)));
-  const typename O::I k2 = o.isub(k.i, k1.i);
-  return o.mul(o.mul(x, pow2i(o, k1.i)), pow2i(o, k2));
+  if constexpr (requires(F out) { o.scale2_rounded(x, k.f, out); }) {
+    F out;
+    if (o.scale2_rounded(x, k.f, out)) return out;
+  }
+  // k1 = round(k / 2) as integer lanes only (its float value is not needed).
+  using T = typename O::T;
+  const F magic = o.splat(Fmt<T>::kRoundMagic);
+  const typename O::I k1 =
+      o.isub(o.as_int(o.add(o.mul(k.f, o.splat(0.5)), magic)), o.as_int(magic));
+  const typename O::I k2 = o.isub(k.i(o), k1);
+  return o.mul(o.mul(x, pow2i(o, k1)), pow2i(o, k2));
 }
 
 // c[0] + x*(c[1] + x*(c[2] + ...)), Horner without fusing (c: an array of doubles).

@@ -91,7 +91,7 @@ struct LogC<double> {
 template <class O, class F = typename O::F>
 inline Rounded<O> exp_reduce(const O& o, F x, F& r) {
   using C = ExpC<typename O::T>;
-  const Rounded<O> k = round_int(o, o.mul(x, o.splat(kLog2e)));
+  const Rounded<O> k = round_small(o, o.mul(x, o.splat(kLog2e)));  // |x log2 e| < 1100
   r = o.sub(o.sub(x, o.mul(k.f, o.splat(C::kLn2Hi))), o.mul(k.f, o.splat(C::kLn2Lo)));
   return k;
 }
@@ -147,12 +147,12 @@ inline F expm1(const O& o, F x) {
   F r;
   const Rounded<O> k = detail::exp_reduce(o, xc, r);
   const F em1 = detail::expm1_poly(o, r);
-  const Rounded<O> k1 = round_int(o, o.mul(k.f, o.splat(0.5)));
-  const typename O::I k2 = o.isub(k.i, k1.i);
+  const typename O::I k1 = round_int(o, o.mul(k.f, o.splat(0.5))).i(o);
+  const typename O::I k2 = o.isub(k.i(o), k1);
   const typename O::I zero = o.isplat(0);
-  const F inv = o.mul(pow2i(o, o.isub(zero, k1.i)), pow2i(o, o.isub(zero, k2)));  // 2^-k
+  const F inv = o.mul(pow2i(o, o.isub(zero, k1)), pow2i(o, o.isub(zero, k2)));  // 2^-k
   F t = o.add(em1, o.sub(o.splat(1.0), inv));
-  t = o.mul(o.mul(t, pow2i(o, k1.i)), pow2i(o, k2));
+  t = o.mul(o.mul(t, pow2i(o, k1)), pow2i(o, k2));
   return o.select(o.eq(x, o.splat(0.0)), x, t);
 }
 

@@ -63,7 +63,7 @@ inline F sin_quadrant(const O& o, F x, int q0) {
   r = o.sub(r, o.mul(k.f, o.splat(C::kC3)));
   r = o.sub(r, o.mul(k.f, o.splat(C::kC4)));
   r = clamp_hi(o, clamp_lo(o, r, -0.8), 0.8);  // only past the Cody-Waite range
-  typename O::I ki = k.i;
+  typename O::I ki = k.i(o);
   // Past the Cody-Waite range: the exact reduction, lane by lane, where the backend has it.
   if constexpr (requires { o.reduce_pio2_huge(x, C::kHuge, r, ki); })
     o.reduce_pio2_huge(x, C::kHuge, r, ki);

@@ -33,5 +33,14 @@
 // float<->int conversion (round with the 1.5*2^(mantissa bits) trick: add then subtract), no FMA,
 // no gather. A function that needs more asks for a new primitive here, implemented in both
 // backends and tested bitwise across them (tests/test_vecmath_*.cpp).
+// Optional hooks (a backend may have them; the templates test with `requires`): one
+// instruction for a step whose exactly rounded result the primitives above also compute, so
+// the bits are the same with or without it:
+//   bool scale2_rounded(F x, F kf, F& out)   x * 2^kf rounded once (common.h, scale2)
+//   bool round_small(F x, F& out)            x rounded to an integer, ties to even, for
+//                                            |x| < 2^22 / 2^51 (common.h, round_small)
+//   void reduce_pio2_huge(...)               sin/cos's exact reduction (sin_cos.h)
+// The JIT has the first two on AVX-512 (vscalefps, vrndscaleps; false elsewhere); eager has
+// none. tests/test_jit_exp_dense.cpp checks the functions using them over the float range.
 #pragma once
 #include <cstdint>

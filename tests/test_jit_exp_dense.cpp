@@ -1,0 +1,113 @@
+// The JIT's exp family against eager over the whole float range, bitwise (NaN sign and payload
+// aside), on every ISA path the host runs: the unary kernels Exp, Expm1, Sigmoid, Erf and Pow's
+// exp (through `Pow(2.5, x)`), Float32 on every 1021st bit pattern (4.2 million values:
+// denormals, the under- and overflow thresholds, inf and NaN included) and Float64 on 2^18
+// random bit patterns plus 2^18 values log-uniform in magnitude up to 2^10 (every exponent
+// where the functions are neither 0, 1 nor inf). These are the functions whose last step is
+// scale2 (ops/cpu/vecmath/common.h): on AVX-512 the JIT emits it as one vscalefps / vscalefpd,
+// eager as two exact multiplies; the two must agree on every value.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hop_traced_util.h"
+#include "jit/cpu/cpu_target.h"
+#include "jit_kernel_util.h"
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+using testing::canonical_bits;
+using testing::ConfigOverride;
+
+template <class T>
+std::vector<T> dense_values() {
+  std::vector<T> v;
+  if constexpr (sizeof(T) == 4) {
+    for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 1021) {
+      const auto u = static_cast<uint32_t>(b);
+      float x;
+      std::memcpy(&x, &u, 4);
+      v.push_back(x);
+    }
+  } else {
+    std::mt19937_64 g(11);
+    std::uniform_real_distribution<double> e(-1074.0, 10.0);
+    for (int i = 0; i < (1 << 18); ++i) {
+      const uint64_t u = g();
+      double x;
+      std::memcpy(&x, &u, 8);
+      v.push_back(x);
+      v.push_back((i % 2 ? -1.0 : 1.0) * std::exp2(e(g)));
+    }
+  }
+  return v;
+}
+
+Tensor eager_of(jit::ExprOp op, const Tensor& x) {
+  switch (op) {
+    case jit::ExprOp::Exp:
+      return exp(x);
+    case jit::ExprOp::Expm1:
+      return expm1(x);
+    case jit::ExprOp::Sigmoid:
+      return sigmoid(x);
+    case jit::ExprOp::Erf:
+      return erf(x);
+    default:
+      return pow(full_like(x, 2.5), x);
+  }
+}
+
+template <class T>
+void dense_on(const std::string& isa, const std::vector<T>& xs) {
+  constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+  const auto n = static_cast<int64_t>(xs.size());
+  const Tensor tx = from_vector<T>(xs, {n});
+  for (jit::ExprOp op : {jit::ExprOp::Exp, jit::ExprOp::Expm1, jit::ExprOp::Sigmoid,
+                         jit::ExprOp::Erf, jit::ExprOp::Pow}) {
+    Tensor want;
+    {
+      testing::JitMode off(false);
+      want = eager_of(op, tx).contiguous();
+    }
+    jit::LoopKernel k = jit::LoopKernel::uniform(dtype, 1);
+    const int32_t x = k.load(0);
+    k.stores = {op == jit::ExprOp::Pow ? k.binary(op, k.constant(2.5, dtype), x) : k.unary(op, x)};
+    std::shared_ptr<jit::CompiledKernel> ck;
+    {
+      ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+      ck = jit::cpu_target().compile(k);
+    }
+    std::vector<T> out(xs.size(), T(-7));
+    jit::LaunchArgs la;
+    la.sizes = {n};
+    la.ptrs = {reinterpret_cast<char*>(out.data()),
+               reinterpret_cast<char*>(const_cast<T*>(xs.data()))};
+    la.strides = {{static_cast<int64_t>(sizeof(T))}, {static_cast<int64_t>(sizeof(T))}};
+    ck->launch(la);
+    const T* w = want.data_ptr<T>();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (canonical_bits(out[i]) != canonical_bits(w[i]) && bad++ < 5)
+        ADD_FAILURE() << isa << " " << dtype_name(dtype) << " " << jit::expr_op_name(op) << "("
+                      << xs[i] << "): got " << out[i] << ", eager " << w[i];
+    EXPECT_EQ(bad, 0) << isa << " " << dtype_name(dtype) << " " << jit::expr_op_name(op);
+  }
+}
+
+TEST(JitExpDense, ExpFamilyGivesEagerBitsOverTheWholeRangeEveryIsa) {
+  const std::vector<float> f = dense_values<float>();
+  const std::vector<double> d = dense_values<double>();
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    dense_on<float>(isa, f);
+    dense_on<double>(isa, d);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
