@@ -36,6 +36,12 @@ class CpuTarget final : public KernelTarget {
   int threshold() const override { return 1; }  // asmjit compiles in microseconds
   bool supports(ExprOp op, DType dtype) const override;
   std::shared_ptr<CompiledKernel> compile(const LoopKernel& k) override;
+  // The same, for a kernel whose launches the planner expects over `elements` elements (its
+  // index space; 0: unknown). Compiling renders one variant at once, so that a codegen failure
+  // surfaces while planning: the all-contiguous one, with non-temporal stores where every
+  // element output will be large enough for them (what the launch will take, as launch()
+  // decides: kStreamingBytes), so that no rendering is made that no launch uses.
+  std::shared_ptr<CompiledKernel> compile(const LoopKernel& k, int64_t elements);
 };
 
 CpuTarget& cpu_target();

@@ -122,7 +122,9 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
                                  : meta[step->outputs[o]]->sizes.size() == grp.sizes.size() ? 1
                                                                                             : 2);
   }
-  step->kernel = cpu_target().compile(k);
+  int64_t elements = 1;  // the index space, for the variant rendered now (cpu_target.h)
+  for (int64_t s : step->sizes.empty() ? grp.sizes : step->sizes) elements *= s;
+  step->kernel = cpu_target().compile(k, elements);
   return step;
 }
 
