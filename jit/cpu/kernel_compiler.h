@@ -13,9 +13,11 @@ namespace kiln::jit {
 
 class KernelCompiler : public asmjit::x86::Compiler {
  public:
-  // `readable_names`: asmjit's own naming (numbered registers), for listings.
+  // `readable_names`: asmjit's own naming (numbered registers), for listings. Without a
+  // CodeHolder the compiler is detached (attach it with CodeHolder::attach).
   KernelCompiler(asmjit::CodeHolder* code, bool readable_names)
       : asmjit::x86::Compiler(code), readable_(readable_names) {}
+  void set_readable_names(bool on) { readable_ = on; }
 
   asmjit::x86::Xmm newXmm(const char* name = nullptr) { return make<asmjit::x86::Xmm>(kXmm, name); }
   asmjit::x86::Ymm newYmm(const char* name = nullptr) { return make<asmjit::x86::Ymm>(kYmm, name); }
