@@ -595,7 +595,8 @@ TEST(JitCpuKernels, CompileForALargeIndexSpaceRendersTheStreamingVariantOnly) {
       const double c0 = (sized ? 1.0 : 2.0) + (isa == "sse2" ? 0.25 : isa == "avx2" ? 0.5 : 0.75);
       k.stores = {k.binary(ExprOp::Mul, k.load(0), k.constant(c0, DType::Float32))};
       const int64_t before = c.kernels.load();
-      std::shared_ptr<CompiledKernel> kernel = cpu_target().compile(k, sized ? kN : 0);
+      std::shared_ptr<CompiledKernel> kernel =
+          cpu_target().compile(k, CpuLaunchHint{sized ? kN : 0, false});
       EXPECT_EQ(c.kernels.load(), before + 1) << isa << " sized " << sized;
       LaunchArgs la;
       la.sizes = {kN};

@@ -112,7 +112,7 @@ class CpuKernel final : public CompiledKernel {
  public:
   // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at
   // compile time, for every variant.
-  CpuKernel(const LoopKernel& k, JitIsa isa, int64_t elements)
+  CpuKernel(const LoopKernel& k, JitIsa isa, const CpuLaunchHint& hint)
       : k_(k),
         isa_(isa),
         unroll_(config().jit_unroll > 0 && cpu_kernel_unrolls(k) ? int{config().jit_unroll}
@@ -120,12 +120,16 @@ class CpuKernel final : public CompiledKernel {
         name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
     // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
     // while planning (the step then stays eager) instead of at the first launch. Streaming
-    // where the planner's index space makes every element output large: the launch of such a
-    // kernel never takes the plain variant, whose rendering would be wasted (kiln-perf's gelu,
-    // layernorm and softmax rendered each kernel twice).
+    // where the planner's index space makes every element output large, and as a column
+    // kernel where the planner launches it so: such launches never take the plain row variant,
+    // whose rendering would be wasted (kiln-perf's gelu, layernorm and softmax rendered each
+    // kernel twice; mlp_train's column sums too).
     std::vector<InnerLayout> contiguous(
         static_cast<size_t>(k.num_operands() + (k.uses_index() ? 1 : 0)), InnerLayout::Contiguous);
-    variant(contiguous, large_outputs(elements));
+    // (A column kernel the column renderer declines by design keeps the row variant here: its
+    // launches run the nodes eagerly, can_launch(), without a codegen failure's warning.)
+    variant(contiguous, large_outputs(hint.elements),
+            hint.columns && k.has_reduce() && column_kernel_ok(k));
   }
   const LoopKernel& source() const override { return k_; }
 
@@ -708,14 +712,14 @@ bool CpuTarget::supports(ExprOp op, DType dtype) const {
   return !expr_is_transcendental(op) || cpu_math_supported(op);
 }
 
-std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k) { return compile(k, 0); }
+std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k) { return compile(k, {}); }
 
-std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k, int64_t elements) {
+std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k, const CpuLaunchHint& hint) {
   k.verify();
   if (tracer::dump_settings().wants(tracer::DumpKind::Code))  // KILN_DUMP=code
     tracer::dump_text(tracer::DumpKind::Code,
                       fmt::format("kernel-{:016x}.txt", hash_words(encode(k))), to_text(k));
-  return std::make_shared<CpuKernel>(k, active_jit_isa(), elements);
+  return std::make_shared<CpuKernel>(k, active_jit_isa(), hint);
 }
 
 CpuTarget& cpu_target() {

@@ -126,9 +126,11 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
   // Nodes lowered one by one repeat work (layer_norm's mean and var both sum the row): merged,
   // the kernel has less to compile and, for a Reduce, a pass fewer over each row.
   k = merge_common_exprs(k);
-  int64_t elements = 1;  // the index space, for the variant rendered now (cpu_target.h)
-  for (int64_t s : step->sizes.empty() ? grp.sizes : step->sizes) elements *= s;
-  step->kernel = cpu_target().compile(k, elements);
+  CpuLaunchHint hint;  // for the variant rendered now (cpu_target.h)
+  hint.elements = 1;
+  for (int64_t s : step->sizes.empty() ? grp.sizes : step->sizes) hint.elements *= s;
+  hint.columns = grp.inner_dims > 0;
+  step->kernel = cpu_target().compile(k, hint);
   return step;
 }
 
