@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <exception>
-#include <memory>
-#include <mutex>
 #include <type_traits>
 
 #include "jit/cpu/interleave.h"
@@ -13,6 +10,7 @@
 #include "jit/cpu/philox_emitter.h"
 #include "jit/cpu/render_cols.h"
 #include "jit/cpu/render_reduce.h"
+#include "jit/cpu/render_workspace.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
 
@@ -809,64 +807,6 @@ std::vector<x86::Vec> emit_body(EmitContext& ctx, int lanes, const LoopKernel& k
       .emit_partial(want, preset, store);
 }
 
-namespace {
-
-// A CodeHolder and a Compiler, reused from render to render. asmjit's zones keep their blocks
-// across a soft reset, so a render does not allocate, fault in and free its working memory
-// anew: in kiln-perf, where the workloads' frees leave the heap trimmed, a fresh CodeHolder and
-// Compiler took about 40 page faults per kernel (docs/jit.md "Compile time"). A workspace
-// holds the memory of the largest kernel it rendered.
-struct Workspace {
-  CodeHolder code;
-  KernelCompiler cc{nullptr, false};
-};
-
-// Idle workspaces (a few: renders may run on several threads at once). Never destroyed, as the
-// JitRuntime: kernels may be rendered while the process exits.
-struct WorkspacePool {
-  std::mutex mu;
-  std::vector<std::unique_ptr<Workspace>> idle;
-  static WorkspacePool& instance() {
-    static auto* p = new WorkspacePool();
-    return *p;
-  }
-};
-
-// A workspace for one render, reset and handed back at the end; one that a failed render (an
-// exception: asmjit reported an error) leaves behind is destroyed instead.
-class WorkspaceLease {
- public:
-  WorkspaceLease() : exceptions_(std::uncaught_exceptions()) {
-    WorkspacePool& p = WorkspacePool::instance();
-    {
-      std::lock_guard lock(p.mu);
-      if (!p.idle.empty()) {
-        ws = std::move(p.idle.back());
-        p.idle.pop_back();
-      }
-    }
-    if (!ws) ws = std::make_unique<Workspace>();
-  }
-  ~WorkspaceLease() {
-    ws->code.resetLogger();
-    ws->code.resetErrorHandler();
-    ws->code.reset(ResetPolicy::kSoft);  // detaches the compiler; the zones keep their blocks
-    if (std::uncaught_exceptions() > exceptions_) return;
-    WorkspacePool& p = WorkspacePool::instance();
-    std::lock_guard lock(p.mu);
-    if (p.idle.size() < 4) p.idle.push_back(std::move(ws));
-  }
-  WorkspaceLease(const WorkspaceLease&) = delete;
-  WorkspaceLease& operator=(const WorkspaceLease&) = delete;
-
-  std::unique_ptr<Workspace> ws;
-
- private:
-  int exceptions_;
-};
-
-}  // namespace
-
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
 bool cpu_kernel_unrolls(const LoopKernel& k) {
@@ -892,9 +832,9 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
              "cpu kernel: {} operand layouts for {} operands", v.layout.size(), nops);
   ThrowingHandler handler;
   StringLogger logger;
-  WorkspaceLease lease;
-  CodeHolder& code = lease.ws->code;
-  KernelCompiler& cc = lease.ws->cc;
+  RenderWorkspace workspace;
+  CodeHolder& code = workspace.code();
+  KernelCompiler& cc = workspace.compiler();
   code.init(rt.environment());
   code.setErrorHandler(&handler);
   if (want_assembly) code.setLogger(&logger);
