@@ -65,7 +65,9 @@ TensorList record_call(tracer::HopRecorder& recorder, const CompileCache::Entry&
   attrs.ints[0] = static_cast<int64_t>(args.size());
   TensorList inputs = args;
   inputs.insert(inputs.end(), e.captures.begin(), e.captures.end());
-  std::vector<tracer::Graph> bodies{e.body};
+  // One copy of the body (a braced list would copy it twice: its elements are const).
+  std::vector<tracer::Graph> bodies;
+  bodies.push_back(e.body);
   return recorder.record_hop(OpId::Call, attrs, std::move(bodies), inputs, e.results);
 }
 
