@@ -25,6 +25,8 @@
 #include "cuda_test_util.h"
 #include "expect_error.h"
 #include "jit/cuda/launch_words.h"
+#include "jit/cuda/loop_launch.h"
+#include "jit/cuda/op_kernel.h"
 #include "jit/cuda/reduce_ops.h"
 #include "jit/cuda/render.h"
 #include "kiln/kiln.h"
@@ -43,12 +45,22 @@ class EmuKernel final : public jit::CompiledKernel {
   EmuKernel(LoopKernel k, RunFn fn) : k_(std::move(k)), fn_(fn) {}
   const LoopKernel& source() const override { return k_; }
   void launch(const jit::LaunchArgs& args) override {
-    const jit::cuda::CudaLaunch l = jit::cuda::cuda_launch_words(k_, args);
+    jit::cuda::CudaLaunch l = jit::cuda::cuda_launch_words(k_, args);
     if (l.work == 0) return;
     // At most 3 blocks: rows beyond them exercise the kernels' grid-stride loop.
     const int64_t blocks = std::min<int64_t>((l.work + l.per_block - 1) / l.per_block, 3);
+    if (l.split_items == 0) {
+      fn_(l.words.data(), static_cast<unsigned>(blocks));
+      return;
+    }
+    ++splits;  // as CudaKernel::launch: phase 1 into the scratch, then phase 2
+    std::vector<char> scratch(static_cast<size_t>(l.scratch_bytes));
+    jit::cuda::set_split_phase(l, k_, scratch.data(), 1);
+    fn_(l.words.data(), static_cast<unsigned>(std::min<int64_t>(l.split_items, 3)));
+    jit::cuda::set_split_phase(l, k_, scratch.data(), 2);
     fn_(l.words.data(), static_cast<unsigned>(blocks));
   }
+  static inline int splits = 0;  // split launches run, to show that a test took that path
 
  private:
   LoopKernel k_;
@@ -247,6 +259,9 @@ TEST(CudaReduceEmulated, SumFollowsTheDocumentedOrderBitwise) {
       }
     }
   }
+  // Rows over 2048 elements in fewer than 1024 rows were split over several blocks (launch_words.h)
+  // and still follow the order bitwise: 4096, 70000 and 300001 in both layouts at least.
+  EXPECT_GE(EmuKernel::splits, 6);
 }
 
 struct Shape {
@@ -432,9 +447,9 @@ TEST(CudaReduceEmulated, RowOpsMatchTheCpu) {
         a.scalars[0] = Scalar(1e-5);
         a.ints[0] = flags & 1;
         a.ints[1] = flags >> 1;
-        std::vector<Tensor> in = {x};
-        if (flags & 1) in.push_back(w);
-        if (flags & 2) in.push_back(b);
+        std::vector<Tensor> in = {x, w, b};  // growing {x} makes GCC 12 warn (-Warray-bounds)
+        if (!(flags & 2)) in.pop_back();
+        if (!(flags & 1)) in.erase(in.begin() + 1);
         calls.push_back({fmt::format("layer_norm {} {}{} flags {}", d,
                                      s.transpose ? "transposed " : "", shape_str(s.sizes), flags),
                          OpId::LayerNorm, in, a, [n](const Call&, const Tensor& cpu) {
@@ -502,6 +517,64 @@ TEST(CudaReduceEmulated, RowOpsMatchTheCpu) {
         jit::cuda::run_cuda_row_op(OpCall{OpId::CrossEntropy, x, a}, out, emu());
       },
       "cross_entropy: target 4 at position 1 is out of range for 4 classes");
+}
+
+// The pointwise kernels' vector forms (render.h) on the stand-in: rank 1 and rank 2 (a [rows, 1]
+// or [cols] operand of a binary op: rows of a multiple of 4, aligned), against the CPU bitwise;
+// the launcher flags exactly the aligned layouts (a row length not a multiple of 4, a view
+// starting one element in, or a transposed operand take the scalar loops, also checked).
+TEST(CudaReduceEmulated, PointwiseVectorFormsMatchTheCpu) {
+  KILN_CUDA_CODEGEN_TEST_ONCE();
+  for (DType d : {DType::Float32, DType::Float64, DType::Int32}) {
+    for (int64_t cols : {4, 8, 12, 1024, 6, 1}) {
+      const int64_t rows = 5;
+      const Tensor xb = values(d, {rows * cols + 1}, 21, 4, 0);
+      const Tensor yb = values(d, {rows * cols + 1}, 22, 4, 0);
+      struct Case {
+        std::string label;
+        Tensor x, y;
+        bool vec;  // whether the launch should take a vector form
+      };
+      const bool mult4 = cols % 4 == 0;
+      const std::vector<Case> cases = {
+          {"[r,c] - [r,1]", xb.slice(0, 0, rows * cols).view({rows, cols}),
+           yb.slice(0, 0, rows).view({rows, 1}), mult4 || cols == 1},
+          {"[r,c] - [c]", xb.slice(0, 0, rows * cols).view({rows, cols}), yb.slice(0, 0, cols),
+           mult4 || cols == 1},
+          {"[r,c] - [r,c]", xb.slice(0, 0, rows * cols).view({rows, cols}),
+           yb.slice(0, 0, rows * cols).view({rows, cols}), true},
+          {"[r,c] one in - [r,1]", xb.slice(0, 1, rows * cols + 1).view({rows, cols}),
+           yb.slice(0, 0, rows).view({rows, 1}), false},
+          {"[r,c] transposed - [c]", yb.slice(0, 0, rows * cols).view({cols, rows}).t(),
+           xb.slice(0, 0, cols), cols == 1},
+      };
+      for (const Case& c : cases) {
+        for (OpId op : {OpId::Sub, OpId::Maximum}) {
+          const Tensor ins[] = {c.x, c.y};
+          const OpCall call{op, ins, {}};
+          const Tensor want = op == OpId::Sub ? c.x - c.y : maximum(c.x, c.y);
+          const LoopKernel k = jit::cuda::op_loop_kernel(call, d, Device::cpu());
+          const Tensor out = empty_tensor(want.impl()->sizes(), d, Device::cpu());
+          jit::LaunchArgs a;
+          a.sizes = out.impl()->sizes();
+          a.ptrs.push_back(static_cast<char*>(out.impl()->data()));
+          a.strides.push_back(jit::cuda::cuda_byte_strides(out.impl(), a.sizes));
+          for (const Tensor& t : ins) {
+            a.ptrs.push_back(static_cast<char*>(t.impl()->data()));
+            a.strides.push_back(jit::cuda::cuda_byte_strides(t.impl(), a.sizes));
+          }
+          const std::string label = fmt::format("{} {} cols {}", c.label, d, cols);
+          const auto words = jit::cuda::cuda_launch_words(k, a).words;
+          EXPECT_EQ(
+              (words[jit::cuda::CudaArgLayout::kRank] & jit::cuda::CudaArgLayout::kVecFlag) != 0,
+              c.vec)
+              << label;
+          emu().compile(k)->launch(a);
+          EXPECT_TRUE(equal(want, out)) << label;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

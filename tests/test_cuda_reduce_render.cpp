@@ -102,7 +102,7 @@ TEST(CudaReduceRender, EveryRowOpAndDtypeCompilesForSm90) {
   std::vector<std::string> sources, names, labels;
   for (size_t i = 0; i < all.size(); ++i) {
     const auto r = render_cuda_kernel(all[i].kernel, fmt::format("kiln_row_test_{}", i));
-    EXPECT_NE(r.source.find("kiln_row_tree<"), std::string::npos) << all[i].label;
+    EXPECT_NE(r.source.find("kiln_warp_tree<"), std::string::npos) << all[i].label;
     sources.push_back(r.source);
     names.push_back(r.name);
     labels.push_back(all[i].label);
@@ -152,8 +152,8 @@ TEST(CudaReduceRender, RowKernelSourceStatesItsGeometry) {
   const auto r = render_cuda_kernel(row_op_kernels(call, DType::Float32).at(0), "kiln_softmax");
   EXPECT_NE(r.source.find("/* kiln row kernel"), std::string::npos) << r.source;
   EXPECT_NE(r.source.find("const bool warp = row_n <= 2048;"), std::string::npos) << r.source;
-  EXPECT_NE(r.source.find("kiln_row_tree<kiln_rmax<float>, float>"), std::string::npos);
-  EXPECT_NE(r.source.find("kiln_row_tree<kiln_rsum<float>, float>"), std::string::npos);
+  EXPECT_NE(r.source.find("kiln_warp_tree<kiln_rmax<float>, float>"), std::string::npos);
+  EXPECT_NE(r.source.find("kiln_warp_tree<kiln_rsum<float>, float>"), std::string::npos);
   EXPECT_NE(r.source.find("expf("), std::string::npos);
 }
 

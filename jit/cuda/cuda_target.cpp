@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "jit/loop/kernel_cache.h"
 #include "runtime/cuda/device_context.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/dispatcher.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
 
@@ -35,11 +37,27 @@ class CudaKernel final : public CompiledKernel {
 
   void launch(const LaunchArgs& args) override {
     KILN_CHECK(args.inner_dims == 0, "cuda kernel: column kernels are not rendered for CUDA");
-    const CudaLaunch l = cuda_launch_words(k_, args);
+    CudaLaunch l = cuda_launch_words(k_, args);
     if (l.work == 0) return;
     const drv::DeviceContext& c = drv::make_current(device_);
-    int64_t blocks = (l.work + l.per_block - 1) / l.per_block;
-    if (l.capped) blocks = std::min<int64_t>(blocks, int64_t{c.multiprocessors} * 16);
+    const int64_t cap = int64_t{c.multiprocessors} * 16;
+    if (l.split_items == 0) {
+      run(l, (l.work + l.per_block - 1) / l.per_block, l.capped ? cap : INT64_MAX, c);
+      return;
+    }
+    // A split of long rows (launch_words.h): the (row, chunk) blocks write their lanes' values
+    // into the scratch, then the rows combine them; the stream orders the two and the scratch's
+    // reuse by the caching allocator.
+    const Tensor scratch = empty_tensor({l.scratch_bytes}, DType::Bool, Device::cuda(device_));
+    set_split_phase(l, k_, scratch.impl()->data(), 1);
+    run(l, l.split_items, cap, c);
+    set_split_phase(l, k_, scratch.impl()->data(), 2);
+    run(l, l.work, cap, c);
+  }
+
+ private:
+  void run(const CudaLaunch& l, int64_t blocks, int64_t cap, const drv::DeviceContext& c) {
+    blocks = std::min(blocks, cap);
     void* params[] = {const_cast<uint64_t*>(l.words.data())};
     drv::check(drv::driver().cuLaunchKernel(fn_, static_cast<unsigned>(blocks), 1, 1,
                                             kCudaBlockThreads, 1, 1, 0, c.stream, params, nullptr),
@@ -47,7 +65,6 @@ class CudaKernel final : public CompiledKernel {
     cuda_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
   }
 
- private:
   LoopKernel k_;
   int device_;
   drv::CUmodule module_;  // kept loaded for the process, like the CPU's machine code

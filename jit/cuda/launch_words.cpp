@@ -5,6 +5,7 @@
 #include <bit>
 
 #include "jit/cuda/render.h"
+#include "jit/cuda/render_reduce.h"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
 
@@ -69,18 +70,23 @@ struct Coalesced {
   }
 };
 
-// Whether a launch may take the dense loop's vector form (render.cpp): rank 1 with a 32-bit count,
-// every output and every input that does not broadcast (stride 0) contiguous, and its address
-// aligned as kiln_pack4 of its type is (4 elements, at most 16 bytes).
+// Whether a launch may take the vector form (render.cpp): a 32-bit count, and either rank 1 with
+// every output and every input that does not broadcast (stride 0) contiguous and its address
+// aligned as kiln_pack4 of its type is (4 elements, at most 16 bytes); or rank 2 with rows of a
+// multiple of 4 elements, every operand's inner stride its item size (or 0 for an input) and
+// every row's start so aligned (its address and its row stride).
 bool vector_form_applies(const LoopKernel& k, int rank, int64_t n,
                          const SmallVector<char*, 8>& ptrs, const Coalesced& c) {
-  if (rank != 1 || n > int64_t{0x7fffffff}) return false;
+  if ((rank != 1 && rank != 2) || n > int64_t{0x7fffffff}) return false;
+  if (rank == 2 && c.sizes[1] % 4 != 0) return false;
+  const int inner = rank - 1;
   for (int j = 0; j < k.num_operands(); ++j) {
     const int64_t item = static_cast<int64_t>(itemsize(k.operand_dtype(j)));
     const uint64_t align = static_cast<uint64_t>(std::min<int64_t>(4 * item, 16));
-    const int64_t stride = c.strides[static_cast<size_t>(j)][0];
-    if (j >= k.num_outputs() && stride == 0) continue;
-    if (stride != item || reinterpret_cast<uint64_t>(ptrs[j]) % align != 0) return false;
+    const auto& st = c.strides[static_cast<size_t>(j)];
+    if (j >= k.num_outputs() && st[inner] == 0) continue;  // one scalar load per row or launch
+    if (st[inner] != item || reinterpret_cast<uint64_t>(ptrs[j]) % align != 0) return false;
+    if (rank == 2 && static_cast<uint64_t>(st[0]) % align != 0) return false;
   }
   return true;
 }
@@ -127,17 +133,43 @@ CudaLaunch cuda_launch_words(const LoopKernel& k, const LaunchArgs& args) {
   l.work = outer;
   if (row_kernel) {  // render_reduce.h: a warp per row of at most 2048 elements, else a block
     l.per_block = row_n <= 2048 ? kCudaBlockThreads / 32 : 1;
+    // Few long rows: split each into chunks of 2048 C elements (C a power of two) so that
+    // about kSplitBlocks blocks share the work, at most kSplitChunks per row (phase 2 walks a
+    // lane's chunks in order); the order, hence the bits, stay the same.
+    constexpr int64_t kSplitBlocks = 1024, kSplitChunks = 256;
+    if (row_n > 2048 && row_kernel_splits(k) && outer < kSplitBlocks) {
+      const int64_t wanted = std::min((kSplitBlocks + outer - 1) / outer, kSplitChunks);
+      int64_t chunk = 2048;
+      while ((row_n + chunk - 1) / chunk > wanted) chunk *= 2;
+      const int64_t chunks = (row_n + chunk - 1) / chunk;
+      if (chunks >= 2) {
+        w[layout.split(CudaArgLayout::kSplitChunk)] = static_cast<uint64_t>(chunk);
+        l.split_items = outer * chunks;
+        l.scratch_bytes =
+            l.split_items * 256 * static_cast<int64_t>(itemsize(row_kernel_reduce_type(k)));
+      }
+    }
     return l;
   }
   if (vector_form_applies(k, c.rank, outer, args.ptrs, c))
     w[CudaArgLayout::kRank] |= CudaArgLayout::kVecFlag;
-  // The dense loop (render.h): one block per 256 * 4 elements, no cap (each thread makes one
-  // trip: on an H100 this moves ~7% more bytes per second than 8 blocks per SM looping, and
-  // reaches PyTorch's elementwise kernels). The strided loop: at most 16 blocks per SM, looping.
-  const bool dense = c.rank == 1 && outer <= int64_t{0x7fffffff};
+  // The dense loop and the vector forms (render.h): one block per 256 * 4 elements, no cap (each
+  // thread makes one trip: on an H100 this moves ~7% more bytes per second than 8 blocks per SM
+  // looping, and reaches PyTorch's elementwise kernels). The strided loop: at most 16 blocks per
+  // SM, looping.
+  const bool dense = (c.rank == 1 && outer <= int64_t{0x7fffffff}) ||
+                     (w[CudaArgLayout::kRank] & CudaArgLayout::kVecFlag) != 0;
   l.per_block = int64_t{kCudaBlockThreads} * (dense ? 4 : 1);
   l.capped = !dense;
   return l;
+}
+
+void set_split_phase(CudaLaunch& l, const LoopKernel& k, void* scratch, int phase) {
+  const CudaArgLayout layout{k.num_operands(), k.num_params()};
+  l.words[static_cast<size_t>(layout.split(CudaArgLayout::kSplitScratch))] =
+      reinterpret_cast<uint64_t>(scratch);
+  l.words[static_cast<size_t>(layout.split(CudaArgLayout::kSplitPhase))] =
+      static_cast<uint64_t>(phase);
 }
 
 }  // namespace kiln::jit::cuda

@@ -298,26 +298,41 @@ std::string render_body(const LoopKernel& k, const std::string& sfx, const char*
   return s;
 }
 
-// The dense loop's vector form, for launches the launcher flags with CudaArgLayout::kVecFlag
-// (every output and every input that is not broadcast is contiguous and aligned for
-// kiln_pack4): thread g computes elements [4g, 4g + 4), moving each operand's four elements as
-// one pack (a broadcast input: one load); the last n % 4 go to the scalar dense loop.
-std::string render_vector_loop(const LoopKernel& k) {
+// The vector form, for launches the launcher flags with CudaArgLayout::kVecFlag: each thread
+// computes four consecutive elements [4g, 4g + 4), moving each operand's four as one pack (an
+// input broadcast along the inner dim: one load). Rank 1 (`rank2` false): every output and every
+// input that is not broadcast is contiguous and aligned for kiln_pack4; the last n % 4 elements
+// go to the scalar dense loop. Rank 2 (rows of `cols` elements, cols % 4 == 0, n < 2^31): every
+// operand's inner stride is its item size or 0 (an input only), its rows start aligned; group g
+// is row g / (cols / 4): a [rows, 1] or [cols] operand of a broadcast binary op takes this form.
+std::string render_vector_loop(const LoopKernel& k, bool rank2) {
+  const int nout = k.num_outputs(), nops = k.num_operands();
   std::string s;
-  s += "    if (vec) {\n";
-  s += "      const int groups = last / 4;\n";
+  if (rank2) {
+    s += "    const int cols4 = (int)(a.w[" + std::to_string(CudaArgLayout::kSizes + 1) +
+         "] / 4), groups = (int)(n / 4);\n";
+  } else {
+    s += "    if (vec) {\n      const int groups = last / 4;\n";
+  }
   s += "      for (int g = (int)(blockIdx.x * blockDim.x + threadIdx.x); g < groups;\n"
        "           g += (int)(gridDim.x * blockDim.x)) {\n";
-  const int nout = k.num_outputs();
+  if (rank2) {
+    s += "        const int row = g / cols4, c = g - row * cols4;\n";
+    for (int j = 0; j < nops; ++j)
+      s += fmt::format("        const char* const q{0} = p{0} + (kiln_i64)row * s{0}o;\n", j);
+  } else {
+    s += "        const int c = g;\n";
+    for (int j = 0; j < nops; ++j) s += fmt::format("        const char* const q{0} = p{0};\n", j);
+  }
   for (int32_t in = 0; in < k.num_inputs(); ++in) {
     const int j = nout + in;
     s += fmt::format(
         "        kiln_pack4<{0}> L{1};\n"
         "        if (s{1} == 0) {{\n"
-        "          const {0} x = *(const {0}*)p{1};\n"
+        "          const {0} x = *(const {0}*)q{1};\n"
         "          L{1}.v[0] = L{1}.v[1] = L{1}.v[2] = L{1}.v[3] = x;\n"
         "        }} else {{\n"
-        "          L{1} = ((const kiln_pack4<{0}>*)p{1})[g];\n"
+        "          L{1} = ((const kiln_pack4<{0}>*)q{1})[c];\n"
         "        }}\n",
         cuda_storage_type(k.inputs[in]), j);
   }
@@ -343,19 +358,21 @@ std::string render_vector_loop(const LoopKernel& k) {
     s += "        }\n";
   }
   for (int32_t j = 0; j < nout; ++j)
-    s += fmt::format("        ((kiln_pack4<{}>*)p{})[g] = S{};\n",
+    s += fmt::format("        ((kiln_pack4<{}>*)q{})[c] = S{};\n",
                      cuda_storage_type(k.output_dtype(j)), j, j);
-  s += "      }\n      first = groups * 4;\n    }\n";
+  s += rank2 ? "      }\n" : "      }\n      first = groups * 4;\n    }\n";
   return s;
 }
 
 }  // namespace
 
-std::string render_cuda_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout) {
-  if (e.op != ExprOp::Load) return render_expr(k, e, layout, "");
+std::string render_cuda_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout,
+                             const std::string& sfx) {
+  if (e.op != ExprOp::Load) return render_expr(k, e, layout, sfx);
   const int j = k.num_outputs() + e.index;
-  if (e.type == DType::Bool) return fmt::format("(*(const unsigned char*)(p{} + o{}) != 0)", j, j);
-  return fmt::format("*(const {}*)(p{} + o{})", ctype(e.type), j, j);
+  if (e.type == DType::Bool)
+    return fmt::format("(*(const unsigned char*)(p{} + o{}{}) != 0)", j, j, sfx);
+  return fmt::format("*(const {}*)(p{} + o{}{})", ctype(e.type), j, j, sfx);
 }
 
 RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
@@ -387,7 +404,7 @@ RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
   for (int j = 0; j < nops; ++j)
     s += fmt::format("    const kiln_i64 s{} = (kiln_i64)a.w[{}];\n", j, layout.stride(j, 0));
   s += "    const int last = (int)n;\n    int first = 0;\n";
-  s += render_vector_loop(k);
+  s += render_vector_loop(k, false);
   s += fmt::format("    const int per_block = (int)blockDim.x * {};\n", kCudaDenseUnroll);
   s += "    for (int base = first + (int)(blockIdx.x * blockDim.x * " +
        std::to_string(kCudaDenseUnroll) +
@@ -410,6 +427,15 @@ RenderedCuda render_cuda_kernel(const LoopKernel& k, const std::string& name) {
     s += "      }\n";
   }
   s += "    }\n    return;\n  }\n";
+  // Rank 2 in the vector form (render_vector_loop).
+  s += "  if (rank == 2 && vec) {\n";
+  for (int j = 0; j < nops; ++j)
+    s += fmt::format(
+        "    const kiln_i64 s{0}o = (kiln_i64)a.w[{1}], s{0} = (kiln_i64)a.w[{2}];\n    "
+        "(void)s{0};\n",
+        j, layout.stride(j, 0), layout.stride(j, 1));
+  s += render_vector_loop(k, true);
+  s += "    return;\n  }\n";
   // Any rank: a grid-stride loop, each element's index split over the sizes.
   s += "  const kiln_i64 step = (kiln_i64)gridDim.x * blockDim.x;\n";
   s += "  for (kiln_i64 i = (kiln_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {\n";

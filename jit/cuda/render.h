@@ -43,7 +43,8 @@ inline constexpr int kCudaDenseUnroll = 1;
 //   the rank of the rows' dims), [2] a row kernel's row length, [3] the rank of its row's dims
 //   (0 and 0 in a pointwise kernel), [4, 4 + D) sizes (a row kernel: the rows' dims, then the
 //   row's), then per operand its base address and D byte strides, then one word per param (the
-//   value's bits: a Float32 in the low 32 bits).
+//   value's bits: a Float32 in the low 32 bits), then a row kernel's split of long rows
+//   (render_reduce.h): the scratch address, the chunk length, the phase (0: whole rows).
 struct CudaArgLayout {
   int operands = 0;
   int params = 0;
@@ -53,7 +54,9 @@ struct CudaArgLayout {
   int ptr(int j) const { return kSizes + kCudaMaxDims + j * (1 + kCudaMaxDims); }
   int stride(int j, int d) const { return ptr(j) + 1 + d; }
   int param(int p) const { return ptr(operands) + p; }
-  int words() const { return param(params); }
+  static constexpr int kSplitScratch = 0, kSplitChunk = 1, kSplitPhase = 2;
+  int split(int i) const { return param(params) + i; }
+  int words() const { return split(3); }
 };
 
 struct RenderedCuda {

@@ -12,7 +12,9 @@ namespace kiln::jit::cuda {
 
 const char* cuda_prelude();
 const char* cuda_type(DType t);  // float, double, int, kiln_i64, bool
-// Every expression but Reduce* (a row kernel's passes compute those) and RandUniform.
-std::string render_cuda_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout);
+// Every expression but Reduce* (a row kernel's passes compute those) and RandUniform. `sfx`
+// suffixes the names of its operands and offsets (an unrolled loop's u-th element: v3_1, o0_1).
+std::string render_cuda_expr(const LoopKernel& k, const Expr& e, const CudaArgLayout& layout,
+                             const std::string& sfx = "");
 
 }  // namespace kiln::jit::cuda
