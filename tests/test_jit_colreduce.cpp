@@ -129,6 +129,34 @@ LoopKernel col_kernel(DType dt, ExprOp op) {
   return k;
 }
 
+// A kernel compiled with the planner's hint that it runs as a column kernel renders its column
+// variant while compiling, and its launches render nothing more; without the hint, the plain
+// row variant is rendered while compiling (unused) and the column one at the first launch.
+TEST(JitColumnKernels, CompiledForColumnsRendersTheColumnVariantOnly) {
+  const Tensor x = col_data(3, 40, 70, kFloat32, ExprOp::ReduceSum, 11, false);
+  const Tensor w = col_data(1, 1, 70, kFloat32, ExprOp::ReduceSum, 12, false).reshape({70});
+  jit::CpuJitCounters& c = jit::cpu_jit_counters();
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    testing::ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (bool hinted : {true, false}) {
+      // sum(x * w * c0): c0 unique to this test and case, so the renders are new.
+      const double c0 = (hinted ? 1.0 : 2.0) + (isa == "sse2" ? 0.125 : isa == "avx2" ? 0.25 : 0.5);
+      LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
+      k.stores = {k.reduce(ExprOp::ReduceSum,
+                           k.binary(ExprOp::Mul, k.binary(ExprOp::Mul, k.load(0), k.load(1)),
+                                    k.constant(c0, DType::Float32)))};
+      const int64_t before = c.kernels.load();
+      std::shared_ptr<jit::CompiledKernel> kernel =
+          jit::cpu_target().compile(k, jit::CpuLaunchHint{0, hinted});
+      EXPECT_EQ(c.kernels.load(), before + 1) << isa;
+      const std::vector<Tensor> out = launch_cols(*kernel, x, w, {true});
+      EXPECT_EQ(c.kernels.load(), before + (hinted ? 1 : 2)) << isa << " hinted " << hinted;
+      JitMode off(false);
+      testing::expect_bitwise_equal(out[0], (x * w * c0).sum({1}, true), isa.c_str());
+    }
+  }
+}
+
 TEST(JitColumnKernels, EveryOpDtypeIsaRowAndColumnCountMatchesEagerBitwise) {
   const ExprOp ops[] = {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax,
                         ExprOp::ReduceMin};

@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -569,6 +571,44 @@ TEST(JitCpuKernels, IsaIsCapturedAtCompileTimeAndKeysTheCache) {
   for (size_t i = 0; i < compiled.size(); ++i) {
     const std::vector<int64_t> sizes = {1000};
     check_launch<float>(*compiled[i], sizes, contiguous(k, sizes, rng), {}, rng, isas[i]);
+  }
+}
+
+// A kernel compiled for a large index space renders the variant its launches take (non-temporal
+// stores: every output of kStreamingBytes or more) while planning, and none at the launch; one
+// compiled without the size renders the plain variant and then the streaming one at its launch.
+TEST(JitCpuKernels, CompileForALargeIndexSpaceRendersTheStreamingVariantOnly) {
+  constexpr int64_t kN = (int64_t{8} << 20) / 4 + 48;  // 8 MiB of Float32 and a tail
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float[], Free> in(static_cast<float*>(std::aligned_alloc(64, kN * 4))),
+      out(static_cast<float*>(std::aligned_alloc(64, kN * 4)));
+  for (int64_t i = 0; i < kN; ++i) in[i] = static_cast<float>(i % 1000) - 500.5f;
+  CpuJitCounters& c = cpu_jit_counters();
+  for (const std::string& isa : supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (bool sized : {true, false}) {
+      LoopKernel k;
+      k.inputs.assign(1, DType::Float32);
+      // Constants unique to this test and case: rendered, not found in the kernel cache.
+      const double c0 = (sized ? 1.0 : 2.0) + (isa == "sse2" ? 0.25 : isa == "avx2" ? 0.5 : 0.75);
+      k.stores = {k.binary(ExprOp::Mul, k.load(0), k.constant(c0, DType::Float32))};
+      const int64_t before = c.kernels.load();
+      std::shared_ptr<CompiledKernel> kernel =
+          cpu_target().compile(k, CpuLaunchHint{sized ? kN : 0, false});
+      EXPECT_EQ(c.kernels.load(), before + 1) << isa << " sized " << sized;
+      LaunchArgs la;
+      la.sizes = {kN};
+      la.ptrs = {reinterpret_cast<char*>(out.get()), reinterpret_cast<char*>(in.get())};
+      la.strides = {DimVector{4}, DimVector{4}};
+      kernel->launch(la);
+      EXPECT_EQ(c.kernels.load(), before + (sized ? 1 : 2))
+          << isa << " sized " << sized << ": the launch took a variant rendered "
+          << (sized ? "while compiling" : "at the launch");
+      for (int64_t i = 0; i < kN; ++i)
+        ASSERT_EQ(out[i], in[i] * static_cast<float>(c0)) << isa << " element " << i;
+    }
   }
 }
 

@@ -331,6 +331,20 @@ std::string run_both(const std::function<TensorList()>& program, const std::stri
   return s;
 }
 
+// The Reduce expressions of the cached regions' kernels.
+int reduces_in_kernels() {
+  int n = 0;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    const std::shared_ptr<tracer::RegionPlan> plan = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(plan.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& st : p->steps())
+      if (st.kernel)
+        for (const jit::Expr& e : st.kernel->kernel->source().exprs) n += jit::expr_is_reduce(e.op);
+  }
+  return n;
+}
+
 Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) {
   JitMode off(false);
   manual_seed(seed);
@@ -354,6 +368,9 @@ TEST_F(JitReducePlanTest, LayerNormFromPrimitivesIsOneKernel) {
           isa + " layernorm " + std::string(dtype_name(dt)), &kernels);
       EXPECT_EQ(kernels, 1) << isa << " " << steps;
       EXPECT_EQ(steps, "k8") << isa;
+      // mean and var each sum the row as lowered; the kernel sums it once (merge_common_exprs):
+      // two passes over each row, not three.
+      EXPECT_EQ(reduces_in_kernels(), 2) << isa;
     }
   }
 }

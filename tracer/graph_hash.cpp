@@ -197,11 +197,32 @@ uint64_t graph_hash(const Graph& g, HashMode mode, ScalarKey scalars) {
   return sink.h;
 }
 
-std::vector<uint64_t> encode_graph(const Graph& g, HashMode mode, ScalarKey scalars) {
+namespace {
+
+// Nodes and inputs of g and of its nodes' bodies, for a first guess of the encoding's length.
+size_t encoded_items(const Graph& g) {
+  size_t n = 24 * g.nodes.size() + 8 * g.inputs.size();
+  for (const Node& node : g.nodes)
+    for (const Graph& s : node.subgraphs) n += encoded_items(s);
+  return n;
+}
+
+}  // namespace
+
+void encode_graph_into(const Graph& g, HashMode mode, ScalarKey scalars,
+                       std::vector<uint64_t>& words) {
   VectorSink sink;
-  sink.words.reserve(16 + 24 * g.nodes.size() + 8 * g.inputs.size());
+  sink.words = std::move(words);
+  sink.words.clear();
+  sink.words.reserve(16 + encoded_items(g));
   Encoder<VectorSink>(sink, mode, scalars).graph(g);
-  return std::move(sink.words);
+  words = std::move(sink.words);
+}
+
+std::vector<uint64_t> encode_graph(const Graph& g, HashMode mode, ScalarKey scalars) {
+  std::vector<uint64_t> words;
+  encode_graph_into(g, mode, scalars, words);
+  return words;
 }
 
 uint64_t hash_encoding(std::span<const uint64_t> words) {

@@ -58,6 +58,10 @@ bool structurally_equal(const Graph& a, const Graph& b, HashMode mode = HashMode
 // The canonical encoding itself, and a (faster, different) hash of an encoding. The region cache
 // keeps each region's encoding, so that a lookup encodes the new graph once and compares words.
 std::vector<uint64_t> encode_graph(const Graph& g, HashMode mode, ScalarKey scalars);
+// The same into `words` (cleared first; its capacity is reused: a lookup that hits allocates
+// nothing, where a fresh vector of a large region's encoding cost page faults at every flush).
+void encode_graph_into(const Graph& g, HashMode mode, ScalarKey scalars,
+                       std::vector<uint64_t>& words);
 uint64_t hash_encoding(std::span<const uint64_t> words);
 
 // True for the attrs words that carry a random op's Philox seed and counter.

@@ -163,10 +163,25 @@ RegionCache& RegionCache::instance() {
 }
 
 CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasing) {
-  std::vector<uint64_t> words = encode_graph(g, HashMode::Shapeless, ScalarKey::Kinds);
+  std::vector<uint64_t> words;  // a reused buffer (scratch_; a new region keeps a copy)
+  {
+    std::lock_guard lock(mu_);
+    if (!scratch_.empty()) {
+      words = std::move(scratch_.back());
+      scratch_.pop_back();
+    }
+  }
+  encode_graph_into(g, HashMode::Shapeless, ScalarKey::Kinds, words);
   const uint64_t key = mix(hash_encoding(words), aliasing_hash(aliasing));
   const int limit = config().jit_recompile_limit;
   std::lock_guard lock(mu_);
+  struct GiveBack {  // on every return, with mu_ still held
+    std::vector<std::vector<uint64_t>>& pool;
+    std::vector<uint64_t>& words;
+    ~GiveBack() {
+      if (pool.size() < 4) pool.push_back(std::move(words));
+    }
+  } give_back{scratch_, words};
   auto over_limit = [&](RegionFamily& f) {
     if (limit == 0 || f.compiles < limit || g.nodes.size() < kMinLimitedNodes) return false;
     if (!f.frozen) {
@@ -209,7 +224,7 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
   if (over_limit(*family)) return {};
   ++family->compiles;
   bucket.push_back(std::make_shared<CachedRegion>(
-      key, g, std::move(words), std::vector<int32_t>(aliasing.begin(), aliasing.end()),
+      key, g, std::vector<uint64_t>(words), std::vector<int32_t>(aliasing.begin(), aliasing.end()),
       family.get()));
   const std::shared_ptr<CachedRegion>& r = bucket.back();
   family->variants.push_back(r.get());

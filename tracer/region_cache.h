@@ -116,6 +116,10 @@ class RegionCache {
   std::vector<const CachedRegion*> order_;
   CacheCounters counters_;
   std::atomic<uint64_t> generation_{0};
+  // Encoding buffers that lookups reuse (a fresh vector per flush of a large region cost page
+  // faults and copies as it grew); a few, for lookups on several threads at once. Not
+  // thread_local: flushes run at thread exit, after such a buffer would be destroyed.
+  std::vector<std::vector<uint64_t>> scratch_;
 };
 
 // What differs between two graphs of one family, for the recompile-limit warning ("input 2:

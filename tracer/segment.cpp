@@ -421,6 +421,14 @@ void Segment::flush_locked(SyncReason reason) {
     }
     stop_following();
     memo_.forget();
+    bool bodies = false;
+    for (const Node& n : graph_.nodes) bodies = bodies || !n.subgraphs.empty();
+    if (bodies) {  // never followed (FlushMemo::remember): no copy of the graph to remember
+      CanonicalGraph cg = canonicalize(graph_);
+      std::vector<Tensor> args = graph_args(cg, aliasing);
+      return run_cached_region(RegionCache::instance().lookup(cg.graph, aliasing), cg.graph, args,
+                               destinations);
+    }
     Graph raw = graph_;  // canonicalize moves the nodes out
     CanonicalGraph cg = canonicalize(graph_);
     std::vector<Tensor> args = graph_args(cg, aliasing);

@@ -112,17 +112,24 @@ class CpuKernel final : public CompiledKernel {
  public:
   // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at
   // compile time, for every variant.
-  CpuKernel(const LoopKernel& k, JitIsa isa)
+  CpuKernel(const LoopKernel& k, JitIsa isa, const CpuLaunchHint& hint)
       : k_(k),
         isa_(isa),
         unroll_(config().jit_unroll > 0 && cpu_kernel_unrolls(k) ? int{config().jit_unroll}
                                                                  : cpu_kernel_unroll(k, isa)),
         name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
     // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
-    // while planning (the step then stays eager) instead of at the first launch.
+    // while planning (the step then stays eager) instead of at the first launch. Streaming
+    // where the planner's index space makes every element output large, and as a column
+    // kernel where the planner launches it so: such launches never take the plain row variant,
+    // whose rendering would be wasted (kiln-perf's gelu, layernorm and softmax rendered each
+    // kernel twice; mlp_train's column sums too).
     std::vector<InnerLayout> contiguous(
         static_cast<size_t>(k.num_operands() + (k.uses_index() ? 1 : 0)), InnerLayout::Contiguous);
-    variant(contiguous, false);
+    // (A column kernel the column renderer declines by design keeps the row variant here: its
+    // launches run the nodes eagerly, can_launch(), without a codegen failure's warning.)
+    variant(contiguous, large_outputs(hint.elements),
+            hint.columns && k.has_reduce() && column_kernel_ok(k));
   }
   const LoopKernel& source() const override { return k_; }
 
@@ -144,6 +151,22 @@ class CpuKernel final : public CompiledKernel {
     std::lock_guard lock(mu_);
     variants_.push_back({layout, streaming, columns, fn});
     return fn;
+  }
+
+  // Whether every element output of a launch over `elements` elements has kStreamingBytes or
+  // more (a row kernel's row values do not count; at least one element output): the size half of
+  // the launches' test for non-temporal stores, the other half (layouts, alignment) assumed.
+  bool large_outputs(int64_t elements) const {
+    const std::vector<uint8_t> row = k_.has_reduce() ? k_.row_values() : std::vector<uint8_t>();
+    bool any = false;
+    for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+      if (!row.empty() && row[k_.stores[j]]) continue;
+      const DType t = k_.output_dtype(j);
+      if (t == DType::Bool || elements * static_cast<int64_t>(itemsize(t)) < kStreamingBytes)
+        return false;
+      any = true;
+    }
+    return any;
   }
 
   LoopKernel k_;
@@ -689,12 +712,14 @@ bool CpuTarget::supports(ExprOp op, DType dtype) const {
   return !expr_is_transcendental(op) || cpu_math_supported(op);
 }
 
-std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k) {
+std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k) { return compile(k, {}); }
+
+std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k, const CpuLaunchHint& hint) {
   k.verify();
   if (tracer::dump_settings().wants(tracer::DumpKind::Code))  // KILN_DUMP=code
     tracer::dump_text(tracer::DumpKind::Code,
                       fmt::format("kernel-{:016x}.txt", hash_words(encode(k))), to_text(k));
-  return std::make_shared<CpuKernel>(k, active_jit_isa());
+  return std::make_shared<CpuKernel>(k, active_jit_isa(), hint);
 }
 
 CpuTarget& cpu_target() {

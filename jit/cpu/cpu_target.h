@@ -30,12 +30,25 @@ size_t cpu_jit_compile_count();
 // Testing hook: while non-zero, the next that many renders throw (an injected codegen fault).
 void inject_cpu_codegen_faults(int count);
 
+// What the planner knows of a kernel's launches: the elements of its index space (0: unknown)
+// and whether it runs as a column kernel (LaunchArgs::inner_dims > 0).
+struct CpuLaunchHint {
+  int64_t elements = 0;
+  bool columns = false;
+};
+
 class CpuTarget final : public KernelTarget {
  public:
   const char* name() const override;
   int threshold() const override { return 1; }  // asmjit compiles in microseconds
   bool supports(ExprOp op, DType dtype) const override;
   std::shared_ptr<CompiledKernel> compile(const LoopKernel& k) override;
+  // The same, with what the planner knows of the kernel's launches (CpuLaunchHint). Compiling
+  // renders one variant at once, so that a codegen failure surfaces while planning: the
+  // all-contiguous one, as a column kernel where the launches will be, with non-temporal stores
+  // where every element output will be large enough for them (as the launches decide:
+  // kStreamingBytes), so that no rendering is made that no launch uses.
+  std::shared_ptr<CompiledKernel> compile(const LoopKernel& k, const CpuLaunchHint& hint);
 };
 
 CpuTarget& cpu_target();

@@ -28,7 +28,7 @@ namespace kiln::jit {
 // The uniform draw of the lanes of `o` whose first element has linear index `index` (a general
 // register), with the Philox words in the four Int32 params at params + first_param * 8.
 template <class T>
-asmjit::x86::Vec emit_rand_uniform(const AsmVecOps<T>& o, asmjit::x86::Compiler& cc,
+asmjit::x86::Vec emit_rand_uniform(const AsmVecOps<T>& o, KernelCompiler& cc,
                                    const asmjit::x86::Gp& index, const asmjit::x86::Gp& params,
                                    int32_t first_param) {
   namespace x86 = asmjit::x86;

@@ -10,6 +10,7 @@
 #include "jit/cpu/philox_emitter.h"
 #include "jit/cpu/render_cols.h"
 #include "jit/cpu/render_reduce.h"
+#include "jit/cpu/render_workspace.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
 
@@ -628,7 +629,7 @@ class BodyEmitter {
   }
 
   EmitContext& ctx_;
-  x86::Compiler& cc_;
+  KernelCompiler& cc_;
   int n_;
   AsmVecOps<float> f_;
   AsmVecOps<double> d_;
@@ -643,7 +644,7 @@ class BodyEmitter {
   std::vector<Val> vals_;
 };
 
-void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v) {
+void render_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v) {
   const JitIsa isa = v.isa;
   const std::vector<InnerLayout>& layout = v.layout;
   FuncNode* f = cc.addFunc(FuncSignatureT<void, char* const*, const int64_t*, const int64_t*,
@@ -708,7 +709,7 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
   };
 
   if (vector_loop) {
-    Label l_vec = cc.newLabel(), l_tail = cc.newLabel();
+    Label l_vec = cc.newLabel();
     const int unroll = std::max(1, v.unroll);
     if (unroll > 1) {  // `unroll` vectors per iteration while they last, their bodies interleaved
       Label l_multi = cc.newLabel();
@@ -726,26 +727,48 @@ void render_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant
       cc.sub(rem, unroll * lanes);
       cc.jmp(l_multi);
     }
-    // One vector per iteration: the whole row, or what the unrolled loop left (< unroll vectors).
     cc.bind(l_vec);
-    cc.cmp(rem, lanes);
-    cc.jl(l_tail);
-    BodyEmitter(ctx, lanes, k, layout, cur, params, nullptr, v.streaming).emit();
-    advance(lanes);
-    cc.sub(rem, lanes);
-    cc.jmp(l_vec);
-    cc.bind(l_tail);
-    if (isa == JitIsa::Avx512) {  // one masked iteration
+    if (unroll > 1 && isa == JitIsa::Avx512) {
+      // What the unrolled loop left (< unroll vectors): one masked vector per iteration, the
+      // last one partial. One body serves those whole vectors and the tail, so the kernel holds
+      // unroll + 1 bodies instead of unroll + 2 (a body is about a fifth of gelu's compile time:
+      // docs/jit.md "Compile time"). Its stores are never non-temporal (at most unroll vectors).
       cc.test(rem, rem);
-      cc.jz(l_row_end);
-      x86::Gp bits = cc.newInt64("bits");
-      x86::KReg mask = cc.newKw("tail");
+      cc.jle(l_row_end);
+      x86::Gp count = cc.newInt64("count"), bits = cc.newInt64("bits");
+      x86::KReg mask = cc.newKw("rest");
+      cc.mov(count, lanes);
+      cc.cmp(rem, count);
+      cc.cmovl(count, rem);
       cc.mov(bits, -1);
-      cc.bzhi(bits, bits, rem);
+      cc.bzhi(bits, bits, count);
       cc.kmovw(mask, bits.r32());
       BodyEmitter(ctx, lanes, k, layout, cur, params, &mask).emit();
+      advance(lanes);
+      cc.sub(rem, lanes);
+      cc.jmp(l_vec);
     } else {
-      scalar_loop();
+      // One vector per iteration: the whole row, or what the unrolled loop left.
+      Label l_tail = cc.newLabel();
+      cc.cmp(rem, lanes);
+      cc.jl(l_tail);
+      BodyEmitter(ctx, lanes, k, layout, cur, params, nullptr, v.streaming).emit();
+      advance(lanes);
+      cc.sub(rem, lanes);
+      cc.jmp(l_vec);
+      cc.bind(l_tail);
+      if (isa == JitIsa::Avx512) {  // one masked iteration
+        cc.test(rem, rem);
+        cc.jz(l_row_end);
+        x86::Gp bits = cc.newInt64("bits");
+        x86::KReg mask = cc.newKw("tail");
+        cc.mov(bits, -1);
+        cc.bzhi(bits, bits, rem);
+        cc.kmovw(mask, bits.r32());
+        BodyEmitter(ctx, lanes, k, layout, cur, params, &mask).emit();
+      } else {
+        scalar_loop();
+      }
     }
   } else {
     scalar_loop();
@@ -809,13 +832,16 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
   const int nops = k.num_operands() + (k.uses_index() ? 1 : 0);
   KILN_CHECK(static_cast<int>(v.layout.size()) == nops,
              "cpu kernel: {} operand layouts for {} operands", v.layout.size(), nops);
-  CodeHolder code;
-  code.init(rt.environment());
   ThrowingHandler handler;
-  code.setErrorHandler(&handler);
   StringLogger logger;
+  RenderWorkspace workspace;
+  CodeHolder& code = workspace.code();
+  KernelCompiler& cc = workspace.compiler();
+  code.init(rt.environment());
+  code.setErrorHandler(&handler);
   if (want_assembly) code.setLogger(&logger);
-  x86::Compiler cc(&code);
+  cc.set_readable_names(want_assembly);
+  code.attach(&cc);
   if (k.has_reduce() && v.columns)
     render_column_function(cc, k, v);
   else if (k.has_reduce())

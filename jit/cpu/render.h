@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jit/cpu/cpu_isa.h"
+#include "jit/cpu/kernel_compiler.h"
 #include "jit/loop/loop_kernel.h"
 
 namespace kiln::jit {

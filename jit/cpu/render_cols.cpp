@@ -45,7 +45,7 @@ constexpr int kSlot = 64;  // bytes of one vector
 
 class ColRenderer {
  public:
-  ColRenderer(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v)
+  ColRenderer(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v)
       : cc_(cc), k_(k), v_(v), isa_(v.isa), L_(cpu_kernel_lanes(k, v.isa)) {}
 
   void render() {
@@ -406,7 +406,7 @@ class ColRenderer {
     cc_.bind(l_epi_done);
   }
 
-  x86::Compiler& cc_;
+  KernelCompiler& cc_;
   const LoopKernel& k_;
   const KernelVariant& v_;
   JitIsa isa_;
@@ -428,7 +428,7 @@ class ColRenderer {
 
 }  // namespace
 
-void render_column_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v) {
+void render_column_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v) {
   KILN_CHECK(column_kernel_ok(k),
              "cpu column kernel: a reduction reads another's result, or a row value is not a "
              "float (not rendered)");

@@ -34,6 +34,6 @@ namespace kiln::jit {
 bool column_kernel_ok(const LoopKernel& k);
 
 // The function of a column kernel (k.has_reduce(), column_kernel_ok(k)).
-void render_column_function(asmjit::x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v);
+void render_column_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v);
 
 }  // namespace kiln::jit

@@ -76,7 +76,7 @@ int vec_lanes(const LoopKernel& k, JitIsa isa) { return cpu_kernel_lanes(k, isa)
 
 class RowRenderer {
  public:
-  RowRenderer(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v)
+  RowRenderer(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v)
       : cc_(cc), k_(k), v_(v), isa_(v.isa), L_(vec_lanes(k, v.isa)) {}
 
   void render() {
@@ -788,7 +788,7 @@ class RowRenderer {
     }
   }
 
-  x86::Compiler& cc_;
+  KernelCompiler& cc_;
   const LoopKernel& k_;
   const KernelVariant& v_;
   JitIsa isa_;
@@ -811,7 +811,7 @@ class RowRenderer {
 
 }  // namespace
 
-void render_row_function(x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v) {
+void render_row_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v) {
   for (InnerLayout l : v.layout)
     KILN_CHECK(l != InnerLayout::Strided, "cpu row kernel: a strided row (not rendered)");
   RowRenderer(cc, k, v).render();

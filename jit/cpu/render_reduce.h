@@ -41,6 +41,6 @@ std::vector<asmjit::x86::Vec> emit_body(
 
 // The function of a row kernel (k.has_reduce()). Every operand's layout is Contiguous or
 // Broadcast (the launcher runs nothing else through a row kernel).
-void render_row_function(asmjit::x86::Compiler& cc, const LoopKernel& k, const KernelVariant& v);
+void render_row_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v);
 
 }  // namespace kiln::jit

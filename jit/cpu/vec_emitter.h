@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "jit/cpu/cpu_isa.h"
+#include "jit/cpu/kernel_compiler.h"
 #include "ops/cpu/vecmath/reduce_pio2.h"
 
 namespace kiln::jit {
@@ -34,7 +35,7 @@ struct AsmMask {
 
 // State shared by the emitters of one function: the hoisted constants.
 struct EmitContext {
-  asmjit::x86::Compiler& cc;
+  KernelCompiler& cc;
   JitIsa isa;
   asmjit::BaseNode* hoist_point = nullptr;  // constants are loaded after this node
   std::map<std::pair<uint64_t, int>, asmjit::x86::Vec> constants;  // (bits, width) -> register
@@ -58,7 +59,7 @@ class AsmVecOps {
   int bytes() const { return lanes_ * static_cast<int>(sizeof(T)); }
 
   F new_vec() const { return new_vec_of(cc_, bytes()); }
-  static F new_vec_of(asmjit::x86::Compiler& cc, int bytes) {
+  static F new_vec_of(KernelCompiler& cc, int bytes) {
     if (bytes >= 64) return cc.newZmm();
     if (bytes == 32) return cc.newYmm();
     return cc.newXmm();
@@ -572,7 +573,7 @@ class AsmVecOps {
   static constexpr InstId kIdVbroadcastsd_ = asmjit::x86::Inst::kIdVbroadcastsd;
 
   EmitContext& ctx_;
-  asmjit::x86::Compiler& cc_;
+  KernelCompiler& cc_;
   int lanes_;
 };
 

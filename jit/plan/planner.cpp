@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "jit/cpu/cpu_target.h"
+#include "jit/loop/common_exprs.h"
 #include "jit/lower/lower_reduce.h"
 #include "jit/lower/lowering.h"
 #include "jit/passes/passes.h"
@@ -122,7 +123,14 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
                                  : meta[step->outputs[o]]->sizes.size() == grp.sizes.size() ? 1
                                                                                             : 2);
   }
-  step->kernel = cpu_target().compile(k);
+  // Nodes lowered one by one repeat work (layer_norm's mean and var both sum the row): merged,
+  // the kernel has less to compile and, for a Reduce, a pass fewer over each row.
+  k = merge_common_exprs(k);
+  CpuLaunchHint hint;  // for the variant rendered now (cpu_target.h)
+  hint.elements = 1;
+  for (int64_t s : step->sizes.empty() ? grp.sizes : step->sizes) hint.elements *= s;
+  hint.columns = grp.inner_dims > 0;
+  step->kernel = cpu_target().compile(k, hint);
   return step;
 }
 

@@ -33,12 +33,11 @@ std::vector<tracer::ValueMeta> CompileCache::guards_of(const TensorList& args) {
   return out;
 }
 
-std::optional<CompileCache::Entry> CompileCache::find(
-    const std::vector<tracer::ValueMeta>& guards) const {
+const CompileCache::Entry* CompileCache::find(const std::vector<tracer::ValueMeta>& guards) const {
   std::lock_guard lock(mu_);
   for (const Entry& e : entries_)
-    if (same_guards(e.guards, guards)) return e;
-  return std::nullopt;
+    if (same_guards(e.guards, guards)) return &e;
+  return nullptr;
 }
 
 bool CompileCache::add(Entry entry, int limit) {
@@ -66,7 +65,9 @@ TensorList record_call(tracer::HopRecorder& recorder, const CompileCache::Entry&
   attrs.ints[0] = static_cast<int64_t>(args.size());
   TensorList inputs = args;
   inputs.insert(inputs.end(), e.captures.begin(), e.captures.end());
-  std::vector<tracer::Graph> bodies{e.body};
+  // One copy of the body (a braced list would copy it twice: its elements are const).
+  std::vector<tracer::Graph> bodies;
+  bodies.push_back(e.body);
   return recorder.record_hop(OpId::Call, attrs, std::move(bodies), inputs, e.results);
 }
 
@@ -129,7 +130,7 @@ std::optional<TensorList> cached_call(const std::string& op, CompileCache& cache
     return std::nullopt;
   }
   std::vector<tracer::ValueMeta> guards = CompileCache::guards_of(args);
-  if (std::optional<CompileCache::Entry> hit = cache.find(guards)) {
+  if (const CompileCache::Entry* hit = cache.find(guards)) {
     if (!hit->traceable) {
       note_fallback(op.c_str(), hit->fallback_reason);
       return std::nullopt;

@@ -3,6 +3,7 @@
 // device of each). A call whose guards match records the cached body again without running the
 // function; the tensors the function captured are bound when it was traced. Thread-safe.
 #pragma once
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -39,8 +40,11 @@ class CompileCache {
 
   static std::vector<tracer::ValueMeta> guards_of(const TensorList& args);
 
-  // The entry for `guards`, if one was traced.
-  std::optional<Entry> find(const std::vector<tracer::ValueMeta>& guards) const;
+  // The entry for `guards`, if one was traced (null if not). Entries are never removed or
+  // changed once added, and stay where they are: the pointer lives as long as the cache (a call
+  // reads its body without copying it: a copy per call was a measurable part of a region
+  // call's recording cost).
+  const Entry* find(const std::vector<tracer::ValueMeta>& guards) const;
   // Adds an entry; false (and nothing added) when the function already has `limit` entries.
   bool add(Entry entry, int limit);
   size_t size() const;
@@ -49,7 +53,7 @@ class CompileCache {
 
  private:
   mutable std::mutex mu_;
-  std::vector<Entry> entries_;
+  std::deque<Entry> entries_;  // a deque: adding never moves an entry (find's pointers)
   bool warned_ = false;
 };
 
