@@ -15,5 +15,11 @@ uint64_t reduced_mask(const OpCall& c);
 [[noreturn]] void fail_not_a_reduction(OpId id);
 // The eager kernel of every reduction op (the active ISA's build of ops/cpu/reduce_kernels.cpp).
 void reduce_eager(const OpCall& c, const Tensor& out);
+// softmax of m contiguous rows of n elements (x and y may be the same memory): each row's amax,
+// exp(x - max), their sum, y = e * (1 / sum), the max and the sum in the eager amax's and sum's
+// order (the active ISA's build of ops/cpu/reduce_kernels.cpp), so the result is bit for bit
+// that chain of eager ops; the JIT's row kernels lower softmax the same way.
+void softmax_rows(const float* x, float* y, int64_t m, int64_t n);
+void softmax_rows(const double* x, double* y, int64_t m, int64_t n);
 
 }  // namespace kiln

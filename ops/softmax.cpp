@@ -3,7 +3,10 @@
 //
 // Output dtype: the input's float dtype (Int32/Int64/Bool compute in Float32). The kernel works on
 // a row-major copy of the input viewed as [outer, n, inner] (n = size of dim): each row is
-// max-subtracted before exp so large logits do not overflow. When dim is not innermost
+// max-subtracted before exp so large logits do not overflow. softmax over the innermost dim
+// (inner == 1) is the chain amax, exp(x - max), sum, e * (1 / sum) with the max and the sum in
+// the eager reductions' order (ops/reduce.h softmax_rows), bit for bit, so the JIT fuses it
+// into a row kernel with eager's bits (jit/lower/lower_reduce.h). When dim is not innermost
 // (inner > 1) it sweeps a block of `inner` columns at once, so every memory access stays unit-
 // stride; the work is split over (outer, column block) pairs.
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/nn_registry.h"
+#include "ops/reduce.h"
 #include "runtime/parallel.h"
 
 namespace kiln {
@@ -81,30 +85,22 @@ void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t c0, int64
   }
 }
 
-// One contiguous row (dim innermost).
+// One contiguous row (dim innermost) of log_softmax. (softmax's rows: softmax_rows, ops/reduce.h.)
 template <class T>
-void softmax_row(const T* x, T* y, int64_t n, bool log) {
+void log_softmax_row(const T* x, T* y, int64_t n) {
   T mx = -std::numeric_limits<T>::infinity();
   for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
   T sum = 0;
-  if (log) {
-    constexpr int64_t kChunk = 256;
-    T e[kChunk];
-    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
-      const int64_t m = std::min(kChunk, n - j0);
-      for (int64_t j = 0; j < m; ++j) e[j] = x[j0 + j] - mx;
-      exp_inplace(e, m);
-      for (int64_t j = 0; j < m; ++j) sum += e[j];
-    }
-    const T lse = mx + vecmath::apply_scalar(sum, vlog);
-    for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
-  } else {
-    for (int64_t j = 0; j < n; ++j) y[j] = x[j] - mx;
-    exp_inplace(y, n);
-    for (int64_t j = 0; j < n; ++j) sum += y[j];
-    const T r = T(1) / sum;
-    for (int64_t j = 0; j < n; ++j) y[j] *= r;
+  constexpr int64_t kChunk = 256;
+  T e[kChunk];
+  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - j0);
+    for (int64_t j = 0; j < m; ++j) e[j] = x[j0 + j] - mx;
+    exp_inplace(e, m);
+    for (int64_t j = 0; j < m; ++j) sum += e[j];
   }
+  const T lse = mx + vecmath::apply_scalar(sum, vlog);
+  for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
 }
 
 void softmax_eager(const OpCall& c, const Tensor& out) {
@@ -126,9 +122,13 @@ void softmax_eager(const OpCall& c, const Tensor& out) {
     if constexpr (std::is_floating_point_v<T>) {
       const T* xp = static_cast<const T*>(x.impl()->data());
       T* yp = static_cast<T*>(o->data());
+      if (inner == 1 && !log) {
+        softmax_rows(xp, yp, outer, n);
+        return;
+      }
       if (inner == 1) {
         parallel_for(0, outer, grain, [&](int64_t r0, int64_t r1) {
-          for (int64_t r = r0; r < r1; ++r) softmax_row<T>(xp + r * n, yp + r * n, n, log);
+          for (int64_t r = r0; r < r1; ++r) log_softmax_row<T>(xp + r * n, yp + r * n, n);
         });
         return;
       }

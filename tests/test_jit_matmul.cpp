@@ -394,6 +394,66 @@ TEST_F(JitMatmulTest, TrainingStepsWithAccumulationAndZeroGradMatchEager) {
     }
 }
 
+// A 3-layer MLP step with plain SGD (kiln-perf's mlp_train, smaller): the optimizer's
+// `w - lr * dW` kernels are recorded after the whole backward, and move up to run as the
+// epilogues of their weight gradients' BLAS steps (jit/plan/planner.cpp) where everything they
+// read is ready: every split dW gets its update as an epilogue. A kernel that reads a product and
+// a value computed later stays where it is. Bitwise equal to eager at every step, one and two
+// threads.
+TEST_F(JitMatmulTest, SgdUpdatesRecordedLateBecomeEpiloguesOfTheirGradients) {
+  for (int threads : {1, 2}) {
+    ConfigOverride<int> nt(config().num_threads, threads);
+    tracer::RegionCache::instance().clear();
+    auto train = [&](bool jit) {
+      std::vector<Tensor> params;
+      const int64_t widths[] = {192, 512, 512, 10};
+      for (int l = 0; l < 3; ++l) {
+        params.push_back(data({widths[l + 1], widths[l]}, 70 + l).mul_(0.05).requires_grad_());
+        params.push_back(data({widths[l + 1]}, 80 + l).mul_(0.1).requires_grad_());
+      }
+      optim::SGD opt(params, optim::SGDOptions(0.01));
+      const Tensor x = data({256, 192}, 90);
+      Tensor target;
+      {
+        JitMode off(false);
+        manual_seed(91);
+        target = randint(0, 10, {256});
+      }
+      TensorList record;
+      JitMode mode(jit);
+      for (int step = 0; step < 3; ++step) {
+        opt.zero_grad();
+        Tensor h = relu(linear(x, params[0], params[1]));
+        h = relu(linear(h, params[2], params[3]));
+        Tensor loss = cross_entropy(linear(h, params[4], params[5]), target);
+        loss.backward();
+        opt.step();
+        record.push_back(loss.detach());
+        for (const Tensor& p : params) record.push_back(p.grad().clone());
+        for (const Tensor& p : params) record.push_back(p.detach().clone());
+        kiln::sync();
+      }
+      return record;
+    };
+    const TensorList want = train(false), got = train(true);
+    testing::expect_lists_bitwise_equal(got, want, std::to_string(threads) + " threads");
+    if (threads == 2) {
+      // The three forward products with their bias (+ relu), and the three weight gradients
+      // with their updates (5 epilogues: 3 without the move, only dW1's update is next to it).
+      const PlanShape s = plan_shape();
+      EXPECT_GE(s.epilogues, 5) << s.blas << " BLAS steps";
+    }
+  }
+  // Not hoisted past a value it needs: `a + b` reads the first product and the second one.
+  tracer::RegionCache::instance().clear();
+  const Tensor x = data({256, 512}, 92), w = data({512, 512}, 93), v = data({512, 512}, 94);
+  run_both(
+      [&](int) {
+        return TensorList{x.matmul(w) * 2.0, (x.matmul(w) + x.matmul(v)).relu()};
+      },
+      "two products");
+}
+
 // Random products and epilogues (a small differential fuzzer): sizes around the split's
 // threshold, random transposes of either operand, an epilogue drawn from bias, activations,
 // scaling, a residual and a second reader of the product; Float32 and Float64; two threads;

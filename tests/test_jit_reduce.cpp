@@ -515,6 +515,84 @@ TEST_F(JitReducePlanTest, LogsumexpIsARowKernelBitwise) {
   }
 }
 
+// Rows for softmax: random values at scale 8, and where there are enough rows, a row of -inf
+// (NaN out), one with a +inf, one with a NaN, one with a single -inf among finite values, one
+// with signed zeros only.
+Tensor softmax_rows_of(int64_t rows, int64_t n, DType dt, uint64_t seed) {
+  Tensor x = randn_of({rows, n}, seed, dt) * 8.0;
+  if (n == 0 || rows < 6) return x;
+  JitMode off(false);
+  const double inf = std::numeric_limits<double>::infinity();
+  x.select(0, 1).fill_(-inf);
+  x.select(0, 2).narrow(0, n / 2, 1).fill_(inf);
+  x.select(0, 3).narrow(0, n - 1, 1).fill_(std::nan(""));
+  x.select(0, 4).narrow(0, 0, 1).fill_(-inf);
+  x.select(0, 5).fill_(-0.0);
+  x.select(0, 5).narrow(0, 0, (n + 1) / 2).fill_(0.0);
+  return x;
+}
+
+// Eager softmax over the last dim is the chain amax, exp(x - max), sum, e * (1 / sum), each
+// eager op's bits (ops/reduce.h softmax_rows): the contract that lets the JIT lower it into a row
+// kernel. Row lengths around the lanes, the pairwise blocks and the 65536-element chunks.
+TEST_F(JitReducePlanTest, EagerSoftmaxIsItsReductionChainBitwise) {
+  JitMode off(false);
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (int64_t n :
+         {1, 7, 8, 9, 16, 17, 127, 128, 129, 136, 300, 512, 1000, 4099, 65536, 65543, 140001}) {
+      const int64_t rows = n > 5000 ? 6 : 9;
+      const Tensor x = softmax_rows_of(rows, n, dt, static_cast<uint64_t>(n) + 300);
+      const Tensor e = (x - x.amax({-1}, true)).exp();
+      const Tensor want = e * e.sum({-1}, true).reciprocal();
+      expect_bitwise_equal(softmax(x, -1), want,
+                           fmt::format("softmax {} n={}", dtype_name(dt), n).c_str());
+      // A 3-D input over its last dim is the same rows.
+      expect_bitwise_equal(softmax(x.reshape({rows, 1, n}), 2), want.reshape({rows, 1, n}),
+                           fmt::format("softmax 3-D {} n={}", dtype_name(dt), n).c_str());
+    }
+  }
+}
+
+// softmax over the last dim is a row kernel (jit/lower/lower_reduce.h), fused with its prologue
+// (attention's scale and causal mask) and epilogue: eager's bits on every ISA, both float
+// dtypes, rows of -inf, +inf, NaN and signed zeros, row lengths around the order's boundaries;
+// softmax over another dim stays an eager step, with eager's bits.
+TEST_F(JitReducePlanTest, SoftmaxOpIsARowKernelBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int64_t n : {0, 1, 7, 16, 17, 129, 512, 1000}) {
+        const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
+        const Tensor x = softmax_rows_of(8, n, dt, static_cast<uint64_t>(n) + 70);
+        tracer::RegionCache::instance().clear();
+        EXPECT_EQ(run_both([&] { return TensorList{softmax(x, -1)}; }, what), "k1") << what;
+        Tensor mask;
+        {
+          JitMode off(false);
+          mask = ones({8, n}, TensorOptions().dtype(kBool)).triu(1);
+        }
+        tracer::RegionCache::instance().clear();
+        EXPECT_EQ(run_both(
+                      [&] {
+                        Tensor p = softmax((x * 0.125).masked_fill(mask, -INFINITY), -1);
+                        return TensorList{p * 3.0};
+                      },
+                      what + " scaled, masked"),
+                  "k4")
+            << what;
+      }
+    }
+  }
+  // Three 65536-element chunks in a row (the tree of chunk results), once.
+  tracer::RegionCache::instance().clear();
+  const Tensor big = softmax_rows_of(2, 140001, kFloat32, 90);
+  EXPECT_EQ(run_both([&] { return TensorList{softmax(big + 1.0, -1)}; }, "chunks"), "k2");
+  // Over dim 0: an eager step (eager sweeps columns there).
+  tracer::RegionCache::instance().clear();
+  const Tensor x = softmax_rows_of(9, 33, kFloat32, 91);
+  EXPECT_EQ(run_both([&] { return TensorList{softmax(x + 1.0, 0)}; }, "dim 0"), "k1 e");
+}
+
 // Values with ties (a few distinct integers), signed zeros, infinities and, where asked, NaNs
 // at random places of some rows: what decides which index argmax / argmin return.
 Tensor tie_data(int64_t rows, int64_t n, DType dt, uint64_t seed, bool nan) {

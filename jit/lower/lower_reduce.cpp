@@ -41,6 +41,7 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
       break;
     case OpId::Var:  // rows only: eager gathers the columns of these
     case OpId::Logsumexp:
+    case OpId::Softmax:  // an element value per element, computed from two row values
     case OpId::Argmax:
     case OpId::Argmin:
     case OpId::All:
@@ -55,6 +56,11 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
     return 0;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
   if (rank == 0 || rank >= 64) return 0;
+  if (n.op == OpId::Softmax) {  // attrs.ints[0]: its one dim
+    const int64_t d = n.attrs.ints.empty() ? -1 : n.attrs.ints[0];
+    const int64_t w = d < 0 ? d + rank : d;
+    return w < 0 || w >= rank ? 0 : uint64_t{1} << w;
+  }
   if (n.attrs.dims.empty() || n.op == OpId::All || n.op == OpId::Any)
     return (uint64_t{1} << rank) - 1;
   uint64_t mask = 0;
@@ -124,6 +130,12 @@ int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
     return k.binary(ExprOp::Add, k.unary(ExprOp::Log, s), shift);
   }
   const DType t = k.exprs[x].type;
+  if (n.op == OpId::Softmax) {  // eager's softmax_rows (ops/reduce.h): e * (1 / sum(e))
+    const int32_t e =
+        k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, k.reduce(ExprOp::ReduceMax, x)));
+    const int32_t r = k.binary(ExprOp::Div, k.constant(1.0, t), k.reduce(ExprOp::ReduceSum, e));
+    return k.binary(ExprOp::Mul, e, r);
+  }
   switch (n.op) {
     case OpId::Sum:
       return k.reduce(ExprOp::ReduceSum, x);

@@ -17,6 +17,9 @@
 //          ReduceFirst(x == m or (m and x are NaN)): an Int64 row value.
 //   all / any (every dtype; over every dim) -> ReduceMin / ReduceMax of (x != 0 ? 1 : 0) > 0.5
 //          (a Bool row value; NaN is nonzero; all of nothing is true, any of nothing false).
+//   softmax over the last dim (Float32, Float64) -> eager's softmax_rows (ops/reduce.h):
+//          e = exp(x - ReduceMax(x)); e * (1 / ReduceSum(e)): an element value, not a row value
+//          (its node has the input's shape; lower_reduction returns it all the same).
 // A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
 // of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
 // mean, prod, amax, amin (var, logsumexp, argmax/argmin and all/any are not: eager gathers
@@ -39,7 +42,8 @@ struct ColumnDims {
 };
 ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& input);
 
-// Appends the expressions of reduction `n` over the element value `x`; returns its row value.
+// Appends the expressions of reduction `n` over the element value `x`; returns its row value
+// (softmax: its element value).
 int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x);
 
 }  // namespace kiln::jit

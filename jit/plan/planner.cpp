@@ -449,6 +449,35 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         grp.reads.push_back(v);
     step_of[n.output] = target;
   }
+  // A pointwise kernel reading a matmul's product moves up to run right after it, where it
+  // becomes the BLAS step's epilogue (per row block, while the block is in cache), when
+  // everything it reads is computed by then: an optimizer's `w - lr * dW` recorded after the
+  // rest of the backward (mlp_train's SGD step of W2). The steps in between neither read its
+  // results (they come before them in the graph) nor see a change: the executor decides writes
+  // into destinations and buffer reuse from the final order.
+  for (size_t s = 0; s + 2 < drafts.size(); ++s) {
+    if (drafts[s].group >= 0 || !is_cpu_matmul(g, g.nodes[drafts[s].node])) continue;
+    const ValueId product = g.nodes[drafts[s].node].output;
+    auto reads_product = [&](size_t t) {
+      if (drafts[t].group < 0) return false;
+      const Group& grp = groups[drafts[t].group];
+      return !grp.nodes.empty() &&
+             std::find(grp.reads.begin(), grp.reads.end(), product) != grp.reads.end();
+    };
+    size_t t = s + 1;
+    while (t < drafts.size() && !reads_product(t)) ++t;
+    if (t == s + 1 || t == drafts.size()) continue;  // already next, or no reader
+    const Group& grp = groups[drafts[t].group];
+    const bool ready = std::all_of(grp.reads.begin(), grp.reads.end(), [&](ValueId v) {
+      return step_of[v] <= static_cast<int32_t>(s);
+    });
+    if (grp.reduced_dims > 0 || grp.draws || !ready) continue;
+    std::rotate(drafts.begin() + static_cast<std::ptrdiff_t>(s + 1),
+                drafts.begin() + static_cast<std::ptrdiff_t>(t),
+                drafts.begin() + static_cast<std::ptrdiff_t>(t + 1));
+    const auto s1 = static_cast<int32_t>(s + 1), t1 = static_cast<int32_t>(t);
+    for (int32_t& d : step_of) d = d == t1 ? s1 : (d >= s1 && d < t1 ? d + 1 : d);
+  }
   // A region without kernels is still planned when it has a matmul: its BLAS step splits the
   // product over the threads (jit/plan/blas_step.h).
   const bool has_matmul = std::any_of(g.nodes.begin(), g.nodes.end(),

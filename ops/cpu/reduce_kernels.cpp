@@ -187,6 +187,43 @@ void all_any(bool any, const ReducePlan& p, bool* out) {
       [any](unsigned char a, unsigned char b) -> unsigned char { return any ? (a | b) : (a & b); },
       [&](int64_t, unsigned char v) { out[0] = v != 0; });
 }
+// One whole row of n elements in run_rows's order: pieces of kRowChunk combined in tree_combine's
+// tree (what the JIT's row program follows, jit/loop/row_program.h).
+template <class A, class Range, class Combine>
+A whole_row(int64_t n, const Range& range, const Combine& combine) {
+  const int64_t chunks = (n + kRowChunk - 1) / kRowChunk;
+  if (chunks <= 1) return range(0, n);
+  std::vector<A> part(static_cast<size_t>(chunks));
+  for (int64_t c = 0; c < chunks; ++c)
+    part[static_cast<size_t>(c)] = range(c * kRowChunk, std::min(kRowChunk, n - c * kRowChunk));
+  tree_combine(part.data(), chunks, combine);
+  return part[0];
+}
+
+// softmax of contiguous rows: the row's amax (NaN propagating), exp(x - max) by the vector math
+// (the exp op's bits), their sum, y = e * (1 / sum); the max and the sum in amax's and sum's
+// eager order, so softmax is bit for bit the chain of those ops (the JIT lowers it so).
+template <class T>
+void softmax_rows_impl(const T* x, T* y, int64_t m, int64_t n) {
+  auto row = [&](const T* xr, T* yr) {
+    const T mx = whole_row<T>(
+        n, [&](int64_t s, int64_t len) { return range_extreme<MaxOp, T>(xr + s, len); },
+        [](T a, T b) { return max_nan(a, b); });
+    for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] - mx;
+    vecmath::map_contiguous<T, vecmath::kNativeVecBytes>(
+        yr, yr, n, [](const auto& o, auto v) { return vecmath::exp(o, v); });
+    const T sum = whole_row<T>(
+        n, [&](int64_t s, int64_t len) { return pairwise_sum<T>(yr + s, len, Cast<T>{}); },
+        [](T a, T b) { return a + b; });
+    const T r = T(1) / sum;
+    for (int64_t j = 0; j < n; ++j) yr[j] *= r;
+  };
+  parallel_for(0, m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n)),
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) row(x + r * n, y + r * n);
+               });
+}
+
 }  // namespace
 
 void reduce_eager(const OpCall& c, const Tensor& out) {
@@ -240,6 +277,11 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
         fail_not_a_reduction(op);
     }
   });
+}
+
+void softmax_rows(const float* x, float* y, int64_t m, int64_t n) { softmax_rows_impl(x, y, m, n); }
+void softmax_rows(const double* x, double* y, int64_t m, int64_t n) {
+  softmax_rows_impl(x, y, m, n);
 }
 
 }  // namespace kiln::KILN_ISA_NS
