@@ -20,6 +20,7 @@
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
 #include "record_util.h"
+#include "tracer/region_runner.h"
 
 namespace kiln {
 namespace {
@@ -133,12 +134,14 @@ LoopKernel col_kernel(DType dt, ExprOp op) {
 // variant while compiling, and its launches render nothing more; without the hint, the plain
 // row variant is rendered while compiling (unused) and the column one at the first launch.
 TEST(JitColumnKernels, CompiledForColumnsRendersTheColumnVariantOnly) {
+  // Eager around the direct target calls: with KILN_JIT=1 the inputs would be recorded and
+  // compiled when the launch reads them, and the ops launch_cols runs too, all counted; and no
+  // background planning of an earlier test may still be compiling (the counter is global).
+  tracer::wait_for_compiles();
+  JitMode eager(false);
   const Tensor x = col_data(3, 40, 70, kFloat32, ExprOp::ReduceSum, 11, false);
   const Tensor w = col_data(1, 1, 70, kFloat32, ExprOp::ReduceSum, 12, false).reshape({70});
   jit::CpuJitCounters& c = jit::cpu_jit_counters();
-  // Eager around the direct target calls: with KILN_JIT=1 the ops launch_cols runs (its output
-  // allocations) would be recorded and compiled too, and counted.
-  JitMode eager(false);
   for (const std::string& isa : testing::supported_jit_isas()) {
     testing::ConfigOverride<std::string> isa_override(config().jit_isa, isa);
     for (bool hinted : {true, false}) {
