@@ -35,7 +35,8 @@ inline double var_bound(DType d, double n, double c) {
 inline double logsumexp_bound(DType d, double n, double c) {
   return unit_roundoff(d) * (2 * log2n(n) + 64 + 20 * std::fabs(c));
 }
-// softmax: the CPU sums the exps in order (n roundings), CUDA in its tree; exp's 16 ulp;
+// softmax: an in-order sum's n roundings (the CPU's order for softmax over a middle dim; over
+// the last dim it sums pairwise now, inside the same bound), CUDA in its tree; exp's 16 ulp;
 // relative, and subnormal results absolutely.
 inline double softmax_bound(DType d, double n, double c) {
   const double tiny =
