@@ -81,9 +81,10 @@ inline void expect_all_compile_for_sm90(const std::vector<std::string>& sources,
   // Under ASan the kernels are rendered (above, instrumented) but not compiled: the release
   // stage compiles the same sources, NVRTC itself is not instrumented, and the compile of the
   // row kernels costs minutes of CI's 2 cores (docs/testing.md, "What CI costs").
-  std::printf("[   NOTE   ] %s: %zu kernels rendered; their NVRTC compile runs in the release "
-              "stage, not under ASan\n",
-              program.c_str(), sources.size());
+  std::printf(
+      "[   NOTE   ] %s: %zu kernels rendered; their NVRTC compile runs in the release "
+      "stage, not under ASan\n",
+      program.c_str(), sources.size());
   (void)names;
   return;
 #endif
