@@ -9,8 +9,6 @@
 //     16 KiB in and out), the minimum over many timed launches (a launch that another process
 //     interrupts is slower, never faster, so the minimum is the undisturbed figure).
 // Usage: kiln-jit-cycles [n] [trials]
-#include <x86intrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +20,7 @@
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/render.h"
 #include "jit/loop/loop_kernel.h"
+#include "perf/tsc.h"
 
 using namespace kiln;
 using namespace kiln::jit;
@@ -74,14 +73,7 @@ int main(int argc, char** argv) {
   std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) x[i] = -6.0f + 12.0f * static_cast<float>(i) / n;
 
-  // TSC ticks per ns, from a 50 ms interval.
-  const auto w0 = std::chrono::steady_clock::now();
-  const uint64_t c0 = __rdtsc();
-  while (std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(50)) {
-  }
-  const double ticks_per_ns =
-      double(__rdtsc() - c0) /
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - w0).count();
+  const double ticks_per_ns = kiln::perf::tsc_ticks_per_ns();
 
   std::printf(
       "gelu (tanh form, out of primitives), Float32, n = %lld (2048: in L1), min of %d launches, "
@@ -115,12 +107,8 @@ int main(int argc, char** argv) {
     for (int unroll = 1; unroll <= 4; ++unroll) {
       char* ptrs[2] = {reinterpret_cast<char*>(y.data()), reinterpret_cast<char*>(x.data())};
       const int64_t inner[2] = {4, 4}, outer[2] = {0, 0};
-      uint64_t best = ~uint64_t{0};
-      for (int t = 0; t < trials; ++t) {
-        const uint64_t t0 = __rdtsc();
-        r[unroll - 1].fn(ptrs, inner, outer, n, 1, nullptr);
-        best = std::min<uint64_t>(best, __rdtsc() - t0);
-      }
+      const uint64_t best = kiln::perf::min_tsc_ticks(
+          trials, [&] { r[unroll - 1].fn(ptrs, inner, outer, n, 1, nullptr); });
       const double cyc = double(best) / n;
       std::printf("%-7s %6d %14.2f %16.3f %12.3f %10zu %11.1f\n", jit_isa_name(isa), unroll,
                   double(insts[unroll - 1]) / (unroll * lanes), cyc, cyc / ticks_per_ns,

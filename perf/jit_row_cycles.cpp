@@ -6,10 +6,7 @@
 // cycles per element, the minimum over many launches (an interrupted launch is slower, never
 // faster), and the rendering's code size.
 // Usage: kiln-jit-row-cycles [n] [rows] [trials] [asm]   (asm: also print each AVX-512 listing)
-#include <x86intrin.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +18,7 @@
 #include "jit/cpu/render_reduce.h"
 #include "jit/loop/loop_kernel.h"
 #include "jit/loop/row_program.h"
+#include "perf/tsc.h"
 
 using namespace kiln;
 using namespace kiln::jit;
@@ -58,20 +56,11 @@ LoopKernel layernorm_kernel() {
 
 // Parts of softmax's work, to see where its cycles go: the max pass alone; the sum of exps
 // alone (row values, stored once per row); the sum alone; x / sum(x) (the sum, then the
-// element pass's division).
-LoopKernel amax_kernel() {
+// element pass's division). One Reduce of x, or of exp(x):
+LoopKernel reduce_kernel(ExprOp op, bool of_exp) {
   LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
-  k.stores = {k.reduce(ExprOp::ReduceMax, k.load(0))};
-  return k;
-}
-LoopKernel sum_exp_kernel() {
-  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
-  k.stores = {k.reduce(ExprOp::ReduceSum, k.unary(ExprOp::Exp, k.load(0)))};
-  return k;
-}
-LoopKernel sum_kernel() {
-  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
-  k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+  const int32_t x = k.load(0);
+  k.stores = {k.reduce(op, of_exp ? k.unary(ExprOp::Exp, x) : x)};
   return k;
 }
 
@@ -98,20 +87,16 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = -8.0f + 16.0f * static_cast<float>(i) / x.size();
   for (int64_t i = 0; i < n; ++i) w[i] = 0.5f + static_cast<float>(i) / n, b[i] = -w[i];
 
-  const auto w0 = std::chrono::steady_clock::now();
-  const uint64_t c0 = __rdtsc();
-  while (std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(50)) {
-  }
-  const double ticks_per_ns =
-      double(__rdtsc() - c0) /
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - w0).count();
+  const double ticks_per_ns = kiln::perf::tsc_ticks_per_ns();
   std::printf("row kernels, Float32, %lld rows of %lld, min of %d launches, TSC %.2f GHz\n",
               static_cast<long long>(rows), static_cast<long long>(n), trials, ticks_per_ns);
   std::printf("%-10s %-7s %16s %12s %10s\n", "kernel", "isa", "TSC cycles/elem", "ns/element",
               "code bytes");
-  for (Case c : {Case{"softmax", softmax_kernel()}, Case{"layernorm", layernorm_kernel()},
-                 Case{"amax", amax_kernel()}, Case{"sum(exp)", sum_exp_kernel()},
-                 Case{"sum", sum_kernel()}, Case{"x/sum", div_sum_kernel()}}) {
+  for (Case c :
+       {Case{"softmax", softmax_kernel()}, Case{"layernorm", layernorm_kernel()},
+        Case{"amax", reduce_kernel(ExprOp::ReduceMax, false)},
+        Case{"sum(exp)", reduce_kernel(ExprOp::ReduceSum, true)},
+        Case{"sum", reduce_kernel(ExprOp::ReduceSum, false)}, Case{"x/sum", div_sum_kernel()}}) {
     const LoopKernel& k = c.k;
     for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
       if (isa > host_jit_isa()) continue;
@@ -140,12 +125,8 @@ int main(int argc, char** argv) {
       std::vector<int64_t> outer(ptrs.size(), n * 4);
       if (k.num_inputs() == 3) outer[2] = outer[3] = 0;
       if (k.row_values()[k.stores[0]]) outer[0] = 4;  // one element per row
-      uint64_t best = ~uint64_t{0};
-      for (int t = 0; t < trials; ++t) {
-        const uint64_t t0 = __rdtsc();
-        r.fn(ptrs.data(), inner.data(), outer.data(), n, rows, words.data());
-        best = std::min<uint64_t>(best, __rdtsc() - t0);
-      }
+      const uint64_t best = kiln::perf::min_tsc_ticks(
+          trials, [&] { r.fn(ptrs.data(), inner.data(), outer.data(), n, rows, words.data()); });
       const double cyc = double(best) / double(n * rows);
       std::printf("%-10s %-7s %16.3f %12.3f %10zu\n", c.name, jit_isa_name(isa), cyc,
                   cyc / ticks_per_ns, r.code_bytes);
