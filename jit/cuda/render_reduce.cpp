@@ -262,6 +262,25 @@ class RowKernelRenderer {
     return out;
   }
 
+  // Element u's alias v<id>_u of each row value in `row_ids` (the suffixed names its values read).
+  void emit_row_aliases(const std::vector<int32_t>& row_ids, const std::string& sfx,
+                        const char* pad) {
+    for (int32_t id : row_ids)
+      s_ += fmt::format("{}const {} {}{} = {};\n", pad, cuda_type(k_.exprs[id].type), v(id), sfx,
+                        v(id));
+  }
+
+  // Element u's values of `ids` but the Loads (loaded before), suffixed `sfx`.
+  void emit_element_values(const std::vector<int32_t>& ids, const std::string& sfx,
+                           const char* pad) {
+    for (int32_t id : ids) {
+      const Expr& e = k_.exprs[id];
+      if (e.op == ExprOp::Load) continue;
+      s_ += fmt::format("{}const {} {}{} = {};\n", pad, cuda_type(e.type), v(id), sfx,
+                        render_cuda_expr(k_, e, layout_, sfx));
+    }
+  }
+
   // kUnroll elements of the row at once, element u at index `index(u)` where `in_u` holds: first
   // every element's operand offsets and loads (so that all the loads are in flight together),
   // then each element's values (names suffixed _u), then `use(u)` for each element in range.
@@ -283,19 +302,12 @@ class RowKernelRenderer {
         s_ += fmt::format("{}const {} {}{} = in{} ? {} : ({})0;\n", pad, cuda_type(e.type), v(id),
                           x, x, render_cuda_expr(k_, e, layout_, x), cuda_type(e.type));
       }
-      for (int32_t id : row_operands(ids))
-        s_ += fmt::format("{}const {} {}{} = {};\n", pad, cuda_type(k_.exprs[id].type), v(id), x,
-                          v(id));
+      emit_row_aliases(row_operands(ids), x, pad);
     }
     for (int u = 0; u < kUnroll; ++u) {
       const std::string x = fmt::format("_{}", u);
       s_ += fmt::format("{}if (in{}) {{\n", pad, x);
-      for (int32_t id : ids) {
-        const Expr& e = k_.exprs[id];
-        if (e.op == ExprOp::Load) continue;
-        s_ += fmt::format("{}  const {} {}{} = {};\n", pad, cuda_type(e.type), v(id), x,
-                          render_cuda_expr(k_, e, layout_, x));
-      }
+      emit_element_values(ids, x, (std::string(pad) + "  ").c_str());
       use(u, x);
       s_ += fmt::format("{}}}\n", pad);
     }
@@ -365,10 +377,7 @@ class RowKernelRenderer {
         }
         s_ += fmt::format("{}}}\n", pad);
       }
-      for (int vv = 0; vv < 4; ++vv)
-        for (int32_t id : row_ids)
-          s_ += fmt::format("{}const {} {}_{} = {};\n", pad, cuda_type(k_.exprs[id].type), v(id),
-                            4 * h + vv, v(id));
+      for (int vv = 0; vv < 4; ++vv) emit_row_aliases(row_ids, fmt::format("_{}", 4 * h + vv), pad);
     }
     for (int h = 0; h < groups; ++h) {
       if (store)
@@ -380,12 +389,7 @@ class RowKernelRenderer {
         const int u = 4 * h + vv;
         const std::string x = fmt::format("_{}", u);
         s_ += fmt::format("{}if (in{}) {{\n", pad, x);
-        for (int32_t id : ids) {
-          const Expr& e = k_.exprs[id];
-          if (e.op == ExprOp::Load) continue;
-          s_ += fmt::format("{}  const {} {}{} = {};\n", pad, cuda_type(e.type), v(id), x,
-                            render_cuda_expr(k_, e, layout_, x));
-        }
+        emit_element_values(ids, x, (std::string(pad) + "  ").c_str());
         if (store)
           for (int32_t j = 0; j < nout; ++j)
             if (!row_[k_.stores[j]])
