@@ -351,6 +351,29 @@ Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) 
   return randn(IntList(shape), TensorOptions().dtype(dt));
 }
 
+// Found by the hop fuzzer once region bodies were planned: a max / min over a row whose length
+// leaves a masked group of lanes (AVX-512 Float64, and Float64 kernels with Float32 values)
+// noted NaNs in the masked-off lanes too, where the prologue had made NaN of the zeros they load
+// (x / x: 0 / 0), so the whole row came out NaN. Every ISA runs it (the suite's ISA passes);
+// lengths cover every tail of 8 and 16 lanes.
+TEST_F(JitReducePlanTest, ExtremesIgnoreWhatThePrologueMakesOfMaskedLanes) {
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (int64_t n = 1; n <= 40; ++n) {
+      tracer::RegionCache::instance().clear();
+      const Tensor x = randn_of({3, n}, 500 + static_cast<uint64_t>(n), dt) + 5.0;  // no zeros
+      const std::string what = fmt::format("{} n={}", dtype_name(dt), n);
+      run_both(
+          [&] {
+            Tensor q = x / x * x;           // x itself, but NaN where a lane holds 0
+            Tensor m = x.to(kFloat32) / x;  // a Float32 value in the kernel: 8 lanes of Float64
+            return TensorList{x - q.amax(IntList{-1}, true), q.amin(IntList{-1}, true),
+                              m.amax(IntList{-1}, true)};
+          },
+          what);
+    }
+  }
+}
+
 TEST_F(JitReducePlanTest, LayerNormFromPrimitivesIsOneKernel) {
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);

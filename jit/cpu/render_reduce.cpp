@@ -436,8 +436,13 @@ class RowRenderer {
         if (!extreme) return move(a, combine(ao, op, a, v));
         move(a, op == ExprOp::ReduceMax ? ao.gt_select(a, v) : ao.lt_select(a, v));
       };
-      auto note_nan = [&](x86::Vec v) {
-        if (extreme) move_mask(nan_seen, vo.mask_or(nan_seen, vo.unord(v, v)));
+      // `valid`: only these lanes were read (a masked group); the others hold what the
+      // prologue made of zeros, which may be NaN (0 / 0, log(0) * 0) and must not count.
+      auto note_nan = [&](x86::Vec v, const AsmMask* valid = nullptr) {
+        if (!extreme) return;
+        AsmMask nan = vo.unord(v, v);
+        if (valid != nullptr) nan = vo.mask_and(nan, *valid);
+        move_mask(nan_seen, vo.mask_or(nan_seen, nan));
       };
       Label l_vec = cc_.newLabel(), l_vdone = cc_.newLabel();
       const int step = split ? L_ : A;
@@ -506,7 +511,9 @@ class RowRenderer {
         const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
         if (stash) store_stash(out, &m);
         x86::Vec v = out[e.a];
-        note_nan(v);  // the masked lanes load as zeros
+        AsmMask read;
+        read.k = m;
+        note_nan(v, &read);
         feed(acc[0], low_half(v, L_ * es));
         advance(A);
         cc_.bind(l_no);
