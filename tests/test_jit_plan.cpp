@@ -17,6 +17,7 @@
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/plan/jit_plan.h"
+#include "jit/plan/planner.h"
 #include "jit_kernel_util.h"
 #include "record_util.h"
 #include "runtime/allocator.h"
@@ -448,6 +449,7 @@ TEST_F(JitPlanTest, InjectedCodegenFaultLeavesEagerStepsAndOneWarning) {
     Tensor s = (x * 0.3046875 + 1.0).var(IntList{0}, false, true);  // a column var: eager
     return TensorList{((x - s) * 0.6015625).relu()};
   };
+  jit::rearm_codegen_warning();  // another test may have failed a compile first
   jit::inject_cpu_codegen_faults(1);
   expect_iterations_match(program, 3, "fault");
   jit::inject_cpu_codegen_faults(0);

@@ -82,6 +82,14 @@ int JitPlan::num_kernels() const {
   return n;
 }
 
+int JitPlan::num_body_plans() const {
+  std::vector<const tracer::RegionPlan*> seen;
+  for (const auto& per_node : body_plans_)
+    for (const auto& p : per_node)
+      if (p && std::find(seen.begin(), seen.end(), p.get()) == seen.end()) seen.push_back(p.get());
+  return static_cast<int>(seen.size());
+}
+
 int JitPlan::num_eager_steps() const { return static_cast<int>(steps_.size()) - num_kernels(); }
 
 Tensor JitPlan::destination_for(const Frame& f, ValueId v, int32_t step_index,
@@ -139,6 +147,22 @@ void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index) {
       if (f.tuples.empty()) f.tuples.resize(f.values.size());
       if (n.op == OpId::TupleGet)
         f.values[n.output] = f.tuples[n.inputs[0]].at(static_cast<size_t>(n.attrs.ints[0]));
+      else if (j < static_cast<int32_t>(body_plans_.size()) && !body_plans_[j].empty())
+        f.tuples[n.output] = tracer::run_hop_node(
+            n,
+            [&](size_t k, std::vector<Tensor> a) {
+              tracer::InterpretResult r;
+              if (tracer::RegionPlan* p = body_plans_[j][k].get()) {
+                tracer::RunArgs ra;
+                ra.inputs = a;
+                r = p->run(ra);
+              } else {
+                r = tracer::interpret(n.subgraphs[k], bodies_[j][k], a);
+              }
+              if (r.error) std::rethrow_exception(r.error);
+              return std::move(r.outputs);
+            },
+            in);
       else
         f.tuples[n.output] = tracer::run_hop_node(n, bodies_[j], in);
       return;

@@ -1,9 +1,10 @@
 // A region's plan: steps in execution order, each a fused kernel (loop IR compiled by a kernel
 // target), a BLAS step (a matmul as GEMM calls, jit/plan/blas_step.h) or an eager step (one node
 // run by its eager kernel, with its metadata derived from the actual inputs: plans are
-// size-generic), over a table of values indexed like the graph's. Values live from their step to
-// their last use; buffers exist only at step boundaries (a kernel's intermediates stay in
-// registers).
+// size-generic; a higher-order node's step runs its bodies through their own plans where the
+// planner made them: body_plans.h), over a table of values indexed like the graph's. Values live
+// from their step to their last use; buffers exist only at step boundaries (a kernel's
+// intermediates stay in registers).
 //
 // run() follows the RegionPlan contract (tracer/backend.h): run arguments only, destinations
 // written directly where safe, per-output errors (a failed step poisons what depends on it).
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "jit/passes/arg_map.h"
+#include "jit/plan/body_plans.h"
 #include "jit/target.h"
 #include "tracer/backend.h"
 #include "tracer/graph.h"
@@ -84,6 +86,13 @@ class JitPlan final : public tracer::RegionPlan {
   // indexed by the region's original graph, through `m` first.
   void set_arg_map(std::shared_ptr<const passes::ArgMap> m) { arg_map_ = std::move(m); }
 
+  // Plans of the higher-order nodes' bodies (jit/plan/body_plans.h), per node and subgraph;
+  // a null plan (or none set) interprets that body.
+  void set_body_plans(BodyPlans plans) { body_plans_ = std::move(plans); }
+  // For tests and stats: the body plans, and how many distinct ones this plan runs.
+  const BodyPlans& body_plans() const { return body_plans_; }
+  int num_body_plans() const;
+
  private:
   struct Frame;
   void run_eager_node(Frame& f, int32_t node, int32_t step_index = -1);
@@ -124,7 +133,8 @@ class JitPlan final : public tracer::RegionPlan {
   std::vector<std::vector<EagerPatch>> patches_;  // per node: promoted scalars
   std::vector<int32_t> random_index_;             // per node: its RunArgs::random index, or -1
   std::vector<std::vector<tracer::InterpreterPlan>> bodies_;  // per node: hop body plans
-  std::vector<int32_t> last_step_;        // per value: the last step reading it (-2: an output)
+  BodyPlans body_plans_;            // per node: the bodies' own plans (run instead where not null)
+  std::vector<int32_t> last_step_;  // per value: the last step reading it (-2: an output)
   std::vector<int32_t> input_last_step_;  // per graph input
   std::vector<uint8_t> donor_ok_;         // per value: produced by a node whose buffer it owns
   std::shared_ptr<const passes::ArgMap> arg_map_;  // null: RunArgs index graph_ itself

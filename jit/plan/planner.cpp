@@ -138,6 +138,8 @@ std::atomic<bool> g_warned_codegen{false};
 
 }  // namespace
 
+void rearm_codegen_warning() { g_warned_codegen = false; }
+
 std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScalars& runtime) {
   const size_t nv = static_cast<size_t>(g.num_values());
   std::vector<const tracer::ValueMeta*> meta(nv, nullptr);
@@ -482,7 +484,11 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // product over the threads (jit/plan/blas_step.h).
   const bool has_matmul = std::any_of(g.nodes.begin(), g.nodes.end(),
                                       [&](const Node& n) { return is_cpu_matmul(g, n); });
-  if (groups.empty() && !has_matmul) return nullptr;
+  // Bodies of higher-order nodes are planned as regions of their own (body_plans.h): a region of
+  // layer calls has no kernel itself, but its bodies do.
+  bool any_body = false;
+  BodyPlans body_plans = plan_bodies(g, planner(), &any_body);
+  if (groups.empty() && !has_matmul && !any_body) return nullptr;
 
   // The last draft reading each value (-2: a graph output).
   std::vector<int32_t> last_reader(nv, -1);
@@ -546,7 +552,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
 
   auto plan =
       std::make_unique<JitPlan>(g, std::move(steps), std::move(patches), std::move(random_index));
-  if (plan->num_kernels() == 0 && !has_matmul) return nullptr;
+  if (plan->num_kernels() == 0 && !has_matmul && !any_body) return nullptr;
+  plan->set_body_plans(std::move(body_plans));
   return plan;
 }
 

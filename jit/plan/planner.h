@@ -2,7 +2,8 @@
 // region into steps: pointwise chains fused into loop kernels for a kernel target (the CPU's
 // asmjit target today), CPU matmuls BLAS steps with their epilogue kernel (blas_step.h),
 // everything else an eager step (one node through its eager kernel), so one unsupported op
-// never keeps the rest of a region interpreted.
+// never keeps the rest of a region interpreted. The bodies of higher-order nodes are planned the
+// same way, as sub-plans (body_plans.h).
 //
 // Fusion: nodes join the kernel of a producer when they lower (jit/lower/lowering.h: any dtype,
 // casts between them inside the kernel) and have the same output shape as it in the first
@@ -31,5 +32,9 @@ class Planner final : public tracer::RegionPlanner {
 };
 
 Planner& planner();
+
+// Testing hook: a failed kernel compile warns once per process; after this the next one warns
+// again (a test that counts the warning does not depend on which test failed a compile first).
+void rearm_codegen_warning();
 
 }  // namespace kiln::jit
