@@ -35,12 +35,11 @@ class JitRecordedTest : public ::testing::Test {
   ConfigOverride<int> threshold_{config().jit_threshold, Threshold};
 };
 
-// Runs `program(iteration)` `iterations` times eagerly and recorded (each program seeds what it
-// draws), bitwise equal every iteration; returns the eager steps of every cached region's plan
-// (0: everything fused; -1: a region without a JIT plan, which also fails the test) and sets
-// *kernels to their kernel steps.
-inline int plan_eager_steps(const std::function<TensorList(int)>& program, int iterations,
-                            const std::string& what, int* kernels) {
+// Runs `program(iteration)` `iterations` times eagerly and recorded (each recorded iteration ends
+// with a sync: one flush, one region run; each program seeds what it draws); every iteration's
+// results must be bitwise equal.
+inline void expect_iterations_match(const std::function<TensorList(int)>& program, int iterations,
+                                    const std::string& what) {
   std::vector<TensorList> want, got;
   {
     JitMode off(false);
@@ -55,6 +54,14 @@ inline int plan_eager_steps(const std::function<TensorList(int)>& program, int i
   }
   for (int it = 0; it < iterations; ++it)
     expect_lists_bitwise_equal(got[it], want[it], what + ", iteration " + std::to_string(it));
+}
+
+// expect_iterations_match, then the eager steps of every cached region's plan (0: everything
+// fused; -1: a region without a JIT plan, which also fails the test); sets *kernels to their
+// kernel steps.
+inline int plan_eager_steps(const std::function<TensorList(int)>& program, int iterations,
+                            const std::string& what, int* kernels) {
+  expect_iterations_match(program, iterations, what);
   int eager = 0;
   *kernels = 0;
   for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {

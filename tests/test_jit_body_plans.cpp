@@ -20,6 +20,7 @@ namespace kiln {
 namespace {
 
 using testing::expect_error;
+using testing::expect_iterations_match;
 using testing::expect_lists_bitwise_equal;
 using testing::JitMode;
 using testing::ramp;
@@ -30,25 +31,6 @@ Tensor data(std::vector<int64_t> shape, uint64_t seed) {
   JitMode off(false);
   manual_seed(seed);
   return randn(IntList(shape));
-}
-
-// Runs `program` eagerly and recorded, `iterations` times each, bitwise equal every time.
-void expect_match(const std::function<TensorList(int)>& program, int iterations,
-                  const std::string& what) {
-  std::vector<TensorList> want, got;
-  {
-    JitMode off(false);
-    for (int it = 0; it < iterations; ++it) want.push_back(program(it));
-  }
-  {
-    JitMode on(true);
-    for (int it = 0; it < iterations; ++it) {
-      got.push_back(program(it));
-      kiln::sync();
-    }
-  }
-  for (int it = 0; it < iterations; ++it)
-    expect_lists_bitwise_equal(got[it], want[it], what + ", iteration " + std::to_string(it));
 }
 
 // The body plans of every cached region's JIT plan: how many distinct ones, and how many kernel
@@ -98,7 +80,7 @@ TEST_F(JitBodyPlanTest, RegionLayersShareOneBodyPlan) {
     for (const TensorList& w : weights) h = r({h, w[0], w[1]})[0];
     return TensorList{h};
   };
-  expect_match(program, 3, "six region layers");
+  expect_iterations_match(program, 3, "six region layers");
   const BodyCount c = body_count();
   EXPECT_EQ(c.plans, 1) << "the six calls' bodies are copies of one body: one plan";
   EXPECT_GE(c.kernels, 1)
@@ -118,7 +100,7 @@ TEST_F(JitBodyPlanTest, ScanAndMapBodiesRunFusedKernels) {
         map([](const TensorList& a) { return TensorList{exp(a[0] * -0.5) + a[0]}; }, {xs});
     return TensorList{carry[0], ys[0], m[0]};
   };
-  expect_match(program, 2, "scan and map");
+  expect_iterations_match(program, 2, "scan and map");
   const BodyCount c = body_count();
   EXPECT_EQ(c.plans, 2);
   EXPECT_GE(c.kernels, 2);
@@ -138,7 +120,7 @@ TEST_F(JitBodyPlanTest, WhileLoopAndCondBodiesRunFusedKernels) {
         [](const TensorList& a) { return TensorList{log1p(abs(a[0])) * 2.0}; }, {out[1]});
     return TensorList{out[0], out[1], c[0]};
   };
-  expect_match(program, 2, "while_loop and cond");
+  expect_iterations_match(program, 2, "while_loop and cond");
   EXPECT_GE(body_count().kernels, 3) << "the loop body and both branches";
 }
 
@@ -151,7 +133,7 @@ TEST_F(JitBodyPlanTest, CodegenFaultInABodyKeepsEagerResults) {
                       a[0]};  // constants no other test uses
   });
   jit::inject_cpu_codegen_faults(1000);
-  expect_match([&](int) { return TensorList{r({r({x})[0]})[0]}; }, 2, "faulting body");
+  expect_iterations_match([&](int) { return TensorList{r({r({x})[0]})[0]}; }, 2, "faulting body");
   jit::inject_cpu_codegen_faults(0);
   EXPECT_EQ(body_count().kernels, 0);
 }

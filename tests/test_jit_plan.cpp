@@ -19,6 +19,7 @@
 #include "jit/plan/jit_plan.h"
 #include "jit/plan/planner.h"
 #include "jit_kernel_util.h"
+#include "jit_recorded_util.h"
 #include "record_util.h"
 #include "runtime/allocator.h"
 #include "runtime/logging.h"
@@ -30,6 +31,7 @@ namespace {
 
 using testing::ConfigOverride;
 using testing::expect_bitwise_equal;
+using testing::expect_iterations_match;
 using testing::JitMode;
 using testing::JitRestore;
 
@@ -86,27 +88,6 @@ std::string step_string(const jit::JitPlan& p) {
     s += st.kernel ? fmt::format("k{}", st.kernel->nodes.size()) : std::string("e");
   }
   return s;
-}
-
-// Runs `program` `iterations` times eagerly and recorded (each iteration ends with a sync: one
-// flush, one region run); every iteration's results must be bitwise equal.
-void expect_iterations_match(const std::function<TensorList(int)>& program, int iterations,
-                             const std::string& what) {
-  std::vector<TensorList> want, got;
-  {
-    JitMode off(false);
-    for (int it = 0; it < iterations; ++it) want.push_back(program(it));
-  }
-  {
-    JitMode on(true);
-    for (int it = 0; it < iterations; ++it) {
-      got.push_back(program(it));
-      kiln::sync();
-    }
-  }
-  for (int it = 0; it < iterations; ++it)
-    testing::expect_lists_bitwise_equal(got[it], want[it],
-                                        what + ", iteration " + std::to_string(it));
 }
 
 Tensor data(std::vector<int64_t> shape, uint64_t seed, DType dtype = kFloat32) {
