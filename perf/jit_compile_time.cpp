@@ -4,7 +4,9 @@
 // a kernel; a "cold" one follows a pass over a 256 MiB buffer. Kernels: gelu's (tanh form out
 // of primitives, Float32, as the planner fuses perf/workloads/gelu.cpp) in its contiguous and
 // streaming variants, and a short add-mul chain. Prints median and worst per kernel and state.
-// Usage: kiln-jit-compile [renders] [warm|cold]   (default 40 per kernel and state, both states)
+// Usage: kiln-jit-compile [renders] [warm|cold|both] [auto|compiler|assembler]
+// (default 40 per kernel and state, both states, the target's own choice of emitter: render.h
+// RenderPath; the `path` column says which emitter rendered the kernels)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,7 +51,11 @@ void stream(std::vector<char>& buf) {
 
 int main(int argc, char** argv) {
   const int renders = argc > 1 ? std::atoi(argv[1]) : 40;
-  const std::string only = argc > 2 ? argv[2] : "";
+  const std::string only = argc > 2 && std::string(argv[2]) != "both" ? argv[2] : "";
+  const std::string path_name = argc > 3 ? argv[3] : "auto";
+  const RenderPath path = path_name == "compiler"    ? RenderPath::Compiler
+                          : path_name == "assembler" ? RenderPath::Assembler
+                                                     : RenderPath::Auto;
   const JitIsa isa = host_jit_isa();
   std::vector<char> big(size_t{256} << 20, 1);
   asmjit::JitRuntime rt;
@@ -60,8 +66,8 @@ int main(int argc, char** argv) {
   };
   std::printf("isa %s, %d renders per row (each a kernel with new constants: no cache)\n",
               jit_isa_name(isa), renders);
-  std::printf("%-18s %-5s %6s %10s %10s %10s\n", "kernel", "state", "unroll", "bytes", "median us",
-              "worst us");
+  std::printf("%-18s %-5s %6s %10s %10s %10s %9s\n", "kernel", "state", "unroll", "bytes",
+              "median us", "worst us", "path");
   int serial = 0;
   for (const Case& c : {Case{"gelu", true, false}, Case{"gelu streaming", true, true},
                         Case{"add-mul", false, false}}) {
@@ -70,6 +76,7 @@ int main(int argc, char** argv) {
       std::vector<double> us;
       size_t bytes = 0;
       int unroll = 1;
+      bool assembled = true;
       for (int i = 0; i < renders; ++i) {
         const double c0 = 0.044715 + 1e-6 * ++serial;
         const LoopKernel k = c.gelu ? gelu_kernel(c0) : axpb_kernel(c0);
@@ -80,7 +87,8 @@ int main(int argc, char** argv) {
                         c.streaming, unroll};
         if (cold) stream(big);
         const auto t0 = std::chrono::steady_clock::now();
-        RenderedKernel r = render_cpu_kernel(rt, k, v, false);
+        RenderedKernel r = render_cpu_kernel(rt, k, v, false, path);
+        assembled = assembled && r.assembler;
         us.push_back(
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
                 .count());
@@ -88,8 +96,9 @@ int main(int argc, char** argv) {
         rt.release(r.fn);
       }
       std::sort(us.begin(), us.end());
-      std::printf("%-18s %-5s %6d %10zu %10.1f %10.1f\n", c.name, cold ? "cold" : "warm", unroll,
-                  bytes, us[us.size() / 2], us.back());
+      std::printf("%-18s %-5s %6d %10zu %10.1f %10.1f %9s\n", c.name, cold ? "cold" : "warm",
+                  unroll, bytes, us[us.size() / 2], us.back(),
+                  assembled ? "assembler" : "compiler");
     }
   }
   return 0;
