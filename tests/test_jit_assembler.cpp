@@ -205,6 +205,106 @@ TEST(JitAssembler, SameBytesAsTheCompiler) {
   EXPECT_GT(cpu_jit_counters().assembled.load(), before);
 }
 
+// Row kernels (render_reduce.h) both ways: layer norm's two sums, softmax's max, sum and
+// stashed exps, a product, a min with NaNs, and argmax (ReduceFirst) on every ISA, rows of
+// lengths around the lanes, byte for byte.
+TEST(JitAssembler, RowKernelsSameBytesAsTheCompiler) {
+  using E = ExprOp;
+  std::vector<std::pair<std::string, LoopKernel>> kernels;
+  for (DType t : {kFloat32, kFloat64}) {
+    LoopKernel ln = LoopKernel::uniform(t, 2);
+    {
+      const int32_t x = ln.load(0), g = ln.load(1);
+      const int32_t m = ln.binary(E::Div, ln.reduce(E::ReduceSum, x), ln.row_size(t));
+      const int32_t d = ln.binary(E::Sub, x, m);
+      const int32_t v =
+          ln.binary(E::Div, ln.reduce(E::ReduceSum, ln.binary(E::Mul, d, d)), ln.row_size(t));
+      const int32_t r = ln.unary(E::Rsqrt, ln.binary(E::Add, v, ln.constant(1e-5, t)));
+      ln.stores = {ln.binary(E::Mul, ln.binary(E::Mul, d, r), g), m};
+    }
+    kernels.emplace_back("layernorm", ln);
+    LoopKernel sm = LoopKernel::uniform(t, 2);
+    {
+      const int32_t x = sm.load(0);
+      const int32_t m = sm.reduce(E::ReduceMax, x);
+      const int32_t e = sm.unary(E::Exp, sm.binary(E::Sub, x, m));
+      const int32_t s = sm.reduce(E::ReduceSum, e);
+      sm.stores = {sm.binary(E::Div, e, s), sm.binary(E::Add, sm.unary(E::Log, s), m)};
+    }
+    kernels.emplace_back("softmax", sm);
+    LoopKernel pm = LoopKernel::uniform(t, 2);
+    {
+      const int32_t x = pm.load(0), c = pm.load(1);
+      const int32_t mn = pm.reduce(E::ReduceMin, pm.binary(E::Mul, x, c));
+      const int32_t first = pm.reduce_first(pm.cast(pm.binary(E::Eq, x, mn), t));
+      pm.stores = {pm.reduce(E::ReduceProd, pm.unary(E::Tanh, x)), mn, first};
+    }
+    kernels.emplace_back("prod_min_first", pm);
+    LoopKernel mk;  // a masked softmax times 3: a Bool input read along the row
+    mk.inputs = {t, kBool};
+    {
+      const int32_t x = mk.binary(E::Mul, mk.load(0), mk.constant(0.125, t));
+      const int32_t v = mk.select(mk.load(1), mk.constant(-INFINITY, t), x);
+      const int32_t e = mk.unary(E::Exp, mk.binary(E::Sub, v, mk.reduce(E::ReduceMax, v)));
+      const int32_t r = mk.binary(E::Div, mk.constant(1.0, t), mk.reduce(E::ReduceSum, e));
+      mk.stores = {mk.binary(E::Mul, mk.binary(E::Mul, e, r), mk.constant(3.0, t))};
+    }
+    kernels.emplace_back("masked_softmax", mk);
+  }
+  for (const auto& [name, k] : kernels) {
+    for (const std::string& isa : supported_jit_isas()) {
+      auto fast = compile_with(isa, 0, true, k);
+      auto slow = compile_with(isa, 0, false, k);
+      for (int64_t n :
+           {int64_t{1}, int64_t{7}, int64_t{17}, int64_t{33}, int64_t{129}, int64_t{1000}}) {
+        const int64_t rows = 3;
+        const Tensor x = values(k.inputs[0], rows * n, static_cast<int>(n));
+        const bool along = k.inputs[1] == kBool;  // the second input along the row too
+        const Tensor c = values(k.inputs[1], along ? rows * n : rows, 11);
+        std::vector<std::vector<unsigned char>> got[2];
+        for (int w = 0; w < 2; ++w) {
+          LaunchArgs la;
+          la.sizes = {rows, n};
+          la.reduced_dims = 1;
+          std::vector<Tensor> outs;
+          for (int32_t o = 0; o < k.num_outputs(); ++o) {
+            const bool row = k.row_values()[k.stores[o]];
+            const DType t = k.output_dtype(o);
+            const int64_t es = static_cast<int64_t>(itemsize(t));
+            outs.push_back(full(row ? std::vector<int64_t>{rows, 1} : std::vector<int64_t>{rows, n},
+                                -7.0, TensorOptions().dtype(t)));
+            la.ptrs.push_back(static_cast<char*>(const_cast<void*>(outs.back().raw_data())));
+            la.strides.push_back(row ? DimVector{es, 0} : DimVector{n * es, es});
+          }
+          const int64_t es = static_cast<int64_t>(itemsize(x.dtype()));
+          la.ptrs.push_back(static_cast<char*>(const_cast<void*>(x.raw_data())));
+          la.strides.push_back({n * es, es});
+          la.ptrs.push_back(static_cast<char*>(const_cast<void*>(c.raw_data())));
+          const int64_t ces = static_cast<int64_t>(itemsize(c.dtype()));
+          la.strides.push_back(along ? DimVector{n * ces, ces} : DimVector{ces, 0});
+          (w == 0 ? fast : slow)->launch(la);
+          for (const Tensor& o : outs) {
+            const auto* p = static_cast<const unsigned char*>(o.raw_data());
+            got[w].emplace_back(p, p + o.numel() * static_cast<int64_t>(itemsize(o.dtype())));
+          }
+        }
+        for (size_t o = 0; o < got[0].size(); ++o)
+          for (size_t b = 0; b < got[0][o].size(); b += 4)
+            if (std::memcmp(&got[0][o][b], &got[1][o][b], 4) != 0) {
+              float fa, fb;
+              std::memcpy(&fa, &got[0][o][b], 4);
+              std::memcpy(&fb, &got[1][o][b], 4);
+              ADD_FAILURE() << "first difference: output " << o << " word " << b / 4
+                            << " (as float32) " << fa << " vs " << fb;
+              break;
+            }
+        ASSERT_EQ(got[0], got[1]) << name << " " << dtype_name(k.inputs[0]) << " isa " << isa
+                                  << " n " << n;
+      }
+    }
+  }
+}
+
 // gelu's kernel (the perf workload's) takes the fast path on every ISA, unrolled or not, and its
 // listing (KILN_DUMP=asm) is the Assembler's.
 TEST(JitAssembler, GeluTakesTheFastPath) {
@@ -357,7 +457,7 @@ TEST(JitAssembler, AGivenUpRenderFallsBackToTheCompiler) {
   }
 }
 
-// Kernels whose body calls out or loops keep the Compiler; row kernels too.
+// Kernels whose body calls out or loops keep the Compiler; column kernels too.
 TEST(JitAssembler, CallsLoopsAndRowsKeepTheCompiler) {
   EXPECT_FALSE(cpu_kernel_assembles(math_kernel(kFloat32, {ExprOp::Sin})));
   EXPECT_FALSE(cpu_kernel_assembles(math_kernel(kFloat64, {ExprOp::Cos})));
@@ -366,7 +466,8 @@ TEST(JitAssembler, CallsLoopsAndRowsKeepTheCompiler) {
   EXPECT_FALSE(cpu_kernel_assembles(ip));
   LoopKernel row = LoopKernel::uniform(kFloat32, 1);
   row.stores = {row.reduce(ExprOp::ReduceSum, row.load(0))};
-  EXPECT_FALSE(cpu_kernel_assembles(row));
+  EXPECT_TRUE(cpu_kernel_assembles(row));
+  EXPECT_FALSE(cpu_kernel_assembles(row, true));  // as a column kernel
   EXPECT_TRUE(cpu_kernel_assembles(math_kernel(kFloat32, {ExprOp::Gelu})));
 }
 

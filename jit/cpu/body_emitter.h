@@ -636,4 +636,21 @@ class BodyEmitter {
 
 using body_detail::BodyEmitter;
 
+// One body of `lanes` lanes for a row or column kernel (render_reduce.h, render_cols.h):
+// evaluates what `want` and the outputs marked in `store` need, taking `preset[i]` (where valid)
+// for expression i instead of evaluating it (row values computed before the loop), and stores
+// the marked outputs at `cur`. Returns each numeric expression's register (invalid where not
+// evaluated). `streaming`: full-vector stores are non-temporal (aligned rows; the function ends
+// with a fence). `first`: the body's elements start that many elements after `cur` in contiguous
+// operands (a column kernel's next vector).
+template <class E>
+std::vector<asmjit::x86::Vec> emit_body(
+    EmitContextT<E>& ctx, int lanes, const LoopKernel& k, const std::vector<InnerLayout>& layout,
+    const std::vector<asmjit::x86::Gp>& cur, asmjit::x86::Gp params, const asmjit::x86::KReg* tail,
+    const std::vector<uint8_t>& want, const std::vector<asmjit::x86::Vec>& preset,
+    const std::vector<uint8_t>& store, bool streaming = false, int first = 0) {
+  return BodyEmitter<E>(ctx, lanes, k, layout, cur, params, tail, streaming, first)
+      .emit_partial(want, preset, store);
+}
+
 }  // namespace kiln::jit

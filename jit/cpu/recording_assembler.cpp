@@ -197,6 +197,21 @@ void RecordingAssembler::encode(const std::vector<RecordedInst>& code, const Reg
         if (m.hasIndexReg()) m.setIndexId(phys(m.indexId()));
       }
     }
+    const bool shift = in.id == Inst::kIdShl || in.id == Inst::kIdShr || in.id == Inst::kIdSar ||
+                       in.id == Inst::kIdRol || in.id == Inst::kIdRor;
+    if (shift && in.ops[1].isReg() && in.ops[1].id() != x86::Gp::kIdCx) {
+      // A shift by a register counts by cl: swap the count into rcx around it (xchg moves no
+      // flags; the shift's own flags survive the second swap).
+      const uint32_t c = in.ops[1].id();
+      if (!in.ops[0].isReg() || in.ops[0].id() == c)
+        throw Unsupported("a shift by a register of this form");
+      Operand_ value = in.ops[0];
+      if (value.id() == x86::Gp::kIdCx) value.as<BaseReg>().setId(c);  // rcx's value is in c
+      xchg(x86::rcx, x86::Gpq(c));
+      x86::Assembler::_emit(in.id, value, x86::cl, Operand_(), &in.ops[3]);
+      xchg(x86::rcx, x86::Gpq(c));
+      continue;
+    }
     setInstOptions(in.options);
     if (in.extra.isReg()) {
       RegOnly extra = in.extra;

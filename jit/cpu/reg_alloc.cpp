@@ -33,11 +33,21 @@ void for_each_vreg(const RecordedInst& in, Fn fn) {
 struct Interval {
   int32_t first = INT32_MAX, last = -1;
   int32_t uses = 0;
+  bool low = false;  // a vector operand of a VEX-only instruction: xmm0-15 only
 };
+
+// Whether `id` has no EVEX form, so that its vector registers must be among the first 16 (VEX
+// encodes 4 register bits: asmjit's Assembler would drop the fifth).
+bool vex_only(InstId id) {
+  if (id >= RecordedInst::kBindLabel) return false;
+  const x86::InstDB::InstInfo& info = x86::InstDB::infoById(id);
+  return info.isVex() && !info.isEvex();
+}
 
 // Each register's [first, last] reference, loops taken into account (reg_alloc.h).
 std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
-                                     const std::vector<VirtReg>& regs, uint32_t first_label) {
+                                     const std::vector<VirtReg>& regs, uint32_t first_label,
+                                     bool avx512) {
   std::vector<Interval> iv(regs.size());
   std::vector<int32_t> bound;  // label id -> position
   std::vector<std::pair<int32_t, int32_t>> loops;
@@ -59,6 +69,10 @@ std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
       iv[r].last = std::max(iv[r].last, i);
       ++iv[r].uses;
     });
+    if (avx512 && vex_only(in.id))
+      for (const Operand_& op : in.ops)
+        if (op.isReg() && op.as<BaseReg>().isVec() && is_virt(op.id()))
+          iv[index_of(op.id())].low = true;
   }
   for (size_t r = 0; r < regs.size(); ++r)
     if (regs[r].fixed >= 0 && iv[r].last >= 0) iv[r].first = 0;
@@ -293,7 +307,8 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
       act.pop_back();
     }
     int p = -1;
-    const uint32_t free = all[g] & ~busy[g];
+    const uint32_t allowed = iv[r].low ? all[g] & 0xffffu : all[g];
+    const uint32_t free = allowed & ~busy[g];
     if (regs[r].fixed >= 0) {
       p = regs[r].fixed;
       if (busy[g] & (1u << p)) return short_of = g, false;
@@ -316,6 +331,7 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
       };
       for (size_t a = 0; a < act.size(); ++a) {
         const uint32_t c = act[a];
+        if (!(allowed & (1u << out.phys[c]))) continue;  // its register would not do
         if (regs[c].fixed < 0 && (regs[victim].fixed >= 0 || key(c) > key(victim))) {
           victim = c;
           at_active = a;
@@ -348,11 +364,14 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out) {
   out.demoted = out.spilled = 0;
   std::vector<Home> homes;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    const std::vector<Interval> iv = live_intervals(code, regs, first_label);
+  for (int attempt = 0; attempt < 32; ++attempt) {
+    const std::vector<Interval> iv = live_intervals(code, regs, first_label, isa == JitIsa::Avx512);
     int short_of = -1;
     std::vector<uint32_t> spills;
-    if (linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) return true;
+    if (linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
+      out.rounds = attempt + 1;
+      return true;
+    }
     out.short_of = short_of;
     if (short_of >= 0 || spills.empty()) return false;
     homes.resize(regs.size());

@@ -8,7 +8,8 @@
 // loop's end, so values the loop carries (pointers, counters, hoisted constants) survive its
 // back edge. Each register then lives over [first, last] reference; a register whose last use
 // is an instruction may be reused for that instruction's destination (every x86 instruction
-// here reads its sources before it writes its destination).
+// here reads its sources before it writes its destination). On AVX-512 the vector operands of
+// instructions without an EVEX form (vmovdqu, vextractf128, ...) get xmm0-15 only.
 //
 // When registers do not suffice, the value live furthest ahead goes to memory (Poletto and
 // Sarkar's linear scan; hoisted constants, which live to the end, first): a hoisted constant is
@@ -53,6 +54,7 @@ struct RegAssignment {
   int demoted = 0;           // constants demoted to memory
   int spilled = 0;           // other values given a stack slot
   int short_of = -1;         // when false: the group that ran out (VirtReg::group)
+  int rounds = 0;            // scans it took (each after a round of spills)
 };
 
 // Fills `out`; may rewrite `code` and append to `regs` (spills). False when the registers do

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "jit/cpu/body_emitter.h"
+#include "jit/cpu/emit_function.h"
 #include "jit/cpu/interleave.h"
 #include "jit/cpu/recording_assembler.h"
 #include "jit/cpu/render_cols.h"
@@ -42,45 +43,6 @@ int kernel_lanes(const LoopKernel& k, JitIsa isa) {
   for (DType t : k.params) widest = std::max(widest, is64(t) ? 8 : 4);
   const int bytes = isa == JitIsa::Avx512 ? 64 : isa == JitIsa::Avx2 ? 32 : 16;
   return bytes / widest;
-}
-
-// The function's entry and end, per emitter: the Compiler makes a function node whose arguments
-// its allocator places; the recorder takes them in the SysV registers.
-struct FunctionArgs {
-  x86::Gp ptrs, inner, outer, n_inner, n_outer, params;
-};
-FunctionArgs begin_function(KernelCompiler& cc, JitIsa isa) {
-  FuncNode* f = cc.addFunc(FuncSignatureT<void, char* const*, const int64_t*, const int64_t*,
-                                          int64_t, int64_t, const void*>(CallConvId::kHost));
-  if (isa != JitIsa::Sse2) {
-    f->frame().setAvxEnabled();
-    f->frame().setAvxCleanup();
-  }
-  if (isa == JitIsa::Avx512) f->frame().setAvx512Enabled();
-  FunctionArgs a{cc.newIntPtr("ptrs"),   cc.newIntPtr("inner"),  cc.newIntPtr("outer"),
-                 cc.newInt64("n_inner"), cc.newInt64("n_outer"), cc.newIntPtr("params")};
-  f->setArg(0, a.ptrs);
-  f->setArg(1, a.inner);
-  f->setArg(2, a.outer);
-  f->setArg(3, a.n_inner);
-  f->setArg(4, a.n_outer);
-  f->setArg(5, a.params);
-  return a;
-}
-FunctionArgs begin_function(RecordingAssembler& as, JitIsa) {
-  return {as.arg(0), as.arg(1), as.arg(2), as.arg(3), as.arg(4), as.arg(5)};
-}
-void end_function(KernelCompiler& cc) { cc.endFunc(); }
-void end_function(RecordingAssembler& as) { as.end_function(); }
-
-// The code one unrolled copy of the body took, for interleave().
-BaseNode* body_mark(KernelCompiler& cc) { return cc.cursor(); }
-NodeRange body_range(KernelCompiler& cc, BaseNode* before) {
-  return {cc.cursor() == before ? nullptr : before->next(), cc.cursor()};
-}
-size_t body_mark(RecordingAssembler& as) { return as.cursor().pos; }
-RecordingAssembler::Range body_range(RecordingAssembler& as, size_t before) {
-  return {before, as.cursor().pos};
 }
 
 // The pointwise kernel's function (render.h), on either emitter.
@@ -225,16 +187,6 @@ void render_function(E& cc, const LoopKernel& k, const KernelVariant& v) {
 extern "C" void _ZN6asmjit8_abi_1_912RAAssignment6verifyEv(void*) {}
 
 namespace kiln::jit {
-std::vector<x86::Vec> emit_body(EmitContext& ctx, int lanes, const LoopKernel& k,
-                                const std::vector<InnerLayout>& layout,
-                                const std::vector<x86::Gp>& cur, x86::Gp params,
-                                const x86::KReg* tail, const std::vector<uint8_t>& want,
-                                const std::vector<x86::Vec>& preset,
-                                const std::vector<uint8_t>& store, bool streaming, int first) {
-  return BodyEmitter<KernelCompiler>(ctx, lanes, k, layout, cur, params, tail, streaming, first)
-      .emit_partial(want, preset, store);
-}
-
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
 bool cpu_kernel_unrolls(const LoopKernel& k) {
@@ -255,8 +207,8 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
   return math > 0 ? 3 : 1;
 }
 
-bool cpu_kernel_assembles(const LoopKernel& k) {
-  if (k.has_reduce()) return false;
+bool cpu_kernel_assembles(const LoopKernel& k, bool columns) {
+  if (k.has_reduce() && columns) return false;
   for (const Expr& e : k.exprs)
     if (e.op == ExprOp::Sin || e.op == ExprOp::Cos || (e.op == ExprOp::Pow && !is_floating(e.type)))
       return false;
@@ -282,7 +234,10 @@ RenderedKernel render_with_assembler(JitRuntime& rt, const LoopKernel& k, const 
   if (want_assembly) code.setLogger(&logger);
   code.attach(&as);
   as.begin(v.isa);
-  render_function(as, k, v);
+  if (k.has_reduce())
+    render_row_function(as, k, v);
+  else
+    render_function(as, k, v);
   if (g_assembler_faults.load() > 0 && g_assembler_faults.fetch_sub(1) > 0)
     throw RecordingAssembler::Unsupported("an injected fault");
   as.finish();
@@ -306,7 +261,7 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
              "cpu kernel: {} operand layouts for {} operands", v.layout.size(), nops);
   std::string fallback;
   if (path == RenderPath::Assembler) return render_with_assembler(rt, k, v, want_assembly);
-  if (path == RenderPath::Auto && cpu_kernel_assembles(k)) {
+  if (path == RenderPath::Auto && cpu_kernel_assembles(k, v.columns)) {
     try {
       return render_with_assembler(rt, k, v, want_assembly);
     } catch (const std::exception& e) {

@@ -45,10 +45,10 @@ struct RenderedKernel {
 // the fast path gives up; for tests and kiln-jit-compile).
 enum class RenderPath : uint8_t { Auto, Compiler, Assembler };
 
-// Whether the fast path takes `k`: pointwise kernels (row and column kernels keep the Compiler)
-// without calls or loops in their body (sin and cos call the exact reduction for huge lanes;
-// integer pow loops over the exponent's bits).
-bool cpu_kernel_assembles(const LoopKernel& k);
+// Whether the fast path takes `k`: pointwise and row kernels (column kernels keep the Compiler:
+// `columns`, KernelVariant::columns) without calls or loops in their element bodies (sin and
+// cos call the exact reduction for huge lanes; integer pow loops over the exponent's bits).
+bool cpu_kernel_assembles(const LoopKernel& k, bool columns = false);
 
 // Testing hook: while non-zero, the next that many fast-path renders give up after recording
 // the kernel (as when registers run out), so that Auto falls back to the Compiler.
