@@ -207,8 +207,7 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
   return math > 0 ? 3 : 1;
 }
 
-bool cpu_kernel_assembles(const LoopKernel& k, bool columns) {
-  if (k.has_reduce() && columns) return false;
+bool cpu_kernel_assembles(const LoopKernel& k) {
   for (const Expr& e : k.exprs)
     if (e.op == ExprOp::Sin || e.op == ExprOp::Cos || (e.op == ExprOp::Pow && !is_floating(e.type)))
       return false;
@@ -234,7 +233,9 @@ RenderedKernel render_with_assembler(JitRuntime& rt, const LoopKernel& k, const 
   if (want_assembly) code.setLogger(&logger);
   code.attach(&as);
   as.begin(v.isa);
-  if (k.has_reduce())
+  if (k.has_reduce() && v.columns)
+    render_column_function(as, k, v);
+  else if (k.has_reduce())
     render_row_function(as, k, v);
   else
     render_function(as, k, v);
@@ -261,7 +262,7 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
              "cpu kernel: {} operand layouts for {} operands", v.layout.size(), nops);
   std::string fallback;
   if (path == RenderPath::Assembler) return render_with_assembler(rt, k, v, want_assembly);
-  if (path == RenderPath::Auto && cpu_kernel_assembles(k, v.columns)) {
+  if (path == RenderPath::Auto && cpu_kernel_assembles(k)) {
     try {
       return render_with_assembler(rt, k, v, want_assembly);
     } catch (const std::exception& e) {

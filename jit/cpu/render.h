@@ -45,10 +45,10 @@ struct RenderedKernel {
 // the fast path gives up; for tests and kiln-jit-compile).
 enum class RenderPath : uint8_t { Auto, Compiler, Assembler };
 
-// Whether the fast path takes `k`: pointwise and row kernels (column kernels keep the Compiler:
-// `columns`, KernelVariant::columns) without calls or loops in their element bodies (sin and
-// cos call the exact reduction for huge lanes; integer pow loops over the exponent's bits).
-bool cpu_kernel_assembles(const LoopKernel& k, bool columns = false);
+// Whether the fast path takes `k` (pointwise, row and column kernels alike): not when an
+// element body calls out or loops (sin and cos call the exact reduction for huge lanes;
+// integer pow loops over the exponent's bits).
+bool cpu_kernel_assembles(const LoopKernel& k);
 
 // Testing hook: while non-zero, the next that many fast-path renders give up after recording
 // the kernel (as when registers run out), so that Auto falls back to the Compiler.
