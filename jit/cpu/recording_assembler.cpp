@@ -142,14 +142,15 @@ bool interleave(RecordingAssembler& as, const std::vector<RecordingAssembler::Ra
 }
 
 void RecordingAssembler::finish() {
-  std::vector<RecordedInst> code;
+  std::vector<RecordedInst>& code = code_;
+  code.clear();
   code.reserve(main_.size() + hoisted_.size());
   const size_t at = anchor_ == UINT32_MAX ? main_.size() : anchor_;
   code.insert(code.end(), main_.begin(), main_.begin() + static_cast<std::ptrdiff_t>(at));
   code.insert(code.end(), hoisted_.begin(), hoisted_.end());
   code.insert(code.end(), main_.begin() + static_cast<std::ptrdiff_t>(at), main_.end());
   RegAssignment ra;
-  if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra))
+  if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra, scratch_))
     throw Unsupported(ra.short_of == 0   ? "more general registers than the machine has"
                       : ra.short_of == 2 ? "more mask registers than the machine has"
                                          : "more vector registers than spilling frees");

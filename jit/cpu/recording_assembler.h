@@ -104,7 +104,9 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   asmjit::Label pool_label_;
   std::vector<uint8_t> pool_;
   uint32_t frame_bytes_ = 0;
-  std::vector<RecordedInst> scratch_;
+  // The whole function and a buffer for its rewrites and weaving, kept across renders (the
+  // workspace is pooled, render_workspace.h): no allocation and no page faults per render.
+  std::vector<RecordedInst> code_, scratch_;
 };
 
 bool interleave(RecordingAssembler& as, const std::vector<RecordingAssembler::Range>& copies);

@@ -76,17 +76,18 @@ std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
   }
   for (size_t r = 0; r < regs.size(); ++r)
     if (regs[r].fixed >= 0 && iv[r].last >= 0) iv[r].first = 0;
-  // Live into a loop (referenced before its head and in or after it): live to its end. Nested
-  // loops may extend each other's values: repeat until nothing changes.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto& [head, end] : loops)
-      for (Interval& v : iv)
-        if (v.first < head && v.last >= head && v.last < end) {
-          v.last = end;
-          changed = true;
-        }
-  }
+  // Live into a loop (referenced before its head and in or after it): live to its end.
+  // In order of their heads (then ends) one pass suffices: an extension only reaches loops
+  // whose heads come later (a nested loop ends before its enclosing one, which came first).
+  std::sort(loops.begin(), loops.end());
+  if (!loops.empty())
+    for (Interval& v : iv) {
+      if (v.last < loops.front().first) continue;
+      for (const auto& [head, end] : loops) {
+        if (head > v.last) break;
+        if (v.first < head && v.last < end) v.last = end;
+      }
+    }
   return iv;
 }
 
@@ -188,8 +189,9 @@ struct Home {
 // (memory bases included) a short-lived register loaded right before the instruction. Loads
 // and stores move no flags, so a compare and its jump may be split by them.
 void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
-           const std::vector<Home>& homes, const std::vector<uint8_t>& spilled, JitIsa isa) {
-  std::vector<RecordedInst> out;
+           const std::vector<Home>& homes, const std::vector<uint8_t>& spilled, JitIsa isa,
+           std::vector<RecordedInst>& out) {
+  out.clear();
   out.reserve(code.size() + code.size() / 4);
   const InstId vmove = isa == JitIsa::Sse2 ? Inst::kIdMovups : Inst::kIdVmovups;
   auto is_spilled = [&](uint32_t id) {
@@ -361,7 +363,8 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
 }  // namespace
 
 bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
-                      uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out) {
+                      uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
+                      std::vector<RecordedInst>& scratch) {
   out.demoted = out.spilled = 0;
   std::vector<Home> homes;
   for (int attempt = 0; attempt < 32; ++attempt) {
@@ -389,7 +392,7 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
         ++out.spilled;
       }
     }
-    spill(code, regs, homes, spilled, isa);
+    spill(code, regs, homes, spilled, isa, scratch);
   }
   return false;
 }

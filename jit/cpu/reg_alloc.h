@@ -61,7 +61,10 @@ struct RegAssignment {
 // not suffice. `first_label`: the lowest label id the code binds (ids are the CodeHolder's,
 // which grow over a pooled CodeHolder's life). `frame_bytes`: the stack slots taken so far (rbp
 // keeps the frame when nonzero); spill slots are added after them.
+// `scratch`: a buffer for the rewrites, kept by the caller across renders (a kernel's code runs
+// to hundreds of KB: allocated anew, it is mapped and faulted in every time).
 bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
-                      uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out);
+                      uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
+                      std::vector<RecordedInst>& scratch);
 
 }  // namespace kiln::jit
