@@ -50,13 +50,16 @@ KernelCache<KernelFn>& fn_cache() {
 }
 
 // The cache key of one rendering: the kernel and everything the variant changes.
-std::vector<uint64_t> render_key(const LoopKernel& k, const KernelVariant& v) {
+std::vector<uint64_t> render_key(const LoopKernel& k, const KernelVariant& v, RenderPath path) {
   std::vector<uint64_t> key = encode(k);
   key.push_back(0x6370753a00000000ull | static_cast<uint64_t>(v.isa));  // "cpu:" + isa
   key.push_back(v.streaming);
   key.push_back(static_cast<uint64_t>(v.unroll));
   key.push_back(v.columns);
   for (InnerLayout l : v.layout) key.push_back(static_cast<uint64_t>(l));
+  // Which emitter may render it (KILN_JIT_ASSEMBLER): the code differs (registers), the results
+  // do not; keyed so that tests can compare the two renderings of one kernel.
+  key.push_back(static_cast<uint64_t>(path));
   return key;
 }
 
@@ -80,18 +83,26 @@ void dump_assembly(const LoopKernel& k, const KernelVariant& v, const std::strin
 }
 
 KernelFn render(const LoopKernel& k, const KernelVariant& v) {
-  return fn_cache().get_or_make(render_key(k, v), [&] {
+  const RenderPath path = config().jit_assembler ? RenderPath::Auto : RenderPath::Compiler;
+  return fn_cache().get_or_make(render_key(k, v, path), [&] {
     if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
       fail("cpu kernel: injected codegen fault");
     const int64_t t0 = profiler::now_ns();
     const bool dump = tracer::dump_settings().wants(tracer::DumpKind::Asm);
-    RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump);
+    RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump, path);
     const int64_t t1 = profiler::now_ns();
     if (profiler::enabled())
       profiler::record_kernel_compile(
           fmt::format("kernel {:016x} {}", hash_words(encode(k)), jit_isa_name(v.isa)), t0, t1);
     CpuJitCounters& c = cpu_jit_counters();
     c.kernels.fetch_add(1);
+    if (r.assembler) c.assembled.fetch_add(1);
+    if (!r.fallback.empty()) {  // the fast path gave this kernel up: rendered by the Compiler
+      c.assembler_fallbacks.fetch_add(1);
+      profiler::record_fallback("cpu kernel assembler", r.fallback);
+      KILN_DEBUG(Jit, "cpu kernel: the fast path gave up ({}); rendered by the Compiler",
+                 r.fallback);
+    }
     c.compile_ns.fetch_add(t1 - t0);
     int64_t prev = c.max_compile_ns.load();
     while (prev < t1 - t0 && !c.max_compile_ns.compare_exchange_weak(prev, t1 - t0)) {
@@ -101,8 +112,8 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
       std::lock_guard lock(times.mu);
       times.ns.push_back(t1 - t0);
     }
-    KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us", r.code_bytes, jit_isa_name(v.isa),
-               (t1 - t0) / 1000);
+    KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us ({})", r.code_bytes,
+               jit_isa_name(v.isa), (t1 - t0) / 1000, r.assembler ? "assembler" : "compiler");
     if (dump) dump_assembly(k, v, r.assembly);
     return r.fn;
   });

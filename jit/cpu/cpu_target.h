@@ -16,6 +16,8 @@ struct CpuJitCounters {
   std::atomic<int64_t> kernels{0};     // functions rendered (cache misses)
   std::atomic<int64_t> compile_ns{0};  // total time rendering them
   std::atomic<int64_t> max_compile_ns{0};
+  std::atomic<int64_t> assembled{0};            // of `kernels`, rendered by the fast path
+  std::atomic<int64_t> assembler_fallbacks{0};  // fast-path renders given up (render.h)
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
 };

@@ -27,10 +27,9 @@ namespace kiln::jit {
 
 // The uniform draw of the lanes of `o` whose first element has linear index `index` (a general
 // register), with the Philox words in the four Int32 params at params + first_param * 8.
-template <class T>
-asmjit::x86::Vec emit_rand_uniform(const AsmVecOps<T>& o, KernelCompiler& cc,
-                                   const asmjit::x86::Gp& index, const asmjit::x86::Gp& params,
-                                   int32_t first_param) {
+template <class T, class E>
+asmjit::x86::Vec emit_rand_uniform(const AsmVecOps<T, E>& o, E& cc, const asmjit::x86::Gp& index,
+                                   const asmjit::x86::Gp& params, int32_t first_param) {
   namespace x86 = asmjit::x86;
   namespace Inst = x86::Inst;
   using F = x86::Vec;

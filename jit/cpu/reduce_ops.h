@@ -10,8 +10,8 @@
 
 namespace kiln::jit {
 
-template <class T>
-asmjit::x86::Vec reduce_identity(AsmVecOps<T>& o, ExprOp op) {
+template <class T, class E>
+asmjit::x86::Vec reduce_identity(AsmVecOps<T, E>& o, ExprOp op) {
   switch (op) {
     case ExprOp::ReduceSum:
       return o.splat(0.0);
@@ -24,8 +24,8 @@ asmjit::x86::Vec reduce_identity(AsmVecOps<T>& o, ExprOp op) {
   }
 }
 
-template <class T>
-asmjit::x86::Vec reduce_combine(AsmVecOps<T>& o, ExprOp op, asmjit::x86::Vec a,
+template <class T, class E>
+asmjit::x86::Vec reduce_combine(AsmVecOps<T, E>& o, ExprOp op, asmjit::x86::Vec a,
                                 asmjit::x86::Vec b) {
   switch (op) {
     case ExprOp::ReduceSum:

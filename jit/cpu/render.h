@@ -28,8 +28,31 @@ using KernelFn = void (*)(char* const* ptrs, const int64_t* inner_strides,
 struct RenderedKernel {
   KernelFn fn = nullptr;
   size_t code_bytes = 0;
-  std::string assembly;  // filled when asked (KILN_DUMP=...asm)
+  std::string assembly;    // filled when asked (KILN_DUMP=...asm)
+  bool assembler = false;  // rendered by the fast path (RenderPath)
+  std::string fallback;    // why the fast path gave the kernel up, when it did
 };
+
+// How a kernel is rendered. Kernels are emitted once, by the same code, onto one of two emitters:
+//   - asmjit's x86::Compiler: virtual registers, its register allocator (~70% of a render),
+//     calls and spills handled; every kernel can take it;
+//   - the fast path: the instructions recorded on virtual registers, registers assigned by a
+//     linear scan (reg_alloc.h), encoded by asmjit's Assembler (recording_assembler.h). It takes
+//     the kernels cpu_kernel_assembles() accepts, and gives up (Unsupported: a call, registers
+//     running out) by throwing before anything reaches the runtime.
+// Auto: the fast path where it takes the kernel, the Compiler when it does not or gives up
+// (RenderedKernel::fallback says why). Compiler and Assembler force one (Assembler throws when
+// the fast path gives up; for tests and kiln-jit-compile).
+enum class RenderPath : uint8_t { Auto, Compiler, Assembler };
+
+// Whether the fast path takes `k` (pointwise, row and column kernels alike): not when an
+// element body calls out or loops (sin and cos call the exact reduction for huge lanes;
+// integer pow loops over the exponent's bits).
+bool cpu_kernel_assembles(const LoopKernel& k);
+
+// Testing hook: while non-zero, the next that many fast-path renders give up after recording
+// the kernel (as when registers run out), so that Auto falls back to the Compiler.
+void inject_assembler_faults(int count);
 
 // How one rendering differs from another of the same kernel: the ISA, each operand's inner
 // layout, whether full-vector stores of outputs are non-temporal (`streaming`: the caller
@@ -74,6 +97,7 @@ bool cpu_kernel_unrolls(const LoopKernel& k);
 
 // Throws kiln::Error when asmjit reports an error (the caller falls back to eager kernels).
 RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k,
-                                 const KernelVariant& v, bool want_assembly);
+                                 const KernelVariant& v, bool want_assembly,
+                                 RenderPath path = RenderPath::Auto);
 
 }  // namespace kiln::jit

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "jit/cpu/emit_function.h"
 #include "jit/cpu/reduce_ops.h"
 #include "jit/cpu/render_reduce.h"
 #include "runtime/error.h"
@@ -43,30 +44,21 @@ namespace {
 
 constexpr int kSlot = 64;  // bytes of one vector
 
+template <class E>
 class ColRenderer {
  public:
-  ColRenderer(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v)
+  ColRenderer(E& cc, const LoopKernel& k, const KernelVariant& v)
       : cc_(cc), k_(k), v_(v), isa_(v.isa), L_(cpu_kernel_lanes(k, v.isa)) {}
 
   void render() {
-    FuncNode* f = cc_.addFunc(FuncSignatureT<void, char* const*, const int64_t*, const int64_t*,
-                                             int64_t, int64_t, const void*>(CallConvId::kHost));
-    if (isa_ != JitIsa::Sse2) {
-      f->frame().setAvxEnabled();
-      f->frame().setAvxCleanup();
-    }
-    if (isa_ == JitIsa::Avx512) f->frame().setAvx512Enabled();
-    x86::Gp ptrs = cc_.newIntPtr("ptrs"), unused = cc_.newIntPtr("unused");
-    rstride_ = cc_.newIntPtr("row_strides");
-    w_ = cc_.newInt64("columns");
-    n_ = cc_.newInt64("rows");
-    params_ = cc_.newIntPtr("params");
-    f->setArg(0, ptrs);
-    f->setArg(1, rstride_);
-    f->setArg(2, unused);
-    f->setArg(3, w_);
-    f->setArg(4, n_);
-    f->setArg(5, params_);
+    // The arguments (KernelFn's, used otherwise): the row strides in `inner`, the columns in
+    // n_inner and the rows in n_outer.
+    const FunctionArgs args = begin_function(cc_, isa_);
+    x86::Gp ptrs = args.ptrs, unused = args.outer;
+    rstride_ = args.inner;
+    w_ = args.n_inner;
+    n_ = args.n_outer;
+    params_ = args.params;
     (void)unused;
 
     nops_ = k_.num_operands();
@@ -76,7 +68,7 @@ class ColRenderer {
       cc_.mov(base_[j], x86::ptr(ptrs, j * 8));
       esize_.push_back(static_cast<int>(itemsize(k_.operand_dtype(j))));
     }
-    ctx_ = std::make_unique<EmitContext>(EmitContext{cc_, isa_, cc_.cursor(), {}});
+    ctx_ = std::make_unique<EmitContextT<E>>(EmitContextT<E>{cc_, isa_, cc_.cursor(), {}});
     const std::vector<uint8_t> row = k_.row_values();
     const size_t ne = k_.exprs.size();
     for (size_t i = 0; i < ne; ++i)
@@ -177,7 +169,7 @@ class ColRenderer {
     });
     if (epilogue_) epilogue(r0);
     if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
-    cc_.endFunc();
+    end_function(cc_);
   }
 
  private:
@@ -191,10 +183,10 @@ class ColRenderer {
   template <class Fn>
   auto on(DType t, int lanes, Fn fn) {
     if (t == DType::Float64) {
-      AsmVecOps<double> o(*ctx_, lanes);
+      AsmVecOps<double, E> o(*ctx_, lanes);
       return fn(o);
     }
-    AsmVecOps<float> o(*ctx_, lanes);
+    AsmVecOps<float, E> o(*ctx_, lanes);
     return fn(o);
   }
 
@@ -221,7 +213,7 @@ class ColRenderer {
   x86::Vec broadcast(DType t, x86::Vec x) {
     return on(t, L_, [&](auto& vo) {
       using T = typename std::decay_t<decltype(vo)>::T;
-      AsmVecOps<T> so(*ctx_, 1);
+      AsmVecOps<T, E> so(*ctx_, 1);
       so.store(lanes_buf_, x.xmm());
       return vo.load_broadcast(lanes_buf_);
     });
@@ -406,7 +398,7 @@ class ColRenderer {
     cc_.bind(l_epi_done);
   }
 
-  KernelCompiler& cc_;
+  E& cc_;
   const LoopKernel& k_;
   const KernelVariant& v_;
   JitIsa isa_;
@@ -416,7 +408,7 @@ class ColRenderer {
   x86::Gp rstride_, w_, n_, params_;
   std::vector<x86::Gp> base_, cur_;
   std::vector<int> esize_;
-  std::unique_ptr<EmitContext> ctx_;
+  std::unique_ptr<EmitContextT<E>> ctx_;
   std::vector<int32_t> reduces_;
   std::vector<uint8_t> elem_store_, row_store_, want_, pass_store_;
   bool epilogue_ = false;
@@ -428,13 +420,25 @@ class ColRenderer {
 
 }  // namespace
 
-void render_column_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v) {
+namespace {
+
+template <class E>
+void render_columns(E& cc, const LoopKernel& k, const KernelVariant& v) {
   KILN_CHECK(column_kernel_ok(k),
              "cpu column kernel: a reduction reads another's result, or a row value is not a "
              "float (not rendered)");
   for (InnerLayout l : v.layout)
     KILN_CHECK(l != InnerLayout::Strided, "cpu column kernel: strided columns (not rendered)");
-  ColRenderer(cc, k, v).render();
+  ColRenderer<E>(cc, k, v).render();
+}
+
+}  // namespace
+
+void render_column_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v) {
+  render_columns(cc, k, v);
+}
+void render_column_function(RecordingAssembler& as, const LoopKernel& k, const KernelVariant& v) {
+  render_columns(as, k, v);
 }
 
 }  // namespace kiln::jit

@@ -24,6 +24,7 @@
 #pragma once
 #include <asmjit/x86.h>
 
+#include "jit/cpu/recording_assembler.h"
 #include "jit/cpu/render.h"
 #include "jit/loop/loop_kernel.h"
 
@@ -34,6 +35,8 @@ namespace kiln::jit {
 bool column_kernel_ok(const LoopKernel& k);
 
 // The function of a column kernel (k.has_reduce(), column_kernel_ok(k)).
+// On either emitter (body_emitter.h).
 void render_column_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v);
+void render_column_function(RecordingAssembler& as, const LoopKernel& k, const KernelVariant& v);
 
 }  // namespace kiln::jit

@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 
+#include "jit/cpu/emit_function.h"
 #include "jit/cpu/interleave.h"
 #include "jit/cpu/reduce_ops.h"
 #include "jit/loop/row_program.h"
@@ -74,30 +75,19 @@ namespace {
 
 int vec_lanes(const LoopKernel& k, JitIsa isa) { return cpu_kernel_lanes(k, isa); }
 
+template <class E>
 class RowRenderer {
  public:
-  RowRenderer(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v)
+  RowRenderer(E& cc, const LoopKernel& k, const KernelVariant& v)
       : cc_(cc), k_(k), v_(v), isa_(v.isa), L_(vec_lanes(k, v.isa)) {}
 
   void render() {
-    FuncNode* f = cc_.addFunc(FuncSignatureT<void, char* const*, const int64_t*, const int64_t*,
-                                             int64_t, int64_t, const void*>(CallConvId::kHost));
-    if (isa_ != JitIsa::Sse2) {
-      f->frame().setAvxEnabled();
-      f->frame().setAvxCleanup();
-    }
-    if (isa_ == JitIsa::Avx512) f->frame().setAvx512Enabled();
-    x86::Gp ptrs = cc_.newIntPtr("ptrs"), inner = cc_.newIntPtr("inner");
-    outer_ = cc_.newIntPtr("outer");
-    n_ = cc_.newInt64("n_inner");
-    x86::Gp n_outer = cc_.newInt64("n_outer");
-    params_ = cc_.newIntPtr("params");
-    f->setArg(0, ptrs);
-    f->setArg(1, inner);
-    f->setArg(2, outer_);
-    f->setArg(3, n_);
-    f->setArg(4, n_outer);
-    f->setArg(5, params_);
+    const FunctionArgs args = begin_function(cc_, isa_);
+    x86::Gp ptrs = args.ptrs, inner = args.inner;
+    outer_ = args.outer;
+    n_ = args.n_inner;
+    x86::Gp n_outer = args.n_outer;
+    params_ = args.params;
     (void)inner;  // rows are contiguous or broadcast: the inner strides follow from the layout
 
     nops_ = k_.num_operands();
@@ -107,7 +97,7 @@ class RowRenderer {
       cc_.mov(base_[j], x86::ptr(ptrs, j * 8));
       esize_.push_back(static_cast<int>(itemsize(k_.operand_dtype(j))));
     }
-    ctx_ = std::make_unique<EmitContext>(EmitContext{cc_, isa_, cc_.cursor(), {}});
+    ctx_ = std::make_unique<EmitContextT<E>>(EmitContextT<E>{cc_, isa_, cc_.cursor(), {}});
     row_ = k_.row_values();
     const size_t ne = k_.exprs.size();
     preset_.assign(ne, x86::Vec());
@@ -163,7 +153,7 @@ class RowRenderer {
     cc_.jmp(l_outer);
     cc_.bind(l_done);
     if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
-    cc_.endFunc();
+    end_function(cc_);
   }
 
  private:
@@ -181,7 +171,7 @@ class RowRenderer {
       r.k = cc_.newKw();
       cc_.kmovw(r.k, m.k);
     } else {
-      r.v = AsmVecOps<float>::new_vec_of(cc_, m.v.size());
+      r.v = AsmVecOps<float, E>::new_vec_of(cc_, m.v.size());
       move(r.v, m.v);
     }
     return r;
@@ -197,10 +187,10 @@ class RowRenderer {
   template <class Fn>
   auto on(DType t, int lanes, Fn fn) {
     if (t == DType::Float64) {
-      AsmVecOps<double> o(*ctx_, lanes);
+      AsmVecOps<double, E> o(*ctx_, lanes);
       return fn(o);
     }
-    AsmVecOps<float> o(*ctx_, lanes);
+    AsmVecOps<float, E> o(*ctx_, lanes);
     return fn(o);
   }
 
@@ -226,7 +216,7 @@ class RowRenderer {
     x86::Mem tmp = lanes_buf_;
     return on(t, L_, [&](auto& vo) {
       using T = typename std::decay_t<decltype(vo)>::T;
-      AsmVecOps<T> so(*ctx_, 1);
+      AsmVecOps<T, E> so(*ctx_, 1);
       so.store(tmp, x.xmm());
       return vo.load_broadcast(tmp);
     });
@@ -270,9 +260,12 @@ class RowRenderer {
       });
   }
   // The instructions emitted since `before` (a copy for interleave()).
-  NodeRange since(BaseNode* before) const {
-    return {cc_.cursor() == before ? nullptr : before->next(), cc_.cursor()};
+  template <class Mark>
+  auto since(Mark before) const {
+    return body_range(cc_, before);
   }
+  using Copies =
+      std::vector<decltype(body_range(std::declval<E&>(), body_mark(std::declval<E&>())))>;
 
   // The tail of `cnt` (< L) elements at cur_: AVX-512 masks the lanes; AVX2 and SSE2 copy the
   // contiguous inputs into stack buffers first (and the outputs out of them after `emit`).
@@ -353,16 +346,16 @@ class RowRenderer {
   }
 
   template <class T>
-  x86::Vec identity(AsmVecOps<T>& o, ExprOp op) {
+  x86::Vec identity(AsmVecOps<T, E>& o, ExprOp op) {
     return reduce_identity(o, op);
   }
   template <class T>
-  x86::Vec combine(AsmVecOps<T>& o, ExprOp op, x86::Vec a, x86::Vec b) {
+  x86::Vec combine(AsmVecOps<T, E>& o, ExprOp op, x86::Vec a, x86::Vec b) {
     return reduce_combine(o, op, a, b);
   }
   // The high half of a vector register (the low half is the register's narrower view).
   x86::Vec high_half(x86::Vec v, int bytes, bool dbl) {
-    x86::Vec d = AsmVecOps<float>::new_vec_of(cc_, bytes / 2);
+    x86::Vec d = AsmVecOps<float, E>::new_vec_of(cc_, bytes / 2);
     if (bytes == 64)
       cc_.emit(dbl ? Inst::kIdVextractf64x4 : Inst::kIdVextractf32x8, d, v, imm(1));
     else
@@ -380,7 +373,7 @@ class RowRenderer {
     const int P = std::min(A, L_);  // lanes of one accumulator register
     const int G = A / P;            // accumulator registers
     const bool split = L_ > A;      // a vector feeds the accumulator in two halves
-    AsmVecOps<T> ao(*ctx_, P), so(*ctx_, 1);
+    AsmVecOps<T, E> ao(*ctx_, P), so(*ctx_, 1);
     std::vector<uint8_t> want(k_.exprs.size(), 0), no_store(k_.num_outputs(), 0);
     want[e.a] = 1;
 
@@ -426,7 +419,7 @@ class RowRenderer {
       // apart in `nan_seen` (per lane of the vectors read), which makes the lanes NaN before
       // they fold.
       const bool extreme = op == ExprOp::ReduceMax || op == ExprOp::ReduceMin;
-      AsmVecOps<T> vo(*ctx_, L_);
+      AsmVecOps<T, E> vo(*ctx_, L_);
       AsmMask nan_seen;
       if (extreme) {
         const x86::Vec id = identity(vo, op);
@@ -456,10 +449,10 @@ class RowRenderer {
         cc_.bind(l_multi);
         cc_.cmp(cnt, U * step);
         cc_.jl(l_vec);
-        std::vector<NodeRange> copies;
+        Copies copies;
         std::vector<x86::Vec> vals;
         for (int j = 0; j < U * per_step; ++j) {
-          BaseNode* before = cc_.cursor();
+          const auto before = body_mark(cc_);
           const std::vector<x86::Vec> out =
               emit_body(*ctx_, L_, k_, v_.layout, cur_, params_, nullptr, want_stash, preset_,
                         no_store, false, j * L_);
@@ -673,7 +666,7 @@ class RowRenderer {
     x86::Mem slot = lanes_buf_;
     slot.setSize(8);
     cc_.mov(slot, result);
-    AsmVecOps<double> d(*ctx_, L_);
+    AsmVecOps<double, E> d(*ctx_, L_);
     preset_[id] = d.load_broadcast(lanes_buf_);
   }
 
@@ -718,9 +711,9 @@ class RowRenderer {
       cc_.bind(l_multi);
       cc_.cmp(rem, U * L_);
       cc_.jl(l_vec);
-      std::vector<NodeRange> copies;
+      Copies copies;
       for (int u = 0; u < U; ++u) {
-        BaseNode* before = cc_.cursor();
+        const auto before = body_mark(cc_);
         load_stash(nullptr, u * L_);
         emit_body(*ctx_, L_, k_, v_.layout, cur_, params_, nullptr, none, preset_, elem_store_,
                   v_.streaming, u * L_);
@@ -795,7 +788,7 @@ class RowRenderer {
     }
   }
 
-  KernelCompiler& cc_;
+  E& cc_;
   const LoopKernel& k_;
   const KernelVariant& v_;
   JitIsa isa_;
@@ -804,7 +797,7 @@ class RowRenderer {
   x86::Gp outer_, n_, params_;
   std::vector<x86::Gp> base_, cur_;
   std::vector<int> esize_;
-  std::unique_ptr<EmitContext> ctx_;
+  std::unique_ptr<EmitContextT<E>> ctx_;
   std::vector<uint8_t> row_, elem_store_;
   std::vector<int32_t> reduces_;
   std::vector<x86::Vec> preset_;
@@ -818,10 +811,22 @@ class RowRenderer {
 
 }  // namespace
 
-void render_row_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v) {
+namespace {
+
+template <class E>
+void render_rows(E& cc, const LoopKernel& k, const KernelVariant& v) {
   for (InnerLayout l : v.layout)
     KILN_CHECK(l != InnerLayout::Strided, "cpu row kernel: a strided row (not rendered)");
-  RowRenderer(cc, k, v).render();
+  RowRenderer<E>(cc, k, v).render();
+}
+
+}  // namespace
+
+void render_row_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v) {
+  render_rows(cc, k, v);
+}
+void render_row_function(RecordingAssembler& as, const LoopKernel& k, const KernelVariant& v) {
+  render_rows(as, k, v);
 }
 
 }  // namespace kiln::jit

@@ -1,7 +1,7 @@
 // Row kernels on the CPU target (loop_kernel.h "Row kernels", docs/jit.md "Reductions"): the
 // function that walks rows, runs one pass over the row per Reduce expression in the eager
 // kernels' order, then a pass for the element stores. The element expressions of each pass are
-// emitted by the pointwise body emitter of render.cpp (emit_body), so a row kernel's prologue and
+// emitted by the pointwise body emitter (body_emitter.h emit_body), so a row kernel's prologue and
 // epilogue compute what a pointwise kernel computes, bit for bit.
 //
 // The function has the pointwise kernels' signature (render.h, KernelFn). n_inner is the row
@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "jit/cpu/body_emitter.h"
+#include "jit/cpu/recording_assembler.h"
 #include "jit/cpu/render.h"
 #include "jit/cpu/vec_emitter.h"
 #include "jit/loop/loop_kernel.h"
@@ -27,20 +29,10 @@ namespace kiln::jit {
 // whole vector past its end), one scratch per thread.
 std::vector<int32_t> row_stash(const LoopKernel& k);
 
-// One body of `lanes` lanes (render.cpp's emitter): evaluates what `want` and the outputs marked
-// in `store` need, taking `preset[i]` (where valid) for expression i instead of evaluating it
-// (row values computed before the loop), and stores the marked outputs at `cur`. Returns each
-// numeric expression's register (invalid where not evaluated). `streaming`: full-vector stores
-// are non-temporal (aligned rows; the function ends with a fence). `first`: the body's elements
-// start that many elements after `cur` in contiguous operands (a column kernel's next vector).
-std::vector<asmjit::x86::Vec> emit_body(
-    EmitContext& ctx, int lanes, const LoopKernel& k, const std::vector<InnerLayout>& layout,
-    const std::vector<asmjit::x86::Gp>& cur, asmjit::x86::Gp params, const asmjit::x86::KReg* tail,
-    const std::vector<uint8_t>& want, const std::vector<asmjit::x86::Vec>& preset,
-    const std::vector<uint8_t>& store, bool streaming = false, int first = 0);
-
 // The function of a row kernel (k.has_reduce()). Every operand's layout is Contiguous or
 // Broadcast (the launcher runs nothing else through a row kernel).
+// On either emitter (body_emitter.h).
 void render_row_function(KernelCompiler& cc, const LoopKernel& k, const KernelVariant& v);
+void render_row_function(RecordingAssembler& as, const LoopKernel& k, const KernelVariant& v);
 
 }  // namespace kiln::jit

@@ -1,4 +1,5 @@
-// The asmjit objects one render works in: a CodeHolder and a KernelCompiler, taken from a pool
+// The asmjit objects one render works in: a CodeHolder and a KernelCompiler (or the fast path's
+// RecordingAssembler, whose recording buffers are kept too), taken from a pool
 // for the render and handed back after it, soft-reset. asmjit's zones keep their blocks across a
 // soft reset, so a render does not allocate, fault in and free its working memory anew: in
 // kiln-perf, where the workloads' frees leave glibc's heap trimmed, a fresh pair per kernel took
@@ -12,6 +13,7 @@
 #include <memory>
 
 #include "jit/cpu/kernel_compiler.h"
+#include "jit/cpu/recording_assembler.h"
 
 namespace kiln::jit {
 
@@ -24,10 +26,12 @@ class RenderWorkspace {
 
   asmjit::CodeHolder& code() { return parts_->code; }
   KernelCompiler& compiler() { return parts_->cc; }
+  RecordingAssembler& assembler() { return parts_->as; }  // the fast path's (render.h)
 
   struct Parts {
     asmjit::CodeHolder code;
     KernelCompiler cc{nullptr, false};
+    RecordingAssembler as;
   };
 
  private:

@@ -12,6 +12,7 @@
 // Masks: AVX-512 uses k registers (every instruction here has an EVEX form, so the register
 // allocator may use xmm16-31); AVX2 and SSE2 use all-ones vector lanes.
 // Constants are loaded once per kernel, before the loops (hoisted at `hoist_point`).
+// Emitter: `E` (EmitContextT) is asmjit's Compiler or the fast path's recorder.
 #pragma once
 #include <asmjit/x86.h>
 
@@ -21,6 +22,7 @@
 #include <limits>
 #include <map>
 #include <type_traits>
+#include <utility>
 
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/kernel_compiler.h"
@@ -33,15 +35,20 @@ struct AsmMask {
   asmjit::x86::Vec v;   // AVX2, SSE2
 };
 
-// State shared by the emitters of one function: the hoisted constants.
-struct EmitContext {
-  KernelCompiler& cc;
+// State shared by the emitters of one function: the hoisted constants. `E`, the emitter, is
+// asmjit's Compiler (KernelCompiler) or the fast path's RecordingAssembler: the emission code
+// below is the same for both (recording_assembler.h offers the subset of the Compiler's
+// interface it uses).
+template <class E>
+struct EmitContextT {
+  E& cc;
   JitIsa isa;
-  asmjit::BaseNode* hoist_point = nullptr;  // constants are loaded after this node
+  decltype(std::declval<E&>().cursor()) hoist_point{};  // constants are loaded after this point
   std::map<std::pair<uint64_t, int>, asmjit::x86::Vec> constants;  // (bits, width) -> register
 };
+using EmitContext = EmitContextT<KernelCompiler>;
 
-template <class TT>
+template <class TT, class E = KernelCompiler>
 class AsmVecOps {
  public:
   using T = TT;
@@ -50,7 +57,7 @@ class AsmVecOps {
   using M = AsmMask;
   static constexpr bool kDouble = std::is_same_v<T, double>;
 
-  AsmVecOps(EmitContext& ctx, int lanes) : ctx_(ctx), cc_(ctx.cc), lanes_(lanes) {}
+  AsmVecOps(EmitContextT<E>& ctx, int lanes) : ctx_(ctx), cc_(ctx.cc), lanes_(lanes) {}
 
   bool kmask() const { return ctx_.isa == JitIsa::Avx512; }
   bool vex() const { return ctx_.isa != JitIsa::Sse2; }
@@ -59,7 +66,8 @@ class AsmVecOps {
   int bytes() const { return lanes_ * static_cast<int>(sizeof(T)); }
 
   F new_vec() const { return new_vec_of(cc_, bytes()); }
-  static F new_vec_of(KernelCompiler& cc, int bytes) {
+  template <class C>
+  static F new_vec_of(C& cc, int bytes) {
     if (bytes >= 64) return cc.newZmm();
     if (bytes == 32) return cc.newYmm();
     return cc.newXmm();
@@ -507,7 +515,7 @@ class AsmVecOps {
     for (int i = 0; i < n; ++i) std::memcpy(data + i * sizeof(T), &bits, sizeof(T));
     asmjit::x86::Mem mem =
         cc_.newConst(asmjit::ConstPoolScope::kLocal, data, static_cast<size_t>(width));
-    asmjit::BaseNode* saved = cc_.setCursor(ctx_.hoist_point);
+    const auto saved = cc_.setCursor(ctx_.hoist_point);
     F d = new_vec();
     cc_.emit(vex() ? asmjit::x86::Inst::kIdVmovups : asmjit::x86::Inst::kIdMovups, d, mem);
     ctx_.hoist_point = cc_.cursor();
@@ -572,8 +580,8 @@ class AsmVecOps {
   static constexpr InstId kIdVbroadcastss_ = asmjit::x86::Inst::kIdVbroadcastss;
   static constexpr InstId kIdVbroadcastsd_ = asmjit::x86::Inst::kIdVbroadcastsd;
 
-  EmitContext& ctx_;
-  KernelCompiler& cc_;
+  EmitContextT<E>& ctx_;
+  E& cc_;
   int lanes_;
 };
 

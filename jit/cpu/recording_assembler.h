@@ -1,0 +1,114 @@
+// The CPU target's fast emitter: an x86::Assembler that records a kernel's instructions on
+// virtual registers, assigns physical registers itself (reg_alloc.h) and only then encodes.
+//
+// Why: asmjit's x86::Compiler spends ~70% of a kernel's render in its register allocator
+// (docs/jit.md "Compile time"), general machinery for control flow, calls and spills that a
+// pointwise kernel does not need: its bodies are straight-line code inside a few loops. This
+// emitter offers the subset of KernelCompiler's interface the kernel emitters use (the register
+// makers, newConst, newStack, a cursor for hoisting constants, every x86 instruction method
+// through x86::Assembler's), so the SAME emission code (vec_emitter.h, body_emitter.h) drives
+// both: it is a template over the emitter.
+//
+// Contract:
+//   - Instructions and label binds are recorded in emission order (x86::Assembler's instruction
+//     methods all end in the virtual _emit, overridden here). Registers made by new*() are
+//     virtual; arg(i) is the i-th integer argument of the SysV convention, held from the entry.
+//   - The emission must be SSA-like in program order: a register's first reference writes it,
+//     except across loops (a backward jump), where values live into the loop are kept to its
+//     end. The kernel emitters follow this (every value is a new register).
+//   - newConst() places data in a pool after the code (RIP-relative); constants hoisted through
+//     setCursor(hoist point) are loaded once before the loops and may be demoted to memory
+//     operands or reloads when registers run short (reg_alloc.h).
+//   - newStack() gives 64-byte-aligned slots of a frame below an aligned rsp (rbp keeps the
+//     caller's rsp); calls are not supported (invoke throws Unsupported).
+//   - finish() allocates registers and encodes into the CodeHolder (prologue saving the
+//     callee-saved registers used, the recorded code, epilogue at each end_function(), the
+//     constant pool). It throws Unsupported when registers run out; any asmjit error goes to
+//     the CodeHolder's error handler. Either way the caller discards the CodeHolder's contents
+//     and renders the kernel with the Compiler instead (render.cpp): nothing half-made escapes.
+#pragma once
+#include <asmjit/x86.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "jit/cpu/cpu_isa.h"
+#include "jit/cpu/reg_alloc.h"
+
+namespace kiln::jit {
+
+class RecordingAssembler : public asmjit::x86::Assembler {
+ public:
+  // What the fast path does not do: the caller renders with the Compiler.
+  struct Unsupported : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  // An insertion point: the end of the main stream, or of the hoisted constants' stream.
+  struct Cursor {
+    uint8_t seg = 0;
+    uint32_t pos = 0;
+  };
+  using Range = std::pair<size_t, size_t>;  // [first, last) of the main stream
+
+  RecordingAssembler() = default;
+  // Clears what a previous render recorded (keeps the vectors' memory); call after attaching.
+  void begin(JitIsa isa);
+
+  // ---- registers (names are ignored: listings show physical registers) ----
+  asmjit::x86::Xmm newXmm(const char* = nullptr) { return asmjit::x86::Xmm(vreg(kVec)); }
+  asmjit::x86::Ymm newYmm(const char* = nullptr) { return asmjit::x86::Ymm(vreg(kVec)); }
+  asmjit::x86::Zmm newZmm(const char* = nullptr) { return asmjit::x86::Zmm(vreg(kVec)); }
+  asmjit::x86::KReg newKw(const char* = nullptr) { return asmjit::x86::KReg(vreg(kMask)); }
+  asmjit::x86::Gp newGpd(const char* = nullptr) { return asmjit::x86::Gpd(vreg(kGp)); }
+  asmjit::x86::Gp newGpq(const char* = nullptr) { return asmjit::x86::Gpq(vreg(kGp)); }
+  asmjit::x86::Gp newInt64(const char* = nullptr) { return asmjit::x86::Gpq(vreg(kGp)); }
+  asmjit::x86::Gp newIntPtr(const char* = nullptr) { return asmjit::x86::Gpq(vreg(kGp)); }
+  asmjit::x86::Gp arg(int i);
+
+  asmjit::x86::Mem newStack(uint32_t size, uint32_t alignment);
+  asmjit::x86::Mem newConst(asmjit::ConstPoolScope, const void* data, size_t size);
+  asmjit::Error invoke(asmjit::InvokeNode**, const asmjit::Operand_&,
+                       const asmjit::FuncSignature&) {
+    throw Unsupported("a call");
+  }
+
+  Cursor cursor() const;
+  Cursor setCursor(Cursor c);  // returns the previous cursor
+  void end_function();         // the epilogue and ret (emitted by finish())
+
+  // Weaves consecutive ranges of straight-line instructions, as interleave.h does for the
+  // Compiler's nodes (same order: copy 0's first, copy 1's first, ...). False, and the ranges
+  // left as recorded, if one holds a label or a jump.
+  bool interleave(const std::vector<Range>& copies);
+
+  // Allocates registers and encodes everything (see the contract above).
+  void finish();
+
+  asmjit::Error _emit(asmjit::InstId id, const asmjit::Operand_& o0, const asmjit::Operand_& o1,
+                      const asmjit::Operand_& o2, const asmjit::Operand_* ext) override;
+  asmjit::Error bind(const asmjit::Label& label) override;
+
+ private:
+  static constexpr uint8_t kGp = 0, kVec = 1, kMask = 2;
+  uint32_t vreg(uint8_t group);
+  void encode(const std::vector<RecordedInst>& code, const RegAssignment& regs);
+
+  JitIsa isa_ = JitIsa::Sse2;
+  bool replaying_ = false;
+  std::vector<RecordedInst> main_, hoisted_;
+  uint8_t seg_ = 0;
+  uint32_t anchor_ = UINT32_MAX;  // where the hoisted stream goes in the main one
+  std::vector<VirtReg> regs_;
+  asmjit::Label pool_label_;
+  std::vector<uint8_t> pool_;
+  uint32_t frame_bytes_ = 0;
+  // The whole function and a buffer for its rewrites and weaving, kept across renders (the
+  // workspace is pooled, render_workspace.h): no allocation and no page faults per render.
+  std::vector<RecordedInst> code_, scratch_;
+};
+
+bool interleave(RecordingAssembler& as, const std::vector<RecordingAssembler::Range>& copies);
+
+}  // namespace kiln::jit

@@ -1,0 +1,400 @@
+#include "jit/cpu/reg_alloc.h"
+
+#include <algorithm>
+#include <climits>
+#include <tuple>
+
+namespace kiln::jit {
+
+namespace {
+
+using namespace asmjit;
+namespace Inst = x86::Inst;
+
+bool is_virt(uint32_t id) { return Operand::isVirtId(id); }
+uint32_t index_of(uint32_t id) { return Operand::virtIdToIndex(id); }
+
+// Calls fn(index) for every virtual register `in` references (operands, memory bases and
+// indexes, the write mask).
+template <class Fn>
+void for_each_vreg(const RecordedInst& in, Fn fn) {
+  for (const Operand_& op : in.ops) {
+    if (op.isReg()) {
+      if (is_virt(op.id())) fn(index_of(op.id()));
+    } else if (op.isMem()) {
+      const BaseMem& m = op.as<BaseMem>();
+      if (m.hasBaseReg() && is_virt(m.baseId())) fn(index_of(m.baseId()));
+      if (m.hasIndexReg() && is_virt(m.indexId())) fn(index_of(m.indexId()));
+    }
+  }
+  if (in.extra.isReg() && is_virt(in.extra.id())) fn(index_of(in.extra.id()));
+}
+
+struct Interval {
+  int32_t first = INT32_MAX, last = -1;
+  int32_t uses = 0;
+  bool low = false;  // a vector operand of a VEX-only instruction: xmm0-15 only
+};
+
+// Whether `id` has no EVEX form, so that its vector registers must be among the first 16 (VEX
+// encodes 4 register bits: asmjit's Assembler would drop the fifth).
+bool vex_only(InstId id) {
+  if (id >= RecordedInst::kBindLabel) return false;
+  const x86::InstDB::InstInfo& info = x86::InstDB::infoById(id);
+  return info.isVex() && !info.isEvex();
+}
+
+// Each register's [first, last] reference, loops taken into account (reg_alloc.h).
+std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
+                                     const std::vector<VirtReg>& regs, uint32_t first_label,
+                                     bool avx512) {
+  std::vector<Interval> iv(regs.size());
+  std::vector<int32_t> bound;  // label id -> position
+  std::vector<std::pair<int32_t, int32_t>> loops;
+  const int32_t n = static_cast<int32_t>(code.size());
+  for (int32_t i = 0; i < n; ++i) {
+    const RecordedInst& in = code[i];
+    if (in.id == RecordedInst::kBindLabel) {
+      const uint32_t label = in.ops[0].id() - first_label;
+      if (bound.size() <= label) bound.resize(label + 1, -1);
+      bound[label] = i;
+      continue;
+    }
+    if (in.ops[0].isLabel()) {  // a jump: backward to a bound label closes a loop
+      const uint32_t label = in.ops[0].id() - first_label;
+      if (label < bound.size() && bound[label] >= 0) loops.emplace_back(bound[label], i);
+    }
+    for_each_vreg(in, [&](uint32_t r) {
+      iv[r].first = std::min(iv[r].first, i);
+      iv[r].last = std::max(iv[r].last, i);
+      ++iv[r].uses;
+    });
+    if (avx512 && vex_only(in.id))
+      for (const Operand_& op : in.ops)
+        if (op.isReg() && op.as<BaseReg>().isVec() && is_virt(op.id()))
+          iv[index_of(op.id())].low = true;
+  }
+  for (size_t r = 0; r < regs.size(); ++r)
+    if (regs[r].fixed >= 0 && iv[r].last >= 0) iv[r].first = 0;
+  // Live into a loop (referenced before its head and in or after it): live to its end.
+  // In order of their heads (then ends) one pass suffices: an extension only reaches loops
+  // whose heads come later (a nested loop ends before its enclosing one, which came first).
+  std::sort(loops.begin(), loops.end());
+  if (!loops.empty())
+    for (Interval& v : iv) {
+      if (v.last < loops.front().first) continue;
+      for (const auto& [head, end] : loops) {
+        if (head > v.last) break;
+        if (v.first < head && v.last < end) v.last = end;
+      }
+    }
+  return iv;
+}
+
+// The instructions whose last non-immediate operand is an r/m slot (a memory operand may take
+// a register's place there) among those a constant may feed.
+bool rm_last(InstId id) {
+  switch (id) {
+    case Inst::kIdVaddps:
+    case Inst::kIdVaddpd:
+    case Inst::kIdAddps:
+    case Inst::kIdAddpd:
+    case Inst::kIdVsubps:
+    case Inst::kIdVsubpd:
+    case Inst::kIdSubps:
+    case Inst::kIdSubpd:
+    case Inst::kIdVmulps:
+    case Inst::kIdVmulpd:
+    case Inst::kIdMulps:
+    case Inst::kIdMulpd:
+    case Inst::kIdVdivps:
+    case Inst::kIdVdivpd:
+    case Inst::kIdDivps:
+    case Inst::kIdDivpd:
+    case Inst::kIdVminps:
+    case Inst::kIdVminpd:
+    case Inst::kIdMinps:
+    case Inst::kIdMinpd:
+    case Inst::kIdVmaxps:
+    case Inst::kIdVmaxpd:
+    case Inst::kIdMaxps:
+    case Inst::kIdMaxpd:
+    case Inst::kIdVpandd:
+    case Inst::kIdVpord:
+    case Inst::kIdVpxord:
+    case Inst::kIdVpandnd:
+    case Inst::kIdVandps:
+    case Inst::kIdVorps:
+    case Inst::kIdVxorps:
+    case Inst::kIdVandnps:
+    case Inst::kIdAndps:
+    case Inst::kIdOrps:
+    case Inst::kIdXorps:
+    case Inst::kIdAndnps:
+    case Inst::kIdVcmpps:
+    case Inst::kIdVcmppd:
+    case Inst::kIdCmpps:
+    case Inst::kIdCmppd:
+    case Inst::kIdVpaddd:
+    case Inst::kIdVpaddq:
+    case Inst::kIdPaddd:
+    case Inst::kIdPaddq:
+    case Inst::kIdVpsubd:
+    case Inst::kIdVpsubq:
+    case Inst::kIdPsubd:
+    case Inst::kIdPsubq:
+    case Inst::kIdVpcmpd:
+    case Inst::kIdVpcmpq:
+    case Inst::kIdVpcmpeqd:
+    case Inst::kIdVpcmpeqq:
+    case Inst::kIdPcmpeqd:
+    case Inst::kIdVpcmpgtd:
+    case Inst::kIdVpcmpgtq:
+    case Inst::kIdPcmpgtd:
+    case Inst::kIdVpmulld:
+    case Inst::kIdVpmullq:
+    case Inst::kIdVpmuludq:
+    case Inst::kIdPmuludq:
+    case Inst::kIdVmovaps:
+    case Inst::kIdVmovapd:
+    case Inst::kIdMovaps:
+    case Inst::kIdMovapd:
+    case Inst::kIdVmovdqa:
+    case Inst::kIdMovdqa:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int rm_slot(const RecordedInst& in) {
+  if (!rm_last(in.id)) return -1;
+  int last = -1;
+  for (int j = 0; j < 6; ++j)
+    if (in.ops[j].isReg() || in.ops[j].isMem()) last = j;
+  return last >= 1 ? last : -1;
+}
+
+// Where a spilled register's value lives: a hoisted constant's pool address, or a stack slot.
+struct Home {
+  bool stack = false;
+  x86::Mem mem;
+};
+
+// Rewrites `code` so that the registers with a home have no register of their own (reg_alloc.h):
+// a constant's load before the loops goes; an instruction that writes a spilled value writes a
+// short-lived register stored to its slot right after (reloaded first unless this is the value's
+// first definition: SSE's two-operand forms, merge masking and read-modify-write integer
+// instructions read it too); a vector use in the r/m slot reads the home, any other use
+// (memory bases included) a short-lived register loaded right before the instruction. Loads
+// and stores move no flags, so a compare and its jump may be split by them.
+void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
+           const std::vector<Home>& homes, const std::vector<uint8_t>& spilled, JitIsa isa,
+           std::vector<RecordedInst>& out) {
+  out.clear();
+  out.reserve(code.size() + code.size() / 4);
+  const InstId vmove = isa == JitIsa::Sse2 ? Inst::kIdMovups : Inst::kIdVmovups;
+  auto is_spilled = [&](uint32_t id) {
+    return is_virt(id) && index_of(id) < spilled.size() && spilled[index_of(id)];
+  };
+  std::vector<uint8_t> defined(spilled.size(), 0);
+  for (RecordedInst& in : code) {
+    if (in.id != RecordedInst::kBindLabel && in.ops[0].isReg() && is_spilled(in.ops[0].id()) &&
+        !homes[index_of(in.ops[0].id())].stack && in.ops[1].isMem())
+      continue;  // a demoted constant's load before the loops
+    const int rm = rm_slot(in);
+    uint32_t from[8], to[8];
+    int n = 0;
+    RecordedInst store;  // only operand 0 is written: one store at most
+    bool has_store = false;
+    // The short-lived register standing for spilled register r in this instruction (`view`:
+    // how a vector operand names it; general registers move as 64 bits).
+    auto temp_for = [&](uint32_t r, const Operand_* view) {
+      for (int t = 0; t < n; ++t)
+        if (from[t] == r) return to[t];
+      const uint8_t group = regs[r].group;
+      VirtReg v;
+      v.group = group;
+      regs.push_back(v);
+      const uint32_t id = Operand::indexToVirtId(static_cast<uint32_t>(regs.size() - 1));
+      from[n] = r;
+      to[n++] = id;
+      Operand_ reg = group == 0   ? Operand_(x86::Gpq(id))
+                     : group == 2 ? Operand_(x86::KReg(id))
+                                  : *view;
+      if (group == 1) reg.as<BaseReg>().setId(id);
+      x86::Mem m = homes[r].mem;
+      m.setSize(group == 0 ? 8 : group == 2 ? 2 : reg.as<BaseReg>().size());
+      const InstId move = group == 0 ? Inst::kIdMov : group == 2 ? Inst::kIdKmovw : vmove;
+      const bool writes =
+          in.ops[0].isReg() && is_virt(in.ops[0].id()) && index_of(in.ops[0].id()) == r;
+      if (!writes || defined[r]) {
+        RecordedInst load;
+        load.id = move;
+        load.ops[0] = reg;
+        load.ops[1] = m;
+        out.push_back(load);
+      }
+      if (writes) {
+        defined[r] = 1;
+        has_store = true;
+        store.id = move;
+        store.ops[0] = m;
+        store.ops[1] = reg;
+      }
+      return id;
+    };
+    for (int j = 0; j < 6; ++j) {
+      Operand_& op = in.ops[j];
+      if (op.isReg() && is_spilled(op.id())) {
+        const uint32_t r = index_of(op.id());
+        if (j == rm && j != 0 && regs[r].group == 1) {
+          x86::Mem m = homes[r].mem;
+          m.setSize(op.as<BaseReg>().size());
+          op = m;
+          continue;
+        }
+        op.as<BaseReg>().setId(temp_for(r, &op));
+      } else if (op.isMem()) {
+        BaseMem& m = op.as<BaseMem>();
+        if (m.hasBaseReg() && is_spilled(m.baseId()))
+          m.setBaseId(temp_for(index_of(m.baseId()), nullptr));
+        if (m.hasIndexReg() && is_spilled(m.indexId()))
+          m.setIndexId(temp_for(index_of(m.indexId()), nullptr));
+      }
+    }
+    if (in.extra.isReg() && is_spilled(in.extra.id()))  // a {k} write mask
+      in.extra.setId(temp_for(index_of(in.extra.id()), nullptr));
+    out.push_back(in);
+    if (has_store) out.push_back(store);
+  }
+  code.swap(out);
+}
+
+// The general registers handed out first: the caller-saved ones (rax rcx rdx rsi rdi r8-r11),
+// which cost no push and pop.
+constexpr uint32_t kGpCallerSaved = 0x0fc7u;
+
+// One linear scan. False, with the group that ran out in `short_of`, when registers ran out.
+// Vector and general shortages are met by choosing values to spill (`spills`; the scan then
+// goes on as if they had none): the result is then false with short_of -1, and the caller
+// rewrites the code and scans again.
+bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& regs, JitIsa isa,
+                 bool reserve_rbp, RegAssignment& out, int& short_of,
+                 std::vector<uint32_t>& spills) {
+  const size_t nr = regs.size();
+  std::vector<uint32_t> order;
+  order.reserve(nr);
+  for (uint32_t r = 0; r < nr; ++r)
+    if (iv[r].last >= 0) order.push_back(r);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    if (iv[a].first != iv[b].first) return iv[a].first < iv[b].first;
+    return regs[a].fixed > regs[b].fixed;  // arguments first: they own their registers
+  });
+  out.phys.assign(nr, -1);
+  out.gp_used = 0;
+  const int nvec = isa == JitIsa::Avx512 ? 32 : 16;
+  uint32_t busy[3] = {1u << 4 | (reserve_rbp ? 1u << 5 : 0u), 0, 1u};  // rsp; k0 (no mask)
+  const uint32_t all[3] = {0xffffu, nvec == 32 ? 0xffffffffu : 0xffffu, 0xffu};
+  // Active registers per group: a min-heap by last reference.
+  std::vector<uint32_t> active[3];
+  auto later = [&](uint32_t a, uint32_t b) { return iv[a].last > iv[b].last; };
+  for (uint32_t r : order) {
+    const int g = regs[r].group;
+    const int32_t at = iv[r].first;
+    auto& act = active[g];
+    while (!act.empty() && iv[act.front()].last <= at) {  // died before (or at) this reference
+      busy[g] &= ~(1u << out.phys[act.front()]);
+      std::pop_heap(act.begin(), act.end(), later);
+      act.pop_back();
+    }
+    int p = -1;
+    const uint32_t allowed = iv[r].low ? all[g] & 0xffffu : all[g];
+    const uint32_t free = allowed & ~busy[g];
+    if (regs[r].fixed >= 0) {
+      p = regs[r].fixed;
+      if (busy[g] & (1u << p)) return short_of = g, false;
+    } else if (g == 0) {
+      if (free & kGpCallerSaved)
+        p = __builtin_ctz(free & kGpCallerSaved);
+      else if (free)
+        p = __builtin_ctz(free);
+    } else if (free) {
+      p = __builtin_ctz(free);
+    }
+    if (p < 0) {
+      // Out of registers: the value live furthest ahead (this one or an active one) goes to
+      // memory (Poletto and Sarkar's linear scan), a hoisted constant first, then the least
+      // used. Arguments keep their registers.
+      uint32_t victim = r;
+      size_t at_active = act.size();
+      auto key = [&](uint32_t x) {
+        return std::make_tuple(regs[x].constant, iv[x].last, -iv[x].uses);
+      };
+      for (size_t a = 0; a < act.size(); ++a) {
+        const uint32_t c = act[a];
+        if (!(allowed & (1u << out.phys[c]))) continue;  // its register would not do
+        if (regs[c].fixed < 0 && (regs[victim].fixed >= 0 || key(c) > key(victim))) {
+          victim = c;
+          at_active = a;
+        }
+      }
+      if (regs[victim].fixed >= 0) return short_of = g, false;
+      spills.push_back(victim);
+      if (victim == r) continue;
+      p = out.phys[victim];
+      out.phys[victim] = -1;
+      act[at_active] = act.back();
+      act.pop_back();
+      std::make_heap(act.begin(), act.end(), later);
+      busy[g] &= ~(1u << p);
+    }
+    if (p < 0) return short_of = g, false;
+    busy[g] |= 1u << p;
+    out.phys[r] = static_cast<int8_t>(p);
+    if (g == 0) out.gp_used |= 1u << p;
+    act.push_back(r);
+    std::push_heap(act.begin(), act.end(), later);
+  }
+  if (!spills.empty()) return short_of = -1, false;
+  return true;
+}
+
+}  // namespace
+
+bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
+                      uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
+                      std::vector<RecordedInst>& scratch) {
+  out.demoted = out.spilled = 0;
+  std::vector<Home> homes;
+  for (int attempt = 0; attempt < 32; ++attempt) {
+    const std::vector<Interval> iv = live_intervals(code, regs, first_label, isa == JitIsa::Avx512);
+    int short_of = -1;
+    std::vector<uint32_t> spills;
+    if (linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
+      out.rounds = attempt + 1;
+      return true;
+    }
+    out.short_of = short_of;
+    if (short_of >= 0 || spills.empty()) return false;
+    homes.resize(regs.size());
+    std::vector<uint8_t> spilled(regs.size(), 0);
+    for (uint32_t r : spills) {
+      spilled[r] = 1;
+      if (regs[r].constant) {
+        homes[r] = {false, regs[r].pool};
+        ++out.demoted;
+      } else {  // a slot of the frame (newStack's slots come first): 64 bytes, or 8
+        const uint32_t size = regs[r].group == 1 ? 64 : 8;  // (a mask takes 2 of its 8)
+        frame_bytes = (frame_bytes + size - 1) / size * size;
+        homes[r] = {true, x86::ptr(x86::rsp, static_cast<int32_t>(frame_bytes))};
+        frame_bytes += size;
+        ++out.spilled;
+      }
+    }
+    spill(code, regs, homes, spilled, isa, scratch);
+  }
+  return false;
+}
+
+}  // namespace kiln::jit

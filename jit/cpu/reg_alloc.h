@@ -1,0 +1,70 @@
+// Register assignment for the fast emitter (recording_assembler.h): a linear scan over the
+// recorded instructions of one kernel function, in program order.
+//
+// Contract: `code` is a function's instructions on virtual registers (asmjit operands whose ids
+// are virtual), written SSA-like: a register's first reference in program order writes it.
+// Loops are the one exception this pass knows of: a backward jump to a bound label makes a loop,
+// and a register referenced before the loop and again in it (or after it) stays live to the
+// loop's end, so values the loop carries (pointers, counters, hoisted constants) survive its
+// back edge. Each register then lives over [first, last] reference; a register whose last use
+// is an instruction may be reused for that instruction's destination (every x86 instruction
+// here reads its sources before it writes its destination). On AVX-512 the vector operands of
+// instructions without an EVEX form (vmovdqu, vextractf128, ...) get xmm0-15 only.
+//
+// When registers do not suffice, the value live furthest ahead goes to memory (Poletto and
+// Sarkar's linear scan; hoisted constants, which live to the end, first): a hoisted constant is
+// demoted to its pool address, any other value to a stack slot (64 bytes for a vector, 8 for a
+// general or mask register), stored after each instruction that writes it. A vector use in an
+// instruction's r/m slot then reads memory, any other use (a memory operand's base, a {k} write
+// mask) a reload into a short-lived register right before it; then the scan runs again. The
+// arguments are never spilled: running out of registers with only arguments live returns false
+// (as does a scan that keeps finding more to spill), and the caller renders the kernel with
+// asmjit's Compiler.
+#pragma once
+#include <asmjit/x86.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "jit/cpu/cpu_isa.h"
+
+namespace kiln::jit {
+
+// One recorded instruction (or pseudo-instruction) with up to 6 operands.
+struct RecordedInst {
+  static constexpr asmjit::InstId kBindLabel = 0xFFFF0001u;    // ops[0]: the label
+  static constexpr asmjit::InstId kEndFunction = 0xFFFF0002u;  // epilogue + ret
+  asmjit::InstId id = 0;
+  asmjit::InstOptions options = asmjit::InstOptions::kNone;
+  asmjit::RegOnly extra;  // the {k} write mask of an AVX-512 instruction (asmjit leaves it raw)
+  RecordedInst() { extra.reset(); }
+  asmjit::Operand_ ops[6] = {};  // unused ones none (all zero)
+};
+
+struct VirtReg {
+  uint8_t group = 0;      // 0 general, 1 vector, 2 mask (k)
+  int8_t fixed = -1;      // a physical register it must have from the entry (an argument)
+  bool constant = false;  // loaded once, before the loops, from `pool`: may be demoted
+  asmjit::x86::Mem pool;
+};
+
+struct RegAssignment {
+  std::vector<int8_t> phys;  // per virtual register (-1: never referenced)
+  uint32_t gp_used = 0;      // bit per general register assigned
+  int demoted = 0;           // constants demoted to memory
+  int spilled = 0;           // other values given a stack slot
+  int short_of = -1;         // when false: the group that ran out (VirtReg::group)
+  int rounds = 0;            // scans it took (each after a round of spills)
+};
+
+// Fills `out`; may rewrite `code` and append to `regs` (spills). False when the registers do
+// not suffice. `first_label`: the lowest label id the code binds (ids are the CodeHolder's,
+// which grow over a pooled CodeHolder's life). `frame_bytes`: the stack slots taken so far (rbp
+// keeps the frame when nonzero); spill slots are added after them.
+// `scratch`: a buffer for the rewrites, kept by the caller across renders (a kernel's code runs
+// to hundreds of KB: allocated anew, it is mapped and faulted in every time).
+bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
+                      uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
+                      std::vector<RecordedInst>& scratch);
+
+}  // namespace kiln::jit
