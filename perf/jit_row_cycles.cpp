@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
         if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
       std::vector<uint64_t> words;
       for (const auto& p : programs) words.push_back(reinterpret_cast<uintptr_t>(p.data()));
-      std::vector<uint64_t> scratch(row_stash(k).size() * static_cast<size_t>(n + 64));
-      words.push_back(reinterpret_cast<uintptr_t>(scratch.data()));
+      std::vector<uint64_t> scratch(row_scratch_words(k, isa, n) + 8);
+      words.push_back((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
       std::vector<char*> ptrs = {reinterpret_cast<char*>(y.data()),
                                  reinterpret_cast<char*>(x.data())};
       if (k.num_inputs() == 3) {
