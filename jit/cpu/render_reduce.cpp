@@ -207,9 +207,13 @@ class RowRenderer {
       cc_.inc(o);
       cc_.jmp(l_outer);
     } else {
-      // Pipelined (render_reduce.h, row_pipelined_pass): the element pass of row o rides along
-      // the first Reduce pass of row o + 1; row o's values are carried in registers of their
-      // own, and the scratch rows alternate between two buffers (the launcher allocates both).
+      // Pipelined (render_reduce.h, row_pipelined_pass): the element pass of row o - 1 rides
+      // along the first Reduce pass of row o; row o - 1's values are carried in registers of
+      // their own, and the scratch rows alternate between two buffers (the launcher allocates
+      // both). Each pass is emitted once (compile time), the first twice: alone for a call's
+      // first row, and carrying the element bodies; the last row's element pass follows the
+      // loop.
+      KILN_CHECK(fuse == 0, "cpu row kernel: pipelined along pass {}", fuse);
       for (int j = 0; j < nops_; ++j) ecur_.push_back(cc_.newIntPtr("ecur"));
       if (!stash_.empty()) {
         swrite_ = cc_.newIntPtr("scratch_w");
@@ -219,15 +223,25 @@ class RowRenderer {
         cc_.imul(sread_, sread_, static_cast<int>(stash_.size()));
         cc_.add(sread_, sbase_);
       }
-      auto swap_scratch = [&] {
-        if (!stash_.empty()) cc_.xchg(swrite_, sread_);
-      };
+      const int32_t r0 = reduces_[0];
+      const DType t0 = k_.exprs[r0].type;
+      // The first pass's row value, whichever of its two renderings computed it.
+      const x86::Vec v0 =
+          AsmVecOps<float>::new_vec_of(cc_, L_ * static_cast<int>(itemsize(t0)));
+      Label l_plain = cc_.newLabel(), l_fused = cc_.newLabel(), l_join = cc_.newLabel(),
+            l_after = cc_.newLabel();
+      cc_.bind(l_outer);
       cc_.cmp(o, n_outer);
-      cc_.jge(l_done);
+      cc_.jge(l_after);
+      cc_.test(o, o);
+      cc_.jz(l_plain);
+      cc_.jmp(l_fused);
+      cc_.bind(l_join);  // row o's other passes
       preset_ = fixed;
-      other_passes(0);
-      swap_scratch();
-      // The per-row values (what passes and hoists made), carried from row to row.
+      preset_[r0] = v0;
+      hoist_row_values();
+      other_passes(1);
+      // Row o's values (what passes and hoists made), carried to the next iteration.
       std::vector<int32_t> carried;
       std::vector<x86::Vec> carry(preset_.size());
       for (size_t i = 0; i < preset_.size(); ++i)
@@ -236,37 +250,40 @@ class RowRenderer {
           carry[i] = AsmVecOps<float>::new_vec_of(cc_, preset_[i].size());
           move(carry[i], preset_[i]);
         }
-      Label l_last = cc_.newLabel(), l_next = cc_.newLabel();
-      x86::Gp next = cc_.newInt64("next_row");
-      cc_.bind(l_outer);
-      cc_.cmp(o, n_outer);
-      cc_.jge(l_done);
-      std::vector<x86::Vec> mine = fixed;  // row o's values
+      std::vector<x86::Vec> mine = fixed;  // the previous row's values
       for (int32_t i : carried) mine[i] = carry[i];
-      cc_.lea(next, x86::ptr(o, 1));
-      cc_.cmp(next, n_outer);
-      cc_.jge(l_last);
-      {  // row o + 1's passes, the last one with row o's element bodies
-        preset_ = fixed;
-        prev_ = mine;
-        next_row_ = true;
-        other_passes(0, fuse);
-        next_row_ = false;
-        const std::vector<x86::Vec> theirs = preset_;
-        preset_ = mine;
-        row_stores();
-        for (int32_t i : carried) move(carry[i], theirs[i]);
-        swap_scratch();
-        cc_.jmp(l_next);
-      }
-      cc_.bind(l_last);
-      preset_ = mine;
-      element_pass();
-      row_stores();
-      cc_.bind(l_next);
+      if (!stash_.empty()) cc_.xchg(swrite_, sread_);
       for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
       cc_.inc(o);
       cc_.jmp(l_outer);
+
+      cc_.bind(l_plain);  // a call's first row: its first pass alone
+      preset_ = fixed;
+      pass(0);
+      move(v0, preset_[r0]);
+      cc_.jmp(l_join);
+
+      cc_.bind(l_fused);  // row o's first pass with row o - 1's element bodies
+      preset_ = fixed;
+      prev_ = mine;
+      fused_ = true;
+      pass(0);
+      fused_ = false;
+      move(v0, preset_[r0]);
+      previous_row([&] {  // row o - 1's row values
+        preset_ = mine;
+        row_stores();
+      });
+      cc_.jmp(l_join);
+
+      cc_.bind(l_after);  // the last row's element pass
+      cc_.test(o, o);
+      cc_.jz(l_done);
+      previous_row([&] {
+        preset_ = mine;
+        element_pass();
+        row_stores();
+      });
     }
     cc_.bind(l_done);
     if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
@@ -480,6 +497,18 @@ class RowRenderer {
     cc_.bind(done);
   }
 
+  // Emits `fn` with base_ at the previous row (render(), pipelined; ecur_ holds it).
+  template <class Fn>
+  void previous_row(const Fn& fn) {
+    for (int j = 0; j < nops_; ++j) {
+      cc_.mov(ecur_[j], base_[j]);
+      cc_.sub(ecur_[j], x86::ptr(outer_, j * 8));
+    }
+    std::swap(base_, ecur_);
+    fn();
+    std::swap(base_, ecur_);
+  }
+
   // The passes of Reduces `from`, from + 1, ... of a row, each followed by the row values it
   // makes computable.
   // `fuse`: the pass of Reduce number `fuse` carries the previous row's element bodies
@@ -556,12 +585,12 @@ class RowRenderer {
     std::vector<uint8_t> want(k_.exprs.size(), 0), no_store(k_.num_outputs(), 0);
     want[e.a] = 1;
 
-    for (int j = 0; j < nops_; ++j) {
-      cc_.mov(cur_[j], base_[j]);
-      if (next_row_) cc_.add(cur_[j], x86::ptr(outer_, j * 8));  // render(): pipelined
-    }
+    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
     if (fused_) {  // the element bodies write the previous row
-      for (int j = 0; j < nops_; ++j) cc_.mov(ecur_[j], base_[j]);
+      for (int j = 0; j < nops_; ++j) {
+        cc_.mov(ecur_[j], base_[j]);
+        cc_.sub(ecur_[j], x86::ptr(outer_, j * 8));
+      }
       if (!escur_.empty()) reset_stash(escur_, sread_);
     }
     const bool stash = r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty();
@@ -976,10 +1005,9 @@ class RowRenderer {
   int L_;
   int nops_ = 0;
   x86::Gp outer_, n_, params_;
-  // Pipelined rows (render()): the passes being emitted read the next row (next_row_); the
-  // one being emitted also carries the previous row's element bodies (fused_), at ecur_ and
-  // escur_, with that row's values prev_.
-  bool next_row_ = false, fused_ = false;
+  // Pipelined rows (render()): the pass being emitted carries the previous row's element
+  // bodies (fused_), at ecur_ and escur_, with that row's values prev_.
+  bool fused_ = false;
   std::vector<x86::Gp> ecur_, escur_;
   std::vector<x86::Vec> prev_;
   x86::Gp swrite_, sread_;  // the scratch rows the passes fill and the element pass reads
