@@ -261,8 +261,8 @@ TEST(JitReduceKernels, PipelinedSoftmaxRowsBitwise) {
             const Tensor mx = xs.amax({-1}, true);
             const Tensor ex = (xs - mx).exp();
             const Tensor sum = ex.sum({-1}, true);
-            const std::string what = fmt::format("{} {} n={} rows={} threads={}", isa,
-                                                 dtype_name(dt), n, rows, threads);
+            const std::string what =
+                fmt::format("{} {} n={} rows={} threads={}", isa, dtype_name(dt), n, rows, threads);
             expect_bitwise_equal(got[0], ex / sum, what.c_str());
             expect_bitwise_equal(got[1], mx, what.c_str());
             expect_bitwise_equal(got[2], sum, what.c_str());

@@ -562,7 +562,8 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     if (stash > 0) {  // this thread's scratch rows, from a cache line on
       scratch.reset(new uint64_t[stash + 8]);
       local = words;
-      local[np + programs.size()] = (reinterpret_cast<uintptr_t>(scratch.get()) + 63) & ~uintptr_t{63};
+      local[np + programs.size()] =
+          (reinterpret_cast<uintptr_t>(scratch.get()) + 63) & ~uintptr_t{63};
       params = local.data();
     }
     while (r0 < r1) {

@@ -226,8 +226,7 @@ class RowRenderer {
       const int32_t r0 = reduces_[0];
       const DType t0 = k_.exprs[r0].type;
       // The first pass's row value, whichever of its two renderings computed it.
-      const x86::Vec v0 =
-          AsmVecOps<float>::new_vec_of(cc_, L_ * static_cast<int>(itemsize(t0)));
+      const x86::Vec v0 = AsmVecOps<float>::new_vec_of(cc_, L_ * static_cast<int>(itemsize(t0)));
       Label l_plain = cc_.newLabel(), l_fused = cc_.newLabel(), l_join = cc_.newLabel(),
             l_after = cc_.newLabel();
       cc_.bind(l_outer);
