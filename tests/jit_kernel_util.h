@@ -15,6 +15,26 @@
 
 namespace kiln::testing {
 
+// n values of dtype t over many magnitudes, with specials (NaN, infinities, zeros) mixed in;
+// Bool as x > 0.5, integers truncated into +-1e9 (non-finite: 7).
+inline Tensor values(DType t, int64_t n, int salt) {
+  const double sp[] = {0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, NAN, 1e-40, 9.0, -20.0, 3e9};
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i + salt);
+    v[static_cast<size_t>(i)] = k % 5 == 0
+                                    ? sp[k / 5 % std::size(sp)]
+                                    : std::ldexp(static_cast<double>(k * 2654435761u % 2001) - 1000,
+                                                 static_cast<int>(k % 13) - 12);
+  }
+  if (t == DType::Bool) {
+    for (double& x : v) x = x > 0.5 ? 1.0 : 0.0;
+  } else if (!is_floating(t)) {
+    for (double& x : v) x = std::isfinite(x) ? std::fmod(std::trunc(x), 1e9) : 7.0;
+  }
+  return from_vector<double>(v, {n}).to(t);
+}
+
 // The KILN_JIT_ISA values whose paths this host can run, best first.
 inline std::vector<std::string> supported_jit_isas() {
   std::vector<std::string> out;

@@ -26,24 +26,16 @@ namespace {
 using kiln::testing::ConfigOverride;
 using kiln::testing::jit_lanes;
 using kiln::testing::supported_jit_isas;
+using kiln::testing::values;
 
-// n values of dtype t over many magnitudes, with specials (NaN, infinities, zeros) mixed in.
-Tensor values(DType t, int64_t n, int salt) {
-  const double sp[] = {0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, NAN, 1e-40, 9.0, -20.0, 3e9};
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const size_t k = static_cast<size_t>(i + salt);
-    v[static_cast<size_t>(i)] = k % 5 == 0
-                                    ? sp[k / 5 % std::size(sp)]
-                                    : std::ldexp(static_cast<double>(k * 2654435761u % 2001) - 1000,
-                                                 static_cast<int>(k % 13) - 12);
-  }
-  if (t == DType::Bool) {
-    for (double& x : v) x = x > 0.5 ? 1.0 : 0.0;
-  } else if (!is_floating(t)) {
-    for (double& x : v) x = std::isfinite(x) ? std::fmod(std::trunc(x), 1e9) : 7.0;
-  }
-  return from_vector<double>(v, {n}).to(t);
+// `k` (one input, one output, contiguous) renders on the Assembler path for `isa` (it does not
+// give up and fall back to the Compiler).
+void expect_assembler_renders(asmjit::JitRuntime& rt, const LoopKernel& k, const std::string& isa) {
+  const JitIsa ji = isa == "avx512" ? JitIsa::Avx512 : isa == "avx2" ? JitIsa::Avx2 : JitIsa::Sse2;
+  const KernelVariant var{ji, std::vector<InnerLayout>(2, InnerLayout::Contiguous)};
+  const RenderedKernel r = render_cpu_kernel(rt, k, var, false, RenderPath::Assembler);
+  EXPECT_TRUE(r.assembler) << isa;
+  rt.release(r.fn);
 }
 
 // Launches `ck` over {rows, n}: outputs contiguous, input j as `layout[j]` says ('c' contiguous,
@@ -399,13 +391,7 @@ TEST(JitAssembler, TooManyLiveValuesAreSpilled) {
   k.stores = {sum};
   asmjit::JitRuntime rt;
   for (const std::string& isa : supported_jit_isas()) {
-    const JitIsa ji = isa == "avx512" ? JitIsa::Avx512
-                      : isa == "avx2" ? JitIsa::Avx2
-                                      : JitIsa::Sse2;
-    const KernelVariant var{ji, std::vector<InnerLayout>(2, InnerLayout::Contiguous)};
-    const RenderedKernel r = render_cpu_kernel(rt, k, var, false, RenderPath::Assembler);
-    EXPECT_TRUE(r.assembler);
-    rt.release(r.fn);
+    expect_assembler_renders(rt, k, isa);
     auto ck = compile_with(isa, 0, true, k);
     const std::vector<Tensor> out = launch(*ck, "c", 2, 100, {}, 1);
     const Tensor in = values(kFloat32, 200, 3);
@@ -431,13 +417,7 @@ TEST(JitAssembler, TooManyMasksAreSpilled) {
   k.stores = {v};
   asmjit::JitRuntime rt;
   for (const std::string& isa : supported_jit_isas()) {
-    const JitIsa ji = isa == "avx512" ? JitIsa::Avx512
-                      : isa == "avx2" ? JitIsa::Avx2
-                                      : JitIsa::Sse2;
-    const KernelVariant var{ji, std::vector<InnerLayout>(2, InnerLayout::Contiguous)};
-    const RenderedKernel r = render_cpu_kernel(rt, k, var, false, RenderPath::Assembler);
-    EXPECT_TRUE(r.assembler);
-    rt.release(r.fn);
+    expect_assembler_renders(rt, k, isa);
     auto ck = compile_with(isa, 0, true, k);
     const std::vector<Tensor> out = launch(*ck, "c", 2, 100, {}, 1);
     const std::vector<float> xs = values(kFloat32, 200, 3).to_vector<float>(),

@@ -28,20 +28,7 @@ using kiln::testing::bytes_of;
 using kiln::testing::ConfigOverride;
 using kiln::testing::jit_lanes;
 using kiln::testing::supported_jit_isas;
-
-// n values of dtype t over many magnitudes, with specials (NaN, infinities, zeros) mixed in.
-Tensor values(DType t, int64_t n, int salt) {
-  const double sp[] = {0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, NAN, 1e-40, 9.0, -20.0, 3e9};
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const size_t k = static_cast<size_t>(i + salt);
-    v[static_cast<size_t>(i)] = k % 5 == 0
-                                    ? sp[k / 5 % std::size(sp)]
-                                    : std::ldexp(static_cast<double>(k * 2654435761u % 2001) - 1000,
-                                                 static_cast<int>(k % 13) - 12);
-  }
-  return from_vector<double>(v, {n}).to(t);
-}
+using kiln::testing::values;
 
 // Launches `ck` over {n} elements: outputs allocated contiguous here, inputs as given (a
 // one-element input is broadcast, stride 0).
