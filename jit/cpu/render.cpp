@@ -218,6 +218,27 @@ namespace {
 
 std::atomic<int> g_assembler_faults{0};
 
+// The function of kernel `k` for variant `v` on either emitter: a column, row or pointwise kernel.
+template <class Emitter>
+void render_kernel_function(Emitter& e, const LoopKernel& k, const KernelVariant& v) {
+  if (k.has_reduce() && v.columns)
+    render_column_function(e, k, v);
+  else if (k.has_reduce())
+    render_row_function(e, k, v);
+  else
+    render_function(e, k, v);
+}
+
+// The encoded code added to the runtime (its size, and its listing when `logger` is given).
+RenderedKernel add_to_runtime(JitRuntime& rt, CodeHolder& code, StringLogger* logger) {
+  RenderedKernel out;
+  out.code_bytes = code.codeSize();
+  asmjit::Error err = rt.add(&out.fn, &code);
+  if (err != kErrorOk) fail("asmjit: adding the kernel failed: {}", DebugUtils::errorAsString(err));
+  if (logger != nullptr) out.assembly = logger->data();
+  return out;
+}
+
 // The fast path (render.h): recorded, registers assigned by reg_alloc.h, encoded by asmjit's
 // Assembler. Throws (RecordingAssembler::Unsupported, or kiln::Error for an asmjit error) with
 // nothing added to the runtime; the workspace is then dropped, not reused.
@@ -233,21 +254,12 @@ RenderedKernel render_with_assembler(JitRuntime& rt, const LoopKernel& k, const 
   if (want_assembly) code.setLogger(&logger);
   code.attach(&as);
   as.begin(v.isa);
-  if (k.has_reduce() && v.columns)
-    render_column_function(as, k, v);
-  else if (k.has_reduce())
-    render_row_function(as, k, v);
-  else
-    render_function(as, k, v);
+  render_kernel_function(as, k, v);
   if (g_assembler_faults.load() > 0 && g_assembler_faults.fetch_sub(1) > 0)
     throw RecordingAssembler::Unsupported("an injected fault");
   as.finish();
-  RenderedKernel out;
-  out.code_bytes = code.codeSize();
+  RenderedKernel out = add_to_runtime(rt, code, want_assembly ? &logger : nullptr);
   out.assembler = true;
-  asmjit::Error err = rt.add(&out.fn, &code);
-  if (err != kErrorOk) fail("asmjit: adding the kernel failed: {}", DebugUtils::errorAsString(err));
-  if (want_assembly) out.assembly = logger.data();
   return out;
 }
 
@@ -279,19 +291,10 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
   if (want_assembly) code.setLogger(&logger);
   cc.set_readable_names(want_assembly);
   code.attach(&cc);
-  if (k.has_reduce() && v.columns)
-    render_column_function(cc, k, v);
-  else if (k.has_reduce())
-    render_row_function(cc, k, v);
-  else
-    render_function(cc, k, v);
+  render_kernel_function(cc, k, v);
   cc.finalize();
-  RenderedKernel out;
-  out.code_bytes = code.codeSize();
+  RenderedKernel out = add_to_runtime(rt, code, want_assembly ? &logger : nullptr);
   out.fallback = std::move(fallback);
-  asmjit::Error err = rt.add(&out.fn, &code);
-  if (err != kErrorOk) fail("asmjit: adding the kernel failed: {}", DebugUtils::errorAsString(err));
-  if (want_assembly) out.assembly = logger.data();
   return out;
 }
 
