@@ -1,6 +1,6 @@
 # The install test (ctest -L install), run as
 #   cmake -DKILN_SOURCE_DIR=... -DKILN_BINARY_DIR=... -DWORK_DIR=... -DGENERATOR=... -P this
-# (optional: -DBUILD_TYPE=, -DCXX_COMPILER=, -DSANITIZE=ON for an asan build of kiln)
+# (optional: -DBUILD_TYPE=, -DCXX_COMPILER=, -DCXX_LAUNCHER=, -DSANITIZE=ON for an asan build)
 # 1. cmake --install the current build into WORK_DIR/prefix;
 # 2. configure, build and run tests/install/consumer against it with find_package(kiln CONFIG);
 # 3. configure, build and run tests/install/subdir_consumer, which add_subdirectory()s the kiln
@@ -29,6 +29,10 @@ endfunction()
 set(common -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=${BUILD_TYPE})
 if(DEFINED CXX_COMPILER AND NOT CXX_COMPILER STREQUAL "")
   list(APPEND common "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+endif()
+# The release build's launcher (ccache): the add_subdirectory build then reuses its objects.
+if(DEFINED CXX_LAUNCHER AND NOT CXX_LAUNCHER STREQUAL "")
+  list(APPEND common "-DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_LAUNCHER}")
 endif()
 if(SANITIZE)
   list(APPEND common "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer"
