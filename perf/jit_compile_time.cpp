@@ -17,74 +17,13 @@
 
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/render.h"
+#include "jit/cpu/sample_kernels.h"
 #include "jit/loop/loop_kernel.h"
 
 using namespace kiln;
 using namespace kiln::jit;
 
 namespace {
-
-LoopKernel gelu_kernel(double c0) {
-  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
-  const int32_t x = k.load(0);
-  auto c = [&](double v) { return k.constant(v, DType::Float32); };
-  auto mul = [&](int32_t a, int32_t b) { return k.binary(ExprOp::Mul, a, b); };
-  auto add = [&](int32_t a, int32_t b) { return k.binary(ExprOp::Add, a, b); };
-  const int32_t cube = mul(mul(mul(c(c0), x), x), x);
-  const int32_t t = k.unary(ExprOp::Tanh, mul(add(x, cube), c(0.79788456)));
-  k.stores = {mul(mul(c(0.5), x), add(c(1.0), t))};
-  return k;
-}
-
-LoopKernel axpb_kernel(double c0) {
-  LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
-  const int32_t x = k.load(0), y = k.load(1);
-  k.stores = {k.binary(ExprOp::Add, k.binary(ExprOp::Mul, x, k.constant(c0, DType::Float32)), y)};
-  return k;
-}
-
-// softmax's row kernel, as the planner fuses perf/workloads/softmax.cpp: max, exp(x - max), sum,
-// exp(x - max) * (1 / sum) (c0: a scale on x, new per render).
-LoopKernel softmax_kernel(double c0) {
-  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
-  const int32_t x = k.binary(ExprOp::Mul, k.load(0), k.constant(c0, DType::Float32));
-  const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, k.reduce(ExprOp::ReduceMax, x)));
-  const int32_t r =
-      k.binary(ExprOp::Div, k.constant(1.0, DType::Float32), k.reduce(ExprOp::ReduceSum, e));
-  k.stores = {k.binary(ExprOp::Mul, e, r)};
-  return k;
-}
-
-// layer_norm's row kernel without affine parameters: (x - mean) * rsqrt(var + eps).
-LoopKernel layernorm_kernel(double eps) {
-  const DType f = DType::Float32;
-  LoopKernel k = LoopKernel::uniform(f, 1);
-  const int32_t x = k.load(0);
-  const int32_t m = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(f));
-  const int32_t d = k.binary(ExprOp::Sub, x, m);
-  const int32_t v = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, d, d)),
-                             k.row_size(f));
-  k.stores = {k.binary(ExprOp::Mul, d,
-                       k.unary(ExprOp::Rsqrt, k.binary(ExprOp::Add, v, k.constant(eps, f))))};
-  return k;
-}
-
-// x ** y + c0 (Float32): the double-T log and exp of vecmath::pow, 6-7 KB of code.
-LoopKernel pow_kernel(double c0) {
-  LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
-  k.stores = {k.binary(ExprOp::Add, k.binary(ExprOp::Pow, k.load(0), k.load(1)),
-                       k.constant(c0, DType::Float32))};
-  return k;
-}
-
-// A uniform draw plus an input times c0 (Float32): Philox4x32-10.
-LoopKernel rand_kernel(double c0) {
-  LoopKernel k = LoopKernel::uniform(DType::Float32, 1, 4);
-  k.params = {DType::Int32, DType::Int32, DType::Int32, DType::Int32};
-  k.stores = {k.binary(ExprOp::Add, k.rand_uniform(0, DType::Float32),
-                       k.binary(ExprOp::Mul, k.load(0), k.constant(c0, DType::Float32)))};
-  return k;
-}
 
 // Touches every cache line of a buffer larger than the caches, as a workload's job does.
 void stream(std::vector<char>& buf) {
@@ -114,10 +53,12 @@ int main(int argc, char** argv) {
               "median us", "worst us", "path");
   int serial = 0;
   for (const Case& c :
-       {Case{"gelu", gelu_kernel, false}, Case{"gelu streaming", gelu_kernel, true},
-        Case{"add-mul", axpb_kernel, false}, Case{"softmax row", softmax_kernel, false},
-        Case{"layernorm row", layernorm_kernel, false}, Case{"pow", pow_kernel, false},
-        Case{"rand", rand_kernel, false}}) {
+       {Case{"gelu", sample_kernels::gelu, false},
+        Case{"gelu streaming", sample_kernels::gelu, true},
+        Case{"add-mul", sample_kernels::axpb, false},
+        Case{"softmax row", sample_kernels::softmax_row, false},
+        Case{"layernorm row", sample_kernels::layernorm_row, false},
+        Case{"pow", sample_kernels::pow, false}, Case{"rand", sample_kernels::rand, false}}) {
     for (bool cold : {false, true}) {
       if (!only.empty() && only != (cold ? "cold" : "warm")) continue;
       std::vector<double> us;

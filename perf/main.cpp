@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <cstdio>
 
+#include "jit/cpu/warm_up.h"
 #include "perf/harness.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +19,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::vector<Job> jobs = plan(o);
+    // A program run with KILN_JIT=1 starts the CPU renderer's warm-up at its first op
+    // (jit/cpu/warm_up.h); kiln-perf starts in eager mode, so it starts it here when a job
+    // compiles, as that program would: the jit jobs' compile columns are then those of a
+    // program's first kernels, not of the process's first touches of the renderer's pages.
+    for (const Job& j : jobs)
+      if (j.mode == "jit") kiln::jit::start_cpu_renderer_warm_up();
     if (!o.json.empty()) check_json_path(o.json);
     std::vector<Figure> figures;
     for (size_t i = 0; i < jobs.size(); ++i)

@@ -22,6 +22,8 @@ struct Config {
   Relaxed<bool> jit_passes = true;  // KILN_JIT_PASSES: graph passes before planning (docs/jit.md)
   std::string jit_isa;              // KILN_JIT_ISA: avx512 | avx2 | sse2 (empty: the best)
   Relaxed<int> jit_unroll = 0;      // KILN_JIT_UNROLL: vectors per loop iteration; 0: auto
+  Relaxed<bool> jit_warm_up =
+      true;  // KILN_JIT_WARMUP: warm the CPU renderer up (jit/cpu/warm_up.h)
   Relaxed<bool> jit_assembler = true;  // KILN_JIT_ASSEMBLER: CPU kernels' fast path (docs/jit.md)
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   Relaxed<int> num_threads = 0;           // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores

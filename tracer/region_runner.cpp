@@ -171,6 +171,8 @@ RegionPlanner* current_planner() { return g_planner.load(std::memory_order_acqui
 
 void wait_for_compiles() { PlanQueue::instance().wait_idle(); }
 
+void run_in_background(std::function<void()> job) { PlanQueue::instance().push(std::move(job)); }
+
 InterpretResult run_region(const Graph& g, std::span<const Tensor> inputs,
                            std::span<const int32_t> aliasing) {
   return run_cached_region(RegionCache::instance().lookup(g, aliasing), g, inputs);

@@ -5,6 +5,7 @@
 // Records the cache and interpretation events of the profiler, and dumps each new region's graph
 // when KILN_DUMP is set.
 #pragma once
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -31,5 +32,10 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
 
 // Waits until no planning job is queued or running (tests, and before reporting stats).
 void wait_for_compiles();
+
+// Runs `job` on the planning thread after the jobs queued before it (the JIT's renderer warm-up:
+// jit/cpu/warm_up.h); wait_for_compiles() waits for it too. At process exit a job not yet
+// started never runs, and the exit waits for the one running. `job` must not throw.
+void run_in_background(std::function<void()> job);
 
 }  // namespace kiln::tracer

@@ -701,6 +701,11 @@ size_t cpu_jit_compile_count() {
   return times.ns.size();
 }
 
+void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v, RenderPath path) {
+  RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, false, path);
+  jit_runtime().release(r.fn);
+}
+
 void inject_cpu_codegen_faults(int count) { g_injected_faults.store(count); }
 
 const char* CpuTarget::name() const {

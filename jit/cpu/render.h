@@ -100,4 +100,8 @@ RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k,
                                  const KernelVariant& v, bool want_assembly,
                                  RenderPath path = RenderPath::Auto);
 
+// Renders `k` as above into the CPU target's JitRuntime (cpu_target.cpp) and frees the code
+// again, outside every cache and counter: the renderer's warm-up (warm_up.h).
+void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v, RenderPath path);
+
 }  // namespace kiln::jit

@@ -1,0 +1,62 @@
+// The CPU renderer's warm-up (jit/cpu/warm_up.h): started by kiln::init() exactly when the JIT is
+// on at start-up, its renders succeed on every ISA path, and they leave no trace in what
+// programs and tests observe: the kernel counters, the compile times, the kernel cache, a pending
+// injected codegen fault.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hop_traced_util.h"
+#include "jit/cpu/cpu_target.h"
+#include "jit/cpu/sample_kernels.h"
+#include "jit/cpu/warm_up.h"
+#include "jit_kernel_util.h"
+#include "kiln/kiln.h"
+#include "record_util.h"
+#include "runtime/config.h"
+#include "tracer/region_runner.h"
+
+namespace kiln {
+namespace {
+
+TEST(JitWarmUp, StartedAtInitExactlyWhenTheJitIsOnAtStartUp) {
+  (void)(ones({2}) + 1.0);  // init() has run
+  const Config env = config_from_env();
+  EXPECT_EQ(jit::cpu_renderer_warm_up_started(), env.jit && env.jit_warm_up)
+      << "KILN_JIT=" << env.jit << " KILN_JIT_WARMUP=" << env.jit_warm_up;
+  tracer::wait_for_compiles();  // the warm-up, when queued, finishes here
+}
+
+TEST(JitWarmUp, RendersEverySampleOnEveryIsaAndLeavesNoTrace) {
+  tracer::wait_for_compiles();
+  testing::JitMode eager(false);
+  jit::CpuJitCounters& c = jit::cpu_jit_counters();
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    testing::ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (bool assembler : {true, false}) {
+      testing::ConfigOverride<bool> path(config().jit_assembler, assembler);
+      const int64_t kernels = c.kernels.load(), compile_ns = c.compile_ns.load();
+      const size_t times = jit::cpu_jit_compile_count();
+      jit::inject_cpu_codegen_faults(1);
+      // Six renders (five where the column renderer declines a column sum on this ISA).
+      EXPECT_GE(jit::run_cpu_renderer_warm_up_now(), 5) << isa << " assembler " << assembler;
+      EXPECT_EQ(c.kernels.load(), kernels) << isa;
+      EXPECT_EQ(c.compile_ns.load(), compile_ns) << isa;
+      EXPECT_EQ(jit::cpu_jit_compile_count(), times) << isa;
+      // The fault is still pending: the next real render takes it. A kernel no test renders.
+      const jit::LoopKernel k = jit::sample_kernels::axpb(0.390625 + (assembler ? 0.25 : 0.5) +
+                                                          (isa == "sse2"   ? 4
+                                                           : isa == "avx2" ? 2
+                                                                           : 1));
+      EXPECT_THROW(jit::cpu_target().compile(k), Error) << isa;
+      jit::inject_cpu_codegen_faults(0);
+      EXPECT_EQ(c.kernels.load(), kernels) << isa;
+      // And nothing the warm-up rendered is cached: the same kernel renders now.
+      EXPECT_NO_THROW(jit::cpu_target().compile(k)) << isa;
+      EXPECT_EQ(c.kernels.load(), kernels + 1) << isa;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
