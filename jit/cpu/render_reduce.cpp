@@ -71,6 +71,43 @@ std::vector<int32_t> row_stash(const LoopKernel& k) {
   return out;
 }
 
+int row_pipelined_pass(const LoopKernel& k, JitIsa isa) {
+  if (isa != JitIsa::Avx512 || !cpu_kernel_unrolls(k) || row_stash(k).empty()) return -1;
+  const std::vector<uint8_t> row = k.row_values();
+  bool any_elem = false;
+  for (int32_t s : k.stores) any_elem = any_elem || !row[s];
+  std::vector<int32_t> reduces;
+  for (size_t i = 0; i < k.exprs.size(); ++i)
+    if (expr_is_reduce(k.exprs[i].op)) reduces.push_back(static_cast<int32_t>(i));
+  for (int32_t r : reduces)
+    if (k.exprs[r].op == ExprOp::ReduceFirst) return -1;
+  if (!any_elem || reduces.empty()) return -1;
+  // The first pass: in a softmax the max of row o + 1, which reads that row from memory, so
+  // the division fills the wait (docs/jit.md, "Reductions": along the last pass, next to the
+  // vector math, it is as fast in L1 and slower on rows from memory).
+  return 0;
+}
+
+bool row_pipelined(const LoopKernel& k, JitIsa isa) { return row_pipelined_pass(k, isa) >= 0; }
+
+size_t row_scratch_words(const LoopKernel& k, JitIsa isa, int64_t n) {
+  return row_stash(k).size() * static_cast<size_t>(n + 64) * (row_pipelined(k, isa) ? 2 : 1);
+}
+
+bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes) {
+  int64_t start = 0;
+  for (size_t i = 0; i < program.size() && program[i] != 0;) {
+    if (program[i] == 2) {
+      ++i;
+      continue;
+    }
+    if (start % lanes != 0) return false;
+    start += program[i + 1];
+    i += 3;
+  }
+  return true;
+}
+
 namespace {
 
 int vec_lanes(const LoopKernel& k, JitIsa isa) { return cpu_kernel_lanes(k, isa); }
@@ -119,7 +156,11 @@ class RowRenderer {
       cc_.mov(sbase_, x86::ptr(params_, (k_.num_params() + static_cast<int>(reduces_.size())) * 8));
       cc_.lea(sstride_, x86::ptr(n_, 64));  // (n + 64) * 8 bytes per stashed value
       cc_.shl(sstride_, 3);
-      for (size_t i = 0; i < stash_.size(); ++i) scur_.push_back(cc_.newIntPtr());
+      for (size_t i = 0; i < stash_.size(); ++i) {
+        scur_.push_back(cc_.newIntPtr());
+        escur_.push_back(cc_.newIntPtr());
+      }
+      swrite_ = sread_ = sbase_;
     }
     stack_ = cc_.newStack(64 * 8, 16);
     lanes_buf_ = cc_.newStack(64, 64);
@@ -130,27 +171,102 @@ class RowRenderer {
       if (k_.exprs[i].op == ExprOp::RowSize) preset_[i] = row_size(k_.exprs[i]);
     std::vector<x86::Vec> fixed = preset_;  // valid for the whole call
 
+    // The last Reduce pass prefetches the next row's inputs (prefetch_next_row), at most four
+    // (each holds a register for its row stride).
+    prefetch_pass_ = static_cast<int>(reduces_.size()) - 1;
+    ostride_.assign(static_cast<size_t>(nops_), x86::Gp());
+    for (int j = k_.num_outputs(), taken = 0; j < nops_ && taken < 4; ++j)
+      if (contiguous(j)) {
+        ++taken;
+        ostride_[j] = cc_.newInt64("row_stride");
+        cc_.mov(ostride_[j], x86::ptr(outer_, j * 8));
+      }
     Label l_outer = cc_.newLabel(), l_done = cc_.newLabel();
     x86::Gp o = cc_.newInt64("o");
     cc_.xor_(o, o);
-    cc_.bind(l_outer);
-    cc_.cmp(o, n_outer);
-    cc_.jge(l_done);
-    preset_ = fixed;
-    for (size_t r = 0; r < reduces_.size(); ++r) {
-      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
-        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
-      else
-        pass(static_cast<int>(r));
+    const int fuse = row_pipelined_pass(k_, isa_);
+    if (fuse < 0) {
+      cc_.bind(l_outer);
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_done);
+      preset_ = fixed;
+      other_passes(0);
+      element_pass();
+      row_stores();
+      for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
+      cc_.inc(o);
+      cc_.jmp(l_outer);
+    } else {
+      // Pipelined (render_reduce.h, row_pipelined_pass): the element pass of row o - 1 rides
+      // along the first Reduce pass of row o; row o - 1's values are carried in registers of
+      // their own, and the scratch rows alternate between two buffers (the launcher allocates
+      // both). Each pass is emitted once, the first twice: alone for a call's first row (before
+      // the loop), and carrying the element bodies (at the loop's end); the last row's element
+      // pass follows the loop. Laid out so that every register is written before it is read in
+      // program order, and what the loop carries is referenced before it (the recorder's
+      // register assignment rests on that: reg_alloc.h).
+      KILN_CHECK(fuse == 0, "cpu row kernel: pipelined along pass {}", fuse);
+      for (int j = 0; j < nops_; ++j) ecur_.push_back(cc_.newIntPtr("ecur"));
+      if (!stash_.empty()) {
+        swrite_ = cc_.newIntPtr("scratch_w");
+        sread_ = cc_.newIntPtr("scratch_r");
+        cc_.mov(swrite_, sbase_);
+        cc_.mov(sread_, sstride_);
+        cc_.imul(sread_, sread_, static_cast<int>(stash_.size()));
+        cc_.add(sread_, sbase_);
+      }
+      const int32_t r0 = reduces_[0];
+      const DType t0 = k_.exprs[r0].type;
+      // The first pass's row value, whichever of its two renderings computed it.
+      const x86::Vec v0 = AsmVecOps<float, E>::new_vec_of(cc_, L_ * static_cast<int>(itemsize(t0)));
+      Label l_after = cc_.newLabel();
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_done);
+      preset_ = fixed;  // row 0's first pass alone
+      pass(0);
+      move(v0, preset_[r0]);
+
+      cc_.bind(l_outer);  // row o, its first pass done: the other passes
+      preset_ = fixed;
+      preset_[r0] = v0;
       hoist_row_values();
+      other_passes(1);
+      // Row o's values (what passes and hoists made), carried to the next row's first pass.
+      std::vector<x86::Vec> mine = fixed;  // the previous row's values
+      for (size_t i = 0; i < preset_.size(); ++i)
+        if (preset_[i].isValid() && !fixed[i].isValid()) {
+          mine[i] = AsmVecOps<float, E>::new_vec_of(cc_, preset_[i].size());
+          move(mine[i], preset_[i]);
+        }
+      if (!stash_.empty()) {  // the next row fills the scratch rows this one's reads
+        x86::Gp t = cc_.newIntPtr();
+        cc_.mov(t, swrite_);
+        cc_.mov(swrite_, sread_);
+        cc_.mov(sread_, t);
+      }
+      for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
+      cc_.inc(o);
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_after);
+      preset_ = fixed;  // row o + 1's first pass with row o's element bodies
+      prev_ = mine;
+      fused_ = true;
+      pass(0);
+      fused_ = false;
+      move(v0, preset_[r0]);
+      previous_row([&] {  // row o's row values
+        preset_ = mine;
+        row_stores();
+      });
+      cc_.jmp(l_outer);
+
+      cc_.bind(l_after);  // the last row's element pass
+      previous_row([&] {
+        preset_ = mine;
+        element_pass();
+        row_stores();
+      });
     }
-    bool any_elem = false;
-    for (uint8_t e : elem_store_) any_elem = any_elem || e;
-    if (any_elem) element_pass();
-    row_stores();
-    for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
-    cc_.inc(o);
-    cc_.jmp(l_outer);
     cc_.bind(l_done);
     if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
     end_function(cc_);
@@ -229,15 +345,62 @@ class RowRenderer {
 
   void advance(int elements) {
     for (int j = 0; j < nops_; ++j)
-      if (contiguous(j)) cc_.add(cur_[j], elements * esize_[j]);
-    for (size_t i = 0; stash_on_ && i < scur_.size(); ++i)
-      cc_.add(scur_[i], elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
-  }
-  void reset_stash() {
+      if (contiguous(j)) {
+        cc_.add(cur_[j], elements * esize_[j]);
+        if (fused_) cc_.add(ecur_[j], elements * esize_[j]);
+      }
     for (size_t i = 0; i < scur_.size(); ++i) {
-      cc_.mov(scur_[i], sstride_);
-      cc_.imul(scur_[i], scur_[i], static_cast<int>(i));
-      cc_.add(scur_[i], sbase_);
+      const int es = elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
+      if (stash_on_) cc_.add(scur_[i], es);
+      if (fused_) cc_.add(escur_[i], es);
+    }
+  }
+  // Software prefetch of the lines of the row after the one at cur_ that the next `elements`
+  // elements of each contiguous input cover (rows of 4 KiB are pages: the hardware prefetchers
+  // start over on each; a prefetch never faults, past the last row included).
+  void prefetch_next_row(int elements) {
+    for (int j = k_.num_outputs(); j < nops_; ++j) {
+      if (!contiguous(j) || !ostride_[j].isValid()) continue;
+      const int bytes = elements * esize_[j];
+      for (int b = 0; b < bytes; b += 64) cc_.prefetcht0(x86::ptr(cur_[j], ostride_[j], 0, b));
+    }
+  }
+  // The same for a count in a register.
+  void advance_by(x86::Gp c) {
+    auto add = [&](x86::Gp p, int es) {
+      x86::Gp d = cc_.newInt64();
+      cc_.imul(d, c, es);
+      cc_.add(p, d);
+    };
+    for (int j = 0; j < nops_; ++j)
+      if (contiguous(j)) {
+        add(cur_[j], esize_[j]);
+        if (fused_) add(ecur_[j], esize_[j]);
+      }
+    for (size_t i = 0; i < scur_.size(); ++i) {
+      const int es = static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
+      if (stash_on_) add(scur_[i], es);
+      if (fused_) add(escur_[i], es);
+    }
+  }
+  // In a fused pass (render(), "pipelined"): the previous row's element values at ecur_ and
+  // `first` elements on, `tail`-masked, stored as the element pass stores them (`full`: a
+  // whole vector, non-temporal where the variant streams).
+  void fused_element_body(const x86::KReg* tail, int first, bool full) {
+    std::vector<x86::Vec> ep = prev_;
+    for (size_t i = 0; i < escur_.size(); ++i)
+      ep[stash_[i]] = on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
+        return vo.load(x86::ptr(escur_[i], stash_disp(i, first)), tail);
+      });
+    emit_body(*ctx_, L_, k_, v_.layout, ecur_, params_, tail, std::vector<uint8_t>(ep.size(), 0),
+              ep, elem_store_, full && v_.streaming, first);
+  }
+  // The stash cursors `cur` at the start of the scratch rows at `base`.
+  void reset_stash(const std::vector<x86::Gp>& cur, x86::Gp base) {
+    for (size_t i = 0; i < cur.size(); ++i) {
+      cc_.mov(cur[i], sstride_);
+      cc_.imul(cur[i], cur[i], static_cast<int>(i));
+      cc_.add(cur[i], base);
     }
   }
   // The last pass stores the stashed values of one body (`tail`: AVX-512 lanes; elsewhere whole
@@ -319,6 +482,36 @@ class RowRenderer {
     cc_.bind(done);
   }
 
+  // Emits `fn` with base_ at the previous row (render(), pipelined; ecur_ holds it).
+  template <class Fn>
+  void previous_row(const Fn& fn) {
+    for (int j = 0; j < nops_; ++j) {
+      cc_.mov(ecur_[j], base_[j]);
+      cc_.sub(ecur_[j], x86::ptr(outer_, j * 8));
+    }
+    std::swap(base_, ecur_);
+    fn();
+    std::swap(base_, ecur_);
+  }
+
+  // The passes of Reduces `from`, from + 1, ... of a row, each followed by the row values it
+  // makes computable.
+  // `fuse`: the pass of Reduce number `fuse` carries the previous row's element bodies
+  // (render(), pipelined); -1: none.
+  void other_passes(size_t from, int fuse = -1) {
+    for (size_t r = from; r < reduces_.size(); ++r) {
+      const bool fused = static_cast<int>(r) == fuse;
+      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0 && !fused) {
+        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
+      } else {
+        fused_ = fused;
+        pass(static_cast<int>(r));
+        fused_ = false;
+      }
+      hoist_row_values();
+    }
+  }
+
   // An earlier Reduce of the same op, type and operand (layer norm from mean and var reduces x
   // twice): its row value is this one's, so this pass is not emitted. Not for the last Reduce
   // when it fills the scratch row (row_stash), nor for ReduceFirst.
@@ -378,9 +571,16 @@ class RowRenderer {
     want[e.a] = 1;
 
     for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    if (fused_) {  // the element bodies write the previous row
+      for (int j = 0; j < nops_; ++j) {
+        cc_.mov(ecur_[j], base_[j]);
+        cc_.sub(ecur_[j], x86::ptr(outer_, j * 8));
+      }
+      if (!escur_.empty()) reset_stash(escur_, sread_);
+    }
     const bool stash = r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty();
     stash_on_ = stash;
-    if (stash) reset_stash();
+    if (stash) reset_stash(scur_, swrite_);
     std::vector<uint8_t> want_stash = want;
     for (int32_t i : stash_) want_stash[i] = want_stash[i] || stash;
     x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp"), sb = cc_.newIntPtr("stack");
@@ -459,8 +659,14 @@ class RowRenderer {
           if (stash) store_stash(out, nullptr, j * L_);
           vals.push_back(out[e.a]);
           copies.push_back(since(before));
+          if (fused_) {
+            const auto at = body_mark(cc_);
+            fused_element_body(nullptr, j * L_, true);
+            copies.push_back(since(at));
+          }
         }
         interleave(cc_, copies);  // left as emitted (still correct) if not straight-line
+        if (r == prefetch_pass_) prefetch_next_row(U * step);
         for (int j = 0; j < U * per_step; ++j) {
           note_nan(vals[j]);
           if (split) {
@@ -480,6 +686,7 @@ class RowRenderer {
       for (int g = 0; g < (split ? 1 : G); ++g) {
         const std::vector<x86::Vec> out = body(cur_, nullptr, want_stash, no_store);
         if (stash) store_stash(out, nullptr);
+        if (fused_) fused_element_body(nullptr, 0, true);
         x86::Vec v = out[e.a];
         note_nan(v);
         if (split) {
@@ -503,6 +710,7 @@ class RowRenderer {
         cc_.kmovw(m, bits.r32());
         const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
         if (stash) store_stash(out, &m);
+        if (fused_) fused_element_body(&m, 0, false);
         x86::Vec v = out[e.a];
         AsmMask read;
         read.k = m;
@@ -549,6 +757,7 @@ class RowRenderer {
         const std::vector<x86::Vec> out =
             emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, want_stash, preset_, no_store);
         if (stash) store_stash(out, m);
+        if (fused_) fused_element_body(m, 0, false);  // AVX-512 only: m is the tail's mask
         x86::Vec v = out[e.a];
         on(t, L_, [&](auto& vo) {
           vo.store(lanes, v);
@@ -569,17 +778,7 @@ class RowRenderer {
         cc_.jmp(l_f);
         cc_.bind(l_fd);
       }
-      for (int j = 0; j < nops_; ++j)
-        if (contiguous(j)) {
-          x86::Gp d = cc_.newInt64();
-          cc_.imul(d, c, esize_[j]);
-          cc_.add(cur_[j], d);
-        }
-      for (size_t i = 0; stash && i < scur_.size(); ++i) {
-        x86::Gp d = cc_.newInt64();
-        cc_.imul(d, c, static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
-        cc_.add(scur_[i], d);
-      }
+      advance_by(c);
       cc_.sub(len, c);
       cc_.jmp(l_rest);
       cc_.bind(l_rdone);
@@ -699,10 +898,13 @@ class RowRenderer {
 
   // ---- the element stores, over the row once more ----
   void element_pass() {
+    bool any_elem = false;
+    for (uint8_t e : elem_store_) any_elem = any_elem || e;
+    if (!any_elem) return;
     std::vector<uint8_t> none(k_.exprs.size(), 0);
     for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
     stash_on_ = true;
-    reset_stash();
+    reset_stash(scur_, sread_);
     x86::Gp rem = cc_.newInt64("rem");
     cc_.mov(rem, n_);
     Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_end = cc_.newLabel();
@@ -795,7 +997,15 @@ class RowRenderer {
   int L_;
   int nops_ = 0;
   x86::Gp outer_, n_, params_;
+  // Pipelined rows (render()): the pass being emitted carries the previous row's element
+  // bodies (fused_), at ecur_ and escur_, with that row's values prev_.
+  bool fused_ = false;
+  std::vector<x86::Gp> ecur_, escur_;
+  std::vector<x86::Vec> prev_;
+  x86::Gp swrite_, sread_;  // the scratch rows the passes fill and the element pass reads
   std::vector<x86::Gp> base_, cur_;
+  std::vector<x86::Gp> ostride_;  // contiguous inputs' row strides (prefetch_next_row)
+  int prefetch_pass_ = -1;        // the Reduce pass that prefetches the next row
   std::vector<int> esize_;
   std::unique_ptr<EmitContextT<E>> ctx_;
   std::vector<uint8_t> row_, elem_store_;
