@@ -239,33 +239,38 @@ TEST(JitReduceKernels, PipelinedSoftmaxRowsBitwise) {
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
     for (DType dt : {kFloat32, kFloat64}) {
-      // y = exp(x * c - max) / sum, the max and the sum stored too.
-      LoopKernel k = LoopKernel::uniform(dt, 2);
-      const int32_t xc = k.binary(ExprOp::Mul, k.load(0), k.load(1));
-      const int32_t m = k.reduce(ExprOp::ReduceMax, xc);
-      const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, xc, m));
-      const int32_t s = k.reduce(ExprOp::ReduceSum, e);
-      k.stores = {k.binary(ExprOp::Div, e, s), m, s};
-      std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
-      uint64_t seed = 500;
-      for (int64_t n : {1, 15, 16, 17, 100, 129, 1000, 1031, 1152}) {
-        for (int64_t rows : {1, 2, 3, 6, 65}) {
-          for (int threads : {1, 2}) {
-            if (threads == 2 && rows * n <= kParallelGrain) continue;
-            ConfigOverride<int> t(config().num_threads, threads);
-            const Tensor xt = data(rows, n, dt, seed++);
-            Tensor ct = row_data(rows, 1, dt, ExprOp::ReduceSum, seed++, false) * 1e-3;
-            ct = ct.abs() + 0.5;
-            std::vector<Tensor> got = launch(*kernel, xt, ct, {false, true, true});
-            const Tensor xs = xt * ct;
-            const Tensor mx = xs.amax({-1}, true);
-            const Tensor ex = (xs - mx).exp();
-            const Tensor sum = ex.sum({-1}, true);
-            const std::string what =
-                fmt::format("{} {} n={} rows={} threads={}", isa, dtype_name(dt), n, rows, threads);
-            expect_bitwise_equal(got[0], ex / sum, what.c_str());
-            expect_bitwise_equal(got[1], mx, what.c_str());
-            expect_bitwise_equal(got[2], sum, what.c_str());
+      for (bool reads : {false, true}) {
+        // y = exp(x * c - max) / sum, the max and the sum stored too; `reads`: y times x * c, so
+        // that the element bodies read the previous row's inputs (x, and c broadcast over it).
+        LoopKernel k = LoopKernel::uniform(dt, 2);
+        const int32_t xc = k.binary(ExprOp::Mul, k.load(0), k.load(1));
+        const int32_t m = k.reduce(ExprOp::ReduceMax, xc);
+        const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, xc, m));
+        const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+        const int32_t y = k.binary(ExprOp::Div, e, s);
+        k.stores = {reads ? k.binary(ExprOp::Mul, y, xc) : y, m, s};
+        EXPECT_TRUE(jit::row_pipelined(k, jit::JitIsa::Avx512));
+        std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+        uint64_t seed = 500;
+        for (int64_t n : {1, 15, 16, 17, 100, 129, 1000, 1031, 1152}) {
+          for (int64_t rows : {1, 2, 3, 6, 65}) {
+            for (int threads : {1, 2}) {
+              if (threads == 2 && rows * n <= kParallelGrain) continue;
+              ConfigOverride<int> t(config().num_threads, threads);
+              const Tensor xt = data(rows, n, dt, seed++);
+              Tensor ct = row_data(rows, 1, dt, ExprOp::ReduceSum, seed++, false) * 1e-3;
+              ct = ct.abs() + 0.5;
+              std::vector<Tensor> got = launch(*kernel, xt, ct, {false, true, true});
+              const Tensor xs = xt * ct;
+              const Tensor mx = xs.amax({-1}, true);
+              const Tensor ex = (xs - mx).exp();
+              const Tensor sum = ex.sum({-1}, true);
+              const std::string what = fmt::format("{} {} n={} rows={} threads={} reads={}", isa,
+                                                   dtype_name(dt), n, rows, threads, reads);
+              expect_bitwise_equal(got[0], reads ? ex / sum * xs : ex / sum, what.c_str());
+              expect_bitwise_equal(got[1], mx, what.c_str());
+              expect_bitwise_equal(got[2], sum, what.c_str());
+            }
           }
         }
       }
