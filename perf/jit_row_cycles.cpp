@@ -5,11 +5,14 @@
 // in L1/L2 (default 4 x 1024: 16 KiB in, 16 KiB out), one thread, normal stores. Prints TSC
 // cycles per element, the minimum over many launches (an interrupted launch is slower, never
 // faster), and the rendering's code size.
-// Usage: kiln-jit-row-cycles [n] [rows] [trials] [asm]   (asm: also print each AVX-512 listing)
+// Usage: kiln-jit-row-cycles [n] [rows] [trials] [asm|stream]   (asm: also print each AVX-512
+// listing; stream: non-temporal element stores where the launcher would take them, for rows
+// that do not fit the caches: 8192 rows of 1024 are kiln-perf's softmax, on one thread)
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -83,7 +86,13 @@ int main(int argc, char** argv) {
   const int64_t rows = argc > 2 ? std::atoll(argv[2]) : 4;
   const int trials = argc > 3 ? std::atoi(argv[3]) : 2000;
   const bool listing = argc > 4 && std::string(argv[4]) == "asm";
-  std::vector<float> x(static_cast<size_t>(n * rows)), y(x.size()), w(n), b(n);
+  const bool stream = argc > 4 && std::string(argv[4]) == "stream";
+  // x and y from a cache line on (64 more floats each), as the launcher's streaming needs.
+  std::vector<float> xbuf(static_cast<size_t>(n * rows) + 64), ybuf(xbuf.size()), w(n), b(n);
+  auto line = [](std::vector<float>& v) {
+    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
+  };
+  const std::span<float> x(line(xbuf), static_cast<size_t>(n * rows)), y(line(ybuf), x.size());
   for (size_t i = 0; i < x.size(); ++i) x[i] = -8.0f + 16.0f * static_cast<float>(i) / x.size();
   for (int64_t i = 0; i < n; ++i) w[i] = 0.5f + static_cast<float>(i) / n, b[i] = -w[i];
 
@@ -101,10 +110,20 @@ int main(int argc, char** argv) {
     for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
       if (isa > host_jit_isa()) continue;
       asmjit::JitRuntime rt;
+      // `stream`: non-temporal element stores where the launcher would take them (8 MiB of
+      // output or more, rows vector-aligned, a pipelined kernel's carrying pass in aligned pieces).
+      bool streaming = stream && !k.row_values()[k.stores[0]] &&
+                       n * rows * 4 >= (int64_t{8} << 20) && n % 16 == 0;
+      if (const int fuse = row_pipelined_pass(k, isa); streaming && fuse >= 0) {
+        int r = 0;
+        for (const Expr& e : k.exprs)
+          if (expr_is_reduce(e.op) && r++ == fuse)
+            streaming = row_pieces_aligned(row_program(e.op, e.type, n), cpu_kernel_lanes(k, isa));
+      }
       const KernelVariant v{
           isa,
           std::vector<InnerLayout>(static_cast<size_t>(k.num_operands()), InnerLayout::Contiguous),
-          false, cpu_kernel_unroll(k, isa)};
+          streaming, cpu_kernel_unroll(k, isa)};
       const RenderedKernel r = render_cpu_kernel(rt, k, v, listing && isa == JitIsa::Avx512);
       if (!r.assembly.empty()) std::printf("%s\n", r.assembly.c_str());
       // The launcher's params (cpu_target.cpp): each Reduce's row program, then the scratch.
@@ -113,8 +132,8 @@ int main(int argc, char** argv) {
         if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
       std::vector<uint64_t> words;
       for (const auto& p : programs) words.push_back(reinterpret_cast<uintptr_t>(p.data()));
-      std::vector<uint64_t> scratch(row_stash(k).size() * static_cast<size_t>(n + 64));
-      words.push_back(reinterpret_cast<uintptr_t>(scratch.data()));
+      std::vector<uint64_t> scratch(row_scratch_words(k, isa, n) + 8);
+      words.push_back((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
       std::vector<char*> ptrs = {reinterpret_cast<char*>(y.data()),
                                  reinterpret_cast<char*>(x.data())};
       if (k.num_inputs() == 3) {

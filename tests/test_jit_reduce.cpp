@@ -15,11 +15,13 @@
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render_reduce.h"
+#include "jit/loop/row_program.h"
 #include "jit/plan/jit_plan.h"
 #include "jit/target.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
 #include "record_util.h"
+#include "runtime/parallel.h"
 #include "tracer/region_cache.h"
 #include "tracer/region_runner.h"
 
@@ -205,6 +207,72 @@ TEST(JitReduceKernels, SoftmaxKernelKeepsItsExpsBitwise) {
         const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
         expect_bitwise_equal(got[0], ex / sum, what.c_str());
         expect_bitwise_equal(got[1], sum, what.c_str());
+      }
+    }
+  }
+}
+
+// Softmax rows pipelined on AVX-512 (render_reduce.h, row_pipelined): the element pass of row
+// o rides along a pass of row o + 1, row o's values carried in registers, two scratch rows in
+// turn. Bitwise against eager on every ISA (the others are not pipelined: the same test), both
+// dtypes, 1 .. 65 rows per launch (one row: no pipeline; odd counts), row lengths with and
+// without vector tails, a prologue reading a per-row broadcast operand (its next row's value is
+// read by the pipelined passes), rows of -inf, a +inf, a NaN and signed zeros, and one and two
+// threads (above the parallel grain each thread gets a share of the rows, odd ones included).
+TEST(JitReduceKernels, PipelinedSoftmaxRowsBitwise) {
+  auto data = [](int64_t rows, int64_t n, DType dt, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> g;
+    std::vector<double> v(static_cast<size_t>(rows * n));
+    for (auto& e : v) e = 8.0 * g(rng);
+    const double inf = std::numeric_limits<double>::infinity();
+    auto at = [&](int64_t r, int64_t i) -> double& { return v[static_cast<size_t>(r * n + i)]; };
+    for (int64_t r = 1; r < rows; r += 5) {
+      for (int64_t i = 0; i < n; ++i) at(r, i) = -inf;  // all -inf: NaN
+      if (r + 1 < rows) at(r + 1, n / 2) = inf;         // one +inf
+      if (r + 2 < rows) at(r + 2, n - 1) = std::nan("");
+      if (r + 3 < rows)
+        for (int64_t i = 0; i < n; ++i) at(r + 3, i) = i < (n + 1) / 2 ? 0.0 : -0.0;
+    }
+    return from_vector<double>(v, {rows, n}).to(dt);
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (bool reads : {false, true}) {
+        // y = exp(x * c - max) / sum, the max and the sum stored too; `reads`: y times x * c, so
+        // that the element bodies read the previous row's inputs (x, and c broadcast over it).
+        LoopKernel k = LoopKernel::uniform(dt, 2);
+        const int32_t xc = k.binary(ExprOp::Mul, k.load(0), k.load(1));
+        const int32_t m = k.reduce(ExprOp::ReduceMax, xc);
+        const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, xc, m));
+        const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+        const int32_t y = k.binary(ExprOp::Div, e, s);
+        k.stores = {reads ? k.binary(ExprOp::Mul, y, xc) : y, m, s};
+        EXPECT_TRUE(jit::row_pipelined(k, jit::JitIsa::Avx512));
+        std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+        uint64_t seed = 500;
+        for (int64_t n : {1, 15, 16, 17, 100, 129, 1000, 1031, 1152}) {
+          for (int64_t rows : {1, 2, 3, 6, 65}) {
+            for (int threads : {1, 2}) {
+              if (threads == 2 && rows * n <= kParallelGrain) continue;
+              ConfigOverride<int> t(config().num_threads, threads);
+              const Tensor xt = data(rows, n, dt, seed++);
+              Tensor ct = row_data(rows, 1, dt, ExprOp::ReduceSum, seed++, false) * 1e-3;
+              ct = ct.abs() + 0.5;
+              std::vector<Tensor> got = launch(*kernel, xt, ct, {false, true, true});
+              const Tensor xs = xt * ct;
+              const Tensor mx = xs.amax({-1}, true);
+              const Tensor ex = (xs - mx).exp();
+              const Tensor sum = ex.sum({-1}, true);
+              const std::string what = fmt::format("{} {} n={} rows={} threads={} reads={}", isa,
+                                                   dtype_name(dt), n, rows, threads, reads);
+              expect_bitwise_equal(got[0], reads ? ex / sum * xs : ex / sum, what.c_str());
+              expect_bitwise_equal(got[1], mx, what.c_str());
+              expect_bitwise_equal(got[2], sum, what.c_str());
+            }
+          }
+        }
       }
     }
   }
@@ -437,7 +505,7 @@ TEST_F(JitReducePlanTest, RowValuesWithoutKeepdim) {
 // Outputs of 8 MiB and more with vector-aligned rows take non-temporal stores in the element
 // pass (as pointwise kernels do); unaligned rows take plain ones. Both bitwise.
 TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
-  for (int64_t d : {1024, 1000}) {
+  for (int64_t d : {1024, 1000, 1152}) {
     tracer::RegionCache::instance().clear();
     const Tensor x = randn_of({2100, d}, 31);
     const std::string steps = run_both(
@@ -447,6 +515,20 @@ TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
         },
         "large softmax " + std::to_string(d));
     EXPECT_EQ(steps, "k5");
+  }
+  // exp(x) / sum(exp(x)): pipelined on AVX-512 along its one pass, a sum, whose pieces start
+  // 72 elements apart in rows of 1152, so the element bodies there take plain stores
+  // (row_pieces_aligned); rows of 1024 stream.
+  for (int64_t d : {1024, 1152}) {
+    tracer::RegionCache::instance().clear();
+    const Tensor x = randn_of({2100, d}, 34);
+    const std::string steps = run_both(
+        [&] {
+          Tensor e = x.exp();
+          return TensorList{e / e.sum({-1}, true)};
+        },
+        "large exp / sum " + std::to_string(d));
+    EXPECT_EQ(steps, "k3");
   }
   // Layer norm (its first and last passes sums, whose pieces start 72 elements apart in rows of
   // 1152): rows of 1024 and 1152 (both aligned), bitwise.
@@ -462,6 +544,13 @@ TEST_F(JitReducePlanTest, LargeOutputsStreamBitwise) {
         "large layer norm " + std::to_string(d));
     EXPECT_EQ(steps, "k7");
   }
+}
+
+TEST(JitReduceKernels, PiecesAlignedFollowsTheProgram) {
+  EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 1024), 16));
+  EXPECT_FALSE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 1152), 16));
+  EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 1152), 8));
+  EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceMax, kFloat32, 1000), 16));
 }
 
 // Reductions whose results leave the kernel: without keepdim, over two dims, unbiased variance

@@ -532,6 +532,13 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     }
     streaming = true;
   }
+  // A pipelined kernel's element bodies follow the pieces of the pass that carries them.
+  if (const int fuse = row_pipelined_pass(k_, isa_); streaming && fuse >= 0) {
+    int r = 0;
+    for (const Expr& e : k_.exprs)
+      if (expr_is_reduce(e.op) && r++ == fuse)
+        streaming = row_pieces_aligned(row_program(e.op, e.type, n), cpu_kernel_lanes(k_, isa_));
+  }
   const KernelFn fn = variant(layout, streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
@@ -543,7 +550,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   std::vector<std::vector<int64_t>> programs;
   for (const Expr& e : k_.exprs)
     if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
-  const size_t stash = row_stash(k_).size();  // scratch rows (render_reduce.h)
+  const size_t stash = row_scratch_words(k_, isa_, n);  // scratch rows (render_reduce.h)
   SmallVector<uint64_t, 16> words(np + programs.size() + 1, 0);
   for (size_t p = 0; p < np; ++p)
     visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
@@ -563,10 +570,11 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     SmallVector<uint64_t, 16> local;
     std::unique_ptr<uint64_t[]> scratch;
     const void* params = words.data();
-    if (stash > 0) {  // this thread's scratch rows
-      scratch.reset(new uint64_t[stash * static_cast<size_t>(n + 64)]);
+    if (stash > 0) {  // this thread's scratch rows, from a cache line on
+      scratch.reset(new uint64_t[stash + 8]);
       local = words;
-      local[np + programs.size()] = reinterpret_cast<uintptr_t>(scratch.get());
+      local[np + programs.size()] =
+          (reinterpret_cast<uintptr_t>(scratch.get()) + 63) & ~uintptr_t{63};
       params = local.data();
     }
     while (r0 < r1) {

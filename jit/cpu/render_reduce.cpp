@@ -71,6 +71,46 @@ std::vector<int32_t> row_stash(const LoopKernel& k) {
   return out;
 }
 
+int row_pipelined_pass(const LoopKernel& k, JitIsa isa) {
+  if (isa != JitIsa::Avx512 || !cpu_kernel_unrolls(k) || row_stash(k).empty()) return -1;
+  const std::vector<uint8_t> row = k.row_values();
+  bool any_elem = false;
+  for (int32_t s : k.stores) any_elem = any_elem || !row[s];
+  std::vector<int32_t> reduces;
+  for (size_t i = 0; i < k.exprs.size(); ++i)
+    if (expr_is_reduce(k.exprs[i].op)) reduces.push_back(static_cast<int32_t>(i));
+  for (int32_t r : reduces)
+    if (k.exprs[r].op == ExprOp::ReduceFirst) return -1;
+  if (!any_elem || reduces.empty()) return -1;
+  // The first pass: in a softmax the max of row o + 1, which reads that row from memory, so
+  // the division fills the wait (docs/jit.md, "Reductions": along the last pass, next to the
+  // vector math, it is as fast in L1 and slower on rows from memory).
+  return 0;
+}
+
+bool row_pipelined(const LoopKernel& k, JitIsa isa) { return row_pipelined_pass(k, isa) >= 0; }
+
+size_t row_scratch_words(const LoopKernel& k, JitIsa isa, int64_t n) {
+  const size_t rows = row_stash(k).size();
+  // Pipelined: two scratch rows in turn, and a dummy row per output (render(), row -1).
+  return static_cast<size_t>(n + 64) *
+         (row_pipelined(k, isa) ? 2 * rows + static_cast<size_t>(k.num_outputs()) : rows);
+}
+
+bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes) {
+  int64_t start = 0;
+  for (size_t i = 0; i < program.size() && program[i] != 0;) {
+    if (program[i] == 2) {
+      ++i;
+      continue;
+    }
+    if (start % lanes != 0) return false;
+    start += program[i + 1];
+    i += 3;
+  }
+  return true;
+}
+
 namespace {
 
 int vec_lanes(const LoopKernel& k, JitIsa isa) { return cpu_kernel_lanes(k, isa); }
@@ -84,16 +124,22 @@ class RowRenderer {
   void render() {
     const FunctionArgs args = begin_function(cc_, isa_);
     x86::Gp ptrs = args.ptrs, inner = args.inner;
-    outer_ = args.outer;
-    n_ = args.n_inner;
-    x86::Gp n_outer = args.n_outer;
-    params_ = args.params;
     (void)inner;  // rows are contiguous or broadcast: the inner strides follow from the layout
+    // The arguments used past the entry in registers of their own: the recorder never spills
+    // an argument (reg_alloc.h), and these are read once per row or pass.
+    auto own = [&](x86::Gp a, const char* name) {
+      x86::Gp r = cc_.newIntPtr(name);
+      cc_.mov(r, a);
+      return r;
+    };
+    outer_ = own(args.outer, "outer");
+    n_ = own(args.n_inner, "n_inner");
+    x86::Gp n_outer = own(args.n_outer, "n_outer");
+    params_ = own(args.params, "params");
 
     nops_ = k_.num_operands();
     for (int j = 0; j < nops_; ++j) {
       base_.push_back(cc_.newIntPtr());
-      cur_.push_back(cc_.newIntPtr());
       cc_.mov(base_[j], x86::ptr(ptrs, j * 8));
       esize_.push_back(static_cast<int>(itemsize(k_.operand_dtype(j))));
     }
@@ -119,7 +165,7 @@ class RowRenderer {
       cc_.mov(sbase_, x86::ptr(params_, (k_.num_params() + static_cast<int>(reduces_.size())) * 8));
       cc_.lea(sstride_, x86::ptr(n_, 64));  // (n + 64) * 8 bytes per stashed value
       cc_.shl(sstride_, 3);
-      for (size_t i = 0; i < stash_.size(); ++i) scur_.push_back(cc_.newIntPtr());
+      swrite_ = sread_ = sbase_;
     }
     stack_ = cc_.newStack(64 * 8, 16);
     lanes_buf_ = cc_.newStack(64, 64);
@@ -130,27 +176,113 @@ class RowRenderer {
       if (k_.exprs[i].op == ExprOp::RowSize) preset_[i] = row_size(k_.exprs[i]);
     std::vector<x86::Vec> fixed = preset_;  // valid for the whole call
 
+    // The last Reduce pass prefetches the next row's inputs (prefetch_next_row).
+    prefetch_pass_ = static_cast<int>(reduces_.size()) - 1;
     Label l_outer = cc_.newLabel(), l_done = cc_.newLabel();
     x86::Gp o = cc_.newInt64("o");
     cc_.xor_(o, o);
-    cc_.bind(l_outer);
-    cc_.cmp(o, n_outer);
-    cc_.jge(l_done);
-    preset_ = fixed;
-    for (size_t r = 0; r < reduces_.size(); ++r) {
-      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
-        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
-      else
-        pass(static_cast<int>(r));
+    const int fuse = row_pipelined_pass(k_, isa_);
+    if (fuse < 0) {
+      cc_.bind(l_outer);
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_done);
+      preset_ = fixed;
+      other_passes(0);
+      element_pass();
+      row_stores();
+      for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
+      cc_.inc(o);
+      cc_.jmp(l_outer);
+    } else {
+      // Pipelined (render_reduce.h, row_pipelined_pass): the element pass of row o - 1 rides
+      // along the first Reduce pass of row o; row o - 1's values are carried in registers of
+      // their own, and the scratch rows alternate between two buffers. Every pass is emitted
+      // once, the element pass only inside the first (compile time): a call's first row
+      // carries the element bodies of a row -1 whose outputs are dummy rows of the scratch
+      // (its inputs row 0's, its values zeros), and one more iteration after the last row runs
+      // the first pass over that row again, carrying its element bodies. Laid out so that
+      // every register is written before it is read in program order, and what the loop
+      // carries is referenced before it (the recorder's register assignment: reg_alloc.h).
+      KILN_CHECK(fuse == 0, "cpu row kernel: pipelined along pass {}", fuse);
+      const int ns = static_cast<int>(stash_.size());
+      swrite_ = cc_.newIntPtr("scratch_w");
+      sread_ = cc_.newIntPtr("scratch_r");
+      cc_.mov(swrite_, sbase_);
+      cc_.mov(sread_, sstride_);
+      cc_.imul(sread_, sread_, ns);
+      cc_.add(sread_, sbase_);
+      // The previous row's operands: at first the dummy rows (outputs) and row 0 (inputs).
+      std::vector<x86::Gp> pbase(static_cast<size_t>(nops_));
+      for (int j = 0; j < nops_; ++j) {
+        pbase[j] = cc_.newIntPtr("prev_row");
+        if (j >= k_.num_outputs()) {
+          cc_.mov(pbase[j], base_[j]);
+          continue;
+        }
+        cc_.mov(pbase[j], sstride_);  // from a cache line on (non-temporal stores)
+        cc_.imul(pbase[j], pbase[j], 2 * ns + j);
+        cc_.lea(pbase[j], x86::ptr(sbase_, pbase[j], 0, 63));
+        cc_.and_(pbase[j], -64);
+      }
+      // Row values carried to the next row's first pass: every numeric one the passes and
+      // hoists make (hoist_row_values).
+      std::vector<int32_t> carried;
+      for (size_t i = 0; i < ne; ++i)
+        if (row_[i] && !fixed[i].isValid() && k_.exprs[i].type != DType::Bool &&
+            k_.exprs[i].op != ExprOp::Const && k_.exprs[i].op != ExprOp::Param)
+          carried.push_back(static_cast<int32_t>(i));
+      std::vector<x86::Vec> mine = fixed;  // the previous row's values, zeros for row -1
+      const int32_t r0 = reduces_[0];
+      const DType t0 = k_.exprs[r0].type;
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_done);
+      Label l_last = cc_.newLabel();
+      for (int32_t i : carried) {  // zeros for row -1
+        mine[i] =
+            AsmVecOps<float, E>::new_vec_of(cc_, L_ * static_cast<int>(itemsize(k_.exprs[i].type)));
+        if (vex())
+          cc_.emit(Inst::kIdVxorps, mine[i], mine[i], mine[i]);
+        else
+          cc_.emit(Inst::kIdXorps, mine[i], mine[i]);
+      }
+      cc_.bind(l_outer);
+      preset_ = fixed;  // row o's first pass with row o - 1's element bodies
+      prev_ = mine;
+      fused_ = true;
+      std::swap(ebase_, pbase);
+      pass(0);
+      std::swap(ebase_, pbase);
+      fused_ = false;
+      const x86::Vec v0 = AsmVecOps<float, E>::new_vec_of(cc_, L_ * static_cast<int>(itemsize(t0)));
+      move(v0, preset_[r0]);
+      std::swap(base_, pbase);  // row o - 1's row values
+      preset_ = mine;
+      row_stores();
+      std::swap(base_, pbase);
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_done);  // that was the last row's element pass
+      preset_ = fixed;  // row o's other passes
+      preset_[r0] = v0;
       hoist_row_values();
+      other_passes(1);
+      for (int32_t i : carried) {
+        KILN_CHECK(preset_[i].isValid(), "cpu row kernel: row value {} not computed", i);
+        move(mine[i], preset_[i]);
+      }
+      {  // the next row fills the scratch rows this one's reads
+        x86::Gp t = cc_.newIntPtr();
+        cc_.mov(t, swrite_);
+        cc_.mov(swrite_, sread_);
+        cc_.mov(sread_, t);
+      }
+      for (int j = 0; j < nops_; ++j) cc_.mov(pbase[j], base_[j]);
+      cc_.inc(o);
+      cc_.cmp(o, n_outer);
+      cc_.jge(l_last);  // the row after the last: the last again (its first pass reads it)
+      for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
+      cc_.bind(l_last);
+      cc_.jmp(l_outer);
     }
-    bool any_elem = false;
-    for (uint8_t e : elem_store_) any_elem = any_elem || e;
-    if (any_elem) element_pass();
-    row_stores();
-    for (int j = 0; j < nops_; ++j) cc_.add(base_[j], x86::ptr(outer_, j * 8));
-    cc_.inc(o);
-    cc_.jmp(l_outer);
     cc_.bind(l_done);
     if (v_.streaming) cc_.sfence();  // non-temporal stores are visible before the kernel returns
     end_function(cc_);
@@ -229,16 +361,106 @@ class RowRenderer {
 
   void advance(int elements) {
     for (int j = 0; j < nops_; ++j)
-      if (contiguous(j)) cc_.add(cur_[j], elements * esize_[j]);
-    for (size_t i = 0; stash_on_ && i < scur_.size(); ++i)
-      cc_.add(scur_[i], elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
-  }
-  void reset_stash() {
-    for (size_t i = 0; i < scur_.size(); ++i) {
-      cc_.mov(scur_[i], sstride_);
-      cc_.imul(scur_[i], scur_[i], static_cast<int>(i));
-      cc_.add(scur_[i], sbase_);
+      if (contiguous(j)) {
+        if (cur_[j].isValid()) cc_.add(cur_[j], elements * esize_[j]);
+        if (fused_ && ecur_[j].isValid()) cc_.add(ecur_[j], elements * esize_[j]);
+      }
+    for (size_t i = 0; i < stash_.size(); ++i) {
+      const int es = elements * static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
+      if (stash_on_ && i < scur_.size()) cc_.add(scur_[i], es);
+      if (fused_ && i < escur_.size()) cc_.add(escur_[i], es);
     }
+  }
+  // Software prefetch of the lines of the row after the one at cur_ that the next `elements`
+  // elements of each contiguous input cover (rows of 4 KiB are pages: the hardware prefetchers
+  // start over on each; a prefetch never faults, past the last row included).
+  void prefetch_next_row(int elements) {
+    for (int j = k_.num_outputs(); j < nops_; ++j) {
+      if (!contiguous(j) || !ostride_[j].isValid()) continue;
+      const int bytes = elements * esize_[j];
+      for (int b = 0; b < bytes; b += 64) cc_.prefetcht0(x86::ptr(cur_[j], ostride_[j], 0, b));
+    }
+  }
+  // The same for a count in a register.
+  void advance_by(x86::Gp c) {
+    auto add = [&](x86::Gp p, int es) {
+      x86::Gp d = cc_.newInt64();
+      cc_.imul(d, c, es);
+      cc_.add(p, d);
+    };
+    for (int j = 0; j < nops_; ++j)
+      if (contiguous(j)) {
+        if (cur_[j].isValid()) add(cur_[j], esize_[j]);
+        if (fused_ && ecur_[j].isValid()) add(ecur_[j], esize_[j]);
+      }
+    for (size_t i = 0; i < stash_.size(); ++i) {
+      const int es = static_cast<int>(itemsize(k_.exprs[stash_[i]].type));
+      if (stash_on_ && i < scur_.size()) add(scur_[i], es);
+      if (fused_ && i < escur_.size()) add(escur_[i], es);
+    }
+  }
+  // In a fused pass (render(), "pipelined"): the previous row's element values at ecur_ and
+  // `first` elements on, `tail`-masked, stored as the element pass stores them (`full`: a
+  // whole vector, non-temporal where the variant streams).
+  void fused_element_body(const x86::KReg* tail, int first, bool full) {
+    std::vector<x86::Vec> ep = prev_;
+    for (size_t i = 0; i < escur_.size(); ++i)
+      ep[stash_[i]] = on(k_.exprs[stash_[i]].type, L_, [&](auto& vo) {
+        return vo.load(x86::ptr(escur_[i], stash_disp(i, first)), tail);
+      });
+    emit_body(*ctx_, L_, k_, v_.layout, ecur_, params_, tail, std::vector<uint8_t>(ep.size(), 0),
+              ep, elem_store_, full && v_.streaming, first);
+  }
+  // New stash cursors at the start of the scratch rows at `base`.
+  std::vector<x86::Gp> stash_cursors(x86::Gp base) {
+    std::vector<x86::Gp> cur;
+    for (size_t i = 0; i < stash_.size(); ++i) {
+      cur.push_back(cc_.newIntPtr("scratch_cur"));
+      if (i == 0) {
+        cc_.mov(cur[i], base);
+        continue;
+      }
+      cc_.mov(cur[i], sstride_);
+      cc_.imul(cur[i], cur[i], static_cast<int>(i));
+      cc_.add(cur[i], base);
+    }
+    return cur;
+  }
+  // The operands a body reads (its Loads) or writes (the outputs `store` marks) when it
+  // evaluates `want` taking the expressions `known` marks as given (as emit_body walks them).
+  std::vector<uint8_t> operands_of(const std::vector<uint8_t>& want,
+                                   const std::vector<uint8_t>& known,
+                                   const std::vector<uint8_t>& store) const {
+    const size_t ne = k_.exprs.size();
+    std::vector<uint8_t> need(want), used(static_cast<size_t>(nops_), 0);
+    for (int32_t j = 0; j < k_.num_outputs(); ++j)
+      if (store[j]) need[k_.stores[j]] = used[j] = 1;
+    for (size_t i = ne; i-- > 0;) {
+      if (!need[i] || known[i]) continue;
+      const Expr& e = k_.exprs[i];
+      if (e.op == ExprOp::Load) used[k_.num_outputs() + e.index] = 1;
+      for (int32_t o : {e.a, e.b, e.c})
+        if (o >= 0) need[o] = 1;
+    }
+    return used;
+  }
+  std::vector<uint8_t> known(const std::vector<x86::Vec>& preset) const {
+    std::vector<uint8_t> out(preset.size(), 0);
+    for (size_t i = 0; i < preset.size(); ++i) out[i] = preset[i].isValid();
+    return out;
+  }
+  // New cursors at `base` (base_ by default) for the operands `used` marks (the others none:
+  // never referenced): each pass walks registers of its own, live over that pass only (the
+  // recorder's linear scan, reg_alloc.h, sees one interval per register).
+  std::vector<x86::Gp> cursors(const std::vector<uint8_t>& used,
+                               const std::vector<x86::Gp>* base = nullptr) {
+    std::vector<x86::Gp> cur(static_cast<size_t>(nops_));
+    for (int j = 0; j < nops_; ++j) {
+      if (!used[j]) continue;
+      cur[j] = cc_.newIntPtr("cur");
+      cc_.mov(cur[j], (base != nullptr ? *base : base_)[j]);
+    }
+    return cur;
   }
   // The last pass stores the stashed values of one body (`tail`: AVX-512 lanes; elsewhere whole
   // vectors, the scratch row has room past its end).
@@ -283,7 +505,7 @@ class RowRenderer {
     std::vector<x86::Gp> cur = cur_;
     for (int j = 0; j < nops_; ++j) {
       const bool output = j < k_.num_outputs();
-      if (!contiguous(j) || (output && !outputs)) continue;
+      if (!contiguous(j) || (output && !outputs) || !cur_[j].isValid()) continue;
       cur[j] = cc_.newIntPtr();
       cc_.lea(cur[j], tail_buf_[j]);
       if (output) continue;
@@ -293,7 +515,8 @@ class RowRenderer {
     emit(cur, nullptr);
     if (!outputs) return;
     for (int j = 0; j < k_.num_outputs(); ++j)
-      if (contiguous(j) && elem_store_[j]) copy_bytes(cur_[j], cur[j], cnt, esize_[j]);
+      if (contiguous(j) && elem_store_[j] && cur_[j].isValid())
+        copy_bytes(cur_[j], cur[j], cnt, esize_[j]);
   }
   void zero64(x86::Gp p) {
     x86::Xmm z = cc_.newXmm();
@@ -317,6 +540,18 @@ class RowRenderer {
     cc_.inc(i);
     cc_.jmp(l);
     cc_.bind(done);
+  }
+
+  // The passes of Reduces `from`, from + 1, ... of a row, each followed by the row values it
+  // makes computable.
+  void other_passes(size_t from) {
+    for (size_t r = from; r < reduces_.size(); ++r) {
+      if (const int32_t same = earlier_twin(static_cast<int>(r)); same >= 0)
+        preset_[reduces_[r]] = preset_[same];  // computed by that pass (its bits)
+      else
+        pass(static_cast<int>(r));
+      hoist_row_values();
+    }
   }
 
   // An earlier Reduce of the same op, type and operand (layer norm from mean and var reduces x
@@ -377,12 +612,28 @@ class RowRenderer {
     std::vector<uint8_t> want(k_.exprs.size(), 0), no_store(k_.num_outputs(), 0);
     want[e.a] = 1;
 
-    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
     const bool stash = r + 1 == static_cast<int>(reduces_.size()) && !stash_.empty();
-    stash_on_ = stash;
-    if (stash) reset_stash();
     std::vector<uint8_t> want_stash = want;
     for (int32_t i : stash_) want_stash[i] = want_stash[i] || stash;
+    cur_ = cursors(operands_of(want_stash, known(preset_), no_store));
+    // The last pass prefetches the next row of the contiguous inputs it reads, at most four
+    // (each holds a register for its row stride over the pass).
+    ostride_.assign(static_cast<size_t>(nops_), x86::Gp());
+    for (int j = k_.num_outputs(), taken = 0; r == prefetch_pass_ && j < nops_ && taken < 4; ++j)
+      if (contiguous(j) && cur_[j].isValid()) {
+        ++taken;
+        ostride_[j] = cc_.newInt64("row_stride");
+        cc_.mov(ostride_[j], x86::ptr(outer_, j * 8));
+      }
+    if (fused_) {  // the element bodies write the previous row
+      std::vector<uint8_t> k = known(prev_);
+      for (int32_t i : stash_) k[i] = 1;
+      ecur_ = cursors(operands_of(std::vector<uint8_t>(k.size(), 0), k, elem_store_), &ebase_);
+      escur_ = stash_cursors(sread_);
+    }
+    stash_on_ = stash;
+    scur_.clear();
+    if (stash) scur_ = stash_cursors(swrite_);
     x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp"), sb = cc_.newIntPtr("stack");
     cc_.mov(prog, x86::ptr(params_, (k_.num_params() + r) * 8));
     cc_.lea(sb, stack_);
@@ -459,8 +710,14 @@ class RowRenderer {
           if (stash) store_stash(out, nullptr, j * L_);
           vals.push_back(out[e.a]);
           copies.push_back(since(before));
+          if (fused_) {
+            const auto at = body_mark(cc_);
+            fused_element_body(nullptr, j * L_, true);
+            copies.push_back(since(at));
+          }
         }
         interleave(cc_, copies);  // left as emitted (still correct) if not straight-line
+        if (r == prefetch_pass_) prefetch_next_row(U * step);
         for (int j = 0; j < U * per_step; ++j) {
           note_nan(vals[j]);
           if (split) {
@@ -480,6 +737,7 @@ class RowRenderer {
       for (int g = 0; g < (split ? 1 : G); ++g) {
         const std::vector<x86::Vec> out = body(cur_, nullptr, want_stash, no_store);
         if (stash) store_stash(out, nullptr);
+        if (fused_) fused_element_body(nullptr, 0, true);
         x86::Vec v = out[e.a];
         note_nan(v);
         if (split) {
@@ -503,6 +761,7 @@ class RowRenderer {
         cc_.kmovw(m, bits.r32());
         const std::vector<x86::Vec> out = body(cur_, &m, want_stash, no_store);
         if (stash) store_stash(out, &m);
+        if (fused_) fused_element_body(&m, 0, false);
         x86::Vec v = out[e.a];
         AsmMask read;
         read.k = m;
@@ -549,6 +808,7 @@ class RowRenderer {
         const std::vector<x86::Vec> out =
             emit_body(*ctx_, L_, k_, v_.layout, cur, params_, m, want_stash, preset_, no_store);
         if (stash) store_stash(out, m);
+        if (fused_) fused_element_body(m, 0, false);  // AVX-512 only: m is the tail's mask
         x86::Vec v = out[e.a];
         on(t, L_, [&](auto& vo) {
           vo.store(lanes, v);
@@ -569,17 +829,7 @@ class RowRenderer {
         cc_.jmp(l_f);
         cc_.bind(l_fd);
       }
-      for (int j = 0; j < nops_; ++j)
-        if (contiguous(j)) {
-          x86::Gp d = cc_.newInt64();
-          cc_.imul(d, c, esize_[j]);
-          cc_.add(cur_[j], d);
-        }
-      for (size_t i = 0; stash && i < scur_.size(); ++i) {
-        x86::Gp d = cc_.newInt64();
-        cc_.imul(d, c, static_cast<int>(itemsize(k_.exprs[stash_[i]].type)));
-        cc_.add(scur_[i], d);
-      }
+      advance_by(c);
       cc_.sub(len, c);
       cc_.jmp(l_rest);
       cc_.bind(l_rdone);
@@ -612,7 +862,7 @@ class RowRenderer {
     std::vector<uint8_t> want(k_.exprs.size(), 0), no_store(k_.num_outputs(), 0);
     want[e.a] = 1;
     stash_on_ = false;
-    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    cur_ = cursors(operands_of(want, known(preset_), no_store));
     x86::Gp i = cc_.newInt64("i"), rem = cc_.newInt64("rem"), result = cc_.newInt64("first");
     cc_.xor_(i, i);
     cc_.mov(rem, n_);
@@ -699,10 +949,17 @@ class RowRenderer {
 
   // ---- the element stores, over the row once more ----
   void element_pass() {
+    bool any_elem = false;
+    for (uint8_t e : elem_store_) any_elem = any_elem || e;
+    if (!any_elem) return;
     std::vector<uint8_t> none(k_.exprs.size(), 0);
-    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], base_[j]);
+    {
+      std::vector<uint8_t> k = known(preset_);
+      for (int32_t i : stash_) k[i] = 1;
+      cur_ = cursors(operands_of(none, k, elem_store_));
+    }
     stash_on_ = true;
-    reset_stash();
+    scur_ = stash_cursors(sread_);
     x86::Gp rem = cc_.newInt64("rem");
     cc_.mov(rem, n_);
     Label l_vec = cc_.newLabel(), l_tail = cc_.newLabel(), l_end = cc_.newLabel();
@@ -795,7 +1052,17 @@ class RowRenderer {
   int L_;
   int nops_ = 0;
   x86::Gp outer_, n_, params_;
+  // Pipelined rows (render()): the pass being emitted carries the previous row's element
+  // bodies (fused_), at ecur_ and escur_, with that row's values prev_.
+  bool fused_ = false;
+  std::vector<x86::Gp> ecur_, escur_;
+  std::vector<x86::Gp> ebase_;  // the previous row's operands
+  std::vector<x86::Vec> prev_;
+  x86::Gp swrite_, sread_;  // the scratch rows the passes fill and the element pass reads
   std::vector<x86::Gp> base_, cur_;
+  // The row strides of the inputs the pass being emitted prefetches (prefetch_next_row).
+  std::vector<x86::Gp> ostride_;
+  int prefetch_pass_ = -1;  // the Reduce pass that prefetches the next row
   std::vector<int> esize_;
   std::unique_ptr<EmitContextT<E>> ctx_;
   std::vector<uint8_t> row_, elem_store_;

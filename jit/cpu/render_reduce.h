@@ -7,7 +7,8 @@
 // The function has the pointwise kernels' signature (render.h, KernelFn). n_inner is the row
 // length; `params` holds the kernel's runtime parameters (8 bytes each), then one pointer per
 // Reduce expression (in expression order) to its row program (jit/loop/row_program.h), made by
-// the launcher for the row length, then the scratch pointer (row_stash below).
+// the launcher for the row length, then the scratch pointer (row_stash below; more rows where
+// row_pipelined: row_scratch_words), 64-byte aligned.
 #pragma once
 #include <asmjit/x86.h>
 
@@ -28,6 +29,28 @@ namespace kiln::jit {
 // `params` holds a pointer to (n + 64) * 8 bytes per stashed value (the row and room for a
 // whole vector past its end), one scratch per thread.
 std::vector<int32_t> row_stash(const LoopKernel& k);
+
+// Whether the row function of `k` on `isa` is pipelined across rows, and along which pass
+// (the index among its Reduces; -1: not pipelined): the element pass of row o rides along the
+// first Reduce pass of row o + 1 (its bodies interleaved with the pass's, masked in its tails),
+// so a softmax's division runs next to the next row's max, which reads that row from memory.
+// Row o's row values are carried in registers of their own, the scratch rows (row_stash)
+// alternate between two buffers, and a call's first row carries the element bodies of a row
+// -1 whose outputs go to a dummy row per output, so the launcher allocates more scratch
+// (row_scratch_words). AVX-512 (masked tails), kernels with a scratch row (compute-bound: their
+// element values read a transcendental; layer norm got slower pipelined) and element outputs,
+// no ReduceFirst, bodies that may be unrolled (cpu_kernel_unrolls). Results are the same bits:
+// each element is computed by the same instructions, each Reduce in the same order.
+int row_pipelined_pass(const LoopKernel& k, JitIsa isa);
+bool row_pipelined(const LoopKernel& k, JitIsa isa);
+// The 8-byte words of one thread's scratch for rows of `n`: n + 64 per stashed value, and where
+// pipelined twice that plus n + 64 per output; 0 where the kernel has no scratch row.
+size_t row_scratch_words(const LoopKernel& k, JitIsa isa, int64_t n);
+// Whether every piece of `program` (the row program of a pipelined kernel's carrying pass)
+// starts a multiple of `lanes` elements into the row: the element bodies at the pass's full
+// vectors are then vector-aligned wherever the row is, as non-temporal stores need (the
+// launcher streams only then).
+bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes);
 
 // The function of a row kernel (k.has_reduce()). Every operand's layout is Contiguous or
 // Broadcast (the launcher runs nothing else through a row kernel).
