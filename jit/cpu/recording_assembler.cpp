@@ -379,6 +379,74 @@ bool interleave(RecordingAssembler& as, const std::vector<RecordingAssembler::Ra
   return as.interleave(copies);
 }
 
+namespace {
+
+// Whether `id` is commutative in its two sources, bit for bit, when the first is the constant
+// whose lanes are at `lanes` (`bytes` of them): bitwise and integer operations always; float
+// addition and multiplication when no lane of the constant is a NaN (with one NaN operand x86
+// returns that NaN whatever the order; only two NaNs make the order matter).
+bool commutes_with_constant(InstId id, const uint8_t* lanes, size_t bytes) {
+  auto no_nan = [&](size_t width) {
+    for (size_t at = 0; at + width <= bytes; at += width) {
+      if (width == 4) {
+        float f;
+        std::memcpy(&f, lanes + at, 4);
+        if (f != f) return false;
+      } else {
+        double d;
+        std::memcpy(&d, lanes + at, 8);
+        if (d != d) return false;
+      }
+    }
+    return true;
+  };
+  switch (id) {
+    case Inst::kIdVpandd:
+    case Inst::kIdVpord:
+    case Inst::kIdVpxord:
+    case Inst::kIdVandps:
+    case Inst::kIdVorps:
+    case Inst::kIdVxorps:
+    case Inst::kIdVpaddd:
+    case Inst::kIdVpaddq:
+    case Inst::kIdVpmulld:
+    case Inst::kIdVpmullq:
+      return true;
+    case Inst::kIdVaddps:
+    case Inst::kIdVmulps:
+      return no_nan(4);
+    case Inst::kIdVaddpd:
+    case Inst::kIdVmulpd:
+      return no_nan(8);
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+// A hoisted constant as the first source of a commutative instruction (vecmath's Horner steps
+// start `c * x`) moves to the second, the r/m slot: should the constant be demoted to its pool
+// address (reg_alloc.h), it is then read from memory in place instead of reloaded into a
+// register first. Same bits (commutes_with_constant).
+void RecordingAssembler::commute_constants(std::vector<RecordedInst>& code) const {
+  for (RecordedInst& in : code) {
+    if (in.id >= RecordedInst::kBindLabel || in.extra.isReg() || !in.ops[0].isReg() ||
+        !in.ops[1].isReg() || !in.ops[2].isReg() || !in.ops[3].isNone())
+      continue;
+    const uint32_t a = in.ops[1].id(), b = in.ops[2].id();
+    if (!Operand::isVirtId(a) || !Operand::isVirtId(b)) continue;
+    const VirtReg& ra = regs_[Operand::virtIdToIndex(a)];
+    const VirtReg& rb = regs_[Operand::virtIdToIndex(b)];
+    if (!ra.constant || rb.constant || ra.group != kVec || !ra.pool.hasBaseLabel()) continue;
+    const size_t off = static_cast<size_t>(ra.pool.offset());
+    const size_t bytes = in.ops[1].as<BaseReg>().size();
+    if (off + bytes > pool_.size() || !commutes_with_constant(in.id, pool_.data() + off, bytes))
+      continue;
+    std::swap(in.ops[1], in.ops[2]);
+  }
+}
+
 void RecordingAssembler::finish() {
   std::vector<RecordedInst>& code = code_;
   code.clear();
@@ -387,6 +455,7 @@ void RecordingAssembler::finish() {
   code.insert(code.end(), main_.begin(), main_.begin() + static_cast<std::ptrdiff_t>(at));
   code.insert(code.end(), hoisted_.begin(), hoisted_.end());
   code.insert(code.end(), main_.begin() + static_cast<std::ptrdiff_t>(at), main_.end());
+  if (isa_ != JitIsa::Sse2) commute_constants(code);
   RegAssignment ra;
   if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra, scratch_))
     throw Unsupported(ra.short_of == 0   ? "more general registers than the machine has"

@@ -113,6 +113,7 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   static constexpr uint8_t kGp = 0, kVec = 1, kMask = 2;
   uint32_t vreg(uint8_t group);
   void encode(const std::vector<RecordedInst>& code, const RegAssignment& regs);
+  void commute_constants(std::vector<RecordedInst>& code) const;
 
   JitIsa isa_ = JitIsa::Sse2;
   bool replaying_ = false;

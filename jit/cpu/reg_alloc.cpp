@@ -33,8 +33,11 @@ void for_each_vreg(const RecordedInst& in, Fn fn) {
 struct Interval {
   int32_t first = INT32_MAX, last = -1;
   int32_t uses = 0;
-  bool low = false;  // a vector operand of a VEX-only instruction: xmm0-15 only
+  int32_t fixed_uses = 0;  // vector uses outside an r/m slot (a memory home needs a reload)
+  bool low = false;        // a vector operand of a VEX-only instruction: xmm0-15 only
 };
+
+int rm_slot(const RecordedInst& in);
 
 // Whether `id` has no EVEX form, so that its vector registers must be among the first 16 (VEX
 // encodes 4 register bits: asmjit's Assembler would drop the fifth).
@@ -69,6 +72,11 @@ std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
       iv[r].last = std::max(iv[r].last, i);
       ++iv[r].uses;
     });
+    const int rm = rm_slot(in);
+    for (int j = 0; j < 6; ++j)
+      if (j != rm && in.ops[j].isReg() && in.ops[j].as<BaseReg>().isVec() &&
+          is_virt(in.ops[j].id()))
+        ++iv[index_of(in.ops[j].id())].fixed_uses;
     if (avx512 && vex_only(in.id))
       for (const Operand_& op : in.ops)
         if (op.isReg() && op.as<BaseReg>().isVec() && is_virt(op.id()))
@@ -324,12 +332,13 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
     }
     if (p < 0) {
       // Out of registers: the value live furthest ahead (this one or an active one) goes to
-      // memory (Poletto and Sarkar's linear scan), a hoisted constant first, then the least
-      // used. Arguments keep their registers.
+      // memory (Poletto and Sarkar's linear scan), a hoisted constant first, then the one with
+      // the fewest uses outside r/m slots (each of those reloads it; an r/m use reads its home
+      // for free), then the least used. Arguments keep their registers.
       uint32_t victim = r;
       size_t at_active = act.size();
       auto key = [&](uint32_t x) {
-        return std::make_tuple(regs[x].constant, iv[x].last, -iv[x].uses);
+        return std::make_tuple(regs[x].constant, iv[x].last, -iv[x].fixed_uses, -iv[x].uses);
       };
       for (size_t a = 0; a < act.size(); ++a) {
         const uint32_t c = act[a];
