@@ -15,6 +15,7 @@ void RecordingAssembler::begin(JitIsa isa) {
   hoisted_.clear();
   seg_ = 0;
   anchor_ = UINT32_MAX;
+  pipelined_ = false;
   regs_.clear();
   pool_.clear();
   frame_bytes_ = 0;
@@ -372,6 +373,7 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
     }
   }
   main_.swap(out);
+  pipelined_ = true;  // 2 U values cross the loop: registers will run short (finish())
   return true;
 }
 
@@ -457,7 +459,8 @@ void RecordingAssembler::finish() {
   code.insert(code.end(), main_.begin() + static_cast<std::ptrdiff_t>(at), main_.end());
   if (isa_ != JitIsa::Sse2) commute_constants(code);
   RegAssignment ra;
-  if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra, scratch_))
+  if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra, scratch_,
+                        pipelined_))
     throw Unsupported(ra.short_of == 0   ? "more general registers than the machine has"
                       : ra.short_of == 2 ? "more mask registers than the machine has"
                                          : "more vector registers than spilling frees");

@@ -120,6 +120,7 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   std::vector<RecordedInst> main_, hoisted_;
   uint8_t seg_ = 0;
   uint32_t anchor_ = UINT32_MAX;  // where the hoisted stream goes in the main one
+  bool pipelined_ = false;        // pipeline() ran: constants read in place are demoted first
   std::vector<VirtReg> regs_;
   asmjit::Label pool_label_;
   std::vector<uint8_t> pool_;

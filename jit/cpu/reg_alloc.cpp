@@ -373,21 +373,33 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
 
 bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
-                      std::vector<RecordedInst>& scratch) {
+                      std::vector<RecordedInst>& scratch, bool demote_free_constants) {
   out.demoted = out.spilled = 0;
   std::vector<Home> homes;
   for (int attempt = 0; attempt < 32; ++attempt) {
     const std::vector<Interval> iv = live_intervals(code, regs, first_label, isa == JitIsa::Avx512);
     int short_of = -1;
     std::vector<uint32_t> spills;
-    if (linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
+    if (!(attempt == 0 && demote_free_constants) &&
+        linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
       out.rounds = attempt + 1;
       return true;
     }
     out.short_of = short_of;
-    if (short_of >= 0 || spills.empty()) return false;
+    if (short_of >= 0 || (spills.empty() && !(attempt == 0 && demote_free_constants))) return false;
     homes.resize(regs.size());
     std::vector<uint8_t> spilled(regs.size(), 0);
+    if (attempt == 0) {
+      // Short of registers (or told so: `demote_free_constants`, without a first scan): every
+      // hoisted constant read only from r/m slots (its one other reference is its load before
+      // the loops) is demoted at once, as the scans would demote them one round after another
+      // (each round rescans the whole function). Reading them from the pool costs no
+      // instruction.
+      for (uint32_t r = 0; r < regs.size(); ++r)
+        if (regs[r].constant && regs[r].group == 1 && iv[r].last >= 0 && iv[r].fixed_uses <= 1 &&
+            std::find(spills.begin(), spills.end(), r) == spills.end())
+          spills.push_back(r);
+    }
     for (uint32_t r : spills) {
       spilled[r] = 1;
       if (regs[r].constant) {
