@@ -81,7 +81,13 @@ int main(int argc, char** argv) {
       static_cast<long long>(n), trials, ticks_per_ns);
   std::printf("%-7s %6s %14s %16s %12s %10s %11s\n", "isa", "unroll", "insts/element",
               "TSC cycles/elem", "ns/element", "code bytes", "compile us");
-  for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
+  struct Row {
+    JitIsa isa;
+    bool pipeline;
+  };
+  for (Row row : {Row{JitIsa::Avx512, false}, Row{JitIsa::Avx512, true}, Row{JitIsa::Avx2, false},
+                  Row{JitIsa::Sse2, false}}) {
+    const JitIsa isa = row.isa;
     if (isa > host_jit_isa()) continue;
     const int lanes = cpu_kernel_lanes(k, isa);
     asmjit::JitRuntime rt;
@@ -89,7 +95,9 @@ int main(int argc, char** argv) {
     std::vector<int> insts;
     std::vector<double> compile_us;
     for (int unroll = 1; unroll <= 4; ++unroll) {
-      const KernelVariant v{isa, {InnerLayout::Contiguous, InnerLayout::Contiguous}, false, unroll};
+      const KernelVariant v{isa,   {InnerLayout::Contiguous, InnerLayout::Contiguous},
+                            false, unroll,
+                            false, row.pipeline};
       r.push_back(render_cpu_kernel(rt, k, v, true));
       insts.push_back(loop_instructions(r.back().assembly));
       // Rendering time (no listing), the fastest of 30: what a compile costs undisturbed.
@@ -110,7 +118,8 @@ int main(int argc, char** argv) {
       const uint64_t best = kiln::perf::min_tsc_ticks(
           trials, [&] { r[unroll - 1].fn(ptrs, inner, outer, n, 1, nullptr); });
       const double cyc = double(best) / n;
-      std::printf("%-7s %6d %14.2f %16.3f %12.3f %10zu %11.1f\n", jit_isa_name(isa), unroll,
+      std::printf("%-7s %6d %14.2f %16.3f %12.3f %10zu %11.1f\n",
+                  row.pipeline ? "avx512p" : jit_isa_name(isa), unroll,
                   double(insts[unroll - 1]) / (unroll * lanes), cyc, cyc / ticks_per_ns,
                   r[unroll - 1].code_bytes, compile_us[unroll - 1]);
     }

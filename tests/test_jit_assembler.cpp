@@ -9,6 +9,7 @@
 // gives up falls back to the Compiler and is right, and kernels with calls keep the Compiler.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,19 @@ std::vector<Case> cases() {
       v = k.binary(c % 2 ? E::Mul : E::Add, v, k.constant(1.0 + c / 64.0, kFloat32));
     k.stores = {v};
     out.push_back({"many_constants", k, {}});
+  }
+  {  // 40 constants as first operands (Horner's `c * x`), commuted into the r/m slot where
+     // they are demoted; a NaN constant whose sign differs from the inputs' NaNs is not (with
+     // two NaN operands the first one's bits come out)
+    LoopKernel k = LoopKernel::uniform(kFloat32, 1);
+    const int32_t x = k.load(0);
+    int32_t v = x;
+    for (int c = 0; c < 40; ++c)
+      v = k.binary(c % 2 ? E::Mul : E::Add, k.constant(1.0 + c / 64.0, kFloat32), v);
+    const double nan = -std::numeric_limits<double>::quiet_NaN();
+    k.stores = {v, k.binary(E::Mul, k.constant(nan, kFloat32), x),
+                k.binary(E::Add, k.constant(nan, kFloat32), x)};
+    out.push_back({"many_constants_first", k, {}});
   }
   return out;
 }

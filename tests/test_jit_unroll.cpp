@@ -95,10 +95,12 @@ std::shared_ptr<CompiledKernel> compile_with(const std::string& isa, int unroll,
   return cpu_target().compile(k);
 }
 
-// 1 .. (unroll + 1) vectors + 1, then large lengths (odd, and above the parallel grain).
+// 1 .. (2 unroll + 2) vectors + 1, then large lengths (odd, and above the parallel grain).
+// AVX-512's pipelined loop (a prologue and a drain around it) runs from unroll vectors on, its
+// loop once from 2 unroll vectors on.
 std::vector<int64_t> lengths(int lanes, int unroll) {
   std::vector<int64_t> n;
-  for (int64_t i = 1; i <= (unroll + 1) * lanes + 1; ++i) n.push_back(i);
+  for (int64_t i = 1; i <= (2 * unroll + 2) * lanes + 1; ++i) n.push_back(i);
   for (int64_t big : {int64_t{1000}, int64_t{4099}, kParallelGrain * 3 + 5}) n.push_back(big);
   return n;
 }
@@ -145,46 +147,59 @@ TEST(JitUnroll, EveryTailEveryUnrollEveryIsaMixedWidths) {
 }
 
 // The assembly of one rendering of gelu_kernel(Float32), all operands contiguous.
-std::string gelu_asm(JitIsa isa, int unroll) {
+std::string gelu_asm(JitIsa isa, int unroll, bool pipeline = true) {
   asmjit::JitRuntime rt;
   const LoopKernel k = gelu_kernel(kFloat32);
-  KernelVariant v{isa, std::vector<InnerLayout>(3, InnerLayout::Contiguous), false, unroll};
+  KernelVariant v{
+      isa, std::vector<InnerLayout>(3, InnerLayout::Contiguous), false, unroll, false, pipeline};
   return render_cpu_kernel(rt, k, v, true).assembly;
 }
 
 // The rendered code is what the header says: `unroll` bodies in the unrolled loop (none for
 // unroll 1) plus one in the one-vector loop plus the tail (one division each: tanh's), and the
 // unrolled bodies woven together: their divisions sit within a few instructions of one
-// another, not a body apart.
+// another, not a body apart. AVX-512 pipelined (the default): the prologue holds the bodies'
+// heads (no division), the loop and the drain `unroll` tails each.
 TEST(JitUnroll, UnrolledBodiesAreRenderedAndInterleaved) {
   if (host_jit_isa() < JitIsa::Avx2) GTEST_SKIP() << "needs AVX2";
-  for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2}) {
-    if (host_jit_isa() < isa) continue;
-    for (int unroll = 1; unroll <= 4; ++unroll) {
-      const std::string text = gelu_asm(isa, unroll);
-      std::vector<int> div_lines;
-      int line = 0;
-      for (size_t at = 0; at < text.size(); ++line) {
-        const size_t nl = text.find('\n', at);
-        const std::string l = text.substr(at, nl == std::string::npos ? nl : nl - at);
-        if (l.find("vdivps") != std::string::npos) div_lines.push_back(line);
-        at = nl == std::string::npos ? text.size() : nl + 1;
-      }
-      // AVX2: the unrolled bodies, the one-vector body and the scalar tail's one-lane body.
-      // AVX-512: after the unrolled loop one masked body takes the rest (whole vectors and the
-      // tail), so one body fewer (compile time, docs/jit.md); unrolled once, a vector body and
-      // the masked tail.
-      const int bodies = unroll == 1 ? 2 : isa == JitIsa::Avx512 ? unroll + 1 : unroll + 2;
-      ASSERT_EQ(static_cast<int>(div_lines.size()), bodies)
-          << jit_isa_name(isa) << " unroll " << unroll << "\n"
-          << text;
-      if (unroll > 1) {
-        EXPECT_LE(div_lines[unroll - 1] - div_lines[0], 2 * (unroll - 1))
-            << jit_isa_name(isa) << " unroll " << unroll << ": the copies are not interleaved\n"
+  for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2})
+    for (bool pipeline : {false, true}) {
+      if (host_jit_isa() < isa || (pipeline && isa != JitIsa::Avx512)) continue;
+      for (int unroll = 1; unroll <= 4; ++unroll) {
+        const std::string text = gelu_asm(isa, unroll, pipeline);
+        std::vector<int> div_lines;
+        int line = 0;
+        for (size_t at = 0; at < text.size(); ++line) {
+          const size_t nl = text.find('\n', at);
+          const std::string l = text.substr(at, nl == std::string::npos ? nl : nl - at);
+          if (l.find("vdivps") != std::string::npos) div_lines.push_back(line);
+          at = nl == std::string::npos ? text.size() : nl + 1;
+        }
+        // AVX2: the unrolled bodies, the one-vector body and the scalar tail's one-lane body.
+        // AVX-512: after the unrolled loop one masked body takes the rest (whole vectors and the
+        // tail), so one body fewer (compile time, docs/jit.md); unrolled once, a vector body and
+        // the masked tail.
+        const int bodies = unroll == 1             ? 2
+                           : isa != JitIsa::Avx512 ? unroll + 2
+                           : pipeline              ? 2 * unroll + 1
+                                                   : unroll + 1;
+        ASSERT_EQ(static_cast<int>(div_lines.size()), bodies)
+            << jit_isa_name(isa) << " unroll " << unroll << "\n"
             << text;
+        if (unroll > 1) {
+          EXPECT_LE(div_lines[unroll - 1] - div_lines[0], 2 * (unroll - 1))
+              << jit_isa_name(isa) << " unroll " << unroll << ": the copies are not interleaved\n"
+              << text;
+        }
+        if (unroll > 1 && pipeline) {  // the drain's tails are woven too
+          EXPECT_LE(div_lines[2 * unroll - 1] - div_lines[unroll], unroll - 1)
+              << jit_isa_name(isa) << " unroll " << unroll << "\n"
+              << text;
+          // The loop carries the next vectors' heads in registers: one vmovaps per value.
+          EXPECT_NE(text.find("vmovaps"), std::string::npos) << text;
+        }
       }
     }
-  }
 }
 
 // interleave() on hand-made node ranges: straight-line copies are woven round robin (a longer

@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "jit/cpu/cpu_isa.h"
@@ -56,6 +58,7 @@ std::vector<uint64_t> render_key(const LoopKernel& k, const KernelVariant& v, Re
   key.push_back(v.streaming);
   key.push_back(static_cast<uint64_t>(v.unroll));
   key.push_back(v.columns);
+  key.push_back(v.pipeline);
   for (InnerLayout l : v.layout) key.push_back(static_cast<uint64_t>(l));
   // Which emitter may render it (KILN_JIT_ASSEMBLER): the code differs (registers), the results
   // do not; keyed so that tests can compare the two renderings of one kernel.
@@ -71,6 +74,7 @@ void dump_assembly(const LoopKernel& k, const KernelVariant& v, const std::strin
   if (v.streaming) layouts += "-nt";
   if (v.unroll > 1) layouts += fmt::format("-u{}", v.unroll);
   if (v.columns) layouts += "-cols";
+  if (!v.pipeline) layouts += "-nopipe";
   const std::string name =
       fmt::format("kernel-{:016x}-{}-{}.s", hash_words(encode(k)), jit_isa_name(v.isa), layouts);
   std::string ir = to_text(k), commented;
@@ -119,6 +123,16 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
   });
 }
 
+// KILN_JIT_PIPELINE=0 turns off the software-pipelined loops (docs/jit.md "Kernels"), read
+// once per process: for measuring them against the plain unrolled loop.
+bool pipeline_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_JIT_PIPELINE");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
 class CpuKernel final : public CompiledKernel {
  public:
   // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at
@@ -128,6 +142,7 @@ class CpuKernel final : public CompiledKernel {
         isa_(isa),
         unroll_(config().jit_unroll > 0 && cpu_kernel_unrolls(k) ? int{config().jit_unroll}
                                                                  : cpu_kernel_unroll(k, isa)),
+        pipeline_(pipeline_enabled()),
         name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
     // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
     // while planning (the step then stays eager) instead of at the first launch. Streaming
@@ -158,7 +173,7 @@ class CpuKernel final : public CompiledKernel {
       for (const Variant& v : variants_)
         if (v.streaming == streaming && v.columns == columns && v.layout == layout) return v.fn;
     }
-    KernelFn fn = render(k_, KernelVariant{isa_, layout, streaming, unroll_, columns});
+    KernelFn fn = render(k_, KernelVariant{isa_, layout, streaming, unroll_, columns, pipeline_});
     std::lock_guard lock(mu_);
     variants_.push_back({layout, streaming, columns, fn});
     return fn;
@@ -183,6 +198,7 @@ class CpuKernel final : public CompiledKernel {
   LoopKernel k_;
   JitIsa isa_;
   int unroll_;
+  bool pipeline_;     // KILN_JIT_PIPELINE, fixed at compile time like the unroll
   std::string name_;  // in profiler traces: the hash of its loop IR, as in KILN_DUMP file names
   std::mutex mu_;
   struct Variant {

@@ -15,6 +15,7 @@ void RecordingAssembler::begin(JitIsa isa) {
   hoisted_.clear();
   seg_ = 0;
   anchor_ = UINT32_MAX;
+  pipelined_ = false;
   regs_.clear();
   pool_.clear();
   frame_bytes_ = 0;
@@ -137,8 +138,315 @@ bool RecordingAssembler::interleave(const std::vector<Range>& copies) {
   return true;
 }
 
+namespace {
+
+// Calls fn(index, operand) for every virtual register `in` references: `operand` is the
+// register operand, or null for a memory operand's base or index and for the write mask.
+template <class Fn>
+void visit_vregs(const RecordedInst& in, Fn fn) {
+  for (const Operand_& op : in.ops) {
+    if (op.isReg()) {
+      if (Operand::isVirtId(op.id())) fn(Operand::virtIdToIndex(op.id()), &op);
+    } else if (op.isMem()) {
+      const BaseMem& m = op.as<BaseMem>();
+      if (m.hasBaseReg() && Operand::isVirtId(m.baseId()))
+        fn(Operand::virtIdToIndex(m.baseId()), nullptr);
+      if (m.hasIndexReg() && Operand::isVirtId(m.indexId()))
+        fn(Operand::virtIdToIndex(m.indexId()), nullptr);
+    }
+  }
+  if (in.extra.isReg() && Operand::isVirtId(in.extra.id()))
+    fn(Operand::virtIdToIndex(in.extra.id()), nullptr);
+}
+
+// Renames the virtual registers of `in`: index -> fn(index).
+template <class Fn>
+void map_vregs(RecordedInst& in, Fn fn) {
+  auto id = [&](uint32_t v) { return Operand::indexToVirtId(fn(Operand::virtIdToIndex(v))); };
+  for (Operand_& op : in.ops) {
+    if (op.isReg()) {
+      if (Operand::isVirtId(op.id())) op.as<BaseReg>().setId(id(op.id()));
+    } else if (op.isMem()) {
+      BaseMem& m = op.as<BaseMem>();
+      if (m.hasBaseReg() && Operand::isVirtId(m.baseId())) m.setBaseId(id(m.baseId()));
+      if (m.hasIndexReg() && Operand::isVirtId(m.indexId())) m.setIndexId(id(m.indexId()));
+    }
+  }
+  if (in.extra.isReg() && Operand::isVirtId(in.extra.id())) in.extra.setId(id(in.extra.id()));
+}
+
+// The registers a copy of the body makes (first referenced inside it), in order of first
+// reference, with the positions of their first and last reference in the copy and their
+// widest register operand (none if only a memory base or a mask).
+struct CopyRegs {
+  std::vector<uint32_t> regs;
+  std::vector<int32_t> lo, hi;
+  std::vector<Operand_> op;
+};
+
+// The position of each virtual register's first reference in `main` (0 for those the hoisted
+// code references: it runs before everything).
+std::vector<uint32_t> first_references(const std::vector<RecordedInst>& main,
+                                       const std::vector<RecordedInst>& hoisted, size_t nregs) {
+  std::vector<uint32_t> first(nregs, UINT32_MAX);
+  for (const RecordedInst& in : hoisted)
+    visit_vregs(in, [&](uint32_t v, const Operand_*) { first[v] = 0; });
+  for (size_t i = 0; i < main.size(); ++i)
+    visit_vregs(main[i], [&](uint32_t v, const Operand_*) {
+      if (first[v] == UINT32_MAX) first[v] = static_cast<uint32_t>(i);
+    });
+  return first;
+}
+
+// The registers the copy at `r` makes. `slot`: all -1, left so.
+CopyRegs own_registers(const std::vector<RecordedInst>& main, const std::vector<uint32_t>& first,
+                       std::vector<int32_t>& slot, const std::pair<size_t, size_t>& r) {
+  CopyRegs c;
+  for (size_t i = 0; i < r.second - r.first; ++i)
+    visit_vregs(main[r.first + i], [&](uint32_t v, const Operand_* op) {
+      if (first[v] < r.first || first[v] >= r.second) return;
+      if (slot[v] < 0) {
+        slot[v] = static_cast<int32_t>(c.regs.size());
+        c.regs.push_back(v);
+        c.lo.push_back(static_cast<int32_t>(i));
+        c.hi.push_back(static_cast<int32_t>(i));
+        c.op.emplace_back();
+      }
+      const size_t k = static_cast<size_t>(slot[v]);
+      c.hi[k] = static_cast<int32_t>(i);
+      if (op != nullptr &&
+          (c.op[k].isNone() || op->as<BaseReg>().size() > c.op[k].as<BaseReg>().size()))
+        c.op[k] = *op;
+    });
+  for (uint32_t v : c.regs) slot[v] = -1;
+  return c;
+}
+
+}  // namespace
+
+size_t RecordingAssembler::pipeline_split(const std::vector<Range>& copies) {
+  if (copies.empty()) return 0;
+  const size_t L = copies[0].second - copies[0].first;
+  if (L < 4) return 0;
+  for (size_t i = copies[0].first; i < copies.back().second; ++i) {
+    const RecordedInst& in = main_[i];
+    if (in.id == RecordedInst::kBindLabel || in.id == RecordedInst::kEndFunction ||
+        in.ops[0].isLabel())
+      return 0;  // a label, a jump
+  }
+  const std::vector<uint32_t> first = first_references(main_, hoisted_, regs_.size());
+  std::vector<int32_t> slot(regs_.size(), -1);
+  const CopyRegs c0 = own_registers(main_, first, slot, copies[0]);
+  const size_t nown = c0.regs.size();
+  const size_t target = L / 5;
+  auto dist = [&](size_t s) { return s > target ? s - target : target - s; };
+  size_t split = 0, best = SIZE_MAX;
+  for (size_t s = std::max<size_t>(1, L / 8); s <= std::max<size_t>(1, L / 3); ++s) {
+    size_t crossing = 0;
+    bool ok = true;
+    for (size_t k = 0; k < nown; ++k)
+      if (c0.lo[k] < static_cast<int32_t>(s) && c0.hi[k] >= static_cast<int32_t>(s)) {
+        ++crossing;
+        ok = ok && regs_[c0.regs[k]].group == kVec && !c0.op[k].isNone();
+      }
+    if (ok && (crossing < best || (crossing == best && dist(s) < dist(split)))) {
+      best = crossing;
+      split = s;
+    }
+  }
+  return split != 0 && best * copies.size() <= 16 ? split : 0;
+}
+
+bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vector<Range>& tail,
+                                  const std::vector<Range>& next, const std::vector<Range>& drain,
+                                  size_t split) {
+  const size_t U = head.size();
+  if (U == 0 || tail.size() != U || next.size() != U || drain.size() != U) return false;
+  const size_t L = head[0].second - head[0].first;
+  if (L < 4) return false;
+  const std::vector<Range>* groups[4] = {&head, &tail, &next, &drain};
+  for (const std::vector<Range>* g : groups)
+    for (size_t u = 0; u < U; ++u) {
+      const Range& r = (*g)[u];
+      if (r.second - r.first != L || (u > 0 && r.first != (*g)[u - 1].second)) return false;
+      for (size_t i = 0; i < L; ++i) {
+        const RecordedInst& in = main_[r.first + i];
+        if (in.id == RecordedInst::kBindLabel || in.id == RecordedInst::kEndFunction ||
+            in.ops[0].isLabel() || in.id != main_[head[0].first + i].id)
+          return false;  // a label, a jump, or copies that differ
+      }
+    }
+  if (next[0].first != tail[U - 1].second || head[U - 1].second > tail[0].first ||
+      next[U - 1].second > drain[0].first || (anchor_ != UINT32_MAX && anchor_ > head[0].first))
+    return false;
+
+  std::vector<uint32_t> first = first_references(main_, hoisted_, regs_.size());
+  std::vector<int32_t> slot(regs_.size(), -1);
+  auto copy_regs = [&](const Range& r) { return own_registers(main_, first, slot, r); };
+  std::vector<CopyRegs> regs[4];
+  for (int g = 0; g < 4; ++g)
+    for (size_t u = 0; u < U; ++u) {
+      regs[g].push_back(copy_regs((*groups[g])[u]));
+      const CopyRegs& a = regs[g].back();
+      const CopyRegs& b = regs[0][0];
+      if (a.regs.size() != b.regs.size() || a.lo != b.lo || a.hi != b.hi) return false;
+      for (size_t k = 0; k < a.regs.size(); ++k)
+        if (regs_[a.regs[k]].group != regs_[b.regs[k]].group) return false;
+    }
+
+  const CopyRegs& c0 = regs[0][0];
+  const size_t nown = c0.regs.size();
+  if (split == 0 || split >= L) return false;
+  std::vector<char> crosses(nown, 0);
+  std::vector<int32_t> last_head(nown, -1);  // a crossing value's last reference in the head
+  for (size_t k = 0; k < nown; ++k)
+    crosses[k] = c0.lo[k] < static_cast<int32_t>(split) && c0.hi[k] >= static_cast<int32_t>(split);
+  for (size_t i = 0; i < split; ++i)
+    visit_vregs(main_[head[0].first + i], [&](uint32_t v, const Operand_*) {
+      for (size_t k = 0; k < nown; ++k)
+        if (c0.regs[k] == v) last_head[k] = static_cast<int32_t>(i);
+    });
+
+  // A tail's instruction reading its crossing values from the prologue copy's registers.
+  // (slot[] maps the copy's crossing registers to their index while it is read: with_slots.)
+  auto tail_inst = [&](const Range& r, const CopyRegs& from, size_t i) {
+    RecordedInst in = main_[r.first + i];
+    map_vregs(in, [&](uint32_t v) {
+      const int32_t k = slot[v];
+      return k >= 0 ? from.regs[static_cast<size_t>(k)] : v;
+    });
+    return in;
+  };
+  auto with_slots = [&](const CopyRegs& mine, bool on) {
+    for (size_t k = 0; k < nown; ++k)
+      if (crosses[k]) slot[mine.regs[k]] = on ? static_cast<int32_t>(k) : -1;
+  };
+  const size_t tl = L - split;
+  std::vector<RecordedInst>& out = scratch_;
+  out.clear();
+  out.reserve(main_.size());
+  size_t pos = 0;
+  while (pos < main_.size()) {
+    if (pos == head[0].first) {
+      for (size_t i = 0; i < split; ++i)
+        for (size_t u = 0; u < U; ++u) out.push_back(main_[head[u].first + i]);
+      pos = head[U - 1].second;
+    } else if (pos == tail[0].first) {
+      for (size_t i = 0; i < std::max(tl, split); ++i) {
+        for (size_t u = 0; u < U; ++u) {
+          if (i < tl) {
+            with_slots(regs[1][u], true);
+            out.push_back(tail_inst(tail[u], regs[0][u], split + i));
+            with_slots(regs[1][u], false);
+          }
+          if (i < split) out.push_back(main_[next[u].first + i]);
+        }
+        // The next heads' values move into the prologue's registers once both the tail's last
+        // read of the old value and the head's last reference to the new one are behind.
+        for (size_t k = 0; k < nown; ++k) {
+          if (!crosses[k]) continue;
+          const size_t at = std::max<size_t>(static_cast<size_t>(c0.hi[k]) - split,
+                                             static_cast<size_t>(last_head[k]));
+          if (at != i) continue;
+          for (size_t u = 0; u < U; ++u) {
+            RecordedInst mv;
+            mv.id = Inst::kIdVmovaps;
+            mv.ops[0] = regs[0][u].op[k];
+            mv.ops[1] = regs[2][u].op[k];
+            mv.ops[0].as<BaseReg>().setId(Operand::indexToVirtId(regs[0][u].regs[k]));
+            mv.ops[1].as<BaseReg>().setId(Operand::indexToVirtId(regs[2][u].regs[k]));
+            out.push_back(mv);
+          }
+        }
+      }
+      pos = next[U - 1].second;
+    } else if (pos == drain[0].first) {
+      for (size_t i = 0; i < tl; ++i)
+        for (size_t u = 0; u < U; ++u) {
+          with_slots(regs[3][u], true);
+          out.push_back(tail_inst(drain[u], regs[0][u], split + i));
+          with_slots(regs[3][u], false);
+        }
+      pos = drain[U - 1].second;
+    } else {
+      out.push_back(main_[pos++]);
+    }
+  }
+  main_.swap(out);
+  pipelined_ = true;  // 2 U values cross the loop: registers will run short (finish())
+  return true;
+}
+
 bool interleave(RecordingAssembler& as, const std::vector<RecordingAssembler::Range>& copies) {
   return as.interleave(copies);
+}
+
+namespace {
+
+// Whether `id` is commutative in its two sources, bit for bit, when the first is the constant
+// whose lanes are at `lanes` (`bytes` of them): bitwise and integer operations always; float
+// addition and multiplication when no lane of the constant is a NaN (with one NaN operand x86
+// returns that NaN whatever the order; only two NaNs make the order matter).
+bool commutes_with_constant(InstId id, const uint8_t* lanes, size_t bytes) {
+  auto no_nan = [&](size_t width) {
+    for (size_t at = 0; at + width <= bytes; at += width) {
+      if (width == 4) {
+        float f;
+        std::memcpy(&f, lanes + at, 4);
+        if (f != f) return false;
+      } else {
+        double d;
+        std::memcpy(&d, lanes + at, 8);
+        if (d != d) return false;
+      }
+    }
+    return true;
+  };
+  switch (id) {
+    case Inst::kIdVpandd:
+    case Inst::kIdVpord:
+    case Inst::kIdVpxord:
+    case Inst::kIdVandps:
+    case Inst::kIdVorps:
+    case Inst::kIdVxorps:
+    case Inst::kIdVpaddd:
+    case Inst::kIdVpaddq:
+    case Inst::kIdVpmulld:
+    case Inst::kIdVpmullq:
+      return true;
+    case Inst::kIdVaddps:
+    case Inst::kIdVmulps:
+      return no_nan(4);
+    case Inst::kIdVaddpd:
+    case Inst::kIdVmulpd:
+      return no_nan(8);
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+// A hoisted constant as the first source of a commutative instruction (vecmath's Horner steps
+// start `c * x`) moves to the second, the r/m slot: should the constant be demoted to its pool
+// address (reg_alloc.h), it is then read from memory in place instead of reloaded into a
+// register first. Same bits (commutes_with_constant).
+void RecordingAssembler::commute_constants(std::vector<RecordedInst>& code) const {
+  for (RecordedInst& in : code) {
+    if (in.id >= RecordedInst::kBindLabel || in.extra.isReg() || !in.ops[0].isReg() ||
+        !in.ops[1].isReg() || !in.ops[2].isReg() || !in.ops[3].isNone())
+      continue;
+    const uint32_t a = in.ops[1].id(), b = in.ops[2].id();
+    if (!Operand::isVirtId(a) || !Operand::isVirtId(b)) continue;
+    const VirtReg& ra = regs_[Operand::virtIdToIndex(a)];
+    const VirtReg& rb = regs_[Operand::virtIdToIndex(b)];
+    if (!ra.constant || rb.constant || ra.group != kVec || !ra.pool.hasBaseLabel()) continue;
+    const size_t off = static_cast<size_t>(ra.pool.offset());
+    const size_t bytes = in.ops[1].as<BaseReg>().size();
+    if (off + bytes > pool_.size() || !commutes_with_constant(in.id, pool_.data() + off, bytes))
+      continue;
+    std::swap(in.ops[1], in.ops[2]);
+  }
 }
 
 void RecordingAssembler::finish() {
@@ -149,8 +457,10 @@ void RecordingAssembler::finish() {
   code.insert(code.end(), main_.begin(), main_.begin() + static_cast<std::ptrdiff_t>(at));
   code.insert(code.end(), hoisted_.begin(), hoisted_.end());
   code.insert(code.end(), main_.begin() + static_cast<std::ptrdiff_t>(at), main_.end());
+  if (isa_ != JitIsa::Sse2) commute_constants(code);
   RegAssignment ra;
-  if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra, scratch_))
+  if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra, scratch_,
+                        pipelined_))
     throw Unsupported(ra.short_of == 0   ? "more general registers than the machine has"
                       : ra.short_of == 2 ? "more mask registers than the machine has"
                                          : "more vector registers than spilling frees");

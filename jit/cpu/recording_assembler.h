@@ -83,6 +83,25 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   // left as recorded, if one holds a label or a jump.
   bool interleave(const std::vector<Range>& copies);
 
+  // Software pipelining of an unrolled loop (render.cpp; docs/jit.md "Kernels"). The four
+  // groups hold U copies of one body each, recorded in this order with only plain instructions
+  // between the groups: `head` (the prologue, before the loop), `tail` and `next` (the loop body:
+  // the copies for this iteration's vectors, then those for the next iteration's) and `drain`
+  // (after the loop). Each body is split after its first `split` instructions
+  // (pipeline_split); the prologue keeps the heads of its copies, the loop keeps the tails of
+  // `tail` woven with the heads of `next`, the drain keeps the tails of `drain`. A tail reads
+  // the values its head made from the prologue copy's registers, and the loop moves the next
+  // heads' values into those registers once the tails have read them (vmovaps: loop-carried).
+  // Each vector is still computed by the same instructions in the same order. False, with
+  // nothing changed, when the copies are not identical straight-line code.
+  bool pipeline(const std::vector<Range>& head, const std::vector<Range>& tail,
+                const std::vector<Range>& next, const std::vector<Range>& drain, size_t split);
+  // Where to split the body recorded as `copies` (U identical copies, consecutive, ending at
+  // the end of the main stream), 0 for nowhere: after s instructions, s in [L/8, L/3] of the
+  // body's L, crossed by the fewest values (ties: the nearest to L/5), all of them vectors and
+  // at most 16 over the U copies (they stay in registers across the loop's back edge).
+  size_t pipeline_split(const std::vector<Range>& copies);
+
   // Allocates registers and encodes everything (see the contract above).
   void finish();
 
@@ -94,12 +113,14 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   static constexpr uint8_t kGp = 0, kVec = 1, kMask = 2;
   uint32_t vreg(uint8_t group);
   void encode(const std::vector<RecordedInst>& code, const RegAssignment& regs);
+  void commute_constants(std::vector<RecordedInst>& code) const;
 
   JitIsa isa_ = JitIsa::Sse2;
   bool replaying_ = false;
   std::vector<RecordedInst> main_, hoisted_;
   uint8_t seg_ = 0;
   uint32_t anchor_ = UINT32_MAX;  // where the hoisted stream goes in the main one
+  bool pipelined_ = false;        // pipeline() ran: constants read in place are demoted first
   std::vector<VirtReg> regs_;
   asmjit::Label pool_label_;
   std::vector<uint8_t> pool_;

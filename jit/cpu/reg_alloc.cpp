@@ -33,8 +33,11 @@ void for_each_vreg(const RecordedInst& in, Fn fn) {
 struct Interval {
   int32_t first = INT32_MAX, last = -1;
   int32_t uses = 0;
-  bool low = false;  // a vector operand of a VEX-only instruction: xmm0-15 only
+  int32_t fixed_uses = 0;  // vector uses outside an r/m slot (a memory home needs a reload)
+  bool low = false;        // a vector operand of a VEX-only instruction: xmm0-15 only
 };
+
+int rm_slot(const RecordedInst& in);
 
 // Whether `id` has no EVEX form, so that its vector registers must be among the first 16 (VEX
 // encodes 4 register bits: asmjit's Assembler would drop the fifth).
@@ -69,6 +72,11 @@ std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
       iv[r].last = std::max(iv[r].last, i);
       ++iv[r].uses;
     });
+    const int rm = rm_slot(in);
+    for (int j = 0; j < 6; ++j)
+      if (j != rm && in.ops[j].isReg() && in.ops[j].as<BaseReg>().isVec() &&
+          is_virt(in.ops[j].id()))
+        ++iv[index_of(in.ops[j].id())].fixed_uses;
     if (avx512 && vex_only(in.id))
       for (const Operand_& op : in.ops)
         if (op.isReg() && op.as<BaseReg>().isVec() && is_virt(op.id()))
@@ -324,12 +332,13 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
     }
     if (p < 0) {
       // Out of registers: the value live furthest ahead (this one or an active one) goes to
-      // memory (Poletto and Sarkar's linear scan), a hoisted constant first, then the least
-      // used. Arguments keep their registers.
+      // memory (Poletto and Sarkar's linear scan), a hoisted constant first, then the one with
+      // the fewest uses outside r/m slots (each of those reloads it; an r/m use reads its home
+      // for free), then the least used. Arguments keep their registers.
       uint32_t victim = r;
       size_t at_active = act.size();
       auto key = [&](uint32_t x) {
-        return std::make_tuple(regs[x].constant, iv[x].last, -iv[x].uses);
+        return std::make_tuple(regs[x].constant, iv[x].last, -iv[x].fixed_uses, -iv[x].uses);
       };
       for (size_t a = 0; a < act.size(); ++a) {
         const uint32_t c = act[a];
@@ -364,21 +373,33 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
 
 bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
-                      std::vector<RecordedInst>& scratch) {
+                      std::vector<RecordedInst>& scratch, bool demote_free_constants) {
   out.demoted = out.spilled = 0;
   std::vector<Home> homes;
   for (int attempt = 0; attempt < 32; ++attempt) {
     const std::vector<Interval> iv = live_intervals(code, regs, first_label, isa == JitIsa::Avx512);
     int short_of = -1;
     std::vector<uint32_t> spills;
-    if (linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
+    if (!(attempt == 0 && demote_free_constants) &&
+        linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
       out.rounds = attempt + 1;
       return true;
     }
     out.short_of = short_of;
-    if (short_of >= 0 || spills.empty()) return false;
+    if (short_of >= 0 || (spills.empty() && !(attempt == 0 && demote_free_constants))) return false;
     homes.resize(regs.size());
     std::vector<uint8_t> spilled(regs.size(), 0);
+    if (attempt == 0) {
+      // Short of registers (or told so: `demote_free_constants`, without a first scan): every
+      // hoisted constant read only from r/m slots (its one other reference is its load before
+      // the loops) is demoted at once, as the scans would demote them one round after another
+      // (each round rescans the whole function). Reading them from the pool costs no
+      // instruction.
+      for (uint32_t r = 0; r < regs.size(); ++r)
+        if (regs[r].constant && regs[r].group == 1 && iv[r].last >= 0 && iv[r].fixed_uses <= 1 &&
+            std::find(spills.begin(), spills.end(), r) == spills.end())
+          spills.push_back(r);
+    }
     for (uint32_t r : spills) {
       spilled[r] = 1;
       if (regs[r].constant) {

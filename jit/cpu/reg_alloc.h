@@ -63,8 +63,10 @@ struct RegAssignment {
 // keeps the frame when nonzero); spill slots are added after them.
 // `scratch`: a buffer for the rewrites, kept by the caller across renders (a kernel's code runs
 // to hundreds of KB: allocated anew, it is mapped and faulted in every time).
+// `demote_free_constants`: demote every hoisted constant read only from r/m slots before the
+// first scan (the caller knows registers will run short: a pipelined loop), saving a round.
 bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
-                      std::vector<RecordedInst>& scratch);
+                      std::vector<RecordedInst>& scratch, bool demote_free_constants = false);
 
 }  // namespace kiln::jit

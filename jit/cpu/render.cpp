@@ -101,7 +101,58 @@ void render_function(E& cc, const LoopKernel& k, const KernelVariant& v) {
   if (vector_loop) {
     Label l_vec = cc.newLabel();
     const int unroll = std::max(1, v.unroll);
-    if (unroll > 1) {  // `unroll` vectors per iteration while they last, their bodies interleaved
+    bool pipelined = false;
+    if constexpr (std::is_same_v<E, RecordingAssembler>) {
+      // AVX-512, Assembler path: the unrolled loop software-pipelined (RecordingAssembler::
+      // pipeline, docs/jit.md "Kernels"): a prologue computes the heads of the first `unroll`
+      // vectors; each iteration weaves the tails of those vectors with the heads of the next
+      // `unroll` (read `unroll` vectors further on); a drain computes the last tails. A body
+      // with no place to split (pipeline_split) gets the plain unrolled loop: the prologue's
+      // copies, whole and woven, become its body.
+      if (unroll > 1 && v.pipeline && isa == JitIsa::Avx512) {
+        using Range = RecordingAssembler::Range;
+        std::vector<Range> head, tail, next, drain;
+        auto copies = [&](std::vector<Range>& out, int first_vector) {
+          for (int u = 0; u < unroll; ++u) {
+            const auto before = body_mark(cc);
+            BodyEmitter<E>(ctx, lanes, k, layout, cur, params, nullptr, v.streaming,
+                           (first_vector + u) * lanes)
+                .emit();
+            out.push_back(body_range(cc, before));
+          }
+        };
+        Label l_multi = cc.newLabel();
+        cc.bind(l_multi);
+        cc.cmp(rem, unroll * lanes);
+        cc.jl(l_vec);
+        copies(head, 0);
+        const size_t split = cc.pipeline_split(head);
+        if (split == 0) {
+          interleave(cc, head);
+          advance(unroll * lanes);
+          cc.sub(rem, unroll * lanes);
+          cc.jmp(l_multi);
+        } else {
+          Label l_loop = cc.newLabel(), l_drain = cc.newLabel();
+          cc.bind(l_loop);
+          cc.cmp(rem, 2 * unroll * lanes);
+          cc.jl(l_drain);
+          copies(tail, 0);
+          copies(next, unroll);
+          advance(unroll * lanes);
+          cc.sub(rem, unroll * lanes);
+          cc.jmp(l_loop);
+          cc.bind(l_drain);
+          copies(drain, 0);
+          advance(unroll * lanes);
+          cc.sub(rem, unroll * lanes);
+          if (!cc.pipeline(head, tail, next, drain, split))
+            throw RecordingAssembler::Unsupported("unrolled copies that differ");
+        }
+        pipelined = true;
+      }
+    }
+    if (unroll > 1 && !pipelined) {  // `unroll` vectors per iteration, bodies interleaved
       Label l_multi = cc.newLabel();
       cc.bind(l_multi);
       cc.cmp(rem, unroll * lanes);

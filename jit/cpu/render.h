@@ -68,6 +68,8 @@ struct KernelVariant {
   bool streaming = false;
   int unroll = 1;
   bool columns = false;
+  // Software-pipeline the unrolled loop (AVX-512, Assembler path; KILN_JIT_PIPELINE=0: off).
+  bool pipeline = true;
 };
 
 // The elements one vector iteration of `k` computes on `isa` (the widest type sets it).
