@@ -2,6 +2,7 @@
 
 #include <asmjit/x86.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -86,11 +87,19 @@ void dump_assembly(const LoopKernel& k, const KernelVariant& v, const std::strin
   tracer::dump_text(tracer::DumpKind::Asm, name, commented + assembly);
 }
 
+// The calling thread's minor page faults so far: a render's first touches of memory (docs/jit.md
+// "The warm-up"), printed with KILN_LOG=jit=debug.
+int64_t thread_minor_faults() {
+  rusage u{};
+  return ::getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_minflt : 0;
+}
+
 KernelFn render(const LoopKernel& k, const KernelVariant& v) {
   const RenderPath path = config().jit_assembler ? RenderPath::Auto : RenderPath::Compiler;
   return fn_cache().get_or_make(render_key(k, v, path), [&] {
     if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
       fail("cpu kernel: injected codegen fault");
+    const int64_t faults0 = thread_minor_faults();
     const int64_t t0 = profiler::now_ns();
     const bool dump = tracer::dump_settings().wants(tracer::DumpKind::Asm);
     RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump, path);
@@ -116,8 +125,9 @@ KernelFn render(const LoopKernel& k, const KernelVariant& v) {
       std::lock_guard lock(times.mu);
       times.ns.push_back(t1 - t0);
     }
-    KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us ({})", r.code_bytes,
-               jit_isa_name(v.isa), (t1 - t0) / 1000, r.assembler ? "assembler" : "compiler");
+    KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us ({}; {} minor page faults)",
+               r.code_bytes, jit_isa_name(v.isa), (t1 - t0) / 1000,
+               r.assembler ? "assembler" : "compiler", thread_minor_faults() - faults0);
     if (dump) dump_assembly(k, v, r.assembly);
     return r.fn;
   });
