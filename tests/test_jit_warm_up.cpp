@@ -4,7 +4,11 @@
 // injected codegen fault.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
@@ -56,6 +60,27 @@ TEST(JitWarmUp, RendersEverySampleOnEveryIsaAndLeavesNoTrace) {
       EXPECT_EQ(c.kernels.load(), kernels + 1) << isa;
     }
   }
+}
+
+// The warm-up renders on the planning thread while a program's own renders run on its threads
+// (KILN_JIT_ASYNC=0, or a launch rendering a new layout): both share the workspace pool and the
+// JitRuntime. Run under ThreadSanitizer in CI (the tsan preset's filter).
+TEST(JitWarmUp, RendersBesideOtherThreadsRenders) {
+  tracer::wait_for_compiles();
+  testing::JitMode eager(false);
+  std::atomic<int> warm{0};
+  std::thread warm_up([&] {
+    for (int i = 0; i < 3; ++i) warm += jit::run_cpu_renderer_warm_up_now();
+  });
+  std::vector<std::shared_ptr<jit::CompiledKernel>> kernels;
+  for (int i = 0; i < 12; ++i) {  // constants no other test uses: each a new render
+    const double c = 0.7109375 + 0.0078125 * i;
+    kernels.push_back(jit::cpu_target().compile(i % 2 ? jit::sample_kernels::softmax_row(c)
+                                                      : jit::sample_kernels::gelu(c)));
+  }
+  warm_up.join();
+  EXPECT_GE(warm.load(), 15);
+  EXPECT_EQ(kernels.size(), 12u);
 }
 
 }  // namespace
