@@ -69,11 +69,7 @@ int main(int argc, char** argv) {
         const double c0 = 0.044715 + 1e-6 * ++serial;
         const LoopKernel k = c.make(c0);
         unroll = cpu_kernel_unroll(k, isa);
-        KernelVariant v{isa,
-                        std::vector<InnerLayout>(
-                            static_cast<size_t>(k.num_operands() + (k.uses_index() ? 1 : 0)),
-                            InnerLayout::Contiguous),
-                        c.streaming, unroll};
+        KernelVariant v{isa, all_contiguous(k), c.streaming, unroll};
         if (cold) stream(big);
         const auto t0 = std::chrono::steady_clock::now();
         RenderedKernel r = render_cpu_kernel(rt, k, v, false, path);

@@ -94,8 +94,13 @@ int64_t thread_minor_faults() {
   return ::getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_minflt : 0;
 }
 
+// The emitter KILN_JIT_ASSEMBLER selects.
+RenderPath configured_render_path() {
+  return config().jit_assembler ? RenderPath::Auto : RenderPath::Compiler;
+}
+
 KernelFn render(const LoopKernel& k, const KernelVariant& v) {
-  const RenderPath path = config().jit_assembler ? RenderPath::Auto : RenderPath::Compiler;
+  const RenderPath path = configured_render_path();
   return fn_cache().get_or_make(render_key(k, v, path), [&] {
     if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
       fail("cpu kernel: injected codegen fault");
@@ -148,11 +153,12 @@ class CpuKernel final : public CompiledKernel {
   // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at
   // compile time, for every variant.
   CpuKernel(const LoopKernel& k, JitIsa isa, const CpuLaunchHint& hint)
+      : CpuKernel(k, cpu_target_variant(k, isa), hint) {}
+  CpuKernel(const LoopKernel& k, const KernelVariant& first, const CpuLaunchHint& hint)
       : k_(k),
-        isa_(isa),
-        unroll_(config().jit_unroll > 0 && cpu_kernel_unrolls(k) ? int{config().jit_unroll}
-                                                                 : cpu_kernel_unroll(k, isa)),
-        pipeline_(pipeline_enabled()),
+        isa_(first.isa),
+        unroll_(first.unroll),
+        pipeline_(first.pipeline),
         name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
     // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
     // while planning (the step then stays eager) instead of at the first launch. Streaming
@@ -160,11 +166,9 @@ class CpuKernel final : public CompiledKernel {
     // kernel where the planner launches it so: such launches never take the plain row variant,
     // whose rendering would be wasted (kiln-perf's gelu, layernorm and softmax rendered each
     // kernel twice; mlp_train's column sums too).
-    std::vector<InnerLayout> contiguous(
-        static_cast<size_t>(k.num_operands() + (k.uses_index() ? 1 : 0)), InnerLayout::Contiguous);
     // (A column kernel the column renderer declines by design keeps the row variant here: its
     // launches run the nodes eagerly, can_launch(), without a codegen failure's warning.)
-    variant(contiguous, large_outputs(hint.elements),
+    variant(first.layout, large_outputs(hint.elements),
             hint.columns && k.has_reduce() && column_kernel_ok(k));
   }
   const LoopKernel& source() const override { return k_; }
@@ -735,8 +739,23 @@ size_t cpu_jit_compile_count() {
   return times.ns.size();
 }
 
-void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v, RenderPath path) {
-  RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, false, path);
+std::vector<InnerLayout> all_contiguous(const LoopKernel& k) {
+  return std::vector<InnerLayout>(static_cast<size_t>(k.num_operands() + (k.uses_index() ? 1 : 0)),
+                                  InnerLayout::Contiguous);
+}
+
+KernelVariant cpu_target_variant(const LoopKernel& k, JitIsa isa) {
+  KernelVariant v;
+  v.isa = isa;
+  v.layout = all_contiguous(k);
+  v.unroll = config().jit_unroll > 0 && cpu_kernel_unrolls(k) ? int{config().jit_unroll}
+                                                              : cpu_kernel_unroll(k, isa);
+  v.pipeline = pipeline_enabled();
+  return v;
+}
+
+void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v) {
+  RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, false, configured_render_path());
   jit_runtime().release(r.fn);
 }
 

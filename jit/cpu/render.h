@@ -102,8 +102,16 @@ RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k,
                                  const KernelVariant& v, bool want_assembly,
                                  RenderPath path = RenderPath::Auto);
 
-// Renders `k` as above into the CPU target's JitRuntime (cpu_target.cpp) and frees the code
-// again, outside every cache and counter: the renderer's warm-up (warm_up.h).
-void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v, RenderPath path);
+// The layout with every operand (and the index, when `k` uses it) contiguous.
+std::vector<InnerLayout> all_contiguous(const LoopKernel& k);
+
+// What the CPU target (cpu_target.cpp) renders `k` as on `isa` before any launch: every operand
+// contiguous, its unroll (KILN_JIT_UNROLL, else cpu_kernel_unroll) and pipelining
+// (KILN_JIT_PIPELINE); not streaming, not columns.
+KernelVariant cpu_target_variant(const LoopKernel& k, JitIsa isa);
+
+// Renders `k` as the CPU target does (its JitRuntime, the path KILN_JIT_ASSEMBLER selects) and
+// frees the code again, outside every cache and counter: the renderer's warm-up (warm_up.h).
+void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v);
 
 }  // namespace kiln::jit

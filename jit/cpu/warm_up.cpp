@@ -18,39 +18,28 @@ namespace {
 
 std::atomic<bool> g_started{false};
 
-KernelVariant variant(const LoopKernel& k, JitIsa isa) {
-  return KernelVariant{
-      isa,
-      std::vector<InnerLayout>(static_cast<size_t>(k.num_operands() + (k.uses_index() ? 1 : 0)),
-                               InnerLayout::Contiguous),
-      false, cpu_kernel_unroll(k, isa)};
-}
-
 int warm_up() {
   const JitIsa isa = active_jit_isa();
-  // Constants no program's kernel has: the sample kernels never alias a cached one (they are
-  // not cached anyway; this keeps a dump or a debugger's view unambiguous).
-  const double c = 0.044715 + 1e-9;
+  const double c = 0.044715;
   std::vector<std::pair<LoopKernel, KernelVariant>> renders;
   const LoopKernel gelu = sample_kernels::gelu(c);
-  renders.emplace_back(gelu, variant(gelu, isa));
-  renders.emplace_back(gelu, variant(gelu, isa));
+  renders.emplace_back(gelu, cpu_target_variant(gelu, isa));
+  renders.emplace_back(gelu, cpu_target_variant(gelu, isa));
   renders.back().second.streaming = true;
   const LoopKernel axpb = sample_kernels::axpb(c);
-  renders.emplace_back(axpb, variant(axpb, isa));
+  renders.emplace_back(axpb, cpu_target_variant(axpb, isa));
   renders.back().second.layout[1] = InnerLayout::Broadcast;  // a bias
   for (const LoopKernel& k : {sample_kernels::softmax_row(c), sample_kernels::layernorm_row(c)})
-    renders.emplace_back(k, variant(k, isa));
+    renders.emplace_back(k, cpu_target_variant(k, isa));
   const LoopKernel sum = sample_kernels::column_sum(c);
   if (column_kernel_ok(sum)) {
-    renders.emplace_back(sum, variant(sum, isa));
+    renders.emplace_back(sum, cpu_target_variant(sum, isa));
     renders.back().second.columns = true;
   }
-  const RenderPath path = config().jit_assembler ? RenderPath::Auto : RenderPath::Compiler;
   int done = 0;
   for (const auto& [k, v] : renders) {
     try {
-      render_and_discard_cpu_kernel(k, v, path);
+      render_and_discard_cpu_kernel(k, v);
       ++done;
     } catch (const std::exception& e) {  // the program's own renders report theirs
       KILN_DEBUG(Jit, "cpu renderer warm-up: a render failed ({}); stopping", e.what());
