@@ -4,8 +4,6 @@
 // injected codegen fault.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -21,6 +19,7 @@
 #include "kiln/kiln.h"
 #include "record_util.h"
 #include "runtime/config.h"
+#include "self_child.h"
 #include "tracer/region_runner.h"
 
 namespace kiln {
@@ -37,18 +36,13 @@ TEST(JitWarmUpChild, StartedOrNot) {
 }
 
 TEST(JitWarmUp, StartedAtInitExactlyWhenTheJitIsOnAtStartUp) {
-  char exe[4096] = {};
-  ASSERT_GT(::readlink("/proc/self/exe", exe, sizeof(exe) - 1), 0);
-  struct Case {
-    const char* env;
-    const char* expect;
-  };
-  for (const Case& c :
-       {Case{"KILN_JIT=1 KILN_JIT_WARMUP=1", "1"}, Case{"KILN_JIT=1 KILN_JIT_WARMUP=0", "0"},
-        Case{"KILN_JIT=0 KILN_JIT_WARMUP=1", "0"}}) {
-    const std::string cmd = std::string(c.env) + " KILN_TEST_WARMUP_EXPECT=" + c.expect + " '" +
-                            exe + "' --gtest_filter=JitWarmUpChild.StartedOrNot > /dev/null 2>&1";
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const char* env : {"KILN_JIT=1 KILN_JIT_WARMUP=1 KILN_TEST_WARMUP_EXPECT=1",
+                          "KILN_JIT=1 KILN_JIT_WARMUP=0 KILN_TEST_WARMUP_EXPECT=0",
+                          "KILN_JIT=0 KILN_JIT_WARMUP=1 KILN_TEST_WARMUP_EXPECT=0"}) {
+    const testing::SelfChildResult child =
+        testing::run_self_as_child(env, "JitWarmUpChild.StartedOrNot");
+    EXPECT_EQ(child.status, 0) << child.command;
+    EXPECT_EQ(child.completed, 1) << child.command;
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include "kiln/kiln.h"
 #include "runtime/profiler.h"
+#include "self_child.h"
 
 namespace {
 
@@ -499,15 +500,14 @@ TEST(ProfilerChild, RunsOps) {
 }
 
 TEST(Profiler, ConfiguredOutputsAtExit) {
-  char exe[4096] = {};
-  ASSERT_GT(::readlink("/proc/self/exe", exe, sizeof(exe) - 1), 0);
   const std::string path = temp_path("exit");
   const std::string err = temp_path("exit_stderr");
   std::remove(path.c_str());
-  const std::string cmd = "KILN_TEST_PROFILER_CHILD=1 KILN_PROFILE='" + path + "' KILN_STATS=1 '" +
-                          exe + "' --gtest_filter=ProfilerChild.RunsOps > /dev/null 2> '" + err +
-                          "'";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const kiln::testing::SelfChildResult child = kiln::testing::run_self_as_child(
+      "KILN_TEST_PROFILER_CHILD=1 KILN_PROFILE='" + path + "' KILN_STATS=1",
+      "ProfilerChild.RunsOps", err);
+  ASSERT_EQ(child.status, 0) << child.command;
+  ASSERT_EQ(child.completed, 1) << child.command;
   Json root;
   check_trace(read_file(path), &root);
   EXPECT_EQ(total_count(root, "neg"), 3);
