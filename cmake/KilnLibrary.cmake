@@ -28,6 +28,7 @@ target_include_directories(kiln PUBLIC
 target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb TBB::tbbmalloc PRIVATE kiln_openblas
                       asmjit::asmjit)
 target_compile_features(kiln PUBLIC cxx_std_20)
+set_target_properties(kiln PROPERTIES UNITY_BUILD ${KILN_UNITY} UNITY_BUILD_BATCH_SIZE 8)
 
 # CUDA (docs/cuda.md): libcuda and libnvrtc are loaded with dlopen at run time, never linked, and
 # kiln declares the few driver/NVRTC types it uses itself, so no CUDA file is needed to build.

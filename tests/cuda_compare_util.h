@@ -1,5 +1,6 @@
-// Helpers of the GPU tests that compare CUDA results with the CPU's: a skip without a usable
-// GPU (saying why), bitwise comparison of a CUDA tensor with a CPU one, and ulps between floats.
+// Helpers of the GPU tests that compare CUDA results with the CPU's (with cuda_device_util.h's
+// skip without a usable GPU): bitwise comparison of a CUDA tensor with a CPU one, and ulps between
+// floats.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -8,15 +9,10 @@
 #include <cstring>
 #include <string>
 
+#include "cuda_device_util.h"
 #include "kiln/kiln.h"
 
 namespace kiln::testing {
-
-#define KILN_SKIP_WITHOUT_GPU()                                        \
-  do {                                                                 \
-    if (!::kiln::cuda_is_available())                                  \
-      GTEST_SKIP() << "no GPU: " << ::kiln::cuda_unavailable_reason(); \
-  } while (0)
 
 // The same shape, dtype and bytes (a CUDA result against the CPU's; any layouts).
 inline void expect_bitwise(const Tensor& cpu, const Tensor& gpu, const std::string& label) {

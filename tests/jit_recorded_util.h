@@ -18,6 +18,12 @@
 
 namespace kiln::testing {
 
+// randn of `shape` and dtype d from seed `seed` (the generator is reseeded).
+inline Tensor normal(std::vector<int64_t> shape, uint64_t seed, DType d = kFloat32) {
+  manual_seed(seed);
+  return randn(IntList(shape), TensorOptions().dtype(d));
+}
+
 // Recording off between programs, a cold region cache, planning on the recording thread, and
 // the planner's own threshold (`Threshold` -1: the CPU plans at first sight) unless told.
 template <int Threshold = -1>

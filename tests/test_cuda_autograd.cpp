@@ -19,18 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
 namespace {
 
-#define KILN_SKIP_WITHOUT_GPU()                                                        \
-  do {                                                                                 \
-    if (!cuda_is_available()) GTEST_SKIP() << "no GPU: " << cuda_unavailable_reason(); \
-  } while (0)
-
-const Device kGpu = Device::cuda(0);
+using testing::kGpu;
 
 Tensor make(const Shape& shape, DType dt, unsigned seed) {
   std::mt19937 gen(seed);

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "cuda_host_kernels.h"
 #include "jit/cuda/random_ops.h"
 #include "jit/cuda/render.h"
@@ -26,6 +27,8 @@
 
 namespace kiln {
 namespace {
+
+using testing::kAll;
 
 using jit::cuda::CudaSource;
 
@@ -48,7 +51,6 @@ class HostRunner final : public jit::cuda::SourceKernelHostRunner {
   jit::cuda::SourceKernelHostRunner* previous_;
 };
 
-constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
 constexpr DType kIndex[] = {DType::Int32, DType::Int64};
 
 // Op `id` on CPU tensors through the CPU kernel and through its CUDA form on the host: the same

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda_compare_util.h"
+#include "cuda_device_util.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
 #include "ops/strided.h"
@@ -20,10 +21,11 @@
 namespace kiln {
 namespace {
 
+using testing::kAll;
+using testing::kGpu;
+
 using testing::expect_bitwise;
 
-const Device kGpu = Device::cuda(0);
-constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
 constexpr DType kIndex[] = {DType::Int32, DType::Int64};
 
 Tensor data(DType d, IntList shape) {

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "cuda_test_util.h"
 #include "jit/cuda/factory_ops.h"
 #include "jit/cuda/index_ops.h"
@@ -25,9 +26,9 @@
 namespace kiln {
 namespace {
 
-using jit::cuda::CudaSource;
+using testing::kAll;
 
-constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+using jit::cuda::CudaSource;
 
 std::vector<CudaSource> every_source() {
   std::vector<CudaSource> all = jit::cuda::cuda_index_sources();

@@ -18,18 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
 namespace {
 
-#define KILN_SKIP_WITHOUT_GPU()                                                        \
-  do {                                                                                 \
-    if (!cuda_is_available()) GTEST_SKIP() << "no GPU: " << cuda_unavailable_reason(); \
-  } while (0)
+using testing::kGpu;
 
-const Device kGpu = Device::cuda(0);
 using View = std::function<Tensor(const Tensor&)>;
 const View kSame = [](const Tensor& t) { return t; };
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
 #include "runtime/cuda/device_memory.h"
@@ -21,13 +22,8 @@
 namespace kiln {
 namespace {
 
-#define KILN_SKIP_WITHOUT_GPU()                                                        \
-  do {                                                                                 \
-    if (!cuda_is_available()) GTEST_SKIP() << "no GPU: " << cuda_unavailable_reason(); \
-  } while (0)
-
-const Device kGpu = Device::cuda(0);
-constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+using testing::kAll;
+using testing::kGpu;
 
 // Values that exercise the edges: specials for floats, extremes for integers.
 Tensor edge_values(DType d, int64_t n, uint64_t seed) {

@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "cuda_compare_util.h"
+#include "cuda_device_util.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
 namespace {
 
-using testing::expect_bitwise;
+using testing::kGpu;
 
-const Device kGpu = Device::cuda(0);
+using testing::expect_bitwise;
 
 TensorOptions on(Device d, DType t) { return TensorOptions().device(d).dtype(t); }
 

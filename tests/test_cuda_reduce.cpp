@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "cuda_reduce_bounds.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
@@ -24,15 +25,10 @@
 namespace kiln {
 namespace {
 
+using testing::kAll;
+using testing::kGpu;
+
 using testing::values;
-
-#define KILN_SKIP_WITHOUT_GPU()                                                        \
-  do {                                                                                 \
-    if (!cuda_is_available()) GTEST_SKIP() << "no GPU: " << cuda_unavailable_reason(); \
-  } while (0)
-
-const Device kGpu = Device::cuda(0);
-constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
 
 // CUDA's result against the CPU's: integers and Bools exactly; floats NaN for NaN, infinities
 // equal, else within tol[i] (exact when tol is empty; +0 and -0 count as equal).

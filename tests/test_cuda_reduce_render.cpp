@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "cuda_test_util.h"
 #include "jit/cuda/nvrtc.h"
 #include "jit/cuda/reduce_ops.h"
@@ -21,11 +22,11 @@
 namespace kiln {
 namespace {
 
+using testing::kAll;
+
 using jit::LoopKernel;
 using jit::cuda::render_cuda_kernel;
 using jit::cuda::row_op_kernels;
-
-constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
 
 struct Built {
   std::string label;

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "cuda_test_util.h"
 #include "expect_error.h"
 #include "jit/cuda/nvrtc.h"
@@ -22,11 +23,11 @@
 namespace kiln {
 namespace {
 
+using testing::kAll;
+
 using jit::LoopKernel;
 using jit::cuda::op_loop_kernel;
 using jit::cuda::render_cuda_kernel;
-
-constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
 
 Tensor sample(DType d) { return ones({2, 3}, TensorOptions().dtype(d)); }
 

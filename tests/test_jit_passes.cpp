@@ -131,10 +131,7 @@ class JitPassesTest : public ::testing::Test {
   JitRestore restore_;
 };
 
-Tensor normal(std::vector<int64_t> shape, uint64_t seed, DType d = kFloat32) {
-  manual_seed(seed);
-  return randn(IntList(shape), TensorOptions().dtype(d));
-}
+using testing::normal;
 
 // ---- CSE ----
 

@@ -71,10 +71,7 @@ class JitSinkViewsTest : public testing::JitRecordedTest<0> {
   }
 };
 
-Tensor normal(std::vector<int64_t> shape, uint64_t seed, DType d = kFloat32) {
-  manual_seed(seed);
-  return randn(IntList(shape), TensorOptions().dtype(d));
-}
+using testing::normal;
 
 TEST_F(JitSinkViewsTest, TransposeOfAChainFusesWithItsConsumer) {
   for (int64_t m : {37, 8}) {  // the second size runs through the first plan

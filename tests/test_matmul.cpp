@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core_test_util.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
 #include "runtime/config.h"
@@ -20,11 +21,12 @@ extern "C" int openblas_get_num_threads(void);
 
 using namespace kiln;
 using kiln::testing::expect_error;
+using kiln::testutil::values;
 
 namespace {
 
 // A tensor of `shape` and dtype `dt` with deterministic values: floats in [-1, 1], ints in [-5, 5].
-Tensor make(const Shape& shape, DType dt, unsigned seed) {
+Tensor make_operand(const Shape& shape, DType dt, unsigned seed) {
   std::mt19937 gen(seed);
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
@@ -38,8 +40,6 @@ Tensor make(const Shape& shape, DType dt, unsigned seed) {
   }
   return from_vector<double>(v, shape).to(dt);
 }
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
 
 struct Ref {
   std::vector<double> data;
@@ -150,8 +150,8 @@ TEST(Matmul, AllShapeRulesAllDTypes) {
   unsigned seed = 1;
   for (DType dt : kDTypes)
     for (const auto& [sa, sb] : cases) {
-      Tensor a = make(sa, dt, seed++);
-      Tensor b = make(sb, dt, seed++);
+      Tensor a = make_operand(sa, dt, seed++);
+      Tensor b = make_operand(sb, dt, seed++);
       check(a, b, fmt::format("{} @ {} {}", name(sa), name(sb), dt));
     }
 }
@@ -169,52 +169,59 @@ TEST(Matmul, DotIsZeroDim) {
 TEST(Matmul, TransposedSlicedExpandedInputs) {
   for (DType dt : kDTypes) {
     const std::string d = fmt::format(" {}", dt);
-    Tensor at = make({3, 2}, dt, 11).t();  // [2, 3], column-major: BLAS trans flag
-    Tensor bt = make({4, 3}, dt, 12).t();  // [3, 4]
+    Tensor at = make_operand({3, 2}, dt, 11).t();  // [2, 3], column-major: BLAS trans flag
+    Tensor bt = make_operand({4, 3}, dt, 12).t();  // [3, 4]
     check(at, bt, "transposed both" + d);
-    check(at, make({3, 4}, dt, 13), "transposed a" + d);
-    check(make({2, 3}, dt, 14), bt, "transposed b" + d);
+    check(at, make_operand({3, 4}, dt, 13), "transposed a" + d);
+    check(make_operand({2, 3}, dt, 14), bt, "transposed b" + d);
     // Batched transposes and a permuted batch dim.
-    check(make({5, 3, 2}, dt, 15).transpose(1, 2), make({5, 4, 3}, dt, 16).transpose(1, 2),
-          "batched transposed" + d);
-    check(make({3, 5, 2}, dt, 17).transpose(0, 1), make({5, 2, 4}, dt, 18), "permuted batch" + d);
+    check(make_operand({5, 3, 2}, dt, 15).transpose(1, 2),
+          make_operand({5, 4, 3}, dt, 16).transpose(1, 2), "batched transposed" + d);
+    check(make_operand({3, 5, 2}, dt, 17).transpose(0, 1), make_operand({5, 2, 4}, dt, 18),
+          "permuted batch" + d);
     // Row slices (leading dim > cols), column steps (no unit stride: copied first).
-    check(make({6, 5}, dt, 19).slice(0, 1, 4), make({5, 7}, dt, 20).slice(1, 2, 6),
+    check(make_operand({6, 5}, dt, 19).slice(0, 1, 4), make_operand({5, 7}, dt, 20).slice(1, 2, 6),
           "row/col slices" + d);
-    check(make({4, 6}, dt, 21).slice(1, 0, 6, 2), make({6, 8}, dt, 22).slice(0, 0, 6, 2),
-          "stepped slices" + d);
+    check(make_operand({4, 6}, dt, 21).slice(1, 0, 6, 2),
+          make_operand({6, 8}, dt, 22).slice(0, 0, 6, 2), "stepped slices" + d);
     // Broadcast stride 0 inside the matrix and in the batch.
-    check(make({1, 3}, dt, 23).expand({4, 3}), make({3, 1}, dt, 24).expand({3, 5}),
+    check(make_operand({1, 3}, dt, 23).expand({4, 3}), make_operand({3, 1}, dt, 24).expand({3, 5}),
           "expanded matrices" + d);
-    check(make({2, 3}, dt, 25).unsqueeze(0).expand({6, 2, 3}), make({6, 3, 4}, dt, 26),
-          "expanded batch" + d);
+    check(make_operand({2, 3}, dt, 25).unsqueeze(0).expand({6, 2, 3}),
+          make_operand({6, 3, 4}, dt, 26), "expanded batch" + d);
     // Non-contiguous batched a times 2-D b (no fold) and contiguous (fold).
-    check(make({4, 2, 3}, dt, 27).slice(0, 0, 4, 2), make({3, 5}, dt, 28), "sliced batch" + d);
-    check(make({4, 2, 3}, dt, 29), make({5, 3}, dt, 30).t(), "folded batch" + d);
+    check(make_operand({4, 2, 3}, dt, 27).slice(0, 0, 4, 2), make_operand({3, 5}, dt, 28),
+          "sliced batch" + d);
+    check(make_operand({4, 2, 3}, dt, 29), make_operand({5, 3}, dt, 30).t(), "folded batch" + d);
   }
 }
 
 TEST(Matmul, ZeroSize) {
   for (DType dt : kDTypes) {
-    check(make({0, 3}, dt, 1), make({3, 4}, dt, 2), "M=0");
-    check(make({2, 3}, dt, 3), make({3, 0}, dt, 4), "N=0");
-    check(make({0, 2, 3}, dt, 5), make({3, 4}, dt, 6), "batch 0");
-    check(make({0}, dt, 7), make({0}, dt, 8), "empty dot");
-    Tensor r = matmul(make({2, 0}, dt, 9), make({0, 3}, dt, 10));  // K = 0: zeros
+    check(make_operand({0, 3}, dt, 1), make_operand({3, 4}, dt, 2), "M=0");
+    check(make_operand({2, 3}, dt, 3), make_operand({3, 0}, dt, 4), "N=0");
+    check(make_operand({0, 2, 3}, dt, 5), make_operand({3, 4}, dt, 6), "batch 0");
+    check(make_operand({0}, dt, 7), make_operand({0}, dt, 8), "empty dot");
+    Tensor r = matmul(make_operand({2, 0}, dt, 9), make_operand({0, 3}, dt, 10));  // K = 0: zeros
     EXPECT_EQ(r.sizes(), (Shape{2, 3}));
     for (double v : values(r)) EXPECT_EQ(v, 0.0);
-    Tensor rb = matmul(make({4, 2, 0}, dt, 11), make({4, 0, 3}, dt, 12));
+    Tensor rb = matmul(make_operand({4, 2, 0}, dt, 11), make_operand({4, 0, 3}, dt, 12));
     EXPECT_EQ(rb.sizes(), (Shape{4, 2, 3}));
     for (double v : values(rb)) EXPECT_EQ(v, 0.0);
   }
 }
 
 TEST(Matmul, LargeBlasAndParallelPaths) {
-  check(make({2, 130, 70}, kFloat32, 40), make({70, 90}, kFloat32, 41), "large f32 folded");
-  check(make({3, 64, 100}, kFloat64, 42), make({3, 100, 48}, kFloat64, 43), "large f64 batched");
-  check(make({150, 120}, kFloat32, 44).t(), make({150, 110}, kFloat32, 45), "large f32 trans");
-  check(make({300, 200}, kInt64, 46), make({200, 150}, kInt64, 47), "large i64 parallel rows");
-  check(make({4, 90, 80}, kInt32, 48), make({80, 300}, kInt32, 49).t().contiguous().t(),
+  check(make_operand({2, 130, 70}, kFloat32, 40), make_operand({70, 90}, kFloat32, 41),
+        "large f32 folded");
+  check(make_operand({3, 64, 100}, kFloat64, 42), make_operand({3, 100, 48}, kFloat64, 43),
+        "large f64 batched");
+  check(make_operand({150, 120}, kFloat32, 44).t(), make_operand({150, 110}, kFloat32, 45),
+        "large f32 trans");
+  check(make_operand({300, 200}, kInt64, 46), make_operand({200, 150}, kInt64, 47),
+        "large i64 parallel rows");
+  check(make_operand({4, 90, 80}, kInt32, 48),
+        make_operand({80, 300}, kInt32, 49).t().contiguous().t(),
         "large i32 strided b, row blocks > 256");
 }
 
@@ -234,7 +241,7 @@ TEST(Matmul, BlasThreadsFollowSizeAndKilnConfig) {
   config().jit = false;
   auto run = [](int64_t n, DType dt, int64_t batch = 0) {
     const Shape s = batch ? Shape{batch, n, n} : Shape{n, n};
-    (void)matmul(make(s, dt, 1), make(s, dt, 2)).sum().to(kFloat64).item<double>();
+    (void)matmul(make_operand(s, dt, 1), make_operand(s, dt, 2)).sum().to(kFloat64).item<double>();
     return openblas_get_num_threads();
   };
   set_num_threads(1);
@@ -245,8 +252,8 @@ TEST(Matmul, BlasThreadsFollowSizeAndKilnConfig) {
   // thread each (ops/cpu/blas_gemm.h); a batch of them takes OpenBLAS's threads.
   EXPECT_EQ(run(1024, kFloat32), 1);
   EXPECT_EQ(run(1024, kFloat32, 2), 2);  // above twice the per-thread threshold: every kiln thread
-  EXPECT_EQ(run(512, kFloat64), 1);   // 268 MFLOP: one thread
-  EXPECT_EQ(run(8, kFloat64), 1);     // small: one thread (ops/matmul.cpp, kBlasFlopsPerThread)
+  EXPECT_EQ(run(512, kFloat64), 1);      // 268 MFLOP: one thread
+  EXPECT_EQ(run(8, kFloat64), 1);        // small: one thread (ops/matmul.cpp, kBlasFlopsPerThread)
   EXPECT_EQ(run(64, kFloat32), 1);
   set_num_threads(saved);
   config().jit = saved_jit;
@@ -266,13 +273,13 @@ TEST(Matmul, ManyShapesAndLayouts) {
   auto operand = [&](int64_t r, int64_t c, int layout, DType dt) {
     switch (layout) {
       case 1:
-        return make({c, r}, dt, seed++).t();
+        return make_operand({c, r}, dt, seed++).t();
       case 2:
-        return make({r, c + 5}, dt, seed++).slice(1, 3, c + 3);
+        return make_operand({r, c + 5}, dt, seed++).slice(1, 3, c + 3);
       case 3:
-        return make({c, r + 4}, dt, seed++).slice(1, 1, r + 1).t();
+        return make_operand({c, r + 4}, dt, seed++).slice(1, 1, r + 1).t();
       default:
-        return make({r, c}, dt, seed++);
+        return make_operand({r, c}, dt, seed++);
     }
   };
   for (DType dt : {kFloat32, kFloat64})
@@ -285,21 +292,22 @@ TEST(Matmul, ManyShapesAndLayouts) {
   // Batched: a slice along K of a batch of matrices (folds into one product with lda > K), the
   // same transposed (a batch of BLAS calls), and a batch of small products split over threads.
   for (DType dt : {kFloat32, kFloat64}) {
-    Tensor a = make({3, 20, 37}, dt, seed++).slice(2, 2, 33);
-    check(a, make({31, 9}, dt, seed++), fmt::format("folded lda {}", dt));
-    check(a, make({9, 31}, dt, seed++).t(), fmt::format("folded lda, b transposed {}", dt));
-    check(a.transpose(1, 2), make({3, 20, 11}, dt, seed++), fmt::format("batched trans {}", dt));
+    Tensor a = make_operand({3, 20, 37}, dt, seed++).slice(2, 2, 33);
+    check(a, make_operand({31, 9}, dt, seed++), fmt::format("folded lda {}", dt));
+    check(a, make_operand({9, 31}, dt, seed++).t(), fmt::format("folded lda, b transposed {}", dt));
+    check(a.transpose(1, 2), make_operand({3, 20, 11}, dt, seed++),
+          fmt::format("batched trans {}", dt));
   }
   // 160 products of 2*64*64*400 = 3.3 MFLOP: one BLAS thread each, the batch split over kiln's
   // threads (tasks of at least kBlasFlopsPerThread); batches 0, 80 and 159 against the reference.
-  const Tensor xs = make({160, 64, 400}, kFloat32, seed++);
-  const Tensor ys = make({160, 64, 400}, kFloat32, seed++).transpose(1, 2);
+  const Tensor xs = make_operand({160, 64, 400}, kFloat32, seed++);
+  const Tensor ys = make_operand({160, 64, 400}, kFloat32, seed++).transpose(1, 2);
   const Tensor zs = matmul(xs, ys);
   for (int64_t bi : {0, 80, 159})
     check_sampled(zs[bi], xs[bi], ys[bi], fmt::format("batch split over threads, {}", bi));
   // Large enough for several BLAS threads (2*M*N*K = 1.1 GFLOP, above 2 * kBlasFlopsPerThread).
-  Tensor a = make({600, 910}, kFloat32, seed++).slice(1, 7, 907);
-  Tensor b = make({1000, 900}, kFloat32, seed++).t();
+  Tensor a = make_operand({600, 910}, kFloat32, seed++).slice(1, 7, 907);
+  Tensor b = make_operand({1000, 900}, kFloat32, seed++).t();
   check_sampled(matmul(a, b), a, b, "multi-threaded, lda and trans");
 }
 
@@ -313,8 +321,8 @@ TEST(Matmul, InsideParallelRegion) {
   std::vector<Tensor> as, bs;
   for (int i = 0; i < kTasks; ++i) {
     const DType dt = i % 2 ? kFloat32 : kFloat64;
-    as.push_back(make({1024, 600}, dt, 200 + i));
-    Tensor b = make({1000, 600}, dt, 300 + i);
+    as.push_back(make_operand({1024, 600}, dt, 200 + i));
+    Tensor b = make_operand({1000, 600}, dt, 300 + i);
     bs.push_back(i < 2 ? b.t() : b.t().contiguous());
   }
   (void)matmul(as[0], bs[0]).sum().item<double>();
@@ -338,11 +346,11 @@ TEST(Matmul, InsideParallelRegion) {
 
 TEST(Matmul, MmBmmAndMethods) {
   for (DType dt : kDTypes) {
-    Tensor a = make({3, 4}, dt, 1), b = make({4, 2}, dt, 2);
+    Tensor a = make_operand({3, 4}, dt, 1), b = make_operand({4, 2}, dt, 2);
     expect_matches(mm(a, b), ref_matmul(a, b), dt, 4, "mm");
     expect_matches(a.mm(b), ref_matmul(a, b), dt, 4, "Tensor::mm");
     expect_matches(a.matmul(b), ref_matmul(a, b), dt, 4, "Tensor::matmul");
-    Tensor x = make({5, 3, 4}, dt, 3), y = make({5, 2, 4}, dt, 4).transpose(1, 2);
+    Tensor x = make_operand({5, 3, 4}, dt, 3), y = make_operand({5, 2, 4}, dt, 4).transpose(1, 2);
     expect_matches(bmm(x, y), ref_matmul(x, y), dt, 4, "bmm");
     expect_matches(x.bmm(y), ref_matmul(x, y), dt, 4, "Tensor::bmm");
   }
@@ -351,36 +359,41 @@ TEST(Matmul, MmBmmAndMethods) {
 namespace {}  // namespace
 
 TEST(Matmul, Errors) {
-  Tensor f = make({2, 3}, kFloat32, 1), g = make({3, 4}, kFloat32, 2);
+  Tensor f = make_operand({2, 3}, kFloat32, 1), g = make_operand({3, 4}, kFloat32, 2);
   expect_error([&] { matmul(f, g.to(kFloat64)); }, "matmul", "same dtype");
   expect_error([&] { matmul(f.to(kInt64), g); }, "matmul", "same dtype");
   expect_error([&] { matmul(f.to(kBool), g.to(kBool)); }, "matmul", "Bool");
   expect_error([&] { matmul(scalar_tensor(1.0), g); }, "matmul", "at least 1 dimension");
-  expect_error([&] { matmul(f, make({4, 2}, kFloat32, 3)); }, "matmul", "cannot be multiplied");
-  expect_error([&] { matmul(make({3}, kFloat32, 4), make({4}, kFloat32, 5)); }, "matmul");
   expect_error(
       [&] {
-        matmul(make({2, 2, 3}, kFloat32, 6), make({3, 3, 4}, kFloat32, 7));
+        matmul(f, make_operand({4, 2}, kFloat32, 3));
+      },
+      "matmul", "cannot be multiplied");
+  expect_error([&] { matmul(make_operand({3}, kFloat32, 4), make_operand({4}, kFloat32, 5)); },
+               "matmul");
+  expect_error(
+      [&] {
+        matmul(make_operand({2, 2, 3}, kFloat32, 6), make_operand({3, 3, 4}, kFloat32, 7));
       },
       "matmul");
-  expect_error([&] { mm(make({3}, kFloat32, 8), g); }, "mm", "2-D");
-  expect_error([&] { mm(make({1, 2, 3}, kFloat32, 9), g); }, "mm", "2-D");
-  expect_error([&] { mm(f, make({2, 4}, kFloat32, 10)); }, "mm", "cannot be multiplied");
+  expect_error([&] { mm(make_operand({3}, kFloat32, 8), g); }, "mm", "2-D");
+  expect_error([&] { mm(make_operand({1, 2, 3}, kFloat32, 9), g); }, "mm", "2-D");
+  expect_error([&] { mm(f, make_operand({2, 4}, kFloat32, 10)); }, "mm", "cannot be multiplied");
   expect_error([&] { mm(f, g.to(kFloat64)); }, "mm", "same dtype");
   expect_error([&] { bmm(f, g); }, "bmm", "3-D");
   expect_error(
       [&] {
-        bmm(make({2, 2, 3}, kFloat32, 11), make({3, 3, 4}, kFloat32, 12));
+        bmm(make_operand({2, 2, 3}, kFloat32, 11), make_operand({3, 3, 4}, kFloat32, 12));
       },
       "bmm", "batch");
   expect_error(
       [&] {
-        bmm(make({2, 2, 3}, kFloat32, 13), make({2, 4, 4}, kFloat32, 14));
+        bmm(make_operand({2, 2, 3}, kFloat32, 13), make_operand({2, 4, 4}, kFloat32, 14));
       },
       "bmm", "cannot be multiplied");
   expect_error(
       [&] {
-        bmm(make({2, 2, 3}, kInt32, 15), make({2, 3, 4}, kInt64, 16));
+        bmm(make_operand({2, 2, 3}, kInt32, 15), make_operand({2, 3, 4}, kInt64, 16));
       },
       "bmm", "same dtype");
   expect_error([&] { matmul(Tensor(), g); }, "matmul");

@@ -16,15 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "core_test_util.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
 
 using namespace kiln;
 using kiln::testing::expect_error;
+using kiln::testutil::values;
 
 namespace {
 
-Tensor make(const Shape& shape, DType dt, unsigned seed, double lo = -3, double hi = 3) {
+Tensor make_uniform(const Shape& shape, DType dt, unsigned seed, double lo = -3, double hi = 3) {
   std::mt19937 gen(seed);
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
@@ -33,8 +35,6 @@ Tensor make(const Shape& shape, DType dt, unsigned seed, double lo = -3, double 
   for (auto& x : v) x = d(gen);
   return from_vector<double>(v, shape).to(dt);
 }
-
-std::vector<double> values(const Tensor& t) { return t.to(kFloat64).to_vector<double>(); }
 
 void expect_near(const Tensor& got, const std::vector<double>& ref, const Shape& shape, DType dt,
                  double tol, const std::string& what) {
@@ -86,7 +86,7 @@ TEST(Softmax, EveryDimBothDTypes) {
   for (DType dt : {kFloat32, kFloat64})
     for (const Shape& shape : {Shape{7}, Shape{3, 4, 5}, Shape{2, 1, 6}, Shape{4, 130}})
       for (int64_t dim = 0; dim < static_cast<int64_t>(shape.size()); ++dim) {
-        Tensor x = make(shape, dt, seed++);
+        Tensor x = make_uniform(shape, dt, seed++);
         std::vector<double> xv = values(x);
         const std::string what = fmt::format("{} dim {} {}", shape_str(shape), dim, dt);
         expect_near(softmax(x, dim), ref_softmax(xv, shape, dim, false), shape, dt, tol_for(dt),
@@ -101,7 +101,7 @@ TEST(Softmax, EveryDimBothDTypes) {
 }
 
 TEST(Softmax, RowsSumToOne) {
-  Tensor x = make({6, 50, 9}, kFloat32, 3);
+  Tensor x = make_uniform({6, 50, 9}, kFloat32, 3);
   for (int64_t dim : {0, 1, 2}) {
     Tensor s = x.softmax(dim);
     // Sum along dim by hand.
@@ -121,10 +121,10 @@ TEST(Softmax, RowsSumToOne) {
 
 TEST(Softmax, NonContiguousInputs) {
   for (DType dt : {kFloat32, kFloat64}) {
-    Tensor base = make({5, 8}, dt, 7);
-    Tensor xt = base.t();                            // [8, 5], transposed
-    Tensor xs = base.slice(1, 1, 8, 3);              // [5, 3], stepped
-    Tensor xe = make({1, 6}, dt, 8).expand({4, 6});  // broadcast rows
+    Tensor base = make_uniform({5, 8}, dt, 7);
+    Tensor xt = base.t();                                    // [8, 5], transposed
+    Tensor xs = base.slice(1, 1, 8, 3);                      // [5, 3], stepped
+    Tensor xe = make_uniform({1, 6}, dt, 8).expand({4, 6});  // broadcast rows
     for (const Tensor& x : {xt, xs, xe})
       for (int64_t dim : {0, 1}) {
         const std::string what = fmt::format("{} dim {}", shape_str(x.sizes()), dim);
@@ -144,7 +144,7 @@ TEST(Softmax, LargeValuesStableAndParallel) {
   expect_near(log_softmax(x, 1), ref_softmax(values(x), {2, 3}, 1, true), {2, 3}, kFloat32, 2e-5,
               "large log");  // |values| ~ 1e3: float32 spacing there is 6e-5, x - lse cancels
   // Big enough to split over tasks in both layouts.
-  Tensor big = make({300, 257}, kFloat64, 9);
+  Tensor big = make_uniform({300, 257}, kFloat64, 9);
   for (int64_t dim : {0, 1})
     expect_near(softmax(big, dim), ref_softmax(values(big), {300, 257}, dim, false), {300, 257},
                 kFloat64, 1e-12, "big");
@@ -199,8 +199,8 @@ TEST(LayerNorm, WithAndWithoutAffine) {
     for (const Shape& ns : {Shape{6}, Shape{3, 4}}) {
       Shape shape = {5};
       shape.insert(shape.end(), ns.begin(), ns.end());
-      Tensor x = make(shape, dt, seed++);
-      Tensor w = make(ns, dt, seed++), b = make(ns, dt, seed++);
+      Tensor x = make_uniform(shape, dt, seed++);
+      Tensor w = make_uniform(ns, dt, seed++), b = make_uniform(ns, dt, seed++);
       std::vector<double> xv = values(x), wv = values(w), bv = values(b);
       int64_t D = 1;
       for (int64_t s : ns) D *= s;
@@ -218,10 +218,10 @@ TEST(LayerNorm, WithAndWithoutAffine) {
 }
 
 TEST(LayerNorm, NonContiguousAndLarge) {
-  Tensor x = make({8, 5}, kFloat64, 30).t();  // [5, 8] transposed
+  Tensor x = make_uniform({8, 5}, kFloat64, 30).t();  // [5, 8] transposed
   expect_near(layer_norm(x, {8}), ref_layer_norm(values(x), 8, nullptr, nullptr, 1e-5), {5, 8},
               kFloat64, 1e-12, "transposed");
-  Tensor big = make({400, 300}, kFloat32, 31);
+  Tensor big = make_uniform({400, 300}, kFloat32, 31);
   expect_near(layer_norm(big, {300}), ref_layer_norm(values(big), 300, nullptr, nullptr, 1e-5),
               {400, 300}, kFloat32, 4e-6, "big");
   // A constant row: variance 0, output 0 (eps keeps it finite).
@@ -260,18 +260,18 @@ double ref_cross_entropy(const std::vector<double>& l, int64_t C, const std::vec
 
 TEST(CrossEntropy, ValueBatchedUnbatchedIgnored) {
   for (DType dt : {kFloat32, kFloat64}) {
-    Tensor logits = make({6, 5}, dt, 40);
+    Tensor logits = make_uniform({6, 5}, dt, 40);
     std::vector<int64_t> t = {0, 4, 2, 2, 1, 3};
     Tensor r = cross_entropy(logits, from_vector<int64_t>(t, {6}));
     EXPECT_EQ(r.dim(), 0);
     EXPECT_EQ(r.dtype(), dt);
     EXPECT_NEAR(values(r)[0], ref_cross_entropy(values(logits), 5, t), tol_for(dt));
     // Transposed logits.
-    Tensor lt = make({5, 6}, dt, 41).t();
+    Tensor lt = make_uniform({5, 6}, dt, 41).t();
     EXPECT_NEAR(values(cross_entropy(lt, from_vector<int64_t>(t, {6})))[0],
                 ref_cross_entropy(values(lt), 5, t), tol_for(dt));
     // Unbatched: [C] with a 0-dim target.
-    Tensor l1 = make({5}, dt, 42);
+    Tensor l1 = make_uniform({5}, dt, 42);
     EXPECT_NEAR(values(cross_entropy(l1, scalar_tensor(3, kInt64)))[0],
                 ref_cross_entropy(values(l1), 5, {3}), tol_for(dt));
     // PyTorch's default ignore_index = -100 leaves rows out of the mean.
@@ -325,7 +325,8 @@ TEST(CrossEntropy, Errors) {
 TEST(Dropout, KeepRuleIsPhilox) {
   for (DType dt : {kFloat32, kFloat64}) {
     const double p = 0.3;
-    Tensor x = make({7, 9}, dt, 50).t();  // non-contiguous: the rule is over row-major order
+    Tensor x =
+        make_uniform({7, 9}, dt, 50).t();  // non-contiguous: the rule is over row-major order
     std::vector<double> xv = values(x);
     manual_seed(1234);
     const uint64_t seed = current_seed();
@@ -371,7 +372,7 @@ TEST(Dropout, ReproducibleAndMeanPreserved) {
 }
 
 TEST(Dropout, IdentityZerosAndErrors) {
-  Tensor x = make({3, 4}, kFloat32, 60);
+  Tensor x = make_uniform({3, 4}, kFloat32, 60);
   Tensor same = dropout(x, 0.5, false);
   EXPECT_TRUE(same.is_same_storage(x));
   EXPECT_TRUE(dropout(x, 0.0, true).is_same_storage(x));
@@ -386,7 +387,7 @@ TEST(Dropout, IdentityZerosAndErrors) {
 
 TEST(Embedding, PicksRows) {
   for (DType dt : {kFloat32, kFloat64, kInt64}) {
-    Tensor w = make({5, 3}, kFloat64, 70).to(dt);
+    Tensor w = make_uniform({5, 3}, kFloat64, 70).to(dt);
     std::vector<double> wv = values(w);
     std::vector<int64_t> idx = {4, 0, 2, 2, 1, 4};
     for (DType it : {kInt64, kInt32}) {
@@ -422,7 +423,8 @@ TEST(Embedding, Errors) {
 
 TEST(Linear, MatchesFormula) {
   for (DType dt : {kFloat32, kFloat64}) {
-    Tensor x = make({2, 3, 4}, dt, 80), w = make({5, 4}, dt, 81), b = make({5}, dt, 82);
+    Tensor x = make_uniform({2, 3, 4}, dt, 80), w = make_uniform({5, 4}, dt, 81),
+           b = make_uniform({5}, dt, 82);
     std::vector<double> xv = values(x), wv = values(w), bv = values(b);
     std::vector<double> ref(30), refb(30), mag(30);
     for (int64_t r = 0; r < 6; ++r)
@@ -452,7 +454,8 @@ TEST(Linear, MatchesFormula) {
 
 TEST(MseLoss, MatchesFormula) {
   for (DType dt : {kFloat32, kFloat64}) {
-    Tensor a = make({4, 5}, dt, 90), b = make({5}, dt, 91);  // b broadcasts over rows
+    Tensor a = make_uniform({4, 5}, dt, 90),
+           b = make_uniform({5}, dt, 91);  // b broadcasts over rows
     std::vector<double> av = values(a), bv = values(b);
     double s = 0;
     for (int64_t i = 0; i < 20; ++i) s += (av[i] - bv[i % 5]) * (av[i] - bv[i % 5]);
@@ -463,7 +466,7 @@ TEST(MseLoss, MatchesFormula) {
     // and the division: relative error <= (K + 3) u, doubled.
     const double u = dt == kFloat32 ? 0x1p-24 : 0x1p-53, K = 20;
     EXPECT_NEAR(values(r)[0], s / 20, 2 * (K + 3) * u * s / 20);
-    Tensor at = make({5, 4}, dt, 92).t();
+    Tensor at = make_uniform({5, 4}, dt, 92).t();
     std::vector<double> atv = values(at);
     double s2 = 0;
     for (int64_t i = 0; i < 20; ++i) s2 += (atv[i] - av[i]) * (atv[i] - av[i]);
@@ -505,9 +508,9 @@ TEST(Attention, MatchesFormulaCausalAndNot) {
   for (DType dt : {kFloat32, kFloat64})
     for (Case c : {Case{2, 4, 4, 8, 8}, Case{3, 3, 5, 4, 6}, Case{1, 6, 2, 3, 2}})
       for (bool causal : {false, true}) {
-        Tensor q = make({c.B, c.L, c.E}, dt, seed++, -1, 1);
-        Tensor k = make({c.B, c.S, c.E}, dt, seed++, -1, 1);
-        Tensor v = make({c.B, c.S, c.Ev}, dt, seed++, -1, 1);
+        Tensor q = make_uniform({c.B, c.L, c.E}, dt, seed++, -1, 1);
+        Tensor k = make_uniform({c.B, c.S, c.E}, dt, seed++, -1, 1);
+        Tensor v = make_uniform({c.B, c.S, c.Ev}, dt, seed++, -1, 1);
         std::vector<double> qv = values(q), kv = values(k), vv = values(v), ref;
         for (int64_t b = 0; b < c.B; ++b) {
           auto r = ref_attention(qv.data() + b * c.L * c.E, kv.data() + b * c.S * c.E,
@@ -519,9 +522,9 @@ TEST(Attention, MatchesFormulaCausalAndNot) {
                     fmt::format("B{} L{} S{} E{} causal {} {}", c.B, c.L, c.S, c.E, causal, dt));
       }
   // Causal with L = S: row 0 attends only to key 0, so it equals v[0].
-  Tensor v = make({3, 2}, kFloat64, 7);
-  Tensor y =
-      scaled_dot_product_attention(make({3, 4}, kFloat64, 8), make({3, 4}, kFloat64, 9), v, true);
+  Tensor v = make_uniform({3, 2}, kFloat64, 7);
+  Tensor y = scaled_dot_product_attention(make_uniform({3, 4}, kFloat64, 8),
+                                          make_uniform({3, 4}, kFloat64, 9), v, true);
   EXPECT_NEAR(values(y)[0], values(v)[0], 1e-15);
   EXPECT_NEAR(values(y)[1], values(v)[1], 1e-15);
 }

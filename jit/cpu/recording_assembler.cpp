@@ -81,8 +81,8 @@ void RecordingAssembler::end_function() {
   (seg_ ? hoisted_ : main_).push_back(in);
 }
 
-Error RecordingAssembler::_emit(InstId id, const Operand_& o0, const Operand_& o1,
-                                const Operand_& o2, const Operand_* ext) {
+asmjit::Error RecordingAssembler::_emit(InstId id, const Operand_& o0, const Operand_& o1,
+                                        const Operand_& o2, const Operand_* ext) {
   if (replaying_) return x86::Assembler::_emit(id, o0, o1, o2, ext);
   RecordedInst in;
   in.id = id;
@@ -107,7 +107,7 @@ Error RecordingAssembler::_emit(InstId id, const Operand_& o0, const Operand_& o
   return kErrorOk;
 }
 
-Error RecordingAssembler::bind(const Label& label) {
+asmjit::Error RecordingAssembler::bind(const Label& label) {
   if (replaying_) return x86::Assembler::bind(label);
   RecordedInst in;
   in.id = RecordedInst::kBindLabel;

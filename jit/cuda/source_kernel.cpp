@@ -29,7 +29,7 @@ constexpr unsigned kBlock = 256;
 // After prelude_base.h (types, the index split's division). kiln_report: atomicCAS claims word 0
 // (op code + 1), then the winner writes the details; the host reads them after the stream is
 // synchronized.
-constexpr const char* kPrelude =
+constexpr const char* kReportPrelude =
     R"(static __device__ __noinline__ void kiln_report(kiln_u64* err, kiln_u64 op, kiln_i64 value,
                                                 kiln_i64 dim, kiln_i64 size) {
   if (atomicCAS(err, 0ull, op) == 0ull) {
@@ -51,7 +51,7 @@ struct Loaded {
 }  // namespace
 
 const char* source_kernel_prelude() {
-  static const std::string prelude = std::string(kCudaPreludeBase) + kPrelude;
+  static const std::string prelude = std::string(kCudaPreludeBase) + kReportPrelude;
   return prelude.c_str();
 }
 

@@ -102,7 +102,6 @@ void check_cublas(cublasStatus_t r, const char* what) {
 }
 
 cublasHandle_t cublas_handle(int index) {
-  constexpr int kMaxDevices = 64;
   static std::mutex mu;
   static std::array<cublasHandle_t, kMaxDevices> handles{};  // never destroyed, as contexts
   const DeviceContext& ctx = device_context(index);          // raises when the device is not usable

@@ -15,8 +15,6 @@ namespace kiln::cuda {
 
 namespace {
 
-constexpr int kMaxDevices = 64;
-
 struct Registry {
   std::mutex mu;
   std::array<std::atomic<DeviceContext*>, kMaxDevices> contexts{};

@@ -14,6 +14,9 @@
 
 namespace kiln::cuda {
 
+// The most devices kiln addresses (its per-device tables are arrays of this size).
+inline constexpr int kMaxDevices = 64;
+
 struct DeviceContext {
   int index = 0;
   CUdevice device = 0;

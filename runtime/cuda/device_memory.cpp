@@ -16,7 +16,6 @@ namespace kiln::cuda {
 
 namespace {
 
-constexpr int kMaxDevices = 64;
 constexpr CUresult kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 // The pinned staging buffer of a device: transfers go through it in chunks of this size.
 constexpr size_t kStagingBytes = size_t{8} << 20;

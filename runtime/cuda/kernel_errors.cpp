@@ -15,7 +15,6 @@ namespace kiln::cuda {
 
 namespace {
 
-constexpr int kMaxDevices = 64;
 constexpr size_t kWordBytes = 4 * sizeof(uint64_t);
 
 struct ErrorWord {

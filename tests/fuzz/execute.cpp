@@ -51,7 +51,7 @@ std::vector<std::string> pool_lines(const Pool& pool) {
     line += show(t) + " strides=" + shape_str(t.strides()) +
             " off=" + std::to_string(t.storage_offset()) + " ";
     try {
-      line += bytes_of(t);
+      line += byte_string(t);
     } catch (const Error& e) {
       line += std::string("error: ") + e.what();
     }

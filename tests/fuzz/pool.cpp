@@ -79,7 +79,7 @@ std::array<char, 8> canonical_nan(const char* p, DType d) {
   return b;
 }
 
-std::string bytes_of(const Tensor& t) {
+std::string byte_string(const Tensor& t) {
   const auto* base = static_cast<const char*>(t.raw_data());
   const size_t item = itemsize(t.dtype());
   const Shape sz = t.sizes(), st = t.strides();

@@ -33,7 +33,7 @@ std::string slot_name(int i);
 std::string show(const Tensor& t);
 std::string hex(const void* p, size_t n);
 // Element bytes of t in row-major logical order, read through its own strides.
-std::string bytes_of(const Tensor& t);
+std::string byte_string(const Tensor& t);
 // An item (one element) or to_vector read of t, in hex (a sync point).
 std::string read_value(const Tensor& t);
 Tensor make_leaf(const Step& s);
