@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "kiln/kiln.h"
 
 namespace kiln::testutil {
@@ -82,18 +83,8 @@ double ulp_err(T got, long double ref) {
   return static_cast<double>(std::fabs((long double)got - ref) / ulp);
 }
 
-// Runs fn and checks that it throws a kiln::Error whose message contains every needle.
-inline void expect_error(const std::function<void()>& fn, std::vector<std::string> needles) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    for (const auto& n : needles)
-      EXPECT_NE(msg.find(n), std::string::npos) << "message '" << msg << "' lacks '" << n << "'";
-    return;
-  }
-  ADD_FAILURE() << "expected a kiln::Error mentioning " << needles.at(0);
-}
+// expect_error(fn, {needles...}): expect_error.h's (one overload set for every test).
+using kiln::testing::expect_error;
 
 inline std::string dname(DType d) { return std::string(dtype_name(d)); }
 

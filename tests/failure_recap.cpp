@@ -13,16 +13,16 @@
 
 namespace {
 
-class FailureRecap : public testing::EmptyTestEventListener {
+class FailureRecap : public ::testing::EmptyTestEventListener {
  public:
   // (The test's name is kept here: UnitTest::current_test_info() would take the lock that gtest
   // holds while it calls OnTestPartResult.)
-  void OnTestStart(const testing::TestInfo& test) override {
+  void OnTestStart(const ::testing::TestInfo& test) override {
     current_ = std::string(test.test_suite_name()) + "." + test.name();
   }
-  void OnTestEnd(const testing::TestInfo&) override { current_ = "(outside a test)"; }
+  void OnTestEnd(const ::testing::TestInfo&) override { current_ = "(outside a test)"; }
 
-  void OnTestPartResult(const testing::TestPartResult& result) override {
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
     const std::string& where = current_;
     std::string message = result.message();
@@ -32,7 +32,7 @@ class FailureRecap : public testing::EmptyTestEventListener {
                         std::to_string(result.line_number()) + "\n" + message);
   }
 
-  void OnTestProgramEnd(const testing::UnitTest&) override {
+  void OnTestProgramEnd(const ::testing::UnitTest&) override {
     if (failures_.empty()) return;
     std::fprintf(stderr, "\n[ RECAP    ] %zu failed assertion(s):\n", failures_.size());
     for (const std::string& f : failures_) std::fprintf(stderr, "[ RECAP    ] %s\n", f.c_str());
@@ -46,7 +46,7 @@ class FailureRecap : public testing::EmptyTestEventListener {
 
 // Registered before main() runs (gtest_main's main only initialises and runs): gtest owns it.
 const bool registered = [] {
-  testing::UnitTest::GetInstance()->listeners().Append(new FailureRecap);
+  ::testing::UnitTest::GetInstance()->listeners().Append(new FailureRecap);
   return true;
 }();
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "kiln/kiln.h"
 
 namespace kt {
@@ -110,18 +111,7 @@ inline std::string layout_name(Layout l) {
   return names[int(l)];
 }
 
-// Fails unless `fn` raises a kiln::Error whose message contains every piece of `parts`.
-template <class F>
-void expect_error(F&& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    kiln::sync();  // with KILN_JIT=1, errors found by kernels surface at the sync point
-    ADD_FAILURE() << "expected a kiln::Error containing '" << *parts.begin() << "'";
-  } catch (const kiln::Error& e) {
-    std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "message '" << msg << "' lacks '" << p << "'";
-  }
-}
+// expect_error(fn, {parts...}): expect_error.h's (one overload set for every test).
+using kiln::testing::expect_error;
 
 }  // namespace kt

@@ -42,7 +42,7 @@ class NpyTmp : public ::testing::Test {
   std::vector<std::string> files_;
 };
 
-void expect_error(const std::string& file, const std::string& what) {
+void expect_npy_error(const std::string& file, const std::string& what) {
   std::string path = data_path(file);
   try {
     load_npy(path);
@@ -147,16 +147,16 @@ TEST(NpyLoad, Versions2And3) {
 }
 
 TEST(NpyLoad, Errors) {
-  expect_error("unknown_c8.npy", "unsupported dtype '<c8'");
-  expect_error("unknown_u2.npy", "unsupported dtype '<u2'");
-  expect_error("unknown_object.npy", "unsupported dtype '|O'");
-  expect_error("unknown_structured.npy", "unsupported dtype");
-  expect_error("bad_magic.npy", "bad magic");
-  expect_error("truncated_header.npy", "truncated");
-  expect_error("truncated_data.npy", "truncated data");
-  expect_error("extra_data.npy", "size mismatch");
-  expect_error("shape_mismatch.npy", "truncated data");  // header (2, 4) but 6 floats
-  expect_error("does_not_exist.npy", "cannot open");
+  expect_npy_error("unknown_c8.npy", "unsupported dtype '<c8'");
+  expect_npy_error("unknown_u2.npy", "unsupported dtype '<u2'");
+  expect_npy_error("unknown_object.npy", "unsupported dtype '|O'");
+  expect_npy_error("unknown_structured.npy", "unsupported dtype");
+  expect_npy_error("bad_magic.npy", "bad magic");
+  expect_npy_error("truncated_header.npy", "truncated");
+  expect_npy_error("truncated_data.npy", "truncated data");
+  expect_npy_error("extra_data.npy", "size mismatch");
+  expect_npy_error("shape_mismatch.npy", "truncated data");  // header (2, 4) but 6 floats
+  expect_npy_error("does_not_exist.npy", "cannot open");
 }
 
 TEST_F(NpyTmp, MalformedHeaders) {
