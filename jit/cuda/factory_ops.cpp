@@ -12,12 +12,10 @@ namespace kiln::jit::cuda {
 
 namespace {
 
-std::string tname(DType t) { return std::string(dtype_name(t)); }
-
 // Words: [0] n, [1] out, [2] start, [3] step (Int64 bits with int_math, else Float64 bits),
 // [4] int_math. Values: start + i * step in int64 (wrapping) or in double, then converted.
 CudaSource arange_source(DType t) {
-  const std::string name = fmt::format("kiln_arange_{}", tname(t));
+  const std::string name = fmt::format("kiln_arange_{}", dtype_name(t));
   const char* T = cuda_storage_type(t);
   std::string s = source_kernel_begin(name, 5);
   s += fmt::format("  {0}* const out = ({0}*)a.w[1];\n", T);
@@ -47,7 +45,7 @@ void arange_cuda(const OpCall& c, const Tensor& out) {
 // Words: [0] steps, [1] out, [2] start (T), [3] end (T), [4] step (S: T for floats, else
 // double), [5] half. torch's two halves, as ops/ranges.cpp.
 CudaSource linspace_source(DType t) {
-  const std::string name = fmt::format("kiln_linspace_{}", tname(t));
+  const std::string name = fmt::format("kiln_linspace_{}", dtype_name(t));
   const char* T = cuda_storage_type(t);
   const DType st = is_floating(t) ? t : DType::Float64;
   const char* S = cuda_storage_type(st);
@@ -92,7 +90,7 @@ void linspace_cuda(const OpCall& c, const Tensor& out) {
 
 // Words: [0] rows * cols, [1] cols, [2] out.
 CudaSource eye_source(DType t) {
-  const std::string name = fmt::format("kiln_eye_{}", tname(t));
+  const std::string name = fmt::format("kiln_eye_{}", dtype_name(t));
   const char* T = cuda_storage_type(t);
   std::string s = source_kernel_begin(name, 3);
   s += fmt::format("  {0}* const out = ({0}*)a.w[2];\n", T);

@@ -41,8 +41,6 @@ std::string split(const std::string& index, const std::vector<int>& bases, bool 
   return s;
 }
 
-std::string dtype_str(DType t) { return std::string(dtype_name(t)); }
-
 // ---- index_select, gather, embedding: out[p] = x[p with dim replaced by index[p]] ----
 // Words: [0] n, [1] rank, [2, 14) sizes, [14, 26) out strides, [26, 38) x strides (0 along dim),
 // [38, 50) index strides, [50] dim size, [51] x's stride along dim, [52] out, [53] x, [54] index,
@@ -50,7 +48,7 @@ std::string dtype_str(DType t) { return std::string(dtype_name(t)); }
 constexpr int kGatherWords = 58;
 
 CudaSource gather_source(DType t, DType it) {
-  const std::string name = fmt::format("kiln_gather_{}_{}", dtype_str(t), dtype_str(it));
+  const std::string name = fmt::format("kiln_gather_{}_{}", dtype_name(t), dtype_name(it));
   const char* T = cuda_storage_type(t);
   std::string s = source_kernel_begin(name, kGatherWords);
   s += fmt::format(
@@ -185,7 +183,7 @@ std::string add_expr(DType t) {
 }
 
 CudaSource scatter_add_source(DType t, DType it) {
-  const std::string name = fmt::format("kiln_scatter_add_{}_{}", dtype_str(t), dtype_str(it));
+  const std::string name = fmt::format("kiln_scatter_add_{}_{}", dtype_name(t), dtype_name(it));
   const char* T = cuda_storage_type(t);
   std::string s = source_kernel_begin(name, kScatterWords);
   s += fmt::format(
@@ -310,7 +308,7 @@ void one_hot_cuda(const OpCall& c, const Tensor& out) {
 constexpr int kTriangleWords = 30;
 
 CudaSource triangle_source(DType t) {
-  const std::string name = fmt::format("kiln_triangle_{}", dtype_str(t));
+  const std::string name = fmt::format("kiln_triangle_{}", dtype_name(t));
   const char* T = cuda_storage_type(t);
   std::string s = source_kernel_begin(name, kTriangleWords);
   s += fmt::format(

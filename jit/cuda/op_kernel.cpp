@@ -28,15 +28,11 @@ class CudaRenderSupport final : public KernelTarget {
   Device device_;
 };
 
-int32_t as_type(LoopKernel& k, int32_t id, DType t) {
-  return k.exprs[id].type == t ? id : k.cast(id, t);
-}
-
 // A Scalar param read as `t`; a Bool value goes through Float64 (params are numbers), which
 // keeps Scalar::to<bool>'s "not zero" (NaN included).
 int32_t scalar_param(LoopKernel& k, int32_t p, DType t) {
   k.params[p] = t == DType::Bool ? DType::Float64 : t;
-  return as_type(k, k.param(p), t);
+  return k.as_type(k.param(p), t);
 }
 
 // The binary ops that compute in Bool through Int32 (sub, div and the logical ops do not).
@@ -103,7 +99,7 @@ LoopKernel op_loop_kernel(const OpCall& c, DType out, Device device) {
   std::vector<int32_t> in;
   for (int32_t i = 0; i < k.num_inputs(); ++i) in.push_back(k.load(i));
   if (c.op == OpId::Copy || c.op == OpId::Cast) {
-    k.stores = {as_type(k, in.at(0), out)};
+    k.stores = {k.as_type(in.at(0), out)};
     k.verify();
     return k;
   }

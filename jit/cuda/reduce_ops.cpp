@@ -19,10 +19,6 @@ namespace {
 
 constexpr DType F32 = DType::Float32, F64 = DType::Float64, I32 = DType::Int32, I64 = DType::Int64;
 
-int32_t as_dtype(LoopKernel& k, int32_t id, DType t) {
-  return k.exprs[id].type == t ? id : k.cast(id, t);
-}
-
 // x != 0 as a mask (NaN counts as nonzero, as in eager's all/any).
 int32_t nonzero(LoopKernel& k, int32_t x) {
   const DType t = k.exprs[x].type;
@@ -51,15 +47,14 @@ LoopKernel reduction_kernel(const OpCall& c, DType out) {
         n.attrs = c.attrs;
         r = lower_reduction(k, n, x);
       } else if (c.op == OpId::Sum || c.op == OpId::Prod) {  // Int64, wrapping
-        r = k.reduce(c.op == OpId::Sum ? ExprOp::ReduceSum : ExprOp::ReduceProd,
-                     as_dtype(k, x, I64));
+        r = k.reduce(c.op == OpId::Sum ? ExprOp::ReduceSum : ExprOp::ReduceProd, k.as_type(x, I64));
       } else if (c.op == OpId::Amax || c.op == OpId::Amin) {
         const ExprOp op = c.op == OpId::Amax ? ExprOp::ReduceMax : ExprOp::ReduceMin;
         r = in == DType::Bool ? k.cast(k.reduce(op, k.cast(x, I32)), DType::Bool) : k.reduce(op, x);
       }
       break;
     case OpId::Logsumexp: {  // eager: m + log(sum(exp(x - m))), m = 0 where the max is infinite
-      const int32_t xc = as_dtype(k, x, out);
+      const int32_t xc = k.as_type(x, out);
       const int32_t m = k.reduce(ExprOp::ReduceMax, xc);
       const int32_t inf = k.constant(std::numeric_limits<double>::infinity(), out);
       const int32_t shift =
@@ -109,7 +104,7 @@ LoopKernel arg_kernel(DType in, bool max) {
 LoopKernel softmax_kernel(DType in, DType out, bool log) {
   LoopKernel k;
   k.inputs = {in};
-  const int32_t x = as_dtype(k, k.load(0), out);
+  const int32_t x = k.as_type(k.load(0), out);
   const int32_t m = k.reduce(ExprOp::ReduceMax, x);
   const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, m));
   const int32_t s = k.reduce(ExprOp::ReduceSum, e);
@@ -129,7 +124,7 @@ LoopKernel layer_norm_kernel(DType t, bool has_w, bool has_b) {
   LoopKernel k;
   k.inputs.assign(1 + has_w + has_b, t);
   k.params = {F64};
-  const int32_t x = as_dtype(k, k.load(0), F64);
+  const int32_t x = k.as_type(k.load(0), F64);
   const int32_t mean = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(F64));
   const int32_t d = k.binary(ExprOp::Sub, x, mean);
   const int32_t ss = k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, d, d));
@@ -137,9 +132,9 @@ LoopKernel layer_norm_kernel(DType t, bool has_w, bool has_b) {
       k.binary(ExprOp::Add, k.binary(ExprOp::Div, ss, k.row_size(F64)), k.param(0));
   const int32_t rstd = k.binary(ExprOp::Div, k.constant(1.0, F64), k.unary(ExprOp::Sqrt, var_eps));
   int32_t v = k.binary(ExprOp::Mul, d, rstd);
-  if (has_w) v = k.binary(ExprOp::Mul, v, as_dtype(k, k.load(1), F64));
-  if (has_b) v = k.binary(ExprOp::Add, v, as_dtype(k, k.load(has_w ? 2 : 1), F64));
-  k.stores = {as_dtype(k, v, t)};
+  if (has_w) v = k.binary(ExprOp::Mul, v, k.as_type(k.load(1), F64));
+  if (has_b) v = k.binary(ExprOp::Add, v, k.as_type(k.load(has_w ? 2 : 1), F64));
+  k.stores = {k.as_type(v, t)};
   k.verify();
   return k;
 }
@@ -151,7 +146,7 @@ LoopKernel cross_entropy_rows_kernel(DType t) {
   LoopKernel k;
   k.inputs = {t, I64, I64};
   k.params = {I64};
-  const int32_t x = as_dtype(k, k.load(0), F64);
+  const int32_t x = k.as_type(k.load(0), F64);
   const int32_t target = k.load(1), cls = k.load(2);
   const int32_t zero = k.constant(0.0, F64), one = k.constant(1.0, F64);
   const int32_t mx = k.reduce(ExprOp::ReduceMax, x);
@@ -174,7 +169,7 @@ LoopKernel cross_entropy_mean_kernel(DType t) {
   k.inputs = {F64};
   k.params = {F64};
   const int32_t mean = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, k.load(0)), k.param(0));
-  k.stores = {as_dtype(k, mean, t)};
+  k.stores = {k.as_type(mean, t)};
   k.verify();
   return k;
 }

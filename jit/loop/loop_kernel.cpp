@@ -178,6 +178,7 @@ int32_t LoopKernel::cast(int32_t a, DType t) {
   e.type = t;
   return push(*this, e);
 }
+int32_t LoopKernel::as_type(int32_t a, DType t) { return type_of(*this, a) == t ? a : cast(a, t); }
 int32_t LoopKernel::reduce(ExprOp op, int32_t a) {
   Expr e{op, a};
   e.type = type_of(*this, a);

@@ -160,8 +160,9 @@ struct LoopKernel {
   int32_t binary(ExprOp op, int32_t a, int32_t b);
   int32_t select(int32_t mask, int32_t a, int32_t b);
   int32_t cast(int32_t a, DType t);
-  int32_t reduce(ExprOp op, int32_t a);           // ReduceSum .. ReduceMin of an element value
-  int32_t reduce_first(int32_t flag);             // ReduceFirst (Int64) of a float flag
+  int32_t as_type(int32_t a, DType t);   // a itself when already of type t, else cast(a, t)
+  int32_t reduce(ExprOp op, int32_t a);  // ReduceSum .. ReduceMin of an element value
+  int32_t reduce_first(int32_t flag);    // ReduceFirst (Int64) of a float flag
   int32_t row_size(DType t, int64_t offset = 0);  // (t)(row elements + offset)
 
   bool has_reduce() const;

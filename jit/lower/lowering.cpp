@@ -161,10 +161,6 @@ int32_t scalar_expr(LoopKernel& k, const Node& n, const ScalarSource& s, int i, 
   }
 }
 
-int32_t as_type(LoopKernel& k, int32_t id, DType t) {
-  return k.exprs[id].type == t ? id : k.cast(id, t);
-}
-
 // pow(x, e) (PowScalar) or pow of two operands (Pow, a Scalar on either side), with `x` the
 // tensor inputs in the compute dtype, as PowScalarF / PowF / int_pow compute it.
 int32_t lower_pow(LoopKernel& k, const Node& n, std::span<const int32_t> x,
@@ -180,7 +176,7 @@ int32_t lower_pow(LoopKernel& k, const Node& n, std::span<const int32_t> x,
     case PowForm::FloatParam: {
       k.params[scalars.param[0]] = DType::Float64;
       const int32_t pd = k.param(scalars.param[0]);
-      const int32_t y = k.binary(ExprOp::Pow, x[0], as_type(k, pd, cd));
+      const int32_t y = k.binary(ExprOp::Pow, x[0], k.as_type(pd, cd));
       auto is = [&](double v) { return k.binary(ExprOp::Eq, pd, k.constant(v, DType::Float64)); };
       int32_t r = k.select(is(1.0), x[0], y);
       r = k.select(is(0.5), k.unary(ExprOp::Sqrt, x[0]), r);
@@ -220,8 +216,8 @@ int32_t lower_dropout(LoopKernel& k, const Node& n, int32_t x, const ScalarSourc
     k.params[s.param[0]] = DType::Float64;
     const int32_t p = k.param(s.param[0]);
     const int32_t one = k.constant(1.0, DType::Float64);
-    keep = k.binary(ExprOp::Ge, as_type(k, u, DType::Float64), p);
-    scale = as_type(k, k.binary(ExprOp::Div, one, k.binary(ExprOp::Sub, one, p)), t);
+    keep = k.binary(ExprOp::Ge, k.as_type(u, DType::Float64), p);
+    scale = k.as_type(k.binary(ExprOp::Div, one, k.binary(ExprOp::Sub, one, p)), t);
   } else {
     const double p = n.attrs.scalars[0].to_double();
     double bound = p;
@@ -292,11 +288,11 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
 int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMeta* const> inputs,
                    std::span<const int32_t> in, const ScalarSource& scalars) {
   const DType od = n.meta.dtype;
-  if (n.op == OpId::Cast) return as_type(k, in[0], od);
+  if (n.op == OpId::Cast) return k.as_type(in[0], od);
   if (n.op == OpId::Where)  // cond ? a : b, both converted to the output dtype
-    return k.select(in[0], as_type(k, in[1], od), as_type(k, in[2], od));
+    return k.select(in[0], k.as_type(in[1], od), k.as_type(in[2], od));
   if (n.op == OpId::MaskedFill)
-    return k.select(in[1], scalar_expr(k, n, scalars, 0, od), as_type(k, in[0], od));
+    return k.select(in[1], scalar_expr(k, n, scalars, 0, od), k.as_type(in[0], od));
   if (n.op == OpId::Dropout) return lower_dropout(k, n, in[0], scalars, od);
   if (n.op == OpId::Rand) {
     KILN_CHECK(scalars.philox >= 0, "lowering: rand without its Philox params");
@@ -304,7 +300,7 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
   }
   const DType cd = compute_dtype(n, inputs);
   SmallVector<int32_t, 2> x;  // the inputs in the compute dtype
-  for (int32_t id : in) x.push_back(as_type(k, id, cd));
+  for (int32_t id : in) x.push_back(k.as_type(id, cd));
   if (n.op == OpId::LogicalNot) return k.unary(ExprOp::Not, x[0]);
   if (n.op == OpId::Isnan) return k.binary(ExprOp::Ne, x[0], x[0]);  // x != x
   const ExprOp u = unary_expr(n.op);

@@ -146,8 +146,9 @@ struct LogicalNotF {
 };
 
 // Integer power by squaring; a negative exponent gives 1/b^|e| truncated (0 unless |b| == 1).
-// static: each per-ISA object keeps its own copy (at -O1, under the sanitizer presets, it is not
-// inlined, and a shared weak symbol would let the linker give baseline callers the AVX-512 one).
+// static: each per-ISA object keeps its own copy. The kernels compile at -O3, which inlines it; at
+// -O1 or -O2 (checked under ASan) it is not, and a shared weak symbol would let the linker give
+// baseline callers the AVX-512 copy.
 template <class T>
 static T int_pow(T b, T e) {
   if (e < 0) return b == 1 ? T(1) : (b == -1 ? ((e & 1) ? T(-1) : T(1)) : T(0));
