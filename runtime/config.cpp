@@ -69,6 +69,12 @@ Config config_from_env() {
   if (auto v = env("KILN_JIT_UNROLL")) c.jit_unroll = parse_int("KILN_JIT_UNROLL", v, 0, 4);
   if (auto v = env("KILN_JIT_WARMUP")) c.jit_warm_up = parse_bool("KILN_JIT_WARMUP", v);
   if (auto v = env("KILN_JIT_ASSEMBLER")) c.jit_assembler = parse_bool("KILN_JIT_ASSEMBLER", v);
+  if (auto v = env("KILN_JIT_STREAMING")) {
+    const std::string s = v;
+    if (s != "auto" && s != "on" && s != "off")
+      fail("KILN_JIT_STREAMING={}: expected auto, on or off", s);
+    c.jit_streaming = s;
+  }
   if (auto v = env("KILN_DEVICE")) c.default_device = parse_device("KILN_DEVICE", v);
   if (auto v = env("KILN_NUM_THREADS")) c.num_threads = parse_int("KILN_NUM_THREADS", v, 0, 4096);
   if (auto v = env("KILN_LOG")) {

@@ -11,10 +11,10 @@ using namespace kiln::testutil;
 namespace {
 
 const char* const kVars[] = {
-    "KILN_JIT",          "KILN_JIT_THRESHOLD", "KILN_JIT_ASYNC",   "KILN_JIT_RECOMPILE_LIMIT",
-    "KILN_JIT_VALIDATE", "KILN_DEVICE",        "KILN_NUM_THREADS", "KILN_LOG",
-    "KILN_CACHE_DIR",    "KILN_DUMP",          "KILN_PROFILE",     "KILN_STATS",
-    "KILN_JIT_PASSES",   "KILN_JIT_UNROLL"};
+    "KILN_JIT",          "KILN_JIT_THRESHOLD", "KILN_JIT_ASYNC",    "KILN_JIT_RECOMPILE_LIMIT",
+    "KILN_JIT_VALIDATE", "KILN_DEVICE",        "KILN_NUM_THREADS",  "KILN_LOG",
+    "KILN_CACHE_DIR",    "KILN_DUMP",          "KILN_PROFILE",      "KILN_STATS",
+    "KILN_JIT_PASSES",   "KILN_JIT_UNROLL",    "KILN_JIT_STREAMING"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {
@@ -75,6 +75,9 @@ TEST(Config, DefaultsAndGoodValues) {
   EXPECT_EQ(with("KILN_JIT_RECOMPILE_LIMIT", "0").jit_recompile_limit, 0);
   EXPECT_EQ(d.jit_unroll, 0);
   EXPECT_EQ(with("KILN_JIT_UNROLL", "3").jit_unroll, 3);
+  EXPECT_EQ(d.jit_streaming, "auto");
+  EXPECT_EQ(with("KILN_JIT_STREAMING", "off").jit_streaming, "off");
+  EXPECT_EQ(with("KILN_JIT_STREAMING", "on").jit_streaming, "on");
   EXPECT_EQ(with("KILN_NUM_THREADS", "3").num_threads, 3);
   EXPECT_EQ(with("KILN_NUM_THREADS", "0").num_threads, 0);  // 0 = all cores, as documented
   EXPECT_TRUE(with("KILN_DEVICE", "cuda").default_device.is_cuda());
@@ -99,6 +102,7 @@ TEST(Config, BadValuesNameTheVariableAndTheAcceptedValues) {
   expect_bad("KILN_JIT_THRESHOLD", "3x", {"integer"});
   expect_bad("KILN_JIT_RECOMPILE_LIMIT", "1.5", {"integer"});
   expect_bad("KILN_JIT_UNROLL", "5", {"integer", "[0,"});
+  expect_bad("KILN_JIT_STREAMING", "1", {"KILN_JIT_STREAMING", "auto", "on", "off"});
   expect_bad("KILN_NUM_THREADS", "-2", {"integer", "[0,"});
   expect_bad("KILN_NUM_THREADS", "many", {"integer"});
   expect_bad("KILN_NUM_THREADS", "99999999999", {"integer"});

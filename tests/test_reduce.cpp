@@ -152,7 +152,7 @@ std::vector<double> values(const Tensor& t) {
 }
 
 // A tensor of `shape` with values drawn for the op: small ints, or floats in [lo, hi).
-Tensor make(std::vector<int64_t> shape, DType dt, std::mt19937& rng, double lo, double hi) {
+Tensor make_random(std::vector<int64_t> shape, DType dt, std::mt19937& rng, double lo, double hi) {
   int64_t n = 1;
   for (auto s : shape) n *= s;
   std::uniform_real_distribution<double> u(lo, hi);
@@ -166,10 +166,10 @@ Tensor make(std::vector<int64_t> shape, DType dt, std::mt19937& rng, double lo, 
 std::vector<std::pair<std::string, Tensor>> layouts(DType dt, std::mt19937& rng, double lo,
                                                     double hi) {
   return {
-      {"contiguous", make({4, 5, 6}, dt, rng, lo, hi)},
-      {"transposed", make({6, 5, 4}, dt, rng, lo, hi).permute({2, 1, 0})},
-      {"sliced", make({8, 5, 12}, dt, rng, lo, hi).slice(0, 0, 8, 2).slice(2, 1, 12, 2)},
-      {"expanded", make({4, 1, 6}, dt, rng, lo, hi).expand({4, 5, 6})},
+      {"contiguous", make_random({4, 5, 6}, dt, rng, lo, hi)},
+      {"transposed", make_random({6, 5, 4}, dt, rng, lo, hi).permute({2, 1, 0})},
+      {"sliced", make_random({8, 5, 12}, dt, rng, lo, hi).slice(0, 0, 8, 2).slice(2, 1, 12, 2)},
+      {"expanded", make_random({4, 1, 6}, dt, rng, lo, hi).expand({4, 5, 6})},
   };
 }
 
@@ -312,7 +312,7 @@ TEST(Reduce, ArgmaxArgminEveryLayoutDtypeDim) {
 // kernel directly; other patterns and layouts are gathered first.
 TEST(Reduce, FourDimPatterns) {
   std::mt19937 rng(19);
-  Tensor base = make({3, 4, 5, 16}, DType::Float64, rng, -3, 4);
+  Tensor base = make_random({3, 4, 5, 16}, DType::Float64, rng, -3, 4);
   const std::vector<std::vector<int64_t>> dims_lists = {{1, 2}, {0, 1}, {0, 2},
                                                         {1, 3}, {-2},   {0, 1, 2}};
   for (const Tensor& x : {base, base.permute({0, 2, 1, 3}), base.slice(3, 0, 16, 2)}) {
@@ -505,7 +505,7 @@ TEST(Reduce, VarSingleElementAndStd) {
 TEST(Reduce, ColumnAndRowPathsLarge) {
   std::mt19937 rng(3);
   for (DType dt : {DType::Float32, DType::Float64, DType::Int32}) {
-    Tensor x = make({2, 1500, 110}, dt, rng, -3, 4);  // 3.3e5 elements: parallel
+    Tensor x = make_random({2, 1500, 110}, dt, rng, -3, 4);  // 3.3e5 elements: parallel
     const std::vector<double> v = values(x);
     for (auto dims : std::vector<std::vector<int64_t>>{{1}, {0, 1}, {2}, {0, 2}, {}}) {
       std::vector<double> scale;
@@ -514,21 +514,21 @@ TEST(Reduce, ColumnAndRowPathsLarge) {
       auto ref_max = reference(v, x.sizes(), dims, R::Amax, nullptr);
       expect_matches(amax(x, dims), ref_max, ref_max, dt, true, "amax large");
     }
-    Tensor rows = make({320, 1024}, dt, rng, -3, 4);
+    Tensor rows = make_random({320, 1024}, dt, rng, -3, 4);
     std::vector<double> scale;
     auto ref = reference(values(rows), rows.sizes(), {-1}, R::Sum, &scale);
     expect_matches(sum(rows, {-1}), ref, scale, dt, !is_floating(dt), "row sums");
   }
   // Columns longer than one row chunk (2048): partial vectors combined across chunks.
   for (DType dt : {DType::Float32, DType::Int64}) {
-    Tensor c = make({5000, 40}, dt, rng, -3, 4);
+    Tensor c = make_random({5000, 40}, dt, rng, -3, 4);
     std::vector<double> cs;
     auto cref = reference(values(c), c.sizes(), {0}, R::Sum, &cs);
     expect_matches(sum(c, {0}), cref, cs, dt, !is_floating(dt), "chunked column sums");
     auto cmin = reference(values(c), c.sizes(), {0}, R::Amin, nullptr);
     expect_matches(amin(c, {0}), cmin, {}, dt, true, "chunked column amin");
   }
-  Tensor y = make({700, 500}, DType::Float32, rng, -3, 4);
+  Tensor y = make_random({700, 500}, DType::Float32, rng, -3, 4);
   std::vector<double> scale;
   auto ref = reference(values(y.t()), {500, 700}, {1}, R::Var, &scale);
   expect_matches(var(y.t(), {1}), ref, scale, DType::Float32, false, "var transposed large");
@@ -544,7 +544,7 @@ TEST(Reduce, LargeVarMatchesFloat64Reference) {
   std::mt19937 rng(29);
   for (DType dt : {DType::Float32, DType::Float64}) {
     for (Shape shape : {Shape{3, 601}, Shape{1024, 4}, Shape{5000}}) {
-      Tensor x = make(shape, dt, rng, -3, 4);
+      Tensor x = make_random(shape, dt, rng, -3, 4);
       const std::vector<double> v = values(x);
       for (auto dims : std::vector<std::vector<int64_t>>{{-1}, {0}, {}}) {
         const std::string what =

@@ -16,6 +16,7 @@
 #include "jit/cpu/render.h"
 #include "jit/cpu/render_cols.h"
 #include "jit/cpu/render_reduce.h"
+#include "jit/cpu/store_choice.h"
 #include "jit/loop/kernel_cache.h"
 #include "jit/loop/row_program.h"
 #include "ops/cpu/pointwise_table.h"  // kStreamingBytes: the eager kernels' threshold too
@@ -168,7 +169,9 @@ class CpuKernel final : public CompiledKernel {
     // kernel twice; mlp_train's column sums too).
     // (A column kernel the column renderer declines by design keeps the row variant here: its
     // launches run the nodes eagerly, can_launch(), without a codegen failure's warning.)
-    variant(first.layout, large_outputs(hint.elements),
+    variant(first.layout,
+            large_outputs(hint.elements) &&
+                StoreChoice::mode_from(config().jit_streaming) != StoreChoice::Mode::Off,
             hint.columns && k.has_reduce() && column_kernel_ok(k));
   }
   const LoopKernel& source() const override { return k_; }
@@ -191,6 +194,15 @@ class CpuKernel final : public CompiledKernel {
     std::lock_guard lock(mu_);
     variants_.push_back({layout, streaming, columns, fn});
     return fn;
+  }
+
+  // The store choice of a launch whose outputs may stream (`eligible`: large, contiguous and
+  // aligned), counted in cpu_jit_counters().streaming_launches when it streams.
+  StoreChoice::Pick pick_stores(bool eligible) {
+    if (!eligible) return {false, false};
+    const StoreChoice::Pick p = stores_.next(StoreChoice::mode_from(config().jit_streaming));
+    if (p.streaming) cpu_jit_counters().streaming_launches.fetch_add(1, std::memory_order_relaxed);
+    return p;
   }
 
   // Whether every element output of a launch over `elements` elements has kStreamingBytes or
@@ -222,6 +234,7 @@ class CpuKernel final : public CompiledKernel {
     KernelFn fn;
   };
   std::vector<Variant> variants_;
+  StoreChoice stores_;  // streaming or ordinary stores for large outputs (store_choice.h)
 };
 
 // Any rank, coalesced to as few dims as the strides allow (innermost last), at least one.
@@ -317,7 +330,8 @@ void CpuKernel::launch(const LaunchArgs& args) {
                 (rank < 2 || outer[j] % vec_bytes == 0);
     for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.strides[j][d] % vec_bytes == 0;
   }
-  const KernelFn fn = variant(layout, streaming);
+  const StoreChoice::Pick stores = pick_stores(streaming);
+  const KernelFn fn = variant(layout, stores.streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
   KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
@@ -361,6 +375,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const int64_t total = rows * n_inner;
   const int threads = num_threads();
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  const StoreTrial trial(stores_, stores, total, name_);
   if (threads <= 1 || total <= kParallelGrain || in_parallel_region()) {
     run_rows(0, rows, 0, n_inner);
   } else if (rows >= 4 * threads) {
@@ -569,7 +584,8 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
       if (expr_is_reduce(e.op) && r++ == fuse)
         streaming = row_pieces_aligned(row_program(e.op, e.type, n), cpu_kernel_lanes(k_, isa_));
   }
-  const KernelFn fn = variant(layout, streaming);
+  const StoreChoice::Pick stores = pick_stores(streaming);
+  const KernelFn fn = variant(layout, stores.streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
   KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
@@ -622,6 +638,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     }
   };
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  const StoreTrial trial(stores_, stores, rows * n, name_);
   if (num_threads() <= 1 || rows < 2 || rows * n <= kParallelGrain || in_parallel_region())
     run_rows(0, rows);
   else
@@ -685,7 +702,8 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     }
     streaming = true;
   }
-  const KernelFn fn = variant(split.layout, streaming, true);
+  const StoreChoice::Pick stores = pick_stores(streaming);
+  const KernelFn fn = variant(split.layout, stores.streaming, true);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
   cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
   size_t reduces = 0;
@@ -712,6 +730,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   };
   const int64_t items = outer * blocks;
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  const StoreTrial trial(stores_, stores, outer * n * w, name_);
   if (num_threads() <= 1 || items < 2 || outer * n * w <= kParallelGrain || in_parallel_region())
     run(0, items);
   else

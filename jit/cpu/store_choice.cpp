@@ -1,0 +1,90 @@
+#include "jit/cpu/store_choice.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <limits>
+
+#include "runtime/error.h"
+#include "runtime/logging.h"
+
+namespace kiln::jit {
+
+StoreChoice::Mode StoreChoice::mode_from(const std::string& s) {
+  if (s.empty() || s == "auto") return Mode::Auto;
+  if (s == "on") return Mode::On;
+  if (s == "off") return Mode::Off;
+  fail("KILN_JIT_STREAMING={}: expected auto, on or off", s);
+}
+
+StoreChoice::Pick StoreChoice::next(Mode mode) {
+  if (mode != Mode::Auto) return {mode == Mode::On, false};
+  std::lock_guard lock(mu_);
+  if (decided_ >= 0) return {decided_ == 1, false};
+  if (eligible_++ == 0 || in_flight_) return {true, false};  // cold first launch; a concurrent one
+  // Alternate, ordinary stores first, until each kind has its trials.
+  const bool streaming = trials_[1] < trials_[0];
+  in_flight_ = true;
+  return {streaming, true};
+}
+
+bool StoreChoice::record(bool streaming, int64_t elements, int64_t ns) {
+  std::lock_guard lock(mu_);
+  in_flight_ = false;
+  if (decided_ >= 0 || elements <= 0) return false;
+  const double t = static_cast<double>(ns) / static_cast<double>(elements);
+  const int s = streaming ? 1 : 0;
+  best_[s] = trials_[s] == 0 ? t : std::min(best_[s], t);
+  ++trials_[s];
+  if (trials_[0] < kTrials || trials_[1] < kTrials) return false;
+  decided_ = best_[1] <= best_[0] ? 1 : 0;
+  return true;
+}
+
+void StoreChoice::abandon() {
+  std::lock_guard lock(mu_);
+  in_flight_ = false;
+}
+
+int StoreChoice::decided() const {
+  std::lock_guard lock(mu_);
+  return decided_;
+}
+
+double StoreChoice::best_ns_per_element(bool streaming) const {
+  std::lock_guard lock(mu_);
+  const int s = streaming ? 1 : 0;
+  return trials_[s] > 0 ? best_[s] : std::numeric_limits<double>::infinity();
+}
+
+namespace {
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+StoreTrial::StoreTrial(StoreChoice& choice, StoreChoice::Pick pick, int64_t elements,
+                       const std::string& name)
+    : choice_(choice),
+      pick_(pick),
+      elements_(elements),
+      name_(name),
+      uncaught_(std::uncaught_exceptions()) {
+  if (pick_.timed) t0_ = now_ns();
+}
+
+StoreTrial::~StoreTrial() {
+  if (!pick_.timed) return;
+  if (std::uncaught_exceptions() > uncaught_)
+    choice_.abandon();
+  else if (choice_.record(pick_.streaming, elements_, now_ns() - t0_))
+    KILN_DEBUG(Jit,
+               "cpu {}: {} stores for large outputs (best ns per element: streaming {:.3f}, "
+               "ordinary {:.3f})",
+               name_, choice_.decided() == 1 ? "non-temporal" : "ordinary",
+               choice_.best_ns_per_element(true), choice_.best_ns_per_element(false));
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,80 @@
+// StoreChoice: whether a CPU kernel's large element outputs take non-temporal (streaming) stores
+// or ordinary ones, decided per kernel by measuring its own launches.
+//
+// Why measured: which one is faster depends on the machine and on the kernel, not on a rule
+// written down once. On the 2-core Zen 5 VM of docs/performance.md (2026-11-27), streaming
+// stores made copy-like kernels (x + 1, x * w, a degree-5 polynomial) and exp 6-34% faster, and
+// tanh, sin, the erf gelu and gelu out of primitives 5-17% slower; sigmoid was even. On the
+// Zen 4 machine before it, streaming won for gelu too (jit-codegen.md: ~35% more bytes/s).
+//
+// Contract (KILN_JIT_STREAMING, config().jit_streaming):
+// - "on": every eligible launch streams (the choice before this class); "off": none does.
+// - "auto" (the default): the first eligible launch streams, untimed (its output pages and code
+//   are cold); the next 2 * kTrials alternate ordinary and streaming stores, timed per element;
+//   then the kernel keeps the one with the lower best time (a tie keeps streaming) for the rest
+//   of the process. While one timed launch runs, a concurrent launch of the same kernel takes
+//   the current default untimed, so that two launches never time each other.
+// - Both choices store the same bits: the choice changes speed only, never results.
+// "Eligible" is the launch's business (cpu_target.cpp): every element output large
+// (kStreamingBytes), contiguous and vector-aligned.
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace kiln::jit {
+
+class StoreChoice {
+ public:
+  enum class Mode { Auto, On, Off };
+  static constexpr int kTrials = 2;  // timed launches of each kind before the choice
+
+  // KILN_JIT_STREAMING's value ("auto", "on", "off"; config.cpp validates it).
+  static Mode mode_from(const std::string& s);
+
+  // What the next eligible launch does: `streaming`, and whether to time it (`timed`: call
+  // record() with the outcome, or abandon() if the launch throws).
+  struct Pick {
+    bool streaming;
+    bool timed;
+  };
+  Pick next(Mode mode);
+  // Returns true when this record made the decision.
+  bool record(bool streaming, int64_t elements, int64_t ns);
+  void abandon();
+
+  // The decision, once made: 1 streaming, 0 ordinary stores, -1 still measuring.
+  int decided() const;
+  // The best measured ns per element of each kind (streaming: [1]); infinity before a trial.
+  double best_ns_per_element(bool streaming) const;
+
+ private:
+  mutable std::mutex mu_;
+  int eligible_ = 0;         // eligible launches seen in Auto mode
+  int trials_[2] = {0, 0};   // timed launches recorded, [streaming]
+  double best_[2] = {0, 0};  // their best ns per element (valid where trials_ > 0)
+  bool in_flight_ = false;   // a timed launch is running
+  int decided_ = -1;
+};
+
+// One launch under a StoreChoice pick: times it when the pick asks, recording the time when the
+// scope ends normally and abandoning the trial when it unwinds. The decision is logged
+// (KILN_LOG=jit=debug) with the kernel's name.
+class StoreTrial {
+ public:
+  StoreTrial(StoreChoice& choice, StoreChoice::Pick pick, int64_t elements,
+             const std::string& name);
+  ~StoreTrial();
+  StoreTrial(const StoreTrial&) = delete;
+  StoreTrial& operator=(const StoreTrial&) = delete;
+
+ private:
+  StoreChoice& choice_;
+  StoreChoice::Pick pick_;
+  int64_t elements_;
+  const std::string& name_;
+  int64_t t0_ = 0;
+  int uncaught_;
+};
+
+}  // namespace kiln::jit
