@@ -574,10 +574,12 @@ TEST(JitCpuKernels, IsaIsCapturedAtCompileTimeAndKeysTheCache) {
   }
 }
 
-// A kernel compiled for a large index space renders the variant its launches take (non-temporal
-// stores: every output of kStreamingBytes or more) while planning, and none at the launch; one
-// compiled without the size renders the plain variant and then the streaming one at its launch.
-TEST(JitCpuKernels, CompileForALargeIndexSpaceRendersTheStreamingVariantOnly) {
+// A kernel compiled for a large index space renders the variants its launches take while
+// planning, and none at the launches: with non-temporal stores (every output of kStreamingBytes
+// or more) under KILN_JIT_STREAMING=on, and with both kinds of stores under auto, which times
+// them (store_choice.h); one compiled without the size renders the plain variant and then the
+// streaming one at its first launch.
+TEST(JitCpuKernels, CompileForALargeIndexSpaceRendersTheVariantsItsLaunchesTake) {
   constexpr int64_t kN = (int64_t{8} << 20) / 4 + 48;  // 8 MiB of Float32 and a tail
   struct Free {
     void operator()(float* p) const { std::free(p); }
@@ -588,27 +590,37 @@ TEST(JitCpuKernels, CompileForALargeIndexSpaceRendersTheStreamingVariantOnly) {
   CpuJitCounters& c = cpu_jit_counters();
   for (const std::string& isa : supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
-    for (bool sized : {true, false}) {
-      LoopKernel k;
-      k.inputs.assign(1, DType::Float32);
-      // Constants unique to this test and case: rendered, not found in the kernel cache.
-      const double c0 = (sized ? 1.0 : 2.0) + (isa == "sse2" ? 0.25 : isa == "avx2" ? 0.5 : 0.75);
-      k.stores = {k.binary(ExprOp::Mul, k.load(0), k.constant(c0, DType::Float32))};
-      const int64_t before = c.kernels.load();
-      std::shared_ptr<CompiledKernel> kernel =
-          cpu_target().compile(k, CpuLaunchHint{sized ? kN : 0, false});
-      EXPECT_EQ(c.kernels.load(), before + 1) << isa << " sized " << sized;
-      LaunchArgs la;
-      la.sizes = {kN};
-      la.ptrs = {reinterpret_cast<char*>(out.get()), reinterpret_cast<char*>(in.get())};
-      la.strides = {DimVector{4}, DimVector{4}};
-      kernel->launch(la);
-      EXPECT_EQ(c.kernels.load(), before + (sized ? 1 : 2))
-          << isa << " sized " << sized << ": the launch took a variant rendered "
-          << (sized ? "while compiling" : "at the launch");
-      for (int64_t i = 0; i < kN; ++i)
-        ASSERT_EQ(out[i], in[i] * static_cast<float>(c0)) << isa << " element " << i;
-    }
+    for (const char* mode : {"on", "auto"})
+      for (bool sized : {true, false}) {
+        ConfigOverride<std::string> stores(config().jit_streaming, mode);
+        const bool on = std::string(mode) == "on";
+        LoopKernel k;
+        k.inputs.assign(1, DType::Float32);
+        // Constants unique to this test and case: rendered, not found in the kernel cache.
+        const double c0 = (sized ? 1.0 : 2.0) + (on ? 0.0 : 4.0) +
+                          (isa == "sse2"   ? 0.25
+                           : isa == "avx2" ? 0.5
+                                           : 0.75);
+        k.stores = {k.binary(ExprOp::Mul, k.load(0), k.constant(c0, DType::Float32))};
+        const int64_t before = c.kernels.load();
+        std::shared_ptr<CompiledKernel> kernel =
+            cpu_target().compile(k, CpuLaunchHint{sized ? kN : 0, false});
+        const int64_t compiled = sized && !on ? 2 : 1;
+        EXPECT_EQ(c.kernels.load(), before + compiled) << isa << " " << mode << " sized " << sized;
+        LaunchArgs la;
+        la.sizes = {kN};
+        la.ptrs = {reinterpret_cast<char*>(out.get()), reinterpret_cast<char*>(in.get())};
+        la.strides = {DimVector{4}, DimVector{4}};
+        for (int l = 0; l < (on ? 1 : 6); ++l) {  // auto: the cold launch, trials, the choice
+          kernel->launch(la);
+          EXPECT_EQ(c.kernels.load(), before + (sized ? compiled : 2))
+              << isa << " " << mode << " sized " << sized << " launch " << l
+              << ": the launches took variants rendered "
+              << (sized ? "while compiling" : "at the first launch");
+          for (int64_t i = 0; i < kN; ++i)
+            ASSERT_EQ(out[i], in[i] * static_cast<float>(c0)) << isa << " element " << i;
+        }
+      }
   }
 }
 

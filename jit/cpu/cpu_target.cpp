@@ -169,10 +169,15 @@ class CpuKernel final : public CompiledKernel {
     // kernel twice; mlp_train's column sums too).
     // (A column kernel the column renderer declines by design keeps the row variant here: its
     // launches run the nodes eagerly, can_launch(), without a codegen failure's warning.)
-    variant(first.layout,
-            large_outputs(hint.elements) &&
-                StoreChoice::mode_from(config().jit_streaming) != StoreChoice::Mode::Off,
-            hint.columns && k.has_reduce() && column_kernel_ok(k));
+    // With large outputs under KILN_JIT_STREAMING=auto both store variants are rendered here,
+    // back to back while the renderer is warm: the launches time both (store_choice.h), and a
+    // render at the second launch, after the first had streamed its outputs through the caches,
+    // took 3x as long (gelu's: 306 against ~100 us).
+    const bool columns = hint.columns && k.has_reduce() && column_kernel_ok(k);
+    const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
+    const bool large = large_outputs(hint.elements);
+    if (large && mode != StoreChoice::Mode::Off) variant(first.layout, true, columns);
+    if (!large || mode != StoreChoice::Mode::On) variant(first.layout, false, columns);
   }
   const LoopKernel& source() const override { return k_; }
 
