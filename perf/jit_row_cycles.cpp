@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
           streaming, cpu_kernel_unroll(k, isa)};
       const RenderedKernel r = render_cpu_kernel(rt, k, v, listing && isa == JitIsa::Avx512);
       if (!r.assembly.empty()) std::printf("%s\n", r.assembly.c_str());
-      // The launcher's params (cpu_target.cpp): each Reduce's row program, then the scratch.
+      // The launcher's params (cpu_kernel_reduce.cpp): each Reduce's row program, then the scratch.
       std::vector<std::vector<int64_t>> programs;
       for (const Expr& e : k.exprs)
         if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));

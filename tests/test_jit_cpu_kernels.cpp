@@ -536,7 +536,7 @@ TEST(JitCpuKernels, SixteenParams) {
   many_params<double>(16);
 }
 
-// Regression (fixed in jit/cpu/cpu_target.cpp, CpuKernel::launch): the launch copied the
+// Regression (fixed in jit/cpu/cpu_kernel.cpp, CpuKernel::launch): the launch copied the
 // parameters into a fixed 16-entry stack buffer and dropped every one past the 16th, while the
 // kernel still read param k at params + k * sizeof(T) (uninitialized bytes, or past the buffer).
 // Nothing caps a kernel's parameters: the planner makes one per promoted scalar of a group.

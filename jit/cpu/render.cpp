@@ -55,7 +55,7 @@ void render_function(E& cc, const LoopKernel& k, const KernelVariant& v) {
                 n_outer = args.n_outer, params = args.params;
 
   // A kernel reading the linear index (RandUniform) has one more operand: the index, carried
-  // like a pointer to elements of one byte (cpu_target.cpp launches it).
+  // like a pointer to elements of one byte (cpu_kernel.cpp launches it).
   const int nops = k.num_operands() + (k.uses_index() ? 1 : 0);
   std::vector<x86::Gp> base(nops), cur(nops);
   std::vector<int> esize(nops);

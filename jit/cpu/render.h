@@ -1,7 +1,7 @@
 // Renders one loop kernel to x86 machine code with asmjit's Compiler, for one ISA and one inner
 // layout (how each operand moves along the innermost dim). The function walks a 2-D index space:
 //   for o in [0, n_outer): for i in [0, n_inner): out_k[o, i] = expr_k(in_j[o, i], ...)
-// with byte strides per operand for both dims (the launcher, cpu_target.cpp, coalesces any rank to
+// with byte strides per operand for both dims (the launcher, cpu_kernel.cpp, coalesces any rank to
 // this). Contiguous and broadcast inner operands get a vector loop (optionally unrolled, with
 // the copies interleaved: KernelVariant::unroll) with a masked (AVX-512) or scalar (AVX2, SSE2)
 // tail; any strided operand makes the inner loop scalar. Operands may have
@@ -105,7 +105,7 @@ RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k,
 // The layout with every operand (and the index, when `k` uses it) contiguous.
 std::vector<InnerLayout> all_contiguous(const LoopKernel& k);
 
-// What the CPU target (cpu_target.cpp) renders `k` as on `isa` before any launch: every operand
+// What the CPU target (cpu_kernel.h) renders `k` as on `isa` before any launch: every operand
 // contiguous, its unroll (KILN_JIT_UNROLL, else cpu_kernel_unroll) and pipelining
 // (KILN_JIT_PIPELINE); not streaming, not columns.
 KernelVariant cpu_target_variant(const LoopKernel& k, JitIsa isa);

@@ -18,9 +18,9 @@
 //                 column program of n, then a pointer to the scratch: program_depth levels of
 //                 Reduces x (w rounded up to 16) x 8 bytes.
 // Along the columns every operand is Contiguous or Broadcast (KernelVariant::layout); the
-// launcher (cpu_target.cpp) runs nothing else through a column kernel. KernelVariant::streaming:
-// element outputs are large and every vector of them starts aligned (non-temporal stores, a
-// fence at the end), as in pointwise and row kernels.
+// launcher (cpu_kernel_reduce.cpp) runs nothing else through a column kernel.
+// KernelVariant::streaming: element outputs are large and every vector of them starts aligned
+// (non-temporal stores, a fence at the end), as in pointwise and row kernels.
 #pragma once
 #include <asmjit/x86.h>
 

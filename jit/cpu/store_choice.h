@@ -15,8 +15,8 @@
 //   of the process. While one timed launch runs, a concurrent launch of the same kernel takes
 //   the current default untimed, so that two launches never time each other.
 // - Both choices store the same bits: the choice changes speed only, never results.
-// "Eligible" is the launch's business (cpu_target.cpp): every element output large
-// (kStreamingBytes), contiguous and vector-aligned.
+// "Eligible" is the launch's business (cpu_kernel.cpp, cpu_kernel_reduce.cpp): every element output
+// large (kStreamingBytes), contiguous and vector-aligned.
 #pragma once
 #include <cstdint>
 #include <mutex>

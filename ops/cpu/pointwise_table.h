@@ -9,7 +9,7 @@
 namespace kiln {
 
 // Contiguous outputs of at least this many bytes are written with non-temporal stores (the
-// *_nt loops), as the JIT's kernels do (jit/cpu/cpu_target.cpp, the same threshold).
+// *_nt loops), as the JIT's kernels do (jit/cpu/cpu_kernel.h, the same threshold).
 inline constexpr int64_t kStreamingBytes = int64_t{8} << 20;
 
 struct PointwiseTable {

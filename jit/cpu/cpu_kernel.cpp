@@ -1,0 +1,161 @@
+#include "jit/cpu/cpu_kernel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "runtime/error.h"
+#include "runtime/parallel.h"
+#include "runtime/profiler.h"
+
+namespace kiln::jit {
+
+CoalescedLaunch coalesce_launch(const LaunchArgs& a) {
+  const size_t nops = a.ptrs.size();
+  CoalescedLaunch c;
+  c.strides.resize(nops);
+  for (size_t d = a.sizes.size(); d-- > 0;) {  // innermost first
+    if (a.sizes[d] == 1) continue;
+    bool merge = !c.sizes.empty();
+    for (size_t j = 0; merge && j < nops; ++j)
+      merge = a.strides[j][d] == c.strides[j].back() * c.sizes.back();
+    if (merge) {  // dim d continues the inner one: one longer dim with the inner stride
+      c.sizes.back() *= a.sizes[d];
+      continue;
+    }
+    c.sizes.push_back(a.sizes[d]);
+    for (size_t j = 0; j < nops; ++j) c.strides[j].push_back(a.strides[j][d]);
+  }
+  if (c.sizes.empty()) {
+    c.sizes.push_back(1);
+    for (size_t j = 0; j < nops; ++j) c.strides[j].push_back(0);
+  }
+  // Back to outermost-first.
+  std::reverse(c.sizes.begin(), c.sizes.end());
+  for (auto& s : c.strides) std::reverse(s.begin(), s.end());
+  return c;
+}
+
+void CpuKernel::launch(const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  KILN_CHECK(static_cast<int32_t>(nops) == k_.num_operands() && args.strides.size() == nops,
+             "cpu kernel: launched with {} operands, the kernel has {}", nops, k_.num_operands());
+  if (k_.has_reduce()) return args.inner_dims > 0 ? launch_cols(args) : launch_rows(args);
+  for (int64_t s : args.sizes)
+    if (s == 0) return;
+  // A kernel drawing random numbers reads each element's row-major index: a hidden last operand
+  // with the index space's row-major strides, coalesced and split with the others, whose
+  // "pointer" is the index itself (a number, never dereferenced).
+  const bool with_index = k_.uses_index();
+  LaunchArgs indexed;
+  if (with_index) {
+    indexed.sizes = args.sizes;
+    indexed.ptrs = args.ptrs;
+    indexed.strides = args.strides;
+    indexed.ptrs.push_back(nullptr);
+    DimVector rm(args.sizes.size(), 0);
+    int64_t step = 1;
+    for (size_t d = args.sizes.size(); d-- > 0;) {
+      rm[d] = step;
+      step *= args.sizes[d];
+    }
+    indexed.strides.push_back(rm);
+  }
+  const LaunchArgs& a = with_index ? indexed : args;
+  const size_t nall = a.ptrs.size();
+  CoalescedLaunch c = coalesce_launch(a);
+  const size_t rank = c.sizes.size();
+  const int64_t n_inner = c.sizes[rank - 1];
+
+  std::vector<InnerLayout> layout(nall);
+  std::vector<int64_t> inner(nall), outer(nall, 0), esize(nall);
+  for (size_t j = 0; j < nall; ++j) {
+    esize[j] =
+        j < nops ? static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j)))) : 1;
+    const int64_t s = c.strides[j][rank - 1];
+    inner[j] = s;
+    const bool output = static_cast<int32_t>(j) < k_.num_outputs();
+    if (s == esize[j] || n_inner == 1) {
+      layout[j] = InnerLayout::Contiguous;
+    } else if (s == 0 && !output) {
+      layout[j] = InnerLayout::Broadcast;
+    } else {
+      layout[j] = InnerLayout::Strided;
+    }
+    if (rank >= 2) outer[j] = c.strides[j][rank - 2];
+  }
+  // Large outputs that nothing reads soon go around the caches (non-temporal stores move ~35%
+  // more bytes per second here: jit-codegen.md), when every row start is vector-aligned.
+  const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  bool streaming = true;
+  int64_t numel = 1;
+  for (int64_t s : c.sizes) numel *= s;
+  for (int32_t j = 0; j < k_.num_outputs() && streaming; ++j) {
+    streaming = layout[j] == InnerLayout::Contiguous && numel * esize[j] >= kStreamingBytes &&
+                k_.output_dtype(j) != DType::Bool &&
+                reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
+                (rank < 2 || outer[j] % vec_bytes == 0);
+    for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.strides[j][d] % vec_bytes == 0;
+  }
+  const StoreChoice::Pick stores = pick_stores(streaming);
+  const KernelFn fn = variant(layout, stores.streaming);
+  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
+             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
+             k_.num_params());
+  // Param p at p * 8 bytes, in its value type (Scalar::to, as eager converts a Scalar operand).
+  const size_t np = static_cast<size_t>(k_.num_params());
+  SmallVector<uint64_t, 16> param_words(np + 1, 0);
+  for (size_t p = 0; p < np; ++p)
+    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
+      const T v = args.params[p].to<T>();
+      std::memcpy(&param_words[p], &v, sizeof(T));
+    });
+  const void* params = param_words.data();
+
+  // Rows: every index of the dims above the innermost, flattened; the outer of the rendered
+  // 2-D loop is the innermost of those, the rest are walked here.
+  const int64_t n_outer = rank >= 2 ? c.sizes[rank - 2] : 1;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= c.sizes[d];
+  // Runs rows [r0, r1) over the inner range [i0, i1).
+  auto run_rows = [&](int64_t r0, int64_t r1, int64_t i0, int64_t i1) {
+    SmallVector<char*, 8> p(nall);
+    SmallVector<int64_t, 8> off(nall);
+    while (r0 < r1) {
+      const int64_t o = r0 % n_outer;
+      int64_t rest = r0 / n_outer;
+      for (size_t j = 0; j < nall; ++j) off[j] = o * outer[j] + i0 * inner[j];
+      for (size_t d = rank >= 2 ? rank - 2 : 0; d-- > 0;) {
+        const int64_t idx = rest % c.sizes[d];
+        rest /= c.sizes[d];
+        for (size_t j = 0; j < nall; ++j) off[j] += idx * c.strides[j][d];
+      }
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + off[j];
+      if (with_index) p[nops] = reinterpret_cast<char*>(static_cast<uintptr_t>(off[nops]));
+      const int64_t count = std::min(r1 - r0, n_outer - o);
+      fn(p.data(), inner.data(), outer.data(), i1 - i0, count, params);
+      r0 += count;
+    }
+  };
+  const int64_t total = rows * n_inner;
+  const int threads = num_threads();
+  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  const StoreTrial trial(stores_, stores, total, name_);
+  if (threads <= 1 || total <= kParallelGrain || in_parallel_region()) {
+    run_rows(0, rows, 0, n_inner);
+  } else if (rows >= 4 * threads) {
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / n_inner);
+    parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) { run_rows(r0, r1, 0, n_inner); });
+  } else {  // few long rows: split the inner range in 64-element aligned chunks
+    const int64_t chunks = (n_inner + 63) / 64;
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / 64 / rows);
+    parallel_for(0, chunks, grain, [&](int64_t c0, int64_t c1) {
+      run_rows(0, rows, c0 * 64, std::min(n_inner, c1 * 64));
+    });
+  }
+  if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+}
+
+}  // namespace kiln::jit

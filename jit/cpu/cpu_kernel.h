@@ -1,0 +1,124 @@
+// CpuKernel: one loop kernel compiled for the CPU target (cpu_target.h): its machine code per
+// launch layout (rendered on first sight through render_cache.h), and its launches: pointwise
+// (cpu_kernel.cpp), row and column kernels (cpu_kernel_reduce.cpp). A launch coalesces dims,
+// classifies each operand's innermost stride, takes the variant for that layout and store
+// choice (store_choice.h), and splits the work across oneTBB within KILN_NUM_THREADS.
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "jit/cpu/cpu_target.h"
+#include "jit/cpu/render.h"
+#include "jit/cpu/render_cache.h"
+#include "jit/cpu/render_cols.h"
+#include "jit/cpu/store_choice.h"
+#include "jit/target.h"
+#include "ops/cpu/pointwise_table.h"  // kStreamingBytes: the eager kernels' threshold too
+#include "runtime/config.h"
+
+namespace kiln::jit {
+
+class CpuKernel final : public CompiledKernel {
+ public:
+  // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at
+  // compile time, for every variant.
+  CpuKernel(const LoopKernel& k, JitIsa isa, const CpuLaunchHint& hint)
+      : CpuKernel(k, cpu_target_variant(k, isa), hint) {}
+  CpuKernel(const LoopKernel& k, const KernelVariant& first, const CpuLaunchHint& hint)
+      : k_(k),
+        isa_(first.isa),
+        unroll_(first.unroll),
+        pipeline_(first.pipeline),
+        name_(fmt::format("kernel {:016x}", hash_words(encode(k)))) {
+    // Render the all-contiguous layout now: the common case, and a codegen failure surfaces
+    // while planning (the step then stays eager) instead of at the first launch. Streaming
+    // where the planner's index space makes every element output large, and as a column
+    // kernel where the planner launches it so: such launches never take the plain row variant,
+    // whose rendering would be wasted (kiln-perf's gelu, layernorm and softmax rendered each
+    // kernel twice; mlp_train's column sums too).
+    // (A column kernel the column renderer declines by design keeps the row variant here: its
+    // launches run the nodes eagerly, can_launch(), without a codegen failure's warning.)
+    // With large outputs under KILN_JIT_STREAMING=auto both store variants are rendered here,
+    // back to back while the renderer is warm: the launches time both (store_choice.h), and a
+    // render at the second launch, after the first had streamed its outputs through the caches,
+    // took 3x as long (gelu's: 306 against ~100 us).
+    const bool columns = hint.columns && k.has_reduce() && column_kernel_ok(k);
+    const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
+    const bool large = large_outputs(hint.elements);
+    if (large && mode != StoreChoice::Mode::Off) variant(first.layout, true, columns);
+    if (!large || mode != StoreChoice::Mode::On) variant(first.layout, false, columns);
+  }
+  const LoopKernel& source() const override { return k_; }
+
+  void launch(const LaunchArgs& args) override;
+
+ private:
+  void launch_rows(const LaunchArgs& args);  // a row kernel (k_.has_reduce())
+  void launch_cols(const LaunchArgs& args);  // a column kernel (args.inner_dims > 0)
+  bool can_launch(const LaunchArgs& args) const override;
+  // The machine code for one layout of the operands (rendered on first sight). The variant is
+  // keyed by every operand's layout, whatever the operand count.
+  KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming, bool columns = false) {
+    {
+      std::lock_guard lock(mu_);
+      for (const Variant& v : variants_)
+        if (v.streaming == streaming && v.columns == columns && v.layout == layout) return v.fn;
+    }
+    KernelFn fn =
+        render_cached(k_, KernelVariant{isa_, layout, streaming, unroll_, columns, pipeline_});
+    std::lock_guard lock(mu_);
+    variants_.push_back({layout, streaming, columns, fn});
+    return fn;
+  }
+
+  // The store choice of a launch whose outputs may stream (`eligible`: large, contiguous and
+  // aligned), counted in cpu_jit_counters().streaming_launches when it streams.
+  StoreChoice::Pick pick_stores(bool eligible) {
+    if (!eligible) return {false, false};
+    const StoreChoice::Pick p = stores_.next(StoreChoice::mode_from(config().jit_streaming));
+    if (p.streaming) cpu_jit_counters().streaming_launches.fetch_add(1, std::memory_order_relaxed);
+    return p;
+  }
+
+  // Whether every element output of a launch over `elements` elements has kStreamingBytes or
+  // more (a row kernel's row values do not count; at least one element output): the size half of
+  // the launches' test for non-temporal stores, the other half (layouts, alignment) assumed.
+  bool large_outputs(int64_t elements) const {
+    const std::vector<uint8_t> row = k_.has_reduce() ? k_.row_values() : std::vector<uint8_t>();
+    bool any = false;
+    for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+      if (!row.empty() && row[k_.stores[j]]) continue;
+      const DType t = k_.output_dtype(j);
+      if (t == DType::Bool || elements * static_cast<int64_t>(itemsize(t)) < kStreamingBytes)
+        return false;
+      any = true;
+    }
+    return any;
+  }
+
+  LoopKernel k_;
+  JitIsa isa_;
+  int unroll_;
+  bool pipeline_;     // KILN_JIT_PIPELINE, fixed at compile time like the unroll
+  std::string name_;  // in profiler traces: the hash of its loop IR, as in KILN_DUMP file names
+  std::mutex mu_;
+  struct Variant {
+    std::vector<InnerLayout> layout;
+    bool streaming;
+    bool columns;
+    KernelFn fn;
+  };
+  std::vector<Variant> variants_;
+  StoreChoice stores_;  // streaming or ordinary stores for large outputs (store_choice.h)
+};
+
+// Any rank, coalesced to as few dims as the strides allow (innermost last), at least one.
+struct CoalescedLaunch {
+  DimVector sizes;
+  std::vector<DimVector> strides;  // [operand][dim]
+};
+CoalescedLaunch coalesce_launch(const LaunchArgs& a);
+
+}  // namespace kiln::jit

@@ -1,0 +1,369 @@
+// CpuKernel's row and column launches (cpu_kernel.h): a launch split into the kept dims and the
+// reduced row (or rows of columns), checked for a layout the row and column renderers take
+// (can_launch), then run over whole rows or column blocks so a result never depends on the
+// thread count.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/cpu/cpu_kernel.h"
+#include "jit/cpu/math.h"
+#include "jit/cpu/render_cols.h"
+#include "jit/cpu/render_reduce.h"
+#include "jit/loop/row_program.h"
+#include "runtime/error.h"
+#include "runtime/parallel.h"
+#include "runtime/profiler.h"
+
+namespace kiln::jit {
+
+namespace {
+
+// A row kernel's launch split into its kept dims and its row: the row's length, and each
+// operand's layout along it (empty with `why` set where the row is not one contiguous or
+// broadcast run in every operand).
+struct RowSplit {
+  LaunchArgs kept;
+  int64_t n = 1;
+  std::vector<InnerLayout> layout;
+  std::string why;
+};
+
+RowSplit split_rows(const LoopKernel& k, const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const size_t rank = args.sizes.size();
+  KILN_CHECK(args.reduced_dims >= 0 && static_cast<size_t>(args.reduced_dims) <= rank,
+             "cpu row kernel: {} reduced dims of a rank-{} index space", args.reduced_dims, rank);
+  const size_t nk = rank - static_cast<size_t>(args.reduced_dims);
+  RowSplit r;
+  LaunchArgs red;
+  r.kept.ptrs = red.ptrs = args.ptrs;
+  r.kept.strides.resize(nops);
+  red.strides.resize(nops);
+  for (size_t d = 0; d < rank; ++d) {
+    (d < nk ? r.kept : red).sizes.push_back(args.sizes[d]);
+    if (d >= nk) r.n *= args.sizes[d];
+    for (size_t j = 0; j < nops; ++j)
+      (d < nk ? r.kept : red).strides[j].push_back(args.strides[j][d]);
+  }
+  r.layout.assign(nops, InnerLayout::Contiguous);
+  if (r.n > 1) {
+    const CoalescedLaunch c = coalesce_launch(red);
+    if (c.sizes.size() != 1) {
+      r.why = "the reduced dims do not form one row";
+      r.layout.clear();
+      return r;
+    }
+    for (size_t j = 0; j < nops; ++j) {
+      const int64_t s = c.strides[j][0];
+      const int64_t es = static_cast<int64_t>(itemsize(k.operand_dtype(static_cast<int32_t>(j))));
+      if (s == es) continue;
+      if (s != 0) {
+        r.why = fmt::format("operand {} has stride {} bytes along the row", j, s);
+        r.layout.clear();
+        return r;
+      }
+      r.layout[j] = InnerLayout::Broadcast;
+    }
+  }
+  const std::vector<uint8_t> row = k.row_values();
+  for (int32_t j = 0; j < k.num_outputs(); ++j)
+    if (!row[k.stores[j]] && r.layout[j] != InnerLayout::Contiguous) {
+      r.why = fmt::format("output {} is broadcast along the row", j);
+      r.layout.clear();
+      return r;
+    }
+  return r;
+}
+
+// A column kernel's launch (loop_kernel.h "Column kernels") split into its outer dims, its
+// reduced rows (one stride per operand) and its columns (contiguous or broadcast per operand);
+// `why` says why it has no machine code (the plan then runs the step's nodes eagerly).
+struct ColSplit {
+  LaunchArgs outer;
+  int64_t n = 1, w = 1;
+  std::vector<int64_t> row_stride;
+  std::vector<InnerLayout> layout;
+  std::string why;
+};
+
+ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const size_t rank = args.sizes.size();
+  ColSplit c;
+  KILN_CHECK(args.reduced_dims >= 0 && args.inner_dims > 0 &&
+                 static_cast<size_t>(args.reduced_dims + args.inner_dims) <= rank,
+             "cpu column kernel: {} reduced and {} inner dims of a rank-{} index space",
+             args.reduced_dims, args.inner_dims, rank);
+  if (!column_kernel_ok(k)) {
+    c.why = "an element value reads a reduction's result";
+    return c;
+  }
+  const size_t nb = rank - static_cast<size_t>(args.reduced_dims + args.inner_dims);
+  const size_t ni = rank - static_cast<size_t>(args.inner_dims);
+  LaunchArgs red, in;
+  c.outer.ptrs = red.ptrs = in.ptrs = args.ptrs;
+  c.outer.strides.resize(nops);
+  red.strides.resize(nops);
+  in.strides.resize(nops);
+  for (size_t d = 0; d < rank; ++d) {
+    LaunchArgs& part = d < nb ? c.outer : d < ni ? red : in;
+    part.sizes.push_back(args.sizes[d]);
+    if (d >= nb && d < ni) c.n *= args.sizes[d];
+    if (d >= ni) c.w *= args.sizes[d];
+    for (size_t j = 0; j < nops; ++j) part.strides[j].push_back(args.strides[j][d]);
+  }
+  c.layout.assign(nops, InnerLayout::Contiguous);
+  c.row_stride.assign(nops, 0);
+  if (c.w == 0) return c;  // nothing to compute
+  // Eager reduces fewer columns as rows (ops/cpu/reduce_plan.cpp): another order.
+  if (c.w < 16) {
+    c.why = fmt::format("{} columns (eager reduces fewer than 16 as rows)", c.w);
+    return c;
+  }
+  const CoalescedLaunch ci = coalesce_launch(in);
+  if (ci.sizes.size() != 1) {
+    c.why = "the kept inner dims do not form one run of columns";
+    return c;
+  }
+  for (size_t j = 0; j < nops; ++j) {
+    const int64_t s = ci.strides[j][0];
+    const int64_t es = static_cast<int64_t>(itemsize(k.operand_dtype(static_cast<int32_t>(j))));
+    if (s == 0 && static_cast<int32_t>(j) >= k.num_outputs()) {
+      c.layout[j] = InnerLayout::Broadcast;
+    } else if (s != es) {
+      c.why = fmt::format("operand {} has stride {} bytes along the columns", j, s);
+      return c;
+    }
+  }
+  if (c.n > 1) {
+    const CoalescedLaunch cr = coalesce_launch(red);
+    if (cr.sizes.size() != 1) {
+      c.why = "the reduced dims do not form one run of rows";
+      return c;
+    }
+    for (size_t j = 0; j < nops; ++j) c.row_stride[j] = cr.strides[j][0];
+  }
+  // A reduced input loaded as is: eager takes the column order only where it is row-major.
+  for (const Expr& e : k.exprs) {
+    if (!expr_is_reduce(e.op) || k.exprs[e.a].op != ExprOp::Load) continue;
+    const size_t j = static_cast<size_t>(k.num_outputs() + k.exprs[e.a].index);
+    int64_t expected = static_cast<int64_t>(itemsize(k.inputs[k.exprs[e.a].index]));
+    for (size_t d = rank; d-- > 0;) {
+      if (args.sizes[d] == 1) continue;
+      if (args.strides[j][d] != expected) {
+        c.why = fmt::format("reduced operand {} is not row-major (eager gathers it as rows)", j);
+        return c;
+      }
+      expected *= args.sizes[d];
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+bool CpuKernel::can_launch(const LaunchArgs& args) const {
+  if (!k_.has_reduce()) return true;
+  if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
+  return !split_rows(k_, args).layout.empty();
+}
+
+// A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
+// or broadcast in every operand (else no machine code: the plan runs the step's nodes eagerly,
+// can_launch); the kept dims are walked as a pointwise kernel's rows, split across threads by
+// whole rows, so a row's result never depends on the thread count.
+void CpuKernel::launch_rows(const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const RowSplit split = split_rows(k_, args);
+  KILN_CHECK(!split.layout.empty(), "cpu row kernel: {}", split.why);
+  for (int64_t s : split.kept.sizes)
+    if (s == 0) return;
+  const int64_t n = split.n;
+  const LaunchArgs& kept = split.kept;
+  const std::vector<InnerLayout>& layout = split.layout;
+  const CoalescedLaunch c = coalesce_launch(kept);  // rank 1 at least
+  const size_t kr = c.sizes.size();
+  // Large element outputs go around the caches as in pointwise kernels, when every row starts
+  // vector-aligned (the row values are a few bytes per row: plain stores).
+  const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  const std::vector<uint8_t> row = k_.row_values();
+  int64_t rows_total = 1;
+  for (int64_t s : c.sizes) rows_total *= s;
+  bool streaming = false;
+  for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+    if (row[k_.stores[j]]) continue;
+    const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
+    bool ok = k_.output_dtype(j) != DType::Bool && rows_total * n * es >= kStreamingBytes &&
+              reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0;
+    for (size_t d = 0; d < kr && ok; ++d) ok = c.strides[j][d] % vec_bytes == 0;
+    if (!ok) {
+      streaming = false;
+      break;
+    }
+    streaming = true;
+  }
+  // A pipelined kernel's element bodies follow the pieces of the pass that carries them.
+  if (const int fuse = row_pipelined_pass(k_, isa_); streaming && fuse >= 0) {
+    int r = 0;
+    for (const Expr& e : k_.exprs)
+      if (expr_is_reduce(e.op) && r++ == fuse)
+        streaming = row_pieces_aligned(row_program(e.op, e.type, n), cpu_kernel_lanes(k_, isa_));
+  }
+  const StoreChoice::Pick stores = pick_stores(streaming);
+  const KernelFn fn = variant(layout, stores.streaming);
+  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
+             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
+             k_.num_params());
+  // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
+  const size_t np = static_cast<size_t>(k_.num_params());
+  std::vector<std::vector<int64_t>> programs;
+  for (const Expr& e : k_.exprs)
+    if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
+  const size_t stash = row_scratch_words(k_, isa_, n);  // scratch rows (render_reduce.h)
+  SmallVector<uint64_t, 16> words(np + programs.size() + 1, 0);
+  for (size_t p = 0; p < np; ++p)
+    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
+      const T v = args.params[p].to<T>();
+      std::memcpy(&words[p], &v, sizeof(T));
+    });
+  for (size_t r = 0; r < programs.size(); ++r)
+    words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
+
+  const int64_t n_outer = c.sizes[kr - 1];
+  int64_t rows = 1;
+  for (int64_t s : c.sizes) rows *= s;
+  std::vector<int64_t> outer(nops), inner(nops, 0);
+  for (size_t j = 0; j < nops; ++j) outer[j] = c.strides[j][kr - 1];
+  auto run_rows = [&](int64_t r0, int64_t r1) {
+    SmallVector<char*, 8> p(nops);
+    SmallVector<uint64_t, 16> local;
+    std::unique_ptr<uint64_t[]> scratch;
+    const void* params = words.data();
+    if (stash > 0) {  // this thread's scratch rows, from a cache line on
+      scratch.reset(new uint64_t[stash + 8]);
+      local = words;
+      local[np + programs.size()] =
+          (reinterpret_cast<uintptr_t>(scratch.get()) + 63) & ~uintptr_t{63};
+      params = local.data();
+    }
+    while (r0 < r1) {
+      const int64_t o = r0 % n_outer;
+      int64_t rest = r0 / n_outer;
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + o * outer[j];
+      for (size_t d = kr - 1; d-- > 0;) {
+        const int64_t idx = rest % c.sizes[d];
+        rest /= c.sizes[d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.strides[j][d];
+      }
+      const int64_t count = std::min(r1 - r0, n_outer - o);
+      fn(p.data(), inner.data(), outer.data(), n, count, params);
+      r0 += count;
+    }
+  };
+  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  const StoreTrial trial(stores_, stores, rows * n, name_);
+  if (num_threads() <= 1 || rows < 2 || rows * n <= kParallelGrain || in_parallel_region())
+    run_rows(0, rows);
+  else
+    parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), run_rows);
+  if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+}
+
+// A column kernel: each call of the function reduces the rows of a block of columns of one
+// outer index; threads split the (outer index, column block) pairs, never a column, so a result
+// never depends on the thread count.
+void CpuKernel::launch_cols(const LaunchArgs& args) {
+  const size_t nops = args.ptrs.size();
+  const ColSplit split = split_cols(k_, args);
+  KILN_CHECK(split.why.empty(), "cpu column kernel: {}", split.why);
+  for (int64_t s : split.outer.sizes)
+    if (s == 0) return;
+  if (split.w == 0) return;
+  const int64_t n = split.n, w = split.w;
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
+             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
+             k_.num_params());
+  // Params at p * 8 bytes, then a pointer to the column program, then each thread's scratch
+  // for the partial results (render_cols.h).
+  const std::vector<int64_t> program = column_program(n);
+  const size_t np = static_cast<size_t>(k_.num_params());
+  SmallVector<uint64_t, 16> words(np + 2, 0);
+  for (size_t p = 0; p < np; ++p)
+    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
+      const T v = args.params[p].to<T>();
+      std::memcpy(&words[p], &v, sizeof(T));
+    });
+  words[np] = reinterpret_cast<uintptr_t>(program.data());
+
+  const CoalescedLaunch co = coalesce_launch(split.outer);  // rank 1 at least
+  int64_t outer = 1;
+  for (int64_t s : co.sizes) outer *= s;
+  // Calls of up to 512 columns (a piece's rows of 2 KiB or more stay in cache across the call's
+  // blocks, as eager's 512-wide slices), fewer where that leaves a thread idle; a multiple of 64.
+  const int64_t per_thread = (w * outer + 2 * num_threads() - 1) / (2 * num_threads());
+  const int64_t width = std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 512);
+  const int64_t blocks = (w + width - 1) / width;
+  std::vector<int64_t> col_bytes(nops, 0);
+  for (size_t j = 0; j < nops; ++j)
+    if (split.layout[j] == InnerLayout::Contiguous)
+      col_bytes[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
+  // Large element outputs go around the caches (as in pointwise and row kernels) where every
+  // vector store is aligned: the base, the row and outer strides and the calls' first columns.
+  const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  const std::vector<uint8_t> row = k_.row_values();
+  bool streaming = false;
+  for (int32_t j = 0; j < k_.num_outputs(); ++j) {
+    if (row[k_.stores[j]]) continue;
+    const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
+    bool ok = k_.output_dtype(j) != DType::Bool && outer * n * w * es >= kStreamingBytes &&
+              reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
+              split.row_stride[j] % vec_bytes == 0 && width * es % vec_bytes == 0;
+    for (size_t d = 0; d < co.sizes.size() && ok; ++d) ok = co.strides[j][d] % vec_bytes == 0;
+    if (!ok) {
+      streaming = false;
+      break;
+    }
+    streaming = true;
+  }
+  const StoreChoice::Pick stores = pick_stores(streaming);
+  const KernelFn fn = variant(split.layout, stores.streaming, true);
+  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+  cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
+  size_t reduces = 0;
+  for (const Expr& e : k_.exprs) reduces += expr_is_reduce(e.op);
+  const size_t scratch_words = static_cast<size_t>(program_depth(program)) * reduces *
+                               static_cast<size_t>((std::min(width, w) + 15) / 16 * 16);
+  auto run = [&](int64_t t0, int64_t t1) {
+    SmallVector<char*, 8> p(nops);
+    std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
+    SmallVector<uint64_t, 16> local = words;
+    local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t % blocks;
+      int64_t rest = t / blocks;
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + b * width * col_bytes[j];
+      for (size_t d = co.sizes.size(); d-- > 0;) {
+        const int64_t idx = rest % co.sizes[d];
+        rest /= co.sizes[d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * co.strides[j][d];
+      }
+      fn(p.data(), split.row_stride.data(), split.row_stride.data(), std::min(width, w - b * width),
+         n, local.data());
+    }
+  };
+  const int64_t items = outer * blocks;
+  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  const StoreTrial trial(stores_, stores, outer * n * w, name_);
+  if (num_threads() <= 1 || items < 2 || outer * n * w <= kParallelGrain || in_parallel_region())
+    run(0, items);
+  else
+    parallel_for(0, items, 1, run);
+  if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+}
+
+}  // namespace kiln::jit

@@ -1,0 +1,159 @@
+#include "jit/cpu/render_cache.h"
+
+#include <asmjit/x86.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "jit/cpu/cpu_isa.h"
+#include "jit/cpu/cpu_target.h"
+#include "jit/loop/kernel_cache.h"
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/logging.h"
+#include "runtime/profiler.h"
+#include "tracer/dump.h"
+
+namespace kiln::jit {
+
+namespace {
+
+std::atomic<int> g_injected_faults{0};
+
+asmjit::JitRuntime& jit_runtime() {
+  static auto* rt = new asmjit::JitRuntime();  // never destroyed: kernels live for the process
+  return *rt;
+}
+
+// Per-kernel rendering times (cpu_jit_compile_times): a few bytes per kernel, like the kernels.
+struct CompileTimes {
+  std::mutex mu;
+  std::vector<int64_t> ns;
+};
+CompileTimes& compile_times() {
+  static auto* t = new CompileTimes();
+  return *t;
+}
+
+KernelCache<KernelFn>& fn_cache() {
+  static auto* c = new KernelCache<KernelFn>();
+  return *c;
+}
+
+// The cache key of one rendering: the kernel and everything the variant changes.
+std::vector<uint64_t> render_key(const LoopKernel& k, const KernelVariant& v, RenderPath path) {
+  std::vector<uint64_t> key = encode(k);
+  key.push_back(0x6370753a00000000ull | static_cast<uint64_t>(v.isa));  // "cpu:" + isa
+  key.push_back(v.streaming);
+  key.push_back(static_cast<uint64_t>(v.unroll));
+  key.push_back(v.columns);
+  key.push_back(v.pipeline);
+  for (InnerLayout l : v.layout) key.push_back(static_cast<uint64_t>(l));
+  // Which emitter may render it (KILN_JIT_ASSEMBLER): the code differs (registers), the results
+  // do not; keyed so that tests can compare the two renderings of one kernel.
+  key.push_back(static_cast<uint64_t>(path));
+  return key;
+}
+
+// KILN_DUMP=asm: one file per rendering (the loop IR, for reference, then the assembly).
+void dump_assembly(const LoopKernel& k, const KernelVariant& v, const std::string& assembly) {
+  std::string layouts;
+  for (InnerLayout l : v.layout)
+    layouts += l == InnerLayout::Contiguous ? 'c' : l == InnerLayout::Broadcast ? 'b' : 's';
+  if (v.streaming) layouts += "-nt";
+  if (v.unroll > 1) layouts += fmt::format("-u{}", v.unroll);
+  if (v.columns) layouts += "-cols";
+  if (!v.pipeline) layouts += "-nopipe";
+  const std::string name =
+      fmt::format("kernel-{:016x}-{}-{}.s", hash_words(encode(k)), jit_isa_name(v.isa), layouts);
+  std::string ir = to_text(k), commented;
+  for (size_t at = 0; at < ir.size();) {  // the IR as assembler comments
+    const size_t nl = ir.find('\n', at);
+    commented += "# " + ir.substr(at, nl == std::string::npos ? std::string::npos : nl - at) + "\n";
+    at = nl == std::string::npos ? ir.size() : nl + 1;
+  }
+  tracer::dump_text(tracer::DumpKind::Asm, name, commented + assembly);
+}
+
+// The calling thread's minor page faults so far: a render's first touches of memory (docs/jit.md
+// "The warm-up"), printed with KILN_LOG=jit=debug.
+int64_t thread_minor_faults() {
+  rusage u{};
+  return ::getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_minflt : 0;
+}
+
+// The emitter KILN_JIT_ASSEMBLER selects.
+RenderPath configured_render_path() {
+  return config().jit_assembler ? RenderPath::Auto : RenderPath::Compiler;
+}
+}  // namespace
+
+KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
+  const RenderPath path = configured_render_path();
+  return fn_cache().get_or_make(render_key(k, v, path), [&] {
+    if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
+      fail("cpu kernel: injected codegen fault");
+    const int64_t faults0 = thread_minor_faults();
+    const int64_t t0 = profiler::now_ns();
+    const bool dump = tracer::dump_settings().wants(tracer::DumpKind::Asm);
+    RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump, path);
+    const int64_t t1 = profiler::now_ns();
+    if (profiler::enabled())
+      profiler::record_kernel_compile(
+          fmt::format("kernel {:016x} {}", hash_words(encode(k)), jit_isa_name(v.isa)), t0, t1);
+    CpuJitCounters& c = cpu_jit_counters();
+    c.kernels.fetch_add(1);
+    if (r.assembler) c.assembled.fetch_add(1);
+    if (!r.fallback.empty()) {  // the fast path gave this kernel up: rendered by the Compiler
+      c.assembler_fallbacks.fetch_add(1);
+      profiler::record_fallback("cpu kernel assembler", r.fallback);
+      KILN_DEBUG(Jit, "cpu kernel: the fast path gave up ({}); rendered by the Compiler",
+                 r.fallback);
+    }
+    c.compile_ns.fetch_add(t1 - t0);
+    int64_t prev = c.max_compile_ns.load();
+    while (prev < t1 - t0 && !c.max_compile_ns.compare_exchange_weak(prev, t1 - t0)) {
+    }
+    {
+      CompileTimes& times = compile_times();
+      std::lock_guard lock(times.mu);
+      times.ns.push_back(t1 - t0);
+    }
+    KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us ({}; {} minor page faults)",
+               r.code_bytes, jit_isa_name(v.isa), (t1 - t0) / 1000,
+               r.assembler ? "assembler" : "compiler", thread_minor_faults() - faults0);
+    if (dump) dump_assembly(k, v, r.assembly);
+    return r.fn;
+  });
+}
+
+CpuJitCounters& cpu_jit_counters() {
+  static auto* c = new CpuJitCounters();  // never destroyed: planning may run during exit
+  return *c;
+}
+
+std::vector<int64_t> cpu_jit_compile_times(size_t first) {
+  CompileTimes& times = compile_times();
+  std::lock_guard lock(times.mu);
+  if (first >= times.ns.size()) return {};
+  return {times.ns.begin() + static_cast<std::ptrdiff_t>(first), times.ns.end()};
+}
+
+size_t cpu_jit_compile_count() {
+  CompileTimes& times = compile_times();
+  std::lock_guard lock(times.mu);
+  return times.ns.size();
+}
+
+void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v) {
+  RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, false, configured_render_path());
+  jit_runtime().release(r.fn);
+}
+
+void inject_cpu_codegen_faults(int count) { g_injected_faults.store(count); }
+
+}  // namespace kiln::jit
