@@ -36,6 +36,17 @@ CoalescedLaunch coalesce_launch(const LaunchArgs& a) {
   return c;
 }
 
+void CpuKernel::pack_params(const LaunchArgs& args, uint64_t* words) const {
+  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
+             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
+             k_.num_params());
+  for (size_t p = 0; p < static_cast<size_t>(k_.num_params()); ++p)
+    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
+      const T v = args.params[p].to<T>();
+      std::memcpy(&words[p], &v, sizeof(T));
+    });
+}
+
 void CpuKernel::launch(const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
   KILN_CHECK(static_cast<int32_t>(nops) == k_.num_operands() && args.strides.size() == nops,
@@ -101,17 +112,8 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const KernelFn fn = variant(layout, stores.streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
-  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
-             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
-             k_.num_params());
-  // Param p at p * 8 bytes, in its value type (Scalar::to, as eager converts a Scalar operand).
-  const size_t np = static_cast<size_t>(k_.num_params());
-  SmallVector<uint64_t, 16> param_words(np + 1, 0);
-  for (size_t p = 0; p < np; ++p)
-    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
-      const T v = args.params[p].to<T>();
-      std::memcpy(&param_words[p], &v, sizeof(T));
-    });
+  SmallVector<uint64_t, 16> param_words(static_cast<size_t>(k_.num_params()) + 1, 0);
+  pack_params(args, param_words.data());
   const void* params = param_words.data();
 
   // Rows: every index of the dims above the innermost, flattened; the outer of the rendered

@@ -58,6 +58,9 @@ class CpuKernel final : public CompiledKernel {
   void launch_rows(const LaunchArgs& args);  // a row kernel (k_.has_reduce())
   void launch_cols(const LaunchArgs& args);  // a column kernel (args.inner_dims > 0)
   bool can_launch(const LaunchArgs& args) const override;
+  // The runtime parameters into words[0, num_params), param p at p * 8 bytes in its value type
+  // (Scalar::to, as eager converts a Scalar operand); raises where the launch has too few.
+  void pack_params(const LaunchArgs& args, uint64_t* words) const;
   // The machine code for one layout of the operands (rendered on first sight). The variant is
   // keyed by every operand's layout, whatever the operand count.
   KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming, bool columns = false) {

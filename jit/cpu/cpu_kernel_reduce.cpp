@@ -216,9 +216,6 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   const KernelFn fn = variant(layout, stores.streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
-  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
-             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
-             k_.num_params());
   // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
   const size_t np = static_cast<size_t>(k_.num_params());
   std::vector<std::vector<int64_t>> programs;
@@ -226,11 +223,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
   const size_t stash = row_scratch_words(k_, isa_, n);  // scratch rows (render_reduce.h)
   SmallVector<uint64_t, 16> words(np + programs.size() + 1, 0);
-  for (size_t p = 0; p < np; ++p)
-    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
-      const T v = args.params[p].to<T>();
-      std::memcpy(&words[p], &v, sizeof(T));
-    });
+  pack_params(args, words.data());
   for (size_t r = 0; r < programs.size(); ++r)
     words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
 
@@ -285,19 +278,12 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     if (s == 0) return;
   if (split.w == 0) return;
   const int64_t n = split.n, w = split.w;
-  KILN_CHECK(static_cast<int32_t>(args.params.size()) >= k_.num_params(),
-             "cpu kernel: launched with {} parameters, the kernel reads {}", args.params.size(),
-             k_.num_params());
   // Params at p * 8 bytes, then a pointer to the column program, then each thread's scratch
   // for the partial results (render_cols.h).
   const std::vector<int64_t> program = column_program(n);
   const size_t np = static_cast<size_t>(k_.num_params());
   SmallVector<uint64_t, 16> words(np + 2, 0);
-  for (size_t p = 0; p < np; ++p)
-    visit_dtype(k_.params[p], [&]<class T>(TypeTag<T>) {
-      const T v = args.params[p].to<T>();
-      std::memcpy(&words[p], &v, sizeof(T));
-    });
+  pack_params(args, words.data());
   words[np] = reinterpret_cast<uintptr_t>(program.data());
 
   const CoalescedLaunch co = coalesce_launch(split.outer);  // rank 1 at least
