@@ -106,7 +106,8 @@ TEST(JitStoreChoice, ConcurrentAndAbandonedLaunchesAreNotTrials) {
 // A kernel over a 9 MiB output: each mode's launches stream as it says, and every launch stores
 // the same bits (x * c + 1 against the scalar reference).
 TEST(JitStoreChoice, KernelLaunchesUnderEachMode) {
-  constexpr int64_t kN = (int64_t{9} << 20) / 4 + 40;  // a tail after the vectors
+  constexpr int64_t kN =
+      (int64_t{9} << 20) / 4 + 48;  // a tail after the vectors (a 64-byte multiple)
   struct Free {
     void operator()(float* p) const { std::free(p); }
   };
