@@ -20,8 +20,8 @@ struct CpuJitCounters {
   std::atomic<int64_t> assembler_fallbacks{0};  // fast-path renders given up (render.h)
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
-  std::atomic<int64_t> streaming_launches{
-      0};  // of those, with non-temporal stores (store_choice.h)
+  // Of those, launches with non-temporal stores (store_choice.h).
+  std::atomic<int64_t> streaming_launches{0};
 };
 CpuJitCounters& cpu_jit_counters();
 
