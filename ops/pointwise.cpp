@@ -5,6 +5,7 @@
 // scalars[0] (the value).
 #include "ops/pointwise.h"
 
+#include "ops/cpu/eager_store_choice.h"
 #include "ops/cpu/elementwise_loop.h"
 #include "ops/cpu/pointwise_table.h"
 #include "ops/meta_helpers.h"
@@ -55,8 +56,10 @@ void unary_eager(const OpCall& c, const Tensor& out) {
   const Tensor in[] = {as_dtype(c.inputs[0], cd)};
   const PointwiseTable& t = pointwise_table();
   ElementwiseLoop loop(out, in);
-  loop.run((streams_output(out.impl()) ? t.op_nt : t.op)[int(c.op)][int(cd)],
-           c.attrs.scalars.data());
+  const ChosenLoop l = choose_pointwise_loop(t, c.op, cd, out.impl());
+  const StoreTrial trial(eager_store_choice(c.op, cd), l.pick, out.numel(), op_name(c.op),
+                         logging::Subsystem::Ops);
+  loop.run(l.fn, c.attrs.scalars.data());
 }
 
 // ---- binary ----
@@ -99,7 +102,10 @@ struct ScalarBuffer {
 void binary_eager(const OpCall& c, const Tensor& out) {
   DType cd = binary_compute(c);
   const PointwiseTable& t = pointwise_table();
-  InnerLoop fn = (streams_output(out.impl()) ? t.op_nt : t.op)[int(c.op)][int(cd)];
+  const ChosenLoop l = choose_pointwise_loop(t, c.op, cd, out.impl());
+  const StoreTrial trial(eager_store_choice(c.op, cd), l.pick, out.numel(), op_name(c.op),
+                         logging::Subsystem::Ops);
+  const InnerLoop fn = l.fn;
   auto side = static_cast<ScalarSide>(c.attrs.ints[0]);
   if (side == kNoScalar) {
     const Tensor in[] = {as_dtype(c.inputs[0], cd), as_dtype(c.inputs[1], cd)};

@@ -26,7 +26,8 @@ struct Config {
       true;  // KILN_JIT_WARMUP: warm the CPU renderer up (jit/cpu/warm_up.h)
   Relaxed<bool> jit_assembler = true;  // KILN_JIT_ASSEMBLER: CPU kernels' fast path (docs/jit.md)
   std::string jit_streaming = "auto";  // KILN_JIT_STREAMING: auto | on | off: non-temporal stores
-                                       // for large CPU kernel outputs (jit/cpu/store_choice.h)
+                                       // for large outputs of CPU JIT kernels and eager pointwise
+                                       // ops (ops/cpu/store_choice.h)
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   Relaxed<int> num_threads = 0;           // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
   std::string log = "warn";               // KILN_LOG: e.g. "info,ops=debug"

@@ -14,8 +14,8 @@
 #include "expect_error.h"
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
-#include "jit/cpu/store_choice.h"
 #include "jit/target.h"
+#include "ops/cpu/store_choice.h"
 #include "runtime/config.h"
 
 namespace kiln::jit {
@@ -91,14 +91,14 @@ TEST(JitStoreChoice, ConcurrentAndAbandonedLaunchesAreNotTrials) {
   {  // StoreTrial records a launch that returns and abandons one that unwinds
     const std::string name = "test kernel";
     try {
-      const StoreTrial trial(c, again, 100, name);
+      const StoreTrial trial(c, again, 100, name, logging::Subsystem::Jit);
       throw Error("launch failed");
     } catch (const Error&) {
     }
     EXPECT_EQ(c.best_ns_per_element(again.streaming), std::numeric_limits<double>::infinity());
     const StoreChoice::Pick p = c.next(Mode::Auto);
     ASSERT_TRUE(p.timed);
-    { const StoreTrial trial(c, p, 100, name); }
+    { const StoreTrial trial(c, p, 100, name, logging::Subsystem::Jit); }
     EXPECT_LT(c.best_ns_per_element(p.streaming), std::numeric_limits<double>::infinity());
   }
 }

@@ -7,11 +7,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
+#include "hop_traced_util.h"
 #include "kiln/kiln.h"
+#include "ops/cpu/eager_store_choice.h"
 #include "ops/cpu/elementwise_loop.h"
 #include "ops/cpu/pointwise_table.h"
+#include "runtime/config.h"
 #include "runtime/op_list.h"
 
 using namespace kiln;
@@ -89,6 +94,47 @@ TEST(StreamingStores, LargePointwiseOutputsEqualPlainPieces) {
     ASSERT_TRUE(same_bytes(s.slice(0, k, end), add(xs, ys))) << k;
     ASSERT_TRUE(same_bytes(m.slice(0, k, end), mul(xs, 0.5))) << k;
     ASSERT_TRUE(same_bytes(g.slice(0, k, end), gt(xs, ys))) << k;
+  }
+}
+
+// Eager pointwise ops choose their stores per (op, compute dtype) as JIT kernels do
+// (ops/cpu/eager_store_choice.h): under each KILN_JIT_STREAMING mode the calls stream as it
+// says (auto: the cold call and the streaming trials, then all or none), and every call's bytes
+// are those of the plain loop over small pieces.
+TEST(StreamingStores, EagerChoicePerOpUnderEachMode) {
+  kiln::testing::ConfigOverride<bool> eager(config().jit, false);
+  const int64_t n = above_threshold(kFloat32);
+  Tensor x = randn({n});
+  std::vector<Tensor> pieces;  // 4 MB each: plain stores
+  for (int64_t k = 0; k < n; k += 1 << 20)
+    pieces.push_back(tanh(x.slice(0, k, std::min(n, k + (int64_t{1} << 20)))));
+  StoreChoice& choice = eager_store_choice(OpId::Tanh, kFloat32);
+  constexpr int kCalls = 2 + 2 * StoreChoice::kTrials + 2;
+  for (const std::string mode : {"on", "off", "auto"}) {
+    kiln::testing::ConfigOverride<std::string> stores(config().jit_streaming, mode);
+    choice.reset();
+    for (int call = 0; call < kCalls; ++call) {
+      Tensor y = tanh(x);
+      ASSERT_TRUE(streams_output(y.impl()));
+      for (size_t p = 0; p < pieces.size(); ++p) {
+        const int64_t k = static_cast<int64_t>(p) << 20;
+        ASSERT_TRUE(same_bytes(y.slice(0, k, k + pieces[p].numel()), pieces[p]))
+            << mode << " call " << call << " piece " << p;
+      }
+    }
+    const int64_t streamed = choice.streamed();
+    if (mode == "on") {
+      EXPECT_EQ(streamed, kCalls);
+    } else if (mode == "off") {
+      EXPECT_EQ(streamed, 0);
+    }
+    if (mode == "auto") {
+      EXPECT_GE(choice.decided(), 0) << "decided after the trials";
+      EXPECT_LT(choice.best_ns_per_element(true), std::numeric_limits<double>::infinity());
+      EXPECT_LT(choice.best_ns_per_element(false), std::numeric_limits<double>::infinity());
+      EXPECT_EQ(streamed,
+                choice.decided() == 1 ? kCalls - StoreChoice::kTrials : 1 + StoreChoice::kTrials);
+    }
   }
 }
 

@@ -13,9 +13,9 @@
 #include "jit/cpu/render.h"
 #include "jit/cpu/render_cache.h"
 #include "jit/cpu/render_cols.h"
-#include "jit/cpu/store_choice.h"
 #include "jit/target.h"
 #include "ops/cpu/pointwise_table.h"  // kStreamingBytes: the eager kernels' threshold too
+#include "ops/cpu/store_choice.h"
 #include "runtime/config.h"
 
 namespace kiln::jit {

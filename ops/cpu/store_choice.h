@@ -1,5 +1,7 @@
 // StoreChoice: whether a CPU kernel's large element outputs take non-temporal (streaming) stores
-// or ordinary ones, decided per kernel by measuring its own launches.
+// or ordinary ones, decided per kernel by measuring its own launches: each JIT kernel
+// (jit/cpu/cpu_kernel.h) and each eager pointwise loop, per op and compute dtype
+// (ops/pointwise.cpp, eager_store_choice).
 //
 // Why measured: which one is faster depends on the machine and on the kernel, not on a rule
 // written down once. On the 2-core Zen 5 VM of docs/performance.md (2026-11-27), streaming
@@ -21,8 +23,11 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 
-namespace kiln::jit {
+#include "runtime/logging.h"
+
+namespace kiln {
 
 class StoreChoice {
  public:
@@ -47,23 +52,28 @@ class StoreChoice {
   int decided() const;
   // The best measured ns per element of each kind (streaming: [1]); infinity before a trial.
   double best_ns_per_element(bool streaming) const;
+  // Launches that streamed (the picks of next() with streaming set), and a fresh start (tests).
+  int64_t streamed() const;
+  void reset();
 
  private:
+  Pick pick(Mode mode);  // next()'s choice, under the lock
   mutable std::mutex mu_;
   int eligible_ = 0;         // eligible launches seen in Auto mode
   int trials_[2] = {0, 0};   // timed launches recorded, [streaming]
   double best_[2] = {0, 0};  // their best ns per element (valid where trials_ > 0)
   bool in_flight_ = false;   // a timed launch is running
   int decided_ = -1;
+  int64_t streamed_ = 0;
 };
 
 // One launch under a StoreChoice pick: times it when the pick asks, recording the time when the
-// scope ends normally and abandoning the trial when it unwinds. The decision is logged
-// (KILN_LOG=jit=debug) with the kernel's name.
+// scope ends normally and abandoning the trial when it unwinds. The decision is logged at debug
+// level to `sub` (KILN_LOG=jit=debug, ops=debug) with the kernel's or op's name.
 class StoreTrial {
  public:
-  StoreTrial(StoreChoice& choice, StoreChoice::Pick pick, int64_t elements,
-             const std::string& name);
+  StoreTrial(StoreChoice& choice, StoreChoice::Pick pick, int64_t elements, std::string_view name,
+             logging::Subsystem sub);
   ~StoreTrial();
   StoreTrial(const StoreTrial&) = delete;
   StoreTrial& operator=(const StoreTrial&) = delete;
@@ -72,9 +82,10 @@ class StoreTrial {
   StoreChoice& choice_;
   StoreChoice::Pick pick_;
   int64_t elements_;
-  const std::string& name_;
+  std::string_view name_;
+  logging::Subsystem sub_;
   int64_t t0_ = 0;
   int uncaught_;
 };
 
-}  // namespace kiln::jit
+}  // namespace kiln

@@ -1,4 +1,4 @@
-#include "jit/cpu/store_choice.h"
+#include "ops/cpu/store_choice.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include "runtime/error.h"
 #include "runtime/logging.h"
 
-namespace kiln::jit {
+namespace kiln {
 
 StoreChoice::Mode StoreChoice::mode_from(const std::string& s) {
   if (s.empty() || s == "auto") return Mode::Auto;
@@ -18,14 +18,35 @@ StoreChoice::Mode StoreChoice::mode_from(const std::string& s) {
 }
 
 StoreChoice::Pick StoreChoice::next(Mode mode) {
-  if (mode != Mode::Auto) return {mode == Mode::On, false};
   std::lock_guard lock(mu_);
+  const Pick p = pick(mode);
+  streamed_ += p.streaming;
+  return p;
+}
+
+StoreChoice::Pick StoreChoice::pick(Mode mode) {
+  if (mode != Mode::Auto) return {mode == Mode::On, false};
   if (decided_ >= 0) return {decided_ == 1, false};
   if (eligible_++ == 0 || in_flight_) return {true, false};  // cold first launch; a concurrent one
   // Alternate, ordinary stores first, until each kind has its trials.
   const bool streaming = trials_[1] < trials_[0];
   in_flight_ = true;
   return {streaming, true};
+}
+
+int64_t StoreChoice::streamed() const {
+  std::lock_guard lock(mu_);
+  return streamed_;
+}
+
+void StoreChoice::reset() {
+  std::lock_guard lock(mu_);
+  eligible_ = 0;
+  trials_[0] = trials_[1] = 0;
+  best_[0] = best_[1] = 0;
+  in_flight_ = false;
+  decided_ = -1;
+  streamed_ = 0;
 }
 
 bool StoreChoice::record(bool streaming, int64_t elements, int64_t ns) {
@@ -66,11 +87,12 @@ int64_t now_ns() {
 }  // namespace
 
 StoreTrial::StoreTrial(StoreChoice& choice, StoreChoice::Pick pick, int64_t elements,
-                       const std::string& name)
+                       std::string_view name, logging::Subsystem sub)
     : choice_(choice),
       pick_(pick),
       elements_(elements),
       name_(name),
+      sub_(sub),
       uncaught_(std::uncaught_exceptions()) {
   if (pick_.timed) t0_ = now_ns();
 }
@@ -80,11 +102,10 @@ StoreTrial::~StoreTrial() {
   if (std::uncaught_exceptions() > uncaught_)
     choice_.abandon();
   else if (choice_.record(pick_.streaming, elements_, now_ns() - t0_))
-    KILN_DEBUG(Jit,
-               "cpu {}: {} stores for large outputs (best ns per element: streaming {:.3f}, "
-               "ordinary {:.3f})",
-               name_, choice_.decided() == 1 ? "non-temporal" : "ordinary",
-               choice_.best_ns_per_element(true), choice_.best_ns_per_element(false));
+    logging::get(sub_).debug(
+        "{}: {} stores for large outputs (best ns per element: streaming {:.3f}, ordinary {:.3f})",
+        name_, choice_.decided() == 1 ? "non-temporal" : "ordinary",
+        choice_.best_ns_per_element(true), choice_.best_ns_per_element(false));
 }
 
-}  // namespace kiln::jit
+}  // namespace kiln
