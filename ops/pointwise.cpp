@@ -57,8 +57,7 @@ void unary_eager(const OpCall& c, const Tensor& out) {
   const PointwiseTable& t = pointwise_table();
   ElementwiseLoop loop(out, in);
   const ChosenLoop l = choose_pointwise_loop(t, c.op, cd, out.impl());
-  const StoreTrial trial(eager_store_choice(c.op, cd), l.pick, out.numel(), op_name(c.op),
-                         logging::Subsystem::Ops);
+  const StoreTrial trial(l.choice, l.pick, out.numel(), op_name(c.op), logging::Subsystem::Ops);
   loop.run(l.fn, c.attrs.scalars.data());
 }
 
@@ -103,8 +102,7 @@ void binary_eager(const OpCall& c, const Tensor& out) {
   DType cd = binary_compute(c);
   const PointwiseTable& t = pointwise_table();
   const ChosenLoop l = choose_pointwise_loop(t, c.op, cd, out.impl());
-  const StoreTrial trial(eager_store_choice(c.op, cd), l.pick, out.numel(), op_name(c.op),
-                         logging::Subsystem::Ops);
+  const StoreTrial trial(l.choice, l.pick, out.numel(), op_name(c.op), logging::Subsystem::Ops);
   const InnerLoop fn = l.fn;
   auto side = static_cast<ScalarSide>(c.attrs.ints[0]);
   if (side == kNoScalar) {

@@ -91,14 +91,14 @@ TEST(JitStoreChoice, ConcurrentAndAbandonedLaunchesAreNotTrials) {
   {  // StoreTrial records a launch that returns and abandons one that unwinds
     const std::string name = "test kernel";
     try {
-      const StoreTrial trial(c, again, 100, name, logging::Subsystem::Jit);
+      const StoreTrial trial(&c, again, 100, name, logging::Subsystem::Jit);
       throw Error("launch failed");
     } catch (const Error&) {
     }
     EXPECT_EQ(c.best_ns_per_element(again.streaming), std::numeric_limits<double>::infinity());
     const StoreChoice::Pick p = c.next(Mode::Auto);
     ASSERT_TRUE(p.timed);
-    { const StoreTrial trial(c, p, 100, name, logging::Subsystem::Jit); }
+    { const StoreTrial trial(&c, p, 100, name, logging::Subsystem::Jit); }
     EXPECT_LT(c.best_ns_per_element(p.streaming), std::numeric_limits<double>::infinity());
   }
 }

@@ -144,7 +144,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const int64_t total = rows * n_inner;
   const int threads = num_threads();
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
-  const StoreTrial trial(stores_, stores, total, name_, logging::Subsystem::Jit);
+  const StoreTrial trial(&stores_, stores, total, name_, logging::Subsystem::Jit);
   if (threads <= 1 || total <= kParallelGrain || in_parallel_region()) {
     run_rows(0, rows, 0, n_inner);
   } else if (rows >= 4 * threads) {

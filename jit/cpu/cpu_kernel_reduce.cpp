@@ -259,7 +259,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     }
   };
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
-  const StoreTrial trial(stores_, stores, rows * n, name_, logging::Subsystem::Jit);
+  const StoreTrial trial(&stores_, stores, rows * n, name_, logging::Subsystem::Jit);
   if (num_threads() <= 1 || rows < 2 || rows * n <= kParallelGrain || in_parallel_region())
     run_rows(0, rows);
   else
@@ -344,7 +344,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   };
   const int64_t items = outer * blocks;
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
-  const StoreTrial trial(stores_, stores, outer * n * w, name_, logging::Subsystem::Jit);
+  const StoreTrial trial(&stores_, stores, outer * n * w, name_, logging::Subsystem::Jit);
   if (num_threads() <= 1 || items < 2 || outer * n * w <= kParallelGrain || in_parallel_region())
     run(0, items);
   else

@@ -14,10 +14,10 @@ StoreChoice& eager_store_choice(OpId op, DType compute) {
 ChosenLoop choose_pointwise_loop(const PointwiseTable& t, OpId op, DType compute,
                                  const TensorImpl* out) {
   const int o = static_cast<int>(op), d = static_cast<int>(compute);
-  if (!streams_output(out)) return {t.op[o][d], {false, false}};
-  const StoreChoice::Pick p =
-      eager_store_choice(op, compute).next(StoreChoice::mode_from(config().jit_streaming));
-  return {(p.streaming ? t.op_nt : t.op)[o][d], p};
+  if (!streams_output(out)) return {t.op[o][d], {false, false}, nullptr};
+  StoreChoice& choice = eager_store_choice(op, compute);
+  const StoreChoice::Pick p = choice.next(StoreChoice::mode_from(config().jit_streaming));
+  return {(p.streaming ? t.op_nt : t.op)[o][d], p, &choice};
 }
 
 }  // namespace kiln

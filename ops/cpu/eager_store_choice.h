@@ -11,10 +11,12 @@ namespace kiln {
 StoreChoice& eager_store_choice(OpId op, DType compute);
 
 // The loop of (op, compute) for `out` from table `t`: the streaming one where `out` may stream
-// and the choice (KILN_JIT_STREAMING) picks it; `pick` says whether to time the call.
+// and the choice (KILN_JIT_STREAMING) picks it; `pick` says whether to time the call, against
+// `choice` (null where `out` cannot stream: no lookup on small ops).
 struct ChosenLoop {
   InnerLoop fn;
   StoreChoice::Pick pick;
+  StoreChoice* choice;
 };
 ChosenLoop choose_pointwise_loop(const PointwiseTable& t, OpId op, DType compute,
                                  const TensorImpl* out);

@@ -86,26 +86,19 @@ int64_t now_ns() {
 }
 }  // namespace
 
-StoreTrial::StoreTrial(StoreChoice& choice, StoreChoice::Pick pick, int64_t elements,
-                       std::string_view name, logging::Subsystem sub)
-    : choice_(choice),
-      pick_(pick),
-      elements_(elements),
-      name_(name),
-      sub_(sub),
-      uncaught_(std::uncaught_exceptions()) {
-  if (pick_.timed) t0_ = now_ns();
+void StoreTrial::start() {
+  uncaught_ = std::uncaught_exceptions();
+  t0_ = now_ns();
 }
 
-StoreTrial::~StoreTrial() {
-  if (!pick_.timed) return;
+void StoreTrial::finish() {
   if (std::uncaught_exceptions() > uncaught_)
-    choice_.abandon();
-  else if (choice_.record(pick_.streaming, elements_, now_ns() - t0_))
+    choice_->abandon();
+  else if (choice_->record(pick_.streaming, elements_, now_ns() - t0_))
     logging::get(sub_).debug(
         "{}: {} stores for large outputs (best ns per element: streaming {:.3f}, ordinary {:.3f})",
-        name_, choice_.decided() == 1 ? "non-temporal" : "ordinary",
-        choice_.best_ns_per_element(true), choice_.best_ns_per_element(false));
+        name_, choice_->decided() == 1 ? "non-temporal" : "ordinary",
+        choice_->best_ns_per_element(true), choice_->best_ns_per_element(false));
 }
 
 }  // namespace kiln

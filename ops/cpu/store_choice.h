@@ -70,22 +70,31 @@ class StoreChoice {
 // One launch under a StoreChoice pick: times it when the pick asks, recording the time when the
 // scope ends normally and abandoning the trial when it unwinds. The decision is logged at debug
 // level to `sub` (KILN_LOG=jit=debug, ops=debug) with the kernel's or op's name.
+// An untimed pick costs one branch (eager pointwise ops make one per call): the clock and the
+// exception count are read only for a trial.
 class StoreTrial {
  public:
-  StoreTrial(StoreChoice& choice, StoreChoice::Pick pick, int64_t elements, std::string_view name,
-             logging::Subsystem sub);
-  ~StoreTrial();
+  StoreTrial(StoreChoice* choice, StoreChoice::Pick pick, int64_t elements, std::string_view name,
+             logging::Subsystem sub)
+      : choice_(choice), pick_(pick), elements_(elements), name_(name), sub_(sub) {
+    if (pick_.timed) start();
+  }
+  ~StoreTrial() {
+    if (pick_.timed) finish();
+  }
   StoreTrial(const StoreTrial&) = delete;
   StoreTrial& operator=(const StoreTrial&) = delete;
 
  private:
-  StoreChoice& choice_;
+  void start();
+  void finish();
+  StoreChoice* choice_;  // non-null where pick_.timed
   StoreChoice::Pick pick_;
   int64_t elements_;
   std::string_view name_;
   logging::Subsystem sub_;
   int64_t t0_ = 0;
-  int uncaught_;
+  int uncaught_ = 0;
 };
 
 }  // namespace kiln
