@@ -14,22 +14,6 @@ namespace Inst = x86::Inst;
 bool is_virt(uint32_t id) { return Operand::isVirtId(id); }
 uint32_t index_of(uint32_t id) { return Operand::virtIdToIndex(id); }
 
-// Calls fn(index) for every virtual register `in` references (operands, memory bases and
-// indexes, the write mask).
-template <class Fn>
-void for_each_vreg(const RecordedInst& in, Fn fn) {
-  for (const Operand_& op : in.ops) {
-    if (op.isReg()) {
-      if (is_virt(op.id())) fn(index_of(op.id()));
-    } else if (op.isMem()) {
-      const BaseMem& m = op.as<BaseMem>();
-      if (m.hasBaseReg() && is_virt(m.baseId())) fn(index_of(m.baseId()));
-      if (m.hasIndexReg() && is_virt(m.indexId())) fn(index_of(m.indexId()));
-    }
-  }
-  if (in.extra.isReg() && is_virt(in.extra.id())) fn(index_of(in.extra.id()));
-}
-
 struct Interval {
   int32_t first = INT32_MAX, last = -1;
   int32_t uses = 0;
@@ -37,15 +21,16 @@ struct Interval {
   bool low = false;        // a vector operand of a VEX-only instruction: xmm0-15 only
 };
 
-int rm_slot(const RecordedInst& in);
+// Per instruction id, asked of every recorded instruction in every scan (inst_traits()).
+enum InstTrait : uint8_t {
+  kRmLast = 1,   // its last register or memory operand is an r/m slot (rm_last())
+  kVexOnly = 2,  // no EVEX form: its vector registers must be among the first 16 (VEX encodes
+                 // 4 register bits: asmjit's Assembler would drop the fifth)
+};
+uint8_t inst_traits(InstId id);
 
-// Whether `id` has no EVEX form, so that its vector registers must be among the first 16 (VEX
-// encodes 4 register bits: asmjit's Assembler would drop the fifth).
-bool vex_only(InstId id) {
-  if (id >= RecordedInst::kBindLabel) return false;
-  const x86::InstDB::InstInfo& info = x86::InstDB::infoById(id);
-  return info.isVex() && !info.isEvex();
-}
+int rm_slot(const RecordedInst& in);
+bool vex_only(InstId id) { return inst_traits(id) & kVexOnly; }
 
 // Each register's [first, last] reference, loops taken into account (reg_alloc.h).
 std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
@@ -67,20 +52,33 @@ std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
       const uint32_t label = in.ops[0].id() - first_label;
       if (label < bound.size() && bound[label] >= 0) loops.emplace_back(bound[label], i);
     }
-    for_each_vreg(in, [&](uint32_t r) {
-      iv[r].first = std::min(iv[r].first, i);
-      iv[r].last = std::max(iv[r].last, i);
-      ++iv[r].uses;
-    });
+    // One walk over the operands (a register's first reference is its first sight: positions
+    // only grow).
+    auto see = [&](uint32_t r) {
+      Interval& v = iv[r];
+      if (v.last < 0) v.first = i;
+      v.last = i;
+      ++v.uses;
+    };
     const int rm = rm_slot(in);
-    for (int j = 0; j < 6; ++j)
-      if (j != rm && in.ops[j].isReg() && in.ops[j].as<BaseReg>().isVec() &&
-          is_virt(in.ops[j].id()))
-        ++iv[index_of(in.ops[j].id())].fixed_uses;
-    if (avx512 && vex_only(in.id))
-      for (const Operand_& op : in.ops)
-        if (op.isReg() && op.as<BaseReg>().isVec() && is_virt(op.id()))
-          iv[index_of(op.id())].low = true;
+    const bool low = avx512 && vex_only(in.id);
+    for (int j = 0; j < 6; ++j) {
+      const Operand_& op = in.ops[j];
+      if (op.isReg()) {
+        if (!is_virt(op.id())) continue;
+        const uint32_t r = index_of(op.id());
+        see(r);
+        if (op.as<BaseReg>().isVec()) {
+          if (j != rm) ++iv[r].fixed_uses;
+          if (low) iv[r].low = true;
+        }
+      } else if (op.isMem()) {
+        const BaseMem& m = op.as<BaseMem>();
+        if (m.hasBaseReg() && is_virt(m.baseId())) see(index_of(m.baseId()));
+        if (m.hasIndexReg() && is_virt(m.indexId())) see(index_of(m.indexId()));
+      }
+    }
+    if (in.extra.isReg() && is_virt(in.extra.id())) see(index_of(in.extra.id()));
   }
   for (size_t r = 0; r < regs.size(); ++r)
     if (regs[r].fixed >= 0 && iv[r].last >= 0) iv[r].first = 0;
@@ -175,8 +173,23 @@ bool rm_last(InstId id) {
   }
 }
 
+// A table built once from rm_last() and asmjit's instruction database: a switch and two table
+// walks per instruction and scan were a tenth of a render.
+uint8_t inst_traits(InstId id) {
+  static const std::vector<uint8_t> table = [] {
+    std::vector<uint8_t> t(Inst::_kIdCount, 0);
+    for (InstId i = 0; i < Inst::_kIdCount; ++i) {
+      const x86::InstDB::InstInfo& info = x86::InstDB::infoById(i);
+      t[i] = static_cast<uint8_t>((rm_last(i) ? kRmLast : 0) |
+                                  (info.isVex() && !info.isEvex() ? kVexOnly : 0));
+    }
+    return t;
+  }();
+  return id < table.size() ? table[id] : 0;  // pseudo-instructions (kBindLabel, ...): none
+}
+
 int rm_slot(const RecordedInst& in) {
-  if (!rm_last(in.id)) return -1;
+  if (!(inst_traits(in.id) & kRmLast)) return -1;
   int last = -1;
   for (int j = 0; j < 6; ++j)
     if (in.ops[j].isReg() || in.ops[j].isMem()) last = j;
@@ -291,33 +304,49 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
                  bool reserve_rbp, RegAssignment& out, int& short_of,
                  std::vector<uint32_t>& spills) {
   const size_t nr = regs.size();
-  std::vector<uint32_t> order;
-  order.reserve(nr);
+  // The live registers by first reference (a counting sort: positions are dense), arguments
+  // first among equals: they own their registers.
+  int32_t end = 0;
   for (uint32_t r = 0; r < nr; ++r)
-    if (iv[r].last >= 0) order.push_back(r);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    if (iv[a].first != iv[b].first) return iv[a].first < iv[b].first;
-    return regs[a].fixed > regs[b].fixed;  // arguments first: they own their registers
-  });
+    if (iv[r].last >= 0) end = std::max(end, iv[r].first + 1);
+  std::vector<uint32_t> at_pos(static_cast<size_t>(end) + 1, 0);
+  for (uint32_t r = 0; r < nr; ++r)
+    if (iv[r].last >= 0) ++at_pos[iv[r].first + 1];
+  for (int32_t i = 0; i < end; ++i) at_pos[i + 1] += at_pos[i];
+  std::vector<uint32_t> order(at_pos[end]);
+  for (bool args : {true, false})
+    for (uint32_t r = 0; r < nr; ++r)
+      if (iv[r].last >= 0 && (regs[r].fixed >= 0) == args) order[at_pos[iv[r].first]++] = r;
+
   out.phys.assign(nr, -1);
   out.gp_used = 0;
-  const int nvec = isa == JitIsa::Avx512 ? 32 : 16;
-  uint32_t busy[3] = {1u << 4 | (reserve_rbp ? 1u << 5 : 0u), 0, 1u};  // rsp; k0 (no mask)
-  const uint32_t all[3] = {0xffffu, nvec == 32 ? 0xffffffffu : 0xffffu, 0xffu};
-  // Active registers per group: a min-heap by last reference.
-  std::vector<uint32_t> active[3];
-  auto later = [&](uint32_t a, uint32_t b) { return iv[a].last > iv[b].last; };
+  // Per group: the busy physical registers (rsp, rbp when it keeps the frame, k0 and those the
+  // ISA lacks never free) and each one's holder. A register is freed when the scan reaches its
+  // holder's last reference: the holders are listed by that position (dies_at / next_dying),
+  // and a cursor releases them as the scan moves on: no heap, whose branches were a fifth of a
+  // render.
+  const int nphys[3] = {16, isa == JitIsa::Avx512 ? 32 : 16, 8};
+  uint32_t busy[3];
+  for (int g = 0; g < 3; ++g) busy[g] = nphys[g] == 32 ? 0u : ~((1u << nphys[g]) - 1);
+  busy[0] |= 1u << 4 | (reserve_rbp ? 1u << 5 : 0u);  // rsp; rbp keeps the frame
+  busy[2] |= 1u;                                      // k0 (no mask)
+  const uint32_t reserved[3] = {busy[0], busy[1], busy[2]};
+  uint32_t owner[3][32];
+  int32_t last_pos = 0;
+  for (uint32_t r = 0; r < nr; ++r) last_pos = std::max(last_pos, iv[r].last);
+  std::vector<int32_t> dies_at(static_cast<size_t>(last_pos) + 1, -1), next_dying(nr, -1);
+  int32_t released = -1;  // positions whose dying holders are released
   for (uint32_t r : order) {
     const int g = regs[r].group;
     const int32_t at = iv[r].first;
-    auto& act = active[g];
-    while (!act.empty() && iv[act.front()].last <= at) {  // died before (or at) this reference
-      busy[g] &= ~(1u << out.phys[act.front()]);
-      std::pop_heap(act.begin(), act.end(), later);
-      act.pop_back();
-    }
+    for (; released < at; ++released)  // holders whose last reference is at or before `at`
+      for (int32_t d = dies_at[released + 1]; d >= 0; d = next_dying[d]) {
+        const int q = out.phys[d];
+        const int gd = regs[d].group;
+        if (q >= 0 && owner[gd][q] == static_cast<uint32_t>(d)) busy[gd] &= ~(1u << q);
+      }
     int p = -1;
-    const uint32_t allowed = iv[r].low ? all[g] & 0xffffu : all[g];
+    const uint32_t allowed = iv[r].low ? 0xffffu : 0xffffffffu;
     const uint32_t free = allowed & ~busy[g];
     if (regs[r].fixed >= 0) {
       p = regs[r].fixed;
@@ -336,34 +365,27 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
       // the fewest uses outside r/m slots (each of those reloads it; an r/m use reads its home
       // for free), then the least used. Arguments keep their registers.
       uint32_t victim = r;
-      size_t at_active = act.size();
       auto key = [&](uint32_t x) {
         return std::make_tuple(regs[x].constant, iv[x].last, -iv[x].fixed_uses, -iv[x].uses);
       };
-      for (size_t a = 0; a < act.size(); ++a) {
-        const uint32_t c = act[a];
-        if (!(allowed & (1u << out.phys[c]))) continue;  // its register would not do
-        if (regs[c].fixed < 0 && (regs[victim].fixed >= 0 || key(c) > key(victim))) {
-          victim = c;
-          at_active = a;
-        }
+      for (uint32_t m = allowed & busy[g] & ~reserved[g]; m; m &= m - 1) {
+        const uint32_t c = owner[g][__builtin_ctz(m)];
+        if (regs[c].fixed < 0 && (regs[victim].fixed >= 0 || key(c) > key(victim))) victim = c;
       }
       if (regs[victim].fixed >= 0) return short_of = g, false;
       spills.push_back(victim);
       if (victim == r) continue;
       p = out.phys[victim];
       out.phys[victim] = -1;
-      act[at_active] = act.back();
-      act.pop_back();
-      std::make_heap(act.begin(), act.end(), later);
-      busy[g] &= ~(1u << p);
     }
-    if (p < 0) return short_of = g, false;
-    busy[g] |= 1u << p;
+    owner[g][p] = r;
+    if (iv[r].last > at) {  // else dead past this instruction already: free for the next
+      busy[g] |= 1u << p;
+      next_dying[r] = dies_at[iv[r].last];
+      dies_at[iv[r].last] = static_cast<int32_t>(r);
+    }
     out.phys[r] = static_cast<int8_t>(p);
     if (g == 0) out.gp_used |= 1u << p;
-    act.push_back(r);
-    std::push_heap(act.begin(), act.end(), later);
   }
   if (!spills.empty()) return short_of = -1, false;
   return true;
@@ -377,18 +399,16 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
   out.demoted = out.spilled = 0;
   std::vector<Home> homes;
   for (int attempt = 0; attempt < 32; ++attempt) {
-    const std::vector<Interval> iv = live_intervals(code, regs, first_label, isa == JitIsa::Avx512);
+    std::vector<Interval> iv = live_intervals(code, regs, first_label, isa == JitIsa::Avx512);
     int short_of = -1;
     std::vector<uint32_t> spills;
-    if (!(attempt == 0 && demote_free_constants) &&
-        linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
+    const bool demote_first = attempt == 0 && demote_free_constants;
+    if (!demote_first && linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
       out.rounds = attempt + 1;
       return true;
     }
     out.short_of = short_of;
-    if (short_of >= 0 || (spills.empty() && !(attempt == 0 && demote_free_constants))) return false;
-    homes.resize(regs.size());
-    std::vector<uint8_t> spilled(regs.size(), 0);
+    if (short_of >= 0 || (spills.empty() && !demote_first)) return false;
     if (attempt == 0) {
       // Short of registers (or told so: `demote_free_constants`, without a first scan): every
       // hoisted constant read only from r/m slots (its one other reference is its load before
@@ -400,6 +420,20 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
             std::find(spills.begin(), spills.end(), r) == spills.end())
           spills.push_back(r);
     }
+    bool done = false;
+    if (demote_first) {
+      // Demoting such a constant drops its load and turns its uses into memory operands: no
+      // other register's interval moves (positions only close up), so the scan runs on these
+      // intervals, less the demoted, instead of on the rewritten code (a round saved).
+      for (uint32_t r : spills) iv[r] = Interval{};
+      std::vector<uint32_t> more;
+      done = linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, more);
+      out.short_of = short_of;
+      if (short_of >= 0) return false;
+      spills.insert(spills.end(), more.begin(), more.end());
+    }
+    homes.resize(regs.size());
+    std::vector<uint8_t> spilled(regs.size(), 0);
     for (uint32_t r : spills) {
       spilled[r] = 1;
       if (regs[r].constant) {
@@ -413,7 +447,12 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
         ++out.spilled;
       }
     }
+    const size_t nregs = regs.size();
     spill(code, regs, homes, spilled, isa, scratch);
+    if (done && regs.size() == nregs) {  // no reload registers: the scan's assignment holds
+      out.rounds = attempt + 1;
+      return true;
+    }
   }
   return false;
 }

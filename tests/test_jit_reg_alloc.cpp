@@ -1,0 +1,217 @@
+// The fast emitter's register assignment (jit/cpu/reg_alloc.h) on hand-written programs, checked
+// against intervals recomputed here from the rewritten code: two values live at once never share
+// a physical register, spills happen only when the registers run out, and hoisted constants read
+// only from r/m slots are demoted to their pool addresses. (Every JIT kernel test runs it too;
+// these pin the scan itself: its release of dead values, its victims, its demotion shortcut.)
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "jit/cpu/reg_alloc.h"
+
+namespace kiln::jit {
+namespace {
+
+using namespace asmjit;
+namespace Inst = x86::Inst;
+
+uint32_t vid(uint32_t index) { return Operand::indexToVirtId(index); }
+
+struct Program {
+  JitIsa isa = JitIsa::Avx512;
+  std::vector<RecordedInst> code;
+  std::vector<VirtReg> regs;
+
+  uint32_t add_reg(uint8_t group, int8_t fixed = -1) {
+    VirtReg v;
+    v.group = group;
+    v.fixed = fixed;
+    regs.push_back(v);
+    return static_cast<uint32_t>(regs.size() - 1);
+  }
+  Operand_ vec(uint32_t r) const {
+    return isa == JitIsa::Avx512 ? Operand_(x86::Zmm(vid(r))) : Operand_(x86::Ymm(vid(r)));
+  }
+  Operand_ gp(uint32_t r) const { return x86::Gpq(vid(r)); }
+  void inst(InstId id, Operand_ a, Operand_ b = Operand_(), Operand_ c = Operand_()) {
+    RecordedInst in;
+    in.id = id;
+    in.ops[0] = a;
+    in.ops[1] = b;
+    in.ops[2] = c;
+    code.push_back(in);
+  }
+  void end() {
+    RecordedInst in;
+    in.id = RecordedInst::kEndFunction;
+    code.push_back(in);
+  }
+};
+
+struct Live {
+  int first = -1, last = -1;
+};
+
+// Each virtual register's first and last reference in `code` (no loops in these programs).
+std::vector<Live> references(const std::vector<RecordedInst>& code, size_t nregs) {
+  std::vector<Live> live(nregs);
+  auto see = [&](uint32_t id, int at) {
+    if (!Operand::isVirtId(id)) return;
+    Live& l = live[Operand::virtIdToIndex(id)];
+    if (l.first < 0) l.first = at;
+    l.last = at;
+  };
+  for (int at = 0; at < static_cast<int>(code.size()); ++at)
+    for (const Operand_& op : code[at].ops) {
+      if (op.isReg()) see(op.id(), at);
+      if (op.isMem()) {
+        const BaseMem& m = op.as<BaseMem>();
+        if (m.hasBaseReg()) see(m.baseId(), at);
+        if (m.hasIndexReg()) see(m.indexId(), at);
+      }
+    }
+  return live;
+}
+
+// No two registers of a group that are live at once share a physical register (one may take
+// the register of a value whose last reference is the instruction that defines it).
+void expect_no_conflicts(const Program& p, const RegAssignment& ra) {
+  const std::vector<Live> live = references(p.code, p.regs.size());
+  ASSERT_EQ(ra.phys.size(), p.regs.size());
+  int checked = 0;
+  for (size_t a = 0; a < live.size(); ++a) {
+    if (live[a].first < 0) continue;
+    ASSERT_GE(ra.phys[a], 0) << "register " << a << " is referenced but has no register";
+    if (p.regs[a].fixed >= 0) {
+      EXPECT_EQ(ra.phys[a], p.regs[a].fixed);
+    }
+    for (size_t b = a + 1; b < live.size(); ++b) {
+      if (live[b].first < 0 || p.regs[a].group != p.regs[b].group) continue;
+      if (ra.phys[a] != ra.phys[b]) continue;
+      ++checked;
+      EXPECT_FALSE(live[a].first < live[b].last && live[b].first < live[a].last)
+          << "registers " << a << " [" << live[a].first << ", " << live[a].last << "] and " << b
+          << " [" << live[b].first << ", " << live[b].last << "] share physical register "
+          << int(ra.phys[a]);
+    }
+  }
+  EXPECT_GT(checked, 0) << "no register was reused: the program tests nothing";
+}
+
+// `n` vector values loaded from [base + 64 i], all live until a sum consumes them in reverse.
+Program many_live_values(JitIsa isa, int n) {
+  Program p;
+  p.isa = isa;
+  const uint32_t base = p.add_reg(0, static_cast<int8_t>(x86::Gp::kIdDi));  // the argument
+  std::vector<uint32_t> v;
+  for (int i = 0; i < n; ++i) {
+    v.push_back(p.add_reg(1));
+    p.inst(Inst::kIdVmovups, p.vec(v.back()), x86::ptr(x86::Gpq(vid(base)), 64 * i));
+  }
+  uint32_t acc = v.back();
+  for (int i = n - 2; i >= 0; --i) {
+    const uint32_t next = p.add_reg(1);
+    p.inst(Inst::kIdVaddps, p.vec(next), p.vec(acc), p.vec(v[i]));
+    acc = next;
+  }
+  p.inst(Inst::kIdVmovups, x86::ptr(x86::Gpq(vid(base))), p.vec(acc));
+  p.end();
+  return p;
+}
+
+bool assign(Program& p, RegAssignment& ra, bool demote_free_constants = false) {
+  uint32_t frame = 0;
+  std::vector<RecordedInst> scratch;
+  return assign_registers(p.code, p.regs, p.isa, 0, frame, ra, scratch, demote_free_constants);
+}
+
+TEST(JitRegAlloc, ValuesThatFitTheRegistersAreNotSpilled) {
+  for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2}) {
+    const int nvec = isa == JitIsa::Avx512 ? 32 : 16;
+    Program p = many_live_values(isa, nvec - 1);
+    RegAssignment ra;
+    ASSERT_TRUE(assign(p, ra));
+    EXPECT_EQ(ra.spilled, 0);
+    EXPECT_EQ(ra.rounds, 1);
+    expect_no_conflicts(p, ra);
+  }
+}
+
+TEST(JitRegAlloc, MoreLiveValuesThanRegistersSpillAndStillNeverShare) {
+  for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2}) {
+    const int nvec = isa == JitIsa::Avx512 ? 32 : 16;
+    Program p = many_live_values(isa, nvec + 8);
+    RegAssignment ra;
+    ASSERT_TRUE(assign(p, ra));
+    EXPECT_GT(ra.spilled, 0);
+    EXPECT_GE(ra.rounds, 2);
+    expect_no_conflicts(p, ra);
+  }
+}
+
+TEST(JitRegAlloc, DeadValuesFreeTheirRegistersForALongChain) {
+  // 2000 dependent additions: each value dies at the next instruction, so a handful of
+  // registers carry the whole chain (a scan that never released would run out at 32).
+  Program p;
+  const uint32_t base = p.add_reg(0, static_cast<int8_t>(x86::Gp::kIdDi));
+  uint32_t acc = p.add_reg(1);
+  p.inst(Inst::kIdVmovups, p.vec(acc), x86::ptr(x86::Gpq(vid(base))));
+  for (int i = 0; i < 2000; ++i) {
+    const uint32_t next = p.add_reg(1);
+    p.inst(Inst::kIdVaddps, p.vec(next), p.vec(acc), p.vec(acc));
+    acc = next;
+  }
+  p.inst(Inst::kIdVmovups, x86::ptr(x86::Gpq(vid(base))), p.vec(acc));
+  p.end();
+  RegAssignment ra;
+  ASSERT_TRUE(assign(p, ra));
+  EXPECT_EQ(ra.spilled, 0);
+  uint32_t used = 0;
+  for (size_t r = 0; r < p.regs.size(); ++r)
+    if (p.regs[r].group == 1 && ra.phys[r] >= 0) used |= 1u << ra.phys[r];
+  EXPECT_LE(__builtin_popcount(used), 2);
+  expect_no_conflicts(p, ra);
+}
+
+TEST(JitRegAlloc, ConstantsReadFromRmSlotsAreDemotedToTheirPoolAddresses) {
+  // 40 hoisted constants, each loaded once before the work and added from the r/m slot: with
+  // demote_free_constants every one of them reads its pool address in place (no register, no
+  // load), and the additions keep their order.
+  Program p;
+  const uint32_t base = p.add_reg(0, static_cast<int8_t>(x86::Gp::kIdDi));
+  const Label pool(1);  // a label id: only the operand is kept (nothing is encoded)
+  std::vector<uint32_t> c;
+  for (int i = 0; i < 40; ++i) {
+    c.push_back(p.add_reg(1));
+    p.regs.back().constant = true;
+    p.regs.back().pool = x86::ptr(pool, 64 * i);
+    p.inst(Inst::kIdVmovaps, p.vec(c.back()), p.regs.back().pool);
+  }
+  uint32_t acc = p.add_reg(1);
+  p.inst(Inst::kIdVmovups, p.vec(acc), x86::ptr(x86::Gpq(vid(base))));
+  for (int i = 0; i < 40; ++i) {
+    const uint32_t next = p.add_reg(1);
+    p.inst(Inst::kIdVaddps, p.vec(next), p.vec(acc), p.vec(c[i]));
+    acc = next;
+  }
+  p.inst(Inst::kIdVmovups, x86::ptr(x86::Gpq(vid(base))), p.vec(acc));
+  p.end();
+  const size_t before = p.code.size();
+  RegAssignment ra;
+  ASSERT_TRUE(assign(p, ra, true));
+  EXPECT_EQ(ra.demoted, 40);
+  EXPECT_EQ(ra.spilled, 0);
+  EXPECT_EQ(ra.rounds, 1);  // the demotion shortcut: no rescan of the rewritten code
+  EXPECT_EQ(p.code.size(), before - 40);
+  int from_pool = 0;
+  for (const RecordedInst& in : p.code)
+    if (in.id == Inst::kIdVaddps && in.ops[2].isMem()) {
+      EXPECT_EQ(in.ops[2].as<x86::Mem>().offset(), 64 * from_pool);
+      ++from_pool;
+    }
+  EXPECT_EQ(from_pool, 40);
+  expect_no_conflicts(p, ra);
+}
+
+}  // namespace
+}  // namespace kiln::jit
