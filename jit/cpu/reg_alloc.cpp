@@ -27,7 +27,23 @@ enum InstTrait : uint8_t {
   kVexOnly = 2,  // no EVEX form: its vector registers must be among the first 16 (VEX encodes
                  // 4 register bits: asmjit's Assembler would drop the fifth)
 };
-uint8_t inst_traits(InstId id);
+bool rm_last(InstId id);
+
+// A table built once from rm_last() and asmjit's instruction database (on first use: a render
+// may run during another file's static initialization): a switch and two table walks per
+// instruction and scan were a tenth of a render.
+inline uint8_t inst_traits(InstId id) {
+  static const std::vector<uint8_t> table = [] {
+    std::vector<uint8_t> t(Inst::_kIdCount, 0);
+    for (InstId i = 0; i < Inst::_kIdCount; ++i) {
+      const x86::InstDB::InstInfo& info = x86::InstDB::infoById(i);
+      t[i] = static_cast<uint8_t>((rm_last(i) ? kRmLast : 0) |
+                                  (info.isVex() && !info.isEvex() ? kVexOnly : 0));
+    }
+    return t;
+  }();
+  return id < Inst::_kIdCount ? table[id] : 0;  // pseudo-instructions (kBindLabel, ...): none
+}
 
 int rm_slot(const RecordedInst& in);
 bool vex_only(InstId id) { return inst_traits(id) & kVexOnly; }
@@ -171,21 +187,6 @@ bool rm_last(InstId id) {
     default:
       return false;
   }
-}
-
-// A table built once from rm_last() and asmjit's instruction database: a switch and two table
-// walks per instruction and scan were a tenth of a render.
-uint8_t inst_traits(InstId id) {
-  static const std::vector<uint8_t> table = [] {
-    std::vector<uint8_t> t(Inst::_kIdCount, 0);
-    for (InstId i = 0; i < Inst::_kIdCount; ++i) {
-      const x86::InstDB::InstInfo& info = x86::InstDB::infoById(i);
-      t[i] = static_cast<uint8_t>((rm_last(i) ? kRmLast : 0) |
-                                  (info.isVex() && !info.isEvex() ? kVexOnly : 0));
-    }
-    return t;
-  }();
-  return id < table.size() ? table[id] : 0;  // pseudo-instructions (kBindLabel, ...): none
 }
 
 int rm_slot(const RecordedInst& in) {
