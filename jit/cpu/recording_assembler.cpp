@@ -202,6 +202,11 @@ std::vector<uint32_t> first_references(const std::vector<RecordedInst>& main,
 CopyRegs own_registers(const std::vector<RecordedInst>& main, const std::vector<uint32_t>& first,
                        std::vector<int32_t>& slot, const std::pair<size_t, size_t>& r) {
   CopyRegs c;
+  const size_t most = 2 * (r.second - r.first);  // no growth: 4U calls a render, 4 vectors each
+  c.regs.reserve(most);
+  c.lo.reserve(most);
+  c.hi.reserve(most);
+  c.op.reserve(most);
   for (size_t i = 0; i < r.second - r.first; ++i)
     visit_vregs(main[r.first + i], [&](uint32_t v, const Operand_* op) {
       if (first[v] < r.first || first[v] >= r.second) return;
@@ -324,7 +329,7 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
   const size_t tl = L - split;
   std::vector<RecordedInst>& out = scratch_;
   out.clear();
-  out.reserve(main_.size());
+  out.reserve(main_.size() + nown * U);  // with the loop's moves
   size_t pos = 0;
   while (pos < main_.size()) {
     if (pos == head[0].first) {
