@@ -13,6 +13,7 @@
 
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
+#include "jit/cpu/render_workspace.h"
 #include "jit/cpu/sample_kernels.h"
 #include "jit/cpu/warm_up.h"
 #include "jit_kernel_util.h"
@@ -44,6 +45,16 @@ TEST(JitWarmUp, StartedAtInitExactlyWhenTheJitIsOnAtStartUp) {
     EXPECT_EQ(child.status, 0) << child.command;
     EXPECT_EQ(child.completed, 1) << child.command;
   }
+}
+
+// The warm-up leaves the workspace it rendered in with recording room for large kernels (its
+// pages touched), so that a program's first large kernel does not grow it page by page.
+TEST(JitWarmUp, LeavesAWorkspaceWithRoomForLargeKernels) {
+  tracer::wait_for_compiles();
+  testing::JitMode eager(false);
+  EXPECT_GE(jit::run_cpu_renderer_warm_up_now(), 5);
+  jit::RenderWorkspace workspace;  // the idle workspace handed back last: the warm-up's
+  EXPECT_GE(workspace.assembler().capacity(), jit::kWarmUpReservedInstructions);
 }
 
 TEST(JitWarmUp, RendersEverySampleOnEveryIsaAndLeavesNoTrace) {

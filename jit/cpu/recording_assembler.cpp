@@ -22,6 +22,20 @@ void RecordingAssembler::begin(JitIsa isa) {
   pool_label_ = newLabel();
 }
 
+void RecordingAssembler::reserve(size_t instructions) {
+  for (std::vector<RecordedInst>* v : {&main_, &code_, &scratch_}) {
+    if (v->capacity() >= instructions) continue;
+    v->clear();
+    v->resize(instructions);  // one allocation of that size, every page written
+    v->clear();
+  }
+  if (regs_.capacity() < instructions) {  // about one register per instruction
+    regs_.clear();
+    regs_.resize(instructions);
+    regs_.clear();
+  }
+}
+
 uint32_t RecordingAssembler::vreg(uint8_t group) {
   VirtReg r;
   r.group = group;

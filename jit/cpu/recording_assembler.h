@@ -29,6 +29,7 @@
 #pragma once
 #include <asmjit/x86.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -55,6 +56,14 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   RecordingAssembler() = default;
   // Clears what a previous render recorded (keeps the vectors' memory); call after attaching.
   void begin(JitIsa isa);
+
+  // Gives the recording buffers room for a function of `instructions` instructions and
+  // touches it, so that rendering one that size faults no page in: an idle workspace's, by the
+  // warm-up (render_workspace.h). Never during a render (it clears what is recorded).
+  void reserve(size_t instructions);
+  size_t capacity() const {
+    return std::min({main_.capacity(), code_.capacity(), scratch_.capacity()});
+  }
 
   // ---- registers (names are ignored: listings show physical registers) ----
   asmjit::x86::Xmm newXmm(const char* = nullptr) { return asmjit::x86::Xmm(vreg(kVec)); }

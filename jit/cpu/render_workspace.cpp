@@ -44,4 +44,9 @@ RenderWorkspace::~RenderWorkspace() {
   if (p.idle.size() < kMaxIdle) p.idle.push_back(std::move(parts_));
 }
 
+void reserve_idle_render_workspace(size_t instructions) {
+  RenderWorkspace workspace;
+  workspace.assembler().reserve(instructions);
+}
+
 }  // namespace kiln::jit

@@ -39,4 +39,12 @@ class RenderWorkspace {
   int exceptions_;  // std::uncaught_exceptions() when the render began
 };
 
+// Makes sure an idle workspace can record a function of `instructions` instructions without
+// growing (and faulting in) its buffers: takes one from the pool (or makes one), reserves and
+// touches its recording buffers (RecordingAssembler::reserve), hands it back. The warm-up calls
+// it off the program's critical path: a workspace's buffers otherwise grow, a page fault per 4
+// KiB, the first time a large kernel is rendered (kiln-perf's 1000-add kernel: 153 faults,
+// ~400 µs, docs/jit.md "Compile time").
+void reserve_idle_render_workspace(size_t instructions);
+
 }  // namespace kiln::jit

@@ -7,6 +7,7 @@
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render.h"
 #include "jit/cpu/render_cols.h"
+#include "jit/cpu/render_workspace.h"
 #include "jit/cpu/sample_kernels.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
@@ -46,6 +47,8 @@ int warm_up() {
       break;
     }
   }
+  // The workspace these renders used, made ready for kernels far larger than the samples.
+  reserve_idle_render_workspace(kWarmUpReservedInstructions);
   return done;
 }
 

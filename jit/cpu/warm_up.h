@@ -13,8 +13,13 @@
 // times, never consuming an injected codegen fault, never dumped; an error in them is ignored
 // (the program's own renders report theirs). tracer::wait_for_compiles() waits for it.
 #pragma once
+#include <cstddef>
 
 namespace kiln::jit {
+
+// The recording room the warm-up leaves in the workspace it used (reserve_idle_render_workspace,
+// render_workspace.h): 4096 instructions, about 1.4 MB; kernels of up to ~1500 ops.
+inline constexpr size_t kWarmUpReservedInstructions = 4096;
 
 // Queues the warm-up on the planning thread, once per process; a no-op under KILN_JIT_WARMUP=0
 // or once started.
