@@ -98,7 +98,7 @@ void RecordingAssembler::end_function() {
 asmjit::Error RecordingAssembler::_emit(InstId id, const Operand_& o0, const Operand_& o1,
                                         const Operand_& o2, const Operand_* ext) {
   if (replaying_) return x86::Assembler::_emit(id, o0, o1, o2, ext);
-  RecordedInst in;
+  RecordedInst& in = (seg_ ? hoisted_ : main_).emplace_back();  // built in place: no copy
   in.id = id;
   in.options = instOptions();
   in.extra = extraReg();
@@ -117,7 +117,6 @@ asmjit::Error RecordingAssembler::_emit(InstId id, const Operand_& o0, const Ope
     r.constant = true;  // a hoisted constant: may be demoted to its pool address
     r.pool = o1.as<x86::Mem>();
   }
-  (seg_ ? hoisted_ : main_).push_back(in);
   return kErrorOk;
 }
 
@@ -320,11 +319,12 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
   std::vector<int32_t> last_head(nown, -1);  // a crossing value's last reference in the head
   for (size_t k = 0; k < nown; ++k)
     crosses[k] = c0.lo[k] < static_cast<int32_t>(split) && c0.hi[k] >= static_cast<int32_t>(split);
+  for (size_t k = 0; k < nown; ++k) slot[c0.regs[k]] = static_cast<int32_t>(k);
   for (size_t i = 0; i < split; ++i)
     visit_vregs(main_[head[0].first + i], [&](uint32_t v, const Operand_*) {
-      for (size_t k = 0; k < nown; ++k)
-        if (c0.regs[k] == v) last_head[k] = static_cast<int32_t>(i);
+      if (slot[v] >= 0) last_head[static_cast<size_t>(slot[v])] = static_cast<int32_t>(i);
     });
+  for (size_t k = 0; k < nown; ++k) slot[c0.regs[k]] = -1;
 
   // A tail's instruction reading its crossing values from the prologue copy's registers.
   // (slot[] maps the copy's crossing registers to their index while it is read: with_slots.)
@@ -336,9 +336,11 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
     });
     return in;
   };
+  std::vector<size_t> crossing;  // the k with crosses[k]: a few of the copy's registers
+  for (size_t k = 0; k < nown; ++k)
+    if (crosses[k]) crossing.push_back(k);
   auto with_slots = [&](const CopyRegs& mine, bool on) {
-    for (size_t k = 0; k < nown; ++k)
-      if (crosses[k]) slot[mine.regs[k]] = on ? static_cast<int32_t>(k) : -1;
+    for (size_t k : crossing) slot[mine.regs[k]] = on ? static_cast<int32_t>(k) : -1;
   };
   const size_t tl = L - split;
   std::vector<RecordedInst>& out = scratch_;
@@ -362,8 +364,7 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
         }
         // The next heads' values move into the prologue's registers once both the tail's last
         // read of the old value and the head's last reference to the new one are behind.
-        for (size_t k = 0; k < nown; ++k) {
-          if (!crosses[k]) continue;
+        for (size_t k : crossing) {
           const size_t at = std::max<size_t>(static_cast<size_t>(c0.hi[k]) - split,
                                              static_cast<size_t>(last_head[k]));
           if (at != i) continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <tuple>
+#include <utility>
 
 namespace kiln::jit {
 
@@ -68,11 +69,10 @@ std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
       const uint32_t label = in.ops[0].id() - first_label;
       if (label < bound.size() && bound[label] >= 0) loops.emplace_back(bound[label], i);
     }
-    // One walk over the operands (a register's first reference is its first sight: positions
-    // only grow).
+    // One walk over the operands.
     auto see = [&](uint32_t r) {
       Interval& v = iv[r];
-      if (v.last < 0) v.first = i;
+      v.first = std::min(v.first, i);  // a conditional move: first sight is no predictable branch
       v.last = i;
       ++v.uses;
     };
@@ -398,40 +398,42 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
                       std::vector<RecordedInst>& scratch, bool demote_free_constants) {
   out.demoted = out.spilled = 0;
+  out.rounds = 0;
   std::vector<Home> homes;
   for (int attempt = 0; attempt < 32; ++attempt) {
     std::vector<Interval> iv = live_intervals(code, regs, first_label, isa == JitIsa::Avx512);
-    int short_of = -1;
-    std::vector<uint32_t> spills;
-    const bool demote_first = attempt == 0 && demote_free_constants;
-    if (!demote_first && linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, spills)) {
-      out.rounds = attempt + 1;
-      return true;
-    }
-    out.short_of = short_of;
-    if (short_of >= 0 || (spills.empty() && !demote_first)) return false;
-    if (attempt == 0) {
-      // Short of registers (or told so: `demote_free_constants`, without a first scan): every
-      // hoisted constant read only from r/m slots (its one other reference is its load before
-      // the loops) is demoted at once, as the scans would demote them one round after another
-      // (each round rescans the whole function). Reading them from the pool costs no
-      // instruction.
-      for (uint32_t r = 0; r < regs.size(); ++r)
-        if (regs[r].constant && regs[r].group == 1 && iv[r].last >= 0 && iv[r].fixed_uses <= 1 &&
-            std::find(spills.begin(), spills.end(), r) == spills.end())
-          spills.push_back(r);
-    }
-    bool done = false;
-    if (demote_first) {
-      // Demoting such a constant drops its load and turns its uses into memory operands: no
-      // other register's interval moves (positions only close up), so the scan runs on these
-      // intervals, less the demoted, instead of on the rewritten code (a round saved).
-      for (uint32_t r : spills) iv[r] = Interval{};
-      std::vector<uint32_t> more;
-      done = linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, more);
-      out.short_of = short_of;
-      if (short_of >= 0) return false;
-      spills.insert(spills.end(), more.begin(), more.end());
+    // A free demotion: a hoisted constant read only from r/m slots (its one other reference is
+    // its load before the loops). Demoting it drops that load and turns its uses into memory
+    // operands: no other register's interval moves (positions only close up), so the scan can
+    // run again on these intervals, less the demoted, instead of on the rewritten code.
+    auto free_demotion = [&](uint32_t r) {
+      return regs[r].constant && regs[r].group == 1 && iv[r].last >= 0 && iv[r].fixed_uses <= 1;
+    };
+    std::vector<uint32_t> spills;  // chosen this attempt, to be rewritten
+    bool done = false, scanned = attempt > 0 || !demote_free_constants, bulk = attempt == 0;
+    for (;;) {
+      std::vector<uint32_t> chosen;
+      int short_of = -1;
+      if (scanned) {
+        ++out.rounds;
+        done = linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, chosen);
+        out.short_of = short_of;
+        if (done) break;
+        if (short_of >= 0 || chosen.empty()) return false;
+      }
+      scanned = true;
+      if (std::exchange(bulk, false)) {
+        // Short of registers (or told so: `demote_free_constants`, before a first scan): every
+        // free demotion at once, as the scans would choose them one round after another.
+        // Reading them from the pool costs no instruction.
+        for (uint32_t r = 0; r < regs.size(); ++r)
+          if (free_demotion(r) && std::find(chosen.begin(), chosen.end(), r) == chosen.end())
+            chosen.push_back(r);
+      }
+      const bool all_free = std::all_of(chosen.begin(), chosen.end(), free_demotion);
+      spills.insert(spills.end(), chosen.begin(), chosen.end());
+      if (!all_free) break;  // reloads or stack slots: rewrite, then scan the new code
+      for (uint32_t r : chosen) iv[r] = Interval{};
     }
     homes.resize(regs.size());
     std::vector<uint8_t> spilled(regs.size(), 0);
@@ -448,12 +450,10 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
         ++out.spilled;
       }
     }
+    if (spills.empty()) return done;
     const size_t nregs = regs.size();
     spill(code, regs, homes, spilled, isa, scratch);
-    if (done && regs.size() == nregs) {  // no reload registers: the scan's assignment holds
-      out.rounds = attempt + 1;
-      return true;
-    }
+    if (done && regs.size() == nregs) return true;  // no reload registers: the assignment holds
   }
   return false;
 }
