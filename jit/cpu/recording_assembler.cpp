@@ -105,8 +105,10 @@ asmjit::Error RecordingAssembler::_emit(InstId id, const Operand_& o0, const Ope
   in.ops[0] = o0;
   in.ops[1] = o1;
   in.ops[2] = o2;
-  if (ext != nullptr)
-    for (int j = 0; j < 3; ++j) in.ops[3 + j] = ext[j];
+  if (ext != nullptr) {
+    if (!ext[1].isNone() || !ext[2].isNone()) throw Unsupported("an instruction of 5 operands");
+    in.ops[3] = ext[0];
+  }
   resetInstOptions();
   resetExtraReg();
   resetInlineComment();
@@ -539,7 +541,8 @@ void RecordingAssembler::encode(const std::vector<RecordedInst>& code, const Reg
       Operand_ value = in.ops[0];
       if (value.id() == x86::Gp::kIdCx) value.as<BaseReg>().setId(c);  // rcx's value is in c
       xchg(x86::rcx, x86::Gpq(c));
-      x86::Assembler::_emit(in.id, value, x86::cl, Operand_(), &in.ops[3]);
+      const Operand_ ext[3] = {in.ops[3], Operand_(), Operand_()};
+      x86::Assembler::_emit(in.id, value, x86::cl, Operand_(), ext);
       xchg(x86::rcx, x86::Gpq(c));
       continue;
     }
@@ -549,7 +552,8 @@ void RecordingAssembler::encode(const std::vector<RecordedInst>& code, const Reg
       extra.setId(phys(extra.id()));
       setExtraReg(extra);
     }
-    x86::Assembler::_emit(in.id, in.ops[0], in.ops[1], in.ops[2], &in.ops[3]);
+    const Operand_ ext[3] = {in.ops[3], Operand_(), Operand_()};
+    x86::Assembler::_emit(in.id, in.ops[0], in.ops[1], in.ops[2], ext);
   }
   if (!pool_.empty()) align(AlignMode::kData, 64);
   x86::Assembler::bind(pool_label_);

@@ -78,7 +78,7 @@ std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
     };
     const int rm = rm_slot(in);
     const bool low = avx512 && vex_only(in.id);
-    for (int j = 0; j < 6; ++j) {
+    for (int j = 0; j < RecordedInst::kOps; ++j) {
       const Operand_& op = in.ops[j];
       if (op.isReg()) {
         if (!is_virt(op.id())) continue;
@@ -192,7 +192,7 @@ bool rm_last(InstId id) {
 int rm_slot(const RecordedInst& in) {
   if (!(inst_traits(in.id) & kRmLast)) return -1;
   int last = -1;
-  for (int j = 0; j < 6; ++j)
+  for (int j = 0; j < RecordedInst::kOps; ++j)
     if (in.ops[j].isReg() || in.ops[j].isMem()) last = j;
   return last >= 1 ? last : -1;
 }
@@ -266,7 +266,7 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
       }
       return id;
     };
-    for (int j = 0; j < 6; ++j) {
+    for (int j = 0; j < RecordedInst::kOps; ++j) {
       Operand_& op = in.ops[j];
       if (op.isReg() && is_spilled(op.id())) {
         const uint32_t r = index_of(op.id());

@@ -30,7 +30,9 @@
 
 namespace kiln::jit {
 
-// One recorded instruction (or pseudo-instruction) with up to 6 operands.
+// One recorded instruction (or pseudo-instruction) with up to 4 operands (no kernel emitter
+// writes more: RecordingAssembler gives up on one that does). 80 bytes: every pass of a render
+// walks these, so their size is a render's memory traffic (6 operands took 112).
 struct RecordedInst {
   static constexpr asmjit::InstId kBindLabel = 0xFFFF0001u;    // ops[0]: the label
   static constexpr asmjit::InstId kEndFunction = 0xFFFF0002u;  // epilogue + ret
@@ -38,8 +40,10 @@ struct RecordedInst {
   asmjit::InstOptions options = asmjit::InstOptions::kNone;
   asmjit::RegOnly extra;  // the {k} write mask of an AVX-512 instruction (asmjit leaves it raw)
   RecordedInst() { extra.reset(); }
-  asmjit::Operand_ ops[6] = {};  // unused ones none (all zero)
+  static constexpr int kOps = 4;
+  asmjit::Operand_ ops[kOps] = {};  // unused ones none (all zero)
 };
+static_assert(sizeof(RecordedInst) == 80);
 
 struct VirtReg {
   uint8_t group = 0;      // 0 general, 1 vector, 2 mask (k)
