@@ -301,7 +301,7 @@ TEST(JitReduceKernels, TwoPassesOverAStashedValue) {
 }
 
 // Reduces of the same op, type and operand share one pass (layer norm from mean and var sums x
-// twice; render_reduce.cpp, earlier_twin); reduces that differ in op or operand keep their own.
+// twice; row_passes.cpp, earlier_twin); reduces that differ in op or operand keep their own.
 TEST(JitReduceKernels, TwinReducesShareAPass) {
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);

@@ -59,7 +59,7 @@ const char* CpuTarget::name() const {
 bool CpuTarget::supports(ExprOp op, DType dtype) const {
   if (op == ExprOp::Cast || expr_is_compare(op)) return true;  // from every type
   // Reductions and RowSize exist in row kernels only (the planner's row groups, rendered by
-  // render_reduce.cpp for Float32 and Float64): a pointwise kernel never has them.
+  // row_passes.cpp for Float32 and Float64): a pointwise kernel never has them.
   if (expr_is_reduce(op) || op == ExprOp::RowSize) return false;
   if (!expr_accepts(op, dtype)) return false;
   return !expr_is_transcendental(op) || cpu_math_supported(op);

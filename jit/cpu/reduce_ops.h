@@ -1,5 +1,5 @@
 // The eager reductions' combiners as vector code (ops/cpu/reduce_loops.h SumOp .. MinOp), shared
-// by the CPU target's row (render_reduce.cpp) and column (render_cols.cpp) renderers: the
+// by the CPU target's row (row_passes.cpp) and column (render_cols.cpp) renderers: the
 // identity of each Reduce op, and combine(a, b) = a + b, a * b, or max_nan / min_nan (a when a
 // wins or is NaN, else b: the later of two equal values, which decides between +0 and -0).
 #pragma once
