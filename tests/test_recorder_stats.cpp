@@ -15,6 +15,7 @@
 #include "record_util.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
+#include "tracer/region_runner.h"
 #include "runtime/profiler.h"
 #include "tracer/region_cache.h"
 
@@ -73,6 +74,7 @@ TEST(RecorderStats, TrainingLoopSummary) {
   Tensor x = randn({32, 4});
   Tensor target = randint(0, 3, {32});
   kiln::sync();
+  tracer::wait_for_compiles();  // no other test's background plan lands in the window
   tracer::RegionCache::instance().clear();
   prof::start("");
 
@@ -151,6 +153,7 @@ TEST(RecorderStats, FamilyPastRecompileLimitShowsAsUncached) {
     JitMode jit(true);
     Tensor base = (arange(36, DType::Float32) * 0.25).reshape({6, 6});
     kiln::sync();
+    tracer::wait_for_compiles();  // no other test's background plan lands in the window
     tracer::RegionCache::instance().clear();
     prof::start("");
     for (const Tensor& in : {base, base.t(), base.t()}) {
