@@ -16,7 +16,9 @@
 // demoted to its pool address, any other value to a stack slot (64 bytes for a vector, 8 for a
 // general or mask register), stored after each instruction that writes it. A vector use in an
 // instruction's r/m slot then reads memory, any other use (a memory operand's base, a {k} write
-// mask) a reload into a short-lived register right before it; then the scan runs again. The
+// mask) a reload into a short-lived register right before it; then the scan runs again: on the
+// same intervals less the demoted when every value it gave up is a constant read only from r/m
+// slots (dropping its load moves no other interval), else on the rewritten code. The
 // arguments are never spilled: running out of registers with only arguments live returns false
 // (as does a scan that keeps finding more to spill), and the caller renders the kernel with
 // asmjit's Compiler.
