@@ -392,6 +392,31 @@ TEST(JitAssembler, GeluTakesTheFastPath) {
   }
 }
 
+// A kernel whose loop body is the first to read the parameters (x * p, p a scalar argument read
+// through `params`) takes the fast path, pipelined on AVX-512 too: the argument register is no
+// value made by the first unrolled copy (pipeline() once took it for one, found the copies
+// different and sent the kernel to the Compiler).
+TEST(JitAssembler, APipelinedKernelReadingAParameterTakesTheFastPath) {
+  asmjit::JitRuntime rt;
+  for (DType t : {kFloat32, kFloat64}) {
+    LoopKernel k = LoopKernel::uniform(t, 1, 1);
+    k.stores = {k.binary(ExprOp::Mul, k.load(0), k.param(0))};
+    for (const std::string& name : supported_jit_isas()) {
+      const JitIsa isa = name == "avx512" ? JitIsa::Avx512
+                         : name == "avx2" ? JitIsa::Avx2
+                                          : JitIsa::Sse2;
+      for (int unroll : {1, 3, 4}) {
+        const KernelVariant v{isa, std::vector<InnerLayout>(2, InnerLayout::Contiguous), false,
+                              unroll};
+        const RenderedKernel r = render_cpu_kernel(rt, k, v, false);
+        EXPECT_TRUE(r.assembler) << name << " unroll " << unroll << ": " << r.fallback;
+        EXPECT_TRUE(r.fallback.empty()) << name << " unroll " << unroll << ": " << r.fallback;
+        rt.release(r.fn);
+      }
+    }
+  }
+}
+
 // A kernel with 40 vector values live at once needs more vector registers than any ISA has:
 // the fast path spills some to stack slots (the Compiler would too) and the results are the
 // float arithmetic's.

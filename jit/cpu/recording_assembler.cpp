@@ -200,10 +200,16 @@ struct CopyRegs {
 };
 
 // The position of each virtual register's first reference in `main` (0 for those the hoisted
-// code references: it runs before everything).
+// code references: it runs before everything; and for the arguments, held from the entry: a
+// kernel whose loop body is the first to read `params` (a broadcast scalar parameter) would
+// otherwise have its first unrolled copy "make" the argument, and pipeline() refused such
+// copies as different, sending the kernel to the Compiler).
 std::vector<uint32_t> first_references(const std::vector<RecordedInst>& main,
-                                       const std::vector<RecordedInst>& hoisted, size_t nregs) {
-  std::vector<uint32_t> first(nregs, UINT32_MAX);
+                                       const std::vector<RecordedInst>& hoisted,
+                                       const std::vector<VirtReg>& regs) {
+  std::vector<uint32_t> first(regs.size(), UINT32_MAX);
+  for (size_t v = 0; v < regs.size(); ++v)
+    if (regs[v].fixed >= 0) first[v] = 0;
   for (const RecordedInst& in : hoisted)
     visit_vregs(in, [&](uint32_t v, const Operand_*) { first[v] = 0; });
   for (size_t i = 0; i < main.size(); ++i)
@@ -254,7 +260,7 @@ size_t RecordingAssembler::pipeline_split(const std::vector<Range>& copies) {
         in.ops[0].isLabel())
       return 0;  // a label, a jump
   }
-  const std::vector<uint32_t> first = first_references(main_, hoisted_, regs_.size());
+  const std::vector<uint32_t> first = first_references(main_, hoisted_, regs_);
   std::vector<int32_t> slot(regs_.size(), -1);
   const CopyRegs c0 = own_registers(main_, first, slot, copies[0]);
   const size_t nown = c0.regs.size();
@@ -300,7 +306,7 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
       next[U - 1].second > drain[0].first || (anchor_ != UINT32_MAX && anchor_ > head[0].first))
     return false;
 
-  std::vector<uint32_t> first = first_references(main_, hoisted_, regs_.size());
+  std::vector<uint32_t> first = first_references(main_, hoisted_, regs_);
   std::vector<int32_t> slot(regs_.size(), -1);
   auto copy_regs = [&](const Range& r) { return own_registers(main_, first, slot, r); };
   std::vector<CopyRegs> regs[4];
