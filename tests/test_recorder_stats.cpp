@@ -15,9 +15,9 @@
 #include "record_util.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
-#include "tracer/region_runner.h"
 #include "runtime/profiler.h"
 #include "tracer/region_cache.h"
+#include "tracer/region_runner.h"
 
 namespace {
 
