@@ -1,6 +1,7 @@
 #include "jit/cpu/reg_alloc.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <tuple>
 #include <utility>
@@ -31,11 +32,12 @@ enum InstTrait : uint8_t {
 bool rm_last(InstId id);
 
 // A table built once from rm_last() and asmjit's instruction database (on first use: a render
-// may run during another file's static initialization): a switch and two table walks per
+// may run during another file's static initialization), never destroyed (a std::array: a
+// background render may run while the process exits): a switch and two table walks per
 // instruction and scan were a tenth of a render.
 inline uint8_t inst_traits(InstId id) {
-  static const std::vector<uint8_t> table = [] {
-    std::vector<uint8_t> t(Inst::_kIdCount, 0);
+  static const std::array<uint8_t, Inst::_kIdCount> table = [] {
+    std::array<uint8_t, Inst::_kIdCount> t{};
     for (InstId i = 0; i < Inst::_kIdCount; ++i) {
       const x86::InstDB::InstInfo& info = x86::InstDB::infoById(i);
       t[i] = static_cast<uint8_t>((rm_last(i) ? kRmLast : 0) |
