@@ -182,12 +182,7 @@ class ColRenderer {
 
   template <class Fn>
   auto on(DType t, int lanes, Fn fn) {
-    if (t == DType::Float64) {
-      AsmVecOps<double, E> o(*ctx_, lanes);
-      return fn(o);
-    }
-    AsmVecOps<float, E> o(*ctx_, lanes);
-    return fn(o);
+    return with_vec_ops(*ctx_, t, lanes, fn);
   }
 
   void move(x86::Vec d, x86::Vec s) {
@@ -195,21 +190,7 @@ class ColRenderer {
   }
 
   // (T)(n + offset) in lane 0 (n: the reduced rows), as static_cast converts it.
-  x86::Vec row_size(const Expr& e) {
-    x86::Gp g = cc_.newInt64();
-    cc_.mov(g, n_);
-    if (e.ivalue != 0) cc_.add(g, e.ivalue);
-    x86::Xmm x = cc_.newXmm();
-    const bool f32 = e.type == DType::Float32;
-    if (vex()) {
-      cc_.vxorps(x, x, x);
-      cc_.emit(f32 ? Inst::kIdVcvtsi2ss : Inst::kIdVcvtsi2sd, x, x, g);
-    } else {
-      cc_.xorps(x, x);
-      cc_.emit(f32 ? Inst::kIdCvtsi2ss : Inst::kIdCvtsi2sd, x, g);
-    }
-    return x;
-  }
+  x86::Vec row_size(const Expr& e) { return count_as_float(cc_, isa_, n_, e.ivalue, e.type); }
   x86::Vec broadcast(DType t, x86::Vec x) {
     return on(t, L_, [&](auto& vo) {
       using T = typename std::decay_t<decltype(vo)>::T;

@@ -200,19 +200,7 @@ void RowRenderer<E>::move_mask(const AsmMask& d, const AsmMask& s) {
 
 template <class E>
 x86::Vec RowRenderer<E>::row_size(const Expr& e) {
-  x86::Gp g = cc_.newInt64();
-  cc_.mov(g, n_);
-  if (e.ivalue != 0) cc_.add(g, e.ivalue);
-  x86::Xmm x = cc_.newXmm();
-  const bool f32 = e.type == DType::Float32;
-  if (vex()) {
-    cc_.vxorps(x, x, x);
-    cc_.emit(f32 ? Inst::kIdVcvtsi2ss : Inst::kIdVcvtsi2sd, x, x, g);
-  } else {
-    cc_.xorps(x, x);
-    cc_.emit(f32 ? Inst::kIdCvtsi2ss : Inst::kIdCvtsi2sd, x, g);
-  }
-  return broadcast_scalar(e.type, x);
+  return broadcast_scalar(e.type, count_as_float(cc_, isa_, n_, e.ivalue, e.type));
 }
 
 template <class E>

@@ -62,12 +62,7 @@ class RowRenderer {
 
   template <class Fn>
   auto on(DType t, int lanes, Fn fn) {
-    if (t == DType::Float64) {
-      AsmVecOps<double, E> o(*ctx_, lanes);
-      return fn(o);
-    }
-    AsmVecOps<float, E> o(*ctx_, lanes);
-    return fn(o);
+    return with_vec_ops(*ctx_, t, lanes, fn);
   }
 
   // (T)(n + offset), in every lane.

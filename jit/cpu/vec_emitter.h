@@ -27,6 +27,7 @@
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/kernel_compiler.h"
 #include "ops/cpu/vecmath/reduce_pio2.h"
+#include "runtime/dtype.h"
 
 namespace kiln::jit {
 
@@ -584,5 +585,38 @@ class AsmVecOps {
   E& cc_;
   int lanes_;
 };
+
+// Runs fn with the vector backend of t's lanes over `lanes` lanes: AsmVecOps<double> for
+// Float64, AsmVecOps<float> for the rest (Float32, and integers and masks as 32-bit lanes): the
+// row and column renderers' dispatch on a value's dtype.
+template <class E, class Fn>
+auto with_vec_ops(EmitContextT<E>& ctx, DType t, int lanes, Fn fn) {
+  if (t == DType::Float64) {
+    AsmVecOps<double, E> o(ctx, lanes);
+    return fn(o);
+  }
+  AsmVecOps<float, E> o(ctx, lanes);
+  return fn(o);
+}
+
+// (T)(n + offset) in lane 0 of a new xmm, T Float32 or Float64, as static_cast converts it (the
+// register zeroed first: cvtsi2ss/sd merge into it). A reduction's element count (RowSize).
+template <class E>
+asmjit::x86::Xmm count_as_float(E& cc, JitIsa isa, asmjit::x86::Gp n, int64_t offset, DType t) {
+  namespace Inst = asmjit::x86::Inst;
+  asmjit::x86::Gp g = cc.newInt64();
+  cc.mov(g, n);
+  if (offset != 0) cc.add(g, offset);
+  asmjit::x86::Xmm x = cc.newXmm();
+  const bool f32 = t == DType::Float32;
+  if (isa != JitIsa::Sse2) {
+    cc.vxorps(x, x, x);
+    cc.emit(f32 ? Inst::kIdVcvtsi2ss : Inst::kIdVcvtsi2sd, x, x, g);
+  } else {
+    cc.xorps(x, x);
+    cc.emit(f32 ? Inst::kIdCvtsi2ss : Inst::kIdCvtsi2sd, x, g);
+  }
+  return x;
+}
 
 }  // namespace kiln::jit
