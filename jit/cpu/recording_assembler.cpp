@@ -22,18 +22,22 @@ void RecordingAssembler::begin(JitIsa isa) {
   pool_label_ = newLabel();
 }
 
+namespace {
+// At least `n` elements of capacity, every page of them written (one allocation of that size).
+template <class V>
+void reserve_touched(V& v, size_t n) {
+  if (v.capacity() >= n) return;
+  v.clear();
+  v.resize(n);
+  v.clear();
+}
+}  // namespace
+
 void RecordingAssembler::reserve(size_t instructions) {
-  for (std::vector<RecordedInst>* v : {&main_, &code_, &scratch_}) {
-    if (v->capacity() >= instructions) continue;
-    v->clear();
-    v->resize(instructions);  // one allocation of that size, every page written
-    v->clear();
-  }
-  if (regs_.capacity() < instructions) {  // about one register per instruction
-    regs_.clear();
-    regs_.resize(instructions);
-    regs_.clear();
-  }
+  reserve_touched(main_, instructions);
+  reserve_touched(code_, instructions);
+  reserve_touched(scratch_, instructions);
+  reserve_touched(regs_, instructions);  // about one register per instruction
 }
 
 uint32_t RecordingAssembler::vreg(uint8_t group) {
@@ -323,10 +327,11 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
   const CopyRegs& c0 = regs[0][0];
   const size_t nown = c0.regs.size();
   if (split == 0 || split >= L) return false;
-  std::vector<char> crosses(nown, 0);
-  std::vector<int32_t> last_head(nown, -1);  // a crossing value's last reference in the head
+  std::vector<size_t> crossing;  // the copy's values that cross the split: a few of them
   for (size_t k = 0; k < nown; ++k)
-    crosses[k] = c0.lo[k] < static_cast<int32_t>(split) && c0.hi[k] >= static_cast<int32_t>(split);
+    if (c0.lo[k] < static_cast<int32_t>(split) && c0.hi[k] >= static_cast<int32_t>(split))
+      crossing.push_back(k);
+  std::vector<int32_t> last_head(nown, -1);  // a crossing value's last reference in the head
   for (size_t k = 0; k < nown; ++k) slot[c0.regs[k]] = static_cast<int32_t>(k);
   for (size_t i = 0; i < split; ++i)
     visit_vregs(main_[head[0].first + i], [&](uint32_t v, const Operand_*) {
@@ -344,9 +349,6 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
     });
     return in;
   };
-  std::vector<size_t> crossing;  // the k with crosses[k]: a few of the copy's registers
-  for (size_t k = 0; k < nown; ++k)
-    if (crosses[k]) crossing.push_back(k);
   auto with_slots = [&](const CopyRegs& mine, bool on) {
     for (size_t k : crossing) slot[mine.regs[k]] = on ? static_cast<int32_t>(k) : -1;
   };
