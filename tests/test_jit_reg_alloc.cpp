@@ -122,7 +122,9 @@ Program many_live_values(JitIsa isa, int n) {
 bool assign(Program& p, RegAssignment& ra, bool demote_free_constants = false) {
   uint32_t frame = 0;
   std::vector<RecordedInst> scratch;
-  return assign_registers(p.code, p.regs, p.isa, 0, frame, ra, scratch, demote_free_constants);
+  RegAllocScratch work;
+  return assign_registers(p.code, p.regs, p.isa, 0, frame, ra, scratch, work,
+                          demote_free_constants);
 }
 
 TEST(JitRegAlloc, ValuesThatFitTheRegistersAreNotSpilled) {

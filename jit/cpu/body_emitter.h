@@ -32,15 +32,6 @@ using asmjit::imm;
 using asmjit::InstId;
 using asmjit::Label;
 
-// One expression's value: a vector of numbers, or a mask (a k register on AVX-512; on AVX2 and
-// SSE2 all-ones lanes of 4 or 8 bytes, made at the width a consumer needs and kept).
-struct BodyVal {
-  x86::Vec v;
-  x86::KReg k;
-  x86::Vec m[2];
-  bool has[2] = {false, false};
-};
-
 // The expressions of one loop body, evaluated for `lanes` elements (1: a scalar loop), with an
 // optional AVX-512 tail mask: the one switch over expression ops of the CPU target.
 template <class E>
@@ -63,10 +54,17 @@ class BodyEmitter {
         params_(params),
         tail_(tail),
         streaming_(streaming),
-        first_(first) {}
+        first_(first),
+        vals_(ctx.body_values) {
+    if (ctx.body_open) fail("cpu kernel: a loop body started inside another");
+    ctx.body_open = true;
+  }
+  ~BodyEmitter() { ctx_.body_open = false; }
+  BodyEmitter(const BodyEmitter&) = delete;
+  BodyEmitter& operator=(const BodyEmitter&) = delete;
 
   void emit() {
-    vals_.resize(k_.exprs.size());
+    vals_.assign(k_.exprs.size(), BodyVal{});
     for (size_t i = 0; i < k_.exprs.size(); ++i) eval(static_cast<int32_t>(i));
     emit_stores(nullptr);
   }
@@ -78,7 +76,8 @@ class BodyEmitter {
                                      const std::vector<uint8_t>& store) {
     const size_t ne = k_.exprs.size();
     vals_.assign(ne, BodyVal{});
-    std::vector<uint8_t> need(want);
+    std::vector<uint8_t>& need = ctx_.body_need;
+    need.assign(want.begin(), want.end());
     need.resize(ne, 0);
     for (int32_t j = 0; j < k_.num_outputs(); ++j)
       if (store[j]) need[k_.stores[j]] = 1;
@@ -629,7 +628,7 @@ class BodyEmitter {
   const x86::KReg* tail_;
   bool streaming_;
   int first_;
-  std::vector<BodyVal> vals_;
+  std::vector<BodyVal>& vals_;  // ctx_.body_values
 };
 
 }  // namespace body_detail

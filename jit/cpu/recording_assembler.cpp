@@ -194,24 +194,15 @@ void map_vregs(RecordedInst& in, Fn fn) {
   if (in.extra.isReg() && Operand::isVirtId(in.extra.id())) in.extra.setId(id(in.extra.id()));
 }
 
-// The registers a copy of the body makes (first referenced inside it), in order of first
-// reference, with the positions of their first and last reference in the copy and their
-// widest register operand (none if only a memory base or a mask).
-struct CopyRegs {
-  std::vector<uint32_t> regs;
-  std::vector<int32_t> lo, hi;
-  std::vector<Operand_> op;
-};
-
-// The position of each virtual register's first reference in `main` (0 for those the hoisted
-// code references: it runs before everything; and for the arguments, held from the entry: a
-// kernel whose loop body is the first to read `params` (a broadcast scalar parameter) would
-// otherwise have its first unrolled copy "make" the argument, and pipeline() refused such
+// The position of each virtual register's first reference in `main`, into `first` (0 for those
+// the hoisted code references: it runs before everything; and for the arguments, held from the
+// entry: a kernel whose loop body is the first to read `params` (a broadcast scalar parameter)
+// would otherwise have its first unrolled copy "make" the argument, and pipeline() refused such
 // copies as different, sending the kernel to the Compiler).
-std::vector<uint32_t> first_references(const std::vector<RecordedInst>& main,
-                                       const std::vector<RecordedInst>& hoisted,
-                                       const std::vector<VirtReg>& regs) {
-  std::vector<uint32_t> first(regs.size(), UINT32_MAX);
+void first_references(const std::vector<RecordedInst>& main,
+                      const std::vector<RecordedInst>& hoisted, const std::vector<VirtReg>& regs,
+                      std::vector<uint32_t>& first) {
+  first.assign(regs.size(), UINT32_MAX);
   for (size_t v = 0; v < regs.size(); ++v)
     if (regs[v].fixed >= 0) first[v] = 0;
   for (const RecordedInst& in : hoisted)
@@ -220,39 +211,31 @@ std::vector<uint32_t> first_references(const std::vector<RecordedInst>& main,
     visit_vregs(main[i], [&](uint32_t v, const Operand_*) {
       if (first[v] == UINT32_MAX) first[v] = static_cast<uint32_t>(i);
     });
-  return first;
-}
-
-// The registers the copy at `r` makes. `slot`: all -1, left so.
-CopyRegs own_registers(const std::vector<RecordedInst>& main, const std::vector<uint32_t>& first,
-                       std::vector<int32_t>& slot, const std::pair<size_t, size_t>& r) {
-  CopyRegs c;
-  const size_t most = 2 * (r.second - r.first);  // no growth: 4U calls a render, 4 vectors each
-  c.regs.reserve(most);
-  c.lo.reserve(most);
-  c.hi.reserve(most);
-  c.op.reserve(most);
-  for (size_t i = 0; i < r.second - r.first; ++i)
-    visit_vregs(main[r.first + i], [&](uint32_t v, const Operand_* op) {
-      if (first[v] < r.first || first[v] >= r.second) return;
-      if (slot[v] < 0) {
-        slot[v] = static_cast<int32_t>(c.regs.size());
-        c.regs.push_back(v);
-        c.lo.push_back(static_cast<int32_t>(i));
-        c.hi.push_back(static_cast<int32_t>(i));
-        c.op.emplace_back();
-      }
-      const size_t k = static_cast<size_t>(slot[v]);
-      c.hi[k] = static_cast<int32_t>(i);
-      if (op != nullptr &&
-          (c.op[k].isNone() || op->as<BaseReg>().size() > c.op[k].as<BaseReg>().size()))
-        c.op[k] = *op;
-    });
-  for (uint32_t v : c.regs) slot[v] = -1;
-  return c;
 }
 
 }  // namespace
+
+// Appends to copy_regs_ the registers the copy at `r` makes (first referenced inside it), in
+// order of first reference, with the positions of their first and last reference in the copy
+// and their widest register operand (none if only a memory base or a mask); returns their
+// count. first_ and slot_ (all -1, left so) are set up by the caller.
+size_t RecordingAssembler::own_registers(const Range& r) {
+  const size_t at = copy_regs_.size();
+  for (size_t i = 0; i < r.second - r.first; ++i)
+    visit_vregs(main_[r.first + i], [&](uint32_t v, const Operand_* op) {
+      if (first_[v] < r.first || first_[v] >= r.second) return;
+      if (slot_[v] < 0) {
+        slot_[v] = static_cast<int32_t>(copy_regs_.size() - at);
+        copy_regs_.push_back(CopyReg{v, static_cast<int32_t>(i), static_cast<int32_t>(i), {}});
+      }
+      CopyReg& c = copy_regs_[at + static_cast<size_t>(slot_[v])];
+      c.hi = static_cast<int32_t>(i);
+      if (op != nullptr && (c.op.isNone() || op->as<BaseReg>().size() > c.op.as<BaseReg>().size()))
+        c.op = *op;
+    });
+  for (size_t k = at; k < copy_regs_.size(); ++k) slot_[copy_regs_[k].reg] = -1;
+  return copy_regs_.size() - at;
+}
 
 size_t RecordingAssembler::pipeline_split(const std::vector<Range>& copies) {
   if (copies.empty()) return 0;
@@ -264,10 +247,11 @@ size_t RecordingAssembler::pipeline_split(const std::vector<Range>& copies) {
         in.ops[0].isLabel())
       return 0;  // a label, a jump
   }
-  const std::vector<uint32_t> first = first_references(main_, hoisted_, regs_);
-  std::vector<int32_t> slot(regs_.size(), -1);
-  const CopyRegs c0 = own_registers(main_, first, slot, copies[0]);
-  const size_t nown = c0.regs.size();
+  first_references(main_, hoisted_, regs_, first_);
+  slot_.assign(regs_.size(), -1);
+  copy_regs_.clear();
+  const size_t nown = own_registers(copies[0]);
+  const CopyReg* c0 = copy_regs_.data();
   const size_t target = L / 5;
   auto dist = [&](size_t s) { return s > target ? s - target : target - s; };
   size_t split = 0, best = SIZE_MAX;
@@ -275,9 +259,9 @@ size_t RecordingAssembler::pipeline_split(const std::vector<Range>& copies) {
     size_t crossing = 0;
     bool ok = true;
     for (size_t k = 0; k < nown; ++k)
-      if (c0.lo[k] < static_cast<int32_t>(s) && c0.hi[k] >= static_cast<int32_t>(s)) {
+      if (c0[k].lo < static_cast<int32_t>(s) && c0[k].hi >= static_cast<int32_t>(s)) {
         ++crossing;
-        ok = ok && regs_[c0.regs[k]].group == kVec && !c0.op[k].isNone();
+        ok = ok && regs_[c0[k].reg].group == kVec && !c0[k].op.isNone();
       }
     if (ok && (crossing < best || (crossing == best && dist(s) < dist(split)))) {
       best = crossing;
@@ -310,47 +294,56 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
       next[U - 1].second > drain[0].first || (anchor_ != UINT32_MAX && anchor_ > head[0].first))
     return false;
 
-  std::vector<uint32_t> first = first_references(main_, hoisted_, regs_);
-  std::vector<int32_t> slot(regs_.size(), -1);
-  auto copy_regs = [&](const Range& r) { return own_registers(main_, first, slot, r); };
-  std::vector<CopyRegs> regs[4];
+  if (split == 0 || split >= L) return false;
+  first_references(main_, hoisted_, regs_, first_);
+  slot_.assign(regs_.size(), -1);
+  copy_regs_.clear();
+  copy_regs_.reserve(4 * U * 2 * L);  // no growth: the copies below are read through pointers
+  size_t nown = 0;
   for (int g = 0; g < 4; ++g)
     for (size_t u = 0; u < U; ++u) {
-      regs[g].push_back(copy_regs((*groups[g])[u]));
-      const CopyRegs& a = regs[g].back();
-      const CopyRegs& b = regs[0][0];
-      if (a.regs.size() != b.regs.size() || a.lo != b.lo || a.hi != b.hi) return false;
-      for (size_t k = 0; k < a.regs.size(); ++k)
-        if (regs_[a.regs[k]].group != regs_[b.regs[k]].group) return false;
+      const size_t n = own_registers((*groups[g])[u]);
+      if (g == 0 && u == 0) nown = n;
+      if (n != nown) return false;
+      const CopyReg* a = copy_regs_.data() + copy_regs_.size() - n;
+      const CopyReg* b = copy_regs_.data();
+      for (size_t k = 0; k < n; ++k)
+        if (a[k].lo != b[k].lo || a[k].hi != b[k].hi ||
+            regs_[a[k].reg].group != regs_[b[k].reg].group)
+          return false;
     }
-
-  const CopyRegs& c0 = regs[0][0];
-  const size_t nown = c0.regs.size();
-  if (split == 0 || split >= L) return false;
-  std::vector<size_t> crossing;  // the copy's values that cross the split: a few of them
+  // The registers of copy u of group g: regs(g, u)[k] (copies in the order they were added).
+  auto regs = [&](int g, size_t u) {
+    return copy_regs_.data() + (static_cast<size_t>(g) * U + u) * nown;
+  };
+  const CopyReg* c0 = regs(0, 0);
+  std::vector<size_t>& crossing = crossing_;  // the copy's values that cross the split: a few
+  crossing.clear();
   for (size_t k = 0; k < nown; ++k)
-    if (c0.lo[k] < static_cast<int32_t>(split) && c0.hi[k] >= static_cast<int32_t>(split))
+    if (c0[k].lo < static_cast<int32_t>(split) && c0[k].hi >= static_cast<int32_t>(split))
       crossing.push_back(k);
-  std::vector<int32_t> last_head(nown, -1);  // a crossing value's last reference in the head
-  for (size_t k = 0; k < nown; ++k) slot[c0.regs[k]] = static_cast<int32_t>(k);
+  // A crossing value's last reference in the head (slot_ maps the copy's registers meanwhile).
+  std::vector<int32_t>& last_head = last_head_;
+  last_head.assign(nown, -1);
+  for (size_t k = 0; k < nown; ++k) slot_[c0[k].reg] = static_cast<int32_t>(k);
   for (size_t i = 0; i < split; ++i)
     visit_vregs(main_[head[0].first + i], [&](uint32_t v, const Operand_*) {
-      if (slot[v] >= 0) last_head[static_cast<size_t>(slot[v])] = static_cast<int32_t>(i);
+      if (slot_[v] >= 0) last_head[static_cast<size_t>(slot_[v])] = static_cast<int32_t>(i);
     });
-  for (size_t k = 0; k < nown; ++k) slot[c0.regs[k]] = -1;
+  for (size_t k = 0; k < nown; ++k) slot_[c0[k].reg] = -1;
 
   // A tail's instruction reading its crossing values from the prologue copy's registers.
-  // (slot[] maps the copy's crossing registers to their index while it is read: with_slots.)
-  auto tail_inst = [&](const Range& r, const CopyRegs& from, size_t i) {
+  // (slot_ maps the copy's crossing registers to their index while it is read: with_slots.)
+  auto tail_inst = [&](const Range& r, const CopyReg* from, size_t i) {
     RecordedInst in = main_[r.first + i];
     map_vregs(in, [&](uint32_t v) {
-      const int32_t k = slot[v];
-      return k >= 0 ? from.regs[static_cast<size_t>(k)] : v;
+      const int32_t k = slot_[v];
+      return k >= 0 ? from[static_cast<size_t>(k)].reg : v;
     });
     return in;
   };
-  auto with_slots = [&](const CopyRegs& mine, bool on) {
-    for (size_t k : crossing) slot[mine.regs[k]] = on ? static_cast<int32_t>(k) : -1;
+  auto with_slots = [&](const CopyReg* mine, bool on) {
+    for (size_t k : crossing) slot_[mine[k].reg] = on ? static_cast<int32_t>(k) : -1;
   };
   const size_t tl = L - split;
   std::vector<RecordedInst>& out = scratch_;
@@ -366,25 +359,25 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
       for (size_t i = 0; i < std::max(tl, split); ++i) {
         for (size_t u = 0; u < U; ++u) {
           if (i < tl) {
-            with_slots(regs[1][u], true);
-            out.push_back(tail_inst(tail[u], regs[0][u], split + i));
-            with_slots(regs[1][u], false);
+            with_slots(regs(1, u), true);
+            out.push_back(tail_inst(tail[u], regs(0, u), split + i));
+            with_slots(regs(1, u), false);
           }
           if (i < split) out.push_back(main_[next[u].first + i]);
         }
         // The next heads' values move into the prologue's registers once both the tail's last
         // read of the old value and the head's last reference to the new one are behind.
         for (size_t k : crossing) {
-          const size_t at = std::max<size_t>(static_cast<size_t>(c0.hi[k]) - split,
+          const size_t at = std::max<size_t>(static_cast<size_t>(c0[k].hi) - split,
                                              static_cast<size_t>(last_head[k]));
           if (at != i) continue;
           for (size_t u = 0; u < U; ++u) {
             RecordedInst mv;
             mv.id = Inst::kIdVmovaps;
-            mv.ops[0] = regs[0][u].op[k];
-            mv.ops[1] = regs[2][u].op[k];
-            mv.ops[0].as<BaseReg>().setId(Operand::indexToVirtId(regs[0][u].regs[k]));
-            mv.ops[1].as<BaseReg>().setId(Operand::indexToVirtId(regs[2][u].regs[k]));
+            mv.ops[0] = regs(0, u)[k].op;
+            mv.ops[1] = regs(2, u)[k].op;
+            mv.ops[0].as<BaseReg>().setId(Operand::indexToVirtId(regs(0, u)[k].reg));
+            mv.ops[1].as<BaseReg>().setId(Operand::indexToVirtId(regs(2, u)[k].reg));
             out.push_back(mv);
           }
         }
@@ -393,9 +386,9 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
     } else if (pos == drain[0].first) {
       for (size_t i = 0; i < tl; ++i)
         for (size_t u = 0; u < U; ++u) {
-          with_slots(regs[3][u], true);
-          out.push_back(tail_inst(drain[u], regs[0][u], split + i));
-          with_slots(regs[3][u], false);
+          with_slots(regs(3, u), true);
+          out.push_back(tail_inst(drain[u], regs(0, u), split + i));
+          with_slots(regs(3, u), false);
         }
       pos = drain[U - 1].second;
     } else {
@@ -488,8 +481,8 @@ void RecordingAssembler::finish() {
   code.insert(code.end(), hoisted_.begin(), hoisted_.end());
   code.insert(code.end(), main_.begin() + static_cast<std::ptrdiff_t>(at), main_.end());
   if (isa_ != JitIsa::Sse2) commute_constants(code);
-  RegAssignment ra;
-  if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra, scratch_,
+  RegAssignment& ra = assignment_;
+  if (!assign_registers(code, regs_, isa_, pool_label_.id(), frame_bytes_, ra, scratch_, reg_alloc_,
                         pipelined_))
     throw Unsupported(ra.short_of == 0   ? "more general registers than the machine has"
                       : ra.short_of == 2 ? "more mask registers than the machine has"

@@ -122,6 +122,13 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   static constexpr uint8_t kGp = 0, kVec = 1, kMask = 2;
   uint32_t vreg(uint8_t group);
   void encode(const std::vector<RecordedInst>& code, const RegAssignment& regs);
+  // A register a copy of the unrolled body makes (pipeline_split, pipeline).
+  struct CopyReg {
+    uint32_t reg;
+    int32_t lo, hi;  // its first and last reference in the copy
+    asmjit::Operand_ op;
+  };
+  size_t own_registers(const Range& r);
   void commute_constants(std::vector<RecordedInst>& code) const;
 
   JitIsa isa_ = JitIsa::Sse2;
@@ -137,6 +144,14 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   // The whole function and a buffer for its rewrites and weaving, kept across renders (the
   // workspace is pooled, render_workspace.h): no allocation and no page faults per render.
   std::vector<RecordedInst> code_, scratch_;
+  // pipeline_split's and pipeline()'s bookkeeping, kept for the same reason: each virtual
+  // register's first reference, a slot per register, the copies' registers, the crossing values.
+  std::vector<uint32_t> first_;
+  std::vector<int32_t> slot_, last_head_;
+  std::vector<CopyReg> copy_regs_;
+  std::vector<size_t> crossing_;
+  RegAllocScratch reg_alloc_;  // the register scan's (reg_alloc.h)
+  RegAssignment assignment_;
 };
 
 bool interleave(RecordingAssembler& as, const std::vector<RecordingAssembler::Range>& copies);

@@ -16,13 +16,6 @@ namespace Inst = x86::Inst;
 bool is_virt(uint32_t id) { return Operand::isVirtId(id); }
 uint32_t index_of(uint32_t id) { return Operand::virtIdToIndex(id); }
 
-struct Interval {
-  int32_t first = INT32_MAX, last = -1;
-  int32_t uses = 0;
-  int32_t fixed_uses = 0;  // vector uses outside an r/m slot (a memory home needs a reload)
-  bool low = false;        // a vector operand of a VEX-only instruction: xmm0-15 only
-};
-
 // Per instruction id, asked of every recorded instruction in every scan (inst_traits()).
 enum InstTrait : uint8_t {
   kRmLast = 1,   // its last register or memory operand is an r/m slot (rm_last())
@@ -52,12 +45,14 @@ int rm_slot(const RecordedInst& in);
 bool vex_only(InstId id) { return inst_traits(id) & kVexOnly; }
 
 // Each register's [first, last] reference, loops taken into account (reg_alloc.h).
-std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
-                                     const std::vector<VirtReg>& regs, uint32_t first_label,
-                                     bool avx512) {
-  std::vector<Interval> iv(regs.size());
-  std::vector<int32_t> bound;  // label id -> position
-  std::vector<std::pair<int32_t, int32_t>> loops;
+void live_intervals(const std::vector<RecordedInst>& code, const std::vector<VirtReg>& regs,
+                    uint32_t first_label, bool avx512, RegAllocScratch& work) {
+  std::vector<Interval>& iv = work.iv;
+  iv.assign(regs.size(), Interval{});
+  std::vector<int32_t>& bound = work.bound;  // label id -> position
+  bound.clear();
+  std::vector<std::pair<int32_t, int32_t>>& loops = work.loops;
+  loops.clear();
   const int32_t n = static_cast<int32_t>(code.size());
   for (int32_t i = 0; i < n; ++i) {
     const RecordedInst& in = code[i];
@@ -112,7 +107,6 @@ std::vector<Interval> live_intervals(const std::vector<RecordedInst>& code,
         if (v.first < head && v.last < end) v.last = end;
       }
     }
-  return iv;
 }
 
 // The instructions whose last non-immediate operand is an r/m slot (a memory operand may take
@@ -200,10 +194,7 @@ int rm_slot(const RecordedInst& in) {
 }
 
 // Where a spilled register's value lives: a hoisted constant's pool address, or a stack slot.
-struct Home {
-  bool stack = false;
-  x86::Mem mem;
-};
+using Home = SpillHome;
 
 // Rewrites `code` so that the registers with a home have no register of their own (reg_alloc.h):
 // a constant's load before the loops goes; an instruction that writes a spilled value writes a
@@ -214,14 +205,14 @@ struct Home {
 // and stores move no flags, so a compare and its jump may be split by them.
 void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
            const std::vector<Home>& homes, const std::vector<uint8_t>& spilled, JitIsa isa,
-           std::vector<RecordedInst>& out) {
+           std::vector<RecordedInst>& out, std::vector<uint8_t>& defined) {
   out.clear();
   out.reserve(code.size() + code.size() / 4);
   const InstId vmove = isa == JitIsa::Sse2 ? Inst::kIdMovups : Inst::kIdVmovups;
   auto is_spilled = [&](uint32_t id) {
     return is_virt(id) && index_of(id) < spilled.size() && spilled[index_of(id)];
   };
-  std::vector<uint8_t> defined(spilled.size(), 0);
+  defined.assign(spilled.size(), 0);
   for (RecordedInst& in : code) {
     if (in.id != RecordedInst::kBindLabel && in.ops[0].isReg() && is_spilled(in.ops[0].id()) &&
         !homes[index_of(in.ops[0].id())].stack && in.ops[1].isMem())
@@ -304,19 +295,21 @@ constexpr uint32_t kGpCallerSaved = 0x0fc7u;
 // goes on as if they had none): the result is then false with short_of -1, and the caller
 // rewrites the code and scans again.
 bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& regs, JitIsa isa,
-                 bool reserve_rbp, RegAssignment& out, int& short_of,
-                 std::vector<uint32_t>& spills) {
+                 bool reserve_rbp, RegAssignment& out, int& short_of, std::vector<uint32_t>& spills,
+                 RegAllocScratch& work) {
   const size_t nr = regs.size();
   // The live registers by first reference (a counting sort: positions are dense), arguments
   // first among equals: they own their registers.
   int32_t end = 0;
   for (uint32_t r = 0; r < nr; ++r)
     if (iv[r].last >= 0) end = std::max(end, iv[r].first + 1);
-  std::vector<uint32_t> at_pos(static_cast<size_t>(end) + 1, 0);
+  std::vector<uint32_t>& at_pos = work.at_pos;
+  at_pos.assign(static_cast<size_t>(end) + 1, 0);
   for (uint32_t r = 0; r < nr; ++r)
     if (iv[r].last >= 0) ++at_pos[iv[r].first + 1];
   for (int32_t i = 0; i < end; ++i) at_pos[i + 1] += at_pos[i];
-  std::vector<uint32_t> order(at_pos[end]);
+  std::vector<uint32_t>& order = work.order;
+  order.resize(at_pos[end]);
   for (bool args : {true, false})
     for (uint32_t r = 0; r < nr; ++r)
       if (iv[r].last >= 0 && (regs[r].fixed >= 0) == args) order[at_pos[iv[r].first]++] = r;
@@ -337,7 +330,10 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
   uint32_t owner[3][32];
   int32_t last_pos = 0;
   for (uint32_t r = 0; r < nr; ++r) last_pos = std::max(last_pos, iv[r].last);
-  std::vector<int32_t> dies_at(static_cast<size_t>(last_pos) + 1, -1), next_dying(nr, -1);
+  std::vector<int32_t>& dies_at = work.dies_at;
+  std::vector<int32_t>& next_dying = work.next_dying;
+  dies_at.assign(static_cast<size_t>(last_pos) + 1, -1);
+  next_dying.assign(nr, -1);
   int32_t released = -1;  // positions whose dying holders are released
   for (uint32_t r : order) {
     const int g = regs[r].group;
@@ -398,12 +394,15 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
 
 bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
-                      std::vector<RecordedInst>& scratch, bool demote_free_constants) {
+                      std::vector<RecordedInst>& scratch, RegAllocScratch& work,
+                      bool demote_free_constants) {
   out.demoted = out.spilled = 0;
   out.rounds = 0;
-  std::vector<Home> homes;
+  std::vector<Home>& homes = work.homes;
+  homes.clear();
   for (int attempt = 0; attempt < 32; ++attempt) {
-    std::vector<Interval> iv = live_intervals(code, regs, first_label, isa == JitIsa::Avx512);
+    live_intervals(code, regs, first_label, isa == JitIsa::Avx512, work);
+    std::vector<Interval>& iv = work.iv;
     // A free demotion: a hoisted constant read only from r/m slots (its one other reference is
     // its load before the loops). Demoting it drops that load and turns its uses into memory
     // operands: no other register's interval moves (positions only close up), so the scan can
@@ -411,14 +410,16 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
     auto free_demotion = [&](uint32_t r) {
       return regs[r].constant && regs[r].group == 1 && iv[r].last >= 0 && iv[r].fixed_uses <= 1;
     };
-    std::vector<uint32_t> spills;  // chosen this attempt, to be rewritten
+    std::vector<uint32_t>& spills = work.spills;  // chosen this attempt, to be rewritten
+    spills.clear();
     bool done = false, scanned = attempt > 0 || !demote_free_constants, bulk = attempt == 0;
     for (;;) {
-      std::vector<uint32_t> chosen;
+      std::vector<uint32_t>& chosen = work.chosen;
+      chosen.clear();
       int short_of = -1;
       if (scanned) {
         ++out.rounds;
-        done = linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, chosen);
+        done = linear_scan(iv, regs, isa, frame_bytes > 0, out, short_of, chosen, work);
         out.short_of = short_of;
         if (done) break;
         if (short_of >= 0 || chosen.empty()) return false;
@@ -438,7 +439,8 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
       for (uint32_t r : chosen) iv[r] = Interval{};
     }
     homes.resize(regs.size());
-    std::vector<uint8_t> spilled(regs.size(), 0);
+    std::vector<uint8_t>& spilled = work.spilled;
+    spilled.assign(regs.size(), 0);
     for (uint32_t r : spills) {
       spilled[r] = 1;
       if (regs[r].constant) {
@@ -454,7 +456,7 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
     }
     if (spills.empty()) return done;
     const size_t nregs = regs.size();
-    spill(code, regs, homes, spilled, isa, scratch);
+    spill(code, regs, homes, spilled, isa, scratch, work.defined);
     if (done && regs.size() == nregs) return true;  // no reload registers: the assignment holds
   }
   return false;

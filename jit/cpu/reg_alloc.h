@@ -26,6 +26,7 @@
 #include <asmjit/x86.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "jit/cpu/cpu_isa.h"
@@ -63,16 +64,45 @@ struct RegAssignment {
   int rounds = 0;            // scans it took (each after a round of spills)
 };
 
+// One register's [first, last] reference (loops taken into account) and its uses.
+struct Interval {
+  int32_t first = INT32_MAX, last = -1;
+  int32_t uses = 0;
+  int32_t fixed_uses = 0;  // vector uses outside an r/m slot (a memory home needs a reload)
+  bool low = false;        // a vector operand of a VEX-only instruction: xmm0-15 only
+};
+
+// Where a spilled register lives: a stack slot, or (a demoted constant) its pool address.
+struct SpillHome {
+  bool stack = false;
+  asmjit::x86::Mem mem;
+};
+
+// The scan's working memory, kept by the caller across renders beside its recording buffers
+// (the workspace is pooled, render_workspace.h): a render allocates none of it. Its contents
+// mean nothing between calls.
+struct RegAllocScratch {
+  std::vector<Interval> iv;
+  std::vector<int32_t> bound;
+  std::vector<std::pair<int32_t, int32_t>> loops;
+  std::vector<uint32_t> at_pos, order, spills, chosen;
+  std::vector<int32_t> dies_at, next_dying;
+  std::vector<SpillHome> homes;
+  std::vector<uint8_t> spilled, defined;
+};
+
 // Fills `out`; may rewrite `code` and append to `regs` (spills). False when the registers do
 // not suffice. `first_label`: the lowest label id the code binds (ids are the CodeHolder's,
 // which grow over a pooled CodeHolder's life). `frame_bytes`: the stack slots taken so far (rbp
 // keeps the frame when nonzero); spill slots are added after them.
 // `scratch`: a buffer for the rewrites, kept by the caller across renders (a kernel's code runs
-// to hundreds of KB: allocated anew, it is mapped and faulted in every time).
+// to hundreds of KB: allocated anew, it is mapped and faulted in every time); `work`, the
+// scan's other buffers, likewise.
 // `demote_free_constants`: demote every hoisted constant read only from r/m slots before the
 // first scan (the caller knows registers will run short: a pipelined loop), saving a round.
 bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
-                      std::vector<RecordedInst>& scratch, bool demote_free_constants = false);
+                      std::vector<RecordedInst>& scratch, RegAllocScratch& work,
+                      bool demote_free_constants = false);
 
 }  // namespace kiln::jit

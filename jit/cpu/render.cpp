@@ -65,7 +65,7 @@ void render_function(E& cc, const LoopKernel& k, const KernelVariant& v) {
     cc.mov(base[j], x86::ptr(ptrs, j * 8));
     esize[j] = j < k.num_operands() ? static_cast<int>(itemsize(k.operand_dtype(j))) : 1;
   }
-  EmitContextT<E> ctx{cc, isa, cc.cursor(), {}};
+  EmitContextT<E> ctx(cc, isa, cc.cursor());
 
   bool vector_loop = true;
   for (InnerLayout l : layout) vector_loop = vector_loop && l != InnerLayout::Strided;

@@ -68,7 +68,7 @@ class ColRenderer {
       cc_.mov(base_[j], x86::ptr(ptrs, j * 8));
       esize_.push_back(static_cast<int>(itemsize(k_.operand_dtype(j))));
     }
-    ctx_ = std::make_unique<EmitContextT<E>>(EmitContextT<E>{cc_, isa_, cc_.cursor(), {}});
+    ctx_ = std::make_unique<EmitContextT<E>>(cc_, isa_, cc_.cursor());
     const std::vector<uint8_t> row = k_.row_values();
     const size_t ne = k_.exprs.size();
     for (size_t i = 0; i < ne; ++i)

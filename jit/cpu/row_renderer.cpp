@@ -31,7 +31,7 @@ void RowRenderer<E>::render() {
     cc_.mov(base_[j], x86::ptr(ptrs, j * 8));
     esize_.push_back(static_cast<int>(itemsize(k_.operand_dtype(j))));
   }
-  ctx_ = std::make_unique<EmitContextT<E>>(EmitContextT<E>{cc_, isa_, cc_.cursor(), {}});
+  ctx_ = std::make_unique<EmitContextT<E>>(cc_, isa_, cc_.cursor());
   row_ = k_.row_values();
   const size_t ne = k_.exprs.size();
   preset_.assign(ne, x86::Vec());

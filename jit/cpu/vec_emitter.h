@@ -20,10 +20,11 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
+#include "jit/cpu/constant_table.h"
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/kernel_compiler.h"
 #include "ops/cpu/vecmath/reduce_pio2.h"
@@ -36,16 +37,32 @@ struct AsmMask {
   asmjit::x86::Vec v;   // AVX2, SSE2
 };
 
-// State shared by the emitters of one function: the hoisted constants. `E`, the emitter, is
-// asmjit's Compiler (KernelCompiler) or the fast path's RecordingAssembler: the emission code
-// below is the same for both (recording_assembler.h offers the subset of the Compiler's
-// interface it uses).
+// One expression's value in a loop body (body_emitter.h): a vector of numbers, or a mask (a k
+// register on AVX-512; on AVX2 and SSE2 all-ones lanes of 4 or 8 bytes, made at the width a
+// consumer needs and kept).
+struct BodyVal {
+  asmjit::x86::Vec v;
+  asmjit::x86::KReg k;
+  asmjit::x86::Vec m[2];
+  bool has[2] = {false, false};
+};
+
+// State shared by the emitters of one function: the hoisted constants, and the body emitter's
+// buffers (one body is emitted at a time; reused, they cost no allocation per body). `E`, the
+// emitter, is asmjit's Compiler (KernelCompiler) or the fast path's RecordingAssembler: the
+// emission code below is the same for both (recording_assembler.h offers the subset of the
+// Compiler's interface it uses).
 template <class E>
 struct EmitContextT {
+  using Cursor = decltype(std::declval<E&>().cursor());
+  EmitContextT(E& c, JitIsa i, Cursor hoist) : cc(c), isa(i), hoist_point(hoist) {}
   E& cc;
   JitIsa isa;
-  decltype(std::declval<E&>().cursor()) hoist_point{};  // constants are loaded after this point
-  std::map<std::pair<uint64_t, int>, asmjit::x86::Vec> constants;  // (bits, width) -> register
+  Cursor hoist_point{};     // constants are loaded after this point
+  ConstantTable constants;  // (bits, width and lane type) -> register
+  std::vector<BodyVal> body_values;
+  std::vector<uint8_t> body_need;
+  bool body_open = false;  // a BodyEmitter is working: no second one may start
 };
 using EmitContext = EmitContextT<KernelCompiler>;
 
@@ -508,9 +525,8 @@ class AsmVecOps {
   // A register holding `bits` in every lane, loaded once before the loops.
   F constant(uint64_t bits) const {
     const int width = std::max(16, bytes());
-    auto key = std::make_pair(bits, width * 16 + static_cast<int>(sizeof(T)));
-    auto it = ctx_.constants.find(key);
-    if (it != ctx_.constants.end()) return it->second;
+    const int32_t shape = width * 16 + static_cast<int32_t>(sizeof(T));
+    if (const F* known = ctx_.constants.find(bits, shape)) return *known;
     alignas(64) unsigned char data[64];
     const int n = 64 / static_cast<int>(sizeof(T));
     for (int i = 0; i < n; ++i) std::memcpy(data + i * sizeof(T), &bits, sizeof(T));
@@ -521,7 +537,7 @@ class AsmVecOps {
     cc_.emit(vex() ? asmjit::x86::Inst::kIdVmovups : asmjit::x86::Inst::kIdMovups, d, mem);
     ctx_.hoist_point = cc_.cursor();
     cc_.setCursor(saved);
-    ctx_.constants.emplace(key, d);
+    ctx_.constants.insert(bits, shape, d);
     return d;
   }
 
