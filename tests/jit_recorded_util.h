@@ -13,6 +13,7 @@
 #include "jit/plan/jit_plan.h"
 #include "kiln/kiln.h"
 #include "record_util.h"
+#include "runtime/allocator.h"
 #include "tracer/region_cache.h"
 #include "tracer/region_runner.h"
 
@@ -22,6 +23,18 @@ namespace kiln::testing {
 inline Tensor normal(std::vector<int64_t> shape, uint64_t seed, DType d = kFloat32) {
   manual_seed(seed);
   return randn(IntList(shape), TensorOptions().dtype(d));
+}
+
+// normal(), made with the JIT off (never recorded).
+inline Tensor eager_normal(std::vector<int64_t> shape, uint64_t seed, DType d = kFloat32) {
+  JitMode off(false);
+  return normal(std::move(shape), seed, d);
+}
+
+// Blocks the CPU allocator has handed out so far (cache hits and fresh ones).
+inline uint64_t cpu_allocations() {
+  const CpuAllocatorStats s = cpu_allocator_stats();
+  return s.hits + s.misses;
 }
 
 // Recording off between programs, a cold region cache, planning on the recording thread, and

@@ -35,17 +35,6 @@ using testing::JitMode;
 
 using JitMatmulTest = testing::JitRecordedTest<>;
 
-Tensor data(std::vector<int64_t> shape, uint64_t seed, DType dtype = kFloat32) {
-  JitMode off(false);
-  manual_seed(seed);
-  return randn(IntList(shape), TensorOptions().dtype(dtype));
-}
-
-uint64_t cpu_allocations() {
-  const CpuAllocatorStats s = cpu_allocator_stats();
-  return s.hits + s.misses;
-}
-
 // What the cached regions' plans hold: kernel steps, BLAS steps (and how many have an
 // epilogue), eager steps other than views, and the op names of those.
 struct PlanShape {
@@ -92,11 +81,11 @@ uint64_t run_both(const std::function<TensorList(int)>& program, const std::stri
     for (int it = 0; it < 3; ++it) {
       if (it == 2) {
         kiln::sync();
-        allocations = cpu_allocations();
+        allocations = testing::cpu_allocations();
       }
       got.push_back(program(it));
       kiln::sync();
-      if (it == 2) allocations = cpu_allocations() - allocations;
+      if (it == 2) allocations = testing::cpu_allocations() - allocations;
     }
   }
   for (int it = 0; it < 3; ++it)
@@ -114,8 +103,9 @@ TEST(JitMatmulBlas, RowSplitsHoldTheMinimumWorkAndMatchEager) {
     const int64_t M = 2 + rng() % 500, N = 1 + rng() % 500, K = 1 + rng() % 500;
     const bool ta = rng() % 2, tb = rng() % 2;
     const int threads = 2 + static_cast<int>(rng() % 3);
-    Tensor a = ta ? data({K, M}, 2 * t).t() : data({M, K}, 2 * t);
-    Tensor b = tb ? data({N, K}, 2 * t + 1).t() : data({K, N}, 2 * t + 1);
+    Tensor a = ta ? testing::eager_normal({K, M}, 2 * t).t() : testing::eager_normal({M, K}, 2 * t);
+    Tensor b = tb ? testing::eager_normal({N, K}, 2 * t + 1).t()
+                  : testing::eager_normal({K, N}, 2 * t + 1);
     Tensor blocks = empty({M, N});
     // Only the block count follows the thread count here (the blocks run one after the other).
     ConfigOverride<int> nt(config().num_threads, threads);
@@ -146,14 +136,20 @@ TEST(JitMatmulBlas, SplitOnlyWhereItKeepsTheBits) {
   auto blocks = [](const Tensor& a, const Tensor& b, bool row_major = true) {
     return blas::plan_row_split(a.impl(), b.impl(), a.dtype(), row_major).blocks;
   };
-  EXPECT_EQ(blocks(data({256, 256}, 1), data({256, 256}, 2)), 2);
-  EXPECT_EQ(blocks(data({256, 256}, 1, kFloat64), data({256, 256}, 2, kFloat64)), 0);
-  EXPECT_EQ(blocks(data({64, 64}, 1), data({64, 64}, 2)), 0);  // 32 * 64 * 64 per block
-  Tensor gapped = data({256, 512}, 3).slice(1, 0, 512, 2);     // a column step: copied by eager
-  EXPECT_EQ(blocks(gapped, data({256, 256}, 2)), 0);
-  EXPECT_EQ(blocks(data({256, 256}, 1), data({256, 256}, 2), false), 0);  // a strided output
+  EXPECT_EQ(blocks(testing::eager_normal({256, 256}, 1), testing::eager_normal({256, 256}, 2)), 2);
+  EXPECT_EQ(blocks(testing::eager_normal({256, 256}, 1, kFloat64),
+                   testing::eager_normal({256, 256}, 2, kFloat64)),
+            0);
+  EXPECT_EQ(blocks(testing::eager_normal({64, 64}, 1), testing::eager_normal({64, 64}, 2)),
+            0);  // 32 * 64 * 64 per block
+  Tensor gapped =
+      testing::eager_normal({256, 512}, 3).slice(1, 0, 512, 2);  // a column step: copied by eager
+  EXPECT_EQ(blocks(gapped, testing::eager_normal({256, 256}, 2)), 0);
+  EXPECT_EQ(
+      blocks(testing::eager_normal({256, 256}, 1), testing::eager_normal({256, 256}, 2), false),
+      0);  // a strided output
   ConfigOverride<int> one(config().num_threads, 1);
-  EXPECT_EQ(blocks(data({256, 256}, 1), data({256, 256}, 2)), 0);
+  EXPECT_EQ(blocks(testing::eager_normal({256, 256}, 1), testing::eager_normal({256, 256}, 2)), 0);
 }
 
 // Only CPU products are BLAS steps (a CUDA matmul in a region stays an eager step, and a region
@@ -183,7 +179,8 @@ TEST(JitMatmulBlas, OnlyCpuMatmulsAreBlasSteps) {
 // than w.t() (a view); the product is the run's only allocation (the transposed weight is not
 // copied and the epilogue writes over the product); every ISA, one and two threads.
 TEST_F(JitMatmulTest, LinearReluIsOneBlasStepAndOneEpilogueKernel) {
-  const Tensor x = data({256, 192}, 1), w = data({320, 192}, 2), b = data({320}, 3);
+  const Tensor x = testing::eager_normal({256, 192}, 1), w = testing::eager_normal({320, 192}, 2),
+               b = testing::eager_normal({320}, 3);
   for (const std::string& isa : testing::supported_jit_isas())
     for (int threads : {1, 2}) {
       ConfigOverride<std::string> isa_override(config().jit_isa, isa);
@@ -205,7 +202,8 @@ TEST_F(JitMatmulTest, LinearReluIsOneBlasStepAndOneEpilogueKernel) {
 // allocation per product, no copy step.
 TEST_F(JitMatmulTest, TransposedOperandsAreNotCopied) {
   ConfigOverride<int> nt(config().num_threads, 2);
-  const Tensor x = data({256, 192}, 4), w = data({320, 192}, 5), g = data({256, 320}, 6);
+  const Tensor x = testing::eager_normal({256, 192}, 4), w = testing::eager_normal({320, 192}, 5),
+               g = testing::eager_normal({256, 320}, 6);
   const std::vector<std::pair<std::string, std::function<Tensor()>>> cases = {
       {"x.matmul(w.t())", [&] { return x.matmul(w.t()); }},
       {"x.t().matmul(g)", [&] { return x.t().matmul(g); }},
@@ -226,10 +224,14 @@ TEST_F(JitMatmulTest, TransposedOperandsAreNotCopied) {
 // Epilogues of several kinds and products that cannot run blocked, bitwise equal to eager on
 // every ISA path with one and two threads.
 TEST_F(JitMatmulTest, EpiloguesAndProductsOfEveryKindMatchEager) {
-  const Tensor x = data({256, 256}, 7), w = data({256, 256}, 8), b = data({256}, 9);
-  const Tensor x3 = data({4, 64, 256}, 10), xd = data({128, 96}, 11, kFloat64),
-               wd = data({80, 96}, 12, kFloat64), bd = data({80}, 13, kFloat64);
-  const Tensor q = data({4, 96, 64}, 14), k = data({4, 96, 64}, 15);
+  const Tensor x = testing::eager_normal({256, 256}, 7), w = testing::eager_normal({256, 256}, 8),
+               b = testing::eager_normal({256}, 9);
+  const Tensor x3 = testing::eager_normal({4, 64, 256}, 10),
+               xd = testing::eager_normal({128, 96}, 11, kFloat64),
+               wd = testing::eager_normal({80, 96}, 12, kFloat64),
+               bd = testing::eager_normal({80}, 13, kFloat64);
+  const Tensor q = testing::eager_normal({4, 96, 64}, 14),
+               k = testing::eager_normal({4, 96, 64}, 15);
   const std::vector<std::pair<std::string, std::function<TensorList()>>> cases = {
       {"residual", [&] { return TensorList{x + x.matmul(w) * 0.5}; }},
       {"gelu", [&] { return TensorList{gelu(x.matmul(w.t()) + b, "tanh")}; }},
@@ -272,7 +274,7 @@ TEST_F(JitMatmulTest, EpilogueWritingAnOperandMatchesEager) {
   for (int into = 0; into < 3; ++into) {
     tracer::RegionCache::instance().clear();
     auto run = [&](bool jit) {
-      Tensor x = data({512, 512}, 16), w = data({512, 512}, 17);
+      Tensor x = testing::eager_normal({512, 512}, 16), w = testing::eager_normal({512, 512}, 17);
       Tensor& target = into == 1 ? w : x;
       const void* where = target.raw_data();
       JitMode mode(jit);
@@ -301,7 +303,7 @@ TEST_F(JitMatmulTest, OptimizerStepsOverNParametersAreAtMostNKernels) {
     auto train = [&](bool jit, uint64_t* allocations) {
       std::vector<Tensor> params;
       for (size_t i = 0; i < shapes.size(); ++i)
-        params.push_back(data(shapes[i], 30 + i).requires_grad_());
+        params.push_back(testing::eager_normal(shapes[i], 30 + i).requires_grad_());
       std::vector<const void*> where;
       for (const Tensor& p : params) where.push_back(p.raw_data());
       std::unique_ptr<optim::Optimizer> opt;
@@ -313,14 +315,14 @@ TEST_F(JitMatmulTest, OptimizerStepsOverNParametersAreAtMostNKernels) {
         {
           JitMode off(false);  // gradients made eagerly: the region is the step alone
           for (size_t i = 0; i < params.size(); ++i)
-            params[i].mutable_grad() = data(shapes[i], 100 * it + i);
+            params[i].mutable_grad() = testing::eager_normal(shapes[i], 100 * it + i);
         }
         JitMode mode(jit);
         kiln::sync();
-        const uint64_t before = cpu_allocations();
+        const uint64_t before = testing::cpu_allocations();
         opt->step();
         kiln::sync();
-        if (it == 4) *allocations = cpu_allocations() - before;
+        if (it == 4) *allocations = testing::cpu_allocations() - before;
       }
       for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(params[i].raw_data(), where[i]);
       return params;
@@ -354,10 +356,11 @@ TEST_F(JitMatmulTest, TrainingStepsWithAccumulationAndZeroGradMatchEager) {
       ConfigOverride<int> nt(config().num_threads, threads);
       tracer::RegionCache::instance().clear();
       auto train = [&](bool jit) {
-        std::vector<Tensor> params = {data({256, 192}, 40).mul_(0.05).requires_grad_(),
-                                      data({256}, 41).mul_(0.1).requires_grad_(),
-                                      data({10, 256}, 42).mul_(0.05).requires_grad_(),
-                                      data({10}, 43).mul_(0.1).requires_grad_()};
+        std::vector<Tensor> params = {
+            testing::eager_normal({256, 192}, 40).mul_(0.05).requires_grad_(),
+            testing::eager_normal({256}, 41).mul_(0.1).requires_grad_(),
+            testing::eager_normal({10, 256}, 42).mul_(0.05).requires_grad_(),
+            testing::eager_normal({10}, 43).mul_(0.1).requires_grad_()};
         std::unique_ptr<optim::Optimizer> opt;
         if (which == 0)
           opt = std::make_unique<optim::SGD>(params, optim::SGDOptions(0.05).momentum(0.9));
@@ -368,7 +371,7 @@ TEST_F(JitMatmulTest, TrainingStepsWithAccumulationAndZeroGradMatchEager) {
         for (int step = 0; step < 4; ++step) {
           opt->zero_grad();
           for (int micro = 0; micro < 2; ++micro) {
-            Tensor x = data({128, 192}, 50 + 2 * step + micro);
+            Tensor x = testing::eager_normal({128, 192}, 50 + 2 * step + micro);
             Tensor target;
             {
               JitMode off(false);
@@ -408,11 +411,12 @@ TEST_F(JitMatmulTest, SgdUpdatesRecordedLateBecomeEpiloguesOfTheirGradients) {
       std::vector<Tensor> params;
       const int64_t widths[] = {192, 512, 512, 10};
       for (int l = 0; l < 3; ++l) {
-        params.push_back(data({widths[l + 1], widths[l]}, 70 + l).mul_(0.05).requires_grad_());
-        params.push_back(data({widths[l + 1]}, 80 + l).mul_(0.1).requires_grad_());
+        params.push_back(
+            testing::eager_normal({widths[l + 1], widths[l]}, 70 + l).mul_(0.05).requires_grad_());
+        params.push_back(testing::eager_normal({widths[l + 1]}, 80 + l).mul_(0.1).requires_grad_());
       }
       optim::SGD opt(params, optim::SGDOptions(0.01));
-      const Tensor x = data({256, 192}, 90);
+      const Tensor x = testing::eager_normal({256, 192}, 90);
       Tensor target;
       {
         JitMode off(false);
@@ -446,7 +450,8 @@ TEST_F(JitMatmulTest, SgdUpdatesRecordedLateBecomeEpiloguesOfTheirGradients) {
   }
   // Not hoisted past a value it needs: `a + b` reads the first product and the second one.
   tracer::RegionCache::instance().clear();
-  const Tensor x = data({256, 512}, 92), w = data({512, 512}, 93), v = data({512, 512}, 94);
+  const Tensor x = testing::eager_normal({256, 512}, 92), w = testing::eager_normal({512, 512}, 93),
+               v = testing::eager_normal({512, 512}, 94);
   run_both(
       [&](int) {
         return TensorList{x.matmul(w) * 2.0, (x.matmul(w) + x.matmul(v)).relu()};
@@ -468,9 +473,12 @@ TEST_F(JitMatmulTest, RandomProductsAndEpiloguesMatchEager) {
     const bool ta = rng() % 2, tb = rng() % 2;
     const DType dt = rng() % 4 == 0 ? kFloat64 : kFloat32;
     const int epilogue = static_cast<int>(rng() % 7);
-    const Tensor a = ta ? data({K, M}, 3 * seed, dt).t() : data({M, K}, 3 * seed, dt);
-    const Tensor b = tb ? data({N, K}, 3 * seed + 1, dt).t() : data({K, N}, 3 * seed + 1, dt);
-    const Tensor bias = data({N}, 3 * seed + 2, dt), res = data({M, N}, 3 * seed + 2, dt);
+    const Tensor a = ta ? testing::eager_normal({K, M}, 3 * seed, dt).t()
+                        : testing::eager_normal({M, K}, 3 * seed, dt);
+    const Tensor b = tb ? testing::eager_normal({N, K}, 3 * seed + 1, dt).t()
+                        : testing::eager_normal({K, N}, 3 * seed + 1, dt);
+    const Tensor bias = testing::eager_normal({N}, 3 * seed + 2, dt),
+                 res = testing::eager_normal({M, N}, 3 * seed + 2, dt);
     auto program = [&](int) {
       Tensor y = a.matmul(b);
       switch (epilogue) {

@@ -90,18 +90,13 @@ std::string step_string(const jit::JitPlan& p) {
   return s;
 }
 
-Tensor data(std::vector<int64_t> shape, uint64_t seed, DType dtype = kFloat32) {
-  JitMode off(false);
-  manual_seed(seed);
-  return randn(IntList(shape), TensorOptions().dtype(dtype));
-}
-
 // ((x * w + b) * 0.5).relu() - x with w and b broadcast over the rows: one kernel.
 TEST_F(JitPlanTest, PointwiseChainWithBroadcastIsOneKernel) {
   for (DType dtype : {kFloat32, kFloat64}) {
     tracer::RegionCache::instance().clear();
-    const Tensor x = data({33, 47}, 1, dtype), w = data({47}, 2, dtype),
-                 b = data({1, 47}, 3, dtype);
+    const Tensor x = testing::eager_normal({33, 47}, 1, dtype),
+                 w = testing::eager_normal({47}, 2, dtype),
+                 b = testing::eager_normal({1, 47}, 3, dtype);
     expect_iterations_match([&](int) { return TensorList{((x * w + b) * 0.5).relu() - x}; }, 3,
                             std::string(dtype_name(dtype)));
     OnePlan p = the_plan();
@@ -116,7 +111,7 @@ TEST_F(JitPlanTest, PointwiseChainWithBroadcastIsOneKernel) {
 
 // A DAG (values read twice, two results) still fuses into one kernel with two stores.
 TEST_F(JitPlanTest, PointwiseDagWithTwoResultsIsOneKernel) {
-  const Tensor x = data({5, 300}, 4), y = data({300}, 5);
+  const Tensor x = testing::eager_normal({5, 300}, 4), y = testing::eager_normal({300}, 5);
   expect_iterations_match(
       [&](int) {
         Tensor a = x * y;
@@ -135,7 +130,7 @@ TEST_F(JitPlanTest, PointwiseDagWithTwoResultsIsOneKernel) {
 // A column variance in the middle (an eager step: eager gathers its columns into rows, which
 // no kernel follows): kernel, eager step, kernel (never declined as a whole).
 TEST_F(JitPlanTest, UnsupportedOpSplitsTheRegion) {
-  const Tensor x = data({16, 70}, 6);
+  const Tensor x = testing::eager_normal({16, 70}, 6);
   expect_iterations_match(
       [&](int) {
         Tensor s = (x * 2.0 + 1.0).var(IntList{0}, false, true);
@@ -151,7 +146,7 @@ TEST_F(JitPlanTest, UnsupportedOpSplitsTheRegion) {
 
 // Comparisons, where and random numbers run eagerly between fused kernels.
 TEST_F(JitPlanTest, ComparisonsWhereAndRandomInterleave) {
-  const Tensor x = data({9, 40}, 7);
+  const Tensor x = testing::eager_normal({9, 40}, 7);
   expect_iterations_match(
       [&](int it) {
         manual_seed(100 + it);
@@ -176,9 +171,9 @@ TEST_F(JitPlanTest, CastsComparisonsIntegersAndBoolMasksFuseIntoOneKernel) {
   Tensor x, i, m;
   {
     JitMode off(false);
-    x = data({9, 40}, 21);
-    i = (data({9, 40}, 22) * 1000.0).to(kInt32);
-    m = data({40}, 23) > 0.0;
+    x = testing::eager_normal({9, 40}, 21);
+    i = (testing::eager_normal({9, 40}, 22) * 1000.0).to(kInt32);
+    m = testing::eager_normal({40}, 23) > 0.0;
   }
   expect_iterations_match(
       [&](int) {
@@ -201,11 +196,6 @@ TEST_F(JitPlanTest, CastsComparisonsIntegersAndBoolMasksFuseIntoOneKernel) {
 // leaves (parameter p, gradient g, state m and v), run 4 times eagerly and recorded: results
 // bitwise equal, every parameter updated in its own storage; returns the plan's step string.
 using UpdateFn = std::function<void(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, int it)>;
-uint64_t cpu_allocations() {
-  const CpuAllocatorStats s = cpu_allocator_stats();
-  return s.hits + s.misses;
-}
-
 std::string check_optimizer(const UpdateFn& update, int* kernels, int* eager,
                             uint64_t* allocations = nullptr) {
   const std::vector<std::vector<int64_t>> shapes = {{64, 33}, {33}, {17, 5, 3}, {1000}, {7, 1}};
@@ -216,10 +206,10 @@ std::string check_optimizer(const UpdateFn& update, int* kernels, int* eager,
     JitMode off(false);  // the state is made eagerly, in either test pass
     State st;
     for (size_t i = 0; i < shapes.size(); ++i) {
-      st.p.push_back(data(shapes[i], 10 + 4 * i));
-      st.g.push_back(data(shapes[i], 11 + 4 * i));
-      st.m.push_back(data(shapes[i], 12 + 4 * i) * 0.01);
-      st.v.push_back(data(shapes[i], 13 + 4 * i).abs());
+      st.p.push_back(testing::eager_normal(shapes[i], 10 + 4 * i));
+      st.g.push_back(testing::eager_normal(shapes[i], 11 + 4 * i));
+      st.m.push_back(testing::eager_normal(shapes[i], 12 + 4 * i) * 0.01);
+      st.v.push_back(testing::eager_normal(shapes[i], 13 + 4 * i).abs());
     }
     return st;
   };
@@ -236,10 +226,11 @@ std::string check_optimizer(const UpdateFn& update, int* kernels, int* eager,
   {
     JitMode on(true);
     for (int it = 0; it < 4; ++it) {
-      if (it == 3 && allocations != nullptr) *allocations = cpu_allocations();
+      if (it == 3 && allocations != nullptr) *allocations = testing::cpu_allocations();
       step(j, it);
       kiln::sync();
-      if (it == 3 && allocations != nullptr) *allocations = cpu_allocations() - *allocations;
+      if (it == 3 && allocations != nullptr)
+        *allocations = testing::cpu_allocations() - *allocations;
     }
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -316,7 +307,9 @@ TEST_F(JitPlanTest, MomentumAndAdamStepsFusePerParameter) {
 // Destinations: the fused kernel writes the leaf's own storage (no temporary and copy), also for
 // a non-contiguous leaf.
 TEST_F(JitPlanTest, InPlaceUpdateOfTransposedLeaf) {
-  const Tensor base_e = data({40, 24}, 20), base_j = data({40, 24}, 20), g = data({24, 40}, 21);
+  const Tensor base_e = testing::eager_normal({40, 24}, 20),
+               base_j = testing::eager_normal({40, 24}, 20),
+               g = testing::eager_normal({24, 40}, 21);
   Tensor pe = base_e.t(), pj = base_j.t();  // non-contiguous leaves
   const void* where_before = pj.raw_data();
   auto step = [&](Tensor& p) { p.add_((g.relu() * 0.25 - p) * 0.5); };
@@ -341,7 +334,8 @@ TEST_F(JitPlanTest, InPlaceUpdateOfTransposedLeaf) {
 
 // Views, transposes and slices of inputs feed kernels; broadcasting in both directions.
 TEST_F(JitPlanTest, ViewsAndTransposesAsKernelInputs) {
-  const Tensor x = data({30, 30}, 30), y = data({30, 1}, 31), z = data({60, 95}, 32);
+  const Tensor x = testing::eager_normal({30, 30}, 30), y = testing::eager_normal({30, 1}, 31),
+               z = testing::eager_normal({60, 95}, 32);
   expect_iterations_match(
       [&](int) {
         Tensor a = x.t() * 2.0 + x;                           // a transposed input
@@ -360,8 +354,8 @@ TEST_F(JitPlanTest, ViewsAndTransposesAsKernelInputs) {
 TEST_F(JitPlanTest, PromotedScalarsChangeEveryIterationWithoutReplanning) {
   for (DType dtype : {kFloat32, kFloat64}) {
     tracer::RegionCache::instance().clear();
-    const Tensor g = data({50, 20}, 40, dtype);
-    const Tensor p0 = data({50, 20}, 41, dtype);
+    const Tensor g = testing::eager_normal({50, 20}, 40, dtype);
+    const Tensor p0 = testing::eager_normal({50, 20}, 41, dtype);
     Tensor pe = p0.clone(), pj = p0.clone();
     auto lr = [](int it) { return 0.1 / (1.0 + it) + (it % 3 == 0 ? 1e-9 : 0.0); };
     const int n = 12;
@@ -403,9 +397,10 @@ TEST_F(JitPlanTest, PromotedScalarsChangeEveryIterationWithoutReplanning) {
 
 // A second batch size runs the same plan: no new region, no new plan.
 TEST_F(JitPlanTest, SecondBatchSizeReusesThePlan) {
-  const Tensor w = data({64}, 50), b = data({64}, 51);
+  const Tensor w = testing::eager_normal({64}, 50), b = testing::eager_normal({64}, 51);
   auto body = [&](const Tensor& x) { return ((x * w + b) * 0.5).relu() - x; };
-  const Tensor x8 = data({8, 64}, 52), x13 = data({13, 64}, 53), x200 = data({200, 64}, 54);
+  const Tensor x8 = testing::eager_normal({8, 64}, 52), x13 = testing::eager_normal({13, 64}, 53),
+               x200 = testing::eager_normal({200, 64}, 54);
   expect_iterations_match([&](int) { return TensorList{body(x8)}; }, 2, "batch 8");
   const auto regions = tracer::RegionCache::instance().regions();
   ASSERT_EQ(regions.size(), 1u);
@@ -424,7 +419,7 @@ TEST_F(JitPlanTest, InjectedCodegenFaultLeavesEagerStepsAndOneWarning) {
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
   auto& logger = logging::get(logging::Subsystem::Jit);
   logger.sinks().push_back(sink);
-  const Tensor x = data({12, 90}, 60);
+  const Tensor x = testing::eager_normal({12, 90}, 60);
   // Constants no other test uses: these kernels are rendered (not found in the kernel cache).
   auto program = [&](int) {
     Tensor s = (x * 0.3046875 + 1.0).var(IntList{0}, false, true);  // a column var: eager
@@ -461,8 +456,8 @@ TEST_F(JitPlanTest, InjectedCodegenFaultLeavesEagerStepsAndOneWarning) {
 // KILN_JIT_VALIDATE: correct kernels pass the check.
 TEST_F(JitPlanTest, ValidatePassesOnCorrectKernels) {
   ConfigOverride<bool> validate(config().jit_validate, true);
-  const Tensor x = data({20, 33}, 70), w = data({33}, 71);
-  const Tensor xd = data({7, 9}, 72, kFloat64);
+  const Tensor x = testing::eager_normal({20, 33}, 70), w = testing::eager_normal({33}, 71);
+  const Tensor xd = testing::eager_normal({7, 9}, 72, kFloat64);
   expect_iterations_match(
       [&](int it) {
         Tensor s = (x * w).sum();
@@ -477,7 +472,8 @@ TEST_F(JitPlanTest, ValidatePassesOnCorrectKernels) {
 
 // The same programs on every ISA path, each planned afresh.
 TEST_F(JitPlanTest, EveryIsaPath) {
-  const Tensor x = data({37, 29}, 80), w = data({29}, 81), xd = data({5, 77}, 82, kFloat64);
+  const Tensor x = testing::eager_normal({37, 29}, 80), w = testing::eager_normal({29}, 81),
+               xd = testing::eager_normal({5, 77}, 82, kFloat64);
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
     tracer::RegionCache::instance().clear();
@@ -501,8 +497,8 @@ TEST_F(JitPlanTest, EveryIsaPath) {
 // into a temporary first (dispatcher.cpp, overlaps_differently), so must the plan.
 TEST_F(JitPlanTest, InPlaceUpdateReadingAnotherViewOfItself) {
   auto run = [&](bool jit) {
-    Tensor p = data({48, 48}, 95);
-    Tensor q = data({64, 64}, 96);
+    Tensor p = testing::eager_normal({48, 48}, 95);
+    Tensor q = testing::eager_normal({64, 64}, 96);
     JitMode mode(jit);
     for (int it = 0; it < 3; ++it) {
       p.add_(p.t() * 0.5);                              // transposed self
@@ -523,7 +519,7 @@ TEST_F(JitPlanTest, InPlaceUpdateReadingAnotherViewOfItself) {
 // with 20 parameters; past the 16th the launch used to pass garbage (JitCpuKernels.
 // MoreThanSixteenParams).
 TEST_F(JitPlanTest, ManyPromotedScalarsInOneKernel) {
-  const Tensor x = data({4, 50}, 90);
+  const Tensor x = testing::eager_normal({4, 50}, 90);
   expect_iterations_match(
       [&](int it) {
         Tensor y = x;
@@ -539,7 +535,7 @@ TEST_F(JitPlanTest, ManyPromotedScalarsInOneKernel) {
 // gelu written out of primitives (as BENCHMARKS.md's workload) is one kernel, and a run allocates
 // one buffer: its result.
 TEST_F(JitPlanTest, GeluFromPrimitivesIsOneKernelAndOneBuffer) {
-  const Tensor x = data({1000, 37}, 93);
+  const Tensor x = testing::eager_normal({1000, 37}, 93);
   auto program = [&](int) {
     Tensor inner = (x + 0.044715 * x * x * x) * 0.79788456;
     return TensorList{0.5 * x * (1.0 + tanh(inner))};
@@ -549,10 +545,10 @@ TEST_F(JitPlanTest, GeluFromPrimitivesIsOneKernelAndOneBuffer) {
   ASSERT_NE(plan.plan, nullptr);
   EXPECT_EQ(step_string(*plan.plan), "k9");
   JitMode on(true);
-  const uint64_t before = cpu_allocations();
+  const uint64_t before = testing::cpu_allocations();
   TensorList got = program(0);
   kiln::sync();
-  EXPECT_EQ(cpu_allocations() - before, 1u) << "buffers allocated by one gelu run";
+  EXPECT_EQ(testing::cpu_allocations() - before, 1u) << "buffers allocated by one gelu run";
 }
 
 // Buffers reused by liveness: a kernel writes its result into the buffer of an input that dies at
@@ -560,7 +556,8 @@ TEST_F(JitPlanTest, GeluFromPrimitivesIsOneKernelAndOneBuffer) {
 // allocates only what it must. Counted with the allocator's statistics over one warm run.
 TEST_F(JitPlanTest, DeadBuffersAreReusedByKernelsAndEagerSteps) {
   // Bool + Bool is an eager elementwise step (arithmetic computed in Bool does not lower).
-  const Tensor x = data({64, 300}, 91) > 0.0, b = data({64, 300}, 92) > 0.5;
+  const Tensor x = testing::eager_normal({64, 300}, 91) > 0.0,
+               b = testing::eager_normal({64, 300}, 92) > 0.5;
   auto program = [&](int) {
     Tensor y = logical_not(x);           // kernel: a new buffer
     Tensor s = y.sum(IntList{1}, true);  // eager reduction: a new (small) buffer
@@ -578,10 +575,10 @@ TEST_F(JitPlanTest, DeadBuffersAreReusedByKernelsAndEagerSteps) {
     TensorList warm = program(0);
     kiln::sync();
   }
-  const uint64_t before = cpu_allocations();
+  const uint64_t before = testing::cpu_allocations();
   TensorList got = program(0);
   kiln::sync();
-  const uint64_t after = cpu_allocations();
+  const uint64_t after = testing::cpu_allocations();
   // y (kernel) and s (reduction) are new; z takes y's buffer, pow takes its dying input's.
   EXPECT_EQ(after - before, 2u) << "buffers allocated in one run of a 4-step plan";
 }
