@@ -28,7 +28,8 @@ const char* sync_reason_name(SyncReason r) {
       "cross-thread",
       "recording off",
       "thread exit",
-      "higher-order op"};
+      "higher-order op",
+      "strided read after write"};
   return kNames[static_cast<size_t>(r)];
 }
 

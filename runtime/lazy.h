@@ -30,6 +30,9 @@ enum class SyncReason : uint8_t {
   ModeChange,     // recording switched off (config().jit = false)
   ThreadExit,     // the recording thread ended
   HigherOrderOp,  // a higher-order op needed materialized inputs
+  StridedRead,    // an op other than an elementwise one read an input written in place through
+                  // a non-row-major layout: written back first, so that it reads that layout
+                  // as eager does (a reduction's order follows it)
   kCount
 };
 const char* sync_reason_name(SyncReason r);

@@ -777,10 +777,7 @@ uint64_t env_or(const char* name, uint64_t fallback) {
   return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-// `skip`: seeds left out (known failures outside the JIT's reductions, each with a DISABLED_
-// test of its own).
-void fuzz(uint64_t offset, uint64_t count, bool rows = false, bool any_dims = false,
-          const std::vector<uint64_t>& skip = {});
+void fuzz(uint64_t offset, uint64_t count, bool rows = false, bool any_dims = false);
 
 TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1500));
@@ -794,40 +791,23 @@ TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
 
 // Reductions over random dim sets (rows, columns, and sets eager gathers), keepdim or not,
 // logsumexp, softmax, argmax / argmin over any one dim, all / any, broadcasts back: row and
-// column kernels and eager steps mixed, bitwise equal to eager on every ISA path. Seeds
-// 0-2999 checked: one differs, not in the JIT (below); the default run leaves it out.
+// column kernels and eager steps mixed, bitwise equal to eager on every ISA path.
 TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
-  const bool chosen = std::getenv("KILN_FUZZ_OFFSET") != nullptr;
-  fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1200), false, true,
-       chosen ? std::vector<uint64_t>{} : std::vector<uint64_t>{1073});
+  fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1200), false, true);
 }
 
-// BUG (tracer/: fails the same with KILN_FUZZ_NO_PLAN=1): a mean over dim 1 of a transposed
-// leaf updated in place before it: the class of JitFuzz.DISABLED_Seed3966.
-TEST(JitFuzz, DISABLED_AnyDimsSeed1073InPlaceOfTransposedLeafThenMean) {
-  fuzz(1073, 1, false, true);
-}
+// Two seeds that found a tracer bug (fixed 2026-11-28; both failed with KILN_FUZZ_NO_PLAN=1
+// too, every region interpreted): a leaf made as a transpose, updated in place (clamp_), then
+// reduced (a mean over dim 1; a sum) before a later in-place add. Eager reduces the transposed
+// memory in the order its layout gives (ops/cpu/reduce_plan.h); recorded, the in-place result
+// was a row-major value, reduced in another order: other last bits. The recorder now writes
+// such an input back before an op other than an elementwise one reads it (tracer/segment.h,
+// reads_layout_of_written_input; Recorder.ReductionOfAnInputWrittenThroughATransposeKeeps-
+// EagerOrder is the minimal program).
+TEST(JitFuzz, AnyDimsSeed1073InPlaceOfTransposedLeafThenMean) { fuzz(1073, 1, false, true); }
+TEST(JitFuzz, Seed3966InPlaceAfterReadWithPromotedScalar) { fuzz(3966, 1); }
 
-// BUG (tracer/, not jit/: it fails the same with KILN_FUZZ_NO_PLAN=1, every region interpreted):
-// seed 3966 (Float32, canon [3,16,2], leaves made as transposes) differs from eager at iteration
-// 2 in pool entry %6 = sum(%1) taken after `%1.clamp_(-1.5, 2)` and before a later
-// `%1.add_(s)` whose scalar changes every iteration (-0, 0.125, 0.25: promoted at iteration 1).
-// The sum sees a value other than eager's (the last bits). Root cause (found 2026-11-24, session
-// 19): %1 is a transposed leaf; eager runs %1.clamp_ in place, so `sum %1` reduces the transposed
-// memory, in the order the eager reduction picks for that layout. Recorded, the clamp_ is
-// functionalized into a new value, allocated row-major (ValueMeta has strides for views only), so
-// the sum reduces a row-major buffer: another summation order, other bits. Iteration 0 matches
-// because its scalar is -0: `add_(-0)` is dropped, the clamp's value is then the written-back one
-// and is computed straight into %1's (transposed) memory. A reduction-order difference is within
-// DESIGN.md's contract between the modes, but the recorded mode promises eager's bytes. Fixes:
-// give a value recorded into a dense non-row-major `out` its layout (strides in ValueMeta for
-// computed values, honoured by the interpreter and the JIT executor), or make the eager reductions'
-// order independent of the input's layout. Minimal program: a = randn(3,2,16).transpose(-1,-2);
-// each iteration a.clamp_(-1.5, 1e30); s = a.sum(); a.add_(0.125 * it); sync.
-TEST(JitFuzz, DISABLED_Seed3966InPlaceAfterReadWithPromotedScalar) { fuzz(3966, 1); }
-
-void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims,
-          const std::vector<uint64_t>& skip) {
+void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims) {
   JitRestore restore;
   ConfigOverride<bool> sync_planning(config().jit_async, false);
   ConfigOverride<int> threshold(config().jit_threshold, -1);
@@ -844,7 +824,6 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims,
   int64_t typed_kernels = 0, cast_kernels = 0, bool_store_kernels = 0;  // of the other dtypes
   int64_t pow_kernels = 0, random_kernels = 0;
   for (uint64_t seed = offset; seed < offset + count; ++seed) {
-    if (std::find(skip.begin(), skip.end(), seed) != skip.end()) continue;
     Program p = Gen(seed, rows, any_dims).make();
     if (max_steps < p.steps.size()) p.steps.resize(max_steps);
     if (const char* skip = std::getenv("KILN_FUZZ_SKIP_INPLACE")) {  // drop in-place step i

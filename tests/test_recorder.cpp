@@ -204,6 +204,38 @@ TEST(Recorder, AliasedWriteFlushesAndStaysCorrect) {
   for (size_t i = 0; i < e.size(); ++i) expect_bitwise_equal(r[i], e[i], "aliased");
 }
 
+// Eager reductions add in the order of their input's memory layout (ops/cpu/reduce_plan.h). A
+// leaf written in place through a transposed layout reads, recorded, as a row-major value: a
+// reduction of it must flush the write back first and reduce the user's memory, or its sum adds
+// in another order (the last bits differ: JitFuzz seeds 1073 and 3966 found it).
+TEST(Recorder, ReductionOfAnInputWrittenThroughATransposeKeepsEagerOrder) {
+  auto run = [] {
+    manual_seed(11);
+    Tensor a = randn({3, 2, 512}).transpose(-1, -2);  // (3, 512, 2), not row-major
+    kiln::sync();
+    std::vector<Tensor> out;
+    for (int it = 0; it < 3; ++it) {
+      a.clamp_(-1.5, 1e30);
+      out.push_back(a.sum());
+      out.push_back(a.mean({1}));
+      a.add_(0.125 * it);
+    }
+    out.push_back(a);
+    return out;
+  };
+  std::vector<Tensor> e, r;
+  {
+    JitMode mode(false);
+    e = run();
+  }
+  for (int rep = 0; rep < 2; ++rep) {  // recorded, then replayed from the region cache
+    JitMode mode(true);
+    r = run();
+    kiln::sync();
+    for (size_t i = 0; i < e.size(); ++i) expect_bitwise_equal(r[i], e[i], "transposed write");
+  }
+}
+
 TEST(Recorder, DeadValuesAreNotComputed) {
   JitMode jit(true);
   Tensor x = ramp({8});

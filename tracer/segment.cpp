@@ -213,6 +213,7 @@ Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& m
     return out;
   }
   if (needs_aliasing_flush(call, nullptr)) flush_locked(SyncReason::Aliasing);
+  if (reads_layout_of_written_input(def, call)) flush_locked(SyncReason::StridedRead);
   SmallVector<ValueId, 4> ids;
   for (const Tensor& t : call.inputs) ids.push_back(read(t));
   const ValueId v =
@@ -224,9 +225,9 @@ Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& m
 
 void Segment::record_into(const OpDef& def, const OpCall& call, const OutputMeta& meta,
                           Tensor& out) {
-  (void)def;
   std::lock_guard lock(mu_);
   if (needs_aliasing_flush(call, &out)) flush_locked(SyncReason::Aliasing);
+  if (reads_layout_of_written_input(def, call)) flush_locked(SyncReason::StridedRead);
   SmallVector<ValueId, 4> ids;
   for (const Tensor& t : call.inputs) ids.push_back(read(t));
   ValueId r =
@@ -250,6 +251,16 @@ bool Segment::reads_written_strided_input(std::span<const Tensor> inputs) {
   for (const Tensor& t : inputs) {
     const TensorImpl* ti = t.impl();
     if (owns(ti->storage()) || has_fresh_layout(*ti)) continue;
+    if (const Input* in = find_input(t); in != nullptr && in->current != kNoValue) return true;
+  }
+  return false;
+}
+
+bool Segment::reads_layout_of_written_input(const OpDef& def, const OpCall& call) {
+  if (written_inputs_ == 0 || (def.flags & kWritesAnyLayout)) return false;
+  for (const Tensor& t : call.inputs) {
+    const TensorImpl* ti = t.impl();
+    if (owns(ti->storage()) || is_contiguous_layout(ti->sizes(), ti->strides())) continue;
     if (const Input* in = find_input(t); in != nullptr && in->current != kNoValue) return true;
   }
   return false;

@@ -83,6 +83,12 @@ class Segment final : public LazyProducer, public HopRecorder {
   // A higher-order op's body was traced on its inputs' geometry, but a materialized input the
   // segment already wrote reads as a row-major value: such an input must be written back first.
   bool reads_written_strided_input(std::span<const Tensor> inputs);
+  // Whether an op whose result may depend on its inputs' layout (any but an elementwise one:
+  // kWritesAnyLayout) reads a materialized input the segment wrote through a layout that is not
+  // row-major: it must be written back first. Eager reductions follow the input's memory layout
+  // (ops/cpu/reduce_plan.h; BLAS takes a transpose as a flag), and the written value reads as a
+  // row-major one here: its sum would add in another order than eager's.
+  bool reads_layout_of_written_input(const OpDef& def, const OpCall& call);
   Input* find_input(const Tensor& t);
   Input& input_for(const Tensor& t);
   ValueId read(const Tensor& t);
