@@ -212,15 +212,7 @@ class Gen {
     t += fmt::format("  %{} = rowreduce{} %{} last {} keepdim {}\n", id, st.op, st.a, st.dim,
                      st.start);
     push(st, out, p_.dtype);
-    if (st.start && below(2) == 0) {
-      Step sub;
-      sub.kind = K::Binary;
-      sub.op = 1;  // sub
-      sub.a = pick_canon();
-      sub.b = id;
-      t += fmt::format("  %{} = binary1 %{} %{}\n", id + 1, sub.a, sub.b);
-      push(sub, p_.canon, p_.dtype);
-    }
+    if (st.start && below(2) == 0) broadcast_back(id);
   }
   // A reduction over a random nonempty set of dims (st.end: the mask; keepdim: st.start, or
   // without keepdim where the result still broadcasts against the canonical shape): sum mean
@@ -256,15 +248,17 @@ class Gen {
     t += fmt::format("  %{} = reduce{} %{} dims mask {} keepdim {}\n", id, st.op, st.a, st.end,
                      st.start);
     push(st, out, st.op == 9 || st.op == 10 ? kInt64 : st.op >= 11 ? kBool : p_.dtype);
-    if (st.op < 8 && st.start && below(2) == 0) {
-      Step sub;
-      sub.kind = K::Binary;
-      sub.op = 1;  // sub
-      sub.a = pick_canon();
-      sub.b = id;
-      t += fmt::format("  %{} = binary1 %{} %{}\n", id + 1, sub.a, sub.b);
-      push(sub, p_.canon, p_.dtype);
-    }
+    if (st.op < 8 && st.start && below(2) == 0) broadcast_back(id);
+  }
+  // A keepdim reduction `id` broadcast back: a canonical entry minus it.
+  void broadcast_back(int id) {
+    Step sub;
+    sub.kind = K::Binary;
+    sub.op = 1;  // sub
+    sub.a = pick_canon();
+    sub.b = id;
+    p_.text += fmt::format("  %{} = binary1 %{} %{}\n", id + 1, sub.a, sub.b);
+    push(sub, p_.canon, p_.dtype);
   }
   void add_step() {
     if (rows_ && below(4) == 0) return add_row_reduce();
