@@ -327,6 +327,36 @@ TEST(RecordThreads, WriteAfterPendingReadOnAnotherThread) {
   EXPECT_EQ(got_y, want_y);
 }
 
+// The same when the writer's own thread switches recording off just before the write: the first
+// op after the switch goes through the thread's recorder (which flushes its segment and runs the
+// op eagerly), and it must still flush the other segments' pending reads of x first, as eager
+// mode does (RecordFuzz.ProgramsHandedBetweenThreads... seed 1017435 found it).
+TEST(RecordThreads, WriteWithRecordingSwitchedOffAfterPendingReadOnAnotherThread) {
+  JitRestore restore;
+  config().jit = false;
+  const Tensor x0 = data({3, 3}, 62);
+  const std::string want_y = bytes(x0 * 2.0);
+
+  config().jit = true;
+  Tensor x = data({3, 3}, 62);
+  std::promise<Tensor> made;
+  std::promise<void> done;
+  std::thread producer([&] {
+    Tensor y = x * 2.0;  // a pending read of x in this thread's segment
+    made.set_value(y);
+    done.get_future().wait();
+  });
+  Tensor y = made.get_future().get();
+  Tensor z = x + 1.0;    // this thread records too: its recorder is its mode
+  config().jit = false;  // switched off: the next op is this thread's last recorded one
+  x.div_(2.0);           // eager, after the producer's read in happens-before order
+  const std::string got_y = bytes(y);
+  done.set_value();
+  producer.join();
+  EXPECT_EQ(got_y, want_y);
+  EXPECT_EQ(bytes(z), bytes(x0 + 1.0));
+}
+
 // The same with a raw write through mutable_data_ptr(), which bypasses the recorder: the write
 // still flushes the other threads' segments that read x first (runtime/lazy.h, before_write).
 TEST(RecordThreads, RawWriteAfterPendingReadOnAnotherThread) {

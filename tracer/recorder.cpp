@@ -101,6 +101,10 @@ class Recorder final : public ModeHandler {
     }
     if (!config().jit) [[unlikely]] {
       stop();
+      // As EagerMode::handle_into: another thread's pending reads of `out` run first (they read
+      // the old contents). RecordFuzz seed 1017435 (handed between threads, recording toggled
+      // off before an in-place div_) read the new ones.
+      flush_other_readers(out, segment_);
       run_eager_into(def, call, meta, out);
       return;
     }
