@@ -68,10 +68,15 @@ struct GnuVecOps {
   }
   static void store(T* p, F v) { std::memcpy(p, &v, sizeof(F)); }
 
+  // One broadcast: `vector | scalar` broadcasts the scalar (exact for -0 and NaN, unlike an
+  // addition to zero). A per-lane loop here, where `c` is not a constant (vecmath's Horner
+  // loops read their coefficients from arrays in functions GCC does not inline), compiled to
+  // 16 masked broadcasts a splat on AVX-512: eager exp ran at 1.7 ns an element, erf at 6.4.
   F splat(double c) const {
-    F v;
-    for (int i = 0; i < kLanes; ++i) v[i] = static_cast<T>(c);
-    return v;
+    const T s = static_cast<T>(c);
+    UT bits;
+    std::memcpy(&bits, &s, sizeof(bits));
+    return (F)(U{} | bits);
   }
   F add(F a, F b) const { return a + b; }
   F sub(F a, F b) const { return a - b; }
@@ -100,11 +105,7 @@ struct GnuVecOps {
   F bit_andnot(F a, F b) const { return (F)(~(I)a & (I)b); }
   I as_int(F a) const { return (I)a; }
   F as_float(I a) const { return (F)a; }
-  I isplat(int64_t c) const {
-    I v;
-    for (int i = 0; i < kLanes; ++i) v[i] = static_cast<IT>(c);
-    return v;
-  }
+  I isplat(int64_t c) const { return (I)(U{} | static_cast<UT>(static_cast<IT>(c))); }
   I iadd(I a, I b) const { return (I)((U)a + (U)b); }
   I isub(I a, I b) const { return (I)((U)a - (U)b); }
   I shl(I a, int n) const { return (I)((U)a << n); }
@@ -145,7 +146,7 @@ namespace kiln::vecmath {
 // fn applied to the n elements of in (contiguous), written to out (may alias in): full vectors,
 // then the tail through a zero-padded vector (lane-wise, so the same bits as a full vector).
 template <class T, int W, class Fn, class Isa = NativeIsa>
-inline void map_contiguous(const T* in, T* out, int64_t n, Fn fn) {
+[[gnu::flatten]] inline void map_contiguous(const T* in, T* out, int64_t n, Fn fn) {
   using O = GnuVecOps<T, W, Isa>;
   constexpr int L = O::kLanes;
   const O o;
@@ -162,8 +163,8 @@ inline void map_contiguous(const T* in, T* out, int64_t n, Fn fn) {
 // fn of two operands, lane by lane: a and b contiguous, or one of them a broadcast value
 // (a_step / b_step 0 or 1); the tail through zero-padded vectors as map_contiguous.
 template <class T, int W, class Fn, class Isa = NativeIsa>
-inline void map_contiguous2(const T* a, int64_t a_step, const T* b, int64_t b_step, T* out,
-                            int64_t n, Fn fn) {
+[[gnu::flatten]] inline void map_contiguous2(const T* a, int64_t a_step, const T* b, int64_t b_step,
+                                             T* out, int64_t n, Fn fn) {
   using O = GnuVecOps<T, W, Isa>;
   constexpr int L = O::kLanes;
   const O o;
