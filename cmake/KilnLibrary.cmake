@@ -21,7 +21,7 @@ add_library(kiln::kiln ALIAS kiln)
 # (the same bits on every ISA and in the JIT). -fno-math-errno: kiln never reads errno, and with
 # it GCC could not vectorize std::sqrt (a library call per negative lane: eager sqrt ran at 6 ns
 # an element); it changes no result (no approximations: that would take -funsafe-math).
-set(KILN_FP_FLAGS -ffp-contract=off -fno-math-errno)
+set(KILN_FP_FLAGS -ffp-contract=off -fno-math-errno -fno-trapping-math)
 target_compile_options(kiln PRIVATE ${KILN_WARNINGS} ${KILN_FP_FLAGS})
 target_include_directories(kiln PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
