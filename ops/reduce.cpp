@@ -131,20 +131,22 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
 }
 
 template <class T>
-static void softmax_rows_isa(const T* x, T* y, int64_t m, int64_t n) {
+static void softmax_rows_isa(const T* x, T* y, int64_t m, int64_t n, bool log) {
   switch (active_isa()) {
     case CpuIsa::Avx512:
-      return isa_avx512::softmax_rows(x, y, m, n);
+      return isa_avx512::softmax_rows(x, y, m, n, log);
     case CpuIsa::Avx2:
-      return isa_avx2::softmax_rows(x, y, m, n);
+      return isa_avx2::softmax_rows(x, y, m, n, log);
     case CpuIsa::Baseline:
       break;
   }
-  isa_baseline::softmax_rows(x, y, m, n);
+  isa_baseline::softmax_rows(x, y, m, n, log);
 }
-void softmax_rows(const float* x, float* y, int64_t m, int64_t n) { softmax_rows_isa(x, y, m, n); }
-void softmax_rows(const double* x, double* y, int64_t m, int64_t n) {
-  softmax_rows_isa(x, y, m, n);
+void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log) {
+  softmax_rows_isa(x, y, m, n, log);
+}
+void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log) {
+  softmax_rows_isa(x, y, m, n, log);
 }
 
 }  // namespace kiln

@@ -19,7 +19,9 @@ void reduce_eager(const OpCall& c, const Tensor& out);
 // exp(x - max), their sum, y = e * (1 / sum), the max and the sum in the eager amax's and sum's
 // order (the active ISA's build of ops/cpu/reduce_kernels.cpp), so the result is bit for bit
 // that chain of eager ops; the JIT's row kernels lower softmax the same way.
-void softmax_rows(const float* x, float* y, int64_t m, int64_t n);
-void softmax_rows(const double* x, double* y, int64_t m, int64_t n);
+// `log`: log_softmax, y = x - (max + log(sum)) with the same max and sum (x and y must not be
+// the same memory: y holds the exps before x is read again).
+void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log = false);
+void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log = false);
 
 }  // namespace kiln

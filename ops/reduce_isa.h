@@ -6,11 +6,11 @@
 
 namespace kiln {
 
-#define KILN_DECLARE_REDUCE(ns)                                        \
-  namespace ns {                                                       \
-  void reduce_eager(const OpCall& c, const Tensor& out);               \
-  void softmax_rows(const float* x, float* y, int64_t m, int64_t n);   \
-  void softmax_rows(const double* x, double* y, int64_t m, int64_t n); \
+#define KILN_DECLARE_REDUCE(ns)                                                  \
+  namespace ns {                                                                 \
+  void reduce_eager(const OpCall& c, const Tensor& out);                         \
+  void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log);   \
+  void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log); \
   }
 KILN_FOR_EACH_ISA_NS(KILN_DECLARE_REDUCE)
 #undef KILN_DECLARE_REDUCE

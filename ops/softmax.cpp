@@ -6,7 +6,10 @@
 // max-subtracted before exp so large logits do not overflow. softmax over the innermost dim
 // (inner == 1) is the chain amax, exp(x - max), sum, e * (1 / sum) with the max and the sum in
 // the eager reductions' order (ops/reduce.h softmax_rows), bit for bit, so the JIT fuses it
-// into a row kernel with eager's bits (jit/lower/lower_reduce.h). When dim is not innermost
+// into a row kernel with eager's bits (jit/lower/lower_reduce.h); log_softmax over it is x -
+// (max + log(sum)) with the same max and sum (since 2026-11-28: before, an in-order scalar sum,
+// 3x slower), or, where its output is its input's memory, log_softmax_row. When dim is not
+// innermost
 // (inner > 1) it sweeps a block of `inner` columns at once, so every memory access stays unit-
 // stride; the work is split over (outer, column block) pairs.
 #include <algorithm>
@@ -85,7 +88,8 @@ void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t c0, int64
   }
 }
 
-// One contiguous row (dim innermost) of log_softmax. (softmax's rows: softmax_rows, ops/reduce.h.)
+// One contiguous row (dim innermost) of log_softmax whose output is its input's memory
+// (softmax_rows keeps the exps in the output first).
 template <class T>
 void log_softmax_row(const T* x, T* y, int64_t n) {
   T mx = -std::numeric_limits<T>::infinity();
@@ -122,8 +126,8 @@ void softmax_eager(const OpCall& c, const Tensor& out) {
     if constexpr (std::is_floating_point_v<T>) {
       const T* xp = static_cast<const T*>(x.impl()->data());
       T* yp = static_cast<T*>(o->data());
-      if (inner == 1 && !log) {
-        softmax_rows(xp, yp, outer, n);
+      if (inner == 1 && (!log || xp != yp)) {
+        softmax_rows(xp, yp, outer, n, log);
         return;
       }
       if (inner == 1) {

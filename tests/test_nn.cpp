@@ -150,6 +150,24 @@ TEST(Softmax, LargeValuesStableAndParallel) {
                 kFloat64, 1e-12, "big");
 }
 
+// log_softmax over the innermost dim is x - (max + log(sum of exps)) with the max and the sum in
+// the eager reductions' order, as logsumexp computes them: on finite rows the two give the same
+// bits (the in-order scalar sum it used before did not). Each row's first element is its max,
+// 0, the others far below it: the sum is 1 plus small terms, its log small, so a sum that
+// differs in its last bits shows in log_softmax at the max (0 - lse is exact). Rows shorter and
+// longer than a vector, a pairwise block (128) and a row chunk; both dtypes.
+TEST(Softmax, LogSoftmaxRowsAreXMinusLogsumexpBitwise) {
+  for (DType dt : {kFloat32, kFloat64})
+    for (int64_t n : {1, 7, 33, 300, 1000, 4099}) {
+      Tensor x = make_uniform({5, n}, dt, 40 + n, -12, -8);
+      x.select(1, 0).fill_(0.0);
+      const std::string what = std::string(dtype_name(dt)) + " n " + std::to_string(n);
+      EXPECT_TRUE(same(log_softmax(x, 1), x - x.logsumexp({1}, true))) << what;
+      Tensor out = log_softmax(x, -1);  // and its output never aliases the input
+      EXPECT_TRUE(same(x.log_softmax(-1), out)) << what;
+    }
+}
+
 TEST(Softmax, IntPromotesAndZeroDimAndEmpty) {
   Tensor xi = from_vector<int64_t>({1, 2, 3, 4}, {2, 2});
   Tensor s = softmax(xi, 1);

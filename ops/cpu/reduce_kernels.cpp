@@ -204,7 +204,7 @@ A whole_row(int64_t n, const Range& range, const Combine& combine) {
 // (the exp op's bits), their sum, y = e * (1 / sum); the max and the sum in amax's and sum's
 // eager order, so softmax is bit for bit the chain of those ops (the JIT lowers it so).
 template <class T>
-void softmax_rows_impl(const T* x, T* y, int64_t m, int64_t n) {
+void softmax_rows_impl(const T* x, T* y, int64_t m, int64_t n, bool log) {
   auto row = [&](const T* xr, T* yr) {
     const T mx = whole_row<T>(
         n, [&](int64_t s, int64_t len) { return range_extreme<MaxOp, T>(xr + s, len); },
@@ -215,6 +215,12 @@ void softmax_rows_impl(const T* x, T* y, int64_t m, int64_t n) {
     const T sum = whole_row<T>(
         n, [&](int64_t s, int64_t len) { return pairwise_sum<T>(yr + s, len, Cast<T>{}); },
         [](T a, T b) { return a + b; });
+    if (log) {  // log_softmax: x - (mx + log(sum)), the exps summed in the same order
+      const T lse =
+          mx + vecmath::apply_scalar(sum, [](const auto& o, auto v) { return vecmath::log(o, v); });
+      for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] - lse;
+      return;
+    }
     const T r = T(1) / sum;
     for (int64_t j = 0; j < n; ++j) yr[j] *= r;
   };
@@ -279,9 +285,11 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
   });
 }
 
-void softmax_rows(const float* x, float* y, int64_t m, int64_t n) { softmax_rows_impl(x, y, m, n); }
-void softmax_rows(const double* x, double* y, int64_t m, int64_t n) {
-  softmax_rows_impl(x, y, m, n);
+void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log) {
+  softmax_rows_impl(x, y, m, n, log);
+}
+void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log) {
+  softmax_rows_impl(x, y, m, n, log);
 }
 
 }  // namespace kiln::KILN_ISA_NS
