@@ -6,7 +6,10 @@
 // y = (x - mean) / sqrt(var + eps) * weight + bias over the trailing dims named by
 // normalized_shape, with the biased variance (divide by D), as torch.nn.functional.layer_norm.
 // x must be Float32/Float64 (PyTorch rejects integer inputs too) and weight/bias of x's dtype.
-// Mean and variance accumulate in double (two passes: the mean first, then squared deviations).
+// Mean and variance accumulate in double (two passes: the mean first, then squared deviations),
+// each in 8 interleaved partial sums added pairwise at the end (lane_sum): a fixed order, the
+// same bits on every thread count, that the compiler vectorizes (until 2026-11-28 the sums ran
+// in order, one dependent add an element: 1.9 ns an element on 1024-element rows).
 #include <cmath>
 
 #include "ops/eager_helpers.h"
@@ -18,6 +21,18 @@
 namespace kiln {
 
 namespace {
+
+// The sum of f(x[i]) over n elements in double: partial sum j takes the elements i with i % 8
+// == j, and the 8 partials add pairwise.
+template <class T, class F>
+double lane_sum(const T* x, int64_t n, F f) {
+  double acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += f(static_cast<double>(x[i + j]));
+  for (int j = 0; i + j < n; ++j) acc[j] += f(static_cast<double>(x[i + j]));
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
 
 void layer_norm_meta(const OpCall& c, OutputMeta& m) {
   const Tensor& xt = c.inputs[0];
@@ -71,14 +86,11 @@ void layer_norm_eager(const OpCall& c, const Tensor& out) {
         for (int64_t r = r0; r < r1; ++r) {
           const T* xr = xp + r * D;
           T* yr = yp + r * D;
-          double s = 0;
-          for (int64_t i = 0; i < D; ++i) s += xr[i];
-          const double mean = s / static_cast<double>(D);
-          double ss = 0;
-          for (int64_t i = 0; i < D; ++i) {
-            const double d = xr[i] - mean;
-            ss += d * d;
-          }
+          const double mean = lane_sum(xr, D, [](double v) { return v; }) / static_cast<double>(D);
+          const double ss = lane_sum(xr, D, [mean](double v) {
+            const double d = v - mean;
+            return d * d;
+          });
           const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(D) + eps);
           for (int64_t i = 0; i < D; ++i) {
             double v = (xr[i] - mean) * rstd;
