@@ -246,24 +246,26 @@ void Segment::record_into(const OpDef& def, const OpCall& call, const OutputMeta
   if (node_count() >= config().jit_segment_limit) flush_locked(SyncReason::SegmentLimit);
 }
 
-bool Segment::reads_written_strided_input(std::span<const Tensor> inputs) {
+bool Segment::reads_written_input(std::span<const Tensor> inputs,
+                                  bool (*reads_alike)(const TensorImpl&)) {
   if (written_inputs_ == 0) return false;
   for (const Tensor& t : inputs) {
     const TensorImpl* ti = t.impl();
-    if (owns(ti->storage()) || has_fresh_layout(*ti)) continue;
+    if (owns(ti->storage()) || reads_alike(*ti)) continue;
     if (const Input* in = find_input(t); in != nullptr && in->current != kNoValue) return true;
   }
   return false;
 }
 
+bool Segment::reads_written_strided_input(std::span<const Tensor> inputs) {
+  return reads_written_input(inputs, &has_fresh_layout);
+}
+
 bool Segment::reads_layout_of_written_input(const OpDef& def, const OpCall& call) {
-  if (written_inputs_ == 0 || (def.flags & kWritesAnyLayout)) return false;
-  for (const Tensor& t : call.inputs) {
-    const TensorImpl* ti = t.impl();
-    if (owns(ti->storage()) || is_contiguous_layout(ti->sizes(), ti->strides())) continue;
-    if (const Input* in = find_input(t); in != nullptr && in->current != kNoValue) return true;
-  }
-  return false;
+  if (def.flags & kWritesAnyLayout) return false;
+  return reads_written_input(call.inputs, [](const TensorImpl& t) {
+    return is_contiguous_layout(t.sizes(), t.strides());
+  });
 }
 
 std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector<Graph> bodies,

@@ -89,6 +89,9 @@ class Segment final : public LazyProducer, public HopRecorder {
   // (ops/cpu/reduce_plan.h; BLAS takes a transpose as a flag), and the written value reads as a
   // row-major one here: its sum would add in another order than eager's.
   bool reads_layout_of_written_input(const OpDef& def, const OpCall& call);
+  // Both: whether `inputs` hold a materialized input with a pending write whose geometry does not
+  // read like its row-major value (`reads_alike` false).
+  bool reads_written_input(std::span<const Tensor> inputs, bool (*reads_alike)(const TensorImpl&));
   Input* find_input(const Tensor& t);
   Input& input_for(const Tensor& t);
   ValueId read(const Tensor& t);
