@@ -8,10 +8,8 @@
 // the eager reductions' order (ops/reduce.h softmax_rows), bit for bit, so the JIT fuses it
 // into a row kernel with eager's bits (jit/lower/lower_reduce.h); log_softmax over it is x -
 // (max + log(sum)) with the same max and sum (since 2026-11-28: before, an in-order scalar sum,
-// 3x slower), or, where its output is its input's memory, log_softmax_row. When dim is not
-// innermost
-// (inner > 1) it sweeps a block of `inner` columns at once, so every memory access stays unit-
-// stride; the work is split over (outer, column block) pairs.
+// 3x slower). When dim is not innermost (inner > 1) it sweeps a block of `inner` columns at once,
+// so every memory access stays unit-stride; the work is split over (outer, column block) pairs.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -88,25 +86,6 @@ void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t c0, int64
   }
 }
 
-// One contiguous row (dim innermost) of log_softmax whose output is its input's memory
-// (softmax_rows keeps the exps in the output first).
-template <class T>
-void log_softmax_row(const T* x, T* y, int64_t n) {
-  T mx = -std::numeric_limits<T>::infinity();
-  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
-  T sum = 0;
-  constexpr int64_t kChunk = 256;
-  T e[kChunk];
-  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
-    const int64_t m = std::min(kChunk, n - j0);
-    for (int64_t j = 0; j < m; ++j) e[j] = x[j0 + j] - mx;
-    exp_inplace(e, m);
-    for (int64_t j = 0; j < m; ++j) sum += e[j];
-  }
-  const T lse = mx + vecmath::apply_scalar(sum, vlog);
-  for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
-}
-
 void softmax_eager(const OpCall& c, const Tensor& out) {
   const TensorImpl* o = out.impl();
   const Tensor x = eager_contiguous(c.inputs[0], o->dtype());
@@ -126,14 +105,12 @@ void softmax_eager(const OpCall& c, const Tensor& out) {
     if constexpr (std::is_floating_point_v<T>) {
       const T* xp = static_cast<const T*>(x.impl()->data());
       T* yp = static_cast<T*>(o->data());
-      if (inner == 1 && (!log || xp != yp)) {
-        softmax_rows(xp, yp, outer, n, log);
-        return;
-      }
       if (inner == 1) {
-        parallel_for(0, outer, grain, [&](int64_t r0, int64_t r1) {
-          for (int64_t r = r0; r < r1; ++r) log_softmax_row<T>(xp + r * n, yp + r * n, n);
-        });
+        // log_softmax keeps its exps in y before it reads x again: an output in the input's
+        // memory reads a copy of it.
+        std::vector<T> copy;
+        if (log && xp == yp) copy.assign(xp, xp + outer * n);
+        softmax_rows(copy.empty() ? xp : copy.data(), yp, outer, n, log);
         return;
       }
       parallel_for(0, outer * blocks, grain, [&](int64_t t0, int64_t t1) {
