@@ -298,7 +298,7 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
   first_references(main_, hoisted_, regs_, first_);
   slot_.assign(regs_.size(), -1);
   copy_regs_.clear();
-  copy_regs_.reserve(4 * U * 2 * L);  // no growth: the copies below are read through pointers
+  copy_regs_.reserve(4 * U * 2 * L);  // room for every copy's registers: no regrowth per copy
   size_t nown = 0;
   for (int g = 0; g < 4; ++g)
     for (size_t u = 0; u < U; ++u) {
