@@ -206,7 +206,8 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
           };
           // A 2-D Float32 product big enough for row blocks (ops/cpu/blas_gemm.h): the same
           // blocks the JIT's BLAS step computes, so eager and jit give the same bits on any
-          // CPU (OpenBLAS's bits for a block need not be the whole product's).
+          // CPU (OpenBLAS's bits for a block need not be the whole product's). Another 2-D
+          // product is one call, the function the BLAS step calls for it.
           if (batches == 1) {
             const blas::RowSplit s = blas::plan_row_split(a.impl(), b.impl(), dt, true);
             if (s.blocks >= 2) {
@@ -216,6 +217,11 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
                   blas::gemm_rows(s, a.impl(), b.impl(), out.impl(), blas::block_begin(s, i),
                                   blas::block_begin(s, i + 1));
               });
+              return;
+            }
+            const blas::WholeGemm g = blas::plan_whole_gemm(a.impl(), b.impl(), dt);
+            if (g.ok) {
+              blas::gemm_whole(g, a.impl(), b.impl(), out.impl());
               return;
             }
           }

@@ -71,7 +71,16 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
       return whole();  // the eager step raises the same error, per output
     }
     split = blas::plan_row_split(a.impl(), b.impl(), m.dtype, true);
-    if (split.blocks < 2) return whole();
+    if (split.blocks < 2) {
+      // One GEMM call, as eager's matmul makes it, without the eager step's dispatch work
+      // (an rnn step's products are a few microseconds each: that work was a fifth of them).
+      const blas::WholeGemm g = blas::plan_whole_gemm(a.impl(), b.impl(), m.dtype);
+      if (!g.ok) return whole();
+      f.values[n.output] = empty_tensor(m.sizes, m.dtype, Device::cpu());
+      blas::gemm_whole(g, a.impl(), b.impl(), f.values[n.output].impl());
+      if (epi) run_kernel(f, *epi, s + 1);
+      return consumed;
+    }
     // The value table holds the only handle: the epilogue may take the buffer over.
     f.values[n.output] = empty_tensor(m.sizes, m.dtype, Device::cpu());
   }

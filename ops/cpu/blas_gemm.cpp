@@ -61,6 +61,32 @@ template void gemm<float>(const Layout&, const Layout&, int64_t, int64_t, int64_
 template void gemm<double>(const Layout&, const Layout&, int64_t, int64_t, int64_t, const double*,
                            const double*, double*);
 
+WholeGemm plan_whole_gemm(const TensorImpl* a, const TensorImpl* b, DType out_dtype) {
+  WholeGemm g;
+  const bool floating = out_dtype == DType::Float32 || out_dtype == DType::Float64;
+  if (!a->device().is_cpu() || !b->device().is_cpu() || a->dim() != 2 || b->dim() != 2 ||
+      !floating || a->dtype() != out_dtype || b->dtype() != out_dtype)
+    return g;
+  g.M = a->sizes()[0];
+  g.N = b->sizes()[1];
+  g.K = a->sizes()[1];
+  if (g.M == 0 || g.N == 0 || g.K == 0 || g.M > INT_MAX || g.N > INT_MAX || g.K > INT_MAX) return g;
+  g.la = layout(g.M, g.K, a->strides()[0], a->strides()[1]);
+  g.lb = layout(g.K, g.N, b->strides()[0], b->strides()[1]);
+  g.ok = g.la.ok && g.lb.ok && g.la.ld <= INT_MAX && g.lb.ld <= INT_MAX;
+  return g;
+}
+
+void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
+  set_threads(threads_for(g.M, g.N, g.K));
+  if (out->dtype() == DType::Float32)
+    gemm<float>(g.la, g.lb, g.M, g.N, g.K, static_cast<const float*>(a->data()),
+                static_cast<const float*>(b->data()), static_cast<float*>(out->data()));
+  else
+    gemm<double>(g.la, g.lb, g.M, g.N, g.K, static_cast<const double*>(a->data()),
+                 static_cast<const double*>(b->data()), static_cast<double*>(out->data()));
+}
+
 RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
                         bool out_row_major) {
   RowSplit s;

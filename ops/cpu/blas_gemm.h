@@ -44,6 +44,18 @@ template <class T>
 void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
           const T* B, T* C);
 
+// A 2-D product out = a @ b (Float32 or Float64 alike, out row-major [M, N]) that BLAS takes
+// without copies, as one call with threads_for's OpenBLAS threads: eager matmul's path for a 2-D
+// product it does not split into row blocks, so a caller that runs it gets eager's bits. ok false
+// otherwise (another dtype, an operand BLAS cannot take as it is, an empty product or sum).
+struct WholeGemm {
+  bool ok = false;
+  int64_t M = 0, N = 0, K = 0;
+  Layout la, lb;
+};
+WholeGemm plan_whole_gemm(const TensorImpl* a, const TensorImpl* b, DType out_dtype);
+void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, TensorImpl* out);
+
 // A 2-D Float32 product out = a @ b (out row-major) that BLAS takes without copies, big enough
 // to split into `blocks` row blocks of kGemmSplitMinMnk multiply-adds each; blocks < 2 means
 // "do not split" (the caller takes its other path).
