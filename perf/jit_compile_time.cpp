@@ -3,11 +3,11 @@
 // this tool reproduces both conditions on its own: a "warm" render follows another render of
 // a kernel; a "cold" one follows a pass over a 256 MiB buffer. Kernels: gelu's (tanh form out
 // of primitives, Float32, as the planner fuses perf/workloads/gelu.cpp) in its contiguous and
-// streaming variants, a short add-mul chain, softmax's and layer_norm's row kernels, a pow and a
-// random draw. Prints median and worst per kernel and state.
-// Usage: kiln-jit-compile [renders] [warm|cold|both] [auto|compiler|assembler]
-// (default 40 per kernel and state, both states, the target's own choice of emitter: render.h
-// RenderPath; the `path` column says which emitter rendered the kernels)
+// streaming variants, a short add-mul chain, softmax's and layer_norm's row kernels, a pow, a
+// random draw, sin + cos (a call in the body) and an integer pow (a loop in the body). Prints
+// median and worst per kernel and state. Usage: kiln-jit-compile [renders] [warm|cold|both]
+// [auto|compiler|assembler] (default 40 per kernel and state, both states, the target's own choice
+// of emitter: render.h RenderPath; the `path` column says which emitter rendered the kernels)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -58,7 +58,9 @@ int main(int argc, char** argv) {
         Case{"add-mul", sample_kernels::axpb, false},
         Case{"softmax row", sample_kernels::softmax_row, false},
         Case{"layernorm row", sample_kernels::layernorm_row, false},
-        Case{"pow", sample_kernels::pow, false}, Case{"rand", sample_kernels::rand, false}}) {
+        Case{"pow", sample_kernels::pow, false}, Case{"rand", sample_kernels::rand, false},
+        Case{"sin + cos", sample_kernels::sin_cos, false},
+        Case{"int pow", sample_kernels::int_pow, false}}) {
     for (bool cold : {false, true}) {
       if (!only.empty() && only != (cold ? "cold" : "warm")) continue;
       std::vector<double> us;

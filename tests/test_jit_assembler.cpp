@@ -6,7 +6,8 @@
 // strided operands, lengths that run every loop zero, one and several times, two threads.
 // Also: the fast path is taken (gelu), constants past the register file are demoted to memory
 // and values, pointers and masks spilled to the stack and still right, a render the fast path
-// gives up falls back to the Compiler and is right, and kernels with calls keep the Compiler.
+// gives up falls back to the Compiler and is right, and kernels with calls (sin, cos) and loops
+// (integer pow) take the fast path, the same bytes as the Compiler's.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -109,6 +110,9 @@ std::vector<Case> cases() {
     out.push_back({"expm1_tanh_" + s, math_kernel(t, {E::Expm1, E::Tanh, E::Sigmoid}), {}});
     out.push_back({"silu_erf_" + s, math_kernel(t, {E::Silu, E::Erf}), {}});
     out.push_back({"gelu_" + s, math_kernel(t, {E::Gelu, E::GeluTanh}), {}});
+    // The exact reduction's call (3e9 among the inputs: huge lanes), with values live across
+    // it (exp's and tanh's results, computed before it, stored after it).
+    out.push_back({"sin_cos_" + s, math_kernel(t, {E::Exp, E::Tanh, E::Sin, E::Cos}), {}});
     out.push_back({"simple_" + s,
                    math_kernel(t, {E::Neg, E::Abs, E::Sqrt, E::Rsqrt, E::Reciprocal, E::Square,
                                    E::Relu, E::Sign, E::Floor, E::Ceil, E::Round}),
@@ -133,6 +137,9 @@ std::vector<Case> cases() {
                 k.unary(E::Abs, a),         k.unary(E::Sign, b),
                 k.binary(E::Maximum, a, b), k.binary(E::Le, a, b)};
     out.push_back({std::string("int_") + (t == kInt32 ? "32" : "64"), k, {}});
+    LoopKernel p = LoopKernel::uniform(t, 2);  // a loop in the body, exponents up to 1e9
+    p.stores = {p.binary(E::Pow, p.load(0), p.load(1))};
+    out.push_back({std::string("int_pow_") + (t == kInt32 ? "32" : "64"), p, {}});
   }
   {  // every cast among the numeric types (Int64 <-> floats on the stack on AVX2 and SSE2)
     LoopKernel k;
@@ -535,17 +542,29 @@ TEST(JitAssembler, AGivenUpRenderFallsBackToTheCompiler) {
   }
 }
 
-// Kernels whose body calls out or loops keep the Compiler; row kernels do not.
-TEST(JitAssembler, CallsLoopsAndRowsKeepTheCompiler) {
-  EXPECT_FALSE(cpu_kernel_assembles(math_kernel(kFloat32, {ExprOp::Sin})));
-  EXPECT_FALSE(cpu_kernel_assembles(math_kernel(kFloat64, {ExprOp::Cos})));
+// Kernels whose body calls out (sin and cos: the exact reduction of huge lanes, through
+// call_block) or loops (integer pow over the exponent's bits) take the fast path too, on every
+// ISA; the call is in the code.
+TEST(JitAssembler, CallsAndLoopsTakeTheFastPath) {
+  asmjit::JitRuntime rt;
   LoopKernel ip = LoopKernel::uniform(kInt32, 2);
   ip.stores = {ip.binary(ExprOp::Pow, ip.load(0), ip.load(1))};
-  EXPECT_FALSE(cpu_kernel_assembles(ip));
-  LoopKernel row = LoopKernel::uniform(kFloat32, 1);
-  row.stores = {row.reduce(ExprOp::ReduceSum, row.load(0))};
-  EXPECT_TRUE(cpu_kernel_assembles(row));
-  EXPECT_TRUE(cpu_kernel_assembles(math_kernel(kFloat32, {ExprOp::Gelu})));
+  const std::vector<std::pair<std::string, LoopKernel>> kernels = {
+      {"sin f32", math_kernel(kFloat32, {ExprOp::Sin})},
+      {"cos f64", math_kernel(kFloat64, {ExprOp::Cos})},
+      {"int pow", ip}};
+  for (const auto& [name, k] : kernels)
+    for (const std::string& isa : supported_jit_isas()) {
+      const JitIsa ji = isa == "avx512" ? JitIsa::Avx512
+                        : isa == "avx2" ? JitIsa::Avx2
+                                        : JitIsa::Sse2;
+      const KernelVariant v{ji, std::vector<InnerLayout>(3, InnerLayout::Contiguous)};
+      const RenderedKernel r = render_cpu_kernel(rt, k, v, true, RenderPath::Assembler);
+      EXPECT_TRUE(r.assembler) << name << ", " << isa;
+      EXPECT_EQ(r.assembly.find("call") != std::string::npos, name != "int pow")
+          << name << ", " << isa;
+      rt.release(r.fn);
+    }
 }
 
 }  // namespace

@@ -32,6 +32,16 @@ class KernelCompiler : public asmjit::x86::Compiler {
     return make<asmjit::x86::Gp>(kIntPtr, name);
   }
 
+  // Calls fn(&block) (a function of one pointer, the host's convention): asmjit's invoke saves
+  // what lives across it. RecordingAssembler has the same method (vec_emitter.h calls either).
+  void call_block(void* fn, const asmjit::x86::Mem& block) {
+    asmjit::x86::Gp p = newIntPtr();
+    lea(p, block);
+    asmjit::InvokeNode* call = nullptr;
+    invoke(&call, asmjit::imm(fn), asmjit::FuncSignatureT<void, void*>(asmjit::CallConvId::kHost));
+    call->setArg(0, p);
+  }
+
  private:
   static constexpr asmjit::TypeId kXmm = asmjit::TypeId::kInt32x4, kYmm = asmjit::TypeId::kInt32x8,
                                   kZmm = asmjit::TypeId::kInt32x16, kKw = asmjit::TypeId::kMask16,

@@ -19,6 +19,7 @@ void RecordingAssembler::begin(JitIsa isa) {
   regs_.clear();
   pool_.clear();
   frame_bytes_ = 0;
+  save_area_ = -1;
   pool_label_ = newLabel();
 }
 
@@ -61,6 +62,21 @@ x86::Mem RecordingAssembler::newStack(uint32_t size, uint32_t alignment) {
   const int32_t off = static_cast<int32_t>(frame_bytes_);
   frame_bytes_ += size;
   return x86::ptr(x86::rsp, off);
+}
+
+namespace {
+// call_block's save area: 32 vector registers of 64 bytes, then 8 mask and 16 general ones of 8.
+constexpr int32_t kSaveVec = 0, kSaveMask = 32 * 64, kSaveGp = kSaveMask + 8 * 8;
+constexpr uint32_t kSaveBytes = kSaveGp + 16 * 8;
+}  // namespace
+
+void RecordingAssembler::call_block(void* fn, const x86::Mem& block) {
+  if (save_area_ < 0) save_area_ = newStack(kSaveBytes, 64).offset();
+  RecordedInst& in = (seg_ ? hoisted_ : main_).emplace_back();
+  in.id = RecordedInst::kCall;
+  in.ops[0] = imm(fn);
+  in.ops[1] = block;
+  in.ops[2] = x86::ptr(x86::rsp, save_area_);
 }
 
 x86::Mem RecordingAssembler::newConst(ConstPoolScope, const void* data, size_t size) {
@@ -487,7 +503,39 @@ void RecordingAssembler::finish() {
     throw Unsupported(ra.short_of == 0   ? "more general registers than the machine has"
                       : ra.short_of == 2 ? "more mask registers than the machine has"
                                          : "more vector registers than spilling frees");
+  live_across_calls(code, regs_, ra, isa_, pool_label_.id(), reg_alloc_, live_across_);
   encode(code, ra);
+}
+
+void RecordingAssembler::encode_call(const RecordedInst& in, const LiveAcross& live) {
+  const x86::Mem save = in.ops[2].as<x86::Mem>();
+  auto slot = [&](int32_t offset, uint32_t size) {
+    x86::Mem m = save.cloneAdjusted(offset);
+    m.setSize(size);
+    return m;
+  };
+  // Every vector register whole (a value may live in its low half only: the save is the same).
+  const uint32_t vbytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
+  auto vec = [&](uint32_t i) -> x86::Vec {
+    return vbytes == 64   ? x86::Vec(x86::zmm(i))
+           : vbytes == 32 ? x86::Vec(x86::ymm(i))
+                          : x86::xmm(i);
+  };
+  const InstId vmove = isa_ == JitIsa::Sse2 ? Inst::kIdMovups : Inst::kIdVmovups;
+  auto each = [](uint32_t bits, auto&& f) {
+    for (; bits; bits &= bits - 1) f(static_cast<uint32_t>(__builtin_ctz(bits)));
+  };
+  each(live.vec,
+       [&](uint32_t i) { emit(vmove, slot(kSaveVec + 64 * int32_t(i), vbytes), vec(i)); });
+  each(live.mask, [&](uint32_t i) { kmovw(slot(kSaveMask + 8 * int32_t(i), 2), x86::k(i)); });
+  each(live.gp, [&](uint32_t i) { mov(slot(kSaveGp + 8 * int32_t(i), 8), x86::gpq(i)); });
+  lea(x86::rdi, in.ops[1].as<x86::Mem>());
+  mov(x86::rax, in.ops[0].as<Imm>());
+  call(x86::rax);
+  each(live.vec,
+       [&](uint32_t i) { emit(vmove, vec(i), slot(kSaveVec + 64 * int32_t(i), vbytes)); });
+  each(live.mask, [&](uint32_t i) { kmovw(x86::k(i), slot(kSaveMask + 8 * int32_t(i), 2)); });
+  each(live.gp, [&](uint32_t i) { mov(x86::gpq(i), slot(kSaveGp + 8 * int32_t(i), 8)); });
 }
 
 void RecordingAssembler::encode(const std::vector<RecordedInst>& code, const RegAssignment& ra) {
@@ -506,9 +554,14 @@ void RecordingAssembler::encode(const std::vector<RecordedInst>& code, const Reg
   auto phys = [&](uint32_t id) {
     return Operand::isVirtId(id) ? static_cast<uint32_t>(ra.phys[Operand::virtIdToIndex(id)]) : id;
   };
+  size_t call_index = 0;
   for (const RecordedInst& rec : code) {
     if (rec.id == RecordedInst::kBindLabel) {
       bind(rec.ops[0].as<Label>());
+      continue;
+    }
+    if (rec.id == RecordedInst::kCall) {
+      encode_call(rec, live_across_.at(call_index++));
       continue;
     }
     if (rec.id == RecordedInst::kEndFunction) {

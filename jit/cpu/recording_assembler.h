@@ -78,6 +78,12 @@ class RecordingAssembler : public asmjit::x86::Assembler {
 
   asmjit::x86::Mem newStack(uint32_t size, uint32_t alignment);
   asmjit::x86::Mem newConst(asmjit::ConstPoolScope, const void* data, size_t size);
+  // Calls fn(&block) (vec_emitter.h: sin/cos's exact reduction), recorded as one pseudo-
+  // instruction: encoded as stores of every register holding a value live across it (the SysV
+  // convention preserves no vector or mask register, and rax rcx rdx rsi rdi r8-r11) into a
+  // save area of the frame, `lea rdi, block`, the call through rax, and the reloads. Other
+  // calls (asmjit's invoke) are not supported.
+  void call_block(void* fn, const asmjit::x86::Mem& block);
   asmjit::Error invoke(asmjit::InvokeNode**, const asmjit::Operand_&,
                        const asmjit::FuncSignature&) {
     throw Unsupported("a call");
@@ -122,6 +128,7 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   static constexpr uint8_t kGp = 0, kVec = 1, kMask = 2;
   uint32_t vreg(uint8_t group);
   void encode(const std::vector<RecordedInst>& code, const RegAssignment& regs);
+  void encode_call(const RecordedInst& call, const LiveAcross& live);
   // A register a copy of the unrolled body makes (pipeline_split, pipeline).
   struct CopyReg {
     uint32_t reg;
@@ -141,6 +148,8 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   asmjit::Label pool_label_;
   std::vector<uint8_t> pool_;
   uint32_t frame_bytes_ = 0;
+  int32_t save_area_ = -1;               // call_block's save area in the frame (-1: no call yet)
+  std::vector<LiveAcross> live_across_;  // per recorded call, in order (finish())
   // The whole function and a buffer for its rewrites and weaving, kept across renders (the
   // workspace is pooled, render_workspace.h): no allocation and no page faults per render.
   std::vector<RecordedInst> code_, scratch_;

@@ -462,4 +462,26 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
   return false;
 }
 
+void live_across_calls(const std::vector<RecordedInst>& code, const std::vector<VirtReg>& regs,
+                       const RegAssignment& a, JitIsa isa, uint32_t first_label,
+                       RegAllocScratch& work, std::vector<LiveAcross>& out) {
+  out.clear();
+  bool any = false;
+  for (const RecordedInst& in : code) any = any || in.id == RecordedInst::kCall;
+  if (!any) return;
+  live_intervals(code, regs, first_label, isa == JitIsa::Avx512, work);
+  const std::vector<Interval>& iv = work.iv;
+  const int32_t n = static_cast<int32_t>(code.size());
+  for (int32_t p = 0; p < n; ++p) {
+    if (code[p].id != RecordedInst::kCall) continue;
+    LiveAcross& l = out.emplace_back();
+    for (size_t r = 0; r < regs.size() && r < a.phys.size(); ++r) {
+      if (a.phys[r] < 0 || iv[r].first >= p || iv[r].last <= p) continue;
+      const uint32_t bit = 1u << a.phys[r];
+      (regs[r].group == 0 ? l.gp : regs[r].group == 1 ? l.vec : l.mask) |= bit;
+    }
+    l.gp &= kGpCallerSaved;  // the callee keeps rbx, rbp, r12-r15
+  }
+}
+
 }  // namespace kiln::jit

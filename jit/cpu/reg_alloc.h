@@ -39,6 +39,9 @@ namespace kiln::jit {
 struct RecordedInst {
   static constexpr asmjit::InstId kBindLabel = 0xFFFF0001u;    // ops[0]: the label
   static constexpr asmjit::InstId kEndFunction = 0xFFFF0002u;  // epilogue + ret
+  // A call (RecordingAssembler::call_block): ops[0] the function's address (an immediate),
+  // ops[1] its argument's block, ops[2] the save area (frame slots: no virtual register).
+  static constexpr asmjit::InstId kCall = 0xFFFF0003u;
   asmjit::InstId id = 0;
   asmjit::InstOptions options = asmjit::InstOptions::kNone;
   asmjit::RegOnly extra;  // the {k} write mask of an AVX-512 instruction (asmjit leaves it raw)
@@ -104,5 +107,16 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
                       std::vector<RecordedInst>& scratch, RegAllocScratch& work,
                       bool demote_free_constants = false);
+
+// The physical registers (a bit each, per group) holding a value live across a call: referenced
+// before it and after it (loops taken into account), assigned a register (a spilled value's
+// home is the frame, which the call keeps).
+struct LiveAcross {
+  uint32_t gp = 0, vec = 0, mask = 0;
+};
+// One entry per RecordedInst::kCall of `code` (after assign_registers gave `a`), in order.
+void live_across_calls(const std::vector<RecordedInst>& code, const std::vector<VirtReg>& regs,
+                       const RegAssignment& a, JitIsa isa, uint32_t first_label,
+                       RegAllocScratch& work, std::vector<LiveAcross>& out);
 
 }  // namespace kiln::jit

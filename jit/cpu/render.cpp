@@ -258,13 +258,6 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
   return math > 0 ? 3 : 1;
 }
 
-bool cpu_kernel_assembles(const LoopKernel& k) {
-  for (const Expr& e : k.exprs)
-    if (e.op == ExprOp::Sin || e.op == ExprOp::Cos || (e.op == ExprOp::Pow && !is_floating(e.type)))
-      return false;
-  return true;
-}
-
 namespace {
 
 std::atomic<int> g_assembler_faults{0};
@@ -325,7 +318,7 @@ RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const Kern
              "cpu kernel: {} operand layouts for {} operands", v.layout.size(), nops);
   std::string fallback;
   if (path == RenderPath::Assembler) return render_with_assembler(rt, k, v, want_assembly);
-  if (path == RenderPath::Auto && cpu_kernel_assembles(k)) {
+  if (path == RenderPath::Auto) {
     try {
       return render_with_assembler(rt, k, v, want_assembly);
     } catch (const std::exception& e) {

@@ -38,17 +38,13 @@ struct RenderedKernel {
 //     calls and spills handled; every kernel can take it;
 //   - the fast path: the instructions recorded on virtual registers, registers assigned by a
 //     linear scan (reg_alloc.h), encoded by asmjit's Assembler (recording_assembler.h). It takes
-//     the kernels cpu_kernel_assembles() accepts, and gives up (Unsupported: a call, registers
-//     running out) by throwing before anything reaches the runtime.
-// Auto: the fast path where it takes the kernel, the Compiler when it does not or gives up
-// (RenderedKernel::fallback says why). Compiler and Assembler force one (Assembler throws when
-// the fast path gives up; for tests and kiln-jit-compile).
+//     every kernel (loops in bodies, sin/cos's call through call_block included), and gives up
+//     (Unsupported: registers running out, a form it does not encode) by throwing before
+//     anything reaches the runtime.
+// Auto: the fast path, the Compiler when it gives up (RenderedKernel::fallback says why). Compiler
+// and Assembler force one (Assembler throws when the fast path gives up; for tests and
+// kiln-jit-compile).
 enum class RenderPath : uint8_t { Auto, Compiler, Assembler };
-
-// Whether the fast path takes `k` (pointwise, row and column kernels alike): not when an
-// element body calls out or loops (sin and cos call the exact reduction for huge lanes;
-// integer pow loops over the exponent's bits).
-bool cpu_kernel_assembles(const LoopKernel& k);
 
 // Testing hook: while non-zero, the next that many fast-path renders give up after recording
 // the kernel (as when registers run out), so that Auto falls back to the Compiler.

@@ -1,5 +1,7 @@
 #include "jit/cpu/sample_kernels.h"
 
+#include <cmath>
+
 namespace kiln::jit::sample_kernels {
 
 namespace {
@@ -52,6 +54,22 @@ LoopKernel pow(double c0) {
   LoopKernel k = LoopKernel::uniform(f32, 2);
   k.stores = {
       k.binary(ExprOp::Add, k.binary(ExprOp::Pow, k.load(0), k.load(1)), k.constant(c0, f32))};
+  return k;
+}
+
+LoopKernel sin_cos(double c0) {
+  LoopKernel k = LoopKernel::uniform(f32, 1);
+  const int32_t x = k.load(0);
+  k.stores = {k.binary(ExprOp::Add,
+                       k.unary(ExprOp::Sin, k.binary(ExprOp::Mul, x, k.constant(c0, f32))),
+                       k.unary(ExprOp::Cos, x))};
+  return k;
+}
+
+LoopKernel int_pow(double c0) {
+  LoopKernel k = LoopKernel::uniform(DType::Int32, 2);
+  k.stores = {k.binary(ExprOp::Add, k.binary(ExprOp::Pow, k.load(0), k.load(1)),
+                       k.constant(std::round(c0 * 1e6), DType::Int32))};
   return k;
 }
 

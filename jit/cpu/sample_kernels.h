@@ -18,6 +18,11 @@ LoopKernel softmax_row(double c0);
 LoopKernel layernorm_row(double c0);
 // x ** y + c0, Float32: vecmath::pow's double-T log and exp.
 LoopKernel pow(double c0);
+// sin(x * c0) + cos(x), Float32 (rotary and sinusoidal position encodings): a call out of the
+// body for huge lanes (the exact reduction).
+LoopKernel sin_cos(double c0);
+// x ** n + c0 with n an Int32 tensor (integer pow: a loop over the exponent's bits), Int32.
+LoopKernel int_pow(double c0);
 // sum(x * c0) over the reduced dim, Float32: rendered as a column kernel where the rows are
 // reduced (mlp_train's bias gradients), as a row kernel otherwise.
 LoopKernel column_sum(double c0);

@@ -17,6 +17,7 @@
 #include <asmjit/x86.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -31,6 +32,23 @@
 #include "runtime/dtype.h"
 
 namespace kiln::jit {
+
+// What a kernel hands the exact sin/cos reduction (AsmVecOps::reduce_pio2_huge) through one
+// pointer: the lanes of x, the Cody-Waite r and k (overwritten in the huge lanes), the bound past
+// which a lane is huge and the lane count. One pointer argument, so that a call needs no
+// argument registers: the fast emitter's call (recording_assembler.h) passes it in rdi.
+struct alignas(64) HugeLanesBlock {
+  unsigned char x[64], r[64], k[64];  // 16 float / 8 double lanes; int32 / int64 quadrants
+  double bound;
+  int32_t lanes;
+};
+
+template <class T>
+void reduce_pio2_huge_block(HugeLanesBlock* b) {
+  using IT = std::conditional_t<std::is_same_v<T, double>, int64_t, int32_t>;
+  vecmath::reduce_pio2_huge_lanes(reinterpret_cast<const T*>(b->x), b->lanes, b->bound,
+                                  reinterpret_cast<T*>(b->r), reinterpret_cast<IT*>(b->k));
+}
 
 struct AsmMask {
   asmjit::x86::KReg k;  // AVX-512
@@ -177,11 +195,13 @@ class AsmVecOps {
 
   // vecmath's optional hook (sin_cos.h): the lanes with bound < |x| < inf get the exact
   // reduction of reduce_pio2.h. Emitted as a test of the lanes, a branch around a rarely taken
-  // block that spills x, r and k to the stack, calls vecmath::reduce_pio2_huge_lanes (the
+  // block that writes x, r, k, the bound and the lane count into a stack block
+  // (HugeLanesBlock), calls reduce_pio2_huge_block on it (vecmath::reduce_pio2_huge_lanes, the
   // baseline library's code, as the eager backend calls it) and reloads r and k. The SysV ABI
-  // preserves no vector or mask register: the register allocator saves every value live across
-  // the call (asmjit's invoke clobbers the call convention's volatile registers). No vzeroupper
-  // before the call: the allocator's spills would land after it, on cleared upper halves.
+  // preserves no vector or mask register: the emitter saves every value live across the call
+  // (`call_block`: asmjit's invoke on the Compiler, the recorder's own saves on the fast path).
+  // No vzeroupper before the call: the allocator's spills would land after it, on cleared upper
+  // halves.
   void reduce_pio2_huge(F x, double bound, F& r, I& k) const {
     namespace Inst = asmjit::x86::Inst;
     const F ax = bit_andnot(splat(-0.0), x);
@@ -200,32 +220,25 @@ class AsmVecOps {
     asmjit::Label done = cc_.newLabel();
     cc_.test(bits, asmjit::imm((1 << lanes_) - 1));  // only this emitter's lanes
     cc_.jz(done);
-    asmjit::x86::Mem xs = cc_.newStack(64, 64), rs = cc_.newStack(64, 64),
-                     ks = cc_.newStack(64, 64);
-    store(xs, x);
-    store(rs, r2);
-    store(ks, k2);
-    asmjit::x86::Gp px = cc_.newIntPtr(), pr = cc_.newIntPtr(), pk = cc_.newIntPtr(),
-                    n = cc_.newGpd();
-    cc_.lea(px, xs);
-    cc_.lea(pr, rs);
-    cc_.lea(pk, ks);
-    cc_.mov(n, lanes_);
-    asmjit::x86::Xmm b = cc_.newXmm();
-    cc_.emit(vex() ? Inst::kIdVmovsd : Inst::kIdMovsd, b, splat_double_mem(bound));
-    using IT = std::conditional_t<kDouble, int64_t, int32_t>;
-    void (*fn)(const T*, int, double, T*, IT*) = &vecmath::reduce_pio2_huge_lanes;
-    asmjit::InvokeNode* call = nullptr;
-    cc_.invoke(
-        &call, asmjit::imm(reinterpret_cast<void*>(fn)),
-        asmjit::FuncSignatureT<void, const T*, int, double, T*, IT*>(asmjit::CallConvId::kHost));
-    call->setArg(0, px);
-    call->setArg(1, n);
-    call->setArg(2, b);
-    call->setArg(3, pr);
-    call->setArg(4, pk);
-    load_into(r2, rs);
-    load_into(k2, ks);
+    using Block = HugeLanesBlock;
+    const asmjit::x86::Mem block = cc_.newStack(sizeof(Block), 64);
+    auto at = [&](uint32_t offset, uint32_t size) {
+      asmjit::x86::Mem m = block.cloneAdjusted(offset);
+      m.setSize(size);
+      return m;
+    };
+    store(at(offsetof(Block, x), 0), x);
+    store(at(offsetof(Block, r), 0), r2);
+    store(at(offsetof(Block, k), 0), k2);
+    asmjit::x86::Gp b = cc_.newGpq();
+    uint64_t bound_bits;
+    std::memcpy(&bound_bits, &bound, sizeof(bound));
+    cc_.mov(b, asmjit::imm(bound_bits));
+    cc_.mov(at(offsetof(Block, bound), 8), b);
+    cc_.mov(at(offsetof(Block, lanes), 4), asmjit::imm(lanes_));
+    cc_.call_block(reinterpret_cast<void*>(&reduce_pio2_huge_block<T>), block);
+    load_into(r2, at(offsetof(Block, r), 0));
+    load_into(k2, at(offsetof(Block, k), 0));
     cc_.bind(done);
     r = r2;
     k = k2;
