@@ -105,31 +105,40 @@ uint64_t Segment::stamp(const Slot& slot) const {
 Segment::Input* Segment::find_input(const Tensor& t) {
   const uint64_t note = t.impl()->input_note().load(std::memory_order_relaxed);
   if ((note >> 32) == epoch_) return &inputs_[static_cast<uint32_t>(note)];
-  auto it = inputs_by_storage_.find(t.impl()->storage());
-  if (it == inputs_by_storage_.end()) return nullptr;
-  for (int32_t i : it->second)
-    if (same_geometry(inputs_[i].tensor.impl(), t.impl())) return &inputs_[i];
-  return nullptr;
+  Input* found = nullptr;
+  any_input_of(t.impl()->storage(), [&](int32_t i) {
+    if (!same_geometry(inputs_[i].tensor.impl(), t.impl())) return false;
+    found = &inputs_[i];
+    return true;
+  });
+  return found;
+}
+
+void Segment::index_input(int32_t index) {
+  if (inputs_by_storage_.empty()) {
+    if (inputs_.size() <= kScanInputs) return;
+    for (size_t i = 0; i < inputs_.size(); ++i)  // crossing: index them all
+      inputs_by_storage_[inputs_[i].tensor.impl()->storage()].push_back(static_cast<int32_t>(i));
+    return;
+  }
+  inputs_by_storage_[inputs_[index].tensor.impl()->storage()].push_back(index);
 }
 
 Segment::Input& Segment::input_for(const Tensor& t) {
   if (Input* in = find_input(t)) return *in;
   const auto index = static_cast<uint32_t>(inputs_.size());
-  inputs_by_storage_[t.impl()->storage()].push_back(static_cast<int32_t>(index));
   inputs_.push_back(Input{t});
+  index_input(static_cast<int32_t>(index));
   t.impl()->input_note().store((static_cast<uint64_t>(epoch_) << 32) | index,
                                std::memory_order_relaxed);
   return inputs_.back();
 }
 
 bool Segment::touches_written_input_elsewhere(const Tensor& t) const {
-  auto it = inputs_by_storage_.find(t.impl()->storage());
-  if (it == inputs_by_storage_.end()) return false;
-  for (int32_t i : it->second) {
+  return any_input_of(t.impl()->storage(), [&](int32_t i) {
     const Input& in = inputs_[i];
-    if (in.current != kNoValue && !same_geometry(in.tensor.impl(), t.impl())) return true;
-  }
-  return false;
+    return in.current != kNoValue && !same_geometry(in.tensor.impl(), t.impl());
+  });
 }
 
 bool Segment::needs_aliasing_flush(const OpCall& call, const Tensor* out) const {
@@ -307,14 +316,8 @@ int64_t Segment::pending_nodes() {
 
 void Segment::flush_if_reading(const Storage* s, SyncReason reason) {
   std::lock_guard lock(mu_);
-  auto it = inputs_by_storage_.find(s);
-  if (it == inputs_by_storage_.end()) return;
-  for (int32_t i : it->second) {
-    if (inputs_[i].value != kNoValue) {
-      flush_locked(reason);
-      return;
-    }
-  }
+  if (any_input_of(s, [&](int32_t i) { return inputs_[i].value != kNoValue; }))
+    flush_locked(reason);
 }
 
 void Segment::materialize(Storage& s, SyncReason reason) {

@@ -115,7 +115,26 @@ class Segment final : public LazyProducer, public HopRecorder {
   std::vector<Slot> slots_;
   std::vector<Input> inputs_;
   std::vector<int32_t> graph_input_owner_;  // graph input i reads inputs_[graph_input_owner_[i]]
+  // inputs_ by storage: a scan of inputs_ while there are at most kScanInputs (no allocation per
+  // recorded input: a loop's small steps record a handful each run), this map beyond (built when
+  // the count crosses it; empty before).
+  static constexpr size_t kScanInputs = 32;
   std::unordered_map<const Storage*, std::vector<int32_t>> inputs_by_storage_;
+  // Calls f(i) for each input i over storage s until it returns true; whether one did.
+  template <class F>
+  bool any_input_of(const Storage* s, F&& f) const {
+    if (inputs_by_storage_.empty()) {
+      for (size_t i = 0; i < inputs_.size(); ++i)
+        if (inputs_[i].tensor.impl()->storage() == s && f(static_cast<int32_t>(i))) return true;
+      return false;
+    }
+    auto it = inputs_by_storage_.find(s);
+    if (it == inputs_by_storage_.end()) return false;
+    for (int32_t i : it->second)
+      if (f(i)) return true;
+    return false;
+  }
+  void index_input(int32_t i);  // after inputs_[i] was added
   uint32_t epoch_;              // unique across segments (a global counter)
   int32_t written_inputs_ = 0;  // inputs with a pending write (none: no aliasing checks)
   FlushMemo memo_;              // the last flush (a loop's next iteration repeats it)

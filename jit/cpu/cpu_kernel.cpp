@@ -12,27 +12,35 @@ namespace kiln::jit {
 
 CoalescedLaunch coalesce_launch(const LaunchArgs& a) {
   const size_t nops = a.ptrs.size();
-  CoalescedLaunch c;
-  c.strides.resize(nops);
-  for (size_t d = a.sizes.size(); d-- > 0;) {  // innermost first
+  // Built innermost first, then turned outermost first.
+  DimVector sizes;
+  SmallVector<int64_t, 32> flat;  // [dim][operand]
+  for (size_t d = a.sizes.size(); d-- > 0;) {
     if (a.sizes[d] == 1) continue;
-    bool merge = !c.sizes.empty();
+    bool merge = !sizes.empty();
+    const size_t last = (sizes.size() - 1) * nops;
     for (size_t j = 0; merge && j < nops; ++j)
-      merge = a.strides[j][d] == c.strides[j].back() * c.sizes.back();
+      merge = a.strides[j][d] == flat[last + j] * sizes.back();
     if (merge) {  // dim d continues the inner one: one longer dim with the inner stride
-      c.sizes.back() *= a.sizes[d];
+      sizes.back() *= a.sizes[d];
       continue;
     }
-    c.sizes.push_back(a.sizes[d]);
-    for (size_t j = 0; j < nops; ++j) c.strides[j].push_back(a.strides[j][d]);
+    sizes.push_back(a.sizes[d]);
+    for (size_t j = 0; j < nops; ++j) flat.push_back(a.strides[j][d]);
   }
-  if (c.sizes.empty()) {
-    c.sizes.push_back(1);
-    for (size_t j = 0; j < nops; ++j) c.strides[j].push_back(0);
+  if (sizes.empty()) {
+    sizes.push_back(1);
+    for (size_t j = 0; j < nops; ++j) flat.push_back(0);
   }
-  // Back to outermost-first.
-  std::reverse(c.sizes.begin(), c.sizes.end());
-  for (auto& s : c.strides) std::reverse(s.begin(), s.end());
+  CoalescedLaunch c;
+  c.nops = nops;
+  const size_t rank = sizes.size();
+  c.sizes.resize(rank);
+  c.flat.resize(rank * nops);
+  for (size_t d = 0; d < rank; ++d) {
+    c.sizes[d] = sizes[rank - 1 - d];
+    for (size_t j = 0; j < nops; ++j) c.flat[d * nops + j] = flat[(rank - 1 - d) * nops + j];
+  }
   return c;
 }
 
@@ -78,12 +86,12 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const size_t rank = c.sizes.size();
   const int64_t n_inner = c.sizes[rank - 1];
 
-  std::vector<InnerLayout> layout(nall);
-  std::vector<int64_t> inner(nall), outer(nall, 0), esize(nall);
+  SmallVector<InnerLayout, 16> layout(nall);
+  SmallVector<int64_t, 16> inner(nall), outer(nall, 0), esize(nall);
   for (size_t j = 0; j < nall; ++j) {
     esize[j] =
         j < nops ? static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j)))) : 1;
-    const int64_t s = c.strides[j][rank - 1];
+    const int64_t s = c.stride(j, rank - 1);
     inner[j] = s;
     const bool output = static_cast<int32_t>(j) < k_.num_outputs();
     if (s == esize[j] || n_inner == 1) {
@@ -93,7 +101,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
     } else {
       layout[j] = InnerLayout::Strided;
     }
-    if (rank >= 2) outer[j] = c.strides[j][rank - 2];
+    if (rank >= 2) outer[j] = c.stride(j, rank - 2);
   }
   // Large outputs that nothing reads soon go around the caches (non-temporal stores move ~35%
   // more bytes per second here: jit-codegen.md), when every row start is vector-aligned.
@@ -106,10 +114,10 @@ void CpuKernel::launch(const LaunchArgs& args) {
                 k_.output_dtype(j) != DType::Bool &&
                 reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
                 (rank < 2 || outer[j] % vec_bytes == 0);
-    for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.strides[j][d] % vec_bytes == 0;
+    for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.stride(j, d) % vec_bytes == 0;
   }
   const StoreChoice::Pick stores = pick_stores(streaming);
-  const KernelFn fn = variant(layout, stores.streaming);
+  const KernelFn fn = variant({layout.data(), layout.size()}, stores.streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
   SmallVector<uint64_t, 16> param_words(static_cast<size_t>(k_.num_params()) + 1, 0);
@@ -132,7 +140,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
       for (size_t d = rank >= 2 ? rank - 2 : 0; d-- > 0;) {
         const int64_t idx = rest % c.sizes[d];
         rest /= c.sizes[d];
-        for (size_t j = 0; j < nall; ++j) off[j] += idx * c.strides[j][d];
+        for (size_t j = 0; j < nall; ++j) off[j] += idx * c.stride(j, d);
       }
       for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + off[j];
       if (with_index) p[nops] = reinterpret_cast<char*>(static_cast<uintptr_t>(off[nops]));

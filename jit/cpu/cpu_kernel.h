@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,16 +64,19 @@ class CpuKernel final : public CompiledKernel {
   void pack_params(const LaunchArgs& args, uint64_t* words) const;
   // The machine code for one layout of the operands (rendered on first sight). The variant is
   // keyed by every operand's layout, whatever the operand count.
-  KernelFn variant(const std::vector<InnerLayout>& layout, bool streaming, bool columns = false) {
+  KernelFn variant(std::span<const InnerLayout> layout, bool streaming, bool columns = false) {
     {
       std::lock_guard lock(mu_);
       for (const Variant& v : variants_)
-        if (v.streaming == streaming && v.columns == columns && v.layout == layout) return v.fn;
+        if (v.streaming == streaming && v.columns == columns &&
+            std::equal(v.layout.begin(), v.layout.end(), layout.begin(), layout.end()))
+          return v.fn;
     }
+    const std::vector<InnerLayout> key(layout.begin(), layout.end());
     KernelFn fn =
-        render_cached(k_, KernelVariant{isa_, layout, streaming, unroll_, columns, pipeline_});
+        render_cached(k_, KernelVariant{isa_, key, streaming, unroll_, columns, pipeline_});
     std::lock_guard lock(mu_);
-    variants_.push_back({layout, streaming, columns, fn});
+    variants_.push_back({key, streaming, columns, fn});
     return fn;
   }
 
@@ -120,7 +124,11 @@ class CpuKernel final : public CompiledKernel {
 // Any rank, coalesced to as few dims as the strides allow (innermost last), at least one.
 struct CoalescedLaunch {
   DimVector sizes;
-  std::vector<DimVector> strides;  // [operand][dim]
+  // The stride of operand j along dim d at [d * nops + j]: one flat buffer, held inline for
+  // launches of up to 32 strides (no allocation on a small launch's path).
+  SmallVector<int64_t, 32> flat;
+  size_t nops = 0;
+  int64_t stride(size_t j, size_t d) const { return flat[d * nops + j]; }
 };
 CoalescedLaunch coalesce_launch(const LaunchArgs& a);
 

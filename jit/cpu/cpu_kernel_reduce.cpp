@@ -57,7 +57,7 @@ RowSplit split_rows(const LoopKernel& k, const LaunchArgs& args) {
       return r;
     }
     for (size_t j = 0; j < nops; ++j) {
-      const int64_t s = c.strides[j][0];
+      const int64_t s = c.stride(j, 0);
       const int64_t es = static_cast<int64_t>(itemsize(k.operand_dtype(static_cast<int32_t>(j))));
       if (s == es) continue;
       if (s != 0) {
@@ -129,7 +129,7 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
     return c;
   }
   for (size_t j = 0; j < nops; ++j) {
-    const int64_t s = ci.strides[j][0];
+    const int64_t s = ci.stride(j, 0);
     const int64_t es = static_cast<int64_t>(itemsize(k.operand_dtype(static_cast<int32_t>(j))));
     if (s == 0 && static_cast<int32_t>(j) >= k.num_outputs()) {
       c.layout[j] = InnerLayout::Broadcast;
@@ -144,7 +144,7 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
       c.why = "the reduced dims do not form one run of rows";
       return c;
     }
-    for (size_t j = 0; j < nops; ++j) c.row_stride[j] = cr.strides[j][0];
+    for (size_t j = 0; j < nops; ++j) c.row_stride[j] = cr.stride(j, 0);
   }
   // A reduced input loaded as is: eager takes the column order only where it is row-major.
   for (const Expr& e : k.exprs) {
@@ -198,7 +198,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
     bool ok = k_.output_dtype(j) != DType::Bool && rows_total * n * es >= kStreamingBytes &&
               reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0;
-    for (size_t d = 0; d < kr && ok; ++d) ok = c.strides[j][d] % vec_bytes == 0;
+    for (size_t d = 0; d < kr && ok; ++d) ok = c.stride(j, d) % vec_bytes == 0;
     if (!ok) {
       streaming = false;
       break;
@@ -231,7 +231,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   int64_t rows = 1;
   for (int64_t s : c.sizes) rows *= s;
   std::vector<int64_t> outer(nops), inner(nops, 0);
-  for (size_t j = 0; j < nops; ++j) outer[j] = c.strides[j][kr - 1];
+  for (size_t j = 0; j < nops; ++j) outer[j] = c.stride(j, kr - 1);
   auto run_rows = [&](int64_t r0, int64_t r1) {
     SmallVector<char*, 8> p(nops);
     SmallVector<uint64_t, 16> local;
@@ -251,7 +251,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
       for (size_t d = kr - 1; d-- > 0;) {
         const int64_t idx = rest % c.sizes[d];
         rest /= c.sizes[d];
-        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.strides[j][d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
       }
       const int64_t count = std::min(r1 - r0, n_outer - o);
       fn(p.data(), inner.data(), outer.data(), n, count, params);
@@ -309,7 +309,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     bool ok = k_.output_dtype(j) != DType::Bool && outer * n * w * es >= kStreamingBytes &&
               reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
               split.row_stride[j] % vec_bytes == 0 && width * es % vec_bytes == 0;
-    for (size_t d = 0; d < co.sizes.size() && ok; ++d) ok = co.strides[j][d] % vec_bytes == 0;
+    for (size_t d = 0; d < co.sizes.size() && ok; ++d) ok = co.stride(j, d) % vec_bytes == 0;
     if (!ok) {
       streaming = false;
       break;
@@ -336,7 +336,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
       for (size_t d = co.sizes.size(); d-- > 0;) {
         const int64_t idx = rest % co.sizes[d];
         rest /= co.sizes[d];
-        for (size_t j = 0; j < nops; ++j) p[j] += idx * co.strides[j][d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * co.stride(j, d);
       }
       fn(p.data(), split.row_stride.data(), split.row_stride.data(), std::min(width, w - b * width),
          n, local.data());

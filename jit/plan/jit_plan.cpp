@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <optional>
 
 #include "ops/meta_helpers.h"
 #include "ops/random.h"
@@ -132,16 +134,25 @@ void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index) {
     return;
   }
   try {
-    std::vector<Tensor> ins;
-    for (ValueId v : n.inputs) ins.push_back(f.values[v]);
-    const std::span<const Tensor> in(ins.data(), ins.size());
-    Attrs attrs = n.attrs;  // with this run's promoted scalars and Philox words
-    for (const EagerPatch& p : patches_[j])
-      attrs.scalars[p.scalar_index] = f.args.scalars[p.run_scalar];
-    if (random_index_[j] >= 0) {
-      const tracer::PhiloxWords& w = f.args.random[random_index_[j]];
-      set_philox(attrs, w.seed, w.counter);
+    // The inputs: up to 4 without an allocation (views, unary and binary ops).
+    std::array<Tensor, 4> few;
+    std::vector<Tensor> many;
+    if (n.inputs.size() > few.size()) many.resize(n.inputs.size());
+    Tensor* ins = many.empty() ? few.data() : many.data();
+    for (size_t i = 0; i < n.inputs.size(); ++i) ins[i] = f.values[n.inputs[i]];
+    const std::span<const Tensor> in(ins, n.inputs.size());
+    // With this run's promoted scalars and Philox words (a copy only where it has some).
+    std::optional<Attrs> patched;
+    if (!patches_[j].empty() || random_index_[j] >= 0) {
+      patched.emplace(n.attrs);
+      for (const EagerPatch& p : patches_[j])
+        patched->scalars[p.scalar_index] = f.args.scalars[p.run_scalar];
+      if (random_index_[j] >= 0) {
+        const tracer::PhiloxWords& w = f.args.random[random_index_[j]];
+        set_philox(*patched, w.seed, w.counter);
+      }
     }
+    const Attrs& attrs = patched ? *patched : n.attrs;
     const OpDef& def = op_def(n.op);
     if (def.flags & kHigherOrder) {
       if (f.tuples.empty()) f.tuples.resize(f.values.size());
@@ -208,7 +219,8 @@ DimVector broadcast_strides(const TensorImpl* t, const DimVector& sizes, int64_t
 }  // namespace
 
 void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
-  KernelLaunch kl;
+  KernelLaunch& kl = f.launch;  // no allocation per step: its vectors keep their room
+  kl.clear();
   if (!prepare_kernel(f, k, step_index, kl)) return;
   finish_kernel(f, k, kl, launch_kernel(f, k, kl.la));
 }
@@ -231,9 +243,10 @@ bool JitPlan::prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelL
     for (ValueId v : k.inputs)
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
     outs.reserve(k.outputs.size());
+    la.strides.reserve(k.outputs.size() + k.inputs.size());
     la.reduced_dims = k.reduced_dims;
     la.inner_dims = k.inner_dims;
-    std::vector<ValueId> donated;
+    SmallVector<ValueId, 8> donated;
     for (size_t ko = 0; ko < k.outputs.size(); ++ko) {
       const ValueId v = k.outputs[ko];
       const DType dtype = src.output_dtype(static_cast<int32_t>(ko));
@@ -329,7 +342,8 @@ tracer::InterpretResult JitPlan::run(const tracer::RunArgs& args) {
 tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
   KILN_CHECK(args.inputs.size() == graph_.inputs.size(), "jit plan: {} inputs, the graph has {}",
              args.inputs.size(), graph_.inputs.size());
-  Frame f{args, true, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {}, {}};
+  Frame f{args, true, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {},
+          {},   {}};
   for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
@@ -355,7 +369,8 @@ tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
 
 tracer::InterpretResult JitPlan::run_reference(const tracer::RunArgs& args) {
   if (arg_map_) return arg_map_->run_original(args);
-  Frame f{args, false, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {}, {}};
+  Frame f{args, false, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {},
+          {},   {}};
   for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
   for (size_t j = 0; j < graph_.nodes.size(); ++j) run_eager_node(f, static_cast<int32_t>(j));
   tracer::InterpretResult result;

@@ -106,6 +106,15 @@ class JitPlan final : public tracer::RegionPlan {
     LaunchArgs la;
     std::vector<Tensor> outs;
     SmallVector<Scalar, 4> params;
+    void clear() {  // empty, keeping the buffers' room (a run reuses one for its kernels)
+      la.sizes.clear();
+      la.reduced_dims = la.inner_dims = 0;
+      la.ptrs.clear();
+      la.strides.clear();
+      la.params = {};
+      outs.clear();
+      params.clear();
+    }
   };
   // `fallback` false: nothing is run or poisoned when it returns false (a BLAS step then runs
   // the kernel as its own step).

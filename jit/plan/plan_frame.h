@@ -19,6 +19,7 @@ struct JitPlan::Frame {
   std::vector<std::vector<Tensor>> tuples;  // results of higher-order nodes
   std::vector<uint8_t> poisoned;
   std::exception_ptr error;
+  KernelLaunch launch;  // run_kernel's, reused by every kernel step of the run
 
   bool any_poisoned(std::span<const ValueId> vs) const {
     if (poisoned.empty()) return false;
