@@ -58,6 +58,23 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
   };
   if (f.any_poisoned(n.inputs)) return whole();
   const Tensor a = f.values[n.inputs[0]], b = f.values[n.inputs[1]];
+  {
+    // A small 2-D product BLAS takes as it is: one call, as eager's matmul makes it, without
+    // the eager step's work (meta function, dispatch): an rnn step's products take a few
+    // microseconds each, and that work was a fifth of them. (The recording checked the shapes.)
+    const TensorImpl *ai = a.impl(), *bi = b.impl();
+    const DType dt = ai->dtype();
+    if (ai->dim() == 2 && bi->dim() == 2 && bi->dtype() == dt && ai->sizes()[1] == bi->sizes()[0] &&
+        blas::plan_row_split(ai, bi, dt, true).blocks < 2) {
+      const blas::WholeGemm g = blas::plan_whole_gemm(ai, bi, dt);
+      if (g.ok) {
+        f.values[n.output] = empty_tensor({g.M, g.N}, dt, Device::cpu());
+        blas::gemm_whole(g, ai, bi, f.values[n.output].impl());
+        if (epi) run_kernel(f, *epi, s + 1);
+        return consumed;
+      }
+    }
+  }
   blas::RowSplit split;
   {
     // The product's buffer as the eager step makes it: new (a destination could be an operand's
@@ -71,16 +88,7 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
       return whole();  // the eager step raises the same error, per output
     }
     split = blas::plan_row_split(a.impl(), b.impl(), m.dtype, true);
-    if (split.blocks < 2) {
-      // One GEMM call, as eager's matmul makes it, without the eager step's dispatch work
-      // (an rnn step's products are a few microseconds each: that work was a fifth of them).
-      const blas::WholeGemm g = blas::plan_whole_gemm(a.impl(), b.impl(), m.dtype);
-      if (!g.ok) return whole();
-      f.values[n.output] = empty_tensor(m.sizes, m.dtype, Device::cpu());
-      blas::gemm_whole(g, a.impl(), b.impl(), f.values[n.output].impl());
-      if (epi) run_kernel(f, *epi, s + 1);
-      return consumed;
-    }
+    if (split.blocks < 2) return whole();
     // The value table holds the only handle: the epilogue may take the buffer over.
     f.values[n.output] = empty_tensor(m.sizes, m.dtype, Device::cpu());
   }
