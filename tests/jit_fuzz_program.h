@@ -143,9 +143,10 @@ class Gen {
   }
   DType unary_type(int op, int a) const {
     const DType t = types_[a];
-    if (op >= 2 && op <= 4) return to_floating(t);   // sqrt, rsqrt, reciprocal
-    if (op >= 8 && op <= 10) return to_floating(t);  // tanh, sigmoid, exp
-    if (op == 5 && t == kBool) return kInt64;        // square
+    if (op >= 2 && op <= 4) return to_floating(t);    // sqrt, rsqrt, reciprocal
+    if (op >= 8 && op <= 10) return to_floating(t);   // tanh, sigmoid, exp
+    if (op == 12 || op == 13) return to_floating(t);  // sin, cos
+    if (op == 5 && t == kBool) return kInt64;         // square
     return t;
   }
   static bool bool_ok_unary(int op) { return op != 0 && op != 1 && op != 6 && op != 11; }
@@ -270,6 +271,9 @@ class Gen {
       st.kind = K::Unary;
       st.op = below(12);
       st.a = bool_ok_unary(st.op) ? pick() : pick_not_bool();
+      // Two thirds of op 11 become sin (12) and cos (13), chosen without a draw: each seed keeps
+      // the program it made before they were added, but for those ops.
+      if (st.op == 11 && id % 3 != 0) st.op = 11 + id % 3;
       t += fmt::format("  %{} = unary{} %{}\n", id, st.op, st.a);
       push(st, shapes_[st.a], unary_type(st.op, st.a));
     } else if (r < 42) {

@@ -1,4 +1,5 @@
-// A differential fuzzer of the JIT: random pointwise programs (chains and DAGs of unary, binary,
+// A differential fuzzer of the JIT: random pointwise programs (chains and DAGs of unary ops (sin
+// and cos among them: the exact reduction's call for huge lanes), binary,
 // clamp, pow, maximum/minimum, comparisons with where, scalars on either side, broadcasting,
 // transposed, strided and offset views as inputs, in-place updates of leaves and of views of
 // leaves, Float32 and Float64, rand/randn, dropout (fused), a sum now and then; and every dtype:
@@ -87,6 +88,10 @@ Tensor unary(int op, const Tensor& x) {
       return x.sigmoid();
     case 10:
       return x.exp();
+    case 12:
+      return x.sin();
+    case 13:
+      return x.cos();
     default:
       return x.neg().abs();
   }
