@@ -215,5 +215,69 @@ TEST(JitRegAlloc, ConstantsReadFromRmSlotsAreDemotedToTheirPoolAddresses) {
   expect_no_conflicts(p, ra);
 }
 
+// live_across_calls (reg_alloc.h): the registers a call must save are those of values referenced
+// before and after it, in each group, and only those (a value dying before the call, one made
+// after it, a spilled one in its frame slot are not); a value live into a loop that holds the
+// call is live across it even when its last reference comes before the call in the code.
+TEST(JitRegAlloc, LiveAcrossACallAreTheValuesReferencedOnBothSides) {
+  Program p;
+  p.isa = JitIsa::Avx512;
+  const uint32_t base = p.add_reg(0, static_cast<int8_t>(x86::Gp::kIdDi));
+  const uint32_t across = p.add_reg(1), dies = p.add_reg(1), after = p.add_reg(1);
+  const uint32_t count = p.add_reg(0), mask = p.add_reg(2), looped = p.add_reg(1);
+  auto call = [&] {
+    RecordedInst in;
+    in.id = RecordedInst::kCall;
+    in.ops[0] = imm(0x1234);
+    in.ops[1] = x86::ptr(x86::rsp, 0);
+    in.ops[2] = x86::ptr(x86::rsp, 256);
+    p.code.push_back(in);
+  };
+  const Label loop(Operand::indexToVirtId(0));  // any label id: the test binds it itself
+  p.inst(Inst::kIdVmovups, p.vec(across), x86::ptr(x86::Gpq(vid(base))));
+  p.inst(Inst::kIdVmovups, p.vec(dies), x86::ptr(x86::Gpq(vid(base)), 64));
+  p.inst(Inst::kIdVmovups, p.vec(looped), x86::ptr(x86::Gpq(vid(base)), 128));
+  p.inst(Inst::kIdMov, p.gp(count), imm(4));
+  p.inst(Inst::kIdKxnorw, x86::KReg(vid(mask)), x86::KReg(vid(mask)), x86::KReg(vid(mask)));
+  p.inst(Inst::kIdVmovups, x86::ptr(x86::Gpq(vid(base)), 192), p.vec(dies));  // dies here
+  RecordedInst bind;
+  bind.id = RecordedInst::kBindLabel;
+  bind.ops[0] = loop;
+  p.code.push_back(bind);
+  // In the loop: `looped` is read before the call only, but the loop's next iteration reads it
+  // again after this iteration's call.
+  p.inst(Inst::kIdVaddps, p.vec(across), p.vec(across), p.vec(looped));
+  call();
+  p.inst(Inst::kIdVmovups, p.vec(after), x86::ptr(x86::Gpq(vid(base)), 256));
+  p.inst(Inst::kIdVaddps, p.vec(across), p.vec(across), p.vec(after));
+  p.inst(Inst::kIdSub, p.gp(count), imm(1));
+  p.inst(Inst::kIdJnz, loop);
+  RecordedInst masked;  // the mask, read after the loop
+  masked.id = Inst::kIdVmovups;
+  masked.extra.init(x86::KReg(vid(mask)));
+  masked.ops[0] = x86::ptr(x86::Gpq(vid(base)));
+  masked.ops[1] = p.vec(across);
+  p.code.push_back(masked);
+  p.end();
+  uint32_t frame = 512;
+  std::vector<RecordedInst> scratch;
+  RegAllocScratch work;
+  RegAssignment ra;
+  ASSERT_TRUE(assign_registers(p.code, p.regs, p.isa, loop.id(), frame, ra, scratch, work));
+  std::vector<LiveAcross> live;
+  live_across_calls(p.code, p.regs, ra, p.isa, loop.id(), work, live);
+  ASSERT_EQ(live.size(), 1u);
+  const LiveAcross& l = live[0];
+  auto bit = [&](uint32_t r) { return 1u << ra.phys[r]; };
+  EXPECT_TRUE(l.vec & bit(across));
+  EXPECT_TRUE(l.vec & bit(looped)) << "live into the loop: read again after the call";
+  EXPECT_EQ(l.vec & ~(bit(across) | bit(looped)), 0u) << "only the two vectors live across";
+  EXPECT_TRUE(l.mask & bit(mask));
+  EXPECT_TRUE(l.gp & bit(count) || !(bit(count) & 0x0fc7u))  // a callee-saved one needs no save
+      << "the loop counter";
+  EXPECT_TRUE(l.gp & bit(base) || !(bit(base) & 0x0fc7u));
+  EXPECT_EQ(l.gp & ~0x0fc7u, 0u) << "only caller-saved general registers are saved";
+}
+
 }  // namespace
 }  // namespace kiln::jit
