@@ -221,8 +221,8 @@ DimVector broadcast_strides(const TensorImpl* t, const DimVector& sizes, int64_t
 void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
   KernelLaunch& kl = f.launch;  // no allocation per step: its vectors keep their room
   kl.clear();
-  if (!prepare_kernel(f, k, step_index, kl)) return;
-  finish_kernel(f, k, kl, launch_kernel(f, k, kl.la));
+  if (prepare_kernel(f, k, step_index, kl)) finish_kernel(f, k, kl, launch_kernel(f, k, kl.la));
+  kl.clear();  // no handle to this step's buffers lingers (donation counts them)
 }
 
 bool JitPlan::prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelLaunch& kl,
@@ -342,8 +342,9 @@ tracer::InterpretResult JitPlan::run(const tracer::RunArgs& args) {
 tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
   KILN_CHECK(args.inputs.size() == graph_.inputs.size(), "jit plan: {} inputs, the graph has {}",
              args.inputs.size(), graph_.inputs.size());
-  Frame f{args, true, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {},
-          {},   {}};
+  Frame f{.args = args,
+          .use_destinations = true,
+          .values = std::vector<Tensor>(static_cast<size_t>(graph_.num_values()))};
   for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
@@ -369,8 +370,9 @@ tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
 
 tracer::InterpretResult JitPlan::run_reference(const tracer::RunArgs& args) {
   if (arg_map_) return arg_map_->run_original(args);
-  Frame f{args, false, std::vector<Tensor>(static_cast<size_t>(graph_.num_values())), {}, {},
-          {},   {}};
+  Frame f{.args = args,
+          .use_destinations = false,
+          .values = std::vector<Tensor>(static_cast<size_t>(graph_.num_values()))};
   for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
   for (size_t j = 0; j < graph_.nodes.size(); ++j) run_eager_node(f, static_cast<int32_t>(j));
   tracer::InterpretResult result;

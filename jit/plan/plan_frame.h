@@ -16,10 +16,10 @@ struct JitPlan::Frame {
   const tracer::RunArgs& args;
   bool use_destinations;
   std::vector<Tensor> values;
-  std::vector<std::vector<Tensor>> tuples;  // results of higher-order nodes
-  std::vector<uint8_t> poisoned;
-  std::exception_ptr error;
-  KernelLaunch launch;  // run_kernel's, reused by every kernel step of the run
+  std::vector<std::vector<Tensor>> tuples = {};  // results of higher-order nodes
+  std::vector<uint8_t> poisoned = {};
+  std::exception_ptr error = nullptr;
+  KernelLaunch launch = {};  // run_kernel's, reused by every kernel step of the run
 
   bool any_poisoned(std::span<const ValueId> vs) const {
     if (poisoned.empty()) return false;
