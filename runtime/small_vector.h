@@ -99,8 +99,13 @@ class SmallVector {
 
   std::vector<T> vec() const { return std::vector<T>(begin(), end()); }
 
+  // An inline loop: std::equal on integers becomes a call to memcmp, whose call and dispatch
+  // cost more than the few elements compared (shapes are compared on every recorded op).
   friend bool operator==(const SmallVector& a, const SmallVector& b) {
-    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+    if (a.size_ != b.size_) return false;
+    for (size_t i = 0; i < a.size_; ++i)
+      if (!(a.data_[i] == b.data_[i])) return false;
+    return true;
   }
 
  private:
