@@ -42,9 +42,9 @@ bool FlushMemo::follow(size_t j, ValueId id, OpId op, const Attrs& attrs,
                        std::span<const ValueId> inputs, const ValueMeta& meta) {
   if (j >= raw_.nodes.size()) return false;
   Node& n = raw_.nodes[j];
-  if (n.op != op || n.output != id ||
-      !std::equal(inputs.begin(), inputs.end(), n.inputs.begin(), n.inputs.end()))
-    return false;
+  if (n.op != op || n.output != id || n.inputs.size() != inputs.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i)  // a loop: std::equal would call memcmp per op
+    if (n.inputs[i] != inputs[i]) return false;
   if (!same_meta(n.meta, meta)) return false;
   const Attrs& was = n.attrs;
   if (was.dims != attrs.dims || was.dtype != attrs.dtype || was.device != attrs.device)
