@@ -419,6 +419,37 @@ Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) 
   return randn(IntList(shape), TensorOptions().dtype(dt));
 }
 
+// A reduction over fewer rows than kiln's threads, each row longer than one chunk (65536
+// elements): eager spreads the chunks over the threads, the kernel would take a row on one
+// thread, so the step's nodes run eagerly (no launch), bitwise equal as always. One thread, a
+// row of one chunk, or as many rows as threads launch the kernel.
+TEST_F(JitReducePlanTest, LongRowsFewerThanThreadsRunEagerly) {
+  const Tensor x = randn_of({2, 70000}, 31);
+  struct Case {
+    int threads;
+    int64_t rows, n;
+    bool launches;
+  };
+  for (const Case& c : {Case{2, 1, 70000, false}, Case{1, 1, 70000, true}, Case{2, 1, 60000, true},
+                        Case{2, 2, 70000, true}}) {
+    ConfigOverride<int> t(config().num_threads, c.threads);
+    tracer::RegionCache::instance().clear();
+    const Tensor xs = x.slice(0, 0, c.rows).slice(1, 0, c.n);
+    const auto program = [&] { return TensorList{(xs * 2.0).sum({-1}), (xs * 2.0).amax({-1})}; };
+    const std::string what = fmt::format("{} threads, {} rows of {}", c.threads, c.rows, c.n);
+    int kernels = 0;
+    run_both(program, what, &kernels);
+    EXPECT_EQ(kernels, 1) << what << ": the reductions are one row kernel";
+    const int64_t before = jit::cpu_jit_counters().launches.load();
+    {
+      JitMode on(true);
+      const TensorList got = program();
+      kiln::sync();
+    }
+    EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, c.launches ? 1 : 0) << what;
+  }
+}
+
 // Found by the hop fuzzer once region bodies were planned: a max / min over a row whose length
 // leaves a masked group of lanes (AVX-512 Float64, and Float64 kernels with Float32 values)
 // noted NaNs in the masked-off lanes too, where the prologue had made NaN of the zeros they load

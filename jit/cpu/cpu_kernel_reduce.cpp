@@ -165,10 +165,33 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
 
 }  // namespace
 
+namespace {
+
+// Whether eager would run this launch on more threads than the kernel can: a kernel whose
+// outputs are all row values (a reduction, its pointwise prologue fused) over fewer rows than
+// kiln's threads, each row longer than one chunk. The kernel runs a row on one thread; eager
+// cuts long rows into chunks reduced across the threads (ops/cpu/reduce_loops.h run_rows) and
+// combines them in the same tree, so the step's nodes, run eagerly, give the same bits sooner:
+// (x * 2).sum() over 2^20 Float32 on 2 threads took 355 us as one kernel, 187 us eagerly.
+bool eager_splits_rows_wider(const LoopKernel& k, const RowSplit& s) {
+  const int threads = num_threads();
+  if (threads < 2 || in_parallel_region() || s.n <= kRowProgramChunk) return false;
+  int64_t rows = 1;
+  for (int64_t d : s.kept.sizes) rows *= d;
+  if (rows >= threads) return false;
+  const std::vector<uint8_t> row = k.row_values();
+  for (int32_t v : k.stores)
+    if (!row[v]) return false;  // element outputs too (softmax): eager runs a row per thread too
+  return true;
+}
+
+}  // namespace
+
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
   if (!k_.has_reduce()) return true;
   if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
-  return !split_rows(k_, args).layout.empty();
+  const RowSplit split = split_rows(k_, args);
+  return !split.layout.empty() && !eager_splits_rows_wider(k_, split);
 }
 
 // A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous

@@ -10,7 +10,7 @@ namespace {
 // include): pairwise blocks, row chunks. tests/test_jit_reduce.cpp's row lengths around them
 // catch a divergence.
 constexpr int64_t kPairBlock = 128;
-constexpr int64_t kRowChunk = 65536;
+constexpr int64_t kRowChunk = kRowProgramChunk;
 constexpr int64_t kColRows = 2048;
 constexpr int64_t kColBlock = 64;
 
