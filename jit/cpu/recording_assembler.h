@@ -1,5 +1,7 @@
 // The CPU target's fast emitter: an x86::Assembler that records a kernel's instructions on
 // virtual registers, assigns physical registers itself (reg_alloc.h) and only then encodes.
+// Recording here (recording_assembler.cpp); weaving and software pipelining of unrolled copies
+// (recording_pipeline.cpp); finish(): register assignment and encoding (recording_encode.cpp).
 //
 // Why: asmjit's x86::Compiler spends ~70% of a kernel's render in its register allocator
 // (docs/jit.md "Compile time"), general machinery for control flow, calls and spills that a
@@ -126,6 +128,10 @@ class RecordingAssembler : public asmjit::x86::Assembler {
 
  private:
   static constexpr uint8_t kGp = 0, kVec = 1, kMask = 2;
+  // call_block's save area: 32 vector registers of 64 bytes, then 8 mask and 16 general ones of
+  // 8 (recording_encode.cpp).
+  static constexpr int32_t kSaveVec = 0, kSaveMask = 32 * 64, kSaveGp = kSaveMask + 8 * 8;
+  static constexpr uint32_t kSaveBytes = kSaveGp + 16 * 8;
   uint32_t vreg(uint8_t group);
   void encode(const std::vector<RecordedInst>& code, const RegAssignment& regs);
   void encode_call(const RecordedInst& call, const LiveAcross& live);
