@@ -7,10 +7,9 @@ namespace kiln::jit {
 namespace {
 
 // The eager kernels' constants (ops/cpu/reduce_loops.h, which only per-ISA kernel files may
-// include): pairwise blocks, row chunks. tests/test_jit_reduce.cpp's row lengths around them
-// catch a divergence.
+// include): pairwise blocks, column chunks (row chunks: kRowProgramChunk, row_program.h).
+// tests/test_jit_reduce.cpp's row lengths around them catch a divergence.
 constexpr int64_t kPairBlock = 128;
-constexpr int64_t kRowChunk = kRowProgramChunk;
 constexpr int64_t kColRows = 2048;
 constexpr int64_t kColBlock = 64;
 
@@ -69,12 +68,12 @@ int reduce_lanes(ExprOp op, DType t) {
 std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n) {
   if (n == 0) return {1, 0, 0, 0};  // the identity: a piece of no elements
   std::vector<int64_t> p;
-  const int64_t chunks = (n + kRowChunk - 1) / kRowChunk;
+  const int64_t chunks = (n + kRowProgramChunk - 1) / kRowProgramChunk;
   int64_t size = 1;
   while (size < chunks) size *= 2;
   const int64_t lanes = reduce_lanes(op, type);
   chunk_tree(p, 0, size, chunks, [&](int64_t c) {
-    const int64_t len = std::min(kRowChunk, n - c * kRowChunk);
+    const int64_t len = std::min(kRowProgramChunk, n - c * kRowProgramChunk);
     if (op == ExprOp::ReduceSum) {
       pairwise(p, len);
     } else if (op == ExprOp::ReduceProd) {

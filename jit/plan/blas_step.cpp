@@ -4,8 +4,6 @@
 
 #include "jit/plan/plan_frame.h"
 #include "ops/cpu/blas_gemm.h"
-#include "ops/meta_helpers.h"
-#include "runtime/dispatcher.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
 #include "runtime/parallel.h"
@@ -58,40 +56,28 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
   };
   if (f.any_poisoned(n.inputs)) return whole();
   const Tensor a = f.values[n.inputs[0]], b = f.values[n.inputs[1]];
-  {
-    // A small 2-D product BLAS takes as it is: one call, as eager's matmul makes it, without
-    // the eager step's work (meta function, dispatch): an rnn step's products take a few
-    // microseconds each, and that work was a fifth of them. (The recording checked the shapes.)
-    const TensorImpl *ai = a.impl(), *bi = b.impl();
-    const DType dt = ai->dtype();
-    if (ai->dim() == 2 && bi->dim() == 2 && bi->dtype() == dt && ai->sizes()[1] == bi->sizes()[0] &&
-        blas::plan_row_split(ai, bi, dt, true).blocks < 2) {
-      const blas::WholeGemm g = blas::plan_whole_gemm(ai, bi, dt);
-      if (g.ok) {
-        f.values[n.output] = empty_tensor({g.M, g.N}, dt, Device::cpu());
-        blas::gemm_whole(g, ai, bi, f.values[n.output].impl());
-        if (epi) run_kernel(f, *epi, s + 1);
-        return consumed;
-      }
-    }
+  const TensorImpl *ai = a.impl(), *bi = b.impl();
+  const DType dt = ai->dtype();
+  // What BLAS takes here is a 2-D product of one floating dtype (the recording checked the
+  // shapes); anything else (batched, integer, mixed dtypes) runs as the eager step.
+  if (ai->dim() != 2 || bi->dim() != 2 || bi->dtype() != dt || ai->sizes()[1] != bi->sizes()[0])
+    return whole();
+  const blas::RowSplit split = blas::plan_row_split(ai, bi, dt, true);
+  if (split.blocks < 2) {
+    // One call, the one eager's matmul makes, without the eager step's work (meta function,
+    // dispatch): an rnn step's products take a few microseconds each, and that work was a fifth
+    // of them.
+    const blas::WholeGemm g = blas::plan_whole_gemm(ai, bi, dt);
+    if (!g.ok) return whole();
+    f.values[n.output] = empty_tensor({g.M, g.N}, dt, Device::cpu());
+    blas::gemm_whole(g, ai, bi, f.values[n.output].impl());
+    if (epi) run_kernel(f, *epi, s + 1);
+    return consumed;
   }
-  blas::RowSplit split;
-  {
-    // The product's buffer as the eager step makes it: new (a destination could be an operand's
-    // memory, which the GEMM still reads).
-    const Tensor in[] = {a, b};
-    const OpCall call{n.op, in, n.attrs};
-    OutputMeta m;
-    try {
-      op_def(n.op).meta(call, m);
-    } catch (...) {
-      return whole();  // the eager step raises the same error, per output
-    }
-    split = blas::plan_row_split(a.impl(), b.impl(), m.dtype, true);
-    if (split.blocks < 2) return whole();
-    // The value table holds the only handle: the epilogue may take the buffer over.
-    f.values[n.output] = empty_tensor(m.sizes, m.dtype, Device::cpu());
-  }
+  // The product's buffer as the eager step makes it: new (a destination could be an operand's
+  // memory, which the GEMM still reads). The value table holds the only handle: the epilogue
+  // may take the buffer over.
+  f.values[n.output] = empty_tensor({split.M, split.N}, dt, Device::cpu());
   const TensorImpl* product = f.values[n.output].impl();
   // The epilogue per block: its index space must be the product's rows, and it must not write
   // where a GEMM block still reads.
