@@ -18,6 +18,7 @@
 
 #include "kiln/kiln.h"
 #include "runtime/profiler.h"
+#include "tracer/region_runner.h"
 #include "self_child.h"
 
 namespace {
@@ -270,7 +271,14 @@ int64_t total_count(const Json& root, const std::string& op) {
 }
 
 // Restores the default sampling and stops the profiler whatever a test did.
+// Each test starts with no planning job in flight: a background compile (or the renderer's
+// warm-up) left by an earlier test under KILN_JIT=1 would otherwise record its compile event into
+// this test's trace.
 struct ProfilerGuard {
+  ProfilerGuard() {
+    kiln::sync();
+    kiln::tracer::wait_for_compiles();
+  }
   ~ProfilerGuard() {
     prof::set_op_sampling(prof::kDefaultOpSampleEvery, prof::kDefaultOpSampleMinNs);
     try {
