@@ -18,8 +18,8 @@
 
 #include "kiln/kiln.h"
 #include "runtime/profiler.h"
-#include "tracer/region_runner.h"
 #include "self_child.h"
+#include "tracer/region_runner.h"
 
 namespace {
 
