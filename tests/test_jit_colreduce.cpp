@@ -4,7 +4,8 @@
 // (every op, both float dtypes, every ISA path, row counts around eager's 64-row runs and
 // 2048-row chunks, column counts around the vector widths and their tails, NaN and signed
 // zeros, a broadcast prologue operand, element stores, 1 and 2 threads), and what has no
-// machine code (fewer than 16 columns, a reduced input that is not row-major, strided columns).
+// machine code (fewer than 16 columns, a reduced input that is not row-major, strided columns,
+// a plain reduction eager spreads over more threads).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -168,11 +169,11 @@ TEST(JitColumnKernels, EveryOpDtypeIsaRowAndColumnCountMatchesEagerBitwise) {
   struct Shape {
     int64_t a, n, c;
   };
-  // Rows around the 64-row runs and 2048-row chunks; columns around 8, 16 and 64 lanes (the
-  // blocks of 4 vectors) and their tails.
+  // Rows around the 64-row runs, the two- and four-run folds and the 2048-row chunks; columns
+  // around 8, 16 and 64 lanes (the blocks of 4 vectors) and their tails.
   const Shape shapes[] = {{1, 0, 16},    {2, 1, 17},    {1, 2, 31},    {2, 7, 33},   {1, 63, 64},
                           {2, 64, 65},   {1, 65, 100},  {1, 129, 129}, {2, 300, 16}, {1, 2047, 19},
-                          {1, 2048, 40}, {1, 2049, 70}, {1, 4100, 24}};
+                          {1, 2048, 40}, {1, 2049, 70}, {1, 4100, 24}, {2, 255, 18}};
   uint64_t seed = 1;
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
@@ -290,14 +291,30 @@ TEST(JitColumnKernels, ResultsDoNotDependOnTheThreadCount) {
   expect_bitwise_equal(two[0], x.sum({1}, true));
 }
 
-// Eager reduces fewer than 16 columns, and a reduced input that is not row-major, as rows (a
-// gather first: another order); strided columns have no vector code. None of them launch.
+// Fewer than 16 columns (eager's 16-column windows fold them faster), a reduced input that is
+// not row-major (eager gathers it as rows: another order), strided columns (no vector code),
+// and, on 2 threads or more, a plain reduction in fewer calls than threads over more rows than
+// one 2048-row chunk (eager splits the chunks across the threads): none of them launch.
 TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
   std::shared_ptr<jit::CompiledKernel> kernel =
       jit::cpu_target().compile(col_kernel(kFloat32, ExprOp::ReduceSum));
-  const Tensor w15 = ones({15});
-  launch_cols(*kernel, col_data(1, 100, 15, kFloat32, ExprOp::ReduceSum, 1, false), w15,
+  launch_cols(*kernel, col_data(1, 100, 15, kFloat32, ExprOp::ReduceSum, 1, false), ones({15}),
               {true, true, false}, false);
+  {
+    LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
+    k.stores = {k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, k.load(0), k.load(1)))};
+    std::shared_ptr<jit::CompiledKernel> plain = jit::cpu_target().compile(k);
+    for (int threads : {1, 2}) {
+      ConfigOverride<int> t(config().num_threads, threads);
+      for (int64_t rows : {2048, 2049}) {
+        const Tensor x = col_data(1, rows, 64, kFloat32, ExprOp::ReduceSum, 4, false);
+        const Tensor w = ones({64});
+        const bool launches = num_threads() < 2 || rows <= 2048;
+        const std::vector<Tensor> got = launch_cols(*plain, x, w, {true}, launches);
+        if (launches) expect_bitwise_equal(got[0], x.sum({1}, true), "plain column sum");
+      }
+    }
+  }
   // Rows 40 columns apart holding 20 columns: not row-major.
   const Tensor wide = col_data(1, 100, 40, kFloat32, ExprOp::ReduceSum, 2, false);
   launch_cols(*kernel, wide.narrow(2, 0, 20), ones({20}), {true, true, false}, false);
@@ -424,9 +441,10 @@ TEST_F(JitColumnPlanTest, LargeEpilogueOutputsStreamBitwise) {
   }
 }
 
-// What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager reduces
-// them as rows), a reduced leaf that is not row-major (transposed or narrowed: eager gathers it),
-// var over columns (eager gathers), reductions over dims that are not one block.
+// What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager's
+// column windows are faster), a reduced leaf that is not row-major
+// (transposed or narrowed: eager gathers it), var over columns (eager gathers), reductions over
+// dims that are not one block.
 TEST_F(JitColumnPlanTest, WhatEagerReducesAsRowsStillMatches) {
   const Tensor x = randn_of({30, 12}, 5), wide = randn_of({30, 50}, 6),
                c3 = randn_of({6, 7, 20}, 8);

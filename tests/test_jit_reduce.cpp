@@ -846,9 +846,9 @@ TEST_F(JitReducePlanTest, AllAnyAreRowKernelsBitwise) {
   }
 }
 
-// What runs eagerly: a column sum of 13 columns (eager reduces fewer than 16 as rows: the
-// column kernel declines the launch), a reduction of a transposed input (its rows are not
-// contiguous: the launch has no machine code and the nodes run eagerly), integer sums; and
+// What runs eagerly: a column sum of 13 columns (the column kernel declines the launch:
+// eager's 16-column windows fold fewer than 16 faster), a reduction of a transposed input (its rows
+// are not contiguous: the launch has no machine code and the nodes run eagerly), integer sums; and
 // what now fuses (argmax, logsumexp). Results are still eager's.
 TEST_F(JitReducePlanTest, WhatStaysEagerStillMatches) {
   const Tensor x = randn_of({9, 13}, 21);

@@ -1,10 +1,14 @@
 // The reduction kernels compiled for baseline x86-64, AVX2 and AVX-512 give identical bits (they
 // keep one accumulation order; -ffp-contract=off), for every op on row, column and gathered
-// layouts.
+// layouts; and column reductions, narrow and wide, follow the documented order bitwise on every
+// ISA (ops/cpu/reduce_loops.h col_block: 16-column windows, leaves folded side by side).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "isa_util.h"
 #include "kiln/kiln.h"
@@ -34,6 +38,10 @@ TEST(ReduceIsa, KernelsGiveIdenticalBitsOnEveryIsa) {
       for (DimVector dims : {DimVector{1}, DimVector{0}}) cases.push_back({op, x, dims});
     cases.push_back({OpId::Sum, x, DimVector{}});
   }
+  // Fewer than 16 columns (16-column windows reading into the next rows, scalar at the end).
+  for (const Tensor& x : {randn({4100, 7}), randn({255, 2}), randn({2049, 15})})
+    for (OpId op : {OpId::Sum, OpId::Mean, OpId::Prod, OpId::Amax, OpId::Amin})
+      cases.push_back({op, x, DimVector{0}});
   int checked = 0;
   for (const Case& c : cases) {
     Attrs a;
@@ -53,7 +61,77 @@ TEST(ReduceIsa, KernelsGiveIdenticalBitsOnEveryIsa) {
     EXPECT_EQ(0, std::memcmp(outs[0].raw_data(), ref.raw_data(), bytes)) << op_name(c.op);
     ++checked;
   }
-  EXPECT_EQ(checked, 68);
+  EXPECT_EQ(checked, 83);
+}
+
+// eager's column order (ops/cpu/reduce_loops.h), transcribed: chunks of 2048 rows, each halved at
+// floor(len / 2) down to runs of at most 64 rows folded in order from the identity; the chunks
+// combined pairwise (earlier on the left), neighbours first.
+template <class T, class Op>
+T documented_column(const T* x, int64_t n, int64_t w, int64_t j, T identity, Op op) {
+  auto run = [&](auto& self, int64_t start, int64_t len) -> T {
+    if (len <= 64) {
+      T acc = identity;
+      for (int64_t i = 0; i < len; ++i) acc = op(acc, x[(start + i) * w + j]);
+      return acc;
+    }
+    const int64_t half = len / 2;
+    const T a = self(self, start, half);
+    return op(a, self(self, start + half, len - half));
+  };
+  std::vector<T> part;
+  for (int64_t c = 0; c < n; c += 2048) part.push_back(run(run, c, std::min<int64_t>(2048, n - c)));
+  const size_t chunks = part.size();
+  for (size_t s = 1; s < chunks; s *= 2)
+    for (size_t c = 0; c + s < chunks; c += 2 * s) part[c] = op(part[c], part[c + s]);
+  return part[0];
+}
+
+template <class T>
+void expect_documented_columns(int isas, int64_t n, int64_t w, bool with_nan) {
+  manual_seed(static_cast<uint64_t>(n * 31 + w));
+  Tensor x = randn({n, w}, TensorOptions().dtype(std::is_same_v<T, float> ? kFloat32 : kFloat64));
+  std::vector<T> v = x.to_vector<T>();
+  if (with_nan) v[static_cast<size_t>(n * w / 2)] = std::numeric_limits<T>::quiet_NaN();
+  x = from_vector<T>(v, {n, w});
+  const T inf = std::numeric_limits<T>::infinity();
+  auto sum = [](T a, T b) { return a + b; };
+  auto max = [](T a, T b) { return (a > b || a != a) ? a : b; };
+  for (OpId op : {OpId::Sum, OpId::Amax}) {
+    Attrs a;
+    a.dims = {0};
+    const Tensor in[] = {x};
+    const Tensor ref = dispatch(op, in, a);
+    OpCall call{op, in, a};
+    std::vector<Tensor> outs = {ref};
+    for (int k = 0; k < isas; ++k) outs.push_back(empty_like(ref));
+    isa_baseline::reduce_eager(call, outs[1]);
+    if (isas > 1) isa_avx2::reduce_eager(call, outs[2]);
+    if (isas > 2) isa_avx512::reduce_eager(call, outs[3]);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const std::vector<T> got = outs[k].to_vector<T>();
+      for (int64_t j = 0; j < w; ++j) {
+        const T want = op == OpId::Sum ? documented_column<T>(v.data(), n, w, j, T(0), sum)
+                                       : documented_column<T>(v.data(), n, w, j, -inf, max);
+        EXPECT_EQ(0, std::memcmp(&want, &got[static_cast<size_t>(j)], sizeof(T)))
+            << op_name(op) << " [" << n << ", " << w << "] column " << j << " output " << k
+            << " (0: dispatched, then baseline, avx2, avx512): " << got[static_cast<size_t>(j)]
+            << " against " << want;
+      }
+    }
+  }
+}
+
+TEST(ReduceIsa, ColumnsFollowTheDocumentedOrder) {
+  // Rows around the 64-row runs, the two- and four-run folds (128, 256) and the 2048-row
+  // chunks; columns narrow (windows into the next rows; the last rows scalar), 16 and wider.
+  const int isas = kiln::testing::isas_to_compare("ReduceIsa.ColumnsFollowTheDocumentedOrder");
+  for (int64_t n : {1, 2, 63, 64, 65, 128, 129, 130, 200, 256, 257, 2047, 2049, 5000})
+    for (int64_t w : {2, 3, 7, 15, 16, 17, 40}) {
+      expect_documented_columns<float>(isas, n, w, false);
+      expect_documented_columns<double>(isas, n, w, n > 100 && w == 7);
+    }
+  expect_documented_columns<float>(isas, 300, 5, true);
 }
 
 }  // namespace

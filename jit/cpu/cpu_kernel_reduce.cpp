@@ -118,9 +118,12 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
   c.layout.assign(nops, InnerLayout::Contiguous);
   c.row_stride.assign(nops, 0);
   if (c.w == 0) return c;  // nothing to compute
-  // Eager reduces fewer columns as rows (ops/cpu/reduce_plan.cpp): another order.
+  // Fewer columns than 16 fold one vector a row (a masked one on AVX-512, else scalar columns):
+  // eager's 16-column windows with up to four runs of rows side by side are faster
+  // (ops/cpu/reduce_loops.h col_block; [2^20, 2].sum(0): 3.5 ms here, 0.6 ms eagerly), and one
+  // column eager reduces as a row (another order).
   if (c.w < 16) {
-    c.why = fmt::format("{} columns (eager reduces fewer than 16 as rows)", c.w);
+    c.why = fmt::format("{} columns (eager's column windows fold fewer than 16 faster)", c.w);
     return c;
   }
   const CoalescedLaunch ci = coalesce_launch(in);
@@ -185,11 +188,44 @@ bool eager_splits_rows_wider(const LoopKernel& k, const RowSplit& s) {
   return true;
 }
 
+// A column kernel's calls: blocks of up to 512 columns (a piece's rows of 2 KiB or more stay in
+// cache across the call's blocks, as eager's 512-wide slices), fewer where that leaves a thread
+// idle; a multiple of 64. Returns the block width.
+int64_t column_call_width(int64_t w, int64_t outer) {
+  const int64_t per_thread = (w * outer + 2 * num_threads() - 1) / (2 * num_threads());
+  return std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 512);
+}
+
+int64_t outer_count(const LaunchArgs& outer) {
+  int64_t count = 1;
+  for (int64_t s : outer.sizes) count *= s;
+  return count;
+}
+
+// The columns' counterpart of eager_splits_rows_wider: a kernel of row values only, in fewer
+// calls than kiln's threads (a call is one thread's), each column longer than one chunk of
+// kColRows rows, which eager reduces across the threads (ops/cpu/reduce_loops.h run_cols) in
+// the same order: [65536, 64].sum(0) took 0.95-1.3 ms as one call, 0.53-0.57 ms eagerly.
+bool eager_splits_cols_wider(const LoopKernel& k, const ColSplit& s) {
+  const int threads = num_threads();
+  if (threads < 2 || in_parallel_region() || s.n <= kColRowChunk) return false;
+  const int64_t outer = outer_count(s.outer);
+  const int64_t width = column_call_width(s.w, outer);
+  if (outer * ((s.w + width - 1) / width) >= threads) return false;
+  const std::vector<uint8_t> row = k.row_values();
+  for (int32_t v : k.stores)
+    if (!row[v]) return false;  // element outputs too (an epilogue): eager writes them apart
+  return true;
+}
+
 }  // namespace
 
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
   if (!k_.has_reduce()) return true;
-  if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
+  if (args.inner_dims > 0) {
+    const ColSplit split = split_cols(k_, args);
+    return split.why.empty() && !eager_splits_cols_wider(k_, split);
+  }
   const RowSplit split = split_rows(k_, args);
   return !split.layout.empty() && !eager_splits_rows_wider(k_, split);
 }
@@ -310,12 +346,8 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   words[np] = reinterpret_cast<uintptr_t>(program.data());
 
   const CoalescedLaunch co = coalesce_launch(split.outer);  // rank 1 at least
-  int64_t outer = 1;
-  for (int64_t s : co.sizes) outer *= s;
-  // Calls of up to 512 columns (a piece's rows of 2 KiB or more stay in cache across the call's
-  // blocks, as eager's 512-wide slices), fewer where that leaves a thread idle; a multiple of 64.
-  const int64_t per_thread = (w * outer + 2 * num_threads() - 1) / (2 * num_threads());
-  const int64_t width = std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 512);
+  const int64_t outer = outer_count(split.outer);
+  const int64_t width = column_call_width(w, outer);
   const int64_t blocks = (w + width - 1) / width;
   std::vector<int64_t> col_bytes(nops, 0);
   for (size_t j = 0; j < nops; ++j)

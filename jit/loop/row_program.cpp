@@ -7,10 +7,10 @@ namespace kiln::jit {
 namespace {
 
 // The eager kernels' constants (ops/cpu/reduce_loops.h, which only per-ISA kernel files may
-// include): pairwise blocks, column chunks (row chunks: kRowProgramChunk, row_program.h).
+// include): pairwise blocks, column runs (row and column chunks: kRowProgramChunk and
+// kColRowChunk, row_program.h).
 // tests/test_jit_reduce.cpp's row lengths around them catch a divergence.
 constexpr int64_t kPairBlock = 128;
-constexpr int64_t kColRows = 2048;
 constexpr int64_t kColBlock = 64;
 
 void piece(std::vector<int64_t>& p, int64_t len, int64_t vec) {
@@ -89,11 +89,11 @@ std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n) {
 std::vector<int64_t> column_program(int64_t n) {
   if (n == 0) return {1, 0, 0, 0};
   std::vector<int64_t> p;
-  const int64_t chunks = (n + kColRows - 1) / kColRows;
+  const int64_t chunks = (n + kColRowChunk - 1) / kColRowChunk;
   int64_t size = 1;
   while (size < chunks) size *= 2;
   chunk_tree(p, 0, size, chunks,
-             [&](int64_t c) { col_block(p, std::min(kColRows, n - c * kColRows)); });
+             [&](int64_t c) { col_block(p, std::min(kColRowChunk, n - c * kColRowChunk)); });
   p.push_back(0);
   return p;
 }

@@ -19,6 +19,8 @@ namespace kiln::jit {
 // The length of the chunks a long row is cut into (eager's kRowChunk, ops/cpu/reduce_loops.h):
 // their results combine in a fixed tree, so a row's result never depends on the thread count.
 inline constexpr int64_t kRowProgramChunk = 65536;
+// The rows a column is cut into likewise (eager's kColRows): chunks eager reduces across threads.
+inline constexpr int64_t kColRowChunk = 2048;
 
 // The accumulator lanes of Reduce `op` over `type`: 8 for sums and products (eager's lanes8);
 // for max / min eager's two SSE2 registers: 8 Float32 or 4 Float64 lanes.

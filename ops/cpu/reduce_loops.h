@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -285,21 +286,84 @@ void run_rows(int64_t m, int64_t n, const Range& range, const Combine& combine,
   });
 }
 
-// Columns: reduces rows p[0..n) (each `stride` apart) of width w into buf, blockwise pairwise.
+// Columns: 16 of them from p down rows [0, n) (each `stride` apart) into acc, in order.
 template <class Op, class A, class T>
-void col_block(const T* p, int64_t n, int64_t stride, int64_t w, A* buf) {
+inline void col_leaf16(const T* p, int64_t n, int64_t stride, A* acc) {
+  for (int k = 0; k < 16; ++k) acc[k] = Op::template identity<A>();
+  for (int64_t i = 0; i < n; ++i) {
+    const T* row = p + i * stride;
+    for (int k = 0; k < 16; ++k) acc[k] = Op::apply(acc[k], static_cast<A>(row[k]));
+  }
+}
+
+// 16 columns as one GCC vector (lanes in registers: GCC does not vectorize two or more
+// accumulator arrays side by side). Float inputs reduced in their own type only.
+// (A member typedef: GCC ignores vector_size on an alias template's dependent type.)
+template <class A>
+struct ColVecOf {
+  typedef A type __attribute__((vector_size(16 * sizeof(A))));
+};
+template <class A>
+using ColVec = typename ColVecOf<A>::type;
+template <class A, class T>
+inline constexpr bool kColVec = std::is_same_v<A, T>&& std::is_floating_point_v<T>;
+
+// acc = Op::apply(acc, b) lane by lane (the same expression). By reference: a vector wider than
+// the baseline ISA's registers passed by value changes the ABI (GCC's -Wpsabi).
+template <class Op, class V>
+inline void col_fold(V& acc, const V& b) {
+  if constexpr (std::is_same_v<Op, SumOp>)
+    acc = acc + b;
+  else if constexpr (std::is_same_v<Op, ProdOp>)
+    acc = acc * b;
+  else if constexpr (std::is_same_v<Op, MaxOp>)
+    acc = ((acc > b) | (acc != acc)) ? acc : b;
+  else
+    acc = ((acc < b) | (acc != acc)) ? acc : b;
+}
+
+// N sibling leaves (rows [0, len[b]) from p[b], lengths within one of each other) folded side
+// by side, each in its own order, as col_leaf16 one after the other: N independent chains in
+// flight instead of one latency-bound chain.
+template <class Op, class A, int N>
+inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_t stride,
+                         ColVec<A> (&acc)[N]) {
+  using V = ColVec<A>;
+  int64_t lo = len[0];
+  for (int b = 0; b < N; ++b) {
+    acc[b] = V{} + Op::template identity<A>();
+    lo = std::min(lo, len[b]);
+  }
+  auto step = [&](int b, int64_t i) {
+    V v;
+    std::memcpy(&v, p[b] + i * stride, sizeof v);
+    col_fold<Op>(acc[b], v);
+  };
+  for (int64_t i = 0; i < lo; ++i)
+    for (int b = 0; b < N; ++b) step(b, i);
+  for (int b = 0; b < N; ++b)
+    for (int64_t i = lo; i < len[b]; ++i) step(b, i);
+}
+
+// Columns: reduces rows p[0..n) (each `stride` apart) of width w into buf, blockwise pairwise:
+// halves at n / 2 down to leaves of at most kColBlock rows, each folded row by row in order
+// (jit/loop/row_program.h's column program is this recursion). `end`: one past the input's last
+// element. Columns go 16 at a time in registers, stored once (no store/load of buf per element,
+// no 4K-aliasing stalls between buf and rows a page apart); fewer than 16 left (a narrow tensor,
+// or a wide one's last columns) take a whole 16-column window per row where the window stays
+// before `end`, the lanes past w reading the next row's values and dropped: the columns' order is
+// the same, and [2^20, 4].sum(0) runs vectorized instead of one scalar chain per column. Two
+// to four sibling leaves are folded side by side (col_leaves16): a leaf's chain is latency-bound.
+template <class Op, class A, class T>
+void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, A* buf) {
+  // Whether 16 columns from j fit before `end` on each of the block's rows.
+  auto window_fits = [&](int64_t j) { return end - (p + (n - 1) * stride + j) >= 16; };
   if (n <= kColBlock) {
-    // 16 columns at a time in registers down the rows, stored once: no store/load of buf per
-    // element (and no 4K-aliasing stalls between buf and rows a page apart).
     int64_t j = 0;
-    for (; j + 16 <= w; j += 16) {
+    for (; j < w && (j + 16 <= w || window_fits(j)); j += 16) {
       A acc[16];
-      for (auto& a : acc) a = Op::template identity<A>();
-      for (int64_t i = 0; i < n; ++i) {
-        const T* row = p + i * stride + j;
-        for (int k = 0; k < 16; ++k) acc[k] = Op::apply(acc[k], static_cast<A>(row[k]));
-      }
-      for (int k = 0; k < 16; ++k) buf[j + k] = acc[k];
+      col_leaf16<Op, A>(p + j, n, stride, acc);
+      for (int64_t k = 0; k < 16 && j + k < w; ++k) buf[j + k] = acc[k];
     }
     for (; j < w; ++j) {
       A a = Op::template identity<A>();
@@ -309,9 +373,41 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, A* buf) {
     return;
   }
   const int64_t half = n / 2;
+  if constexpr (kColVec<A, T>) {
+    // Two or four leaves side by side (the recursion's leaves when n <= 128, or when both
+    // halves split once more into leaves: 64 < n / 2, n <= 256); 16-column windows throughout.
+    const bool four = half > kColBlock && n <= 4 * kColBlock;
+    if ((four || n <= 2 * kColBlock) && (w % 16 == 0 || window_fits(w - w % 16))) {
+      using V = ColVec<A>;
+      const int64_t q0 = half / 2, q1 = (n - half) / 2;
+      for (int64_t j = 0; j < w; j += 16) {
+        A out[16];
+        if (four) {
+          V acc[4];
+          const A* const starts[4] = {p + j, p + q0 * stride + j, p + half * stride + j,
+                                      p + (half + q1) * stride + j};
+          const int64_t lens[4] = {q0, half - q0, q1, n - half - q1};
+          col_leaves16<Op, A, 4>(starts, lens, stride, acc);
+          col_fold<Op>(acc[0], acc[1]);
+          col_fold<Op>(acc[2], acc[3]);
+          col_fold<Op>(acc[0], acc[2]);
+          std::memcpy(out, &acc[0], sizeof acc[0]);
+        } else {
+          V acc[2];
+          const A* const starts[2] = {p + j, p + half * stride + j};
+          const int64_t lens[2] = {half, n - half};
+          col_leaves16<Op, A, 2>(starts, lens, stride, acc);
+          col_fold<Op>(acc[0], acc[1]);
+          std::memcpy(out, &acc[0], sizeof acc[0]);
+        }
+        for (int64_t k = 0; k < 16 && j + k < w; ++k) buf[j + k] = out[k];
+      }
+      return;
+    }
+  }
   A tmp[kColWidth];
-  col_block<Op, A>(p, half, stride, w, buf);
-  col_block<Op, A>(p + half * stride, n - half, stride, w, tmp);
+  col_block<Op, A>(p, half, stride, w, end, buf);
+  col_block<Op, A>(p + half * stride, n - half, stride, w, end, tmp);
   for (int64_t j = 0; j < w; ++j) buf[j] = Op::apply(buf[j], tmp[j]);
 }
 
@@ -325,12 +421,13 @@ void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& 
   const int64_t chunks = (n + kColRows - 1) / kColRows;
   const int64_t rows = std::min(n, kColRows);
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / (rows * width));
+  const T* end = x + outer * n * inner;
   auto reduce_piece = [&](int64_t t, A* buf) {  // t = (o * slices + slice) * chunks + chunk
     const int64_t c = t % chunks, os = t / chunks;
     const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
     const int64_t w = std::min(kColWidth, inner - j0);
     const int64_t r0 = c * kColRows;
-    col_block<Op, A>(x + (o * n + r0) * inner + j0, std::min(kColRows, n - r0), inner, w, buf);
+    col_block<Op, A>(x + (o * n + r0) * inner + j0, std::min(kColRows, n - r0), inner, w, end, buf);
     return std::pair{o * inner + j0, w};
   };
   if (chunks == 1) {

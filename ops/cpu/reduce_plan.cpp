@@ -101,7 +101,7 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, bool allow_cols) {
         a < nd && b < nd && std::find(is_red.begin() + b, is_red.end(), true) == is_red.end();
     int64_t inner = 1;
     for (size_t i = b; i < nd; ++i) inner *= all[i].size;
-    if (block && inner >= 16) {
+    if (block) {
       plan.kind = ReducePlan::Kind::Cols;
       plan.inner = inner;
       plan.outer = m / inner;
