@@ -29,6 +29,7 @@ const std::vector<Workload>& workloads() {
       gelu_workload(),
       layernorm_workload(),
       softmax_workload(),
+      colsum_workload(),
       mlp_train_workload(),
       block_workload(),
       rnn_loop_workload(),
