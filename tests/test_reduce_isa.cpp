@@ -1,7 +1,8 @@
 // The reduction kernels compiled for baseline x86-64, AVX2 and AVX-512 give identical bits (they
 // keep one accumulation order; -ffp-contract=off), for every op on row, column and gathered
-// layouts; and column reductions, narrow and wide, follow the documented order bitwise on every
-// ISA (ops/cpu/reduce_loops.h col_block: 16-column windows, leaves folded side by side).
+// layouts; and column sums, maxima and variances, narrow and wide, follow the documented order
+// bitwise on every ISA (ops/cpu/reduce_loops.h col_block: 16-column windows, leaves folded side by
+// side).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -97,9 +98,10 @@ void expect_documented_columns(int isas, int64_t n, int64_t w, bool with_nan) {
   const T inf = std::numeric_limits<T>::infinity();
   auto sum = [](T a, T b) { return a + b; };
   auto max = [](T a, T b) { return (a > b || a != a) ? a : b; };
-  for (OpId op : {OpId::Sum, OpId::Amax}) {
+  for (OpId op : {OpId::Sum, OpId::Amax, OpId::Var}) {
     Attrs a;
     a.dims = {0};
+    a.ints[1] = 1;  // Var: unbiased
     const Tensor in[] = {x};
     const Tensor ref = dispatch(op, in, a);
     OpCall call{op, in, a};
@@ -111,8 +113,14 @@ void expect_documented_columns(int isas, int64_t n, int64_t w, bool with_nan) {
     for (size_t k = 0; k < outs.size(); ++k) {
       const std::vector<T> got = outs[k].to_vector<T>();
       for (int64_t j = 0; j < w; ++j) {
-        const T want = op == OpId::Sum ? documented_column<T>(v.data(), n, w, j, T(0), sum)
-                                       : documented_column<T>(v.data(), n, w, j, -inf, max);
+        T want = op == OpId::Amax ? documented_column<T>(v.data(), n, w, j, -inf, max)
+                                  : documented_column<T>(v.data(), n, w, j, T(0), sum);
+        if (op == OpId::Var) {  // the mean, then the centered squares in the same order
+          const T mu = want / static_cast<T>(n);
+          std::vector<T> sq(v.size());
+          for (size_t e = 0; e < v.size(); ++e) sq[e] = (v[e] - mu) * (v[e] - mu);
+          want = documented_column<T>(sq.data(), n, w, j, T(0), sum) / static_cast<T>(n - 1);
+        }
         EXPECT_EQ(0, std::memcmp(&want, &got[static_cast<size_t>(j)], sizeof(T)))
             << op_name(op) << " [" << n << ", " << w << "] column " << j << " output " << k
             << " (0: dispatched, then baseline, avx2, avx512): " << got[static_cast<size_t>(j)]

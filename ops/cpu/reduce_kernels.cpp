@@ -148,6 +148,18 @@ void var_rows(const ReducePlan& p, bool unbiased, T* out) {
     return;
   }
   const T* x = p.ptr<T>();
+  if (p.kind == ReducePlan::Kind::Cols) {
+    // Columns: their means in the column order, then their squared distances from them in the
+    // same order (no gather into rows; the JIT runs var as this eager step).
+    std::vector<T> mean(static_cast<size_t>(p.outputs() + 16), T(0));  // vec reads 16 at once
+    run_cols<SumOp, T>(x, p.outer, n, p.inner,
+                       [&](int64_t i, T v) { mean[i] = v / static_cast<T>(n); });
+    const T denom = static_cast<T>(n - (unbiased ? 1 : 0));
+    run_cols<SumOp, T>(
+        x, p.outer, n, p.inner, [&](int64_t i, T v) { out[i] = v / denom; },
+        CenteredSquares<T>{mean.data()});
+    return;
+  }
   std::vector<T> mean(static_cast<size_t>(m));
   auto sum_range = [&](int64_t r, int64_t s, int64_t len) {
     return pairwise_sum<T>(x + r * n + s, len, Cast<T>{});
@@ -237,7 +249,7 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
   const uint64_t mask = reduced_mask(c);
   const OpId op = c.op;
   const bool cols = op == OpId::Sum || op == OpId::Mean || op == OpId::Prod || op == OpId::Amax ||
-                    op == OpId::Amin;
+                    op == OpId::Amin || op == OpId::Var;
   const ReducePlan p = plan_reduction(x, mask, cols);
   if (p.outputs() == 0 && op != OpId::All && op != OpId::Any) return;
   void* o = out.impl()->data();

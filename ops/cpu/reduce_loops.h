@@ -286,13 +286,42 @@ void run_rows(int64_t m, int64_t n, const Range& range, const Combine& combine,
   });
 }
 
-// Columns: 16 of them from p down rows [0, n) (each `stride` apart) into acc, in order.
-template <class Op, class A, class T>
-inline void col_leaf16(const T* p, int64_t n, int64_t stride, A* acc) {
+// What a column reduction folds: each element as loaded (AsLoaded), or its squared distance
+// from its column's mean (CenteredSquares: var's second pass, `(x - mu) * (x - mu)` as var over
+// rows computes it). `at(first)` is the policy for a block whose first column is output `first`;
+// scalar and vec take a column counted from the block's first; vec transforms 16 columns at
+// once (their means: the array is padded by 16 past the last output).
+struct AsLoaded {
+  AsLoaded at(int64_t) const { return *this; }
+  template <class A>
+  A scalar(A v, int64_t) const {
+    return v;
+  }
+  template <class V>
+  void vec(V&, int64_t) const {}
+};
+template <class T>
+struct CenteredSquares {
+  const T* mu;
+  CenteredSquares at(int64_t first) const { return {mu + first}; }
+  T scalar(T v, int64_t col) const { return (v - mu[col]) * (v - mu[col]); }
+  template <class V>
+  void vec(V& v, int64_t col) const {
+    V m;
+    std::memcpy(&m, mu + col, sizeof m);
+    v = (v - m) * (v - m);
+  }
+};
+
+// Columns: 16 of them from p (column `col` of the block) down rows [0, n) (each `stride` apart)
+// into acc, in order.
+template <class Op, class A, class T, class Pre>
+inline void col_leaf16(const T* p, int64_t n, int64_t stride, const Pre& pre, int64_t col, A* acc) {
   for (int k = 0; k < 16; ++k) acc[k] = Op::template identity<A>();
   for (int64_t i = 0; i < n; ++i) {
     const T* row = p + i * stride;
-    for (int k = 0; k < 16; ++k) acc[k] = Op::apply(acc[k], static_cast<A>(row[k]));
+    for (int k = 0; k < 16; ++k)
+      acc[k] = Op::apply(acc[k], pre.scalar(static_cast<A>(row[k]), col + k));
   }
 }
 
@@ -325,9 +354,9 @@ inline void col_fold(V& acc, const V& b) {
 // N sibling leaves (rows [0, len[b]) from p[b], lengths within one of each other) folded side
 // by side, each in its own order, as col_leaf16 one after the other: N independent chains in
 // flight instead of one latency-bound chain.
-template <class Op, class A, int N>
+template <class Op, class A, int N, class Pre>
 inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_t stride,
-                         ColVec<A> (&acc)[N]) {
+                         const Pre& pre, int64_t col, ColVec<A> (&acc)[N]) {
   using V = ColVec<A>;
   int64_t lo = len[0];
   for (int b = 0; b < N; ++b) {
@@ -337,6 +366,7 @@ inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_
   auto step = [&](int b, int64_t i) {
     V v;
     std::memcpy(&v, p[b] + i * stride, sizeof v);
+    pre.vec(v, col);
     col_fold<Op>(acc[b], v);
   };
   for (int64_t i = 0; i < lo; ++i)
@@ -354,20 +384,23 @@ inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_
 // before `end`, the lanes past w reading the next row's values and dropped: the columns' order is
 // the same, and [2^20, 4].sum(0) runs vectorized instead of one scalar chain per column. Two
 // to four sibling leaves are folded side by side (col_leaves16): a leaf's chain is latency-bound.
-template <class Op, class A, class T>
-void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, A* buf) {
+// `pre`: what is folded (AsLoaded, CenteredSquares), for the block's columns.
+template <class Op, class A, class T, class Pre>
+void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, const Pre& pre,
+               A* buf) {
   // Whether 16 columns from j fit before `end` on each of the block's rows.
   auto window_fits = [&](int64_t j) { return end - (p + (n - 1) * stride + j) >= 16; };
   if (n <= kColBlock) {
     int64_t j = 0;
     for (; j < w && (j + 16 <= w || window_fits(j)); j += 16) {
       A acc[16];
-      col_leaf16<Op, A>(p + j, n, stride, acc);
+      col_leaf16<Op, A>(p + j, n, stride, pre, j, acc);
       for (int64_t k = 0; k < 16 && j + k < w; ++k) buf[j + k] = acc[k];
     }
     for (; j < w; ++j) {
       A a = Op::template identity<A>();
-      for (int64_t i = 0; i < n; ++i) a = Op::apply(a, static_cast<A>(p[i * stride + j]));
+      for (int64_t i = 0; i < n; ++i)
+        a = Op::apply(a, pre.scalar(static_cast<A>(p[i * stride + j]), j));
       buf[j] = a;
     }
     return;
@@ -387,7 +420,7 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, A
           const A* const starts[4] = {p + j, p + q0 * stride + j, p + half * stride + j,
                                       p + (half + q1) * stride + j};
           const int64_t lens[4] = {q0, half - q0, q1, n - half - q1};
-          col_leaves16<Op, A, 4>(starts, lens, stride, acc);
+          col_leaves16<Op, A, 4>(starts, lens, stride, pre, j, acc);
           col_fold<Op>(acc[0], acc[1]);
           col_fold<Op>(acc[2], acc[3]);
           col_fold<Op>(acc[0], acc[2]);
@@ -396,7 +429,7 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, A
           V acc[2];
           const A* const starts[2] = {p + j, p + half * stride + j};
           const int64_t lens[2] = {half, n - half};
-          col_leaves16<Op, A, 2>(starts, lens, stride, acc);
+          col_leaves16<Op, A, 2>(starts, lens, stride, pre, j, acc);
           col_fold<Op>(acc[0], acc[1]);
           std::memcpy(out, &acc[0], sizeof acc[0]);
         }
@@ -406,16 +439,17 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, A
     }
   }
   A tmp[kColWidth];
-  col_block<Op, A>(p, half, stride, w, end, buf);
-  col_block<Op, A>(p + half * stride, n - half, stride, w, end, tmp);
+  col_block<Op, A>(p, half, stride, w, end, pre, buf);
+  col_block<Op, A>(p + half * stride, n - half, stride, w, end, pre, tmp);
   for (int64_t j = 0; j < w; ++j) buf[j] = Op::apply(buf[j], tmp[j]);
 }
 
 // Cols [outer, n, inner]: store(output index, A) for output (o, j) at o * inner + j. n >= 1.
 // Work items are (outer block, column slice, row chunk); row chunks' partial vectors are then
-// combined per output with tree_combine.
-template <class Op, class A, class T, class Store>
-void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& store) {
+// combined per output with tree_combine. `pre`: what is folded (AsLoaded, CenteredSquares).
+template <class Op, class A, class T, class Store, class Pre = AsLoaded>
+void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& store,
+              const Pre& pre = Pre{}) {
   const int64_t slices = (inner + kColWidth - 1) / kColWidth;
   const int64_t width = std::min(kColWidth, inner);
   const int64_t chunks = (n + kColRows - 1) / kColRows;
@@ -427,7 +461,8 @@ void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& 
     const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
     const int64_t w = std::min(kColWidth, inner - j0);
     const int64_t r0 = c * kColRows;
-    col_block<Op, A>(x + (o * n + r0) * inner + j0, std::min(kColRows, n - r0), inner, w, end, buf);
+    col_block<Op, A>(x + (o * n + r0) * inner + j0, std::min(kColRows, n - r0), inner, w, end,
+                     pre.at(o * inner + j0), buf);
     return std::pair{o * inner + j0, w};
   };
   if (chunks == 1) {
