@@ -47,6 +47,14 @@ class CompiledKernel {
     (void)args;
     return true;
   }
+  // The same question asked of the launch's sizes and dims alone, before its buffers are made:
+  // false where can_launch would be false whatever the strides and pointers (the planner then
+  // runs the step's nodes eagerly without allocating the kernel's outputs); true leaves the
+  // answer to can_launch.
+  virtual bool may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const {
+    (void)sizes, (void)reduced_dims, (void)inner_dims;
+    return true;
+  }
 };
 
 class KernelTarget {

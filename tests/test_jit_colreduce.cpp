@@ -300,6 +300,10 @@ TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
       jit::cpu_target().compile(col_kernel(kFloat32, ExprOp::ReduceSum));
   launch_cols(*kernel, col_data(1, 100, 15, kFloat32, ExprOp::ReduceSum, 1, false), ones({15}),
               {true, true, false}, false);
+  // The planner asks the sizes first (may_launch: before it makes the kernel's outputs).
+  EXPECT_FALSE(kernel->may_launch({1, 100, 15}, 1, 1));
+  EXPECT_TRUE(kernel->may_launch({1, 100, 16}, 1, 1));
+  EXPECT_TRUE(kernel->may_launch({1, 100, 0}, 1, 1));  // nothing to compute: launches
   {
     LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
     k.stores = {k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, k.load(0), k.load(1)))};
@@ -310,6 +314,7 @@ TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
         const Tensor x = col_data(1, rows, 64, kFloat32, ExprOp::ReduceSum, 4, false);
         const Tensor w = ones({64});
         const bool launches = num_threads() < 2 || rows <= 2048;
+        EXPECT_EQ(plain->may_launch({1, rows, 64}, 1, 1), launches) << rows;
         const std::vector<Tensor> got = launch_cols(*plain, x, w, {true}, launches);
         if (launches) expect_bitwise_equal(got[0], x.sum({1}, true), "plain column sum");
       }

@@ -59,6 +59,7 @@ class CpuKernel final : public CompiledKernel {
   void launch_rows(const LaunchArgs& args);  // a row kernel (k_.has_reduce())
   void launch_cols(const LaunchArgs& args);  // a column kernel (args.inner_dims > 0)
   bool can_launch(const LaunchArgs& args) const override;
+  bool may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const override;
   // The runtime parameters into words[0, num_params), param p at p * 8 bytes in its value type
   // (Scalar::to, as eager converts a Scalar operand); raises where the launch has too few.
   void pack_params(const LaunchArgs& args, uint64_t* words) const;

@@ -118,10 +118,7 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
   c.layout.assign(nops, InnerLayout::Contiguous);
   c.row_stride.assign(nops, 0);
   if (c.w == 0) return c;  // nothing to compute
-  // Fewer columns than 16 fold one vector a row (a masked one on AVX-512, else scalar columns):
-  // eager's 16-column windows with up to four runs of rows side by side are faster
-  // (ops/cpu/reduce_loops.h col_block; [2^20, 2].sum(0): 3.5 ms here, 0.6 ms eagerly), and one
-  // column eager reduces as a row (another order).
+  // Fewer columns than 16: sizes_allow_launch (below) says why not.
   if (c.w < 16) {
     c.why = fmt::format("{} columns (eager's column windows fold fewer than 16 faster)", c.w);
     return c;
@@ -170,22 +167,25 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
 
 namespace {
 
-// Whether eager would run this launch on more threads than the kernel can: a kernel whose
-// outputs are all row values (a reduction, its pointwise prologue fused) over fewer rows than
-// kiln's threads, each row longer than one chunk. The kernel runs a row on one thread; eager
-// cuts long rows into chunks reduced across the threads (ops/cpu/reduce_loops.h run_rows) and
-// combines them in the same tree, so the step's nodes, run eagerly, give the same bits sooner:
-// (x * 2).sum() over 2^20 Float32 on 2 threads took 355 us as one kernel, 187 us eagerly.
-bool eager_splits_rows_wider(const LoopKernel& k, const RowSplit& s) {
-  const int threads = num_threads();
-  if (threads < 2 || in_parallel_region() || s.n <= kRowProgramChunk) return false;
-  int64_t rows = 1;
-  for (int64_t d : s.kept.sizes) rows *= d;
-  if (rows >= threads) return false;
+// Whether the kernel stores row values only (a reduction, its pointwise prologue fused).
+bool only_row_values(const LoopKernel& k) {
   const std::vector<uint8_t> row = k.row_values();
   for (int32_t v : k.stores)
-    if (!row[v]) return false;  // element outputs too (softmax): eager runs a row per thread too
+    if (!row[v]) return false;
   return true;
+}
+
+// Whether eager would run this launch on more threads than the kernel can: a kernel of row
+// values only over fewer rows than kiln's threads, each row of n elements longer than one
+// chunk. The kernel runs a row on one thread; eager cuts long rows into chunks reduced across
+// the threads (ops/cpu/reduce_loops.h run_rows) and combines them in the same tree, so the
+// step's nodes, run eagerly, give the same bits sooner: (x * 2).sum() over 2^20 Float32 on 2
+// threads took 355 us as one kernel, 187 us eagerly. (With element outputs, softmax, eager
+// runs a row per thread too.)
+bool eager_splits_rows_wider(const LoopKernel& k, int64_t rows, int64_t n) {
+  const int threads = num_threads();
+  if (threads < 2 || in_parallel_region() || n <= kRowProgramChunk || rows >= threads) return false;
+  return only_row_values(k);
 }
 
 // A column kernel's calls: blocks of up to 512 columns (a piece's rows of 2 KiB or more stay in
@@ -196,38 +196,51 @@ int64_t column_call_width(int64_t w, int64_t outer) {
   return std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 512);
 }
 
-int64_t outer_count(const LaunchArgs& outer) {
-  int64_t count = 1;
-  for (int64_t s : outer.sizes) count *= s;
-  return count;
+// The columns' counterpart: a kernel of row values only, in fewer calls than kiln's threads (a
+// call is one thread's) over `outer` outer indices and w columns, each column of n rows longer
+// than one chunk of kColRowChunk rows, which eager reduces across the threads
+// (ops/cpu/reduce_loops.h run_cols) in the same order: [65536, 64].sum(0) took 0.95-1.3 ms as
+// one call, 0.53-0.57 ms eagerly.
+bool eager_splits_cols_wider(const LoopKernel& k, int64_t outer, int64_t n, int64_t w) {
+  const int threads = num_threads();
+  if (threads < 2 || in_parallel_region() || n <= kColRowChunk) return false;
+  const int64_t width = column_call_width(w, outer);
+  if (outer * ((w + width - 1) / width) >= threads) return false;
+  return only_row_values(k);
 }
 
-// The columns' counterpart of eager_splits_rows_wider: a kernel of row values only, in fewer
-// calls than kiln's threads (a call is one thread's), each column longer than one chunk of
-// kColRows rows, which eager reduces across the threads (ops/cpu/reduce_loops.h run_cols) in
-// the same order: [65536, 64].sum(0) took 0.95-1.3 ms as one call, 0.53-0.57 ms eagerly.
-bool eager_splits_cols_wider(const LoopKernel& k, const ColSplit& s) {
-  const int threads = num_threads();
-  if (threads < 2 || in_parallel_region() || s.n <= kColRowChunk) return false;
-  const int64_t outer = outer_count(s.outer);
-  const int64_t width = column_call_width(s.w, outer);
-  if (outer * ((s.w + width - 1) / width) >= threads) return false;
-  const std::vector<uint8_t> row = k.row_values();
-  for (int32_t v : k.stores)
-    if (!row[v]) return false;  // element outputs too (an epilogue): eager writes them apart
-  return true;
+// What the launch's sizes alone decide (CpuKernel::may_launch): false for a column launch of
+// fewer than 16 columns (one vector a row, masked or scalar, latency-bound: eager's 16-column
+// windows with up to four runs of rows side by side are faster: [2^20, 2].sum(0) 3.5 ms as a
+// kernel, 0.58 ms eagerly; one column eager reduces as a row, another order), and where eager
+// spreads the work over more threads (above).
+bool sizes_allow_launch(const LoopKernel& k, const DimVector& sizes, int reduced_dims,
+                        int inner_dims) {
+  const size_t rank = sizes.size();
+  if (reduced_dims < 0 || inner_dims < 0 || static_cast<size_t>(reduced_dims + inner_dims) > rank)
+    return true;  // malformed: launch() names the problem
+  const size_t r1 = rank - static_cast<size_t>(inner_dims);
+  const size_t r0 = r1 - static_cast<size_t>(reduced_dims);
+  int64_t outer = 1, n = 1, w = 1;
+  for (size_t d = 0; d < rank; ++d) (d < r0 ? outer : d < r1 ? n : w) *= sizes[d];
+  if (inner_dims > 0) {
+    if (w > 0 && w < 16) return false;
+    return !eager_splits_cols_wider(k, outer, n, w);
+  }
+  return !eager_splits_rows_wider(k, outer, n);
 }
 
 }  // namespace
 
+bool CpuKernel::may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const {
+  return !k_.has_reduce() || sizes_allow_launch(k_, sizes, reduced_dims, inner_dims);
+}
+
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
   if (!k_.has_reduce()) return true;
-  if (args.inner_dims > 0) {
-    const ColSplit split = split_cols(k_, args);
-    return split.why.empty() && !eager_splits_cols_wider(k_, split);
-  }
-  const RowSplit split = split_rows(k_, args);
-  return !split.layout.empty() && !eager_splits_rows_wider(k_, split);
+  if (!sizes_allow_launch(k_, args.sizes, args.reduced_dims, args.inner_dims)) return false;
+  if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
+  return !split_rows(k_, args).layout.empty();
 }
 
 // A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
@@ -346,7 +359,8 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   words[np] = reinterpret_cast<uintptr_t>(program.data());
 
   const CoalescedLaunch co = coalesce_launch(split.outer);  // rank 1 at least
-  const int64_t outer = outer_count(split.outer);
+  int64_t outer = 1;
+  for (int64_t s : split.outer.sizes) outer *= s;
   const int64_t width = column_call_width(w, outer);
   const int64_t blocks = (w + width - 1) / width;
   std::vector<int64_t> col_bytes(nops, 0);

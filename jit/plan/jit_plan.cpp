@@ -242,6 +242,11 @@ bool JitPlan::prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelL
     la.sizes = k.sizes;
     for (ValueId v : k.inputs)
       la.sizes = broadcast_shapes("jit kernel", la.sizes, f.values[v].impl()->sizes());
+    if (!k.kernel->may_launch(la.sizes, k.reduced_dims, k.inner_dims)) {  // before any buffer
+      if (fallback)
+        for (int32_t j : k.nodes) run_eager_node(f, j);
+      return false;
+    }
     outs.reserve(k.outputs.size());
     la.strides.reserve(k.outputs.size() + k.inputs.size());
     la.reduced_dims = k.reduced_dims;
