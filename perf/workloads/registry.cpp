@@ -24,20 +24,11 @@ Workload compile_latency_workload() {
 
 const std::vector<Workload>& workloads() {
   static const std::vector<Workload> all = {
-      copy_workload(),
-      ceiling_workload(),
-      gelu_workload(),
-      layernorm_workload(),
-      softmax_workload(),
-      colsum_workload(),
-      mlp_train_workload(),
-      block_workload(),
-      rnn_loop_workload(),
-      rnn_scan_workload(),
-      newton_workload(),
-      dispatch_workload(),
-      compile_layers_workload(),
-      compile_latency_workload(),
+      copy_workload(),           ceiling_workload(),         gelu_workload(),
+      layernorm_workload(),      softmax_workload(),         colsum_workload(),
+      mlp_train_workload(),      block_workload(),           rnn_loop_workload(),
+      rnn_scan_workload(),       newton_workload(),          dispatch_workload(),
+      compile_layers_workload(), compile_latency_workload(),
   };
   return all;
 }
