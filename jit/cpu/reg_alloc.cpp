@@ -98,14 +98,19 @@ void live_intervals(const std::vector<RecordedInst>& code, const std::vector<Vir
   // Live into a loop (referenced before its head and in or after it): live to its end.
   // In order of their heads (then ends) one pass suffices: an extension only reaches loops
   // whose heads come later (a nested loop ends before its enclosing one, which came first).
+  // Only loops whose heads lie after the register's first reference can extend it: the scan
+  // starts at the first such head (a binary search), so a value born inside the last loop, as
+  // most are, looks at none.
   std::sort(loops.begin(), loops.end());
   if (!loops.empty())
     for (Interval& v : iv) {
       if (v.last < loops.front().first) continue;
-      for (const auto& [head, end] : loops) {
-        if (head > v.last) break;
-        if (v.first < head && v.last < end) v.last = end;
-      }
+      auto l = std::upper_bound(loops.begin(), loops.end(), v.first,
+                                [](int32_t first, const std::pair<int32_t, int32_t>& loop) {
+                                  return first < loop.first;
+                                });
+      for (; l != loops.end() && l->first <= v.last; ++l)
+        if (v.last < l->second) v.last = l->second;
     }
 }
 
