@@ -1,6 +1,7 @@
-// The workload list, in BENCHMARKS.md's order. A workload whose features have not landed stays
-// listed with Workload::unavailable set, so that --list shows the whole suite and selecting it
-// gives a clear error instead of "unknown workload" (none today).
+// The workload list, in BENCHMARKS.md's order (colsum, which BENCHMARKS.md does not list, after
+// the row-wise ones). A workload whose features have not landed stays listed with
+// Workload::unavailable set, so that --list shows the whole suite and selecting it gives a clear
+// error instead of "unknown workload" (none today).
 #include <cmath>
 
 #include "perf/workload.h"
