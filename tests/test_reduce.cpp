@@ -536,6 +536,56 @@ TEST(Reduce, ColumnAndRowPathsLarge) {
   expect_matches(logsumexp(y, {0}), ref, scale, DType::Float32, false, "lse large");
 }
 
+// argmax / argmin over a dim followed by kept dims scan the columns in place (run_arg_cols,
+// ops/cpu/reduce_loops.h): narrow and wide (past one 512-column slice) kept blocks, columns longer
+// than one 2048-row chunk (the chunks' parts combined: a tie must keep the earlier chunk's row),
+// several outer blocks, small ints (ties everywhere), and for floats NaNs (the first one wins),
+// -inf, and +0 / -0 ties, in both JIT modes. Exact: compared with the scalar reference's index.
+TEST(Reduce, ArgmaxArgminOverColumns) {
+  std::mt19937 rng(23);
+  struct Shape {
+    std::vector<int64_t> sizes;
+    int64_t dim;
+  };
+  const std::vector<Shape> shapes = {{{37, 3}, 0},       {{50, 16}, 0},    {{4100, 7}, 0},
+                                     {{2, 5000, 21}, 1}, {{4500, 600}, 0}, {{3, 9, 4, 5}, 1},
+                                     {{2049, 2}, 0},     {{1, 40}, 0}};
+  for (DType dt : {DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+    for (const Shape& sh : shapes) {
+      int64_t n = 1;
+      for (int64_t v : sh.sizes) n *= v;
+      std::uniform_int_distribution<int> small(-3, 3), pick(0, 99);
+      std::vector<double> v(static_cast<size_t>(n));
+      for (double& e : v) {
+        e = small(rng);
+        if (is_floating(dt)) {
+          const int k = pick(rng);
+          e = k == 0 ? kNaN : k == 1 ? -kInf : k == 2 ? -0.0 : k == 3 ? 0.0 : e;
+        }
+      }
+      // The largest value planted in the last chunk of some columns and in the first of
+      // others, twice each, so that chunk order decides the index.
+      const int64_t cols = sh.sizes.back();
+      if (sh.sizes.size() == 2 && sh.sizes[0] > 2048)
+        for (int64_t j = 0; j < cols; j += 2) {
+          v[static_cast<size_t>(10 * cols + j)] = 9;
+          v[static_cast<size_t>((sh.sizes[0] - 5) * cols + j)] = 9;
+        }
+      const Tensor x = from_vector<double>(v, sh.sizes).to(dt);
+      const std::vector<double> xv = values(x);
+      for (R r : {R::Argmax, R::Argmin}) {
+        const std::string what =
+            fmt::format("{} {} [{}] dim {}", r == R::Argmax ? "argmax" : "argmin", dt,
+                        fmt::join(sh.sizes, ", "), sh.dim);
+        const Tensor got = kiln::testing::run_in_all_modes(what, [&] {
+          return r == R::Argmax ? argmax(x, sh.dim, false) : argmin(x, sh.dim, true);
+        });
+        expect_matches(got, reference(xv, x.sizes(), {sh.dim}, r, nullptr), {}, dt, true, what);
+      }
+    }
+  }
+}
+
 // var and std on reductions of n > 500 elements (rows, columns, all dims; Float32 and Float64)
 // against the double reference, with var's bound (var + (S/n)^2) * tol: dropping Bessel's
 // correction (n instead of n - 1) moves the result by var / n >= var / 5000 = 2e-4 var, more than

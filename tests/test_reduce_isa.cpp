@@ -41,7 +41,8 @@ TEST(ReduceIsa, KernelsGiveIdenticalBitsOnEveryIsa) {
   }
   // Fewer than 16 columns (16-column windows reading into the next rows, scalar at the end).
   for (const Tensor& x : {randn({4100, 7}), randn({255, 2}), randn({2049, 15})})
-    for (OpId op : {OpId::Sum, OpId::Mean, OpId::Prod, OpId::Amax, OpId::Amin})
+    for (OpId op :
+         {OpId::Sum, OpId::Mean, OpId::Prod, OpId::Amax, OpId::Amin, OpId::Argmax, OpId::Argmin})
       cases.push_back({op, x, DimVector{0}});
   int checked = 0;
   for (const Case& c : cases) {
@@ -62,7 +63,7 @@ TEST(ReduceIsa, KernelsGiveIdenticalBitsOnEveryIsa) {
     EXPECT_EQ(0, std::memcmp(outs[0].raw_data(), ref.raw_data(), bytes)) << op_name(c.op);
     ++checked;
   }
-  EXPECT_EQ(checked, 83);
+  EXPECT_EQ(checked, 89);
 }
 
 // eager's column order (ops/cpu/reduce_loops.h), transcribed: chunks of 2048 rows, each halved at

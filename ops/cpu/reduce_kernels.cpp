@@ -83,6 +83,10 @@ template <bool Greater, class T>
 void arg_extreme(const ReducePlan& p, int64_t* out) {
   const T* x = p.ptr<T>();
   const int64_t n = p.n;
+  if (p.kind == ReducePlan::Kind::Cols) {  // columns scanned in place, vectorized along them
+    run_arg_cols<Greater, T>(x, p.outer, n, p.inner, [&](int64_t i, int64_t r) { out[i] = r; });
+    return;
+  }
   run_rows<ArgPart<T>>(
       p.outer, n,
       [&](int64_t r, int64_t s, int64_t len) { return arg_range<Greater>(x + r * n + s, len, s); },
@@ -249,7 +253,7 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
   const uint64_t mask = reduced_mask(c);
   const OpId op = c.op;
   const bool cols = op == OpId::Sum || op == OpId::Mean || op == OpId::Prod || op == OpId::Amax ||
-                    op == OpId::Amin || op == OpId::Var;
+                    op == OpId::Amin || op == OpId::Var || op == OpId::Argmax || op == OpId::Argmin;
   const ReducePlan p = plan_reduction(x, mask, cols);
   if (p.outputs() == 0 && op != OpId::All && op != OpId::Any) return;
   void* o = out.impl()->data();

@@ -495,5 +495,93 @@ void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& 
   });
 }
 
+// Argmax / argmin over the Cols layout [outer, n, inner]: store(output index, i) with i the first
+// reduced row holding its column's extreme, the first NaN where there is one (what arg_range
+// gives along a row). Exact, so any order of rows gives the same index: each work item (outer
+// block, column slice, row chunk) scans its rows keeping, per column, the best value and its row
+// (a strict `better`: a tie keeps the earlier row), branch-free so that the columns vectorize;
+// the chunks' parts are then combined in row order, a tie keeping the earlier chunk's row.
+template <bool Greater, class T, class Store>
+void run_arg_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& store) {
+  const int64_t slices = (inner + kColWidth - 1) / kColWidth;
+  const int64_t width = std::min(kColWidth, inner);
+  const int64_t chunks = (n + kColRows - 1) / kColRows;
+  const int64_t rows = std::min(n, kColRows);
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (rows * width));
+  const T* end = x + outer * n * inner;
+  // Rows [r0, r1) of `lanes` columns from p, the first w of them stored. lanes > w: a 16-column
+  // window (the lanes past w read the next row's values and are dropped), so that the columns'
+  // loop vectorizes when w is small (a run-time trip count: GCC unrolled a fixed 16 into scalar
+  // compares and branches, 14 ms for [2^20, 4]). Rows are counted from r0 in an integer as wide
+  // as T (a chunk has at most kColRows rows): the comparison's lanes and the rows' lanes then
+  // have one width and the loop vectorizes (int64 rows beside float values did not); best and
+  // row are local arrays (through the caller's pointers GCC would store and reload them every
+  // row, since they might alias p).
+  using I = std::conditional_t<sizeof(T) <= 4, int32_t, int64_t>;
+  auto rows_of = [&](const T* p, int64_t lanes, int64_t w, int64_t r0, int64_t r1, T* best_out,
+                     int64_t* row_out) {
+    T best[kColWidth];
+    I row[kColWidth];
+    for (int64_t j = 0; j < lanes; ++j) best[j] = p[j], row[j] = 0;
+    const I count = static_cast<I>(r1 - r0);
+    for (I i = 1; i < count; ++i) {
+      p += inner;
+      for (int64_t j = 0; j < lanes; ++j) {
+        const T v = p[j], b = best[j];
+        bool take;
+        if constexpr (std::is_floating_point_v<T>)  // better(v, b), without branches
+          take = (b == b) & ((v != v) | (Greater ? v > b : v < b));
+        else
+          take = Greater ? v > b : v < b;
+        best[j] = take ? v : b;
+        row[j] = take ? i : row[j];
+      }
+    }
+    for (int64_t j = 0; j < w; ++j) best_out[j] = best[j], row_out[j] = r0 + row[j];
+  };
+  auto scan = [&](int64_t t, T* best, int64_t* row) {  // t = (o * slices + slice) * chunks + chunk
+    const int64_t c = t % chunks, os = t / chunks;
+    const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
+    const int64_t w = std::min(kColWidth, inner - j0);
+    const int64_t r0 = c * kColRows, r1 = std::min(n, r0 + kColRows);
+    const T* p = x + (o * n + r0) * inner + j0;
+    const bool window = w < 16 && end - (p + (r1 - r0 - 1) * inner) >= 16;  // 16 columns fit
+    rows_of(p, window ? 16 : w, w, r0, r1, best, row);
+    return std::pair{o * inner + j0, w};
+  };
+  if (chunks == 1) {
+    parallel_for(0, outer * slices, grain, [&](int64_t b, int64_t e) {
+      T best[kColWidth];
+      int64_t row[kColWidth];
+      for (int64_t t = b; t < e; ++t) {
+        auto [first, w] = scan(t, best, row);
+        for (int64_t j = 0; j < w; ++j) store(first + j, row[j]);
+      }
+    });
+    return;
+  }
+  const size_t parts = static_cast<size_t>(outer * slices * chunks * width);
+  std::unique_ptr<T[]> best(new T[parts]);
+  std::unique_ptr<int64_t[]> row(new int64_t[parts]);
+  parallel_for(0, outer * slices * chunks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) scan(t, best.get() + t * width, row.get() + t * width);
+  });
+  parallel_for(0, outer * slices, 1, [&](int64_t b, int64_t e) {
+    for (int64_t os = b; os < e; ++os) {
+      T* bv = best.get() + os * chunks * width;
+      int64_t* br = row.get() + os * chunks * width;
+      const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
+      const int64_t w = std::min(kColWidth, inner - j0);
+      for (int64_t c = 1; c < chunks; ++c)
+        for (int64_t j = 0; j < w; ++j)
+          if (better<Greater>(bv[c * width + j], bv[j])) {
+            bv[j] = bv[c * width + j];
+            br[j] = br[c * width + j];
+          }
+      for (int64_t j = 0; j < w; ++j) store(o * inner + j0 + j, br[j]);
+    }
+  });
+}
+
 }  // namespace KILN_ISA_NS
 }  // namespace kiln::reduce
