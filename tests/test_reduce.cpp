@@ -586,6 +586,43 @@ TEST(Reduce, ArgmaxArgminOverColumns) {
   }
 }
 
+// logsumexp over columns (the column plan since 2026-11-29: the maxima, then the sums of
+// exp(x - max), in place): a column of -inf gives -inf, one holding +inf gives +inf, a NaN gives
+// NaN, and the others match log(sum(exp)) in double; Int32 input computes in Float32.
+TEST(Reduce, LogsumexpOverColumnsSpecialValues) {
+  const int64_t n = 70, w = 20;  // 70 rows: a 64-row run and a short one, 16-column windows
+  std::vector<double> v(static_cast<size_t>(n * w));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < w; ++j) v[static_cast<size_t>(i * w + j)] = std::sin(double(i * 7 + j));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i * w)] = -kInf;  // column 0
+  v[static_cast<size_t>(5 * w + 1)] = kInf;                               // column 1
+  v[static_cast<size_t>(9 * w + 2)] = kNaN;                               // column 2
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const Tensor x = from_vector<double>(v, {n, w}).to(dt);
+    const std::string what = fmt::format("logsumexp cols {}", dt);
+    const std::vector<double> got =
+        values(kiln::testing::run_in_all_modes(what, [&] { return logsumexp(x, {0}); }));
+    ASSERT_EQ(got.size(), static_cast<size_t>(w));
+    EXPECT_EQ(got[0], -kInf) << what;
+    EXPECT_EQ(got[1], kInf) << what;
+    EXPECT_TRUE(std::isnan(got[2])) << what;
+    for (int64_t j = 3; j < w; ++j) {
+      double e = 0;
+      for (int64_t i = 0; i < n; ++i) e += std::exp(v[static_cast<size_t>(i * w + j)]);
+      EXPECT_NEAR(got[static_cast<size_t>(j)], std::log(e), dt == DType::Float32 ? 1e-5 : 1e-12)
+          << what << " column " << j;
+    }
+  }
+  std::vector<double> iv(static_cast<size_t>(n * w));
+  for (size_t k = 0; k < iv.size(); ++k) iv[k] = double(int64_t(k * 37 % 11) - 5);
+  const Tensor xi = from_vector<double>(iv, {n, w}).to(DType::Int32);
+  const Tensor li = logsumexp(xi, {0});
+  EXPECT_EQ(li.dtype(), DType::Float32);
+  std::vector<double> scale;
+  expect_matches(li, reference(iv, {n, w}, {0}, R::Lse, &scale), scale, DType::Int32, false,
+                 "logsumexp cols int32");
+}
+
 // var and std on reductions of n > 500 elements (rows, columns, all dims; Float32 and Float64)
 // against the double reference, with var's bound (var + (S/n)^2) * tol: dropping Bessel's
 // correction (n instead of n - 1) moves the result by var / n >= var / 5000 = 2e-4 var, more than
