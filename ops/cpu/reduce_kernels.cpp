@@ -290,13 +290,11 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
   const uint64_t mask = reduced_mask(c);
   const OpId op = c.op;
   const bool cols = op == OpId::Sum || op == OpId::Mean || op == OpId::Prod || op == OpId::Amax ||
-                    op == OpId::Amin || op == OpId::Var || op == OpId::Argmax ||
-                    op == OpId::Argmin || op == OpId::Logsumexp;
-  ReducePlan p = plan_reduction(x, mask, cols);
+                    op == OpId::Amin || op == OpId::Var || op == OpId::Argmax || op == OpId::Argmin;
   // logsumexp's column sums compute exp on every lane of a 16-column window: under 16 columns
   // the gathered rows compute fewer ([2^20, 4]: 9.5-12.4 ms in columns, 9.3-9.7 gathered).
-  if (op == OpId::Logsumexp && p.kind == ReducePlan::Kind::Cols && p.inner < 16)
-    p = plan_reduction(x, mask, false);
+  const int64_t min_cols = op == OpId::Logsumexp ? 16 : cols ? 1 : 0;
+  const ReducePlan p = plan_reduction(x, mask, min_cols);
   if (p.outputs() == 0 && op != OpId::All && op != OpId::Any) return;
   void* o = out.impl()->data();
   visit_dtype(x.dtype(), [&]<class T>(TypeTag<T>) {

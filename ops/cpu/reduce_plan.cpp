@@ -64,7 +64,7 @@ void gather(const char* base, const SmallVector<Dim, 8>& order, size_t nk, int64
 
 }  // namespace
 
-ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, bool allow_cols) {
+ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols) {
   ReducePlan plan;
   SmallVector<Dim, 8> all, kept, red;  // non-1 dims only: size-1 dims never move an address
   SmallVector<bool, 8> is_red;
@@ -91,7 +91,7 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, bool allow_cols) {
     return plan;
   }
 
-  if (allow_cols && dense(all.data(), all.size())) {
+  if (min_cols > 0 && dense(all.data(), all.size())) {
     // The reduced dims must form one block followed by kept dims.
     size_t a = 0, nd = all.size();
     while (a < nd && !is_red[a]) ++a;
@@ -101,7 +101,7 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, bool allow_cols) {
         a < nd && b < nd && std::find(is_red.begin() + b, is_red.end(), true) == is_red.end();
     int64_t inner = 1;
     for (size_t i = b; i < nd; ++i) inner *= all[i].size;
-    if (block) {
+    if (block && inner >= min_cols) {
       plan.kind = ReducePlan::Kind::Cols;
       plan.inner = inner;
       plan.outer = m / inner;

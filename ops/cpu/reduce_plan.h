@@ -30,8 +30,9 @@ struct ReducePlan {
   }
 };
 
-// mask: bit d set when dim d is reduced. allow_cols: the op has a column kernel.
+// mask: bit d set when dim d is reduced. min_cols: the fewest kept columns (the kept extent after
+// the reduced block) for which the op reduces in the Cols layout; 0: the op has no column kernel.
 // With zero outputs or n == 0 the plan has no data (callers fill outputs or return).
-ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, bool allow_cols);
+ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols);
 
 }  // namespace kiln
