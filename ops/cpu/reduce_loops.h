@@ -445,29 +445,53 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, c
   for (int64_t j = 0; j < w; ++j) buf[j] = Op::apply(buf[j], tmp[j]);
 }
 
+// The work items of a reduction in the Cols layout [outer, n, inner] (run_cols, run_arg_cols):
+// (outer block, slice of at most kColWidth columns, chunk of at most kColRows rows), numbered
+// t = (o * slices + slice) * chunks + chunk; `grain` items per parallel_for task.
+struct ColWork {
+  int64_t n, inner, slices, width, chunks, grain;
+  ColWork(int64_t n_, int64_t inner_)
+      : n(n_),
+        inner(inner_),
+        slices((inner_ + kColWidth - 1) / kColWidth),
+        width(std::min(kColWidth, inner_)),
+        chunks((n_ + kColRows - 1) / kColRows),
+        grain(std::max<int64_t>(1, kParallelGrain / (std::min(n_, kColRows) * width))) {}
+  struct Slice {
+    int64_t o, j0, w;  // outer block, first column, columns
+    int64_t first;     // its first output, o * inner + j0
+  };
+  Slice slice(int64_t os) const {  // os = o * slices + slice
+    const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
+    return {o, j0, std::min(kColWidth, inner - j0), o * inner + j0};
+  }
+  struct Piece {
+    Slice s;
+    int64_t r0, r1;  // its rows
+  };
+  Piece piece(int64_t t) const {
+    const int64_t r0 = (t % chunks) * kColRows;
+    return {slice(t / chunks), r0, std::min(n, r0 + kColRows)};
+  }
+};
+
 // Cols [outer, n, inner]: store(output index, A) for output (o, j) at o * inner + j. n >= 1.
 // Work items are (outer block, column slice, row chunk); row chunks' partial vectors are then
 // combined per output with tree_combine. `pre`: what is folded (AsLoaded, CenteredSquares).
 template <class Op, class A, class T, class Store, class Pre = AsLoaded>
 void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& store,
               const Pre& pre = Pre{}) {
-  const int64_t slices = (inner + kColWidth - 1) / kColWidth;
-  const int64_t width = std::min(kColWidth, inner);
-  const int64_t chunks = (n + kColRows - 1) / kColRows;
-  const int64_t rows = std::min(n, kColRows);
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (rows * width));
+  const ColWork work(n, inner);
+  const int64_t slices = work.slices, width = work.width, chunks = work.chunks;
   const T* end = x + outer * n * inner;
-  auto reduce_piece = [&](int64_t t, A* buf) {  // t = (o * slices + slice) * chunks + chunk
-    const int64_t c = t % chunks, os = t / chunks;
-    const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
-    const int64_t w = std::min(kColWidth, inner - j0);
-    const int64_t r0 = c * kColRows;
-    col_block<Op, A>(x + (o * n + r0) * inner + j0, std::min(kColRows, n - r0), inner, w, end,
-                     pre.at(o * inner + j0), buf);
-    return std::pair{o * inner + j0, w};
+  auto reduce_piece = [&](int64_t t, A* buf) {
+    const auto [s, r0, r1] = work.piece(t);
+    col_block<Op, A>(x + (s.o * n + r0) * inner + s.j0, r1 - r0, inner, s.w, end, pre.at(s.first),
+                     buf);
+    return std::pair{s.first, s.w};
   };
   if (chunks == 1) {
-    parallel_for(0, outer * slices, grain, [&](int64_t b, int64_t e) {
+    parallel_for(0, outer * slices, work.grain, [&](int64_t b, int64_t e) {
       A buf[kColWidth];
       for (int64_t t = b; t < e; ++t) {
         auto [first, w] = reduce_piece(t, buf);
@@ -478,7 +502,7 @@ void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& 
   }
   // Not std::vector: vector<bool> packs bits, which threads cannot write independently.
   std::unique_ptr<A[]> part(new A[static_cast<size_t>(outer * slices * chunks * width)]);
-  parallel_for(0, outer * slices * chunks, grain, [&](int64_t b, int64_t e) {
+  parallel_for(0, outer * slices * chunks, work.grain, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) reduce_piece(t, part.get() + t * width);
   });
   parallel_for(0, outer * slices, 1, [&](int64_t b, int64_t e) {
@@ -488,9 +512,8 @@ void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& 
         for (int64_t c = 0; c + s < chunks; c += 2 * s)
           for (int64_t j = 0; j < width; ++j)
             p[c * width + j] = Op::apply(p[c * width + j], p[(c + s) * width + j]);
-      const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
-      const int64_t w = std::min(kColWidth, inner - j0);
-      for (int64_t j = 0; j < w; ++j) store(o * inner + j0 + j, p[j]);
+      const ColWork::Slice sl = work.slice(os);
+      for (int64_t j = 0; j < sl.w; ++j) store(sl.first + j, p[j]);
     }
   });
 }
@@ -503,11 +526,8 @@ void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& 
 // the chunks' parts are then combined in row order, a tie keeping the earlier chunk's row.
 template <bool Greater, class T, class Store>
 void run_arg_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& store) {
-  const int64_t slices = (inner + kColWidth - 1) / kColWidth;
-  const int64_t width = std::min(kColWidth, inner);
-  const int64_t chunks = (n + kColRows - 1) / kColRows;
-  const int64_t rows = std::min(n, kColRows);
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (rows * width));
+  const ColWork work(n, inner);
+  const int64_t slices = work.slices, width = work.width, chunks = work.chunks;
   const T* end = x + outer * n * inner;
   // Rows [r0, r1) of `lanes` columns from p, the first w of them stored. lanes > w: a 16-column
   // window (the lanes past w read the next row's values and are dropped), so that the columns'
@@ -539,18 +559,15 @@ void run_arg_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Sto
     }
     for (int64_t j = 0; j < w; ++j) best_out[j] = best[j], row_out[j] = r0 + row[j];
   };
-  auto scan = [&](int64_t t, T* best, int64_t* row) {  // t = (o * slices + slice) * chunks + chunk
-    const int64_t c = t % chunks, os = t / chunks;
-    const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
-    const int64_t w = std::min(kColWidth, inner - j0);
-    const int64_t r0 = c * kColRows, r1 = std::min(n, r0 + kColRows);
-    const T* p = x + (o * n + r0) * inner + j0;
-    const bool window = w < 16 && end - (p + (r1 - r0 - 1) * inner) >= 16;  // 16 columns fit
-    rows_of(p, window ? 16 : w, w, r0, r1, best, row);
-    return std::pair{o * inner + j0, w};
+  auto scan = [&](int64_t t, T* best, int64_t* row) {
+    const auto [s, r0, r1] = work.piece(t);
+    const T* p = x + (s.o * n + r0) * inner + s.j0;
+    const bool window = s.w < 16 && end - (p + (r1 - r0 - 1) * inner) >= 16;  // 16 columns fit
+    rows_of(p, window ? 16 : s.w, s.w, r0, r1, best, row);
+    return std::pair{s.first, s.w};
   };
   if (chunks == 1) {
-    parallel_for(0, outer * slices, grain, [&](int64_t b, int64_t e) {
+    parallel_for(0, outer * slices, work.grain, [&](int64_t b, int64_t e) {
       T best[kColWidth];
       int64_t row[kColWidth];
       for (int64_t t = b; t < e; ++t) {
@@ -563,22 +580,21 @@ void run_arg_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Sto
   const size_t parts = static_cast<size_t>(outer * slices * chunks * width);
   std::unique_ptr<T[]> best(new T[parts]);
   std::unique_ptr<int64_t[]> row(new int64_t[parts]);
-  parallel_for(0, outer * slices * chunks, grain, [&](int64_t b, int64_t e) {
+  parallel_for(0, outer * slices * chunks, work.grain, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) scan(t, best.get() + t * width, row.get() + t * width);
   });
   parallel_for(0, outer * slices, 1, [&](int64_t b, int64_t e) {
     for (int64_t os = b; os < e; ++os) {
       T* bv = best.get() + os * chunks * width;
       int64_t* br = row.get() + os * chunks * width;
-      const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
-      const int64_t w = std::min(kColWidth, inner - j0);
+      const ColWork::Slice sl = work.slice(os);
       for (int64_t c = 1; c < chunks; ++c)
-        for (int64_t j = 0; j < w; ++j)
+        for (int64_t j = 0; j < sl.w; ++j)
           if (better<Greater>(bv[c * width + j], bv[j])) {
             bv[j] = bv[c * width + j];
             br[j] = br[c * width + j];
           }
-      for (int64_t j = 0; j < w; ++j) store(o * inner + j0 + j, br[j]);
+      for (int64_t j = 0; j < sl.w; ++j) store(sl.first + j, br[j]);
     }
   });
 }
