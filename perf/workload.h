@@ -82,6 +82,7 @@ Workload dispatch_workload();
 Workload rnn_loop_workload();
 Workload rnn_scan_workload();
 Workload newton_workload();
+Workload host_loop_workload();
 Workload compile_layers_workload();
 
 // A deterministic float32 input of n elements with values in [lo, hi) (no RNG op needed), on

@@ -68,6 +68,7 @@ Config config_from_env() {
   }
   if (auto v = env("KILN_JIT_UNROLL")) c.jit_unroll = parse_int("KILN_JIT_UNROLL", v, 0, 4);
   if (auto v = env("KILN_JIT_WARMUP")) c.jit_warm_up = parse_bool("KILN_JIT_WARMUP", v);
+  if (auto v = env("KILN_JIT_EAGER_TIER")) c.jit_eager_tier = parse_bool("KILN_JIT_EAGER_TIER", v);
   if (auto v = env("KILN_JIT_ASSEMBLER")) c.jit_assembler = parse_bool("KILN_JIT_ASSEMBLER", v);
   if (auto v = env("KILN_JIT_STREAMING")) {
     const std::string s = v;

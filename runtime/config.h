@@ -24,10 +24,12 @@ struct Config {
   Relaxed<int> jit_unroll = 0;      // KILN_JIT_UNROLL: vectors per loop iteration; 0: auto
   Relaxed<bool> jit_warm_up =
       true;  // KILN_JIT_WARMUP: warm the CPU renderer up (jit/cpu/warm_up.h)
-  Relaxed<bool> jit_assembler = true;  // KILN_JIT_ASSEMBLER: CPU kernels' fast path (docs/jit.md)
-  std::string jit_streaming = "auto";  // KILN_JIT_STREAMING: auto | on | off: non-temporal stores
-                                       // for large outputs of CPU JIT kernels and eager pointwise
-                                       // ops (ops/cpu/store_choice.h)
+  Relaxed<bool> jit_eager_tier = true;  // KILN_JIT_EAGER_TIER: small ops between frequent syncs
+                                        // run eagerly (tracer/eager_tier.h)
+  Relaxed<bool> jit_assembler = true;   // KILN_JIT_ASSEMBLER: CPU kernels' fast path (docs/jit.md)
+  std::string jit_streaming = "auto";   // KILN_JIT_STREAMING: auto | on | off: non-temporal stores
+                                        // for large outputs of CPU JIT kernels and eager pointwise
+                                        // ops (ops/cpu/store_choice.h)
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   Relaxed<int> num_threads = 0;           // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
   std::string log = "warn";               // KILN_LOG: e.g. "info,ops=debug"

@@ -13,22 +13,28 @@
 
 namespace kiln::testing {
 
-// Sets config().jit for the scope (flushing what the scope recorded), restores it after.
+// Sets config().jit for the scope (flushing what the scope recorded), restores it after. The
+// eager tier (tracer/eager_tier.h) is off in the scope: the tests that switch recording on check
+// what recording does to each op, and their small tensors between syncs would otherwise run
+// eagerly after a few iterations (tests/test_eager_tier.cpp tests the tier).
 class JitMode {
  public:
-  explicit JitMode(bool on) : saved_(config().jit) {
+  explicit JitMode(bool on) : saved_(config().jit), saved_tier_(config().jit_eager_tier) {
     kiln::sync();
     config().jit = on;
+    config().jit_eager_tier = false;
   }
   ~JitMode() {
     kiln::sync();
     config().jit = saved_;
+    config().jit_eager_tier = saved_tier_;
   }
   JitMode(const JitMode&) = delete;
   JitMode& operator=(const JitMode&) = delete;
 
  private:
   bool saved_;
+  bool saved_tier_;
 };
 
 // Restores config().jit when a test ends, whatever it set (flushing what is pending; an error

@@ -16,6 +16,7 @@
 #include "fuzz/seeds.h"
 #include "kiln/kiln.h"
 #include "record_util.h"
+#include "tracer/eager_tier.h"
 #include "tracer/region_cache.h"
 
 namespace kiln {
@@ -38,6 +39,7 @@ TEST(RecordFuzz, RandomProgramsMatchEagerBitwise) {
   kiln::sync();
   tracer::RegionCache::instance().clear();  // the counts below assume a cold cache
   const tracer::CacheCounters c0 = tracer::RegionCache::instance().counters();
+  const int64_t tier0 = tracer::eager_tier_ops();
   int failures = 0;
   int64_t errors = 0, reads = 0;
   for (uint64_t seed = seeds.first; seed < seeds.end() && failures < 3; ++seed) {
@@ -67,9 +69,18 @@ TEST(RecordFuzz, RandomProgramsMatchEagerBitwise) {
   if (n >= 100) {
     EXPECT_GT(c1.repeats - c0.repeats, 0);
   }
-  std::printf("[fuzz] %llu programs, %lld reads, %lld errors compared, %lld repeated flushes\n",
-              static_cast<unsigned long long>(seeds.count), static_cast<long long>(reads),
-              static_cast<long long>(errors), static_cast<long long>(c1.repeats - c0.repeats));
+  // With the eager tier on (the KILN_JIT=0 pass), the programs' small steps between reads run
+  // some ops eagerly inside recorded runs: the tier's transitions are compared too.
+  const int64_t tier_ops = tracer::eager_tier_ops() - tier0;
+  if (config().jit_eager_tier && n >= 100) {
+    EXPECT_GT(tier_ops, 0);
+  }
+  std::printf(
+      "[fuzz] %llu programs, %lld reads, %lld errors compared, %lld repeated flushes, %lld ops "
+      "in the eager tier\n",
+      static_cast<unsigned long long>(seeds.count), static_cast<long long>(reads),
+      static_cast<long long>(errors), static_cast<long long>(c1.repeats - c0.repeats),
+      static_cast<long long>(tier_ops));
 }
 
 // The same program structures with other scalars and data: the region cache promotes the scalars

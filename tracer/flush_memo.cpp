@@ -38,6 +38,10 @@ bool FlushMemo::begin() {
   return true;
 }
 
+bool FlushMemo::followable() const {
+  return region_ != nullptr && generation_ == RegionCache::instance().generation();
+}
+
 bool FlushMemo::follow(size_t j, ValueId id, OpId op, const Attrs& attrs,
                        std::span<const ValueId> inputs, const ValueMeta& meta) {
   if (j >= raw_.nodes.size()) return false;

@@ -24,6 +24,9 @@ class FlushMemo {
  public:
   // Called when a segment starts recording: true when there is a recording to follow.
   bool begin();
+  // What begin() would return, without starting anything (a segment that recorded nothing since
+  // its last begin() need not begin again unless the answer changed: the cache was cleared).
+  bool followable() const;
   // True when the op about to be recorded as node `j` (its output would be value `id`) equals
   // the remembered node j; its run-time values are then patched in.
   bool follow(size_t j, ValueId id, OpId op, const Attrs& attrs, std::span<const ValueId> inputs,

@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
 #include "tracer/body_tracer.h"
+#include "tracer/eager_tier.h"
 #include "tracer/hop_nodes.h"
 #include "tracer/hop_recorder.h"
 #include "tracer/segment.h"
@@ -91,6 +93,7 @@ class Recorder final : public ModeHandler {
       return run_eager(def, call, meta);
     }
     for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
+    if (in_eager_tier(call, meta)) return run_eager(def, call, meta);
     return segment_->record(def, call, meta);
   }
 
@@ -111,10 +114,17 @@ class Recorder final : public ModeHandler {
     for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
     materialize_foreign(out, segment_);
     flush_other_readers(out, segment_);
+    if (in_eager_tier(call, meta)) {
+      run_eager_into(def, call, meta, out);
+      return;
+    }
     segment_->record_into(def, call, meta, out);
   }
 
   Segment& segment() { return *segment_; }
+
+  // A sync point of this thread (before its segment flushes).
+  void on_sync() { tier_.on_sync(); }
 
  private:
   // Recording was switched off: run what is pending and return this thread to eager mode.
@@ -123,7 +133,18 @@ class Recorder final : public ModeHandler {
     if (current_mode() == this) set_current_mode(nullptr);
   }
 
+  // Whether the eager tier runs this op now (tracer/eager_tier.h); counts it either way.
+  bool in_eager_tier(const OpCall& call, const OutputMeta& meta) {
+    if (!config().jit_eager_tier) [[unlikely]]
+      return false;
+    int64_t work = 1;
+    for (int64_t s : meta.sizes) work *= s;
+    for (const Tensor& t : call.inputs) work = std::max(work, t.numel());
+    return tier_.run_eagerly(work, [&] { return segment_->pending_nodes() == 0; });
+  }
+
   Segment* segment_;
+  EagerTier tier_;
 };
 
 // The thread's recorder, created at its first recorded op and destroyed (flushing) at its exit.
@@ -138,7 +159,10 @@ ModeHandler* recording_mode() {
 void sync_hook(SyncReason reason) {
   if (speculating())
     throw SpeculationAbort(fmt::format("it reaches a sync point ({})", sync_reason_name(reason)));
-  if (Recorder* r = t_recorder.get()) r->segment().flush(reason);
+  if (Recorder* r = t_recorder.get()) {
+    r->on_sync();
+    r->segment().flush(reason);
+  }
 }
 
 // A write that bypasses the recorder (an eager op, mutable_data_ptr). This thread's own pending

@@ -391,7 +391,9 @@ std::vector<Tensor> Segment::graph_args(const CanonicalGraph& cg,
 
 void Segment::flush_locked(SyncReason reason) {
   if (node_count() == 0) {
-    reset();
+    // A sync with nothing recorded since the last reset (every sync of a thread in the eager
+    // tier) has nothing to drop; only a cleared cache changes what the memo offers.
+    if (!slots_.empty() || !inputs_.empty() || following_ != memo_.followable()) reset();
     return;
   }
   const int64_t t0 = profiler::now_ns();
