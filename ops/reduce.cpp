@@ -3,7 +3,9 @@
 // in ops/cpu/reduce_kernels.cpp (compiled per ISA).
 //
 // Attrs: dims = the reduced dims as given (empty: all dims; may be negative);
-//        ints[0] = keepdim; ints[1] = unbiased (Var only).
+//        ints[0] = keepdim; ints[1] = unbiased (Var), or for Mean a count subtracted from the
+//        number of elements (0 from the API; 1 in the JIT's column var: the centered squares'
+//        sum / (n - 1), jit/passes/column_var.h).
 //        Argmax/Argmin: dims = {dim}. All/Any: every dim, no attrs.
 #include "ops/reduce.h"
 

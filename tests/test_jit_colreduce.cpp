@@ -418,7 +418,8 @@ TEST_F(JitColumnPlanTest, ColumnStatisticsKeepdimOrNotAndRowValues) {
 
 // A consumer that broadcasts a column result back (`x - x.mean(0)`) joins the column kernel as
 // its epilogue (a second pass over each block's rows); a reduction of the epilogue's values
-// (the centered squares' mean) starts the next kernel, which divides by its sqrt in turn.
+// (the centered squares' mean) starts the next kernel, which divides by its sqrt in turn. The
+// squares, read by that reduction only, are its prologue (not stored by the first kernel).
 TEST_F(JitColumnPlanTest, BroadcastBackIsAnEpilogue) {
   const Tensor x = randn_of({50, 40}, 3) * 2.0 + 1.0;
   const std::string steps = plan_of(
@@ -427,7 +428,76 @@ TEST_F(JitColumnPlanTest, BroadcastBackIsAnEpilogue) {
         return TensorList{c / (c * c).mean({0}, true).sqrt()};
       },
       {{x}}, "standardize columns");
-  EXPECT_EQ(steps, "k3 k3") << steps;
+  EXPECT_EQ(steps, "k2 k4") << steps;
+}
+
+// var and std over columns (jit/passes/column_var.h): two column kernels, the column means and
+// then the centered squares' sums with `x - mean` in the prologue (sqrt joining it), bitwise
+// against eager's var for both corrections, keepdim or not, both dtypes, every ISA, an empty and
+// a one-row batch (NaN), and a 3-D batch-norm shape over {0, 1}. A later batch of 8 columns
+// reuses the plan: its kernels decline, the split nodes run eagerly (Mean with a correction),
+// still eager var's bits.
+TEST_F(JitColumnPlanTest, VarAndStdOverColumnsAreTwoColumnKernels) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (bool unbiased : {true, false}) {
+        for (bool keepdim : {false, true}) {
+          const std::string what =
+              fmt::format("{} {} unbiased {} keepdim {}", isa, dt, unbiased, keepdim);
+          tracer::RegionCache::instance().clear();
+          std::vector<TensorList> sets;
+          for (int64_t n : {50, 1, 0, 300})
+            sets.push_back({randn_of({n, 40}, static_cast<uint64_t>(n), dt) * 3.0 + 1.0});
+          sets.push_back({randn_of({50, 8}, 9, dt)});  // declined: eager steps
+          const std::string steps = plan_of(
+              [&](const TensorList& in) {
+                return TensorList{in[0].var({0}, unbiased, keepdim),
+                                  (in[0] * 0.5).std({0}, unbiased, keepdim)};
+              },
+              sets, what);
+          // Two regions (the one-row batch's size-1 dim is in the region key), each three
+          // kernels: var's means; var's centered squares with std's product and its means;
+          // std's centered squares and sqrt.
+          EXPECT_EQ(steps, "k1 k5 k4 k1 k5 k4") << what;
+        }
+      }
+    }
+  }
+  tracer::RegionCache::instance().clear();
+  const std::string steps = plan_of(
+      [](const TensorList& in) {
+        const Tensor& x = in[0];
+        Tensor mean = x.mean({0, 1}, true);
+        return TensorList{(x - mean) / (x.var({0, 1}, false, true) + 1e-5).sqrt()};
+      },
+      {{randn_of({6, 30, 24}, 4) * 2.0}, {randn_of({3, 7, 24}, 5)}}, "batch norm");
+  EXPECT_EQ(steps.find('e'), std::string::npos) << steps;
+}
+
+// Mean's correction (attrs.ints[1], set only by the column var split): sum / (n - correction),
+// NaN over no elements, eagerly, over rows and over columns.
+TEST(ReduceMeanCorrection, DividesByTheCountLessTheCorrection) {
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{20, 33}, {0, 33}, {1, 33}}) {
+    const Tensor x = randn_of(shape, 3);
+    for (int64_t dim : {0, 1}) {
+      Attrs a;
+      a.dims = {dim};
+      a.ints[0] = 0;
+      a.ints[1] = 1;
+      const Tensor in[] = {x};
+      const Tensor got = dispatch(OpId::Mean, in, a);
+      const int64_t n = shape[static_cast<size_t>(dim)];
+      const std::vector<float> sums = x.sum({dim}).to_vector<float>(), g = got.to_vector<float>();
+      ASSERT_EQ(g.size(), sums.size());
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (n == 0)
+          EXPECT_TRUE(std::isnan(g[i])) << "dim " << dim << " element " << i;
+        else
+          EXPECT_EQ(g[i], sums[i] / static_cast<float>(n - 1)) << "dim " << dim << " element " << i;
+      }
+    }
+  }
 }
 
 // Element outputs of 8 MiB and more whose vectors all start aligned take non-temporal stores
@@ -448,7 +518,8 @@ TEST_F(JitColumnPlanTest, LargeEpilogueOutputsStreamBitwise) {
 
 // What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager's
 // column windows are faster), a reduced leaf that is not row-major
-// (transposed or narrowed: eager gathers it), var over columns (eager gathers), reductions over
+// (transposed or narrowed: eager gathers it), var over 50 columns (two kernels since the split),
+// reductions over
 // dims that are not one block.
 TEST_F(JitColumnPlanTest, WhatEagerReducesAsRowsStillMatches) {
   const Tensor x = randn_of({30, 12}, 5), wide = randn_of({30, 50}, 6),

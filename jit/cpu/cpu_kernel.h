@@ -21,6 +21,11 @@
 
 namespace kiln::jit {
 
+// Whether a column kernel of row values only (a sum over columns, its prologue fused) launches
+// at these sizes, as CpuKernel::may_launch decides (16 columns or more, and no wider split in
+// eager): CpuTarget::launches_column_reduction.
+bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims);
+
 class CpuKernel final : public CompiledKernel {
  public:
   // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at

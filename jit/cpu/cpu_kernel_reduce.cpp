@@ -182,10 +182,10 @@ bool only_row_values(const LoopKernel& k) {
 // step's nodes, run eagerly, give the same bits sooner: (x * 2).sum() over 2^20 Float32 on 2
 // threads took 355 us as one kernel, 187 us eagerly. (With element outputs, softmax, eager
 // runs a row per thread too.)
-bool eager_splits_rows_wider(const LoopKernel& k, int64_t rows, int64_t n) {
+bool eager_splits_rows_wider(bool row_values_only, int64_t rows, int64_t n) {
   const int threads = num_threads();
   if (threads < 2 || in_parallel_region() || n <= kRowProgramChunk || rows >= threads) return false;
-  return only_row_values(k);
+  return row_values_only;
 }
 
 // A column kernel's calls: blocks of up to 512 columns (a piece's rows of 2 KiB or more stay in
@@ -201,12 +201,12 @@ int64_t column_call_width(int64_t w, int64_t outer) {
 // than one chunk of kColRowChunk rows, which eager reduces across the threads
 // (ops/cpu/reduce_loops.h run_cols) in the same order: [65536, 64].sum(0) took 0.95-1.3 ms as
 // one call, 0.53-0.57 ms eagerly.
-bool eager_splits_cols_wider(const LoopKernel& k, int64_t outer, int64_t n, int64_t w) {
+bool eager_splits_cols_wider(bool row_values_only, int64_t outer, int64_t n, int64_t w) {
   const int threads = num_threads();
   if (threads < 2 || in_parallel_region() || n <= kColRowChunk) return false;
   const int64_t width = column_call_width(w, outer);
   if (outer * ((w + width - 1) / width) >= threads) return false;
-  return only_row_values(k);
+  return row_values_only;
 }
 
 // What the launch's sizes alone decide (CpuKernel::may_launch): false for a column launch of
@@ -214,7 +214,7 @@ bool eager_splits_cols_wider(const LoopKernel& k, int64_t outer, int64_t n, int6
 // windows with up to four runs of rows side by side are faster: [2^20, 2].sum(0) 3.5 ms as a
 // kernel, 0.58 ms eagerly; one column eager reduces as a row, another order), and where eager
 // spreads the work over more threads (above).
-bool sizes_allow_launch(const LoopKernel& k, const DimVector& sizes, int reduced_dims,
+bool sizes_allow_launch(bool row_values_only, const DimVector& sizes, int reduced_dims,
                         int inner_dims) {
   const size_t rank = sizes.size();
   if (reduced_dims < 0 || inner_dims < 0 || static_cast<size_t>(reduced_dims + inner_dims) > rank)
@@ -225,20 +225,26 @@ bool sizes_allow_launch(const LoopKernel& k, const DimVector& sizes, int reduced
   for (size_t d = 0; d < rank; ++d) (d < r0 ? outer : d < r1 ? n : w) *= sizes[d];
   if (inner_dims > 0) {
     if (w > 0 && w < 16) return false;
-    return !eager_splits_cols_wider(k, outer, n, w);
+    return !eager_splits_cols_wider(row_values_only, outer, n, w);
   }
-  return !eager_splits_rows_wider(k, outer, n);
+  return !eager_splits_rows_wider(row_values_only, outer, n);
 }
 
 }  // namespace
 
+bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims) {
+  return sizes_allow_launch(true, sizes, reduced_dims, inner_dims);
+}
+
 bool CpuKernel::may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const {
-  return !k_.has_reduce() || sizes_allow_launch(k_, sizes, reduced_dims, inner_dims);
+  return !k_.has_reduce() ||
+         sizes_allow_launch(only_row_values(k_), sizes, reduced_dims, inner_dims);
 }
 
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
   if (!k_.has_reduce()) return true;
-  if (!sizes_allow_launch(k_, args.sizes, args.reduced_dims, args.inner_dims)) return false;
+  if (!sizes_allow_launch(only_row_values(k_), args.sizes, args.reduced_dims, args.inner_dims))
+    return false;
   if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
   return !split_rows(k_, args).layout.empty();
 }

@@ -67,6 +67,11 @@ bool CpuTarget::supports(ExprOp op, DType dtype) const {
 
 std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k) { return compile(k, {}); }
 
+bool CpuTarget::launches_column_reduction(const DimVector& sizes, int reduced_dims,
+                                          int inner_dims) const {
+  return column_reduction_launches(sizes, reduced_dims, inner_dims);
+}
+
 std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k, const CpuLaunchHint& hint) {
   k.verify();
   if (tracer::dump_settings().wants(tracer::DumpKind::Code))  // KILN_DUMP=code

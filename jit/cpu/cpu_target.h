@@ -47,6 +47,8 @@ class CpuTarget final : public KernelTarget {
   int threshold() const override { return 1; }  // asmjit compiles in microseconds
   bool supports(ExprOp op, DType dtype) const override;
   std::shared_ptr<CompiledKernel> compile(const LoopKernel& k) override;
+  bool launches_column_reduction(const DimVector& sizes, int reduced_dims,
+                                 int inner_dims) const override;
   // The same, with what the planner knows of the kernel's launches (CpuLaunchHint). Compiling
   // renders one variant at once, so that a codegen failure surfaces while planning: the
   // all-contiguous one, as a column kernel where the launches will be, with non-temporal stores

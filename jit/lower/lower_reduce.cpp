@@ -145,8 +145,16 @@ int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
       return k.reduce(ExprOp::ReduceMax, x);
     case OpId::Amin:
       return k.reduce(ExprOp::ReduceMin, x);
-    case OpId::Mean:
-      return k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(t));
+    case OpId::Mean: {
+      // attrs.ints[1]: a count subtracted from n (ops/reduce.cpp), then NaN over no elements
+      const int64_t correction = n.attrs.ints.size() > 1 ? n.attrs.ints[1] : 0;
+      if (correction == 0)
+        return k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(t));
+      const int32_t m =
+          k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(t, -correction));
+      const int32_t empty = k.binary(ExprOp::Eq, k.row_size(t), k.constant(0.0, t));
+      return k.select(empty, k.constant(std::numeric_limits<double>::quiet_NaN(), t), m);
+    }
     default:
       break;
   }

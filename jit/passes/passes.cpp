@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "jit/passes/column_var.h"
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
@@ -62,7 +63,10 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
                       const PassOptions& o) {
   PassGraph pg(g, runtime);
   PassCounts c;
-  if (o.decompose && o.target != nullptr) c.decomposed += decompose(pg, *o.target, o.decompose_all);
+  if (o.decompose && o.target != nullptr) {
+    c.decomposed += decompose(pg, *o.target, o.decompose_all);
+    c.decomposed += split_column_var(pg, *o.target);
+  }
   // Each sweep leaves the sunk nodes dead, and new views of their inputs that may sink further.
   for (int sweep = 0; o.sink_views && o.target != nullptr && sweep < 16; ++sweep) {
     const int s = sink_views(pg, *o.target);

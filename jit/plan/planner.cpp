@@ -158,6 +158,28 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     for (size_t i = 0; i < rn.size(); ++i) random_index[rn[i]] = static_cast<int32_t>(i);
   }
 
+  // Values only column reductions consume, directly or through elementwise nodes, and no graph
+  // output: kept out of a column kernel's epilogue (which would store them for the reduction's
+  // kernel to read back), they become that reduction's prologue instead (var's centered squares,
+  // jit/passes/column_var.h).
+  std::vector<uint8_t> feeds_column_reductions(nv, 0);
+  {
+    std::vector<uint8_t> read(nv, 0), readers_ok(nv, 1);
+    for (ValueId v : g.outputs) readers_ok[v] = 0;
+    for (size_t jj = g.nodes.size(); jj-- > 0;) {
+      const Node& n = g.nodes[jj];
+      feeds_column_reductions[n.output] = read[n.output] && readers_ok[n.output];
+      const bool reduction =
+          n.inputs.size() == 1 && column_reduction_dims(n, *meta[n.inputs[0]]).reduced > 0;
+      const bool elementwise = (op_def(n.op).flags & kWritesAnyLayout) && n.subgraphs.empty() &&
+                               feeds_column_reductions[n.output];
+      for (ValueId v : n.inputs) {
+        read[v] = 1;
+        readers_ok[v] = readers_ok[v] && (reduction || elementwise);
+      }
+    }
+  }
+
   // Group.
   std::vector<Group> groups;
   std::vector<Draft> drafts;
@@ -422,6 +444,17 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         if (step_of[v] > target) target = -1;  // an input computed after that kernel runs
     }
     if (target >= 0 && !fits_row_kernel(groups[drafts[target].group], n, target)) target = -1;
+    if (target >= 0 && feeds_column_reductions[n.output]) {  // not an epilogue (above)
+      const Group& grp = groups[drafts[target].group];
+      bool epilogue = false;
+      if (grp.inner_dims > 0 && n.meta.sizes == grp.sizes)
+        for (ValueId v : reads_of_node)
+          epilogue = epilogue ||
+                     (step_of[v] == target &&
+                      (grp.is_row(v) || std::find(grp.epilogue.begin(), grp.epilogue.end(), v) !=
+                                            grp.epilogue.end()));
+      if (epilogue) target = -1;
+    }
     if (target >= 0 && random_index[jj] >= 0 && groups[drafts[target].group].reduced_dims > 0)
       target = -1;
     if (target < 0) {

@@ -27,14 +27,20 @@ using namespace reduce;
 
 // ---- kernels: one per op family, instantiated per input dtype T ----
 
+// Mean divides by n - correction (attrs.ints[1]: 0 from the API; 1 in the JIT's column var,
+// whose centered squares' mean is var's sum / (n - 1)), and is NaN over no elements.
 template <class T, class O>
-void sum_like(OpId op, const ReducePlan& p, O* out) {
+void sum_like(OpId op, const ReducePlan& p, O* out, int64_t correction = 0) {
   // Integers accumulate in uint64_t: wrapping on overflow like PyTorch's Int64, without the
   // undefined behaviour of signed overflow (the conversion back to int64_t is modular).
   using A = std::conditional_t<std::is_floating_point_v<T>, T, uint64_t>;
   const int64_t n = p.n;
   auto finish = [&](A a) -> O {
-    if (op == OpId::Mean) return static_cast<O>(a / static_cast<A>(n));
+    if (op == OpId::Mean) {
+      if constexpr (std::is_floating_point_v<A>)
+        if (n == 0) return std::numeric_limits<O>::quiet_NaN();
+      return static_cast<O>(a / static_cast<A>(n - correction));
+    }
     return static_cast<O>(a);
   };
   if (n == 0) {
@@ -303,7 +309,7 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
       case OpId::Prod:
       case OpId::Mean:
         if constexpr (std::is_floating_point_v<T>)
-          sum_like<T>(op, p, static_cast<T*>(o));
+          sum_like<T>(op, p, static_cast<T*>(o), op == OpId::Mean ? c.attrs.ints[1] : 0);
         else if (op != OpId::Mean)
           sum_like<T>(op, p, static_cast<int64_t*>(o));
         break;
