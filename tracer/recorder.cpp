@@ -140,7 +140,7 @@ class Recorder final : public ModeHandler {
     int64_t work = 1;
     for (int64_t s : meta.sizes) work *= s;
     for (const Tensor& t : call.inputs) work = std::max(work, t.numel());
-    return tier_.run_eagerly(work, [&] { return segment_->pending_nodes() == 0; });
+    return tier_.run_eagerly(work, [&] { return segment_->surely_empty(); });
   }
 
   Segment* segment_;

@@ -289,6 +289,7 @@ std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector
   if (needs_aliasing_flush(OpCall{op, inputs, attrs}, nullptr)) flush_locked(SyncReason::Aliasing);
   if (reads_written_strided_input(inputs)) flush_locked(SyncReason::HigherOrderOp);
   stop_following();  // a recording with bodies is never followed (tracer/flush_memo.h)
+  recorded_.store(true, std::memory_order_relaxed);
   SmallVector<ValueId, 4> ids;
   for (const Tensor& t : inputs) ids.push_back(read(t));
   const ValueId tuple =
@@ -343,10 +344,12 @@ void Segment::reset() {
   graph_input_owner_.clear();
   written_inputs_ = 0;
   epoch_ = next_epoch();
+  recorded_.store(false, std::memory_order_relaxed);
 }
 
 ValueId Segment::append_node(OpId op, const Attrs& attrs, std::span<const ValueId> inputs,
                              const ValueMeta& meta) {
+  recorded_.store(true, std::memory_order_relaxed);
   if (following_) {
     const ValueId id = graph_.num_values();
     if (memo_.follow(followed_, id, op, attrs, inputs, meta)) {

@@ -23,6 +23,7 @@
 // it while user code runs (tracer/spin_lock.h). Segments are pooled and never freed, so a storage's
 // producer pointer is always safe to call.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -53,6 +54,9 @@ class Segment final : public LazyProducer, public HopRecorder {
   // Runs everything recorded so far (no-op when nothing is pending).
   void flush(SyncReason reason);
   int64_t pending_nodes();
+  // Without the lock: true only when nothing was recorded since the last flush. For the thread
+  // that records into this segment (others only ever empty it): the eager tier asks it per op.
+  bool surely_empty() const { return !recorded_.load(std::memory_order_relaxed); }
   // Flushes when the pending work reads `s` as a graph input (another segment is about to
   // write it).
   void flush_if_reading(const Storage* s, SyncReason reason);
@@ -140,6 +144,7 @@ class Segment final : public LazyProducer, public HopRecorder {
   FlushMemo memo_;              // the last flush (a loop's next iteration repeats it)
   bool following_ = false;      // the nodes so far repeat memo_'s (graph_ holds none of them)
   size_t followed_ = 0;         // how many
+  std::atomic<bool> recorded_{false};  // a node since the last reset (surely_empty())
 };
 
 }  // namespace kiln::tracer
