@@ -139,7 +139,8 @@ class Recorder final : public ModeHandler {
       return false;
     int64_t work = 1;
     for (int64_t s : meta.sizes) work *= s;
-    for (const Tensor& t : call.inputs) work = std::max(work, t.numel());
+    for (const Tensor& t : call.inputs)  // defined: the dispatcher checked
+      work = std::max(work, t.impl()->numel());
     return tier_.run_eagerly(work, [&] { return segment_->surely_empty(); });
   }
 
