@@ -1,6 +1,6 @@
 // The eager tier (tracer/eager_tier.h): with recording on, a thread that syncs after every few
 // small ops runs them eagerly once four such intervals came in a row, records again as soon as
-// an interval grows past 8 ops or 8192 elements of work, never runs an op eagerly while its
+// an interval grows past 16 ops or 16384 elements of work, never runs an op eagerly while its
 // segment holds pending work, and computes eager's bits throughout. RecordFuzz covers the tier
 // over random programs (the KILN_JIT=0 pass runs the fuzzers with the tier on).
 #include <gtest/gtest.h>
@@ -67,14 +67,14 @@ TEST_F(EagerTierTest, SmallOpsBetweenFrequentSyncsRunEagerlyAfterFourIntervals) 
   }
 }
 
-TEST_F(EagerTierTest, AnIntervalPastEightOpsIsRecordedFromItsNinthOp) {
+TEST_F(EagerTierTest, AnIntervalPastTheOpLimitIsRecordedFromItsNextOp) {
   Tensor x = ramp({16});
   enter_tier(x);
   Tensor y = x;
   for (int64_t i = 0; i < EagerTier::kSmallOps; ++i) y = y * 1.25;
-  EXPECT_EQ(tracer::pending_ops_this_thread(), 0) << "eight small ops run eagerly";
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 0) << "kSmallOps small ops run eagerly";
   y = y - 0.5;
-  EXPECT_EQ(tracer::pending_ops_this_thread(), 1) << "the ninth is recorded";
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 1) << "the next is recorded";
   y = y * 2.0;
   EXPECT_EQ(tracer::pending_ops_this_thread(), 2);
   const Tensor want = eager_value([&] {

@@ -634,6 +634,9 @@ TEST(Recorder, BackgroundPlanningSurvivesCacheClearsAndPromotions) {
   CountingBackend backend;
   ConfigOverride threshold(config().jit_threshold, 1);
   ConfigOverride asynchronous(config().jit_async, true);
+  // The workers' JitMode scopes save and restore the eager tier's switch concurrently (it is
+  // global): restore it here, or later tests would inherit whichever value came last.
+  ConfigOverride tier(config().jit_eager_tier, static_cast<bool>(config().jit_eager_tier));
   kiln::testing::PlannerOverride planner(&backend);
   std::atomic<bool> stop{false};
   std::atomic<int> mismatches{0};

@@ -28,8 +28,11 @@ namespace kiln::tracer {
 
 class EagerTier {
  public:
-  static constexpr int64_t kSmallOps = 8;
-  static constexpr int64_t kSmallWork = 8192;
+  // Near the break-even measured on the 2-core Intel VM (docs/performance.md, 2026-11-29): 8
+  // chained ops of 1024 floats and a sync ran 6.6 µs eagerly, 7.4 recorded; 16 of them 11.5 and
+  // 12.9; 8 ops of 4096 floats 10.6 eagerly, 8.7 recorded (fused).
+  static constexpr int64_t kSmallOps = 16;
+  static constexpr int64_t kSmallWork = 16384;
   static constexpr int kEnterAfter = 4;
 
   // Counts an op of `work` elements into the current interval; true when it should run
