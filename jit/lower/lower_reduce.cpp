@@ -74,6 +74,17 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
 
 }  // namespace
 
+bool reduces_in_column_order(const tracer::ValueMeta& m) {
+  if (m.strides.empty()) return true;
+  int64_t expected = 1;
+  for (size_t d = m.sizes.size(); d-- > 0;) {
+    if (m.sizes[d] == 1) continue;
+    if (m.strides[d] != expected) return false;
+    expected *= m.sizes[d];
+  }
+  return true;
+}
+
 int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {
   const uint64_t mask = lowerable_mask(n, in, true);
   if (mask == 0) return 0;

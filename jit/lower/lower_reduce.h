@@ -44,6 +44,11 @@ struct ColumnDims {
 };
 ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& input);
 
+// Whether a value is row-major (computed so, or dense in that order, size-1 dims aside): eager
+// reduces such a value over leading dims in the column order, others as gathered rows
+// (ops/cpu/reduce_plan.cpp), so only such a value may be a column kernel's reduced input.
+bool reduces_in_column_order(const tracer::ValueMeta& m);
+
 // Appends the expressions of reduction `n` over the element value `x`; returns its row value
 // (softmax: its element value).
 int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x);

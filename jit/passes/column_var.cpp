@@ -13,23 +13,11 @@ using tracer::Node;
 using tracer::ValueId;
 using tracer::ValueMeta;
 
-// Dense in row-major order (or computed so): eager reduces it in the column order.
-bool row_major(const ValueMeta& m) {
-  if (m.strides.empty()) return true;
-  int64_t expected = 1;
-  for (size_t d = m.sizes.size(); d-- > 0;) {
-    if (m.sizes[d] == 1) continue;
-    if (m.strides[d] != expected) return false;
-    expected *= m.sizes[d];
-  }
-  return true;
-}
-
 // The column dims of var node n over x, if it is one the split applies to ({0, 0} if not).
 ColumnDims splittable(const Node& n, const ValueMeta& x, const KernelTarget& target) {
   if (n.op != OpId::Var || n.inputs.size() != 1 || !n.subgraphs.empty() ||
       !n.meta.strides.empty() || n.meta.device != Device::cpu() || x.device != Device::cpu() ||
-      !is_floating(x.dtype) || x.dtype != n.meta.dtype || !row_major(x))
+      !is_floating(x.dtype) || x.dtype != n.meta.dtype || !reduces_in_column_order(x))
     return {};
   Node as_mean;  // the reduction var's first pass is: a column reduction when var is one
   as_mean.op = OpId::Mean;

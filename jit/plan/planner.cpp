@@ -240,17 +240,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   };
   // Whether v is row-major (computed so, or dense in that order): eager reduces such a value in
   // the column order, others as gathered rows (ops/cpu/reduce_plan.cpp).
-  auto row_major = [&](ValueId v) {
-    const tracer::ValueMeta& m = *meta[v];
-    if (m.strides.empty()) return true;
-    int64_t expected = 1;
-    for (size_t d = m.sizes.size(); d-- > 0;) {
-      if (m.sizes[d] == 1) continue;
-      if (m.strides[d] != expected) return false;
-      expected *= m.sizes[d];
-    }
-    return true;
-  };
+  auto row_major = [&](ValueId v) { return reduces_in_column_order(*meta[v]); };
   // A node of a row kernel's row shape (not its index space) joins it only when it computes
   // a float from that kernel's row values alone: it is then a row value too (the CPU target
   // stores float row values only).
