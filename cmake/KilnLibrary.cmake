@@ -72,15 +72,22 @@ set(KILN_ISA_FLAGS_isa_baseline "")
 set(KILN_ISA_FLAGS_isa_avx2 -mavx2 -mfma -mf16c)
 set(KILN_ISA_FLAGS_isa_avx512 -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq
     -mprefer-vector-width=512)
-# -O3 for the kernels, except under a sanitizer: there they take the preset's -O1, as the rest of
-# the library does. Under ASan + UBSan, ops/cpu/reduce_kernels.cpp compiled in 136 s at -O3 and
-# 64 s at -O1 (2026-11-28, Intel VM): the three ISA copies of the kernel files were a quarter of
-# CI's asan build. The kernels' bits do not depend on the level (-ffp-contract=off, no fast-math).
+# -O3 for the kernels in every build type (a Debug build of a program keeps fast kernels), except
+# under a sanitizer: there they take the preset's -O1, as the rest of the library does. Under
+# ASan + UBSan, ops/cpu/reduce_kernels.cpp compiled in 136 s at -O3 and 64 s at -O1 (2026-11-28,
+# Intel VM): the three ISA copies of the kernel files were a quarter of CI's asan build. The
+# kernels' bits do not depend on the level (-ffp-contract=off, no fast-math).
+# KILN_KERNEL_OPT overrides it; empty leaves the kernels at the build type's level. The
+# add_subdirectory install test builds the library at -O0 that way (tests/install): the six
+# kernel objects took 262 s of its 440 s of CPU at -O3, about 60 at -O0.
 if(KILN_SANITIZE OR KILN_SANITIZE_THREAD)
-  set(KILN_ISA_OPT "")
+  set(kiln_kernel_opt_default "")
 else()
-  set(KILN_ISA_OPT -O3)
+  set(kiln_kernel_opt_default -O3)
 endif()
+set(KILN_KERNEL_OPT "${kiln_kernel_opt_default}"
+    CACHE STRING "Optimization flags of the CPU kernel files (empty: the build type's)")
+set(KILN_ISA_OPT ${KILN_KERNEL_OPT})
 foreach(isa isa_baseline isa_avx2 isa_avx512)
   add_library(kiln_${isa} OBJECT ${KILN_ISA_SOURCES})
   target_compile_definitions(kiln_${isa} PRIVATE KILN_ISA_NS=${isa})
