@@ -17,6 +17,7 @@
 
 #include "jit/cuda/nvrtc.h"
 #include "runtime/cuda/nvrtc_library.h"
+#include "suite_passes.h"
 
 namespace kiln::testing {
 
@@ -42,20 +43,8 @@ class TempDir {
 };
 
 // The tests that compile CUDA kernels with NVRTC or run their source on the host (the CUDA
-// codegen) test nothing that KILN_JIT or the CPU JIT's ISA changes, and cost about 85 s a pass:
-// they run in the KILN_JIT=0 pass of the suite only (tests/CMakeLists.txt runs the binary again
-// with KILN_JIT=1 and per lower ISA), and skip, saying so, in the others.
-inline bool in_a_cpu_jit_pass() {
-  const char* jit = std::getenv("KILN_JIT");
-  const char* isa = std::getenv("KILN_JIT_ISA");
-  return (jit != nullptr && std::string(jit) == "1") || (isa != nullptr && *isa != 0);
-}
-#define KILN_CUDA_CODEGEN_TEST_ONCE()                                                     \
-  do {                                                                                    \
-    if (::kiln::testing::in_a_cpu_jit_pass())                                             \
-      GTEST_SKIP() << "CUDA codegen is independent of KILN_JIT and KILN_JIT_ISA: tested " \
-                      "in the KILN_JIT=0 pass";                                           \
-  } while (0)
+// codegen) test nothing that KILN_JIT or the CPU JIT's ISA changes, and cost about 85 s a pass.
+#define KILN_CUDA_CODEGEN_TEST_ONCE() KILN_TEST_IN_THE_KILN_JIT_0_PASS_ONLY("CUDA codegen")
 
 #define KILN_SKIP_WITHOUT_NVRTC()                                                           \
   do {                                                                                      \

@@ -21,6 +21,7 @@
 #include "jit_kernel_util.h"
 #include "record_util.h"
 #include "runtime/parallel.h"
+#include "suite_passes.h"
 
 namespace kiln::jit {
 namespace {
@@ -186,6 +187,7 @@ std::vector<Case> cases() {
 
 // Assembler and Compiler renderings give the same bytes, for every case, ISA, unroll, layout.
 TEST(JitAssembler, SameBytesAsTheCompiler) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   const int64_t before = cpu_jit_counters().assembled.load();
   for (const Case& c : cases()) {
     for (const std::string& isa : supported_jit_isas()) {

@@ -21,6 +21,7 @@
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
 #include "record_util.h"
+#include "suite_passes.h"
 #include "tracer/region_runner.h"
 
 namespace kiln {
@@ -164,6 +165,7 @@ TEST(JitColumnKernels, CompiledForColumnsRendersTheColumnVariantOnly) {
 }
 
 TEST(JitColumnKernels, EveryOpDtypeIsaRowAndColumnCountMatchesEagerBitwise) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   const ExprOp ops[] = {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax,
                         ExprOp::ReduceMin};
   struct Shape {

@@ -24,6 +24,7 @@
 #include "jit/target.h"
 #include "jit_kernel_util.h"
 #include "runtime/parallel.h"
+#include "suite_passes.h"
 
 namespace kiln::jit {
 namespace {
@@ -335,6 +336,7 @@ void every_op_on(const std::string& isa, std::mt19937& rng) {
 }
 
 TEST(JitCpuKernels, EveryOpEveryIsaBothDtypes) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   std::mt19937 rng(1);
   for (const std::string& isa : supported_jit_isas()) {
     SCOPED_TRACE(isa);
@@ -446,6 +448,7 @@ void parallel_on(const std::string& isa, std::mt19937& rng) {
 }
 
 TEST(JitCpuKernels, AboveTheParallelGrainOneAndTwoThreads) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   std::mt19937 rng(3);
   for (const std::string& isa : supported_jit_isas()) {
     SCOPED_TRACE(isa);

@@ -17,6 +17,7 @@
 #include "jit/cpu/cpu_target.h"
 #include "jit_kernel_util.h"
 #include "kiln/kiln.h"
+#include "suite_passes.h"
 
 namespace kiln {
 namespace {
@@ -101,6 +102,7 @@ void dense_on(const std::string& isa, const std::vector<T>& xs) {
 }
 
 TEST(JitExpDense, ExpFamilyGivesEagerBitsOverTheWholeRangeEveryIsa) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   const std::vector<float> f = dense_values<float>();
   const std::vector<double> d = dense_values<double>();
   for (const std::string& isa : testing::supported_jit_isas()) {

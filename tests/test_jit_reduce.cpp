@@ -22,6 +22,7 @@
 #include "jit_recorded_util.h"
 #include "record_util.h"
 #include "runtime/parallel.h"
+#include "suite_passes.h"
 #include "tracer/region_cache.h"
 #include "tracer/region_runner.h"
 
@@ -146,6 +147,7 @@ Tensor row_data(int64_t rows, int64_t n, DType dt, ExprOp op, uint64_t seed, boo
 }
 
 TEST(JitReduceKernels, EveryOpDtypeIsaAndRowLengthMatchesEagerBitwise) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   const std::vector<int64_t> lengths = {0,   1,   2,   3,   4,   7,    8,    9,    15,    16,
                                         17,  31,  32,  33,  63,  64,   65,   127,  128,   129,
                                         136, 255, 256, 257, 300, 1000, 1024, 4099, 65536, 65543};

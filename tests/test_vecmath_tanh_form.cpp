@@ -14,6 +14,7 @@
 
 #include "ops/cpu/vecmath/gnu_vec_ops.h"
 #include "ops/cpu/vecmath/vecmath.h"
+#include "suite_passes.h"
 
 namespace vm = kiln::vecmath;
 
@@ -48,6 +49,7 @@ int64_t differences(const std::vector<T>& xs) {
 }
 
 TEST(VecmathTanhForm, Float32EveryExponentBitwise) {
+  KILN_TEST_IN_THE_KILN_JIT_0_PASS_ONLY("vector math");
   std::vector<float> xs;
   for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 127) {
     const uint32_t b = static_cast<uint32_t>(u);
@@ -60,6 +62,7 @@ TEST(VecmathTanhForm, Float32EveryExponentBitwise) {
 }
 
 TEST(VecmathTanhForm, Float64Bitwise) {
+  KILN_TEST_IN_THE_KILN_JIT_0_PASS_ONLY("vector math");
   std::mt19937_64 g(11);
   std::vector<double> xs;
   for (int i = 0; i < (1 << 22); ++i) {

@@ -22,6 +22,7 @@
 
 #include "ops/cpu/vecmath/gnu_vec_ops.h"
 #include "ops/cpu/vecmath/vecmath.h"
+#include "suite_passes.h"
 
 namespace {
 
@@ -231,6 +232,7 @@ void check_case(const Case& c, VecFn<T> fn, double bound, std::vector<T> xs) {
 }
 
 TEST(VecmathUlp, Float32WholeRange) {
+  KILN_TEST_IN_THE_KILN_JIT_0_PASS_ONLY("vector math");
   std::vector<Case> cs = cases();
   std::vector<std::thread> ts;
   for (size_t i = 0; i < cs.size(); ++i) {
@@ -245,6 +247,7 @@ TEST(VecmathUlp, Float32WholeRange) {
 }
 
 TEST(VecmathUlp, Float64WholeRange) {
+  KILN_TEST_IN_THE_KILN_JIT_0_PASS_ONLY("vector math");
   std::vector<Case> cs = cases();
   std::vector<std::thread> ts;
   for (size_t i = 0; i < cs.size(); ++i) {
@@ -409,6 +412,7 @@ void check_pow_specials() {
 }
 
 TEST(VecmathUlp, PowWholeRange) {
+  KILN_TEST_IN_THE_KILN_JIT_0_PASS_ONLY("vector math");
   std::thread t32([] { check_pow<float>(1.0); });
   check_pow<double>(1.0);
   t32.join();
