@@ -71,7 +71,7 @@ class KernelTarget {
   virtual std::shared_ptr<CompiledKernel> compile(const LoopKernel& k) = 0;
   // Whether a column kernel of row values only (a sum over the `reduced_dims` dims before the
   // last `inner_dims`) would launch at these recorded sizes: the column var split asks before
-  // rewriting (jit/passes/column_var.h). Default: the target runs no column kernels.
+  // rewriting (jit/passes/column_split.h). Default: the target runs no column kernels.
   virtual bool launches_column_reduction(const DimVector& sizes, int reduced_dims,
                                          int inner_dims) const {
     (void)sizes, (void)reduced_dims, (void)inner_dims;

@@ -5,7 +5,9 @@
 // Attrs: dims = the reduced dims as given (empty: all dims; may be negative);
 //        ints[0] = keepdim; ints[1] = unbiased (Var), or for Mean a count subtracted from the
 //        number of elements (0 from the API; 1 in the JIT's column var: the centered squares'
-//        sum / (n - 1), jit/passes/column_var.h).
+//        sum / (n - 1), jit/passes/column_split.h); for Amax/Amin 1 where an empty reduction
+//        gives the identity (-inf / +inf, the lowest / highest integer) instead of an error (the
+//        JIT's column logsumexp: its amax over a batch of no rows).
 //        Argmax/Argmin: dims = {dim}. All/Any: every dim, no attrs.
 #include "ops/reduce.h"
 
@@ -98,7 +100,7 @@ void reduce_meta(const OpCall& c, OutputMeta& m) {
   m.sizes.clear();
   for (int64_t d = 0; d < x->dim(); ++d) {
     const bool r = (mask >> d) & 1u;
-    if (r && needs_values)
+    if (r && needs_values && !((c.op == OpId::Amax || c.op == OpId::Amin) && c.attrs.ints[1]))
       KILN_CHECK(x->sizes()[d] != 0,
                  "{}: reduced dim {} of {} has size 0 (expected a non-empty reduction: the "
                  "result of an empty {} is undefined)",

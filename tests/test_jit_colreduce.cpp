@@ -433,7 +433,7 @@ TEST_F(JitColumnPlanTest, BroadcastBackIsAnEpilogue) {
   EXPECT_EQ(steps, "k2 k4") << steps;
 }
 
-// var and std over columns (jit/passes/column_var.h): two column kernels, the column means and
+// var and std over columns (jit/passes/column_split.h): two column kernels, the column means and
 // then the centered squares' sums with `x - mean` in the prologue (sqrt joining it), bitwise
 // against eager's var for both corrections, keepdim or not, both dtypes, every ISA, an empty and
 // a one-row batch (NaN), and a 3-D batch-norm shape over {0, 1}. A later batch of 8 columns
@@ -475,6 +475,86 @@ TEST_F(JitColumnPlanTest, VarAndStdOverColumnsAreTwoColumnKernels) {
       },
       {{randn_of({6, 30, 24}, 4) * 2.0}, {randn_of({3, 7, 24}, 5)}}, "batch norm");
   EXPECT_EQ(steps.find('e'), std::string::npos) << steps;
+}
+
+// logsumexp over columns (jit/passes/column_split.h): two column kernels, the column maxima
+// (their shift computed in the epilogue), then the sums of exp(x - shift) with log(sum) + shift
+// in the epilogue, bitwise against eager's logsumexp, keepdim or not, both dtypes, every ISA,
+// an empty batch (-inf), a one-row batch, columns of -inf, of +inf and with a NaN, and a 3-D
+// input over {0, 1}. A later batch of 8 columns reuses the plan: its kernels decline, the split
+// nodes run eagerly (an amax that gives -inf over no rows), still eager logsumexp's bits.
+TEST_F(JitColumnPlanTest, LogsumexpOverColumnsIsTwoColumnKernels) {
+  auto special = [](int64_t n, DType dt) {
+    Tensor x = randn_of({n, 40}, static_cast<uint64_t>(n) + 3, dt) * 4.0;
+    if (n >= 3) {
+      const double inf = std::numeric_limits<double>::infinity();
+      x.select(1, 0).fill_(-inf);              // a column of -inf: -inf
+      x.select(1, 1).select(0, 1).fill_(inf);  // a +inf: +inf
+      x.select(1, 2).select(0, 2).fill_(std::numeric_limits<double>::quiet_NaN());
+      x.select(1, 3).select(0, 0).fill_(-inf);  // one -inf among finite values
+    }
+    return x;
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (bool keepdim : {false, true}) {
+        const std::string what = fmt::format("{} {} keepdim {}", isa, dt, keepdim);
+        tracer::RegionCache::instance().clear();
+        std::vector<TensorList> sets;
+        for (int64_t n : {50, 0, 300, 1}) sets.push_back({special(n, dt)});
+        sets.push_back({randn_of({50, 8}, 9, dt)});  // declined: eager steps
+        const std::string steps = plan_of(
+            [&](const TensorList& in) {
+              return TensorList{(in[0] * 0.5 + 1.0).logsumexp(IntList{0}, keepdim)};
+            },
+            sets, what);
+        // Two regions (the one-row batch's size-1 dim is in the region key). Over 50 rows: x *
+        // 0.5 + 1 (stored: the planner does not recompute it), amax and the clamped shift; the
+        // sum of exp(x - shift) and its log; + shift, a kernel of its own (a row value computes
+        // from its kernel's row values only: loop_kernel.h); without keepdim, the squeeze (a
+        // view: an eager step). Over one row the index space has the row shape: + shift joins
+        // the second kernel.
+        EXPECT_EQ(steps, keepdim ? "k4 k4 k1 k4 k5" : "k4 k4 k1 e k4 k5 e") << what;
+      }
+    }
+  }
+  tracer::RegionCache::instance().clear();
+  const std::string steps = plan_of(
+      [](const TensorList& in) {
+        return TensorList{in[0].logsumexp(IntList{0, 1})};
+      },
+      {{randn_of({6, 30, 24}, 4) * 2.0}, {randn_of({3, 7, 24}, 5)}}, "over {0, 1}");
+  EXPECT_EQ(steps, "k2 k4 k1 e e") << steps;  // the two squeezes: views
+}
+
+// Amax and Amin with attrs.ints[1] (set only by the column logsumexp split) give the identity
+// over no elements, eagerly, where the API's amax raises; with elements, the same as without.
+TEST(ReduceExtremeOfNothing, GivesTheIdentityWhereAsked) {
+  for (DType dt : {kFloat32, kFloat64, kInt32}) {
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{0, 33}, {20, 33}}) {
+      const Tensor x = (randn_of(shape, 3) * 10.0).to(dt);
+      for (OpId op : {OpId::Amax, OpId::Amin}) {
+        Attrs a;
+        a.dims = {0};
+        a.ints[1] = 1;
+        const Tensor in[] = {x};
+        const Tensor got = dispatch(op, in, a).to(kFloat64);
+        const std::string what = fmt::format("{} {} {}", op_name(op), dt, shape[0]);
+        if (shape[0] > 0) {
+          const Tensor want = (op == OpId::Amax ? x.amax({0}) : x.amin({0})).to(kFloat64);
+          EXPECT_EQ(got.to_vector<double>(), want.to_vector<double>()) << what;
+          continue;
+        }
+        const double inf = std::numeric_limits<double>::infinity();
+        const double id = is_floating(dt)    ? (op == OpId::Amax ? -inf : inf)
+                          : op == OpId::Amax ? double(std::numeric_limits<int32_t>::lowest())
+                                             : double(std::numeric_limits<int32_t>::max());
+        for (double v : got.to_vector<double>()) EXPECT_EQ(v, id) << what;
+        EXPECT_THROW(x.amax({0}), Error) << what;  // the API's amax still raises
+      }
+    }
+  }
 }
 
 // Mean's correction (attrs.ints[1], set only by the column var split): sum / (n - correction),
@@ -519,10 +599,9 @@ TEST_F(JitColumnPlanTest, LargeEpilogueOutputsStreamBitwise) {
 }
 
 // What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager's
-// column windows are faster), a reduced leaf that is not row-major
-// (transposed or narrowed: eager gathers it), var over 50 columns (two kernels since the split),
-// reductions over
-// dims that are not one block.
+// column windows are faster), a reduced leaf that is not row-major (transposed or narrowed:
+// eager gathers it), var and logsumexp over 50 columns (two kernels each since the split), a
+// logsumexp of a transposed leaf (not split), reductions over dims that are not one block.
 TEST_F(JitColumnPlanTest, WhatEagerReducesAsRowsStillMatches) {
   const Tensor x = randn_of({30, 12}, 5), wide = randn_of({30, 50}, 6),
                c3 = randn_of({6, 7, 20}, 8);
@@ -531,6 +610,8 @@ TEST_F(JitColumnPlanTest, WhatEagerReducesAsRowsStillMatches) {
       [&] { return wide.t().sum({0}); },
       [&] { return wide.narrow(1, 0, 20).sum({0}); },
       [&] { return (wide + 1.0).var({0}); },
+      [&] { return (wide + 1.0).logsumexp(IntList{0}); },
+      [&] { return wide.t().logsumexp(IntList{1}); },
       [&] {
         return (c3 * 2.0).sum({0, 2});
       },

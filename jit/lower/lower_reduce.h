@@ -22,9 +22,9 @@
 //          (its node has the input's shape; lower_reduction returns it all the same).
 // A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
 // of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
-// mean, prod, amax, amin (var is split into two means first: jit/passes/column_var.h;
-// logsumexp, argmax/argmin and all/any are not). The rest (integer sums, other dim sets) stays
-// eager steps. mean's correction (attrs.ints[1], set by that split): ReduceSum(x) /
+// mean, prod, amax, amin (var and logsumexp are split into two column reductions first:
+// jit/passes/column_split.h; argmax/argmin and all/any are not). The rest (integer sums, other dim
+// sets) stays eager steps. mean's correction (attrs.ints[1], set by that split): ReduceSum(x) /
 // RowSize(-correction), NaN for an empty row.
 #pragma once
 #include <cstdint>

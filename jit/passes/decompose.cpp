@@ -48,19 +48,13 @@ bool lowers_any_way(const Node& n, std::span<const ValueMeta* const> in,
 }  // namespace
 
 int decompose(PassGraph& pg, const KernelTarget& target, bool force) {
-  tracer::Graph& g = pg.graph;
+  const tracer::Graph& g = pg.graph;
   const std::vector<const ValueMeta*> meta = pg.metas();
-  std::vector<Node> out;
-  std::vector<int32_t> out_origin;
-  out.reserve(g.nodes.size());
-  int32_t next = g.num_values();
+  NodeListBuilder out(pg);
   int count = 0;
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     const Node& n = g.nodes[j];
-    auto keep = [&] {
-      out.push_back(n);  // a copy: `meta` points into g.nodes
-      out_origin.push_back(pg.origin[j]);
-    };
+    auto keep = [&] { out.keep(j); };
     const DecompositionFn fn = decomposition(n.op);
     const uint32_t flags = op_def(n.op).flags;
     if (fn == nullptr || pg.has_runtime_scalar(j) || !n.subgraphs.empty() ||
@@ -78,7 +72,7 @@ int decompose(PassGraph& pg, const KernelTarget& target, bool force) {
       keep();
       continue;
     }
-    Emitter e(n.meta, next);
+    Emitter e(n.meta, out.next());
     const DecompositionCall call{n.op,
                                  n.attrs,
                                  {n.inputs.data(), n.inputs.size()},
@@ -105,16 +99,11 @@ int decompose(PassGraph& pg, const KernelTarget& target, bool force) {
       continue;
     }
     e.nodes.back().output = n.output;  // the composite's readers and outputs stay as they are
-    for (Node& m : e.nodes) {
-      out.push_back(std::move(m));
-      out_origin.push_back(-1);
-    }
-    next = e.next();
+    for (Node& m : e.nodes) out.add(std::move(m));
+    out.next() = e.next();
     ++count;
   }
-  g.nodes = std::move(out);
-  pg.origin = std::move(out_origin);
-  g.set_num_values(next);
+  out.commit();
   return count;
 }
 

@@ -1,5 +1,9 @@
 #include "jit/passes/pass_graph.h"
 
+#include <utility>
+
+#include "runtime/dispatcher.h"
+
 namespace kiln::jit::passes {
 
 using tracer::ValueId;
@@ -30,6 +34,49 @@ std::vector<uint8_t> PassGraph::output_flags() const {
   std::vector<uint8_t> o(static_cast<size_t>(graph.num_values()), 0);
   for (ValueId v : graph.outputs) o[v] = 1;
   return o;
+}
+
+NodeListBuilder::NodeListBuilder(PassGraph& pg) : pg_(pg), next_(pg.graph.num_values()) {
+  nodes_.reserve(pg.graph.nodes.size());
+  origin_.reserve(pg.graph.nodes.size());
+}
+
+void NodeListBuilder::keep(size_t j) {
+  nodes_.push_back(pg_.graph.nodes[j]);
+  origin_.push_back(pg_.origin[j]);
+}
+
+ValueId NodeListBuilder::add(OpId op, const Attrs& attrs, SmallVector<ValueId, 4> inputs,
+                             tracer::ValueMeta meta, ValueId output) {
+  tracer::Node n;
+  n.op = op;
+  n.attrs = attrs;
+  n.inputs = std::move(inputs);
+  n.output = output >= 0 ? output : next_++;
+  n.meta = std::move(meta);
+  add(std::move(n));
+  return nodes_.back().output;
+}
+
+void NodeListBuilder::add(tracer::Node n) {
+  nodes_.push_back(std::move(n));
+  origin_.push_back(-1);
+}
+
+void NodeListBuilder::commit() {
+  pg_.graph.nodes = std::move(nodes_);
+  pg_.origin = std::move(origin_);
+  pg_.graph.set_num_values(next_);
+}
+
+tracer::ValueMeta view_meta(OpId op, const Attrs& attrs, const tracer::ValueMeta& in) {
+  DimVector strides = in.strides.empty() ? contiguous_strides(in.sizes) : in.strides;
+  const Tensor t(make_ref<TensorImpl>(in.sizes, std::move(strides), in.offset, in.dtype, in.device,
+                                      Ref<Storage>{}));
+  const Tensor args[] = {t};
+  tracer::ValueMeta m;
+  op_def(op).meta(OpCall{op, args, attrs}, m);
+  return m;
 }
 
 void apply_replacements(tracer::Graph& g, const std::vector<ValueId>& repl) {

@@ -43,6 +43,37 @@ struct PassGraph {
   std::vector<uint8_t> output_flags() const;
 };
 
+// A pass's new node list for a PassGraph, built node by node: nodes kept from the graph (with
+// their origin) and nodes the pass adds (origin -1; new values numbered after the graph's).
+// commit() installs it. The passes that replace a node by several (decompose, sink_views,
+// the column splits) share this skeleton.
+class NodeListBuilder {
+ public:
+  explicit NodeListBuilder(PassGraph& pg);
+  // Node j of the graph, as it is. (A copy: metadata pointers into the graph stay valid until
+  // commit().)
+  void keep(size_t j);
+  // A pass's node op(inputs) of metadata `meta`, defining a new value, or `output` when given (a
+  // rewrite's last node takes over the replaced node's value, so its readers stay as they are).
+  tracer::ValueId add(OpId op, const Attrs& attrs, SmallVector<tracer::ValueId, 4> inputs,
+                      tracer::ValueMeta meta, tracer::ValueId output = -1);
+  // A pass's node whose output is already numbered (from next()).
+  void add(tracer::Node n);
+  // The next unused value id (a pass that numbers values itself advances it).
+  int32_t& next() { return next_; }
+  // Installs the list in the graph.
+  void commit();
+
+ private:
+  PassGraph& pg_;
+  std::vector<tracer::Node> nodes_;
+  std::vector<int32_t> origin_;
+  int32_t next_;
+};
+
+// The metadata view op `op`'s own meta function gives for an input of metadata `in`.
+tracer::ValueMeta view_meta(OpId op, const Attrs& attrs, const tracer::ValueMeta& in);
+
 // Rewrites every read of a value through `repl` (repl[v] == v: unchanged). Outputs are not
 // rewritten (see the invariants).
 void apply_replacements(tracer::Graph& g, const std::vector<tracer::ValueId>& repl);

@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "jit/passes/column_var.h"
+#include "jit/passes/column_split.h"
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
@@ -65,7 +65,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   PassCounts c;
   if (o.decompose && o.target != nullptr) {
     c.decomposed += decompose(pg, *o.target, o.decompose_all);
-    c.decomposed += split_column_var(pg, *o.target);
+    c.decomposed += split_column_reductions(pg, *o.target);
   }
   // Each sweep leaves the sunk nodes dead, and new views of their inputs that may sink further.
   for (int sweep = 0; o.sink_views && o.target != nullptr && sweep < 16; ++sweep) {

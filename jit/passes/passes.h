@@ -1,7 +1,7 @@
 // The graph passes the JIT's planner runs on a copy of a region's canonical graph before it
 // groups nodes into kernels (docs/jit.md, "Graph passes"), one file each:
 //   decompose.h       composites into primitives, where that exposes fusion
-//   column_var.h      var over columns as two column means (the second of centered squares)
+//   column_split.h    var and logsumexp over columns as two column reductions each
 //   sink_views.h      views of pointwise results become index maps of their inputs
 //   simplify.h        bit-exact algebraic rules (x * 1, x - +0, neg(neg x), pow(x, 1), ...)
 //   cse.h             common subexpression elimination

@@ -19,35 +19,15 @@ bool sinkable_view(OpId op) {
          op == OpId::Unsqueeze;
 }
 
-// The metadata the view op's own meta function gives for an input of metadata `in`.
-ValueMeta view_meta(OpId op, const Attrs& attrs, const ValueMeta& in) {
-  DimVector strides = in.strides.empty() ? contiguous_strides(in.sizes) : in.strides;
-  const Tensor t(make_ref<TensorImpl>(in.sizes, std::move(strides), in.offset, in.dtype, in.device,
-                                      Ref<Storage>{}));
-  const Tensor args[] = {t};
-  ValueMeta m;
-  op_def(op).meta(OpCall{op, args, attrs}, m);
-  return m;
-}
-
 // Appends views of input `u` (metadata `um`) that give it the view V's index map over P's
 // shape `p`, and returns the value that P' reads instead of `u`.
 class ViewBuilder {
  public:
-  ViewBuilder(std::vector<Node>& out, std::vector<int32_t>& origin, int32_t& next)
-      : out_(out), origin_(origin), next_(next) {}
+  explicit ViewBuilder(NodeListBuilder& out) : out_(out) {}
 
   ValueId add(OpId op, const Attrs& attrs, ValueId u, ValueMeta& um) {
-    Node n;
-    n.op = op;
-    n.attrs = attrs;
-    n.inputs.push_back(u);
-    n.output = next_++;
-    n.meta = view_meta(op, attrs, um);
-    um = n.meta;
-    out_.push_back(std::move(n));
-    origin_.push_back(-1);
-    return out_.back().output;
+    um = view_meta(op, attrs, um);
+    return out_.add(op, attrs, {u}, um);
   }
 
   ValueId apply(const Node& v, const DimVector& p, ValueId u, ValueMeta um) {
@@ -90,9 +70,7 @@ class ViewBuilder {
   }
 
  private:
-  std::vector<Node>& out_;
-  std::vector<int32_t>& origin_;
-  int32_t& next_;
+  NodeListBuilder& out_;
 };
 
 }  // namespace
@@ -134,35 +112,27 @@ int sink_views(PassGraph& pg, const KernelTarget& target) {
     return lowers(p, {in.data(), in.size()}, ScalarSource{}, target) ? &p : nullptr;
   };
 
-  std::vector<Node> out;
-  std::vector<int32_t> out_origin;
-  out.reserve(g.nodes.size());
-  int32_t next = g.num_values();
+  NodeListBuilder out(pg);
   int count = 0;
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     const Node* p = sinks_through(j);
     if (p == nullptr) {
-      out.push_back(g.nodes[j]);
-      out_origin.push_back(pg.origin[j]);
+      out.keep(j);
       continue;
     }
     const Node& v = g.nodes[j];
-    Node q;  // P over the views of its inputs, defining V's value (V's readers stay as they are)
-    q.op = p->op;
-    q.attrs = p->attrs;
-    ViewBuilder b(out, out_origin, next);
-    for (ValueId u : p->inputs) q.inputs.push_back(b.apply(v, p->meta.sizes, u, *meta[u]));
-    q.output = v.output;
-    q.meta.sizes = v.meta.sizes;
-    q.meta.dtype = p->meta.dtype;
-    q.meta.device = p->meta.device;
-    out.push_back(std::move(q));
-    out_origin.push_back(-1);
+    // P over the views of its inputs, defining V's value (V's readers stay as they are).
+    ViewBuilder b(out);
+    SmallVector<ValueId, 4> inputs;
+    for (ValueId u : p->inputs) inputs.push_back(b.apply(v, p->meta.sizes, u, *meta[u]));
+    ValueMeta qm;
+    qm.sizes = v.meta.sizes;
+    qm.dtype = p->meta.dtype;
+    qm.device = p->meta.device;
+    out.add(p->op, p->attrs, std::move(inputs), std::move(qm), v.output);
     ++count;
   }
-  g.nodes = std::move(out);
-  pg.origin = std::move(out_origin);
-  g.set_num_values(next);
+  out.commit();
   return count;
 }
 

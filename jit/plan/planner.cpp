@@ -161,7 +161,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // Values only column reductions consume, directly or through elementwise nodes, and no graph
   // output: kept out of a column kernel's epilogue (which would store them for the reduction's
   // kernel to read back), they become that reduction's prologue instead (var's centered squares,
-  // jit/passes/column_var.h).
+  // jit/passes/column_split.h).
   std::vector<uint8_t> feeds_column_reductions(nv, 0);
   {
     std::vector<uint8_t> read(nv, 0), readers_ok(nv, 1);

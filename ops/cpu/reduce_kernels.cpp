@@ -79,6 +79,10 @@ void extreme(const ReducePlan& p, T* out) {
   const T* x = p.ptr<T>();
   const int64_t n = p.n;
   auto store = [&](int64_t i, T v) { out[i] = v; };
+  if (n == 0) {  // only where asked for (ops/reduce.cpp: Amax / Amin's attrs.ints[1])
+    for (int64_t i = 0; i < p.outputs(); ++i) out[i] = Op::template identity<T>();
+    return;
+  }
   if (p.kind == ReducePlan::Kind::Cols) return run_cols<Op, T>(x, p.outer, n, p.inner, store);
   run_rows<T>(
       p.outer, n,
@@ -295,11 +299,15 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
   const TensorImpl& x = *c.inputs[0].impl();
   const uint64_t mask = reduced_mask(c);
   const OpId op = c.op;
+  // Over columns at any column count, logsumexp too: its column sums compute exp on every lane
+  // of a 16-column window, so under 16 columns gathered rows would compute fewer ([2^20, 4]:
+  // 9.5-12.4 ms in columns, 9.3-9.7 gathered), but the JIT splits logsumexp over columns into
+  // an amax and a sum (jit/passes/column_split.h), which a plan recorded at 16 columns or more
+  // runs as eager steps at fewer: the same column order gives the same bits.
   const bool cols = op == OpId::Sum || op == OpId::Mean || op == OpId::Prod || op == OpId::Amax ||
-                    op == OpId::Amin || op == OpId::Var || op == OpId::Argmax || op == OpId::Argmin;
-  // logsumexp's column sums compute exp on every lane of a 16-column window: under 16 columns
-  // the gathered rows compute fewer ([2^20, 4]: 9.5-12.4 ms in columns, 9.3-9.7 gathered).
-  const int64_t min_cols = op == OpId::Logsumexp ? 16 : cols ? 1 : 0;
+                    op == OpId::Amin || op == OpId::Var || op == OpId::Argmax ||
+                    op == OpId::Argmin || op == OpId::Logsumexp;
+  const int64_t min_cols = cols ? 1 : 0;
   const ReducePlan p = plan_reduction(x, mask, min_cols);
   if (p.outputs() == 0 && op != OpId::All && op != OpId::Any) return;
   void* o = out.impl()->data();
