@@ -460,8 +460,8 @@ TEST_F(JitColumnPlanTest, VarAndStdOverColumnsAreTwoColumnKernels) {
               sets, what);
           // Two regions (the one-row batch's size-1 dim is in the region key), each three
           // kernels: var's means; var's centered squares with std's product and its means;
-          // std's centered squares and sqrt.
-          EXPECT_EQ(steps, "k1 k5 k4 k1 k5 k4") << what;
+          // std's product again (recomputed, not stored), its centered squares and sqrt.
+          EXPECT_EQ(steps, "k1 k5 k5 k1 k5 k5") << what;
         }
       }
     }
@@ -510,12 +510,12 @@ TEST_F(JitColumnPlanTest, LogsumexpOverColumnsIsTwoColumnKernels) {
             },
             sets, what);
         // Two regions (the one-row batch's size-1 dim is in the region key). Over 50 rows: x *
-        // 0.5 + 1 (stored: the planner does not recompute it), amax and the clamped shift; the
-        // sum of exp(x - shift) and its log; + shift, a kernel of its own (a row value computes
-        // from its kernel's row values only: loop_kernel.h); without keepdim, the squeeze (a
-        // view: an eager step). Over one row the index space has the row shape: + shift joins
-        // the second kernel.
-        EXPECT_EQ(steps, keepdim ? "k4 k4 k1 k4 k5" : "k4 k4 k1 e k4 k5 e") << what;
+        // 0.5 + 1, amax and the clamped shift; x * 0.5 + 1 again (recomputed, not stored: the
+        // planner's recompute_element_chains), the sum of exp(x - shift) and its log; + shift,
+        // a kernel of its own (a row value computes from its kernel's row values only:
+        // loop_kernel.h); without keepdim, the squeeze (a view: an eager step). Over one row the
+        // index space has the row shape: + shift joins the second kernel.
+        EXPECT_EQ(steps, keepdim ? "k4 k6 k1 k4 k7" : "k4 k6 k1 e k4 k7 e") << what;
       }
     }
   }

@@ -51,6 +51,12 @@ struct Group {
   // It draws random numbers (rand, dropout): a row kernel never does (the row renderer has no
   // element index), so a drawing group takes no reduction and a row group no drawing node.
   bool draws = false;
+  // Values an earlier kernel computes that this one computes again from that kernel's inputs
+  // instead of loading them (recompute_element_chains): their nodes are in `nodes` too.
+  std::vector<ValueId> recomputed;
+  bool recomputes(ValueId v) const {
+    return std::find(recomputed.begin(), recomputed.end(), v) != recomputed.end();
+  }
 };
 
 // One planned step: an eager node or a group.
@@ -111,6 +117,7 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
   // Stored: what a later step or the graph's outputs read.
   for (int32_t j : grp.nodes) {
     const ValueId v = g.nodes[j].output;
+    if (grp.recomputes(v)) continue;  // the kernel computing it first stores it if needed
     if (last_reader[v] == -2 || last_reader[v] > my_step) {
       step->outputs.push_back(v);
       k.stores.push_back(expr_of[v]);
@@ -135,6 +142,117 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
 }
 
 std::atomic<bool> g_warned_codegen{false};
+
+// Ops whose vector math costs about as much per element as the memory pass a recomputation saves.
+bool transcendental(OpId op) {
+  switch (op) {
+    case OpId::Exp:
+    case OpId::Log:
+    case OpId::Log1p:
+    case OpId::Expm1:
+    case OpId::Sin:
+    case OpId::Cos:
+    case OpId::Tanh:
+    case OpId::Sigmoid:
+    case OpId::Silu:
+    case OpId::Erf:
+    case OpId::Gelu:
+    case OpId::GeluTanh:
+    case OpId::Pow:
+    case OpId::PowScalar:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Cheap element chains computed again where they are read instead of stored (docs/jit.md
+// "Recomputation"). A value v that kernel A computes as an element value (no reduction upstream
+// in A, no random draw: a pure function of what A loads) and that later kernels of A's index
+// space read is stored by A and loaded by each of them: a write and a read of the whole index
+// space apiece. When every reader outside A is such a kernel, each computes v itself from A's
+// loads (at most kMaxChain nodes: a few vector operations per element against two memory
+// passes; no transcendental function), and A stores v only if it is a graph output. The column
+// splits need this (jit/passes/column_split.h): `(x * 2).var(0)` is two column kernels, both
+// reading x. `loadable(grp, u)`: whether kernel grp may load value u (its layout suits the kernel).
+template <class Loadable>
+void recompute_element_chains(const Graph& g, const std::vector<const tracer::ValueMeta*>& meta,
+                              std::vector<Group>& groups, const std::vector<Draft>& drafts,
+                              const std::vector<int32_t>& step_of, const Loadable& loadable) {
+  constexpr size_t kMaxChain = 8;
+  const size_t nv = static_cast<size_t>(g.num_values());
+  std::vector<int32_t> producer(nv, -1);
+  for (size_t j = 0; j < g.nodes.size(); ++j) producer[g.nodes[j].output] = static_cast<int32_t>(j);
+  std::vector<uint8_t> is_output(nv, 0);
+  for (ValueId v : g.outputs) is_output[v] = 1;
+  auto group_of = [&](int32_t s) -> Group* {
+    return s >= 0 && drafts[s].group >= 0 ? &groups[drafts[s].group] : nullptr;
+  };
+  for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
+    const ValueId v = g.nodes[jj].output;
+    const int32_t s1 = step_of[v];
+    const Group* a = group_of(s1);
+    if (a == nullptr || is_output[v] || meta[v]->sizes != a->sizes) continue;
+    // v's chain in A: the nodes computing it from what A loads (in graph order).
+    std::vector<int32_t> chain;
+    std::vector<ValueId> leaves;
+    bool ok = true;
+    std::vector<ValueId> todo = {v};
+    while (ok && !todo.empty()) {
+      const ValueId u = todo.back();
+      todo.pop_back();
+      const int32_t j = producer[u];
+      // Loaded by A: computed before it, or an input (a value A computes again itself is part of
+      // the chain: no one may have stored it).
+      if ((step_of[u] != s1 && !a->recomputes(u)) || j < 0) {
+        if (std::find(leaves.begin(), leaves.end(), u) == leaves.end()) leaves.push_back(u);
+        continue;
+      }
+      if (std::find(chain.begin(), chain.end(), j) != chain.end()) continue;
+      const Node& n = g.nodes[static_cast<size_t>(j)];
+      const uint32_t f = op_def(n.op).flags;
+      ok = (f & kWritesAnyLayout) && !(f & (kIsView | kIsRandom | kHigherOrder)) &&
+           !transcendental(n.op) && n.subgraphs.empty() && n.meta.strides.empty() &&
+           n.meta.sizes == a->sizes && !a->is_row(u) &&
+           std::find(a->epilogue.begin(), a->epilogue.end(), u) == a->epilogue.end() &&
+           chain.size() < kMaxChain;
+      chain.push_back(j);
+      for (ValueId w : n.inputs) todo.push_back(w);
+    }
+    if (!ok) continue;
+    std::sort(chain.begin(), chain.end());
+    // Its readers outside A: later kernels of A's index space that may load every leaf.
+    std::vector<int32_t> readers;
+    for (const Node& n : g.nodes) {
+      if (std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
+      const int32_t s2 = step_of[n.output];
+      if (s2 == s1) continue;
+      const Group* b = group_of(s2);
+      ok = ok && b != nullptr && s2 > s1 && b->sizes == a->sizes &&
+           std::all_of(leaves.begin(), leaves.end(), [&](ValueId u) { return loadable(*b, u); });
+      if (std::find(readers.begin(), readers.end(), s2) == readers.end()) readers.push_back(s2);
+    }
+    if (!ok || readers.empty()) continue;
+    for (int32_t s2 : readers) {
+      Group& b = groups[drafts[s2].group];
+      std::vector<int32_t> added;
+      for (int32_t j : chain) {
+        const ValueId u = g.nodes[static_cast<size_t>(j)].output;
+        if (b.recomputes(u)) continue;  // already there (an overlapping chain)
+        added.push_back(j);
+        b.recomputed.push_back(u);
+      }
+      // First, in graph order (a topological order): they read only the leaves, which B loads,
+      // and each other. B's recomputed nodes are all at the front.
+      b.nodes.insert(b.nodes.begin(), added.begin(), added.end());
+      std::sort(b.nodes.begin(),
+                b.nodes.begin() + static_cast<std::ptrdiff_t>(b.recomputed.size()));
+      std::erase(b.reads, v);
+      for (ValueId u : leaves)
+        if (std::find(b.reads.begin(), b.reads.end(), u) == b.reads.end()) b.reads.push_back(u);
+    }
+  }
+}
 
 }  // namespace
 
@@ -337,7 +455,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     if (target < 0) {
       if (!friendly(x) || (inner > 0 && !row_major(x))) return false;
-      groups.push_back(Group{{}, xs, {}, 0, 0, {}, {}, {}, {}});
+      groups.push_back(Group{{}, xs, {}, 0, 0, {}, {}, {}, {}, false, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
@@ -448,7 +566,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (target >= 0 && random_index[jj] >= 0 && groups[drafts[target].group].reduced_dims > 0)
       target = -1;
     if (target < 0) {
-      groups.push_back(Group{{}, n.meta.sizes, {}, 0, 0, {}, {}, {}, {}});
+      groups.push_back(Group{{}, n.meta.sizes, {}, 0, 0, {}, {}, {}, {}, false, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
       target = static_cast<int32_t>(drafts.size()) - 1;
     }
@@ -513,11 +631,19 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   BodyPlans body_plans = plan_bodies(g, planner(), &any_body);
   if (groups.empty() && !has_matmul && !any_body) return nullptr;
 
+  recompute_element_chains(g, meta, groups, drafts, step_of, [&](const Group& grp, ValueId v) {
+    if (grp.reduced_dims == 0) return true;
+    return grp.inner_dims > 0 ? col_friendly(v, grp.sizes, grp.reduced_dims, grp.inner_dims)
+                              : row_friendly(v, grp.sizes, grp.reduced_dims);
+  });
+
   // The last draft reading each value (-2: a graph output).
   std::vector<int32_t> last_reader(nv, -1);
   for (size_t jj = 0; jj < g.nodes.size(); ++jj)
     for (ValueId v : g.nodes[jj].inputs) {
       const int32_t reader = step_of[g.nodes[jj].output];
+      if (reader >= 0 && drafts[reader].group >= 0 && groups[drafts[reader].group].recomputes(v))
+        continue;
       if (reader != step_of[v] || step_of[v] < 0) last_reader[v] = std::max(last_reader[v], reader);
     }
   for (ValueId v : g.outputs) last_reader[v] = -2;
