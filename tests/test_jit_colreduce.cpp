@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -526,6 +527,57 @@ TEST_F(JitColumnPlanTest, LogsumexpOverColumnsIsTwoColumnKernels) {
       },
       {{randn_of({6, 30, 24}, 4) * 2.0}, {randn_of({3, 7, 24}, 5)}}, "over {0, 1}");
   EXPECT_EQ(steps, "k2 k4 k1 e e") << steps;  // the two squeezes: views
+}
+
+// The stored outputs of each kernel of the cached plans ("1 2": one, then two).
+std::string stores_of_kernels() {
+  std::string s;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& st : p->steps())
+      if (st.kernel) s += (s.empty() ? "" : " ") + std::to_string(st.kernel->outputs.size());
+  }
+  return s;
+}
+
+// A cheap element chain that a first column kernel computes and a second reads is computed again
+// by the second (the planner's recompute_element_chains), not stored: `(x * 2 + 1).var(0)`
+// stores only the means. Stored still: a chain that is also a graph output, one with a
+// transcendental function (exp costs about what the memory pass saves), and one whose second
+// kernel would load more inputs than the stored value. Bitwise, every ISA.
+TEST_F(JitColumnPlanTest, CheapProloguesAreRecomputedNotStored) {
+  struct Case {
+    std::string what, steps, stores;
+    std::function<TensorList(const TensorList&)> program;
+  };
+  const std::vector<Case> cases = {
+      {"cheap", "k3 k5", "1 1",
+       [](const TensorList& in) { return TensorList{(in[0] * 2.0 + 1.0).var({0})}; }},
+      {"an output too", "k3 k3", "2 1",
+       [](const TensorList& in) {
+         Tensor v = in[0] * 2.0 + 1.0;
+         return TensorList{v.var({0}), v};
+       }},
+      {"transcendental", "k2 k3", "2 1",
+       [](const TensorList& in) { return TensorList{in[0].exp().var({0})}; }},
+      {"three inputs", "k3 k3", "2 1",  // not recomputed: two more streams to load
+       [](const TensorList& in) { return TensorList{(in[0] + in[1] + in[2]).var({0})}; }},
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (const Case& c : cases) {
+      tracer::RegionCache::instance().clear();
+      const std::string steps =
+          plan_of(c.program,
+                  {{randn_of({70, 40}, 3), randn_of({70, 40}, 5), randn_of({70, 40}, 6)},
+                   {randn_of({300, 40}, 4), randn_of({300, 40}, 7), randn_of({300, 40}, 8)}},
+                  c.what);
+      EXPECT_EQ(steps, c.steps) << isa << " " << c.what;
+      EXPECT_EQ(stores_of_kernels(), c.stores) << isa << " " << c.what;
+    }
+  }
 }
 
 // Amax and Amin with attrs.ints[1] (set only by the column logsumexp split) give the identity

@@ -172,7 +172,8 @@ bool transcendental(OpId op) {
 // space read is stored by A and loaded by each of them: a write and a read of the whole index
 // space apiece. When every reader outside A is such a kernel, each computes v itself from A's
 // loads (at most kMaxChain nodes: a few vector operations per element against two memory
-// passes; no transcendental function), and A stores v only if it is a graph output. The column
+// passes; no transcendental function; at most one more whole-size load in each reader), and A
+// no longer stores v (a graph output is not recomputed). The column
 // splits need this (jit/passes/column_split.h): `(x * 2).var(0)` is two column kernels, both
 // reading x. `loadable(grp, u)`: whether kernel grp may load value u (its layout suits the kernel).
 template <class Loadable>
@@ -228,7 +229,13 @@ void recompute_element_chains(const Graph& g, const std::vector<const tracer::Va
       const int32_t s2 = step_of[n.output];
       if (s2 == s1) continue;
       const Group* b = group_of(s2);
-      ok = ok && b != nullptr && s2 > s1 && b->sizes == a->sizes &&
+      // B loads the leaves instead of v: at most one more stream of the whole index space
+      // (`a + b + c` from three inputs would read more than it saves).
+      const auto new_streams = std::count_if(leaves.begin(), leaves.end(), [&](ValueId u) {
+        return b != nullptr && meta[u]->sizes == a->sizes &&
+               std::find(b->reads.begin(), b->reads.end(), u) == b->reads.end();
+      });
+      ok = ok && b != nullptr && s2 > s1 && b->sizes == a->sizes && new_streams <= 1 &&
            std::all_of(leaves.begin(), leaves.end(), [&](ValueId u) { return loadable(*b, u); });
       if (std::find(readers.begin(), readers.end(), s2) == readers.end()) readers.push_back(s2);
     }
