@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "jit/plan/planner.h"
 #include "spirals.h"
 #include "tracer/region_cache.h"
 
@@ -33,8 +34,12 @@ TEST(Training, SpiralMlpLossCurveIsTheSameWithTheJit) {
     config().jit_async = false;
     config().jit_threshold = 0;
     std::vector<float> losses;
+    const int64_t failures = kiln::jit::codegen_failures();
     spirals::train(100, 32, kSteps, [&](int, float loss) { losses.push_back(loss); });
     kiln::sync();
+    // Every fused kernel compiled (a kernel left with nothing to store once the column sums
+    // recomputed its product failed to, 2026-11-29, and ran eagerly with a warning).
+    EXPECT_EQ(kiln::jit::codegen_failures(), failures);
     if (jit) {  // the steps really ran through plans
       int planned = 0;
       for (const auto& r : kiln::tracer::RegionCache::instance().regions())

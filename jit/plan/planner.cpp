@@ -65,7 +65,7 @@ struct Draft {
   int32_t group = -1;
 };
 
-// The kernel of one group: inputs, expressions, outputs, parameters.
+// The kernel of one group: inputs, expressions, outputs, parameters (null: it stores nothing).
 std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
                                          const std::vector<const tracer::ValueMeta*>& meta,
                                          const std::vector<int32_t>& last_reader,
@@ -123,6 +123,9 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
       k.stores.push_back(expr_of[v]);
     }
   }
+  // Nothing to store: every value it computes is recomputed by the kernels reading it
+  // (recompute_element_chains) or read by none. No step.
+  if (k.stores.empty()) return nullptr;
   if (grp.reduced_dims > 0) {  // row values are stored once per row, in the node's own shape
     const std::vector<uint8_t> row = k.row_values();
     for (size_t o = 0; o < step->outputs.size(); ++o)
@@ -142,6 +145,7 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
 }
 
 std::atomic<bool> g_warned_codegen{false};
+std::atomic<int64_t> g_codegen_failures{0};
 
 // Ops whose vector math costs about as much per element as the memory pass a recomputation saves.
 bool transcendental(OpId op) {
@@ -264,6 +268,8 @@ void recompute_element_chains(const Graph& g, const std::vector<const tracer::Va
 }  // namespace
 
 void rearm_codegen_warning() { g_warned_codegen = false; }
+
+int64_t codegen_failures() { return g_codegen_failures.load(); }
 
 std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScalars& runtime) {
   const size_t nv = static_cast<size_t>(g.num_values());
@@ -678,8 +684,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       Step st;
       st.kernel =
           build_kernel(g, grp, meta, last_reader, runtime, random_index, static_cast<int32_t>(s));
-      steps.push_back(std::move(st));
+      if (st.kernel) steps.push_back(std::move(st));
     } catch (const std::exception& e) {  // codegen failed: these nodes stay eager
+      ++g_codegen_failures;
       if (!g_warned_codegen.exchange(true))
         KILN_WARN(Jit, "compiling a fused kernel of {} ops failed; they run eagerly: {}",
                   grp.nodes.size(), e.what());

@@ -12,6 +12,7 @@
 // ready before that kernel runs. A kernel stores only the values something outside it reads.
 // A kernel the target fails to compile warns once and leaves its nodes eager steps.
 #pragma once
+#include <cstdint>
 #include <memory>
 
 #include "jit/plan/jit_plan.h"
@@ -36,5 +37,8 @@ Planner& planner();
 // Testing hook: a failed kernel compile warns once per process; after this the next one warns
 // again (a test that counts the warning does not depend on which test failed a compile first).
 void rearm_codegen_warning();
+// How many fused kernels failed to compile while planning (each left its nodes eager), since the
+// process started: tests of whole programs check that none did.
+int64_t codegen_failures();
 
 }  // namespace kiln::jit
