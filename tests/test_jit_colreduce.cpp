@@ -372,6 +372,19 @@ std::string plan_of(const std::function<TensorList(const TensorList&)>& program,
   return s;
 }
 
+// The stored outputs of each kernel of the cached plans ("1 2": one, then two).
+std::string stores_of_kernels() {
+  std::string s;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& st : p->steps())
+      if (st.kernel) s += (s.empty() ? "" : " ") + std::to_string(st.kernel->outputs.size());
+  }
+  return s;
+}
+
 // `(x * w).sum(0)`: one column kernel (the product is never stored), every ISA, both dtypes,
 // 1 and 2 threads; one plan for batches around eager's 64-row runs and 2048-row chunks.
 TEST_F(JitColumnPlanTest, WeightedColumnSumIsOneKernel) {
@@ -422,7 +435,9 @@ TEST_F(JitColumnPlanTest, ColumnStatisticsKeepdimOrNotAndRowValues) {
 // A consumer that broadcasts a column result back (`x - x.mean(0)`) joins the column kernel as
 // its epilogue (a second pass over each block's rows); a reduction of the epilogue's values
 // (the centered squares' mean) starts the next kernel, which divides by its sqrt in turn. The
-// squares, read by that reduction only, are its prologue (not stored by the first kernel).
+// squares, read by that reduction only, are its prologue (not stored by the first kernel), and
+// the centered values are computed again by the second kernel from x and the stored means
+// (docs/jit.md "Recomputation"): the first kernel stores only the means, no epilogue pass.
 TEST_F(JitColumnPlanTest, BroadcastBackIsAnEpilogue) {
   const Tensor x = randn_of({50, 40}, 3) * 2.0 + 1.0;
   const std::string steps = plan_of(
@@ -431,7 +446,8 @@ TEST_F(JitColumnPlanTest, BroadcastBackIsAnEpilogue) {
         return TensorList{c / (c * c).mean({0}, true).sqrt()};
       },
       {{x}}, "standardize columns");
-  EXPECT_EQ(steps, "k2 k4") << steps;
+  EXPECT_EQ(steps, "k2 k5") << steps;
+  EXPECT_EQ(stores_of_kernels(), "1 1");
 }
 
 // var and std over columns (jit/passes/column_split.h): two column kernels, the column means and
@@ -527,19 +543,6 @@ TEST_F(JitColumnPlanTest, LogsumexpOverColumnsIsTwoColumnKernels) {
       },
       {{randn_of({6, 30, 24}, 4) * 2.0}, {randn_of({3, 7, 24}, 5)}}, "over {0, 1}");
   EXPECT_EQ(steps, "k2 k4 k1 e e") << steps;  // the two squeezes: views
-}
-
-// The stored outputs of each kernel of the cached plans ("1 2": one, then two).
-std::string stores_of_kernels() {
-  std::string s;
-  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
-    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
-    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
-    if (p == nullptr) continue;
-    for (const jit::Step& st : p->steps())
-      if (st.kernel) s += (s.empty() ? "" : " ") + std::to_string(st.kernel->outputs.size());
-  }
-  return s;
 }
 
 // A cheap element chain that a first column kernel computes and a second reads is computed again

@@ -171,8 +171,9 @@ bool transcendental(OpId op) {
 }
 
 // Cheap element chains computed again where they are read instead of stored (docs/jit.md
-// "Recomputation"). A value v that kernel A computes as an element value (no reduction upstream
-// in A, no random draw: a pure function of what A loads) and that later kernels of A's index
+// "Recomputation"). A value v that kernel A computes as an element value (no random draw: a
+// pure function of what A loads and of A's row values, which A then stores) and that later
+// kernels of A's index
 // space read is stored by A and loaded by each of them: a write and a read of the whole index
 // space apiece. When every reader outside A is such a kernel, each computes v itself from A's
 // loads (at most kMaxChain nodes: a few vector operations per element against two memory
@@ -208,8 +209,9 @@ void recompute_element_chains(const Graph& g, const std::vector<const tracer::Va
       todo.pop_back();
       const int32_t j = producer[u];
       // Loaded by A: computed before it, or an input (a value A computes again itself is part of
-      // the chain: no one may have stored it).
-      if ((step_of[u] != s1 && !a->recomputes(u)) || j < 0) {
+      // the chain: no one may have stored it); or a row value of A (a reduction's result, one
+      // per row or column: A stores it for the readers, a small tensor).
+      if ((step_of[u] != s1 && !a->recomputes(u)) || j < 0 || (step_of[u] == s1 && a->is_row(u))) {
         if (std::find(leaves.begin(), leaves.end(), u) == leaves.end()) leaves.push_back(u);
         continue;
       }
@@ -218,9 +220,7 @@ void recompute_element_chains(const Graph& g, const std::vector<const tracer::Va
       const uint32_t f = op_def(n.op).flags;
       ok = (f & kWritesAnyLayout) && !(f & (kIsView | kIsRandom | kHigherOrder)) &&
            !transcendental(n.op) && n.subgraphs.empty() && n.meta.strides.empty() &&
-           n.meta.sizes == a->sizes && !a->is_row(u) &&
-           std::find(a->epilogue.begin(), a->epilogue.end(), u) == a->epilogue.end() &&
-           chain.size() < kMaxChain;
+           n.meta.sizes == a->sizes && chain.size() < kMaxChain;
       chain.push_back(j);
       for (ValueId w : n.inputs) todo.push_back(w);
     }
@@ -650,6 +650,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
                               : row_friendly(v, grp.sizes, grp.reduced_dims);
   });
 
+  std::vector<int32_t> producer_of(nv, -1);
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    producer_of[g.nodes[j].output] = static_cast<int32_t>(j);
   // The last draft reading each value (-2: a graph output).
   std::vector<int32_t> last_reader(nv, -1);
   for (size_t jj = 0; jj < g.nodes.size(); ++jj)
@@ -659,6 +662,16 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         continue;
       if (reader != step_of[v] || step_of[v] < 0) last_reader[v] = std::max(last_reader[v], reader);
     }
+  // A kernel recomputing a chain loads its leaves: what computes them stores them for it (a row
+  // value of the chain's first kernel, above all).
+  for (size_t s = 0; s < drafts.size(); ++s) {
+    if (drafts[s].group < 0) continue;
+    const Group& grp = groups[drafts[s].group];
+    for (ValueId r : grp.recomputed)
+      for (ValueId u : g.nodes[static_cast<size_t>(producer_of[r])].inputs)
+        if (!grp.recomputes(u) && step_of[u] >= 0)
+          last_reader[u] = std::max(last_reader[u], static_cast<int32_t>(s));
+  }
   for (ValueId v : g.outputs) last_reader[v] = -2;
 
   std::vector<Step> steps;
