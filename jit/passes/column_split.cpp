@@ -88,14 +88,13 @@ class Split {
   }
 
  private:
-  ValueMeta meta(DimVector sizes, DType dtype) const {
+  ValueMeta meta(DimVector sizes) const {  // of the split node's dtype and device
     ValueMeta m;
     m.sizes = std::move(sizes);
-    m.dtype = dtype;
+    m.dtype = n_.meta.dtype;
     m.device = n_.meta.device;
     return m;
   }
-  ValueMeta meta(DimVector sizes) const { return meta(std::move(sizes), n_.meta.dtype); }
   // A node of the split node's dtype.
   ValueId node(OpId op, const Attrs& attrs, SmallVector<ValueId, 4> inputs, DimVector sizes,
                ValueId output = -1) {

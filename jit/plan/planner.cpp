@@ -181,16 +181,24 @@ bool transcendental(OpId op) {
 // no longer stores v (a graph output is not recomputed). The column
 // splits need this (jit/passes/column_split.h): `(x * 2).var(0)` is two column kernels, both
 // reading x. `loadable(grp, u)`: whether kernel grp may load value u (its layout suits the kernel).
+// `producer[v]`: the node defining value v (-1: an input).
 template <class Loadable>
 void recompute_element_chains(const Graph& g, const std::vector<const tracer::ValueMeta*>& meta,
-                              std::vector<Group>& groups, const std::vector<Draft>& drafts,
-                              const std::vector<int32_t>& step_of, const Loadable& loadable) {
+                              const std::vector<int32_t>& producer, std::vector<Group>& groups,
+                              const std::vector<Draft>& drafts, const std::vector<int32_t>& step_of,
+                              const Loadable& loadable) {
   constexpr size_t kMaxChain = 8;
   const size_t nv = static_cast<size_t>(g.num_values());
-  std::vector<int32_t> producer(nv, -1);
-  for (size_t j = 0; j < g.nodes.size(); ++j) producer[g.nodes[j].output] = static_cast<int32_t>(j);
   std::vector<uint8_t> is_output(nv, 0);
   for (ValueId v : g.outputs) is_output[v] = 1;
+  // The steps reading each value outside the step computing it (one pass over the edges).
+  std::vector<std::vector<int32_t>> outside_readers(nv);
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.inputs) {
+      std::vector<int32_t>& r = outside_readers[v];
+      const int32_t s2 = step_of[n.output];
+      if (s2 != step_of[v] && std::find(r.begin(), r.end(), s2) == r.end()) r.push_back(s2);
+    }
   auto group_of = [&](int32_t s) -> Group* {
     return s >= 0 && drafts[s].group >= 0 ? &groups[drafts[s].group] : nullptr;
   };
@@ -198,7 +206,8 @@ void recompute_element_chains(const Graph& g, const std::vector<const tracer::Va
     const ValueId v = g.nodes[jj].output;
     const int32_t s1 = step_of[v];
     const Group* a = group_of(s1);
-    if (a == nullptr || is_output[v] || meta[v]->sizes != a->sizes) continue;
+    const std::vector<int32_t>& readers = outside_readers[v];
+    if (a == nullptr || is_output[v] || readers.empty() || meta[v]->sizes != a->sizes) continue;
     // v's chain in A: the nodes computing it from what A loads (in graph order).
     std::vector<int32_t> chain;
     std::vector<ValueId> leaves;
@@ -227,11 +236,7 @@ void recompute_element_chains(const Graph& g, const std::vector<const tracer::Va
     if (!ok) continue;
     std::sort(chain.begin(), chain.end());
     // Its readers outside A: later kernels of A's index space that may load every leaf.
-    std::vector<int32_t> readers;
-    for (const Node& n : g.nodes) {
-      if (std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end()) continue;
-      const int32_t s2 = step_of[n.output];
-      if (s2 == s1) continue;
+    for (int32_t s2 : readers) {
       const Group* b = group_of(s2);
       // B loads the leaves instead of v: at most one more stream of the whole index space
       // (`a + b + c` from three inputs would read more than it saves).
@@ -241,9 +246,8 @@ void recompute_element_chains(const Graph& g, const std::vector<const tracer::Va
       });
       ok = ok && b != nullptr && s2 > s1 && b->sizes == a->sizes && new_streams <= 1 &&
            std::all_of(leaves.begin(), leaves.end(), [&](ValueId u) { return loadable(*b, u); });
-      if (std::find(readers.begin(), readers.end(), s2) == readers.end()) readers.push_back(s2);
     }
-    if (!ok || readers.empty()) continue;
+    if (!ok) continue;
     for (int32_t s2 : readers) {
       Group& b = groups[drafts[s2].group];
       std::vector<int32_t> added;
@@ -644,15 +648,15 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   BodyPlans body_plans = plan_bodies(g, planner(), &any_body);
   if (groups.empty() && !has_matmul && !any_body) return nullptr;
 
-  recompute_element_chains(g, meta, groups, drafts, step_of, [&](const Group& grp, ValueId v) {
-    if (grp.reduced_dims == 0) return true;
-    return grp.inner_dims > 0 ? col_friendly(v, grp.sizes, grp.reduced_dims, grp.inner_dims)
-                              : row_friendly(v, grp.sizes, grp.reduced_dims);
-  });
-
   std::vector<int32_t> producer_of(nv, -1);
   for (size_t j = 0; j < g.nodes.size(); ++j)
     producer_of[g.nodes[j].output] = static_cast<int32_t>(j);
+  recompute_element_chains(
+      g, meta, producer_of, groups, drafts, step_of, [&](const Group& grp, ValueId v) {
+        if (grp.reduced_dims == 0) return true;
+        return grp.inner_dims > 0 ? col_friendly(v, grp.sizes, grp.reduced_dims, grp.inner_dims)
+                                  : row_friendly(v, grp.sizes, grp.reduced_dims);
+      });
   // The last draft reading each value (-2: a graph output).
   std::vector<int32_t> last_reader(nv, -1);
   for (size_t jj = 0; jj < g.nodes.size(); ++jj)
