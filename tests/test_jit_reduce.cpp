@@ -422,33 +422,87 @@ Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) 
 }
 
 // A reduction over fewer rows than kiln's threads, each row longer than one chunk (65536
-// elements): eager spreads the chunks over the threads, the kernel would take a row on one
-// thread, so the step's nodes run eagerly (no launch), bitwise equal as always. One thread, a
-// row of one chunk, or as many rows as threads launch the kernel.
-TEST_F(JitReducePlanTest, LongRowsFewerThanThreadsRunEagerly) {
-  const Tensor x = randn_of({2, 70000}, 31);
+// elements): eager spreads the chunks over the threads, and so does the kernel's launcher
+// (run_row_chunks: the chunks' results in slots, then the same tree), bitwise equal to eager
+// and to a one-thread launch. A kernel with element outputs runs a row per thread (as eager);
+// argmax (ReduceFirst, no program) runs eagerly there.
+TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
+  const Tensor x = randn_of({2, 200003}, 31);
+  const Tensor y = randn_of({2, 200003}, 32, kFloat64);
   struct Case {
     int threads;
     int64_t rows, n;
-    bool launches;
+    bool splits;
   };
-  for (const Case& c : {Case{2, 1, 70000, false}, Case{1, 1, 70000, true}, Case{2, 1, 60000, true},
-                        Case{2, 2, 70000, true}}) {
+  // Lengths around whole chunks: one element into a second chunk, two and three whole chunks,
+  // a short last chunk; rows of one chunk, or as many rows as threads, take a row per thread.
+  for (const Case& c :
+       {Case{2, 1, 65537, true}, Case{2, 1, 131072, true}, Case{3, 1, 200003, true},
+        Case{3, 2, 196608, true}, Case{4, 1, 200003, true}, Case{1, 1, 70000, false},
+        Case{2, 1, 60000, false}, Case{2, 2, 70000, false}}) {
     ConfigOverride<int> t(config().num_threads, c.threads);
     tracer::RegionCache::instance().clear();
     const Tensor xs = x.slice(0, 0, c.rows).slice(1, 0, c.n);
-    const auto program = [&] { return TensorList{(xs * 2.0).sum({-1}), (xs * 2.0).amax({-1})}; };
+    const Tensor ys = y.slice(0, 0, c.rows).slice(1, 0, c.n);
+    // Level 0 only (sums, extremes, a product, a mean's RowSize); level 1 (var reads the mean,
+    // logsumexp's sum the max); Float64.
+    const auto program = [&] {
+      const Tensor u = xs * 2.0;
+      return TensorList{u.sum({-1}),
+                        u.amax({-1}),
+                        (xs * 0.001 + 1.0).prod({-1}),
+                        (u - 1.0).amin({-1}, true),
+                        (u * u).mean({-1}),
+                        xs.var({-1}),
+                        (xs * 3.0).logsumexp({-1}),
+                        (ys * ys).sum({-1})};
+    };
     const std::string what = fmt::format("{} threads, {} rows of {}", c.threads, c.rows, c.n);
-    int kernels = 0;
-    run_both(program, what, &kernels);
-    EXPECT_EQ(kernels, 1) << what << ": the reductions are one row kernel";
+    run_both(program, what);
+    const int64_t before = jit::cpu_jit_counters().launches.load();
+    const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
+    TensorList got;
+    {
+      JitMode on(true);
+      got = program();
+      kiln::sync();
+    }
+    EXPECT_GE(jit::cpu_jit_counters().launches.load() - before, 1) << what;
+    EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before > 0, c.splits)
+        << what;
+    if (c.splits) {  // the same bits on one thread (a row per call)
+      ConfigOverride<int> one(config().num_threads, 1);
+      JitMode on(true);
+      const TensorList single = program();
+      kiln::sync();
+      testing::expect_lists_bitwise_equal(got, single, what + ", against one thread");
+    }
+  }
+  {  // argmax: no program to split; its step runs eagerly with fewer rows than threads
+    ConfigOverride<int> t(config().num_threads, 2);
+    tracer::RegionCache::instance().clear();
+    const Tensor xs = x.slice(0, 0, 1);
+    run_both([&] { return TensorList{(xs * 2.0).argmax(-1)}; }, "argmax of a long row");
     const int64_t before = jit::cpu_jit_counters().launches.load();
     {
       JitMode on(true);
-      const TensorList got = program();
+      const Tensor got = (xs * 2.0).argmax(-1);
       kiln::sync();
     }
-    EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, c.launches ? 1 : 0) << what;
+    EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, 0);
+  }
+  {  // element outputs (softmax): a row per thread, no split
+    ConfigOverride<int> t(config().num_threads, 2);
+    tracer::RegionCache::instance().clear();
+    const Tensor xs = x.slice(0, 0, 1);
+    run_both([&] { return TensorList{(xs * 2.0).softmax(-1)}; }, "softmax of a long row");
+    const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
+    {
+      JitMode on(true);
+      const Tensor got = (xs * 2.0).softmax(-1);
+      kiln::sync();
+    }
+    EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before, 0);
   }
 }
 
@@ -584,6 +638,41 @@ TEST(JitReduceKernels, PiecesAlignedFollowsTheProgram) {
   EXPECT_FALSE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 1152), 16));
   EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 1152), 8));
   EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceMax, kFloat32, 1000), 16));
+  // A long row: whole chunks by calls, then the last chunk's pieces (504 elements in, for 16).
+  EXPECT_TRUE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 131088), 16));
+  EXPECT_FALSE(jit::row_pieces_aligned(jit::row_program(ExprOp::ReduceSum, kFloat32, 132072), 16));
+}
+
+// A long row's program calls one shared program per whole chunk (a few words per chunk: the
+// pieces of 2^23 elements written out took 5 ms per launch), and still covers the row piece by
+// piece in order; the chunk-split words pop and push one result per chunk.
+TEST(JitReduceKernels, LongRowProgramsCallAWholeChunk) {
+  for (ExprOp op : {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax}) {
+    for (int64_t n : {int64_t{65537}, int64_t{131072}, int64_t{200003}, int64_t{1} << 23}) {
+      const std::vector<int64_t> p = jit::row_program(op, kFloat64, n);
+      int64_t covered = 0;
+      jit::for_each_piece(p.data(), [&](int64_t len, int64_t vec) {
+        EXPECT_LE(vec, len);
+        covered += len;
+      });
+      EXPECT_EQ(covered, n) << n;
+      const int64_t chunks = jit::row_chunks(n);
+      EXPECT_LE(static_cast<int64_t>(p.size()), 4 * chunks + 800) << n;  // the last chunk inline
+      EXPECT_LE(jit::program_depth(p), 40) << n;
+      std::vector<uint64_t> slots(static_cast<size_t>(chunks));
+      const std::vector<int64_t> part =
+          jit::row_program_chunks(op, kFloat64, n, 1, chunks, slots.data());
+      int64_t from_chunk_1 = 0;
+      jit::for_each_piece(part.data(), [&](int64_t len, int64_t) { from_chunk_1 += len; });
+      EXPECT_EQ(from_chunk_1, n - jit::kRowProgramChunk) << n;
+      // The chunks' tree alone: no deeper than the row's program, one result per chunk.
+      const std::vector<int64_t> tree = jit::row_program_partials(n, slots.data());
+      EXPECT_LE(jit::program_depth(tree), jit::program_depth(p)) << n;
+      int64_t pushes = 0;
+      for (size_t i = 0; tree[i] != 0; i += tree[i] == 3 ? 2 : 1) pushes += tree[i] == 3;
+      EXPECT_EQ(pushes, chunks) << n;
+    }
+  }
 }
 
 // Reductions whose results leave the kernel: without keepdim, over two dims, unbiased variance

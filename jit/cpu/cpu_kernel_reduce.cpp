@@ -175,17 +175,48 @@ bool only_row_values(const LoopKernel& k) {
   return true;
 }
 
-// Whether eager would run this launch on more threads than the kernel can: a kernel of row
-// values only over fewer rows than kiln's threads, each row of n elements longer than one
-// chunk. The kernel runs a row on one thread; eager cuts long rows into chunks reduced across
-// the threads (ops/cpu/reduce_loops.h run_rows) and combines them in the same tree, so the
-// step's nodes, run eagerly, give the same bits sooner: (x * 2).sum() over 2^20 Float32 on 2
-// threads took 355 us as one kernel, 187 us eagerly. (With element outputs, softmax, eager
-// runs a row per thread too.)
-bool eager_splits_rows_wider(bool row_values_only, int64_t rows, int64_t n) {
+// Each Reduce expression's level, in expression order: how many Reduces lie between the
+// elements and its operand (0: it reads elements, parameters and constants only; var's second
+// pass, which reads the mean, 1). A level's chunks can be reduced once every lower level's
+// results are whole.
+std::vector<int> reduce_levels(const LoopKernel& k) {
+  std::vector<int> above(k.exprs.size(), 0), levels;  // Reduces on the way to each value
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    int most = 0;
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0) most = std::max(most, above[o]);
+    if (expr_is_reduce(e.op)) levels.push_back(most);
+    above[i] = most + (expr_is_reduce(e.op) ? 1 : 0);
+  }
+  return levels;
+}
+
+// Whether the launcher may split a long row of `k` across threads by chunks (run_row_chunks):
+// row values only (an element pass would need the whole row's values), and no ReduceFirst (its
+// pass scans for the first hit, not by a program).
+bool splits_long_rows(const LoopKernel& k) {
+  if (!only_row_values(k)) return false;
+  for (const Expr& e : k.exprs)
+    if (e.op == ExprOp::ReduceFirst) return false;
+  return true;
+}
+
+// Whether a launch of `rows` rows of n elements takes more threads by splitting its rows into
+// chunks: fewer rows than kiln's threads, each longer than one chunk (run_row_chunks). Eager
+// cuts such rows likewise (ops/cpu/reduce_loops.h run_rows), in the same tree.
+bool long_rows_want_threads(int64_t rows, int64_t n) {
   const int threads = num_threads();
-  if (threads < 2 || in_parallel_region() || n <= kRowProgramChunk || rows >= threads) return false;
-  return row_values_only;
+  return threads >= 2 && !in_parallel_region() && n > kRowProgramChunk && rows < threads;
+}
+
+// Whether eager would run this launch on more threads than the kernel can: a kernel whose long
+// rows do not split (splits_long_rows) over fewer rows than threads, each longer than one chunk.
+// The kernel runs such a row on one thread, eager across the threads in the same order, so the
+// step's nodes, run eagerly, give the same bits sooner. (With element outputs, softmax, eager
+// runs a row per thread too: those launch.)
+bool eager_splits_rows_wider(bool row_values_only, bool splits, int64_t rows, int64_t n) {
+  return long_rows_want_threads(rows, n) && row_values_only && !splits;
 }
 
 // A column kernel's calls: blocks of up to 512 columns (a piece's rows of 2 KiB or more stay in
@@ -214,7 +245,7 @@ bool eager_splits_cols_wider(bool row_values_only, int64_t outer, int64_t n, int
 // windows with up to four runs of rows side by side are faster: [2^20, 2].sum(0) 3.5 ms as a
 // kernel, 0.58 ms eagerly; one column eager reduces as a row, another order), and where eager
 // spreads the work over more threads (above).
-bool sizes_allow_launch(bool row_values_only, const DimVector& sizes, int reduced_dims,
+bool sizes_allow_launch(bool row_values_only, bool splits, const DimVector& sizes, int reduced_dims,
                         int inner_dims) {
   const size_t rank = sizes.size();
   if (reduced_dims < 0 || inner_dims < 0 || static_cast<size_t>(reduced_dims + inner_dims) > rank)
@@ -227,27 +258,101 @@ bool sizes_allow_launch(bool row_values_only, const DimVector& sizes, int reduce
     if (w > 0 && w < 16) return false;
     return !eager_splits_cols_wider(row_values_only, outer, n, w);
   }
-  return !eager_splits_rows_wider(row_values_only, outer, n);
+  return !eager_splits_rows_wider(row_values_only, splits, outer, n);
 }
 
 }  // namespace
 
 bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims) {
-  return sizes_allow_launch(true, sizes, reduced_dims, inner_dims);
+  return sizes_allow_launch(true, false, sizes, reduced_dims, inner_dims);
 }
 
 bool CpuKernel::may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const {
-  return !k_.has_reduce() ||
-         sizes_allow_launch(only_row_values(k_), sizes, reduced_dims, inner_dims);
+  return !k_.has_reduce() || sizes_allow_launch(only_row_values(k_), splits_long_rows(k_), sizes,
+                                                reduced_dims, inner_dims);
 }
 
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
   if (!k_.has_reduce()) return true;
-  if (!sizes_allow_launch(only_row_values(k_), args.sizes, args.reduced_dims, args.inner_dims))
+  if (!sizes_allow_launch(only_row_values(k_), splits_long_rows(k_), args.sizes, args.reduced_dims,
+                          args.inner_dims))
     return false;
   if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
   return !split_rows(k_, args).layout.empty();
 }
+
+namespace {
+
+// A launch of long rows split across the threads by chunks (long_rows_want_threads;
+// row_program.h words 3 and 4): level by level (reduce_levels), calls over runs of one row's
+// chunks reduce that level's Reduces chunk by chunk into slots, the lower levels' Reduces
+// combining their slots to the whole row's values (which the level's elements may read: var's
+// mean), the higher levels' reducing nothing (a piece of no elements); their row values go to a
+// dummy. A last call per row combines every Reduce's slots and stores the row values. Each chunk
+// is reduced by the pieces row_program gives it, and the slots meet in row_program's tree: the
+// bits of a one-call row, and eager's, whatever the threads. `row_ptrs(r, p)`: row r's operand
+// pointers; `step[j]`: operand j's bytes per element along the row (0: broadcast).
+template <class RowPtrs>
+void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
+                    const SmallVector<uint64_t, 16>& words, const RowPtrs& row_ptrs,
+                    const std::vector<int64_t>& step) {
+  const size_t nops = step.size();
+  const size_t np = static_cast<size_t>(k.num_params());
+  const size_t nout = static_cast<size_t>(k.num_outputs());
+  std::vector<const Expr*> reduces;
+  for (const Expr& e : k.exprs)
+    if (expr_is_reduce(e.op)) reduces.push_back(&e);
+  const std::vector<int> level = reduce_levels(k);
+  const int levels = *std::max_element(level.begin(), level.end()) + 1;
+  const int64_t chunks = row_chunks(n);
+  // Slot of Reduce q, row r, chunk c: (q * rows + r) * chunks + c.
+  std::vector<uint64_t> slots(reduces.size() * static_cast<size_t>(rows * chunks), 0);
+  auto slots_of = [&](size_t q, int64_t r) {
+    return slots.data() + (static_cast<int64_t>(q) * rows + r) * chunks;
+  };
+  const std::vector<int64_t> nothing = {1, 0, 0, 0};
+  const std::vector<int64_t> no_strides(nops, 0);
+  // One call: Reduce q's program by `program_of(q)`, row values to `outputs` (or a dummy).
+  auto call = [&](int64_t r, int64_t first_chunk, char* const* outputs, const auto& program_of) {
+    std::vector<std::vector<int64_t>> programs(reduces.size());
+    SmallVector<uint64_t, 16> local = words;
+    for (size_t q = 0; q < reduces.size(); ++q) {
+      programs[q] = program_of(q);
+      local[np + q] = reinterpret_cast<uintptr_t>(programs[q].data());
+    }
+    alignas(64) uint64_t dummy[8 * 8] = {};
+    SmallVector<char*, 8> p(nops);
+    row_ptrs(r, p.data());
+    for (size_t j = 0; j < nops; ++j) {
+      if (j < nout)
+        p[j] = outputs != nullptr ? outputs[j] : reinterpret_cast<char*>(dummy + 8 * (j % 8));
+      else
+        p[j] += first_chunk * kRowProgramChunk * step[j];
+    }
+    fn(p.data(), no_strides.data(), no_strides.data(), n, 1, local.data());
+  };
+  for (int l = 0; l < levels; ++l) {
+    parallel_for(0, rows * chunks, 1, [&](int64_t b, int64_t e) {
+      while (b < e) {
+        const int64_t r = b / chunks, c0 = b % chunks, c1 = std::min(chunks, c0 + (e - b));
+        call(r, c0, nullptr, [&](size_t q) {
+          const Expr& red = *reduces[q];
+          if (level[q] < l) return row_program_partials(n, slots_of(q, r));
+          if (level[q] > l) return nothing;
+          return row_program_chunks(red.op, red.type, n, c0, c1, slots_of(q, r) + c0);
+        });
+        b += c1 - c0;
+      }
+    });
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    SmallVector<char*, 8> p(nops);
+    row_ptrs(r, p.data());
+    call(r, 0, p.data(), [&](size_t q) { return row_program_partials(n, slots_of(q, r)); });
+  }
+}
+
+}  // namespace
 
 // A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
 // or broadcast in every operand (else no machine code: the plan runs the step's nodes eagerly,
@@ -310,6 +415,26 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   for (int64_t s : c.sizes) rows *= s;
   std::vector<int64_t> outer(nops), inner(nops, 0);
   for (size_t j = 0; j < nops; ++j) outer[j] = c.stride(j, kr - 1);
+  if (long_rows_want_threads(rows, n) && splits_long_rows(k_)) {
+    std::vector<int64_t> step(nops, 0);
+    for (size_t j = 0; j < nops; ++j)
+      if (layout[j] == InnerLayout::Contiguous)
+        step[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
+    auto row_ptrs = [&](int64_t r, char** p) {
+      int64_t rest = r;
+      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j];
+      for (size_t d = kr; d-- > 0;) {
+        const int64_t idx = rest % c.sizes[d];
+        rest /= c.sizes[d];
+        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
+      }
+    };
+    const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+    run_row_chunks(k_, fn, rows, n, words, row_ptrs, step);
+    cpu_jit_counters().split_row_launches.fetch_add(1, std::memory_order_relaxed);
+    if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+    return;
+  }
   auto run_rows = [&](int64_t r0, int64_t r1) {
     SmallVector<char*, 8> p(nops);
     SmallVector<uint64_t, 16> local;

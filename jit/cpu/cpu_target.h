@@ -20,6 +20,9 @@ struct CpuJitCounters {
   std::atomic<int64_t> assembler_fallbacks{0};  // fast-path renders given up (render.h)
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
+  // Of those, row kernels whose long rows were split across threads by chunks
+  // (cpu_kernel_reduce.cpp run_row_chunks).
+  std::atomic<int64_t> split_row_launches{0};
   // Of those, launches with non-temporal stores (store_choice.h).
   std::atomic<int64_t> streaming_launches{0};
 };

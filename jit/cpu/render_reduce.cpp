@@ -4,6 +4,7 @@
 #include "jit/cpu/render_reduce.h"
 
 #include "jit/cpu/row_renderer.h"
+#include "jit/loop/row_program.h"
 #include "runtime/error.h"
 
 namespace kiln::jit {
@@ -86,16 +87,13 @@ size_t row_scratch_words(const LoopKernel& k, JitIsa isa, int64_t n) {
 
 bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes) {
   int64_t start = 0;
-  for (size_t i = 0; i < program.size() && program[i] != 0;) {
-    if (program[i] == 2) {
-      ++i;
-      continue;
-    }
-    if (start % lanes != 0) return false;
-    start += program[i + 1];
-    i += 3;
-  }
-  return true;
+  bool aligned = true;
+  if (!program.empty())
+    for_each_piece(program.data(), [&](int64_t len, int64_t) {
+      aligned = aligned && start % lanes == 0;
+      start += len;
+    });
+  return aligned;
 }
 
 namespace {

@@ -110,14 +110,21 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
   cc_.mov(prog, x86::ptr(params_, (k_.num_params() + r) * 8));
   cc_.lea(sb, stack_);
   cc_.mov(sp, sb);
-  Label l_next = cc_.newLabel(), l_leaf = cc_.newLabel(), l_end = cc_.newLabel();
+  // Where a call (word 5) goes on; 0 outside a call.
+  x86::Gp ret = cc_.newIntPtr("return");
+  cc_.xor_(ret, ret);
+  Label l_next = cc_.newLabel(), l_leaf = cc_.newLabel(), l_end = cc_.newLabel(),
+        l_zero = cc_.newLabel();
   x86::Gp w = cc_.newInt64("w");
   cc_.bind(l_next);
   cc_.mov(w, x86::ptr(prog));
   cc_.cmp(w, 1);
   cc_.je(l_leaf);
   cc_.test(w, w);
-  cc_.jz(l_end);
+  cc_.jz(l_zero);
+  Label l_slot = cc_.newLabel();
+  cc_.cmp(w, 2);
+  cc_.jne(l_slot);
   {  // 2: combine the two latest results
     x86::Vec a = so.load(x86::ptr(sp, -2 * 8)), b = so.load(x86::ptr(sp, -8));
     so.store(x86::ptr(sp, -2 * 8), combine(so, op, a, b));
@@ -125,6 +132,35 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
     cc_.add(prog, 8);
     cc_.jmp(l_next);
   }
+  cc_.bind(l_slot);
+  {  // 3 addr: push the partial result at addr; 4 addr: pop the latest into addr (a long row
+     // split across threads); 5 addr: call the program at addr (a whole chunk; row_program.h)
+    Label l_pop = cc_.newLabel(), l_push = cc_.newLabel();
+    x86::Gp slot = cc_.newIntPtr("slot");
+    cc_.mov(slot, x86::ptr(prog, 8));
+    cc_.add(prog, 16);
+    cc_.cmp(w, 5);
+    cc_.jne(l_push);
+    cc_.mov(ret, prog);
+    cc_.mov(prog, slot);
+    cc_.jmp(l_next);
+    cc_.bind(l_push);
+    cc_.cmp(w, 3);
+    cc_.jne(l_pop);
+    so.store(x86::ptr(sp), so.load(x86::ptr(slot)));
+    cc_.add(sp, 8);
+    cc_.jmp(l_next);
+    cc_.bind(l_pop);
+    so.store(x86::ptr(slot), so.load(x86::ptr(sp, -8)));
+    cc_.sub(sp, 8);
+    cc_.jmp(l_next);
+  }
+  cc_.bind(l_zero);  // 0: the end of a call, or of the program
+  cc_.test(ret, ret);
+  cc_.jz(l_end);
+  cc_.mov(prog, ret);
+  cc_.xor_(ret, ret);
+  cc_.jmp(l_next);
   cc_.bind(l_leaf);
   {
     x86::Gp len = cc_.newInt64("len"), cnt = cc_.newInt64("vec");

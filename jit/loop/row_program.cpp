@@ -58,6 +58,69 @@ void chunk_tree(std::vector<int64_t>& p, int64_t c, int64_t size, int64_t count,
   }
 }
 
+int64_t word_of(const void* address) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(address));
+}
+
+void pieces_of_chunk(std::vector<int64_t>& p, ExprOp op, DType type, int64_t len);
+
+// The pieces of a whole chunk, ending in 0: one program per op and type, made on first use and
+// kept (launches on any thread read them).
+const std::vector<int64_t>& full_chunk_program(ExprOp op, DType type) {
+  static const auto* programs = [] {
+    auto* all = new std::vector<std::vector<int64_t>>();
+    for (ExprOp o : {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax, ExprOp::ReduceMin})
+      for (DType t : {DType::Float32, DType::Float64}) {
+        std::vector<int64_t> p;
+        pieces_of_chunk(p, o, t, kRowProgramChunk);
+        p.push_back(0);
+        all->push_back(std::move(p));
+      }
+    return all;
+  }();
+  const int o = op == ExprOp::ReduceSum    ? 0
+                : op == ExprOp::ReduceProd ? 1
+                : op == ExprOp::ReduceMax  ? 2
+                                           : 3;
+  return (*programs)[static_cast<size_t>(o * 2 + (type == DType::Float64 ? 1 : 0))];
+}
+
+// Chunk c of a row of n elements, as eager's range() reduces it: a whole chunk by a call of its
+// shared program (a row of one chunk keeps its pieces inline).
+void chunk_pieces(std::vector<int64_t>& p, ExprOp op, DType type, int64_t n, int64_t c) {
+  const int64_t len = std::min(kRowProgramChunk, n - c * kRowProgramChunk);
+  if (len == kRowProgramChunk && n > kRowProgramChunk &&
+      (type == DType::Float32 || type == DType::Float64)) {
+    p.push_back(5);
+    p.push_back(word_of(full_chunk_program(op, type).data()));
+    return;
+  }
+  pieces_of_chunk(p, op, type, len);
+}
+
+void pieces_of_chunk(std::vector<int64_t>& p, ExprOp op, DType type, int64_t len) {
+  if (op == ExprOp::ReduceSum) {
+    pairwise(p, len);
+  } else if (op == ExprOp::ReduceProd) {
+    piece(p, len, len / 8 * 8);
+  } else {  // range_extreme: lanes only for at least two iterations of its two registers
+    const int64_t lanes = reduce_lanes(op, type);
+    piece(p, len, len >= 2 * lanes ? len / lanes * lanes : 0);
+  }
+}
+
+// tree_combine's tree over the row's chunks, leaf(c) for each.
+template <class Leaf>
+std::vector<int64_t> chunk_program(int64_t n, const Leaf& leaf) {
+  std::vector<int64_t> p;
+  const int64_t chunks = row_chunks(n);
+  int64_t size = 1;
+  while (size < chunks) size *= 2;
+  chunk_tree(p, 0, size, chunks, [&](int64_t c) { leaf(p, c); });
+  p.push_back(0);
+  return p;
+}
+
 }  // namespace
 
 int reduce_lanes(ExprOp op, DType t) {
@@ -65,25 +128,33 @@ int reduce_lanes(ExprOp op, DType t) {
   return t == DType::Float32 ? 8 : 4;
 }
 
+int64_t row_chunks(int64_t n) {
+  return std::max<int64_t>(1, (n + kRowProgramChunk - 1) / kRowProgramChunk);
+}
+
 std::vector<int64_t> row_program(ExprOp op, DType type, int64_t n) {
   if (n == 0) return {1, 0, 0, 0};  // the identity: a piece of no elements
+  return chunk_program(
+      n, [&](std::vector<int64_t>& p, int64_t c) { chunk_pieces(p, op, type, n, c); });
+}
+
+std::vector<int64_t> row_program_chunks(ExprOp op, DType type, int64_t n, int64_t c0, int64_t c1,
+                                        uint64_t* slots) {
   std::vector<int64_t> p;
-  const int64_t chunks = (n + kRowProgramChunk - 1) / kRowProgramChunk;
-  int64_t size = 1;
-  while (size < chunks) size *= 2;
-  const int64_t lanes = reduce_lanes(op, type);
-  chunk_tree(p, 0, size, chunks, [&](int64_t c) {
-    const int64_t len = std::min(kRowProgramChunk, n - c * kRowProgramChunk);
-    if (op == ExprOp::ReduceSum) {
-      pairwise(p, len);
-    } else if (op == ExprOp::ReduceProd) {
-      piece(p, len, len / 8 * 8);
-    } else {  // range_extreme: lanes only for at least two iterations of its two registers
-      piece(p, len, len >= 2 * lanes ? len / lanes * lanes : 0);
-    }
-  });
-  p.push_back(0);
+  for (int64_t c = c0; c < c1; ++c) {
+    chunk_pieces(p, op, type, n, c);
+    p.push_back(4);
+    p.push_back(word_of(slots + (c - c0)));
+  }
+  p.push_back(0);  // (the row's value, the last chunk's: a dummy the launcher discards)
   return p;
+}
+
+std::vector<int64_t> row_program_partials(int64_t n, const uint64_t* slots) {
+  return chunk_program(n, [&](std::vector<int64_t>& p, int64_t c) {
+    p.push_back(3);
+    p.push_back(word_of(slots + c));
+  });
 }
 
 std::vector<int64_t> column_program(int64_t n) {
@@ -98,17 +169,30 @@ std::vector<int64_t> column_program(int64_t n) {
   return p;
 }
 
-int64_t program_depth(const std::vector<int64_t>& p) {
-  int64_t depth = 0, most = 0;
-  for (size_t i = 0; i < p.size() && p[i] != 0;) {
-    if (p[i] == 1) {
-      most = std::max(most, ++depth);
-      i += 3;
-    } else {
-      --depth;
-      i += 1;
+namespace {
+void walk_depth(const int64_t* p, int64_t& depth, int64_t& most) {
+  for (size_t i = 0; p[i] != 0;) {
+    switch (p[i]) {
+      case 1:  // a piece
+      case 3:  // a pushed partial
+        most = std::max(most, ++depth);
+        i += p[i] == 1 ? 3 : 2;
+        break;
+      case 5:  // a call
+        walk_depth(reinterpret_cast<const int64_t*>(static_cast<uintptr_t>(p[i + 1])), depth, most);
+        i += 2;
+        break;
+      default:  // a combine, a popped partial
+        --depth;
+        i += p[i] == 4 ? 2 : 1;
     }
   }
+}
+}  // namespace
+
+int64_t program_depth(const std::vector<int64_t>& p) {
+  int64_t depth = 0, most = 0;
+  if (!p.empty()) walk_depth(p.data(), depth, most);
   return most;
 }
 
