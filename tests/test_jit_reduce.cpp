@@ -767,8 +767,9 @@ Tensor softmax_rows_of(int64_t rows, int64_t n, DType dt, uint64_t seed) {
 }
 
 // Eager softmax over the last dim is the chain amax, exp(x - max), sum, e * (1 / sum), each
-// eager op's bits (ops/reduce.h softmax_rows): the contract that lets the JIT lower it into a row
-// kernel. Row lengths around the lanes, the pairwise blocks and the 65536-element chunks.
+// eager op's bits (ops/reduce.h softmax_rows), and log_softmax x - (max + log(sum)) of the same
+// max and sum: the contract that lets the JIT lower both into row kernels. Row lengths around
+// the lanes, the pairwise blocks and the 65536-element chunks.
 TEST_F(JitReducePlanTest, EagerSoftmaxIsItsReductionChainBitwise) {
   JitMode off(false);
   for (DType dt : {kFloat32, kFloat64}) {
@@ -780,6 +781,10 @@ TEST_F(JitReducePlanTest, EagerSoftmaxIsItsReductionChainBitwise) {
       const Tensor want = e * e.sum({-1}, true).reciprocal();
       expect_bitwise_equal(softmax(x, -1), want,
                            fmt::format("softmax {} n={}", dtype_name(dt), n).c_str());
+      // log_softmax: x - (max + log(sum)) with the same max and sum.
+      const Tensor mx = x.amax({-1}, true);
+      expect_bitwise_equal(log_softmax(x, -1), x - (mx + (x - mx).exp().sum({-1}, true).log()),
+                           fmt::format("log_softmax {} n={}", dtype_name(dt), n).c_str());
       // A 3-D input over its last dim is the same rows.
       expect_bitwise_equal(softmax(x.reshape({rows, 1, n}), 2), want.reshape({rows, 1, n}),
                            fmt::format("softmax 3-D {} n={}", dtype_name(dt), n).c_str());
@@ -787,44 +792,50 @@ TEST_F(JitReducePlanTest, EagerSoftmaxIsItsReductionChainBitwise) {
   }
 }
 
-// softmax over the last dim is a row kernel (jit/lower/lower_reduce.h), fused with its prologue
-// (attention's scale and causal mask) and epilogue: eager's bits on every ISA, both float
-// dtypes, rows of -inf, +inf, NaN and signed zeros, row lengths around the order's boundaries;
-// softmax over another dim stays an eager step, with eager's bits.
+// softmax and log_softmax over the last dim are row kernels (jit/lower/lower_reduce.h), fused
+// with their prologue (attention's scale and causal mask) and epilogue: eager's bits on every
+// ISA, both float dtypes, rows of -inf, +inf, NaN and signed zeros, row lengths around the
+// order's boundaries; over another dim they stay eager steps, with eager's bits.
 TEST_F(JitReducePlanTest, SoftmaxOpIsARowKernelBitwise) {
-  for (const std::string& isa : testing::supported_jit_isas()) {
-    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
-    for (DType dt : {kFloat32, kFloat64}) {
-      for (int64_t n : {0, 1, 7, 16, 17, 129, 512, 1000}) {
-        const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
-        const Tensor x = softmax_rows_of(8, n, dt, static_cast<uint64_t>(n) + 70);
-        tracer::RegionCache::instance().clear();
-        EXPECT_EQ(run_both([&] { return TensorList{softmax(x, -1)}; }, what), "k1") << what;
-        Tensor mask;
-        {
-          JitMode off(false);
-          mask = ones({8, n}, TensorOptions().dtype(kBool)).triu(1);
+  for (bool log : {false, true}) {
+    const auto op = [log](const Tensor& t, int64_t dim) {
+      return log ? log_softmax(t, dim) : softmax(t, dim);
+    };
+    const std::string name = log ? "log_softmax" : "softmax";
+    for (const std::string& isa : testing::supported_jit_isas()) {
+      ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+      for (DType dt : {kFloat32, kFloat64}) {
+        for (int64_t n : {0, 1, 7, 16, 17, 129, 512, 1000}) {
+          const std::string what = fmt::format("{} {} {} n={}", name, isa, dtype_name(dt), n);
+          const Tensor x = softmax_rows_of(8, n, dt, static_cast<uint64_t>(n) + 70);
+          tracer::RegionCache::instance().clear();
+          EXPECT_EQ(run_both([&] { return TensorList{op(x, -1)}; }, what), "k1") << what;
+          Tensor mask;
+          {
+            JitMode off(false);
+            mask = ones({8, n}, TensorOptions().dtype(kBool)).triu(1);
+          }
+          tracer::RegionCache::instance().clear();
+          EXPECT_EQ(run_both(
+                        [&] {
+                          Tensor p = op((x * 0.125).masked_fill(mask, -INFINITY), -1);
+                          return TensorList{p * 3.0};
+                        },
+                        what + " scaled, masked"),
+                    "k4")
+              << what;
         }
-        tracer::RegionCache::instance().clear();
-        EXPECT_EQ(run_both(
-                      [&] {
-                        Tensor p = softmax((x * 0.125).masked_fill(mask, -INFINITY), -1);
-                        return TensorList{p * 3.0};
-                      },
-                      what + " scaled, masked"),
-                  "k4")
-            << what;
       }
     }
+    // Three 65536-element chunks in a row (the tree of chunk results), once.
+    tracer::RegionCache::instance().clear();
+    const Tensor big = softmax_rows_of(2, 140001, kFloat32, 90);
+    EXPECT_EQ(run_both([&] { return TensorList{op(big + 1.0, -1)}; }, name + " chunks"), "k2");
+    // Over dim 0: an eager step (eager sweeps columns there).
+    tracer::RegionCache::instance().clear();
+    const Tensor x = softmax_rows_of(9, 33, kFloat32, 91);
+    EXPECT_EQ(run_both([&] { return TensorList{op(x + 1.0, 0)}; }, name + " dim 0"), "k1 e");
   }
-  // Three 65536-element chunks in a row (the tree of chunk results), once.
-  tracer::RegionCache::instance().clear();
-  const Tensor big = softmax_rows_of(2, 140001, kFloat32, 90);
-  EXPECT_EQ(run_both([&] { return TensorList{softmax(big + 1.0, -1)}; }, "chunks"), "k2");
-  // Over dim 0: an eager step (eager sweeps columns there).
-  tracer::RegionCache::instance().clear();
-  const Tensor x = softmax_rows_of(9, 33, kFloat32, 91);
-  EXPECT_EQ(run_both([&] { return TensorList{softmax(x + 1.0, 0)}; }, "dim 0"), "k1 e");
 }
 
 // Values with ties (a few distinct integers), signed zeros, infinities and, where asked, NaNs

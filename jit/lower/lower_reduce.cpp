@@ -42,6 +42,7 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
     case OpId::Var:  // rows only: eager gathers the columns of these
     case OpId::Logsumexp:
     case OpId::Softmax:  // an element value per element, computed from two row values
+    case OpId::LogSoftmax:
     case OpId::Argmax:
     case OpId::Argmin:
     case OpId::All:
@@ -56,7 +57,7 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
     return 0;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
   if (rank == 0 || rank >= 64) return 0;
-  if (n.op == OpId::Softmax) {  // attrs.ints[0]: its one dim
+  if (n.op == OpId::Softmax || n.op == OpId::LogSoftmax) {  // attrs.ints[0]: its one dim
     const int64_t d = n.attrs.ints.empty() ? -1 : n.attrs.ints[0];
     const int64_t w = d < 0 ? d + rank : d;
     return w < 0 || w >= rank ? 0 : uint64_t{1} << w;
@@ -141,6 +142,12 @@ int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
     return k.binary(ExprOp::Add, k.unary(ExprOp::Log, s), shift);
   }
   const DType t = k.exprs[x].type;
+  if (n.op == OpId::LogSoftmax) {  // eager's softmax_rows with `log`: x - (max + log(sum(e)))
+    const int32_t m = k.reduce(ExprOp::ReduceMax, x);
+    const int32_t s =
+        k.reduce(ExprOp::ReduceSum, k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, m)));
+    return k.binary(ExprOp::Sub, x, k.binary(ExprOp::Add, m, k.unary(ExprOp::Log, s)));
+  }
   if (n.op == OpId::Softmax) {  // eager's softmax_rows (ops/reduce.h): e * (1 / sum(e))
     const int32_t e =
         k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, k.reduce(ExprOp::ReduceMax, x)));

@@ -20,6 +20,8 @@
 //   softmax over the last dim (Float32, Float64) -> eager's softmax_rows (ops/reduce.h):
 //          e = exp(x - ReduceMax(x)); e * (1 / ReduceSum(e)): an element value, not a row value
 //          (its node has the input's shape; lower_reduction returns it all the same).
+//   log_softmax over the last dim (Float32, Float64) -> the same rows' log form:
+//          x - (ReduceMax(x) + log(ReduceSum(exp(x - ReduceMax(x))))): an element value.
 // A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
 // of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
 // mean, prod, amax, amin (var and logsumexp are split into two column reductions first:
