@@ -6,33 +6,23 @@
 // y = (x - mean) / sqrt(var + eps) * weight + bias over the trailing dims named by
 // normalized_shape, with the biased variance (divide by D), as torch.nn.functional.layer_norm.
 // x must be Float32/Float64 (PyTorch rejects integer inputs too) and weight/bias of x's dtype.
-// Mean and variance accumulate in double (two passes: the mean first, then squared deviations),
-// each in 8 interleaved partial sums added pairwise at the end (lane_sum): a fixed order, the
-// same bits on every thread count, that the compiler vectorizes (until 2026-11-28 the sums ran
-// in order, one dependent add an element: 1.9 ns an element on 1024-element rows).
+// Mean and variance accumulate in double in the order of the eager reductions (ops/reduce.h
+// layer_norm_rows: the mean op of x.to(Float64), then of the squared deviations), so layer_norm
+// is bit for bit that chain of eager ops and the JIT fuses it into a row kernel with eager's bits
+// (jit/passes/layer_norm_split.h). Until 2026-11-29 the sums were 8 interleaved partial sums
+// (another order, the same accuracy).
 #include <cmath>
 
 #include "ops/eager_helpers.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/nn_registry.h"
+#include "ops/reduce.h"
 #include "runtime/parallel.h"
 
 namespace kiln {
 
 namespace {
-
-// The sum of f(x[i]) over n elements in double: partial sum j takes the elements i with i % 8
-// == j, and the 8 partials add pairwise.
-template <class T, class F>
-double lane_sum(const T* x, int64_t n, F f) {
-  double acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += f(static_cast<double>(x[i + j]));
-  for (int j = 0; i + j < n; ++j) acc[j] += f(static_cast<double>(x[i + j]));
-  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
 
 void layer_norm_meta(const OpCall& c, OutputMeta& m) {
   const Tensor& xt = c.inputs[0];
@@ -73,33 +63,15 @@ void layer_norm_eager(const OpCall& c, const Tensor& out) {
   if (has_w) w = eager_contiguous(c.inputs[1]);
   if (has_b) b = eager_contiguous(c.inputs[has_w ? 2 : 1]);
   const int64_t D = numel_of(c.attrs.dims);
+  if (D == 0 || o->numel() == 0) return;  // no rows, or rows of nothing: no element
   const int64_t rows = o->numel() / D;
   const double eps = c.attrs.scalars[0].to<double>();
   visit_dtype(o->dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* xp = static_cast<const T*>(x.impl()->data());
-      const T* wp = has_w ? static_cast<const T*>(w.impl()->data()) : nullptr;
-      const T* bp = has_b ? static_cast<const T*>(b.impl()->data()) : nullptr;
-      T* yp = static_cast<T*>(o->data());
-      const int64_t grain = std::max<int64_t>(1, kParallelGrain / D);
-      parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const T* xr = xp + r * D;
-          T* yr = yp + r * D;
-          const double mean = lane_sum(xr, D, [](double v) { return v; }) / static_cast<double>(D);
-          const double ss = lane_sum(xr, D, [mean](double v) {
-            const double d = v - mean;
-            return d * d;
-          });
-          const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(D) + eps);
-          for (int64_t i = 0; i < D; ++i) {
-            double v = (xr[i] - mean) * rstd;
-            if (wp) v *= wp[i];
-            if (bp) v += bp[i];
-            yr[i] = static_cast<T>(v);
-          }
-        }
-      });
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      layer_norm_rows(static_cast<const T*>(x.impl()->data()),
+                      has_w ? static_cast<const T*>(w.impl()->data()) : nullptr,
+                      has_b ? static_cast<const T*>(b.impl()->data()) : nullptr,
+                      static_cast<T*>(o->data()), rows, D, eps);
     } else {
       fail("layer_norm: internal error: non-float dtype {}", o->dtype());
     }

@@ -153,4 +153,26 @@ void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log) {
   softmax_rows_isa(x, y, m, n, log);
 }
 
+template <class T>
+static void layer_norm_rows_isa(const T* x, const T* w, const T* b, T* y, int64_t m, int64_t n,
+                                double eps) {
+  switch (active_isa()) {
+    case CpuIsa::Avx512:
+      return isa_avx512::layer_norm_rows(x, w, b, y, m, n, eps);
+    case CpuIsa::Avx2:
+      return isa_avx2::layer_norm_rows(x, w, b, y, m, n, eps);
+    case CpuIsa::Baseline:
+      break;
+  }
+  isa_baseline::layer_norm_rows(x, w, b, y, m, n, eps);
+}
+void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m,
+                     int64_t n, double eps) {
+  layer_norm_rows_isa(x, w, b, y, m, n, eps);
+}
+void layer_norm_rows(const double* x, const double* w, const double* b, double* y, int64_t m,
+                     int64_t n, double eps) {
+  layer_norm_rows_isa(x, w, b, y, m, n, eps);
+}
+
 }  // namespace kiln

@@ -23,5 +23,14 @@ void reduce_eager(const OpCall& c, const Tensor& out);
 // the same memory: y holds the exps before x is read again).
 void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log = false);
 void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log = false);
+// layer_norm of m contiguous rows of n >= 1 elements (ops/layer_norm.cpp; w and b: n elements or
+// null), in double: the mean and the biased variance as the eager mean op of x.to(Float64) and of
+// the squared deviations compute them, rstd = 1 / sqrt(var + eps), y = ((x - mean) * rstd) * w +
+// b rounded to T: bit for bit that chain of eager ops (the JIT rewrites layer_norm into it,
+// jit/passes/layer_norm_split.h).
+void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m,
+                     int64_t n, double eps);
+void layer_norm_rows(const double* x, const double* w, const double* b, double* y, int64_t m,
+                     int64_t n, double eps);
 
 }  // namespace kiln

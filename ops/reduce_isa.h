@@ -11,6 +11,10 @@ namespace kiln {
   void reduce_eager(const OpCall& c, const Tensor& out);                         \
   void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log);   \
   void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log); \
+  void layer_norm_rows(const float* x, const float* w, const float* b, float* y, \
+                       int64_t m, int64_t n, double eps);                        \
+  void layer_norm_rows(const double* x, const double* w, const double* b,        \
+                       double* y, int64_t m, int64_t n, double eps);             \
   }
 KILN_FOR_EACH_ISA_NS(KILN_DECLARE_REDUCE)
 #undef KILN_DECLARE_REDUCE

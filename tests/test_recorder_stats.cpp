@@ -142,7 +142,9 @@ TEST(RecorderStats, TrainingLoopSummary) {
   ASSERT_EQ(other.size(), 9u) << stats;
   const size_t step_at = stats.find(fmt::format("{:#018x}", step->id));
   const size_t other_at = stats.find(other_id);
-  if (row[3] != other[3]) EXPECT_EQ(step_at < other_at, row[3] > other[3]) << stats;
+  if (row[3] != other[3]) {
+    EXPECT_EQ(step_at < other_at, row[3] > other[3]) << stats;
+  }
 }
 
 TEST(RecorderStats, FamilyPastRecompileLimitShowsAsUncached) {

@@ -293,6 +293,46 @@ void softmax_rows_impl(const T* x, T* y, int64_t m, int64_t n, bool log) {
                });
 }
 
+// layer_norm of contiguous rows (ops/layer_norm.cpp), in double: the row's mean as the eager mean
+// of x.to(Float64) computes it (pairwise sums of the row's chunks, combined in run_rows's tree,
+// / n), the mean of the squared deviations likewise, rstd = 1 / sqrt(var + eps), y = T(((x -
+// mean) * rstd) * w + b): bit for bit that chain of eager ops, which the JIT fuses into a row
+// kernel (jit/passes/layer_norm_split.h). w and b may be null.
+template <class T>
+void layer_norm_rows_impl(const T* x, const T* w, const T* b, T* y, int64_t m, int64_t n,
+                          double eps) {
+  auto add = [](double p, double q) { return p + q; };
+  auto row = [&](const T* xr, T* yr) {
+    const double mean =
+        whole_row<double>(
+            n,
+            [&](int64_t s, int64_t len) { return pairwise_sum<double>(xr + s, len, Cast<double>{}); },
+            add) /
+        static_cast<double>(n);
+    const double var = whole_row<double>(
+                           n,
+                           [&](int64_t s, int64_t len) {
+                             return pairwise_sum<double>(xr + s, len, [mean](T v) {
+                               const double d = static_cast<double>(v) - mean;
+                               return d * d;
+                             });
+                           },
+                           add) /
+                       static_cast<double>(n);
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < n; ++j) {
+      double v = (static_cast<double>(xr[j]) - mean) * rstd;
+      if (w != nullptr) v *= static_cast<double>(w[j]);
+      if (b != nullptr) v += static_cast<double>(b[j]);
+      yr[j] = static_cast<T>(v);
+    }
+  };
+  parallel_for(0, m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n)),
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) row(x + r * n, y + r * n);
+               });
+}
+
 }  // namespace
 
 void reduce_eager(const OpCall& c, const Tensor& out) {
@@ -360,6 +400,14 @@ void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log) {
 }
 void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log) {
   softmax_rows_impl(x, y, m, n, log);
+}
+void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m,
+                     int64_t n, double eps) {
+  layer_norm_rows_impl(x, w, b, y, m, n, eps);
+}
+void layer_norm_rows(const double* x, const double* w, const double* b, double* y, int64_t m,
+                     int64_t n, double eps) {
+  layer_norm_rows_impl(x, w, b, y, m, n, eps);
 }
 
 }  // namespace kiln::KILN_ISA_NS
