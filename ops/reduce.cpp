@@ -166,8 +166,8 @@ static void layer_norm_rows_isa(const T* x, const T* w, const T* b, T* y, int64_
   }
   isa_baseline::layer_norm_rows(x, w, b, y, m, n, eps);
 }
-void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m,
-                     int64_t n, double eps) {
+void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m, int64_t n,
+                     double eps) {
   layer_norm_rows_isa(x, w, b, y, m, n, eps);
 }
 void layer_norm_rows(const double* x, const double* w, const double* b, double* y, int64_t m,

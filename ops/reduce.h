@@ -28,8 +28,8 @@ void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log = f
 // the squared deviations compute them, rstd = 1 / sqrt(var + eps), y = ((x - mean) * rstd) * w +
 // b rounded to T: bit for bit that chain of eager ops (the JIT rewrites layer_norm into it,
 // jit/passes/layer_norm_split.h).
-void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m,
-                     int64_t n, double eps);
+void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m, int64_t n,
+                     double eps);
 void layer_norm_rows(const double* x, const double* w, const double* b, double* y, int64_t m,
                      int64_t n, double eps);
 

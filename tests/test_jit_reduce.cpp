@@ -969,5 +969,104 @@ TEST_F(JitReducePlanTest, WhatStaysEagerStillMatches) {
   }
 }
 
+namespace {
+
+// layer_norm's chain of eager ops (jit/passes/layer_norm_split.h): in double, the mean, the mean
+// of the squared deviations, 1 / sqrt(var + eps), ((x - mean) * rstd) * w + b, rounded once.
+Tensor layer_norm_chain(const Tensor& x, int64_t k, const Tensor& w, const Tensor& b, double eps) {
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  const Tensor xd = x.to(kFloat64);
+  const Tensor d = xd - xd.mean(IntList(dims), true);
+  Tensor y = d * (1.0 / ((d * d).mean(IntList(dims), true) + eps).sqrt());
+  if (w.defined()) y = y * w;
+  if (b.defined()) y = y + b;
+  return y.to(x.dtype());
+}
+
+}  // namespace
+
+// Eager layer_norm is that chain bit for bit (ops/reduce.h layer_norm_rows): the contract that
+// lets the JIT rewrite it. Both dtypes, with and without the affine parts, one and two
+// normalized dims, rows around the pairwise blocks and the 65536-element chunks, eps.
+TEST_F(JitReducePlanTest, EagerLayerNormIsItsChainBitwise) {
+  JitMode off(false);
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (int64_t n : {1, 7, 8, 129, 1000, 65543}) {
+      const int64_t rows = n > 5000 ? 2 : 5;
+      const Tensor x = randn_of({rows, n}, static_cast<uint64_t>(n) + 800, dt) * 3.0 + 1.0;
+      const Tensor w = randn_of({n}, 801, dt), b = randn_of({n}, 802, dt);
+      for (int affine = 0; affine < 3; ++affine) {
+        const Tensor ww = affine > 0 ? w : Tensor(), bb = affine > 1 ? b : Tensor();
+        for (double eps : {1e-5, 0.25}) {
+          expect_bitwise_equal(
+              layer_norm(x, {n}, ww, bb, eps), layer_norm_chain(x, 1, ww, bb, eps),
+              fmt::format("{} n={} affine {} eps {}", dtype_name(dt), n, affine, eps).c_str());
+        }
+      }
+    }
+    const Tensor x3 = randn_of({4, 3, 50}, 803, dt);
+    const Tensor w3 = randn_of({3, 50}, 804, dt);
+    expect_bitwise_equal(layer_norm(x3, {3, 50}, w3, Tensor(), 1e-5),
+                         layer_norm_chain(x3, 2, w3, Tensor(), 1e-5), "two normalized dims");
+  }
+}
+
+// The layer_norm op is rewritten into its chain (jit/passes/layer_norm_split.h) and fused into
+// one row kernel with what computes its input and what reads its output: eager's bits on every
+// ISA, both dtypes, affine or not, two normalized dims; its gradients too. A transposed input
+// keeps the op an eager step (eager's bits all the same).
+TEST_F(JitReducePlanTest, LayerNormOpIsARowKernelBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int64_t n : {1, 17, 129, 1000}) {
+        const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
+        const Tensor x = randn_of({6, n}, static_cast<uint64_t>(n) + 810, dt);
+        const Tensor r = randn_of({6, n}, 811, dt);
+        const Tensor w = randn_of({n}, 812, dt), b = randn_of({n}, 813, dt);
+        int kernels = 0;
+        tracer::RegionCache::instance().clear();
+        std::string steps = run_both(
+            [&] {
+              return TensorList{layer_norm(x, {n}, w, b), layer_norm(x * 2.0, {n})};
+            },
+            what, &kernels);
+        EXPECT_EQ(kernels, 1) << what << ": " << steps;  // both read x's rows: one kernel
+        EXPECT_EQ(steps.find('e'), std::string::npos) << what << ": " << steps;
+        tracer::RegionCache::instance().clear();
+        steps = run_both(
+            [&] { return TensorList{gelu(layer_norm(x + r, {n}, w, Tensor()), "tanh") * 0.5}; },
+            what + " residual, gelu", &kernels);
+        EXPECT_EQ(kernels, 1) << what << ": " << steps;
+        EXPECT_EQ(steps.find('e'), std::string::npos) << what << ": " << steps;
+      }
+      const Tensor x3 = randn_of({4, 3, 50}, 814, dt), w3 = randn_of({3, 50}, 815, dt);
+      tracer::RegionCache::instance().clear();
+      int kernels = 0;
+      run_both(
+          [&] {
+            return TensorList{layer_norm(x3 - 1.0, {3, 50}, w3, w3)};
+          },
+          isa + " two dims", &kernels);
+      EXPECT_EQ(kernels, 1) << isa;
+      // Gradients through the rewritten forward.
+      tracer::RegionCache::instance().clear();
+      run_both(
+          [&] {
+            const Tensor xg = x3.detach().requires_grad_();
+            const Tensor wg = w3.detach().requires_grad_();
+            const Tensor y = layer_norm(xg * 1.5, {50}, wg.select(0, 0), Tensor());
+            (y * y).sum().backward();
+            return TensorList{y, xg.grad(), wg.grad()};
+          },
+          isa + " gradients");
+    }
+  }
+  // Transposed: the rows are not contiguous; an eager step.
+  tracer::RegionCache::instance().clear();
+  const Tensor xt = randn_of({40, 6}, 816).t();
+  EXPECT_EQ(run_both([&] { return TensorList{layer_norm(xt, {40}) * 2.0}; }, "transposed"), "e k1");
+}
 }  // namespace
 }  // namespace kiln

@@ -6,6 +6,7 @@
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
+#include "jit/passes/layer_norm_split.h"
 #include "jit/passes/simplify.h"
 #include "jit/passes/sink_views.h"
 #include "runtime/error.h"
@@ -66,6 +67,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   if (o.decompose && o.target != nullptr) {
     c.decomposed += decompose(pg, *o.target, o.decompose_all);
     c.decomposed += split_column_reductions(pg, *o.target);
+    c.decomposed += split_layer_norms(pg);
   }
   // Each sweep leaves the sunk nodes dead, and new views of their inputs that may sink further.
   for (int sweep = 0; o.sink_views && o.target != nullptr && sweep < 16; ++sweep) {

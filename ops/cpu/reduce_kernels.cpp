@@ -303,12 +303,13 @@ void layer_norm_rows_impl(const T* x, const T* w, const T* b, T* y, int64_t m, i
                           double eps) {
   auto add = [](double p, double q) { return p + q; };
   auto row = [&](const T* xr, T* yr) {
-    const double mean =
-        whole_row<double>(
-            n,
-            [&](int64_t s, int64_t len) { return pairwise_sum<double>(xr + s, len, Cast<double>{}); },
-            add) /
-        static_cast<double>(n);
+    const double mean = whole_row<double>(
+                            n,
+                            [&](int64_t s, int64_t len) {
+                              return pairwise_sum<double>(xr + s, len, Cast<double>{});
+                            },
+                            add) /
+                        static_cast<double>(n);
     const double var = whole_row<double>(
                            n,
                            [&](int64_t s, int64_t len) {
@@ -401,8 +402,8 @@ void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log) {
 void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log) {
   softmax_rows_impl(x, y, m, n, log);
 }
-void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m,
-                     int64_t n, double eps) {
+void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m, int64_t n,
+                     double eps) {
   layer_norm_rows_impl(x, w, b, y, m, n, eps);
 }
 void layer_norm_rows(const double* x, const double* w, const double* b, double* y, int64_t m,

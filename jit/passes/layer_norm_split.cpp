@@ -1,0 +1,120 @@
+#include "jit/passes/layer_norm_split.h"
+
+#include <utility>
+
+#include "ops/pointwise.h"
+
+namespace kiln::jit::passes {
+
+namespace {
+
+using tracer::Node;
+using tracer::ValueId;
+using tracer::ValueMeta;
+
+// Whether x's last k dims are one contiguous run (size-1 dims aside).
+bool last_dims_contiguous(const ValueMeta& x, size_t k) {
+  if (x.strides.empty()) return true;
+  int64_t expected = 1;
+  for (size_t i = 0; i < k; ++i) {
+    const size_t d = x.sizes.size() - 1 - i;
+    if (x.sizes[d] == 1) continue;
+    if (x.strides[d] != expected) return false;
+    expected *= x.sizes[d];
+  }
+  return true;
+}
+
+bool splittable(const PassGraph& pg, size_t j, const std::vector<const ValueMeta*>& meta) {
+  const Node& n = pg.graph.nodes[j];
+  if (n.op != OpId::LayerNorm || !n.subgraphs.empty() || pg.has_runtime_scalar(j) ||
+      n.meta.device != Device::cpu() || !n.meta.strides.empty() ||
+      (n.meta.dtype != DType::Float32 && n.meta.dtype != DType::Float64))
+    return false;
+  const size_t k = n.attrs.dims.size();
+  const bool has_w = n.attrs.ints[0] != 0, has_b = n.attrs.ints[1] != 0;
+  if (k == 0 || n.inputs.size() != 1u + has_w + has_b) return false;
+  const ValueMeta& x = *meta[n.inputs[0]];
+  if (x.device != Device::cpu() || x.dtype != n.meta.dtype || x.sizes.size() < k) return false;
+  return last_dims_contiguous(x, k);
+}
+
+// Emits the chain for node n; its last node defines n's value.
+void emit(NodeListBuilder& out, const Node& n, const ValueMeta& xm) {
+  const DType t = n.meta.dtype, f64 = DType::Float64;
+  const int64_t rank = static_cast<int64_t>(xm.sizes.size());
+  const int64_t k = static_cast<int64_t>(n.attrs.dims.size());
+  DimVector kept = xm.sizes;
+  for (int64_t d = rank - k; d < rank; ++d) kept[static_cast<size_t>(d)] = 1;
+  auto meta = [&](const DimVector& sizes, DType dt) {
+    ValueMeta m;
+    m.sizes = sizes;
+    m.dtype = dt;
+    m.device = n.meta.device;
+    return m;
+  };
+  auto mean = [&](ValueId v) {
+    Attrs a;
+    for (int64_t d = rank - k; d < rank; ++d) a.dims.push_back(d);
+    a.ints[0] = 1;  // keepdim
+    a.ints[1] = 0;  // no correction
+    return out.add(OpId::Mean, a, {v}, meta(kept, f64));
+  };
+  auto scalar = [&](OpId op, ValueId v, double s, ScalarSide side, const DimVector& sizes) {
+    Attrs a;
+    a.ints[0] = side;
+    a.scalars[0] = Scalar(s);
+    return out.add(op, a, {v}, meta(sizes, f64));
+  };
+  const bool has_w = n.attrs.ints[0] != 0, has_b = n.attrs.ints[1] != 0;
+  const bool cast = t != f64;
+  ValueId xd = n.inputs[0];
+  if (cast) {
+    Attrs a;
+    a.dtype = f64;
+    xd = out.add(OpId::Cast, a, {xd}, meta(xm.sizes, f64));
+  }
+  const ValueId m = mean(xd);
+  const ValueId d = out.add(OpId::Sub, Attrs{}, {xd, m}, meta(xm.sizes, f64));
+  const ValueId v = mean(out.add(OpId::Mul, Attrs{}, {d, d}, meta(xm.sizes, f64)));
+  const ValueId s = out.add(
+      OpId::Sqrt, Attrs{},
+      {scalar(OpId::Add, v, n.attrs.scalars[0].to<double>(), kScalarRight, kept)}, meta(kept, f64));
+  const ValueId r = scalar(OpId::Div, s, 1.0, kScalarLeft, kept);
+  // The node that defines n's value: the last of the chain.
+  const int parts = 1 + has_w + has_b;
+  int part = 0;
+  auto step = [&](OpId op, ValueId a, ValueId b) {
+    const bool last = ++part == parts && !cast;
+    return out.add(op, Attrs{}, {a, b}, meta(xm.sizes, f64), last ? n.output : -1);
+  };
+  ValueId y = step(OpId::Mul, d, r);
+  if (has_w) y = step(OpId::Mul, y, n.inputs[1]);
+  if (has_b) y = step(OpId::Add, y, n.inputs[has_w ? 2 : 1]);
+  if (cast) {
+    Attrs a;
+    a.dtype = t;
+    out.add(OpId::Cast, a, {y}, meta(xm.sizes, t), n.output);
+  }
+}
+
+}  // namespace
+
+int split_layer_norms(PassGraph& pg) {
+  const tracer::Graph& g = pg.graph;
+  const std::vector<const ValueMeta*> meta = pg.metas();
+  NodeListBuilder out(pg);
+  int count = 0;
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    if (!splittable(pg, j, meta)) {
+      out.keep(j);
+      continue;
+    }
+    emit(out, g.nodes[j], *meta[g.nodes[j].inputs[0]]);
+    ++count;
+  }
+  if (count > 0) out.commit();
+  return count;
+}
+
+}  // namespace kiln::jit::passes
