@@ -8,8 +8,9 @@
 // - sigmoid, tanh, erf, exp, ...: primitives of the loop IR (their vector math has no op chain).
 // - clamp: max/min would treat a NaN bound differently; it lowers to selects already.
 // - pow with another exponent: the eager kernel calls libm pow, which no chain reproduces.
-// - softmax, log_softmax, logsumexp, layer_norm, cross_entropy: row kernels whose reductions
-//   accumulate in their own order; a chain through sum/amax would not give their bits.
+// - softmax, log_softmax, logsumexp: lowered into row kernels directly (jit/lower/lower_reduce.h);
+//   layer_norm: rewritten into reductions by jit/passes/layer_norm_split.h (entries here are
+//   pointwise only); cross_entropy: its kernel gathers each row's target logit.
 // - dropout: its mask and scale come from one random draw per element inside the kernel.
 #include <cstdint>
 
