@@ -263,9 +263,29 @@ std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vec
           case 7:
             pool.push_back(x.logsumexp(dl, keep));
             break;
-          case 8: {
-            Tensor e = (x - x.amax(dl, true)).exp();
-            pool.push_back(e / e.sum(dl, true));
+          case 8: {  // over one dim d, chosen without a draw (each seed keeps its program):
+            const int64_t d = dims[0];
+            switch (pool.size() % 4) {
+              case 0: {  // softmax written from primitives
+                Tensor e = (x - x.amax(dl, true)).exp();
+                pool.push_back(e / e.sum(dl, true));
+                break;
+              }
+              case 1:  // the ops (row kernels over the last dim, eager steps over others)
+                pool.push_back(softmax(x, d));
+                break;
+              case 2:
+                pool.push_back(log_softmax(x, d));
+                break;
+              default: {  // layer_norm over dims d.. (a row of the trailing dims), affine past 0
+                const auto sizes = x.sizes();
+                std::vector<int64_t> normalized(sizes.begin() + d, sizes.end()), lead;
+                for (int64_t i = 0; i < d; ++i) lead.push_back(i);
+                const Tensor w = d > 0 ? (x * 0.5).mean(IntList(lead)) : Tensor();
+                pool.push_back(layer_norm(x, IntList(normalized), w, d > 0 ? w * 0.25 : Tensor(),
+                                          d > 0 ? 1e-5 : 0.5));
+              }
+            }
             break;
           }
           case 9:
@@ -363,7 +383,8 @@ TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
 }
 
 // Reductions over random dim sets (rows, columns, and sets eager gathers), keepdim or not,
-// logsumexp, softmax, argmax / argmin over any one dim, all / any, broadcasts back: row and
+// logsumexp, softmax (from primitives and the op), log_softmax, layer_norm over the trailing
+// dims from one, argmax / argmin over any one dim, all / any, broadcasts back: row and
 // column kernels and eager steps mixed, bitwise equal to eager on every ISA path.
 TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1200), false, true);
