@@ -1068,5 +1068,47 @@ TEST_F(JitReducePlanTest, LayerNormOpIsARowKernelBitwise) {
   const Tensor xt = randn_of({40, 6}, 816).t();
   EXPECT_EQ(run_both([&] { return TensorList{layer_norm(xt, {40}) * 2.0}; }, "transposed"), "e k1");
 }
+
+// Sums of Int32, Int64 and Bool rows are row kernels (an Int64 sum of the values widened, as
+// eager's wrapping uint64 sum: exact in any order), with their prologues: counting matches
+// (`(a == b).sum(-1)`), a wrapping sum near the Int64 limits, a long row split across threads;
+// eager's bits on every ISA. Over columns they stay eager steps.
+TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
+  const Tensor big = (randn_of({1, 140001}, 830) * 1000.0).to(kInt64) + (int64_t{1} << 62);
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (int64_t n : {1, 7, 17, 129, 1000}) {
+      const std::string what = fmt::format("{} n={}", isa, n);
+      const Tensor a = (randn_of({5, n}, static_cast<uint64_t>(n) + 820) * 4.0).to(kInt32);
+      const Tensor b = (randn_of({5, n}, static_cast<uint64_t>(n) + 821) * 4.0).to(kInt32);
+      const Tensor l = (randn_of({5, n}, static_cast<uint64_t>(n) + 822) * 1e6).to(kInt64) +
+                       (int64_t{1} << 62);  // sums wrap past the Int64 limits
+      int kernels = 0;
+      tracer::RegionCache::instance().clear();
+      const std::string steps = run_both(
+          [&] {
+            return TensorList{(a == b).sum({-1}), (a * 3 + 1).sum({-1}, true), (l * 2).sum({-1}),
+                              (a > 0).sum({-1})};
+          },
+          what, &kernels);
+      EXPECT_EQ(kernels, 2) << what << ": " << steps;  // a's and b's rows; l's
+      EXPECT_EQ(steps.find('e'), std::string::npos) << what << ": " << steps;
+      tracer::RegionCache::instance().clear();
+      EXPECT_EQ(run_both([&] { return TensorList{(a + 1).sum({0})}; }, what + " columns"), "k1 e")
+          << what;
+    }
+    // A long row across two threads (run_row_chunks), wrapping.
+    ConfigOverride<int> threads(config().num_threads, 2);
+    tracer::RegionCache::instance().clear();
+    const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
+    run_both(
+        [&] {
+          return TensorList{(big * 3).sum(), (big > int64_t{1} << 62).sum()};
+        },
+        isa + " long row");
+    EXPECT_GT(jit::cpu_jit_counters().split_row_launches.load() - split_before, 0) << isa;
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -24,12 +24,14 @@ asmjit::x86::Vec reduce_identity(AsmVecOps<T, E>& o, ExprOp op) {
   }
 }
 
+// `integer`: the Reduce's type is an integer one (Int64 sums: wrapping integer adds on the
+// double emitter's registers).
 template <class T, class E>
 asmjit::x86::Vec reduce_combine(AsmVecOps<T, E>& o, ExprOp op, asmjit::x86::Vec a,
-                                asmjit::x86::Vec b) {
+                                asmjit::x86::Vec b, bool integer = false) {
   switch (op) {
     case ExprOp::ReduceSum:
-      return o.add(a, b);
+      return integer ? o.iadd(a, b) : o.add(a, b);
     case ExprOp::ReduceProd:
       return o.mul(a, b);
     case ExprOp::ReduceMax:

@@ -78,6 +78,10 @@ const std::vector<int64_t>& full_chunk_program(ExprOp op, DType type) {
       }
     return all;
   }();
+  // The pieces depend on the type only through its lanes (reduce_lanes): an Int64 sum's are a
+  // Float32 sum's.
+  type =
+      reduce_lanes(op, type) == reduce_lanes(op, DType::Float32) ? DType::Float32 : DType::Float64;
   const int o = op == ExprOp::ReduceSum    ? 0
                 : op == ExprOp::ReduceProd ? 1
                 : op == ExprOp::ReduceMax  ? 2
@@ -89,8 +93,7 @@ const std::vector<int64_t>& full_chunk_program(ExprOp op, DType type) {
 // shared program (a row of one chunk keeps its pieces inline).
 void chunk_pieces(std::vector<int64_t>& p, ExprOp op, DType type, int64_t n, int64_t c) {
   const int64_t len = std::min(kRowProgramChunk, n - c * kRowProgramChunk);
-  if (len == kRowProgramChunk && n > kRowProgramChunk &&
-      (type == DType::Float32 || type == DType::Float64)) {
+  if (len == kRowProgramChunk && n > kRowProgramChunk) {
     p.push_back(5);
     p.push_back(word_of(full_chunk_program(op, type).data()));
     return;

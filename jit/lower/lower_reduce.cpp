@@ -9,11 +9,16 @@ namespace kiln::jit {
 namespace {
 
 // Whether reduction `n` over an input of dtype `in` lowers as far as dtypes go (the eager op's
-// result dtype; the CPU row kernels compute floats, flags and Int64 indices).
-bool dtypes_lower(const tracer::Node& n, DType in) {
+// result dtype; the CPU row kernels compute floats, flags, Int64 indices and, in rows, Int64
+// sums; `rows`: as a row kernel).
+bool dtypes_lower(const tracer::Node& n, DType in, bool rows) {
   const bool fl = in == DType::Float32 || in == DType::Float64;
   const DType out = n.meta.dtype;
   switch (n.op) {
+    case OpId::Sum:  // integers and Bool: an Int64 sum, wrapping (exact in any order)
+      return fl ? out == in
+                : rows && (in == DType::Int32 || in == DType::Int64 || in == DType::Bool) &&
+                      out == DType::Int64;
     case OpId::Logsumexp:  // an integer input is computed in Float32, as eager does
       return fl ? out == in : (in == DType::Int32 || in == DType::Int64) && out == DType::Float32;
     case OpId::Argmax:  // Int32 compared as Float64: exact
@@ -53,7 +58,7 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
       return 0;
   }
   if (!n.subgraphs.empty() || n.meta.device != Device::cpu() || in.device != Device::cpu() ||
-      !n.meta.strides.empty() || !dtypes_lower(n, in.dtype))
+      !n.meta.strides.empty() || !dtypes_lower(n, in.dtype, rows))
     return 0;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
   if (rank == 0 || rank >= 64) return 0;
@@ -155,8 +160,8 @@ int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
     return k.binary(ExprOp::Mul, e, r);
   }
   switch (n.op) {
-    case OpId::Sum:
-      return k.reduce(ExprOp::ReduceSum, x);
+    case OpId::Sum:  // an integer or Bool input sums as Int64 (eager's wrapping uint64)
+      return k.reduce(ExprOp::ReduceSum, is_floating(t) ? x : k.as_type(x, DType::Int64));
     case OpId::Prod:
       return k.reduce(ExprOp::ReduceProd, x);
     case OpId::Amax:

@@ -5,6 +5,8 @@
 // A reduction lowers when it reduces the innermost dims of its input (a suffix of the dims, at
 // least one: `x.sum(-1)`, `x.mean({-2, -1})`), of Float32 or Float64, on the CPU:
 //   sum -> ReduceSum(x)              amax -> ReduceMax(x)        amin -> ReduceMin(x)
+//          (an Int32, Int64 or Bool input in rows: ReduceSum(Int64(x)), wrapping as eager's
+//          uint64 sum: exact in any order)
 //   prod -> ReduceProd(x)            mean -> ReduceSum(x) / RowSize
 //   var -> the eager two passes: m = ReduceSum(x) / RowSize; ReduceSum((x - m) * (x - m)) /
 //          RowSize(-unbiased), NaN for an empty row (eager returns NaN there whatever the
