@@ -74,8 +74,13 @@ struct Program {
 
 class Gen {
  public:
-  explicit Gen(uint64_t seed, bool rows = false, bool any_dims = false)
-      : rng_(seed * 0x9e3779b97f4a7c15ull + 12345), rows_(rows || any_dims), any_dims_(any_dims) {
+  // `long_rows`: the canonical shape is one or two rows longer than a 65536-element chunk, which
+  // the launcher splits across threads (cpu_kernel_reduce.cpp run_row_chunks).
+  explicit Gen(uint64_t seed, bool rows = false, bool any_dims = false, bool long_rows = false)
+      : rng_(seed * 0x9e3779b97f4a7c15ull + 12345),
+        rows_(rows || any_dims || long_rows),
+        any_dims_(any_dims),
+        long_rows_(long_rows) {
     p_.seed = seed;
   }
 
@@ -91,7 +96,11 @@ class Gen {
       total *= s;
     }
     if (below(25) == 0) p_.canon = {300, 131};  // above the parallel grain
-    if (any_dims_ && below(2) == 0) {           // at least 16 columns: column kernels launch
+    if (long_rows_) {  // past one chunk, sometimes by one element; one or two rows
+      const int64_t n = below(3) == 0 ? 65537 : 65537 + below(150000);
+      p_.canon = below(2) ? Shape{n} : Shape{1 + below(2), n};
+    }
+    if (any_dims_ && below(2) == 0) {  // at least 16 columns: column kernels launch
       const int64_t cols[] = {16, 17, 33, 64, 100};
       p_.canon.back() = cols[below(5)];
       if (p_.canon.size() > 1 && below(3) == 0) p_.canon[0] = 70 + below(80);  // past 64 rows
@@ -444,7 +453,8 @@ class Gen {
 
   std::mt19937_64 rng_;
   bool rows_ = false;  // row reductions too (a separate test: the other seeds keep their programs)
-  bool any_dims_ = false;  // reductions over any dims instead (a third test)
+  bool any_dims_ = false;   // reductions over any dims instead (a third test)
+  bool long_rows_ = false;  // rows longer than a chunk (a fourth)
   Program p_;
   std::vector<Shape> shapes_;
   std::vector<DType> types_;

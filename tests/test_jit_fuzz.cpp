@@ -370,7 +370,8 @@ uint64_t env_or(const char* name, uint64_t fallback) {
   return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-void fuzz(uint64_t offset, uint64_t count, bool rows = false, bool any_dims = false);
+void fuzz(uint64_t offset, uint64_t count, bool rows = false, bool any_dims = false,
+          bool long_rows = false);
 
 TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1500));
@@ -390,6 +391,13 @@ TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1200), false, true);
 }
 
+// Row reductions (and everything else) over one or two rows longer than a 65536-element chunk
+// with three threads: the launcher splits the rows' chunks across the threads and combines
+// them in eager's tree (docs/jit.md "Long rows across threads"), bitwise equal to eager.
+TEST(JitFuzz, RandomProgramsWithLongRowsMatchEager) {
+  fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 500) / 10, true, false, true);
+}
+
 // Two seeds that found a tracer bug (fixed 2026-11-28; both failed with KILN_FUZZ_NO_PLAN=1
 // too, every region interpreted): a leaf made as a transpose, updated in place (clamp_), then
 // reduced (a mean over dim 1; a sum) before a later in-place add. Eager reduces the transposed
@@ -401,8 +409,10 @@ TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
 TEST(JitFuzz, AnyDimsSeed1073InPlaceOfTransposedLeafThenMean) { fuzz(1073, 1, false, true); }
 TEST(JitFuzz, Seed3966InPlaceAfterReadWithPromotedScalar) { fuzz(3966, 1); }
 
-void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims) {
+void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_rows) {
   JitRestore restore;
+  // Long rows: three threads, so that one or two rows are split by chunks (run_row_chunks).
+  ConfigOverride<int> threads(config().num_threads, long_rows ? 3 : int(config().num_threads));
   ConfigOverride<bool> sync_planning(config().jit_async, false);
   ConfigOverride<int> threshold(config().jit_threshold, -1);
   // Debugging aids: KILN_FUZZ_STEPS keeps the first steps of each program; KILN_FUZZ_NO_PLAN=1
@@ -415,10 +425,11 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims) {
   constexpr int kIterations = 3;
   int64_t kernels = 0, fused_nodes = 0, failures = 0, row_kernels = 0, column_launches = 0;
   const int64_t column_launches_before = jit::cpu_jit_counters().column_launches.load();
+  const int64_t split_launches_before = jit::cpu_jit_counters().split_row_launches.load();
   int64_t typed_kernels = 0, cast_kernels = 0, bool_store_kernels = 0;  // of the other dtypes
   int64_t pow_kernels = 0, random_kernels = 0;
   for (uint64_t seed = offset; seed < offset + count; ++seed) {
-    Program p = Gen(seed, rows, any_dims).make();
+    Program p = Gen(seed, rows, any_dims, long_rows).make();
     if (max_steps < p.steps.size()) p.steps.resize(max_steps);
     if (const char* skip = std::getenv("KILN_FUZZ_SKIP_INPLACE")) {  // drop in-place step i
       const size_t i = std::strtoull(skip, nullptr, 10);
@@ -487,6 +498,11 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims) {
     }
   }
   column_launches = jit::cpu_jit_counters().column_launches.load() - column_launches_before;
+  const int64_t split_launches =
+      jit::cpu_jit_counters().split_row_launches.load() - split_launches_before;
+  if (long_rows) {  // the rows were split (each program runs kIterations times)
+    EXPECT_GT(split_launches, static_cast<int64_t>(count) / 2) << "launches split by chunks";
+  }
   // Not vacuous: most programs ran fused kernels.
   if (any_dims && count >= 100) {
     EXPECT_GT(row_kernels, static_cast<int64_t>(count) / 2) << "row and column kernels planned";
@@ -508,12 +524,13 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims) {
   std::printf(
       "jit fuzz: %llu programs, %lld kernels fusing %lld nodes; %lld kernels of integers or "
       "masks, %lld with casts, %lld storing Bool, %lld computing pow, %lld drawing, %lld row "
-      "kernels, %lld column kernel launches\n",
+      "kernels, %lld column kernel launches, %lld launches split by chunks\n",
       static_cast<unsigned long long>(count), static_cast<long long>(kernels),
       static_cast<long long>(fused_nodes), static_cast<long long>(typed_kernels),
       static_cast<long long>(cast_kernels), static_cast<long long>(bool_store_kernels),
       static_cast<long long>(pow_kernels), static_cast<long long>(random_kernels),
-      static_cast<long long>(row_kernels), static_cast<long long>(column_launches));
+      static_cast<long long>(row_kernels), static_cast<long long>(column_launches),
+      static_cast<long long>(split_launches));
 }
 
 }  // namespace
