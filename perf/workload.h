@@ -74,6 +74,7 @@ Workload copy_workload();
 Workload ceiling_workload();
 Workload gelu_workload();
 Workload layernorm_workload();
+Workload loss_workload();
 Workload softmax_workload();
 Workload colsum_workload();
 Workload mlp_train_workload();
