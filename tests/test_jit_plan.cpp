@@ -559,10 +559,12 @@ TEST_F(JitPlanTest, DeadBuffersAreReusedByKernelsAndEagerSteps) {
   const Tensor x = testing::eager_normal({64, 300}, 91) > 0.0,
                b = testing::eager_normal({64, 300}, 92) > 0.5;
   auto program = [&](int) {
-    Tensor y = logical_not(x);           // kernel: a new buffer
-    Tensor s = y.sum(IntList{1}, true);  // eager reduction: a new (small) buffer
-    Tensor z = (y - s) < -150;           // kernel: y dies here -> y's buffer
-    Tensor p = z + b;                    // Bool + Bool (eager): z's buffer
+    Tensor y = logical_not(x);  // kernel: a new buffer
+    // An eager reduction: a new (small) buffer. (Over the rows it is a row kernel since integer
+    // sums lower; over the columns it stays an eager step.)
+    Tensor s = y.sum(IntList{0}, true);
+    Tensor z = (y - s) < -30;  // kernel: y dies here -> y's buffer
+    Tensor p = z + b;          // Bool + Bool (eager): z's buffer
     return TensorList{p};
   };
   expect_iterations_match(program, 3, "reuse");

@@ -357,6 +357,29 @@ TEST(JitReduceKernels, ResultsDoNotDependOnTheThreadCount) {
   expect_bitwise_equal(one[0], x.sum({-1}, true));
 }
 
+// A kernel of row values only is rendered once: compiling renders the layout its launches take
+// (its row values broadcast along the row), not the all-contiguous one.
+TEST(JitReduceKernels, RowValuesOnlyRenderOnce) {
+  const Tensor x = row_data(8, 300, kFloat32, ExprOp::ReduceSum, 11, false);
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
+  // A constant of this test's own: rendered, not found in the kernel cache.
+  k.stores = {k.reduce(ExprOp::ReduceSum,
+                       k.binary(ExprOp::Mul, k.load(0), k.constant(1.0009765625, DType::Float32)))};
+  const int64_t before = jit::cpu_jit_counters().kernels.load();
+  std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+  EXPECT_EQ(jit::cpu_jit_counters().kernels.load() - before, 1);
+  const Tensor out = empty({8, 1});
+  jit::LaunchArgs la;
+  la.sizes = {8, 300};
+  la.reduced_dims = 1;
+  la.ptrs = {static_cast<char*>(const_cast<void*>(out.raw_data())),
+             static_cast<char*>(const_cast<void*>(x.raw_data()))};
+  la.strides = {DimVector{4, 0}, DimVector{300 * 4, 4}};
+  kernel->launch(la);
+  EXPECT_EQ(jit::cpu_jit_counters().kernels.load() - before, 1) << "a second render at launch";
+  expect_bitwise_equal(out, (x * 1.0009765625).sum({-1}, true));
+}
+
 TEST(JitReduceKernels, StridedRowsHaveNoMachineCode) {
   LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
   k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};

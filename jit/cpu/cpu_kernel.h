@@ -50,11 +50,20 @@ class CpuKernel final : public CompiledKernel {
     // back to back while the renderer is warm: the launches time both (store_choice.h), and a
     // render at the second launch, after the first had streamed its outputs through the caches,
     // took 3x as long (gelu's: 306 against ~100 us).
+    // A row kernel's row values do not move along the row: its launches see those outputs as
+    // broadcast (cpu_kernel_reduce.cpp split_rows), so that is the layout rendered (the
+    // all-contiguous one was rendered for nothing: every sum over rows rendered twice).
     const bool columns = hint.columns && k.has_reduce() && column_kernel_ok(k);
+    std::vector<InnerLayout> layout = first.layout;
+    if (k.has_reduce() && !columns) {
+      const std::vector<uint8_t> row = k.row_values();
+      for (int32_t j = 0; j < k.num_outputs(); ++j)
+        if (row[k.stores[j]]) layout[j] = InnerLayout::Broadcast;
+    }
     const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
     const bool large = large_outputs(hint.elements);
-    if (large && mode != StoreChoice::Mode::Off) variant(first.layout, true, columns);
-    if (!large || mode != StoreChoice::Mode::On) variant(first.layout, false, columns);
+    if (large && mode != StoreChoice::Mode::Off) variant(layout, true, columns);
+    if (!large || mode != StoreChoice::Mode::On) variant(layout, false, columns);
   }
   const LoopKernel& source() const override { return k_; }
 
