@@ -310,16 +310,23 @@ void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
   auto slots_of = [&](size_t q, int64_t r) {
     return slots.data() + (static_cast<int64_t>(q) * rows + r) * chunks;
   };
+  // Each Reduce's tree over each row's slots (read when the call runs: made once).
+  std::vector<std::vector<int64_t>> trees;
+  for (size_t q = 0; q < reduces.size(); ++q)
+    for (int64_t r = 0; r < rows; ++r) trees.push_back(row_program_partials(n, slots_of(q, r)));
+  auto tree_of = [&](size_t q, int64_t r) -> const std::vector<int64_t>& {
+    return trees[q * static_cast<size_t>(rows) + static_cast<size_t>(r)];
+  };
   const std::vector<int64_t> nothing = {1, 0, 0, 0};
   const std::vector<int64_t> no_strides(nops, 0);
-  // One call: Reduce q's program by `program_of(q)`, row values to `outputs` (or a dummy).
+  // One call: Reduce q's program `program_of(q)` (kept alive by `made` when made for the call),
+  // row values to `outputs` (or a dummy).
   auto call = [&](int64_t r, int64_t first_chunk, char* const* outputs, const auto& program_of) {
-    std::vector<std::vector<int64_t>> programs(reduces.size());
+    std::vector<std::vector<int64_t>> made;
+    made.reserve(reduces.size());
     SmallVector<uint64_t, 16> local = words;
-    for (size_t q = 0; q < reduces.size(); ++q) {
-      programs[q] = program_of(q);
-      local[np + q] = reinterpret_cast<uintptr_t>(programs[q].data());
-    }
+    for (size_t q = 0; q < reduces.size(); ++q)
+      local[np + q] = reinterpret_cast<uintptr_t>(program_of(q, made));
     alignas(64) uint64_t dummy[8 * 8] = {};
     SmallVector<char*, 8> p(nops);
     row_ptrs(r, p.data());
@@ -335,12 +342,14 @@ void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
     parallel_for(0, rows * chunks, 1, [&](int64_t b, int64_t e) {
       while (b < e) {
         const int64_t r = b / chunks, c0 = b % chunks, c1 = std::min(chunks, c0 + (e - b));
-        call(r, c0, nullptr, [&](size_t q) {
-          const Expr& red = *reduces[q];
-          if (level[q] < l) return row_program_partials(n, slots_of(q, r));
-          if (level[q] > l) return nothing;
-          return row_program_chunks(red.op, red.type, n, c0, c1, slots_of(q, r) + c0);
-        });
+        call(r, c0, nullptr,
+             [&](size_t q, std::vector<std::vector<int64_t>>& made) -> const int64_t* {
+               const Expr& red = *reduces[q];
+               if (level[q] < l) return tree_of(q, r).data();
+               if (level[q] > l) return nothing.data();
+               made.push_back(row_program_chunks(red.op, red.type, n, c0, c1, slots_of(q, r) + c0));
+               return made.back().data();
+             });
         b += c1 - c0;
       }
     });
@@ -348,7 +357,8 @@ void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
   for (int64_t r = 0; r < rows; ++r) {
     SmallVector<char*, 8> p(nops);
     row_ptrs(r, p.data());
-    call(r, 0, p.data(), [&](size_t q) { return row_program_partials(n, slots_of(q, r)); });
+    call(r, 0, p.data(),
+         [&](size_t q, std::vector<std::vector<int64_t>>&) { return tree_of(q, r).data(); });
   }
 }
 
