@@ -55,12 +55,6 @@ x86::Vec RowRenderer<E>::identity(AsmVecOps<T, E>& o, ExprOp op) {
 }
 
 template <class E>
-template <class T>
-x86::Vec RowRenderer<E>::combine(AsmVecOps<T, E>& o, ExprOp op, x86::Vec a, x86::Vec b) {
-  return reduce_combine(o, op, a, b, integer_pass_);
-}
-
-template <class E>
 x86::Vec RowRenderer<E>::high_half(x86::Vec v, int bytes, bool dbl) {
   x86::Vec d = AsmVecOps<float, E>::new_vec_of(cc_, bytes / 2);
   if (bytes == 64)
@@ -75,7 +69,10 @@ template <class T>
 void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
   const ExprOp op = e.op;
   const DType t = e.type;
-  integer_pass_ = !is_floating(t);  // an Int64 sum (combine())
+  // Combines two partial results: an Int64 sum adds integers (wrapping).
+  auto combine = [integer = !is_floating(t)](auto& o, ExprOp c, x86::Vec a, x86::Vec b) {
+    return reduce_combine(o, c, a, b, integer);
+  };
   const int es = static_cast<int>(sizeof(T));
   const int A = reduce_lanes(op, t);
   const int P = std::min(A, L_);  // lanes of one accumulator register

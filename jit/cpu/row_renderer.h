@@ -139,8 +139,6 @@ class RowRenderer {
 
   template <class T>
   x86::Vec identity(AsmVecOps<T, E>& o, ExprOp op);
-  template <class T>
-  x86::Vec combine(AsmVecOps<T, E>& o, ExprOp op, x86::Vec a, x86::Vec b);
   // The high half of a vector register (the low half is the register's narrower view).
   x86::Vec high_half(x86::Vec v, int bytes, bool dbl);
   x86::Vec low_half(x86::Vec v, int bytes) { return bytes == 64 ? x86::Vec(v.ymm()) : v.xmm(); }
@@ -192,7 +190,6 @@ class RowRenderer {
   std::vector<x86::Gp> scur_;   // per stashed value: its place in the scratch row
   x86::Gp sbase_, sstride_;
   bool stash_on_ = false;      // the pass being emitted walks the scratch rows
-  bool integer_pass_ = false;  // the pass being emitted reduces integers (Int64 sums)
 };
 
 // Here, not in row_renderer.cpp: the passes and the element pass call it with their bodies.
