@@ -411,40 +411,42 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
 
   // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
   const size_t np = static_cast<size_t>(k_.num_params());
-  std::vector<std::vector<int64_t>> programs;
-  for (const Expr& e : k_.exprs)
-    if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
-  const size_t stash = row_scratch_words(k_, isa_, n);  // scratch rows (render_reduce.h)
-  SmallVector<uint64_t, 16> words(np + programs.size() + 1, 0);
+  size_t reduces = 0;
+  for (const Expr& e : k_.exprs) reduces += expr_is_reduce(e.op);
+  SmallVector<uint64_t, 16> words(np + reduces + 1, 0);
   pack_params(args, words.data());
-  for (size_t r = 0; r < programs.size(); ++r)
-    words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
 
   const int64_t n_outer = c.sizes[kr - 1];
   int64_t rows = 1;
   for (int64_t s : c.sizes) rows *= s;
   std::vector<int64_t> outer(nops), inner(nops, 0);
   for (size_t j = 0; j < nops; ++j) outer[j] = c.stride(j, kr - 1);
+  // Row r's operand pointers (r counts the kept dims' indices, the innermost fastest).
+  auto row_ptrs = [&](int64_t r, char** p) {
+    for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j];
+    for (size_t d = kr; d-- > 0;) {
+      const int64_t idx = r % c.sizes[d];
+      r /= c.sizes[d];
+      for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
+    }
+  };
   if (long_rows_want_threads(rows, n) && splits_long_rows(k_)) {
     std::vector<int64_t> step(nops, 0);
     for (size_t j = 0; j < nops; ++j)
       if (layout[j] == InnerLayout::Contiguous)
         step[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
-    auto row_ptrs = [&](int64_t r, char** p) {
-      int64_t rest = r;
-      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j];
-      for (size_t d = kr; d-- > 0;) {
-        const int64_t idx = rest % c.sizes[d];
-        rest /= c.sizes[d];
-        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
-      }
-    };
     const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
     run_row_chunks(k_, fn, rows, n, words, row_ptrs, step);
     cpu_jit_counters().split_row_launches.fetch_add(1, std::memory_order_relaxed);
     if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
     return;
   }
+  std::vector<std::vector<int64_t>> programs;
+  for (const Expr& e : k_.exprs)
+    if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
+  for (size_t r = 0; r < programs.size(); ++r)
+    words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
+  const size_t stash = row_scratch_words(k_, isa_, n);  // scratch rows (render_reduce.h)
   auto run_rows = [&](int64_t r0, int64_t r1) {
     SmallVector<char*, 8> p(nops);
     SmallVector<uint64_t, 16> local;
@@ -458,15 +460,8 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
       params = local.data();
     }
     while (r0 < r1) {
-      const int64_t o = r0 % n_outer;
-      int64_t rest = r0 / n_outer;
-      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + o * outer[j];
-      for (size_t d = kr - 1; d-- > 0;) {
-        const int64_t idx = rest % c.sizes[d];
-        rest /= c.sizes[d];
-        for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
-      }
-      const int64_t count = std::min(r1 - r0, n_outer - o);
+      row_ptrs(r0, p.data());
+      const int64_t count = std::min(r1 - r0, n_outer - r0 % n_outer);
       fn(p.data(), inner.data(), outer.data(), n, count, params);
       r0 += count;
     }
