@@ -247,6 +247,17 @@ TEST(LayerNorm, NonContiguousAndLarge) {
   for (double v : values(layer_norm(c, {4}))) EXPECT_EQ(v, 0.0);
 }
 
+// Rows of nothing ([3, 0] over {0}: the element count divided by D = 0) and no rows: empty
+// results, no error.
+TEST(LayerNorm, EmptyRowsAndNoRows) {
+  const Tensor r = layer_norm(zeros({3, 0}), {0});
+  EXPECT_EQ(r.size(0), 3);
+  EXPECT_EQ(r.size(1), 0);
+  const Tensor n = layer_norm(zeros({0, 5}), {5}, ones({5}), zeros({5}));
+  EXPECT_EQ(n.size(0), 0);
+  EXPECT_EQ(n.size(1), 5);
+}
+
 TEST(LayerNorm, Errors) {
   Tensor x = zeros({2, 3, 4});
   expect_error([&] { layer_norm(x, {3}); }, "layer_norm", "normalized_shape");
