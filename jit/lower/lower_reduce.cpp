@@ -1,5 +1,6 @@
 #include "jit/lower/lower_reduce.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "runtime/dispatcher.h"
@@ -80,15 +81,19 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
 
 }  // namespace
 
-bool reduces_in_column_order(const tracer::ValueMeta& m) {
+bool trailing_dims_dense(const tracer::ValueMeta& m, size_t k) {
   if (m.strides.empty()) return true;
   int64_t expected = 1;
-  for (size_t d = m.sizes.size(); d-- > 0;) {
+  for (size_t d = m.sizes.size(); d-- > m.sizes.size() - std::min(k, m.sizes.size());) {
     if (m.sizes[d] == 1) continue;
     if (m.strides[d] != expected) return false;
     expected *= m.sizes[d];
   }
   return true;
+}
+
+bool reduces_in_column_order(const tracer::ValueMeta& m) {
+  return trailing_dims_dense(m, m.sizes.size());
 }
 
 int row_reduction_dims(const tracer::Node& n, const tracer::ValueMeta& in) {

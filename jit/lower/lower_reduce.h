@@ -52,6 +52,9 @@ ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta&
 // reduces such a value over leading dims in the column order, others as gathered rows
 // (ops/cpu/reduce_plan.cpp), so only such a value may be a column kernel's reduced input.
 bool reduces_in_column_order(const tracer::ValueMeta& m);
+// Whether m's last k dims are one dense row-major run (size-1 dims aside; all dims when k is the
+// rank or more): a row over them moves as one contiguous run.
+bool trailing_dims_dense(const tracer::ValueMeta& m, size_t k);
 
 // Appends the expressions of reduction `n` over the element value `x`; returns its row value
 // (softmax: its element value).

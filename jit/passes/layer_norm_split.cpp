@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "jit/lower/lower_reduce.h"
 #include "ops/pointwise.h"
 
 namespace kiln::jit::passes {
@@ -11,19 +12,6 @@ namespace {
 using tracer::Node;
 using tracer::ValueId;
 using tracer::ValueMeta;
-
-// Whether x's last k dims are one contiguous run (size-1 dims aside).
-bool last_dims_contiguous(const ValueMeta& x, size_t k) {
-  if (x.strides.empty()) return true;
-  int64_t expected = 1;
-  for (size_t i = 0; i < k; ++i) {
-    const size_t d = x.sizes.size() - 1 - i;
-    if (x.sizes[d] == 1) continue;
-    if (x.strides[d] != expected) return false;
-    expected *= x.sizes[d];
-  }
-  return true;
-}
 
 bool splittable(const PassGraph& pg, size_t j, const std::vector<const ValueMeta*>& meta) {
   const Node& n = pg.graph.nodes[j];
@@ -36,7 +24,7 @@ bool splittable(const PassGraph& pg, size_t j, const std::vector<const ValueMeta
   if (k == 0 || n.inputs.size() != 1u + has_w + has_b) return false;
   const ValueMeta& x = *meta[n.inputs[0]];
   if (x.device != Device::cpu() || x.dtype != n.meta.dtype || x.sizes.size() < k) return false;
-  return last_dims_contiguous(x, k);
+  return trailing_dims_dense(x, k);
 }
 
 // Emits the chain for node n; its last node defines n's value.
