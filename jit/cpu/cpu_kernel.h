@@ -26,6 +26,15 @@ namespace kiln::jit {
 // eager): CpuTarget::launches_column_reduction.
 bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims);
 
+// What a row kernel's launches ask of its expressions (cpu_kernel_reduce.cpp), found once when it
+// compiles: whether it stores row values only, and whether its long rows may be split across
+// threads by chunks (row values only, no ReduceFirst).
+struct RowKernelTraits {
+  bool row_values_only = false;
+  bool splits_long_rows = false;
+};
+RowKernelTraits row_kernel_traits(const LoopKernel& k);
+
 class CpuKernel final : public CompiledKernel {
  public:
   // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at
@@ -34,6 +43,7 @@ class CpuKernel final : public CompiledKernel {
       : CpuKernel(k, cpu_target_variant(k, isa), hint) {}
   CpuKernel(const LoopKernel& k, const KernelVariant& first, const CpuLaunchHint& hint)
       : k_(k),
+        traits_(row_kernel_traits(k)),
         isa_(first.isa),
         unroll_(first.unroll),
         pipeline_(first.pipeline),
@@ -121,6 +131,7 @@ class CpuKernel final : public CompiledKernel {
   }
 
   LoopKernel k_;
+  RowKernelTraits traits_;
   JitIsa isa_;
   int unroll_;
   bool pipeline_;     // KILN_JIT_PIPELINE, fixed at compile time like the unroll

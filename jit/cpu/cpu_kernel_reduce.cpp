@@ -192,16 +192,6 @@ std::vector<int> reduce_levels(const LoopKernel& k) {
   return levels;
 }
 
-// Whether the launcher may split a long row of `k` across threads by chunks (run_row_chunks):
-// row values only (an element pass would need the whole row's values), and no ReduceFirst (its
-// pass scans for the first hit, not by a program).
-bool splits_long_rows(const LoopKernel& k) {
-  if (!only_row_values(k)) return false;
-  for (const Expr& e : k.exprs)
-    if (e.op == ExprOp::ReduceFirst) return false;
-  return true;
-}
-
 // Whether a launch of `rows` rows of n elements takes more threads by splitting its rows into
 // chunks: fewer rows than kiln's threads, each longer than one chunk (run_row_chunks). Eager
 // cuts such rows likewise (ops/cpu/reduce_loops.h run_rows), in the same tree.
@@ -211,10 +201,10 @@ bool long_rows_want_threads(int64_t rows, int64_t n) {
 }
 
 // Whether eager would run this launch on more threads than the kernel can: a kernel whose long
-// rows do not split (splits_long_rows) over fewer rows than threads, each longer than one chunk.
-// The kernel runs such a row on one thread, eager across the threads in the same order, so the
-// step's nodes, run eagerly, give the same bits sooner. (With element outputs, softmax, eager
-// runs a row per thread too: those launch.)
+// rows do not split (RowKernelTraits::splits_long_rows) over fewer rows than threads, each longer
+// than one chunk. The kernel runs such a row on one thread, eager across the threads in the same
+// order, so the step's nodes, run eagerly, give the same bits sooner. (With element outputs,
+// softmax, eager runs a row per thread too: those launch.)
 bool eager_splits_rows_wider(bool row_values_only, bool splits, int64_t rows, int64_t n) {
   return long_rows_want_threads(rows, n) && row_values_only && !splits;
 }
@@ -263,19 +253,31 @@ bool sizes_allow_launch(bool row_values_only, bool splits, const DimVector& size
 
 }  // namespace
 
+RowKernelTraits row_kernel_traits(const LoopKernel& k) {
+  RowKernelTraits t;
+  if (!k.has_reduce()) return t;
+  t.row_values_only = only_row_values(k);
+  // Long rows split across threads (run_row_chunks): no element pass, which would need the whole
+  // row's values, and no ReduceFirst, whose pass scans for the first hit, not by a program.
+  t.splits_long_rows =
+      t.row_values_only && std::none_of(k.exprs.begin(), k.exprs.end(),
+                                        [](const Expr& e) { return e.op == ExprOp::ReduceFirst; });
+  return t;
+}
+
 bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims) {
   return sizes_allow_launch(true, false, sizes, reduced_dims, inner_dims);
 }
 
 bool CpuKernel::may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const {
-  return !k_.has_reduce() || sizes_allow_launch(only_row_values(k_), splits_long_rows(k_), sizes,
-                                                reduced_dims, inner_dims);
+  return !k_.has_reduce() || sizes_allow_launch(traits_.row_values_only, traits_.splits_long_rows,
+                                                sizes, reduced_dims, inner_dims);
 }
 
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
   if (!k_.has_reduce()) return true;
-  if (!sizes_allow_launch(only_row_values(k_), splits_long_rows(k_), args.sizes, args.reduced_dims,
-                          args.inner_dims))
+  if (!sizes_allow_launch(traits_.row_values_only, traits_.splits_long_rows, args.sizes,
+                          args.reduced_dims, args.inner_dims))
     return false;
   if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
   return !split_rows(k_, args).layout.empty();
@@ -430,7 +432,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
       for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
     }
   };
-  if (long_rows_want_threads(rows, n) && splits_long_rows(k_)) {
+  if (long_rows_want_threads(rows, n) && traits_.splits_long_rows) {
     std::vector<int64_t> step(nops, 0);
     for (size_t j = 0; j < nops; ++j)
       if (layout[j] == InnerLayout::Contiguous)
