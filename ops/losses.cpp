@@ -6,18 +6,22 @@
 // the mean of -log_softmax picked at the target. Output: a 0-dim tensor of the logits' dtype
 // (Float32/Float64). When every row is ignored (or N == 0) the mean is 0/0 = NaN, as in PyTorch.
 // A target outside [0, C) that is not ignore_index raises a kiln::Error naming it; targets are
-// checked before any arithmetic. Per-row losses accumulate in double.
+// checked before any arithmetic. Computed in double, in the eager reductions' order (ops/reduce.h
+// cross_entropy_total): bit for bit the chain of eager ops that the JIT rewrites the op into
+// (jit/passes/cross_entropy_split.h).
+//
+// CrossEntropyTargetLogit (the JIT's rewrite only; no public function): inputs logits and
+// target as CrossEntropy's, same attrs; the checks of cross_entropy's targets, then each row's
+// logit at its target as Float64, shaped [N, 1] ([1] unbatched), 0 for an ignored row.
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "ops/cpu/vecmath/exp_log.h"
-#include "ops/cpu/vecmath/gnu_vec_ops.h"
 #include "ops/eager_helpers.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/nn_registry.h"
-#include "runtime/parallel.h"
+#include "ops/reduce.h"
 
 namespace kiln {
 
@@ -25,7 +29,8 @@ namespace {
 
 constexpr int64_t kIgnoreIndex = -100;
 
-void cross_entropy_meta(const OpCall& c, OutputMeta& m) {
+// The checks both ops make of their inputs.
+void check_cross_entropy_inputs(const OpCall& c) {
   const Tensor& lt = c.inputs[0];
   const Tensor& tt = c.inputs[1];
   const TensorImpl* l = lt.impl();
@@ -44,19 +49,25 @@ void cross_entropy_meta(const OpCall& c, OutputMeta& m) {
     KILN_CHECK(t->dim() == 0, "cross_entropy: unbatched logits {} need a 0-dim target, got {}",
                describe(lt), describe(tt));
   }
+}
+
+void cross_entropy_meta(const OpCall& c, OutputMeta& m) {
+  check_cross_entropy_inputs(c);
   m.sizes = {};
-  m.dtype = l->dtype();
+  m.dtype = c.inputs[0].impl()->dtype();
   m.device = common_device("cross_entropy", c.inputs);
 }
 
-void cross_entropy_eager(const OpCall& c, const Tensor& out) {
-  const Tensor logits = eager_contiguous(c.inputs[0]);
-  const Tensor target = eager_contiguous(c.inputs[1]);
-  const TensorImpl* l = logits.impl();
-  const int64_t N = l->dim() == 2 ? l->sizes()[0] : 1;
-  const int64_t C = l->sizes()[l->dim() - 1];
-  const int64_t ignore = c.attrs.ints[0];
-  const int64_t* tp = static_cast<const int64_t*>(target.impl()->data());
+void target_logit_meta(const OpCall& c, OutputMeta& m) {
+  check_cross_entropy_inputs(c);
+  const TensorImpl* l = c.inputs[0].impl();
+  m.sizes = l->dim() == 2 ? DimVector{l->sizes()[0], 1} : DimVector{1};
+  m.dtype = DType::Float64;
+  m.device = common_device("cross_entropy", c.inputs);
+}
+
+// The targets' checks; returns the number of rows not ignored.
+int64_t counted_targets(const int64_t* tp, int64_t N, int64_t C, int64_t ignore) {
   int64_t counted = 0;
   for (int64_t n = 0; n < N; ++n) {
     if (tp[n] == ignore) continue;
@@ -65,39 +76,52 @@ void cross_entropy_eager(const OpCall& c, const Tensor& out) {
                C);
     ++counted;
   }
-  std::vector<double> row_loss(N, 0.0);
-  visit_dtype(l->dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* lp = static_cast<const T*>(l->data());
-      const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, C));
-      parallel_for(0, N, grain, [&](int64_t n0, int64_t n1) {
-        for (int64_t n = n0; n < n1; ++n) {
-          if (tp[n] == ignore) continue;
-          const T* row = lp + n * C;
-          double mx = -std::numeric_limits<double>::infinity();
-          for (int64_t j = 0; j < C; ++j) mx = std::max(mx, static_cast<double>(row[j]));
-          // exp and log through kiln's vector math (ops/cpu/vecmath/), summed in order.
-          double s = 0;
-          constexpr int64_t kChunk = 256;
-          double e[kChunk];
-          for (int64_t j0 = 0; j0 < C; j0 += kChunk) {
-            const int64_t m = std::min(kChunk, C - j0);
-            for (int64_t j = 0; j < m; ++j) e[j] = row[j0 + j] - mx;
-            vecmath::map_contiguous<double, vecmath::kNativeVecBytes>(
-                e, e, m, [](const auto& o, auto v) { return vecmath::exp(o, v); });
-            for (int64_t j = 0; j < m; ++j) s += e[j];
-          }
-          row_loss[n] =
-              mx +
-              vecmath::apply_scalar(s, [](const auto& o, auto v) { return vecmath::log(o, v); }) -
-              row[tp[n]];
-        }
-      });
-      double total = 0;
-      for (double v : row_loss) total += v;
-      *static_cast<T*>(out.impl()->data()) = static_cast<T>(total / static_cast<double>(counted));
+  return counted;
+}
+
+struct RowsAndTargets {
+  Tensor logits, target;  // contiguous
+  int64_t N = 0, C = 0, ignore = 0, counted = 0;
+};
+
+RowsAndTargets rows_and_targets(const OpCall& c) {
+  RowsAndTargets r;
+  r.logits = eager_contiguous(c.inputs[0]);
+  r.target = eager_contiguous(c.inputs[1]);
+  const TensorImpl* l = r.logits.impl();
+  r.N = l->dim() == 2 ? l->sizes()[0] : 1;
+  r.C = l->sizes()[l->dim() - 1];
+  r.ignore = c.attrs.ints[0];
+  r.counted =
+      counted_targets(static_cast<const int64_t*>(r.target.impl()->data()), r.N, r.C, r.ignore);
+  return r;
+}
+
+void cross_entropy_eager(const OpCall& c, const Tensor& out) {
+  const RowsAndTargets r = rows_and_targets(c);
+  const int64_t* tp = static_cast<const int64_t*>(r.target.impl()->data());
+  visit_dtype(r.logits.dtype(), [&]<class T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const double total = cross_entropy_total(static_cast<const T*>(r.logits.impl()->data()), tp,
+                                               r.N, r.C, r.ignore);
+      *static_cast<T*>(out.impl()->data()) = static_cast<T>(total / static_cast<double>(r.counted));
     } else {
-      fail("cross_entropy: internal error: non-float dtype {}", l->dtype());
+      fail("cross_entropy: internal error: non-float dtype {}", r.logits.dtype());
+    }
+  });
+}
+
+void target_logit_eager(const OpCall& c, const Tensor& out) {
+  const RowsAndTargets r = rows_and_targets(c);
+  const int64_t* tp = static_cast<const int64_t*>(r.target.impl()->data());
+  double* op = static_cast<double*>(out.impl()->data());
+  visit_dtype(r.logits.dtype(), [&]<class T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* lp = static_cast<const T*>(r.logits.impl()->data());
+      for (int64_t n = 0; n < r.N; ++n)
+        op[n] = tp[n] == r.ignore ? 0.0 : static_cast<double>(lp[n * r.C + tp[n]]);
+    } else {
+      fail("cross_entropy: internal error: non-float dtype {}", r.logits.dtype());
     }
   });
 }
@@ -107,6 +131,8 @@ void cross_entropy_eager(const OpCall& c, const Tensor& out) {
 void register_loss_ops() {
   register_op(OpId::CrossEntropy,
               {"cross_entropy", cross_entropy_meta, cross_entropy_eager, kChecksData});
+  register_op(OpId::CrossEntropyTargetLogit,
+              {"cross_entropy_target_logit", target_logit_meta, target_logit_eager, kChecksData});
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target) {

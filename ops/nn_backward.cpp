@@ -66,10 +66,11 @@ void cross_entropy_bw(const BackwardCall& c, Grads g) {
   const Tensor& target = c.inputs[1];
   const int64_t C = logits.size(-1);
   Tensor valid = ne(target, c.attrs.ints[0]);
-  // An ignored target may be any value (-100 by default): class 0 stands in for it, and its row
-  // is zeroed below.
-  Tensor safe = where(valid, target, zeros_like(target));
-  Tensor onehot = one_hot(safe, C).to(logits.dtype());
+  // The one-hot rows as a comparison with the class indices (pointwise: fused into softmax's row
+  // kernel by the JIT, and a Bool tensor eagerly, not one_hot's Int64 one). An ignored target
+  // (-100 by default) matches no class; its row is zeroed below.
+  Tensor onehot = eq(arange(C, dtype(DType::Int64).device(target.device())), target.unsqueeze(-1))
+                      .to(logits.dtype());
   Tensor count = sum(valid.to(logits.dtype()));
   Tensor d = (softmax(logits, -1) - onehot) * (c.grad / count);
   g[0] = where(valid.unsqueeze(-1), d, zeros_like(d));

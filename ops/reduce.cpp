@@ -175,4 +175,25 @@ void layer_norm_rows(const double* x, const double* w, const double* b, double* 
   layer_norm_rows_isa(x, w, b, y, m, n, eps);
 }
 
+template <class T>
+static double cross_entropy_total_isa(const T* x, const int64_t* t, int64_t m, int64_t n,
+                                      int64_t ignore) {
+  switch (active_isa()) {
+    case CpuIsa::Avx512:
+      return isa_avx512::cross_entropy_total(x, t, m, n, ignore);
+    case CpuIsa::Avx2:
+      return isa_avx2::cross_entropy_total(x, t, m, n, ignore);
+    case CpuIsa::Baseline:
+      break;
+  }
+  return isa_baseline::cross_entropy_total(x, t, m, n, ignore);
+}
+double cross_entropy_total(const float* x, const int64_t* t, int64_t m, int64_t n, int64_t ignore) {
+  return cross_entropy_total_isa(x, t, m, n, ignore);
+}
+double cross_entropy_total(const double* x, const int64_t* t, int64_t m, int64_t n,
+                           int64_t ignore) {
+  return cross_entropy_total_isa(x, t, m, n, ignore);
+}
+
 }  // namespace kiln

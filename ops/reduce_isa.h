@@ -15,6 +15,10 @@ namespace kiln {
                        int64_t m, int64_t n, double eps);                        \
   void layer_norm_rows(const double* x, const double* w, const double* b,        \
                        double* y, int64_t m, int64_t n, double eps);             \
+  double cross_entropy_total(const float* x, const int64_t* t, int64_t m,        \
+                             int64_t n, int64_t ignore);                         \
+  double cross_entropy_total(const double* x, const int64_t* t, int64_t m,       \
+                             int64_t n, int64_t ignore);                         \
   }
 KILN_FOR_EACH_ISA_NS(KILN_DECLARE_REDUCE)
 #undef KILN_DECLARE_REDUCE

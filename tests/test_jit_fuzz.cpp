@@ -282,8 +282,17 @@ std::vector<std::vector<unsigned char>> run_iteration(const Program& p, std::vec
                 std::vector<int64_t> normalized(sizes.begin() + d, sizes.end()), lead;
                 for (int64_t i = 0; i < d; ++i) lead.push_back(i);
                 const Tensor w = d > 0 ? (x * 0.5).mean(IntList(lead)) : Tensor();
-                pool.push_back(layer_norm(x, IntList(normalized), w, d > 0 ? w * 0.25 : Tensor(),
-                                          d > 0 ? 1e-5 : 0.5));
+                Tensor v = layer_norm(x, IntList(normalized), w, d > 0 ? w * 0.25 : Tensor(),
+                                      d > 0 ? 1e-5 : 0.5);
+                if (d + 1 == x.dim() && sizes.back() > 0) {
+                  // Plus cross_entropy over the last dim's rows (one value per step, of the
+                  // step's shape): targets each row's argmax, ignored (-100) where the row sums
+                  // above 3.
+                  const Tensor rows = x.reshape({-1, sizes.back()});
+                  const Tensor t = rows.argmax(-1).masked_fill(rows.sum({-1}) > 3.0, -100);
+                  v = v + cross_entropy(rows * 0.5, t);
+                }
+                pool.push_back(v);
               }
             }
             break;
@@ -385,8 +394,9 @@ TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
 
 // Reductions over random dim sets (rows, columns, and sets eager gathers), keepdim or not,
 // logsumexp, softmax (from primitives and the op), log_softmax, layer_norm over the trailing
-// dims from one, argmax / argmin over any one dim, all / any, broadcasts back: row and
-// column kernels and eager steps mixed, bitwise equal to eager on every ISA path.
+// dims from one, cross_entropy over the last dim's rows, argmax / argmin over any one dim, all /
+// any, broadcasts back: row and column kernels and eager steps mixed, bitwise equal to eager on
+// every ISA path.
 TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1200), false, true);
 }

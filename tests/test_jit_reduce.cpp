@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render_reduce.h"
@@ -33,6 +34,7 @@ using jit::ExprOp;
 using jit::LoopKernel;
 using testing::ConfigOverride;
 using testing::expect_bitwise_equal;
+using testing::expect_error;
 using testing::JitMode;
 using testing::JitRestore;
 
@@ -1090,6 +1092,132 @@ TEST_F(JitReducePlanTest, LayerNormOpIsARowKernelBitwise) {
   tracer::RegionCache::instance().clear();
   const Tensor xt = randn_of({40, 6}, 816).t();
   EXPECT_EQ(run_both([&] { return TensorList{layer_norm(xt, {40}) * 2.0}; }, "transposed"), "e k1");
+}
+
+// Rows of class scores for cross_entropy, with targets: a few ignored (-100), the rest random
+// classes. Where `special`, ignored rows hold -inf, +inf and NaN (their loss is masked to 0
+// whatever their logsumexp is) and one counted row is all -0.
+struct CrossEntropyCase {
+  Tensor x, t;
+};
+CrossEntropyCase cross_entropy_case(int64_t rows, int64_t n, DType dt, uint64_t seed,
+                                    bool special) {
+  JitMode off(false);
+  CrossEntropyCase c;
+  c.x = randn_of({rows, n}, seed, dt) * 8.0;
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> t(static_cast<size_t>(rows));
+  for (auto& v : t) v = rng() % 5 == 0 ? -100 : static_cast<int64_t>(rng() % n);
+  if (special && rows >= 5) {
+    const double inf = std::numeric_limits<double>::infinity();
+    c.x.select(0, 1).fill_(-inf);
+    c.x.select(0, 2).narrow(0, n / 2, 1).fill_(inf);
+    c.x.select(0, 3).narrow(0, n - 1, 1).fill_(std::nan(""));
+    c.x.select(0, 4).fill_(-0.0);
+    t[1] = t[2] = t[3] = -100;
+    t[4] = n - 1;
+  }
+  c.t = from_vector<int64_t>(t, {rows});
+  return c;
+}
+
+// Eager cross_entropy is the chain its JIT rewrite computes (jit/passes/cross_entropy_split.h):
+// the row maxima and exps' sums of x.to(Float64) by the eager amax and sum, lse - x[t], the
+// ignored rows masked to 0, the sum of the losses over the counted rows. Bit for bit, around
+// the lanes, the pairwise blocks and the 65536-element chunks, and for more rows than a chunk.
+TEST_F(JitReducePlanTest, EagerCrossEntropyIsItsChainBitwise) {
+  JitMode off(false);
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (const auto& [rows, n] : std::vector<std::pair<int64_t, int64_t>>{
+             {9, 1}, {9, 7}, {9, 17}, {9, 129}, {9, 1000}, {3, 65543}, {70001, 3}}) {
+      for (bool special : {false, true}) {
+        const std::string what =
+            fmt::format("{} rows={} n={} special={}", dtype_name(dt), rows, n, special);
+        const CrossEntropyCase c = cross_entropy_case(rows, n, dt, 900 + rows + n, special);
+        const Tensor xd = c.x.to(kFloat64);
+        const Tensor mx = xd.amax({-1}, true);
+        const Tensor lse = mx + (xd - mx).exp().sum({-1}, true).log();
+        const Tensor ignored = eq(c.t, Scalar(int64_t{-100}));
+        const Tensor picked = xd.gather(1, where(ignored, zeros_like(c.t), c.t).unsqueeze(1));
+        const Tensor loss = (lse - picked).masked_fill(ignored.unsqueeze(1), 0.0);
+        const Tensor want = (loss.sum() / ne(c.t, Scalar(int64_t{-100})).sum()).to(dt);
+        expect_bitwise_equal(cross_entropy(c.x, c.t), want, what.c_str());
+      }
+    }
+  }
+}
+
+// cross_entropy is rewritten into that chain on the CPU: its targets' checks and target logits
+// an eager step over the rows, each row's logsumexp one row kernel with the logits' producers,
+// the mean a small kernel or two. Eager's bits on every ISA; its errors in both modes; its
+// gradient (softmax minus the one-hot rows, compared with the class indices) fused likewise.
+TEST_F(JitReducePlanTest, CrossEntropyOpIsARowKernelBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int64_t n : {1, 17, 129, 1000}) {
+        const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
+        const CrossEntropyCase c = cross_entropy_case(9, n, dt, 950 + n, true);
+        const Tensor b = randn_of({n}, 951, dt);
+        int kernels = 0;
+        tracer::RegionCache::instance().clear();
+        const std::string steps =
+            run_both([&] { return TensorList{cross_entropy(c.x * 0.5 + b, c.t)}; }, what, &kernels);
+        // The affine producer, the cast, each row's amax, exps' sum and logsumexp in one kernel
+        // (which also stores the logits for the target logits' step); then the target logits
+        // and the target's view, the masked losses' sum, the count, the mean (and its cast).
+        EXPECT_EQ(steps, dt == kFloat32 ? "k9 e e k4 k2 k2" : "k8 e e k4 k2 k1") << what;
+        EXPECT_EQ(kernels, 4) << what;
+        tracer::RegionCache::instance().clear();
+        run_both(
+            [&] {
+              const Tensor xg = c.x.detach().requires_grad_();
+              const Tensor loss = cross_entropy(xg * 1.5, c.t);
+              loss.backward();
+              return TensorList{loss, xg.grad()};
+            },
+            what + " gradient");
+      }
+      // Unbatched, and a row longer than a chunk.
+      tracer::RegionCache::instance().clear();
+      const CrossEntropyCase u = cross_entropy_case(1, 300, dt, 960, false);
+      run_both([&] { return TensorList{cross_entropy(u.x.select(0, 0) * 2.0, u.t.select(0, 0))}; },
+               isa + " unbatched");
+      tracer::RegionCache::instance().clear();
+      const CrossEntropyCase l = cross_entropy_case(2, 140001, dt, 961, false);
+      run_both([&] { return TensorList{cross_entropy(l.x - 1.0, l.t)}; }, isa + " long rows");
+    }
+  }
+  // Every row ignored (0 / 0), no rows, and a bad target: the same result or error with the JIT.
+  const CrossEntropyCase c = cross_entropy_case(6, 10, kFloat32, 970, false);
+  tracer::RegionCache::instance().clear();
+  run_both(
+      [&] {
+        return TensorList{
+            cross_entropy(c.x * 2.0, full({6}, -100, TensorOptions().dtype(kInt64))),
+            cross_entropy(zeros({0, 10}) * 2.0, zeros({0}, TensorOptions().dtype(kInt64)))};
+      },
+      "ignored, empty");
+  for (bool jit : {false, true}) {
+    JitMode mode(jit);
+    tracer::RegionCache::instance().clear();
+    expect_error(
+        [&] {
+          Tensor bad;
+          {
+            JitMode off(false);
+            bad = c.t.clone();
+            bad.narrow(0, 3, 1).fill_(10);
+          }
+          cross_entropy(c.x * 2.0, bad).item<float>();
+        },
+        "cross_entropy", "target 10 at position 3");
+  }
+  // Transposed logits (rows not contiguous): the op stays an eager step.
+  tracer::RegionCache::instance().clear();
+  const Tensor xt = randn_of({10, 6}, 971).t();
+  EXPECT_EQ(run_both([&] { return TensorList{cross_entropy(xt, c.t) * 2.0}; }, "transposed"),
+            "e k1");
 }
 
 // Sums of Int32, Int64 and Bool rows are row kernels (an Int64 sum of the values widened, as

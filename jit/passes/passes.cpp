@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "jit/passes/column_split.h"
+#include "jit/passes/cross_entropy_split.h"
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
@@ -68,6 +69,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
     c.decomposed += decompose(pg, *o.target, o.decompose_all);
     c.decomposed += split_column_reductions(pg, *o.target);
     c.decomposed += split_layer_norms(pg);
+    c.decomposed += split_cross_entropies(pg);
   }
   // Each sweep leaves the sunk nodes dead, and new views of their inputs that may sink further.
   for (int sweep = 0; o.sink_views && o.target != nullptr && sweep < 16; ++sweep) {

@@ -334,6 +334,43 @@ void layer_norm_rows_impl(const T* x, const T* w, const T* b, T* y, int64_t m, i
                });
 }
 
+// cross_entropy's total (ops/reduce.h cross_entropy_total): per row the amax of x.to(Float64)
+// (exact in any order), the pairwise sum of exp(x - max) in the sum op's order, lse - x[t]; then
+// the sum of the row losses as the sum op sums a Float64 vector. Ignored rows cost nothing.
+template <class T>
+double cross_entropy_total_impl(const T* x, const int64_t* t, int64_t m, int64_t n,
+                                int64_t ignore) {
+  auto add = [](double p, double q) { return p + q; };
+  std::vector<double> loss(static_cast<size_t>(m), 0.0);
+  parallel_for(
+      0, m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n)),
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          if (t[r] == ignore) continue;
+          const T* xr = x + r * n;
+          const double mx = whole_row<double>(
+              n,
+              [&](int64_t s, int64_t len) {
+                return lanes8<MaxOp, double>(xr + s, len, Cast<double>{});
+              },
+              [](double a, double b) { return max_nan(a, b); });
+          const double sum = whole_row<double>(
+              n, [&](int64_t s, int64_t len) { return pairwise_sum_exp<double>(xr + s, len, mx); },
+              add);
+          const double lse = mx + vecmath::apply_scalar(sum, [](const auto& o, auto v) {
+                               return vecmath::log(o, v);
+                             });
+          loss[static_cast<size_t>(r)] = lse - static_cast<double>(xr[t[r]]);
+        }
+      });
+  return whole_row<double>(
+      m,
+      [&](int64_t s, int64_t len) {
+        return pairwise_sum<double>(loss.data() + s, len, Cast<double>{});
+      },
+      add);
+}
+
 }  // namespace
 
 void reduce_eager(const OpCall& c, const Tensor& out) {
@@ -409,6 +446,13 @@ void layer_norm_rows(const float* x, const float* w, const float* b, float* y, i
 void layer_norm_rows(const double* x, const double* w, const double* b, double* y, int64_t m,
                      int64_t n, double eps) {
   layer_norm_rows_impl(x, w, b, y, m, n, eps);
+}
+double cross_entropy_total(const float* x, const int64_t* t, int64_t m, int64_t n, int64_t ignore) {
+  return cross_entropy_total_impl(x, t, m, n, ignore);
+}
+double cross_entropy_total(const double* x, const int64_t* t, int64_t m, int64_t n,
+                           int64_t ignore) {
+  return cross_entropy_total_impl(x, t, m, n, ignore);
 }
 
 }  // namespace kiln::KILN_ISA_NS
