@@ -75,6 +75,7 @@ Workload ceiling_workload();
 Workload gelu_workload();
 Workload layernorm_workload();
 Workload loss_workload();
+Workload xent_workload();
 Workload softmax_workload();
 Workload colsum_workload();
 Workload mlp_train_workload();

@@ -330,6 +330,51 @@ TEST_F(JitPassesTest, FactoriesFoldIntoConstantInputs) {
   expect_same_results(run_rewritten(r, args), interpret_with(g, {}, args), "fold, again");
 }
 
+// A full-size fill read only by elementwise ops that get their shape from their other operands
+// (a backward rule's `where(mask, g, zeros_like(g))`) becomes one element per dim, folded into a
+// constant: no eager step writes the zeros. A fill that gives a reader its shape, one a
+// reduction reads, and an output keep their size. The same bits.
+TEST_F(JitPassesTest, FullSizeFillsReadAsBroadcastsShrink) {
+  Graph g;
+  const ValueId x = g.add_input({64, 300}, kFloat32);
+  const ValueId c = g.add_input({64, 1}, kFloat32);
+  Attrs zeros;  // zeros({64, 300}) (ops/factories.cpp)
+  zeros.dims = {64, 300};
+  zeros.dtype = kFloat32;
+  const ValueId z = g.add_node(OpId::Fill, zeros, {}, vm({64, 300}));
+  const ValueId pos = g.add_node(OpId::Gt, scalar_op(0.0), {x}, vm({64, 300}, kBool));
+  const ValueId r = g.add_node(OpId::Where, {}, {pos, x, z}, vm({64, 300}));
+  const ValueId r2 = g.add_node(OpId::Add, {}, {r, z}, vm({64, 300}));
+  // Gives its reader the shape: where(c > 0, c, zeros) is [64, 300] only through the fill.
+  const ValueId z2 = g.add_node(OpId::Fill, one_scalar(0.5), {}, vm({64, 300}));
+  g.nodes.back().attrs.dims = {64, 300};
+  const ValueId cp = g.add_node(OpId::Gt, scalar_op(0.0), {c}, vm({64, 1}, kBool));
+  const ValueId r3 = g.add_node(OpId::Where, {}, {cp, c, z2}, vm({64, 300}));
+  // Read by a reduction: its layout is read.
+  Attrs ones = zeros;
+  ones.scalars[0] = 1.0;
+  const ValueId z3 = g.add_node(OpId::Fill, ones, {}, vm({64, 300}));
+  const ValueId s = g.add_node(OpId::Sum, Attrs{}, {z3}, vm({}));
+  const ValueId r4 = g.add_node(OpId::Mul, {}, {x, z3}, vm({64, 300}));
+  g.set_outputs({r2, r3, s, r4});
+  const auto res = jit::passes::run_passes(g, {}, only(false, true, false, false));
+  EXPECT_EQ(res.counts.simplified, 1);
+  EXPECT_NE(body_of(res.graph).find("%2: Float32[1, 1] = fill() {dims=[1, 1]}\n"),
+            std::string::npos)
+      << body_of(res.graph);
+  EXPECT_EQ(count_op(res.graph, OpId::Fill), 3);
+  const Tensor in[] = {normal({64, 300}, 7), normal({64, 1}, 8)};
+  const tracer::RunArgs args{in, {}, {}, {}};
+  expect_same_results(run_rewritten(res, args), interpret_with(g, {}, args), "fills");
+  // With folding: the shrunk fill is a constant, and no eager step is left but the two fills
+  // that keep their size.
+  const auto folded = jit::passes::run_passes(g, {}, only(false, true, false, true));
+  int kernels = 0;
+  expect_same_results(run_rewritten(folded, args, &kernels), interpret_with(g, {}, args),
+                      "fills, folded");
+  EXPECT_EQ(count_op(folded.graph, OpId::Fill), 2);
+}
+
 TEST_F(JitPassesTest, NothingDependingOnAPromotedScalarOrARandomNodeFolds) {
   Graph g;
   Attrs fill;

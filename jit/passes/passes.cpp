@@ -7,6 +7,7 @@
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
+#include "jit/passes/fill_broadcast.h"
 #include "jit/passes/layer_norm_split.h"
 #include "jit/passes/simplify.h"
 #include "jit/passes/sink_views.h"
@@ -79,6 +80,9 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
     c.dropped += dce(pg);
   }
   if (c.sunk > 0) hoist_views(pg);
+  // Full-size fills that only broadcast into elementwise readers shrink to one element (then
+  // merge and fold).
+  if (o.simplify) c.simplified += broadcast_fills(pg);
   // Simplification exposes equal nodes and merging exposes rules (max(x, x)): two rounds.
   // (dce() between rounds: a bypassed node left in place would match again.)
   for (int round = 0; round < 2; ++round) {
