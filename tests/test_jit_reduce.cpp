@@ -1188,14 +1188,16 @@ TEST_F(JitReducePlanTest, CrossEntropyOpIsARowKernelBitwise) {
       run_both([&] { return TensorList{cross_entropy(l.x - 1.0, l.t)}; }, isa + " long rows");
     }
   }
-  // Every row ignored (0 / 0), no rows, and a bad target: the same result or error with the JIT.
+  // Every row ignored (0 / 0), no rows, rows of no classes (every one ignored), and a bad
+  // target: the same result or error with the JIT.
   const CrossEntropyCase c = cross_entropy_case(6, 10, kFloat32, 970, false);
   tracer::RegionCache::instance().clear();
   run_both(
       [&] {
         return TensorList{
             cross_entropy(c.x * 2.0, full({6}, -100, TensorOptions().dtype(kInt64))),
-            cross_entropy(zeros({0, 10}) * 2.0, zeros({0}, TensorOptions().dtype(kInt64)))};
+            cross_entropy(zeros({0, 10}) * 2.0, zeros({0}, TensorOptions().dtype(kInt64))),
+            cross_entropy(zeros({3, 0}) * 2.0, full({3}, -100, TensorOptions().dtype(kInt64)))};
       },
       "ignored, empty");
   for (bool jit : {false, true}) {
