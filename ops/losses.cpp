@@ -10,9 +10,14 @@
 // cross_entropy_total): bit for bit the chain of eager ops that the JIT rewrites the op into
 // (jit/passes/cross_entropy_split.h).
 //
-// CrossEntropyTargetLogit (the JIT's rewrite only; no public function): inputs logits and
-// target as CrossEntropy's, same attrs; the checks of cross_entropy's targets, then each row's
-// logit at its target as Float64, shaped [N, 1] ([1] unbatched), 0 for an ignored row.
+// Two ops of the JIT's rewrite only (no public function), whose first input stands for the
+// logits' shape (the logits, or a value of their shape they are computed from: the rewrite
+// picks one that is in memory anyway; its data is never read):
+// - CrossEntropyCount: inputs like and target, CrossEntropy's attrs; cross_entropy's checks of
+//   the targets (the same errors), then the rows counted (target != ignore_index) as a 0-dim
+//   Float64.
+// - IndicesOf: input like; 0, 1, ..., C - 1 (Int64 [C], C its last dim): the class indices that
+//   the rewrite compares with the targets to pick each row's target logit in a row kernel.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -58,12 +63,30 @@ void cross_entropy_meta(const OpCall& c, OutputMeta& m) {
   m.device = common_device("cross_entropy", c.inputs);
 }
 
-void target_logit_meta(const OpCall& c, OutputMeta& m) {
-  check_cross_entropy_inputs(c);
-  const TensorImpl* l = c.inputs[0].impl();
-  m.sizes = l->dim() == 2 ? DimVector{l->sizes()[0], 1} : DimVector{1};
+// CrossEntropyCount's meta: its `like` input is checked for its shape only (any dtype).
+void count_meta(const OpCall& c, OutputMeta& m) {
+  const Tensor& lt = c.inputs[0];
+  const Tensor& tt = c.inputs[1];
+  const TensorImpl* l = lt.impl();
+  const TensorImpl* t = tt.impl();
+  KILN_CHECK(t->dtype() == DType::Int64,
+             "cross_entropy: expected an Int64 target of class indices, got {}", describe(tt));
+  KILN_CHECK(l->dim() == 1 || l->dim() == 2,
+             "cross_entropy: expected logits of shape [N, C] or [C], got {}", describe(lt));
+  KILN_CHECK(l->dim() == 2 ? t->dim() == 1 && t->sizes()[0] == l->sizes()[0] : t->dim() == 0,
+             "cross_entropy: logits {} do not match the target {}", describe(lt), describe(tt));
+  m.sizes = {};
   m.dtype = DType::Float64;
   m.device = common_device("cross_entropy", c.inputs);
+}
+
+void indices_of_meta(const OpCall& c, OutputMeta& m) {
+  const TensorImpl* l = c.inputs[0].impl();
+  KILN_CHECK(l->dim() >= 1, "indices_of: expected a tensor of at least one dim, got {}",
+             describe(c.inputs[0]));
+  m.sizes = {l->sizes()[l->dim() - 1]};
+  m.dtype = DType::Int64;
+  m.device = l->device();
 }
 
 // The targets' checks; returns the number of rows not ignored.
@@ -80,15 +103,15 @@ int64_t counted_targets(const int64_t* tp, int64_t N, int64_t C, int64_t ignore)
 }
 
 struct RowsAndTargets {
-  Tensor logits, target;  // contiguous
+  Tensor target;  // contiguous
   int64_t N = 0, C = 0, ignore = 0, counted = 0;
 };
 
+// The targets (checked) of logits, or of a value of their shape, `like`.
 RowsAndTargets rows_and_targets(const OpCall& c) {
   RowsAndTargets r;
-  r.logits = eager_contiguous(c.inputs[0]);
   r.target = eager_contiguous(c.inputs[1]);
-  const TensorImpl* l = r.logits.impl();
+  const TensorImpl* l = c.inputs[0].impl();
   r.N = l->dim() == 2 ? l->sizes()[0] : 1;
   r.C = l->sizes()[l->dim() - 1];
   r.ignore = c.attrs.ints[0];
@@ -99,31 +122,26 @@ RowsAndTargets rows_and_targets(const OpCall& c) {
 
 void cross_entropy_eager(const OpCall& c, const Tensor& out) {
   const RowsAndTargets r = rows_and_targets(c);
+  const Tensor logits = eager_contiguous(c.inputs[0]);
   const int64_t* tp = static_cast<const int64_t*>(r.target.impl()->data());
-  visit_dtype(r.logits.dtype(), [&]<class T>(TypeTag<T>) {
+  visit_dtype(logits.dtype(), [&]<class T>(TypeTag<T>) {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const double total = cross_entropy_total(static_cast<const T*>(r.logits.impl()->data()), tp,
-                                               r.N, r.C, r.ignore);
+      const double total =
+          cross_entropy_total(static_cast<const T*>(logits.impl()->data()), tp, r.N, r.C, r.ignore);
       *static_cast<T*>(out.impl()->data()) = static_cast<T>(total / static_cast<double>(r.counted));
     } else {
-      fail("cross_entropy: internal error: non-float dtype {}", r.logits.dtype());
+      fail("cross_entropy: internal error: non-float dtype {}", logits.dtype());
     }
   });
 }
 
-void target_logit_eager(const OpCall& c, const Tensor& out) {
-  const RowsAndTargets r = rows_and_targets(c);
-  const int64_t* tp = static_cast<const int64_t*>(r.target.impl()->data());
-  double* op = static_cast<double*>(out.impl()->data());
-  visit_dtype(r.logits.dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const T* lp = static_cast<const T*>(r.logits.impl()->data());
-      for (int64_t n = 0; n < r.N; ++n)
-        op[n] = tp[n] == r.ignore ? 0.0 : static_cast<double>(lp[n * r.C + tp[n]]);
-    } else {
-      fail("cross_entropy: internal error: non-float dtype {}", r.logits.dtype());
-    }
-  });
+void count_eager(const OpCall& c, const Tensor& out) {
+  *static_cast<double*>(out.impl()->data()) = static_cast<double>(rows_and_targets(c).counted);
+}
+
+void indices_of_eager(const OpCall&, const Tensor& out) {
+  int64_t* p = static_cast<int64_t*>(out.impl()->data());
+  for (int64_t i = 0; i < out.impl()->numel(); ++i) p[i] = i;
 }
 
 }  // namespace
@@ -131,8 +149,9 @@ void target_logit_eager(const OpCall& c, const Tensor& out) {
 void register_loss_ops() {
   register_op(OpId::CrossEntropy,
               {"cross_entropy", cross_entropy_meta, cross_entropy_eager, kChecksData});
-  register_op(OpId::CrossEntropyTargetLogit,
-              {"cross_entropy_target_logit", target_logit_meta, target_logit_eager, kChecksData});
+  register_op(OpId::CrossEntropyCount,
+              {"cross_entropy_count", count_meta, count_eager, kChecksData});
+  register_op(OpId::IndicesOf, {"indices_of", indices_of_meta, indices_of_eager, kNoFlags});
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target) {

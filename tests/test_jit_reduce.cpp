@@ -597,6 +597,42 @@ TEST_F(JitReducePlanTest, SoftmaxFromPrimitivesIsOneKernel) {
   }
 }
 
+// A pointwise kernel of the row kernel's index space whose loads are ready before it (a mask
+// computed from inputs alone) merges into the row kernel that a node reads it together with:
+// `softmax(x) * (a > 0)` and a masked row sum are one kernel each (they were two: the mask's
+// kernel took the product and computed x's chain again, or loaded softmax's stored result).
+// Not when the mask draws random numbers (a row kernel draws none) or reads a transposed input
+// (not row-friendly): there the product stays a kernel of its own.
+TEST_F(JitReducePlanTest, APointwiseMaskOfInputsMergesIntoTheRowKernel) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    const Tensor x = randn_of({33, 300}, 21) * 4.0, a = randn_of({33, 300}, 22);
+    const Tensor c = randn_of({300}, 23), at = randn_of({300, 33}, 24).t();
+    int kernels = 0;
+    tracer::RegionCache::instance().clear();
+    std::string steps = run_both(
+        [&] {
+          Tensor e = (x - x.amax({-1}, true)).exp();
+          return TensorList{e / e.sum({-1}, true) * (a > 0.0).to(kFloat32)};
+        },
+        isa + " masked softmax", &kernels);
+    EXPECT_EQ(steps, "k8") << isa;
+    tracer::RegionCache::instance().clear();
+    steps =
+        run_both([&] { return TensorList{((x * 2.0).masked_fill(a + c > 0.0, 0.0)).sum({-1})}; },
+                 isa + " masked sum", &kernels);
+    EXPECT_EQ(steps, "k5") << isa;
+    tracer::RegionCache::instance().clear();
+    steps = run_both(
+        [&] {
+          Tensor e = (x - x.amax({-1}, true)).exp();
+          return TensorList{e / e.sum({-1}, true) * (at > 0.0).to(kFloat32)};
+        },
+        isa + " transposed mask", &kernels);
+    EXPECT_EQ(kernels, 2) << isa << ": " << steps;
+  }
+}
+
 // Row values without keepdim join their kernel too when what reads them has their shape
 // (`sum * 0.5`), and a full reduction's 0-d result broadcasts back over its one row
 // (`x - x.mean()`); a [N] result read against [N, D] (which would line N up with D) does not.
@@ -1163,11 +1199,15 @@ TEST_F(JitReducePlanTest, CrossEntropyOpIsARowKernelBitwise) {
         tracer::RegionCache::instance().clear();
         const std::string steps =
             run_both([&] { return TensorList{cross_entropy(c.x * 0.5 + b, c.t)}; }, what, &kernels);
-        // The affine producer, the cast, each row's amax, exps' sum and logsumexp in one kernel
-        // (which also stores the logits for the target logits' step); then the target logits
-        // and the target's view, the masked losses' sum, the count, the mean (and its cast).
-        EXPECT_EQ(steps, dt == kFloat32 ? "k9 e e k4 k2 k2" : "k8 e e k4 k2 k1") << what;
-        EXPECT_EQ(kernels, 4) << what;
+        // The targets' count, the class indices and the target's view (eager steps reading
+        // the targets and x's shape); then one row kernel: the affine producer, the cast, each
+        // row's amax, exps' sum, logsumexp, the target's logit (the logits masked where the
+        // class is not the target, summed) and their difference; the masked losses' sum over
+        // the rows; the mean (and its cast). One class: the row ops join the row kernel too.
+        const char* plan = n == 1 ? (dt == kFloat32 ? "e e e k15 k1 k2" : "e e e k14 k1 k1")
+                                  : (dt == kFloat32 ? "e e e k13 k3 k2" : "e e e k12 k3 k1");
+        EXPECT_EQ(steps, plan) << what;
+        EXPECT_EQ(kernels, 3) << what;
         tracer::RegionCache::instance().clear();
         run_both(
             [&] {

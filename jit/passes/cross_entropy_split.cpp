@@ -1,5 +1,7 @@
 #include "jit/passes/cross_entropy_split.h"
 
+#include <algorithm>
+
 #include "jit/lower/lower_reduce.h"
 #include "ops/pointwise.h"
 
@@ -27,9 +29,67 @@ bool splits_cross_entropy(const PassGraph& pg, size_t j,
   return trailing_dims_dense(x, 1);
 }
 
-// Emits the chain for node n; its last node defines n's value.
+// A value of x's shape whose memory a plan has anyway: x itself, or what x is computed from by
+// elementwise ops of its shape (`h * 0.5 + b` -> h), back to a graph input or another op's
+// result. The count and the class indices read only its shape; taking x there would make the
+// kernel computing x store it. (Same shapes hold in every recording the plan runs: the region
+// key holds the ranks and size-1 dims.)
+ValueId shape_source(const PassGraph& pg, const std::vector<int32_t>& producer,
+                     const std::vector<const ValueMeta*>& meta, ValueId x) {
+  for (;;) {
+    const int32_t j = producer[x];
+    if (j < 0) return x;
+    const Node& p = pg.graph.nodes[static_cast<size_t>(j)];
+    const uint32_t f = op_def(p.op).flags;
+    if (!(f & kWritesAnyLayout) || (f & (kIsView | kHigherOrder | kIsRandom)) ||
+        !p.subgraphs.empty())
+      return x;
+    ValueId next = -1;
+    for (ValueId u : p.inputs)
+      if (meta[u]->sizes == meta[x]->sizes) next = u;
+    if (next < 0) return x;
+    x = next;
+  }
+}
+
+// The nodes of a split that read only the graph's inputs or values defined long before the
+// op: emitted as early as their inputs allow, so that the planner has the class indices and the
+// target's view before the logits' producers and fuses the pick into their row kernel (an eager
+// step between them splits it).
+struct EarlyValues {
+  ValueId like = -1;     // a value of the logits' shape in memory anyway (shape_source)
+  int32_t like_at = -1;  // the nodes defining like and the target (-1: graph inputs)
+  int32_t target_at = -1;
+  ValueId classes = -1, tk = -1, counted = -1;
+};
+
+// Emits what of `ev` the nodes up to `at` have made ready (at -1: before the first node).
+void emit_early(NodeListBuilder& out, const Node& n, const ValueMeta& xm, const ValueMeta& tm,
+                int32_t at, EarlyValues& ev) {
+  auto meta = [&](const DimVector& sizes, DType dt) {
+    ValueMeta m;
+    m.sizes = sizes;
+    m.dtype = dt;
+    m.device = n.meta.device;
+    return m;
+  };
+  if (ev.classes < 0 && ev.like_at == at)
+    ev.classes =
+        out.add(OpId::IndicesOf, Attrs{}, {ev.like}, meta({xm.sizes.back()}, DType::Int64));
+  if (ev.tk < 0 && ev.target_at == at) {
+    Attrs unsqueeze;
+    unsqueeze.ints[0] = static_cast<int64_t>(xm.sizes.size()) - 1;
+    ev.tk = out.add(OpId::Unsqueeze, unsqueeze, {n.inputs[1]},
+                    view_meta(OpId::Unsqueeze, unsqueeze, tm));
+  }
+  if (ev.counted < 0 && std::max(ev.like_at, ev.target_at) == at)
+    ev.counted =
+        out.add(OpId::CrossEntropyCount, n.attrs, {ev.like, n.inputs[1]}, meta({}, DType::Float64));
+}
+
+// Emits the rest of the chain for node n; its last node defines n's value.
 void emit_cross_entropy(NodeListBuilder& out, const Node& n, const ValueMeta& xm,
-                        const ValueMeta& tm) {
+                        const EarlyValues& ev) {
   const DType t = n.meta.dtype, f64 = DType::Float64;
   const int64_t rank = static_cast<int64_t>(xm.sizes.size());
   const int64_t ignore = n.attrs.ints[0];
@@ -52,14 +112,12 @@ void emit_cross_entropy(NodeListBuilder& out, const Node& n, const ValueMeta& xm
   auto binary = [&](OpId op, ValueId a, ValueId b, const DimVector& sizes, DType dt) {
     return out.add(op, Attrs{}, {a, b}, meta(sizes, dt));
   };
-  auto versus_ignore = [&](OpId op, ValueId v, const DimVector& sizes) {
-    Attrs a;
-    a.ints[0] = kScalarRight;
-    a.scalars[0] = Scalar(ignore);
-    return out.add(op, a, {v}, meta(sizes, DType::Bool));
+  auto zero_where = [&](ValueId v, ValueId mask, const DimVector& sizes) {
+    Attrs fill;
+    fill.scalars[0] = Scalar(0.0);
+    return out.add(OpId::MaskedFill, fill, {v, mask}, meta(sizes, f64));
   };
-  const ValueId x = n.inputs[0], target = n.inputs[1];
-  const ValueId p = out.add(OpId::CrossEntropyTargetLogit, n.attrs, {x, target}, meta(kept, f64));
+  const ValueId x = n.inputs[0];
   ValueId xd = x;
   if (t != f64) {
     Attrs a;
@@ -72,21 +130,21 @@ void emit_cross_entropy(NodeListBuilder& out, const Node& n, const ValueMeta& xm
   const ValueId s = reduce(OpId::Sum, e, true, f64, kept);
   const ValueId lse =
       binary(OpId::Add, mx, out.add(OpId::Log, Attrs{}, {s}, meta(kept, f64)), kept, f64);
-  Attrs unsqueeze;
-  unsqueeze.ints[0] = rank - 1;
-  const ValueId tk =
-      out.add(OpId::Unsqueeze, unsqueeze, {target}, view_meta(OpId::Unsqueeze, unsqueeze, tm));
-  Attrs fill;
-  fill.scalars[0] = Scalar(0.0);
-  const ValueId loss = out.add(
-      OpId::MaskedFill, fill,
-      {binary(OpId::Sub, lse, p, kept, f64), versus_ignore(OpId::Eq, tk, kept)}, meta(kept, f64));
+  const ValueId tk = ev.tk;
+  // The target's logit: the row's sum of x where the class is the target, 0 elsewhere (exactly
+  // x[t]; an ignored row's target matches no class).
+  const ValueId other = binary(OpId::Ne, ev.classes, tk, xm.sizes, DType::Bool);
+  const ValueId picked = reduce(OpId::Sum, zero_where(xd, other, xm.sizes), true, f64, kept);
+  Attrs is_ignored;
+  is_ignored.ints[0] = kScalarRight;
+  is_ignored.scalars[0] = Scalar(ignore);
+  const ValueId loss =
+      zero_where(binary(OpId::Sub, lse, picked, kept, f64),
+                 out.add(OpId::Eq, is_ignored, {tk}, meta(kept, DType::Bool)), kept);
   const ValueId total = reduce(OpId::Sum, loss, false, f64, {});
-  const ValueId counted =
-      reduce(OpId::Sum, versus_ignore(OpId::Ne, target, tm.sizes), false, DType::Int64, {});
   const bool cast = t != f64;
   const ValueId mean =
-      out.add(OpId::Div, Attrs{}, {total, counted}, meta({}, f64), cast ? -1 : n.output);
+      out.add(OpId::Div, Attrs{}, {total, ev.counted}, meta({}, f64), cast ? -1 : n.output);
   if (cast) {
     Attrs a;
     a.dtype = t;
@@ -99,19 +157,36 @@ void emit_cross_entropy(NodeListBuilder& out, const Node& n, const ValueMeta& xm
 int split_cross_entropies(PassGraph& pg) {
   const tracer::Graph& g = pg.graph;
   const std::vector<const ValueMeta*> meta = pg.metas();
-  NodeListBuilder out(pg);
-  int count = 0;
+  const std::vector<int32_t> producer = pg.producers();
+  std::vector<EarlyValues> early(g.nodes.size());
+  std::vector<size_t> splits;
   for (size_t j = 0; j < g.nodes.size(); ++j) {
-    if (!splits_cross_entropy(pg, j, meta)) {
-      out.keep(j);
-      continue;
-    }
+    if (!splits_cross_entropy(pg, j, meta)) continue;
     const Node& n = g.nodes[j];
-    emit_cross_entropy(out, n, *meta[n.inputs[0]], *meta[n.inputs[1]]);
-    ++count;
+    EarlyValues& ev = early[j];
+    ev.like = shape_source(pg, producer, meta, n.inputs[0]);
+    ev.like_at = producer[ev.like];
+    ev.target_at = producer[n.inputs[1]];
+    splits.push_back(j);
   }
-  if (count > 0) out.commit();
-  return count;
+  if (splits.empty()) return 0;
+  NodeListBuilder out(pg);
+  auto emit_ready = [&](int32_t at) {
+    for (size_t j : splits) {
+      const Node& n = g.nodes[j];
+      emit_early(out, n, *meta[n.inputs[0]], *meta[n.inputs[1]], at, early[j]);
+    }
+  };
+  emit_ready(-1);
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    if (early[j].like < 0)
+      out.keep(j);
+    else
+      emit_cross_entropy(out, g.nodes[j], *meta[g.nodes[j].inputs[0]], early[j]);
+    emit_ready(static_cast<int32_t>(j));
+  }
+  out.commit();
+  return static_cast<int>(splits.size());
 }
 
 }  // namespace kiln::jit::passes

@@ -542,14 +542,23 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     // Producer groups of the node's shape other than the target: merged into the earliest of
     // them when everything they read is ready before it runs (m.mul_(0.9).add_(g * 0.1): the
     // two products are one kernel). The node ties their shapes together in every recording.
+    // A pointwise group also merges into a row kernel of its index space when it reads only
+    // values computed before that kernel, each loaded row-friendly, and draws nothing: a
+    // cross_entropy's comparison of the class indices with the targets joins the kernel of its
+    // logits, whose values it masks (else the mask's kernel would compute the logits again).
     for (ValueId v : reads_of_node) {
       const int32_t s = step_of[v];
       if (s < 0 || drafts[s].group < 0 || s >= target) continue;
       Group& early = groups[drafts[s].group];
       if (early.sizes != n.meta.sizes) continue;
       Group& late = groups[drafts[target].group];
-      if (early.reduced_dims > 0 || late.reduced_dims > 0) continue;
+      if (late.reduced_dims > 0) continue;
       bool ready = true;
+      if (early.reduced_dims > 0) {
+        ready = early.inner_dims == 0 && !late.draws;
+        for (ValueId r : late.reads)
+          ready = ready && step_of[r] < s && row_friendly(r, early.sizes, early.reduced_dims);
+      }
       for (ValueId r : late.reads) ready = ready && step_of[r] <= s;
       if (!ready) continue;
       early.draws = early.draws || late.draws;
