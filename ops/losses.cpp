@@ -18,6 +18,9 @@
 //   Float64.
 // - IndicesOf: input like; 0, 1, ..., C - 1 (Int64 [C], C its last dim): the class indices that
 //   the rewrite compares with the targets to pick each row's target logit in a row kernel.
+// - CrossEntropyTargetLogit: inputs the logits themselves and target, CrossEntropy's attrs; the
+//   targets' checks, then each row's logit at its target as Float64 ([N, 1], [1] unbatched; 0
+//   for an ignored row): the rewrite's pick where the logits are in memory anyway.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -76,6 +79,14 @@ void count_meta(const OpCall& c, OutputMeta& m) {
   KILN_CHECK(l->dim() == 2 ? t->dim() == 1 && t->sizes()[0] == l->sizes()[0] : t->dim() == 0,
              "cross_entropy: logits {} do not match the target {}", describe(lt), describe(tt));
   m.sizes = {};
+  m.dtype = DType::Float64;
+  m.device = common_device("cross_entropy", c.inputs);
+}
+
+void target_logit_meta(const OpCall& c, OutputMeta& m) {
+  check_cross_entropy_inputs(c);
+  const TensorImpl* l = c.inputs[0].impl();
+  m.sizes = l->dim() == 2 ? DimVector{l->sizes()[0], 1} : DimVector{1};
   m.dtype = DType::Float64;
   m.device = common_device("cross_entropy", c.inputs);
 }
@@ -139,6 +150,22 @@ void count_eager(const OpCall& c, const Tensor& out) {
   *static_cast<double*>(out.impl()->data()) = static_cast<double>(rows_and_targets(c).counted);
 }
 
+void target_logit_eager(const OpCall& c, const Tensor& out) {
+  const RowsAndTargets r = rows_and_targets(c);  // checked
+  const Tensor logits = eager_contiguous(c.inputs[0]);
+  const int64_t* tp = static_cast<const int64_t*>(r.target.impl()->data());
+  double* op = static_cast<double*>(out.impl()->data());
+  visit_dtype(logits.dtype(), [&]<class T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* lp = static_cast<const T*>(logits.impl()->data());
+      for (int64_t n = 0; n < r.N; ++n)
+        op[n] = tp[n] == r.ignore ? 0.0 : static_cast<double>(lp[n * r.C + tp[n]]);
+    } else {
+      fail("cross_entropy: internal error: non-float dtype {}", logits.dtype());
+    }
+  });
+}
+
 void indices_of_eager(const OpCall&, const Tensor& out) {
   int64_t* p = static_cast<int64_t*>(out.impl()->data());
   for (int64_t i = 0; i < out.impl()->numel(); ++i) p[i] = i;
@@ -151,6 +178,8 @@ void register_loss_ops() {
               {"cross_entropy", cross_entropy_meta, cross_entropy_eager, kChecksData});
   register_op(OpId::CrossEntropyCount,
               {"cross_entropy_count", count_meta, count_eager, kChecksData});
+  register_op(OpId::CrossEntropyTargetLogit,
+              {"cross_entropy_target_logit", target_logit_meta, target_logit_eager, kChecksData});
   register_op(OpId::IndicesOf, {"indices_of", indices_of_meta, indices_of_eager, kNoFlags});
 }
 

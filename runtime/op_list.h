@@ -24,7 +24,7 @@
   X(Any)                                                                                 \
   /* linear algebra and nn */                                                            \
   X(Matmul) X(Softmax) X(LogSoftmax) X(LayerNorm) X(Dropout) X(CrossEntropy)             \
-  X(CrossEntropyCount) X(IndicesOf)                                                      \
+  X(CrossEntropyCount) X(CrossEntropyTargetLogit) X(IndicesOf)                           \
   /* shape and indexing (stack is a composite of unsqueeze and cat) */                   \
   X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(OneHot) X(Tril) X(Triu) X(Embedding)    \
   /* functional writes through a view (the recorder's functionalization) */          \

@@ -1197,7 +1197,7 @@ TEST_F(JitReducePlanTest, CrossEntropyOpIsARowKernelBitwise) {
         const Tensor b = randn_of({n}, 951, dt);
         int kernels = 0;
         tracer::RegionCache::instance().clear();
-        const std::string steps =
+        std::string steps =
             run_both([&] { return TensorList{cross_entropy(c.x * 0.5 + b, c.t)}; }, what, &kernels);
         // The targets' count, the class indices and the target's view (eager steps reading
         // the targets and x's shape); then one row kernel: the affine producer, the cast, each
@@ -1208,6 +1208,14 @@ TEST_F(JitReducePlanTest, CrossEntropyOpIsARowKernelBitwise) {
                                   : (dt == kFloat32 ? "e e e k13 k3 k2" : "e e e k12 k3 k1");
         EXPECT_EQ(steps, plan) << what;
         EXPECT_EQ(kernels, 3) << what;
+        // The logits an input: their target logits are gathered (an eager step), the row
+        // kernel is the cast, amax, exps' sum, logsumexp and the difference.
+        tracer::RegionCache::instance().clear();
+        steps = run_both([&] { return TensorList{cross_entropy(c.x, c.t)}; }, what + " input",
+                         &kernels);
+        const char* gathered = n == 1 ? (dt == kFloat32 ? "e e e k10 k1 k2" : "e e e k9 k1 k1")
+                                      : (dt == kFloat32 ? "e e e k7 k4 k2" : "e e e k6 k4 k1");
+        EXPECT_EQ(steps, gathered) << what;
         tracer::RegionCache::instance().clear();
         run_both(
             [&] {

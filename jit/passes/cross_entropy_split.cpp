@@ -61,6 +61,7 @@ struct EarlyValues {
   int32_t like_at = -1;  // the nodes defining like and the target (-1: graph inputs)
   int32_t target_at = -1;
   ValueId classes = -1, tk = -1, counted = -1;
+  ValueId picked = -1;  // the gathered target logits, where the logits are `like` themselves
 };
 
 // Emits what of `ev` the nodes up to `at` have made ready (at -1: before the first node).
@@ -73,7 +74,14 @@ void emit_early(NodeListBuilder& out, const Node& n, const ValueMeta& xm, const 
     m.device = n.meta.device;
     return m;
   };
-  if (ev.classes < 0 && ev.like_at == at)
+  const bool in_memory = ev.like == n.inputs[0];  // the logits themselves: gathered
+  if (in_memory && ev.picked < 0 && std::max(ev.like_at, ev.target_at) == at) {
+    DimVector kept = xm.sizes;
+    kept.back() = 1;
+    ev.picked = out.add(OpId::CrossEntropyTargetLogit, n.attrs, {n.inputs[0], n.inputs[1]},
+                        meta(kept, DType::Float64));
+  }
+  if (!in_memory && ev.classes < 0 && ev.like_at == at)
     ev.classes =
         out.add(OpId::IndicesOf, Attrs{}, {ev.like}, meta({xm.sizes.back()}, DType::Int64));
   if (ev.tk < 0 && ev.target_at == at) {
@@ -133,8 +141,11 @@ void emit_cross_entropy(NodeListBuilder& out, const Node& n, const ValueMeta& xm
   const ValueId tk = ev.tk;
   // The target's logit: the row's sum of x where the class is the target, 0 elsewhere (exactly
   // x[t]; an ignored row's target matches no class).
-  const ValueId other = binary(OpId::Ne, ev.classes, tk, xm.sizes, DType::Bool);
-  const ValueId picked = reduce(OpId::Sum, zero_where(xd, other, xm.sizes), true, f64, kept);
+  ValueId picked = ev.picked;
+  if (picked < 0) {
+    const ValueId other = binary(OpId::Ne, ev.classes, tk, xm.sizes, DType::Bool);
+    picked = reduce(OpId::Sum, zero_where(xd, other, xm.sizes), true, f64, kept);
+  }
   Attrs is_ignored;
   is_ignored.ints[0] = kScalarRight;
   is_ignored.scalars[0] = Scalar(ignore);

@@ -13,6 +13,9 @@
 //   mx  = amax(xd, -1, keepdim)              (the identity -inf over no classes: no error)
 //   lse = mx + log(sum(exp(xd - mx), -1, keepdim))
 //   p   = sum(xd.masked_fill(cls != t.unsqueeze(-1), 0), -1, keepdim)   x[t], exactly
+//         (where like is x itself, the logits are in memory: p = cross_entropy_target_logit(x,
+//         t), an eager step gathering x[t] ([N, 1] Float64, 0 for an ignored row) instead of a
+//         compare and an add per element, and no cls)
 //   l   = (lse - p).masked_fill(t.unsqueeze(-1) == ignore, 0)
 //   out = (sum(l) / n).to(T)
 //
