@@ -89,11 +89,7 @@ class Split {
 
  private:
   ValueMeta meta(DimVector sizes) const {  // of the split node's dtype and device
-    ValueMeta m;
-    m.sizes = std::move(sizes);
-    m.dtype = n_.meta.dtype;
-    m.device = n_.meta.device;
-    return m;
+    return fresh_meta(std::move(sizes), n_.meta.dtype, n_.meta.device);
   }
   // A node of the split node's dtype.
   ValueId node(OpId op, const Attrs& attrs, SmallVector<ValueId, 4> inputs, DimVector sizes,

@@ -68,11 +68,7 @@ struct EarlyValues {
 void emit_early(NodeListBuilder& out, const Node& n, const ValueMeta& xm, const ValueMeta& tm,
                 int32_t at, EarlyValues& ev) {
   auto meta = [&](const DimVector& sizes, DType dt) {
-    ValueMeta m;
-    m.sizes = sizes;
-    m.dtype = dt;
-    m.device = n.meta.device;
-    return m;
+    return fresh_meta(sizes, dt, n.meta.device);
   };
   const bool in_memory = ev.like == n.inputs[0];  // the logits themselves: gathered
   if (in_memory && ev.picked < 0 && std::max(ev.like_at, ev.target_at) == at) {
@@ -104,11 +100,7 @@ void emit_cross_entropy(NodeListBuilder& out, const Node& n, const ValueMeta& xm
   DimVector kept = xm.sizes;  // [N, 1] or [1]
   kept.back() = 1;
   auto meta = [&](const DimVector& sizes, DType dt) {
-    ValueMeta m;
-    m.sizes = sizes;
-    m.dtype = dt;
-    m.device = n.meta.device;
-    return m;
+    return fresh_meta(sizes, dt, n.meta.device);
   };
   auto reduce = [&](OpId op, ValueId v, bool over_rows, DType dt, const DimVector& sizes) {
     Attrs a;

@@ -35,11 +35,7 @@ void emit(NodeListBuilder& out, const Node& n, const ValueMeta& xm) {
   DimVector kept = xm.sizes;
   for (int64_t d = rank - k; d < rank; ++d) kept[static_cast<size_t>(d)] = 1;
   auto meta = [&](const DimVector& sizes, DType dt) {
-    ValueMeta m;
-    m.sizes = sizes;
-    m.dtype = dt;
-    m.device = n.meta.device;
-    return m;
+    return fresh_meta(sizes, dt, n.meta.device);
   };
   auto mean = [&](ValueId v) {
     Attrs a;

@@ -69,6 +69,14 @@ void NodeListBuilder::commit() {
   pg_.graph.set_num_values(next_);
 }
 
+tracer::ValueMeta fresh_meta(DimVector sizes, DType dtype, Device device) {
+  tracer::ValueMeta m;
+  m.sizes = std::move(sizes);
+  m.dtype = dtype;
+  m.device = device;
+  return m;
+}
+
 tracer::ValueMeta view_meta(OpId op, const Attrs& attrs, const tracer::ValueMeta& in) {
   DimVector strides = in.strides.empty() ? contiguous_strides(in.sizes) : in.strides;
   const Tensor t(make_ref<TensorImpl>(in.sizes, std::move(strides), in.offset, in.dtype, in.device,

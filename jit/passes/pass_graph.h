@@ -71,6 +71,9 @@ class NodeListBuilder {
   int32_t next_;
 };
 
+// The metadata of a fresh row-major value: what a pass's new (non-view) node computes.
+tracer::ValueMeta fresh_meta(DimVector sizes, DType dtype, Device device);
+
 // The metadata view op `op`'s own meta function gives for an input of metadata `in`.
 tracer::ValueMeta view_meta(OpId op, const Attrs& attrs, const tracer::ValueMeta& in);
 
