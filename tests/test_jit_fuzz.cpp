@@ -30,6 +30,7 @@
 #include "jit_kernel_util.h"
 #include "ops/meta_helpers.h"
 #include "record_util.h"
+#include "suite_passes.h"
 #include "tracer/region_cache.h"
 #include "tracer/region_runner.h"
 
@@ -383,12 +384,14 @@ void fuzz(uint64_t offset, uint64_t count, bool rows = false, bool any_dims = fa
           bool long_rows = false);
 
 TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
+  KILN_SKIP_IN_THE_ISA_PASSES("the JIT fuzzer");
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1500));
 }
 
 // The same programs with row reductions mixed in (over the last 1..rank dims, keepdim or not,
 // then often broadcast back: prologues and epilogues of row kernels), bitwise equal to eager.
 TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
+  KILN_SKIP_IN_THE_ISA_PASSES("the JIT fuzzer");
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 500), true);
 }
 
@@ -398,6 +401,7 @@ TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
 // any, broadcasts back: row and column kernels and eager steps mixed, bitwise equal to eager on
 // every ISA path.
 TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
+  KILN_SKIP_IN_THE_ISA_PASSES("the JIT fuzzer");
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1200), false, true);
 }
 
@@ -405,6 +409,7 @@ TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
 // with three threads: the launcher splits the rows' chunks across the threads and combines
 // them in eager's tree (docs/jit.md "Long rows across threads"), bitwise equal to eager.
 TEST(JitFuzz, RandomProgramsWithLongRowsMatchEager) {
+  KILN_SKIP_IN_THE_ISA_PASSES("the JIT fuzzer");
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 500) / 10, true, false, true);
 }
 
