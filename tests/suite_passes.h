@@ -45,13 +45,3 @@ inline bool in_a_cpu_jit_pass() {
       GTEST_SKIP() << "sweeps every JIT ISA itself: tested in the KILN_JIT=0 and Compiler passes"; \
   } while (0)
 
-// Tests that sweep the JIT ISAs themselves, seed by seed (the JIT fuzzers: each program on the
-// next of supported_jit_isas()), and do it in the KILN_JIT=0, recorded and Compiler passes: a
-// per-ISA pass (KILN_JIT_ISA set) would only move their programs onto fewer ISAs, for ~45 s
-// of CPU each (2026-11-29).
-#define KILN_SKIP_IN_THE_ISA_PASSES(why)                                                  \
-  do {                                                                                    \
-    const char* isa_ = std::getenv("KILN_JIT_ISA");                                       \
-    if (isa_ != nullptr && *isa_ != 0)                                                    \
-      GTEST_SKIP() << why << ": sweeps every JIT ISA itself, tested in the other passes"; \
-  } while (0)

@@ -384,14 +384,14 @@ void fuzz(uint64_t offset, uint64_t count, bool rows = false, bool any_dims = fa
           bool long_rows = false);
 
 TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
-  KILN_SKIP_IN_THE_ISA_PASSES("the JIT fuzzer");
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1500));
 }
 
 // The same programs with row reductions mixed in (over the last 1..rank dims, keepdim or not,
 // then often broadcast back: prologues and epilogues of row kernels), bitwise equal to eager.
 TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
-  KILN_SKIP_IN_THE_ISA_PASSES("the JIT fuzzer");
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 500), true);
 }
 
@@ -401,7 +401,7 @@ TEST(JitFuzz, RandomProgramsWithRowReductionsMatchEager) {
 // any, broadcasts back: row and column kernels and eager steps mixed, bitwise equal to eager on
 // every ISA path.
 TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
-  KILN_SKIP_IN_THE_ISA_PASSES("the JIT fuzzer");
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 1200), false, true);
 }
 
@@ -409,7 +409,7 @@ TEST(JitFuzz, RandomProgramsWithReductionsOverAnyDimsMatchEager) {
 // with three threads: the launcher splits the rows' chunks across the threads and combines
 // them in eager's tree (docs/jit.md "Long rows across threads"), bitwise equal to eager.
 TEST(JitFuzz, RandomProgramsWithLongRowsMatchEager) {
-  KILN_SKIP_IN_THE_ISA_PASSES("the JIT fuzzer");
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 500) / 10, true, false, true);
 }
 
@@ -430,6 +430,10 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_r
   ConfigOverride<int> threads(config().num_threads, long_rows ? 3 : int(config().num_threads));
   ConfigOverride<bool> sync_planning(config().jit_async, false);
   ConfigOverride<int> threshold(config().jit_threshold, -1);
+  // Every program recorded and compiled: the eager tier (on by default in the KILN_JIT=0 pass)
+  // would run small programs' ops eagerly after a few syncs. With it off, the recorded pass
+  // would repeat this test exactly (KILN_SWEEPS_EVERY_ISA_ITSELF).
+  ConfigOverride<bool> no_eager_tier(config().jit_eager_tier, false);
   // Debugging aids: KILN_FUZZ_STEPS keeps the first steps of each program; KILN_FUZZ_NO_PLAN=1
   // interprets every region (a failure that stays is the tracer's, not the JIT's).
   const uint64_t max_steps = env_or("KILN_FUZZ_STEPS", 1000);
