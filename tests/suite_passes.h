@@ -44,4 +44,3 @@ inline bool in_a_cpu_jit_pass() {
         !::kiln::testing::env_is("KILN_JIT_ASSEMBLER", "0"))                                       \
       GTEST_SKIP() << "sweeps every JIT ISA itself: tested in the KILN_JIT=0 and Compiler passes"; \
   } while (0)
-
