@@ -10,12 +10,14 @@
 
 namespace kiln::jit {
 
-CoalescedLaunch coalesce_launch(const LaunchArgs& a) {
+CoalescedLaunch coalesce_launch(const LaunchArgs& a) { return coalesce_dims(a, 0, a.sizes.size()); }
+
+CoalescedLaunch coalesce_dims(const LaunchArgs& a, size_t d0, size_t d1) {
   const size_t nops = a.ptrs.size();
   // Built innermost first, then turned outermost first.
   DimVector sizes;
   SmallVector<int64_t, 32> flat;  // [dim][operand]
-  for (size_t d = a.sizes.size(); d-- > 0;) {
+  for (size_t d = d1; d-- > d0;) {
     if (a.sizes[d] == 1) continue;
     bool merge = !sizes.empty();
     const size_t last = (sizes.size() - 1) * nops;
@@ -59,7 +61,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
   KILN_CHECK(static_cast<int32_t>(nops) == k_.num_operands() && args.strides.size() == nops,
              "cpu kernel: launched with {} operands, the kernel has {}", nops, k_.num_operands());
-  if (k_.has_reduce()) return args.inner_dims > 0 ? launch_cols(args) : launch_rows(args);
+  if (reduces()) return args.inner_dims > 0 ? launch_cols(args) : launch_rows(args);
   for (int64_t s : args.sizes)
     if (s == 0) return;
   // A kernel drawing random numbers reads each element's row-major index: a hidden last operand

@@ -5,6 +5,7 @@
 // choice (store_choice.h), and splits the work across oneTBB within KILN_NUM_THREADS.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -26,14 +27,25 @@ namespace kiln::jit {
 // eager): CpuTarget::launches_column_reduction.
 bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims);
 
-// What a row kernel's launches ask of its expressions (cpu_kernel_reduce.cpp), found once when it
-// compiles: whether it stores row values only, and whether its long rows may be split across
-// threads by chunks (row values only, no ReduceFirst).
-struct RowKernelTraits {
-  bool row_values_only = false;
-  bool splits_long_rows = false;
+// What a row or column kernel's launches ask of its expressions (cpu_kernel_reduce.cpp), found
+// once when it compiles. Worked out again at every launch (vectors built, the expressions walked
+// several times), they were half the instructions of a small row kernel's step (callgrind:
+// 19K -> 8.8K per step of kiln-perf's host_loop recorded, its amax over 16 floats).
+struct ReduceFacts {
+  bool row_values_only = false;     // it stores row values only
+  bool splits_long_rows = false;    // its long rows may be split across threads by chunks
+  bool column_ok = false;           // column_kernel_ok (render_cols.h)
+  std::vector<uint8_t> row_output;  // per output: whether it stores a row value
+  struct Reduce {
+    ExprOp op;
+    DType type;
+  };
+  std::vector<Reduce> reduces;          // in expression order (each one's row program)
+  size_t stash_values = 0;              // row_stash(k).size() (render_reduce.h)
+  int pipelined_pass = -1;              // row_pipelined_pass(k, isa)
+  std::vector<int32_t> loaded_reduced;  // operands a Reduce loads as they are (column launches)
 };
-RowKernelTraits row_kernel_traits(const LoopKernel& k);
+ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa);
 
 class CpuKernel final : public CompiledKernel {
  public:
@@ -43,7 +55,7 @@ class CpuKernel final : public CompiledKernel {
       : CpuKernel(k, cpu_target_variant(k, isa), hint) {}
   CpuKernel(const LoopKernel& k, const KernelVariant& first, const CpuLaunchHint& hint)
       : k_(k),
-        traits_(row_kernel_traits(k)),
+        facts_(reduce_facts(k, first.isa)),
         isa_(first.isa),
         unroll_(first.unroll),
         pipeline_(first.pipeline),
@@ -63,13 +75,11 @@ class CpuKernel final : public CompiledKernel {
     // A row kernel's row values do not move along the row: its launches see those outputs as
     // broadcast (cpu_kernel_reduce.cpp split_rows), so that is the layout rendered (the
     // all-contiguous one was rendered for nothing: every sum over rows rendered twice).
-    const bool columns = hint.columns && k.has_reduce() && column_kernel_ok(k);
+    const bool columns = hint.columns && reduces() && facts_.column_ok;
     std::vector<InnerLayout> layout = first.layout;
-    if (k.has_reduce() && !columns) {
-      const std::vector<uint8_t> row = k.row_values();
+    if (reduces() && !columns)
       for (int32_t j = 0; j < k.num_outputs(); ++j)
-        if (row[k.stores[j]]) layout[j] = InnerLayout::Broadcast;
-    }
+        if (facts_.row_output[j]) layout[j] = InnerLayout::Broadcast;
     const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
     const bool large = large_outputs(hint.elements);
     if (large && mode != StoreChoice::Mode::Off) variant(layout, true, columns);
@@ -80,10 +90,18 @@ class CpuKernel final : public CompiledKernel {
   void launch(const LaunchArgs& args) override;
 
  private:
-  void launch_rows(const LaunchArgs& args);  // a row kernel (k_.has_reduce())
-  void launch_cols(const LaunchArgs& args);  // a column kernel (args.inner_dims > 0)
+  bool reduces() const { return !facts_.reduces.empty(); }  // k_.has_reduce()
+  void launch_rows(const LaunchArgs& args);                 // a row kernel (k_.has_reduce())
+  void launch_cols(const LaunchArgs& args);                 // a column kernel (args.inner_dims > 0)
   bool can_launch(const LaunchArgs& args) const override;
   bool may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const override;
+  // Each Reduce's row program (row_program.h) for rows of n, those of the last n asked for kept:
+  // a launch's rows are mostly the same length as its last one's.
+  struct RowPrograms {
+    int64_t n = 0;
+    std::vector<std::vector<int64_t>> programs;
+  };
+  std::shared_ptr<const RowPrograms> row_programs(int64_t n);
   // The runtime parameters into words[0, num_params), param p at p * 8 bytes in its value type
   // (Scalar::to, as eager converts a Scalar operand); raises where the launch has too few.
   void pack_params(const LaunchArgs& args, uint64_t* words) const;
@@ -118,10 +136,9 @@ class CpuKernel final : public CompiledKernel {
   // more (a row kernel's row values do not count; at least one element output): the size half of
   // the launches' test for non-temporal stores, the other half (layouts, alignment) assumed.
   bool large_outputs(int64_t elements) const {
-    const std::vector<uint8_t> row = k_.has_reduce() ? k_.row_values() : std::vector<uint8_t>();
     bool any = false;
     for (int32_t j = 0; j < k_.num_outputs(); ++j) {
-      if (!row.empty() && row[k_.stores[j]]) continue;
+      if (reduces() && facts_.row_output[j]) continue;
       const DType t = k_.output_dtype(j);
       if (t == DType::Bool || elements * static_cast<int64_t>(itemsize(t)) < kStreamingBytes)
         return false;
@@ -131,7 +148,7 @@ class CpuKernel final : public CompiledKernel {
   }
 
   LoopKernel k_;
-  RowKernelTraits traits_;
+  ReduceFacts facts_;
   JitIsa isa_;
   int unroll_;
   bool pipeline_;     // KILN_JIT_PIPELINE, fixed at compile time like the unroll
@@ -144,6 +161,7 @@ class CpuKernel final : public CompiledKernel {
     KernelFn fn;
   };
   std::vector<Variant> variants_;
+  std::shared_ptr<const RowPrograms> programs_;  // under mu_
   StoreChoice stores_;  // streaming or ordinary stores for large outputs (store_choice.h)
 };
 
@@ -157,5 +175,7 @@ struct CoalescedLaunch {
   int64_t stride(size_t j, size_t d) const { return flat[d * nops + j]; }
 };
 CoalescedLaunch coalesce_launch(const LaunchArgs& a);
+// Dims [d0, d1) of `a` alone, coalesced likewise (a row or column launch's parts).
+CoalescedLaunch coalesce_dims(const LaunchArgs& a, size_t d0, size_t d1);
 
 }  // namespace kiln::jit

@@ -21,36 +21,27 @@ namespace kiln::jit {
 
 namespace {
 
-// A row kernel's launch split into its kept dims and its row: the row's length, and each
-// operand's layout along it (empty with `why` set where the row is not one contiguous or
-// broadcast run in every operand).
+// A row kernel's launch split into its kept dims (coalesced, rank 1 at least) and its row: the
+// row's length, and each operand's layout along it (empty with `why` set where the row is not
+// one contiguous or broadcast run in every operand). No heap memory unless it fails.
 struct RowSplit {
-  LaunchArgs kept;
+  CoalescedLaunch kept;
   int64_t n = 1;
-  std::vector<InnerLayout> layout;
+  SmallVector<InnerLayout, 8> layout;
   std::string why;
 };
 
-RowSplit split_rows(const LoopKernel& k, const LaunchArgs& args) {
+RowSplit split_rows(const LoopKernel& k, const ReduceFacts& facts, const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
   const size_t rank = args.sizes.size();
   KILN_CHECK(args.reduced_dims >= 0 && static_cast<size_t>(args.reduced_dims) <= rank,
              "cpu row kernel: {} reduced dims of a rank-{} index space", args.reduced_dims, rank);
   const size_t nk = rank - static_cast<size_t>(args.reduced_dims);
   RowSplit r;
-  LaunchArgs red;
-  r.kept.ptrs = red.ptrs = args.ptrs;
-  r.kept.strides.resize(nops);
-  red.strides.resize(nops);
-  for (size_t d = 0; d < rank; ++d) {
-    (d < nk ? r.kept : red).sizes.push_back(args.sizes[d]);
-    if (d >= nk) r.n *= args.sizes[d];
-    for (size_t j = 0; j < nops; ++j)
-      (d < nk ? r.kept : red).strides[j].push_back(args.strides[j][d]);
-  }
+  for (size_t d = nk; d < rank; ++d) r.n *= args.sizes[d];
   r.layout.assign(nops, InnerLayout::Contiguous);
   if (r.n > 1) {
-    const CoalescedLaunch c = coalesce_launch(red);
+    const CoalescedLaunch c = coalesce_dims(args, nk, rank);
     if (c.sizes.size() != 1) {
       r.why = "the reduced dims do not form one row";
       r.layout.clear();
@@ -68,13 +59,13 @@ RowSplit split_rows(const LoopKernel& k, const LaunchArgs& args) {
       r.layout[j] = InnerLayout::Broadcast;
     }
   }
-  const std::vector<uint8_t> row = k.row_values();
   for (int32_t j = 0; j < k.num_outputs(); ++j)
-    if (!row[k.stores[j]] && r.layout[j] != InnerLayout::Contiguous) {
+    if (!facts.row_output[j] && r.layout[j] != InnerLayout::Contiguous) {
       r.why = fmt::format("output {} is broadcast along the row", j);
       r.layout.clear();
       return r;
     }
+  r.kept = coalesce_dims(args, 0, nk);
   return r;
 }
 
@@ -82,14 +73,14 @@ RowSplit split_rows(const LoopKernel& k, const LaunchArgs& args) {
 // reduced rows (one stride per operand) and its columns (contiguous or broadcast per operand);
 // `why` says why it has no machine code (the plan then runs the step's nodes eagerly).
 struct ColSplit {
-  LaunchArgs outer;
+  CoalescedLaunch outer;  // rank 1 at least
   int64_t n = 1, w = 1;
-  std::vector<int64_t> row_stride;
-  std::vector<InnerLayout> layout;
+  SmallVector<int64_t, 8> row_stride;
+  SmallVector<InnerLayout, 8> layout;
   std::string why;
 };
 
-ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
+ColSplit split_cols(const LoopKernel& k, const ReduceFacts& facts, const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
   const size_t rank = args.sizes.size();
   ColSplit c;
@@ -97,24 +88,13 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
                  static_cast<size_t>(args.reduced_dims + args.inner_dims) <= rank,
              "cpu column kernel: {} reduced and {} inner dims of a rank-{} index space",
              args.reduced_dims, args.inner_dims, rank);
-  if (!column_kernel_ok(k)) {
+  if (!facts.column_ok) {
     c.why = "an element value reads a reduction's result";
     return c;
   }
   const size_t nb = rank - static_cast<size_t>(args.reduced_dims + args.inner_dims);
   const size_t ni = rank - static_cast<size_t>(args.inner_dims);
-  LaunchArgs red, in;
-  c.outer.ptrs = red.ptrs = in.ptrs = args.ptrs;
-  c.outer.strides.resize(nops);
-  red.strides.resize(nops);
-  in.strides.resize(nops);
-  for (size_t d = 0; d < rank; ++d) {
-    LaunchArgs& part = d < nb ? c.outer : d < ni ? red : in;
-    part.sizes.push_back(args.sizes[d]);
-    if (d >= nb && d < ni) c.n *= args.sizes[d];
-    if (d >= ni) c.w *= args.sizes[d];
-    for (size_t j = 0; j < nops; ++j) part.strides[j].push_back(args.strides[j][d]);
-  }
+  for (size_t d = nb; d < rank; ++d) (d < ni ? c.n : c.w) *= args.sizes[d];
   c.layout.assign(nops, InnerLayout::Contiguous);
   c.row_stride.assign(nops, 0);
   if (c.w == 0) return c;  // nothing to compute
@@ -123,7 +103,7 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
     c.why = fmt::format("{} columns (eager's column windows fold fewer than 16 faster)", c.w);
     return c;
   }
-  const CoalescedLaunch ci = coalesce_launch(in);
+  const CoalescedLaunch ci = coalesce_dims(args, ni, rank);
   if (ci.sizes.size() != 1) {
     c.why = "the kept inner dims do not form one run of columns";
     return c;
@@ -139,7 +119,7 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
     }
   }
   if (c.n > 1) {
-    const CoalescedLaunch cr = coalesce_launch(red);
+    const CoalescedLaunch cr = coalesce_dims(args, nb, ni);
     if (cr.sizes.size() != 1) {
       c.why = "the reduced dims do not form one run of rows";
       return c;
@@ -147,10 +127,8 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
     for (size_t j = 0; j < nops; ++j) c.row_stride[j] = cr.stride(j, 0);
   }
   // A reduced input loaded as is: eager takes the column order only where it is row-major.
-  for (const Expr& e : k.exprs) {
-    if (!expr_is_reduce(e.op) || k.exprs[e.a].op != ExprOp::Load) continue;
-    const size_t j = static_cast<size_t>(k.num_outputs() + k.exprs[e.a].index);
-    int64_t expected = static_cast<int64_t>(itemsize(k.inputs[k.exprs[e.a].index]));
+  for (int32_t j : facts.loaded_reduced) {
+    int64_t expected = static_cast<int64_t>(itemsize(k.operand_dtype(j)));
     for (size_t d = rank; d-- > 0;) {
       if (args.sizes[d] == 1) continue;
       if (args.strides[j][d] != expected) {
@@ -160,20 +138,13 @@ ColSplit split_cols(const LoopKernel& k, const LaunchArgs& args) {
       expected *= args.sizes[d];
     }
   }
+  c.outer = coalesce_dims(args, 0, nb);
   return c;
 }
 
 }  // namespace
 
 namespace {
-
-// Whether the kernel stores row values only (a reduction, its pointwise prologue fused).
-bool only_row_values(const LoopKernel& k) {
-  const std::vector<uint8_t> row = k.row_values();
-  for (int32_t v : k.stores)
-    if (!row[v]) return false;
-  return true;
-}
 
 // Each Reduce expression's level, in expression order: how many Reduces lie between the
 // elements and its operand (0: it reads elements, parameters and constants only; var's second
@@ -253,16 +224,28 @@ bool sizes_allow_launch(bool row_values_only, bool splits, const DimVector& size
 
 }  // namespace
 
-RowKernelTraits row_kernel_traits(const LoopKernel& k) {
-  RowKernelTraits t;
-  if (!k.has_reduce()) return t;
-  t.row_values_only = only_row_values(k);
+ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
+  ReduceFacts f;
+  if (!k.has_reduce()) return f;
+  const std::vector<uint8_t> row = k.row_values();
+  for (int32_t s : k.stores) f.row_output.push_back(row[s]);
+  f.row_values_only =
+      std::all_of(f.row_output.begin(), f.row_output.end(), [](uint8_t r) { return r != 0; });
+  bool first = false;  // a ReduceFirst
+  for (const Expr& e : k.exprs) {
+    if (!expr_is_reduce(e.op)) continue;
+    f.reduces.push_back({e.op, e.type});
+    first = first || e.op == ExprOp::ReduceFirst;
+    if (k.exprs[e.a].op == ExprOp::Load)
+      f.loaded_reduced.push_back(k.num_outputs() + k.exprs[e.a].index);
+  }
   // Long rows split across threads (run_row_chunks): no element pass, which would need the whole
   // row's values, and no ReduceFirst, whose pass scans for the first hit, not by a program.
-  t.splits_long_rows =
-      t.row_values_only && std::none_of(k.exprs.begin(), k.exprs.end(),
-                                        [](const Expr& e) { return e.op == ExprOp::ReduceFirst; });
-  return t;
+  f.splits_long_rows = f.row_values_only && !first;
+  f.column_ok = column_kernel_ok(k);
+  f.stash_values = row_stash(k).size();
+  f.pipelined_pass = row_pipelined_pass(k, isa);
+  return f;
 }
 
 bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims) {
@@ -270,17 +253,17 @@ bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inn
 }
 
 bool CpuKernel::may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const {
-  return !k_.has_reduce() || sizes_allow_launch(traits_.row_values_only, traits_.splits_long_rows,
-                                                sizes, reduced_dims, inner_dims);
+  return !reduces() || sizes_allow_launch(facts_.row_values_only, facts_.splits_long_rows, sizes,
+                                          reduced_dims, inner_dims);
 }
 
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
-  if (!k_.has_reduce()) return true;
-  if (!sizes_allow_launch(traits_.row_values_only, traits_.splits_long_rows, args.sizes,
+  if (!reduces()) return true;
+  if (!sizes_allow_launch(facts_.row_values_only, facts_.splits_long_rows, args.sizes,
                           args.reduced_dims, args.inner_dims))
     return false;
-  if (args.inner_dims > 0) return split_cols(k_, args).why.empty();
-  return !split_rows(k_, args).layout.empty();
+  if (args.inner_dims > 0) return split_cols(k_, facts_, args).why.empty();
+  return !split_rows(k_, facts_, args).layout.empty();
 }
 
 namespace {
@@ -366,30 +349,42 @@ void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
 
 }  // namespace
 
+std::shared_ptr<const CpuKernel::RowPrograms> CpuKernel::row_programs(int64_t n) {
+  {
+    std::lock_guard lock(mu_);
+    if (programs_ && programs_->n == n) return programs_;
+  }
+  auto made = std::make_shared<RowPrograms>();
+  made->n = n;
+  for (const ReduceFacts::Reduce& e : facts_.reduces)
+    made->programs.push_back(row_program(e.op, e.type, n));
+  std::lock_guard lock(mu_);
+  programs_ = made;
+  return made;
+}
+
 // A row kernel: the reduced dims (the last args.reduced_dims) coalesce into one row, contiguous
 // or broadcast in every operand (else no machine code: the plan runs the step's nodes eagerly,
 // can_launch); the kept dims are walked as a pointwise kernel's rows, split across threads by
 // whole rows, so a row's result never depends on the thread count.
 void CpuKernel::launch_rows(const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
-  const RowSplit split = split_rows(k_, args);
+  const RowSplit split = split_rows(k_, facts_, args);
   KILN_CHECK(!split.layout.empty(), "cpu row kernel: {}", split.why);
-  for (int64_t s : split.kept.sizes)
+  const CoalescedLaunch& c = split.kept;
+  for (int64_t s : c.sizes)
     if (s == 0) return;
   const int64_t n = split.n;
-  const LaunchArgs& kept = split.kept;
-  const std::vector<InnerLayout>& layout = split.layout;
-  const CoalescedLaunch c = coalesce_launch(kept);  // rank 1 at least
+  const SmallVector<InnerLayout, 8>& layout = split.layout;
   const size_t kr = c.sizes.size();
   // Large element outputs go around the caches as in pointwise kernels, when every row starts
   // vector-aligned (the row values are a few bytes per row: plain stores).
   const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
-  const std::vector<uint8_t> row = k_.row_values();
   int64_t rows_total = 1;
   for (int64_t s : c.sizes) rows_total *= s;
   bool streaming = false;
   for (int32_t j = 0; j < k_.num_outputs(); ++j) {
-    if (row[k_.stores[j]]) continue;
+    if (facts_.row_output[j]) continue;
     const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
     bool ok = k_.output_dtype(j) != DType::Bool && rows_total * n * es >= kStreamingBytes &&
               reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0;
@@ -401,27 +396,23 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     streaming = true;
   }
   // A pipelined kernel's element bodies follow the pieces of the pass that carries them.
-  if (const int fuse = row_pipelined_pass(k_, isa_); streaming && fuse >= 0) {
-    int r = 0;
-    for (const Expr& e : k_.exprs)
-      if (expr_is_reduce(e.op) && r++ == fuse)
-        streaming = row_pieces_aligned(row_program(e.op, e.type, n), cpu_kernel_lanes(k_, isa_));
+  if (const int fuse = facts_.pipelined_pass; streaming && fuse >= 0) {
+    const ReduceFacts::Reduce& e = facts_.reduces[static_cast<size_t>(fuse)];
+    streaming = row_pieces_aligned(row_program(e.op, e.type, n), cpu_kernel_lanes(k_, isa_));
   }
   const StoreChoice::Pick stores = pick_stores(streaming);
-  const KernelFn fn = variant(layout, stores.streaming);
+  const KernelFn fn = variant({layout.data(), layout.size()}, stores.streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
   // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
   const size_t np = static_cast<size_t>(k_.num_params());
-  size_t reduces = 0;
-  for (const Expr& e : k_.exprs) reduces += expr_is_reduce(e.op);
-  SmallVector<uint64_t, 16> words(np + reduces + 1, 0);
+  SmallVector<uint64_t, 16> words(np + facts_.reduces.size() + 1, 0);
   pack_params(args, words.data());
 
   const int64_t n_outer = c.sizes[kr - 1];
   int64_t rows = 1;
   for (int64_t s : c.sizes) rows *= s;
-  std::vector<int64_t> outer(nops), inner(nops, 0);
+  SmallVector<int64_t, 8> outer(nops), inner(nops, 0);
   for (size_t j = 0; j < nops; ++j) outer[j] = c.stride(j, kr - 1);
   // Row r's operand pointers (r counts the kept dims' indices, the innermost fastest).
   auto row_ptrs = [&](int64_t r, char** p) {
@@ -432,7 +423,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
       for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
     }
   };
-  if (long_rows_want_threads(rows, n) && traits_.splits_long_rows) {
+  if (long_rows_want_threads(rows, n) && facts_.splits_long_rows) {
     std::vector<int64_t> step(nops, 0);
     for (size_t j = 0; j < nops; ++j)
       if (layout[j] == InnerLayout::Contiguous)
@@ -443,12 +434,13 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
     return;
   }
-  std::vector<std::vector<int64_t>> programs;
-  for (const Expr& e : k_.exprs)
-    if (expr_is_reduce(e.op)) programs.push_back(row_program(e.op, e.type, n));
+  const std::shared_ptr<const RowPrograms> held = row_programs(n);
+  const std::vector<std::vector<int64_t>>& programs = held->programs;
   for (size_t r = 0; r < programs.size(); ++r)
     words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
-  const size_t stash = row_scratch_words(k_, isa_, n);  // scratch rows (render_reduce.h)
+  // Scratch rows (render_reduce.h).
+  const size_t stash =
+      row_scratch_words(facts_.stash_values, facts_.pipelined_pass >= 0, k_.num_outputs(), n);
   auto run_rows = [&](int64_t r0, int64_t r1) {
     SmallVector<char*, 8> p(nops);
     SmallVector<uint64_t, 16> local;
@@ -482,7 +474,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
 // never depends on the thread count.
 void CpuKernel::launch_cols(const LaunchArgs& args) {
   const size_t nops = args.ptrs.size();
-  const ColSplit split = split_cols(k_, args);
+  const ColSplit split = split_cols(k_, facts_, args);
   KILN_CHECK(split.why.empty(), "cpu column kernel: {}", split.why);
   for (int64_t s : split.outer.sizes)
     if (s == 0) return;
@@ -496,22 +488,21 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   pack_params(args, words.data());
   words[np] = reinterpret_cast<uintptr_t>(program.data());
 
-  const CoalescedLaunch co = coalesce_launch(split.outer);  // rank 1 at least
+  const CoalescedLaunch& co = split.outer;
   int64_t outer = 1;
-  for (int64_t s : split.outer.sizes) outer *= s;
+  for (int64_t s : co.sizes) outer *= s;
   const int64_t width = column_call_width(w, outer);
   const int64_t blocks = (w + width - 1) / width;
-  std::vector<int64_t> col_bytes(nops, 0);
+  SmallVector<int64_t, 8> col_bytes(nops, 0);
   for (size_t j = 0; j < nops; ++j)
     if (split.layout[j] == InnerLayout::Contiguous)
       col_bytes[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
   // Large element outputs go around the caches (as in pointwise and row kernels) where every
   // vector store is aligned: the base, the row and outer strides and the calls' first columns.
   const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
-  const std::vector<uint8_t> row = k_.row_values();
   bool streaming = false;
   for (int32_t j = 0; j < k_.num_outputs(); ++j) {
-    if (row[k_.stores[j]]) continue;
+    if (facts_.row_output[j]) continue;
     const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
     bool ok = k_.output_dtype(j) != DType::Bool && outer * n * w * es >= kStreamingBytes &&
               reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0 &&
@@ -524,12 +515,10 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     streaming = true;
   }
   const StoreChoice::Pick stores = pick_stores(streaming);
-  const KernelFn fn = variant(split.layout, stores.streaming, true);
+  const KernelFn fn = variant({split.layout.data(), split.layout.size()}, stores.streaming, true);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
   cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
-  size_t reduces = 0;
-  for (const Expr& e : k_.exprs) reduces += expr_is_reduce(e.op);
-  const size_t scratch_words = static_cast<size_t>(program_depth(program)) * reduces *
+  const size_t scratch_words = static_cast<size_t>(program_depth(program)) * facts_.reduces.size() *
                                static_cast<size_t>((std::min(width, w) + 15) / 16 * 16);
   auto run = [&](int64_t t0, int64_t t1) {
     SmallVector<char*, 8> p(nops);

@@ -79,10 +79,13 @@ int row_pipelined_pass(const LoopKernel& k, JitIsa isa) {
 bool row_pipelined(const LoopKernel& k, JitIsa isa) { return row_pipelined_pass(k, isa) >= 0; }
 
 size_t row_scratch_words(const LoopKernel& k, JitIsa isa, int64_t n) {
-  const size_t rows = row_stash(k).size();
+  return row_scratch_words(row_stash(k).size(), row_pipelined(k, isa), k.num_outputs(), n);
+}
+
+size_t row_scratch_words(size_t stash_values, bool pipelined, int32_t outputs, int64_t n) {
   // Pipelined: two scratch rows in turn, and a dummy row per output (render(), row -1).
   return static_cast<size_t>(n + 64) *
-         (row_pipelined(k, isa) ? 2 * rows + static_cast<size_t>(k.num_outputs()) : rows);
+         (pipelined ? 2 * stash_values + static_cast<size_t>(outputs) : stash_values);
 }
 
 bool row_pieces_aligned(const std::vector<int64_t>& program, int64_t lanes) {

@@ -46,6 +46,8 @@ bool row_pipelined(const LoopKernel& k, JitIsa isa);
 // The 8-byte words of one thread's scratch for rows of `n`: n + 64 per stashed value, and where
 // pipelined twice that plus n + 64 per output; 0 where the kernel has no scratch row.
 size_t row_scratch_words(const LoopKernel& k, JitIsa isa, int64_t n);
+// The same from row_stash(k).size(), row_pipelined(k, isa) and k.num_outputs() (found once).
+size_t row_scratch_words(size_t stash_values, bool pipelined, int32_t outputs, int64_t n);
 // Whether every piece of `program` (the row program of a pipelined kernel's carrying pass)
 // starts a multiple of `lanes` elements into the row: the element bodies at the pass's full
 // vectors are then vector-aligned wherever the row is, as non-temporal stores need (the
