@@ -8,6 +8,7 @@
 // a plain reduction eager spreads over more threads).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -372,6 +373,20 @@ std::string plan_of(const std::function<TensorList(const TensorList&)>& program,
   return s;
 }
 
+// The ops of the cached plans' eager steps, in order ("Permute Copy").
+std::string eager_step_ops() {
+  std::string s;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& st : p->steps())
+      if (!st.kernel)
+        s += (s.empty() ? "" : " ") + std::string(op_name(p->graph().nodes[st.node].op));
+  }
+  return s;
+}
+
 // The stored outputs of each kernel of the cached plans ("1 2": one, then two).
 std::string stores_of_kernels() {
   std::string s;
@@ -653,10 +668,71 @@ TEST_F(JitColumnPlanTest, LargeEpilogueOutputsStreamBitwise) {
   }
 }
 
+// Reductions eager computes as gathered rows (jit/passes/gathered_rows.h): batch-norm statistics
+// over {0, 2, 3} of [N, C, H, W] and sums, extremes, products and logsumexps over {0, 2} of
+// [A, B, C] are a copy kernel (the prologue fused into the gather) and a row kernel, no eager
+// step, bitwise against eager on every ISA, both dtypes (and an Int32 sum), keepdim or not,
+// one plan for sizes that change between runs (a row of 2 elements to rows past a 65536-element
+// chunk). Reversing the order of the reduced dims in the copy fails it.
+TEST_F(JitColumnPlanTest, GatheredRowReductionsAreCopyAndRowKernels) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      tracer::RegionCache::instance().clear();
+      std::vector<TensorList> sets;
+      for (auto [n, h, w] : {std::array<int64_t, 3>{4, 5, 6}, {9, 3, 2}, {2, 181, 190}})
+        sets.push_back({randn_of({n, 3, h, w}, static_cast<uint64_t>(n * h), dt) * 2.0 + 0.5,
+                        randn_of({1, 3, 1, 1}, 11, dt), randn_of({n, 7, 2 * h}, 12, dt)});
+      const std::string what = fmt::format("{} {}", isa, dtype_name(dt));
+      const std::string steps = plan_of(
+          [](const TensorList& in) {
+            const Tensor y = in[0] * in[1] + 1.0;
+            const Tensor& z = in[2];
+            return TensorList{y.mean({0, 2, 3}, true),
+                              y.var({0, 2, 3}, false, true),
+                              y.var({0, 2, 3}),
+                              (z * 3.0).sum({0, 2}),
+                              z.amax({0, 2}, true),
+                              z.amin({2, 0}),
+                              (z * 0.01 + 1.0).prod({0, 2}),
+                              z.logsumexp(IntList{0, 2}, true),
+                              (z * 100.0).to(kInt32).sum({0, 2})};
+          },
+          sets, what);
+      // y's gather (its producers at the gathered indices), mean and both vars in one row kernel
+      // (three views, six unsqueezes); z's three products and the cast gathered in one kernel;
+      // its sum; z's plain copy (eager's gather) for amax, amin and logsumexp in one row kernel
+      // (four unsqueezes); the prod; the Int32 sum. No reduction is an eager step.
+      EXPECT_EQ(steps, "e e e k2 k3 e e e e e e k5 k1 e k3 e e k1 e e k1") << what;
+      EXPECT_EQ(eager_step_ops(),
+                "permute permute permute unsqueeze unsqueeze unsqueeze unsqueeze unsqueeze "
+                "unsqueeze copy unsqueeze unsqueeze unsqueeze unsqueeze")
+          << what;
+    }
+  }
+}
+
+// Where dropping the size-1 dims leaves eager a row in place or columns ([N, C, 1, 1] over {0,
+// 2, 3}; [1, C, H, W] over {0, 2, 3}) the reduction is not gathered: still eager's bits.
+TEST_F(JitColumnPlanTest, SizeOneDimsKeepEagersClassification) {
+  const Tensor cols = randn_of({40, 24, 1, 1}, 21), rows = randn_of({1, 5, 30, 7}, 22);
+  plan_of(
+      [](const TensorList& in) {
+        return TensorList{(in[0] * 2.0).sum({0, 2, 3})};
+      },
+      {{cols}}, "columns");
+  plan_of(
+      [](const TensorList& in) {
+        return TensorList{(in[0] * 2.0).mean({0, 2, 3}, true)};
+      },
+      {{rows}}, "rows");
+}
+
 // What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager's
 // column windows are faster), a reduced leaf that is not row-major (transposed or narrowed:
 // eager gathers it), var and logsumexp over 50 columns (two kernels each since the split), a
-// logsumexp of a transposed leaf (not split), reductions over dims that are not one block.
+// logsumexp of a transposed leaf (not split), reductions over dims that are not one block (a
+// copy kernel and a row kernel since 2026-11-29: GatheredRowReductionsAreCopyAndRowKernels).
 TEST_F(JitColumnPlanTest, WhatEagerReducesAsRowsStillMatches) {
   const Tensor x = randn_of({30, 12}, 5), wide = randn_of({30, 50}, 6),
                c3 = randn_of({6, 7, 20}, 8);

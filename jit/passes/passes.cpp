@@ -8,6 +8,7 @@
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
 #include "jit/passes/fill_broadcast.h"
+#include "jit/passes/gathered_rows.h"
 #include "jit/passes/layer_norm_split.h"
 #include "jit/passes/simplify.h"
 #include "jit/passes/sink_views.h"
@@ -69,6 +70,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   if (o.decompose && o.target != nullptr) {
     c.decomposed += decompose(pg, *o.target, o.decompose_all);
     c.decomposed += split_column_reductions(pg, *o.target);
+    c.decomposed += split_gathered_reductions(pg);
     c.decomposed += split_layer_norms(pg);
     c.decomposed += split_cross_entropies(pg);
   }

@@ -131,6 +131,9 @@ int simplify(PassGraph& pg) {
         case OpId::PowScalar:  // pow(x, 1) = x (PowScalarF returns x; int_pow multiplies by 1)
           if (n.attrs.scalars[0].to_double() == 1.0) same = x;
           break;
+        case OpId::Copy:  // the same bits (x's layout: may_bypass)
+          same = x;
+          break;
         default:
           break;
       }

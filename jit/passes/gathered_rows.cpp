@@ -1,0 +1,133 @@
+#include "jit/passes/gathered_rows.h"
+
+#include <bit>
+#include <vector>
+
+#include "jit/lower/lower_reduce.h"
+
+namespace kiln::jit::passes {
+
+namespace {
+
+using tracer::Node;
+using tracer::ValueId;
+using tracer::ValueMeta;
+
+bool over_dim_sets(OpId op) {
+  switch (op) {
+    case OpId::Sum:
+    case OpId::Mean:
+    case OpId::Prod:
+    case OpId::Amax:
+    case OpId::Amin:
+    case OpId::Var:
+    case OpId::Logsumexp:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The reduced dims of node n over x (rank R) as a mask, if eager gathers them as rows (0 if
+// not): see gathered_rows.h "Which dims count".
+uint64_t gathered_mask(const Node& n, const ValueMeta& x) {
+  const int64_t rank = static_cast<int64_t>(x.sizes.size());
+  if (!over_dim_sets(n.op) || !n.subgraphs.empty() || n.meta.device != Device::cpu() ||
+      x.device != Device::cpu() || !n.meta.strides.empty() || n.attrs.dims.empty() || rank < 2 ||
+      rank >= 64 || !reduces_in_column_order(x))
+    return 0;
+  uint64_t mask = 0;
+  for (int64_t d : n.attrs.dims) {
+    const int64_t w = d < 0 ? d + rank : d;
+    if (w < 0 || w >= rank) return 0;
+    mask |= uint64_t{1} << w;
+  }
+  // Eager's classification, size-1 dims dropped: the reduced ones in order of the dims.
+  std::vector<uint8_t> red;
+  for (int64_t d = 0; d < rank; ++d)
+    if (x.sizes[d] != 1) red.push_back((mask >> d) & 1u);
+  size_t a = 0;
+  while (a < red.size() && !red[a]) ++a;
+  if (a == red.size()) return 0;  // nothing reduced: eager reads x as it is
+  size_t b = a;
+  while (b < red.size() && red[b]) ++b;
+  bool later = false;  // a reduced dim after the first block's end
+  for (size_t i = b; i < red.size(); ++i) later = later || red[i];
+  if (!later) return 0;  // the last dims (rows in place) or one block then kept dims (columns)
+  return mask;
+}
+
+}  // namespace
+
+int split_gathered_reductions(PassGraph& pg) {
+  const tracer::Graph& g = pg.graph;
+  const std::vector<const ValueMeta*> meta = pg.metas();
+  NodeListBuilder out(pg);
+  struct Gathered {
+    ValueId x;
+    uint64_t mask;
+    ValueId copy;
+  };
+  std::vector<Gathered> copies;
+  int count = 0;
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    const Node& n = g.nodes[j];
+    const uint64_t mask = n.inputs.size() == 1 ? gathered_mask(n, *meta[n.inputs[0]]) : 0;
+    if (mask == 0) {
+      out.keep(j);
+      continue;
+    }
+    const ValueMeta& xm = *meta[n.inputs[0]];
+    const int64_t rank = static_cast<int64_t>(xm.sizes.size());
+    Attrs perm;  // kept dims, then reduced dims, each in order
+    for (int reduced = 0; reduced < 2; ++reduced)
+      for (int64_t d = 0; d < rank; ++d)
+        if (static_cast<int>((mask >> d) & 1u) == reduced) perm.dims.push_back(d);
+    const int64_t k = std::popcount(mask);
+    const ValueMeta pm = view_meta(OpId::Permute, perm, xm);
+    const ValueMeta gm = fresh_meta(pm.sizes, xm.dtype, xm.device);
+    Node row;  // the reduction over the gathered rows
+    row.op = n.op;
+    row.attrs = n.attrs;
+    row.attrs.dims.clear();
+    for (int64_t d = rank - k; d < rank; ++d) row.attrs.dims.push_back(d);
+    row.attrs.ints[0] = 0;  // keepdim
+    DimVector kept;
+    for (int64_t d = 0; d < rank - k; ++d) kept.push_back(gm.sizes[d]);
+    row.meta = fresh_meta(kept, n.meta.dtype, n.meta.device);
+    if (row_reduction_dims(row, gm) != k) {  // no row kernel: eager's gather is as good
+      out.keep(j);
+      continue;
+    }
+    const bool keepdim = n.attrs.ints[0] != 0;
+    // One copy per input and dim set (mean and var of x share it): a permute with one reader
+    // sinks into x's producers (sink_views), so the copy kernel computes them.
+    ValueId c = -1;
+    for (const Gathered& done : copies)
+      if (done.x == n.inputs[0] && done.mask == mask) c = done.copy;
+    if (c < 0) {
+      const ValueId p = out.add(OpId::Permute, perm, {n.inputs[0]}, pm);
+      c = out.add(OpId::Copy, Attrs{}, {p}, gm);
+      copies.push_back({n.inputs[0], mask, c});
+    }
+    ValueId r = out.add(row.op, row.attrs, {c}, row.meta, keepdim ? -1 : n.output);
+    if (keepdim) {  // the reduced dims back as 1, from the first (size-generic, unlike a view)
+      ValueMeta rm = row.meta;
+      int64_t last = -1;
+      for (int64_t d = 0; d < rank; ++d)
+        if ((mask >> d) & 1u) last = d;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (!((mask >> d) & 1u)) continue;
+        Attrs unsqueeze;
+        unsqueeze.ints[0] = d;
+        rm = view_meta(OpId::Unsqueeze, unsqueeze, rm);
+        r = out.add(OpId::Unsqueeze, unsqueeze, {r}, rm, d == last ? n.output : -1);
+      }
+    }
+    ++count;
+  }
+  if (count > 0) out.commit();
+  return count;
+}
+
+}  // namespace kiln::jit::passes
