@@ -342,6 +342,21 @@ Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) 
   return randn(IntList(shape), TensorOptions().dtype(dt));
 }
 
+// The words `word(plan, step)` gives for each step of the cached plans (empty: none), joined
+// by spaces.
+std::string words_of_steps(
+    const std::function<std::string(const jit::JitPlan&, const jit::Step&)>& word) {
+  std::string s;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& st : p->steps())
+      if (std::string w = word(*p, st); !w.empty()) s += (s.empty() ? "" : " ") + w;
+  }
+  return s;
+}
+
 // The plans' steps ("k2": a kernel of 2 nodes; "e": an eager step) after `program` ran with each
 // input set in turn (one plan: the later sets are other sizes of the same region), bitwise equal
 // to eager every run.
@@ -360,44 +375,23 @@ std::string plan_of(const std::function<TensorList(const TensorList&)>& program,
       testing::expect_lists_bitwise_equal(got, want, what);
     }
   }
-  std::string s;
-  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
-    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
-    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
-    if (p == nullptr) continue;
-    for (const jit::Step& st : p->steps()) {
-      if (!s.empty()) s += ' ';
-      s += st.kernel ? fmt::format("k{}", st.kernel->nodes.size()) : std::string("e");
-    }
-  }
-  return s;
+  return words_of_steps([](const jit::JitPlan&, const jit::Step& st) {
+    return st.kernel ? fmt::format("k{}", st.kernel->nodes.size()) : std::string("e");
+  });
 }
 
-// The ops of the cached plans' eager steps, in order ("Permute Copy").
+// The ops of the cached plans' eager steps, in order ("permute copy").
 std::string eager_step_ops() {
-  std::string s;
-  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
-    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
-    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
-    if (p == nullptr) continue;
-    for (const jit::Step& st : p->steps())
-      if (!st.kernel)
-        s += (s.empty() ? "" : " ") + std::string(op_name(p->graph().nodes[st.node].op));
-  }
-  return s;
+  return words_of_steps([](const jit::JitPlan& p, const jit::Step& st) {
+    return st.kernel ? std::string() : std::string(op_name(p.graph().nodes[st.node].op));
+  });
 }
 
 // The stored outputs of each kernel of the cached plans ("1 2": one, then two).
 std::string stores_of_kernels() {
-  std::string s;
-  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
-    std::shared_ptr<tracer::RegionPlan> keep = r->jit_plan();
-    const auto* p = dynamic_cast<const jit::JitPlan*>(keep.get());
-    if (p == nullptr) continue;
-    for (const jit::Step& st : p->steps())
-      if (st.kernel) s += (s.empty() ? "" : " ") + std::to_string(st.kernel->outputs.size());
-  }
-  return s;
+  return words_of_steps([](const jit::JitPlan&, const jit::Step& st) {
+    return st.kernel ? std::to_string(st.kernel->outputs.size()) : std::string();
+  });
 }
 
 // `(x * w).sum(0)`: one column kernel (the product is never stored), every ISA, both dtypes,
