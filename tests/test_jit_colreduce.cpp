@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -276,6 +277,74 @@ TEST(JitColumnKernels, MeanAndMixedWidthsMatchEagerBitwise) {
   }
 }
 
+// Int64 sums (the planner's integer and Bool sums over columns) of 4-, 8- and 1-byte operands in
+// one kernel: the accumulators, partial results and row stores in 64-bit lanes with 64-bit adds.
+// Int32 values near 2^30 (sums past 32 bits) and Int64 ones near 2^62 (sums that wrap), rows
+// around the 64-row runs and 2048-row chunks, columns around every ISA's blocks and tails.
+// Int64 on the 32-bit lanes' emitter (half registers, vpaddd) fails it.
+TEST(JitColumnKernels, Int64SumsOfMixedWidthsMatchEagerBitwise) {
+  struct Shape {
+    int64_t a, n, c;
+  };
+  const Shape shapes[] = {{1, 0, 16},   {2, 1, 17},   {1, 5, 37},    {2, 7, 33},
+                          {1, 63, 64},  {2, 64, 65},  {1, 100, 37},  {1, 129, 129},
+                          {2, 300, 16}, {1, 300, 60}, {1, 2049, 70}, {2, 255, 18}};
+  uint64_t seed = 900;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    LoopKernel k;
+    k.inputs = {kInt32, kInt64, kBool};
+    k.stores = {k.reduce(ExprOp::ReduceSum, k.cast(k.load(0), kInt64)),
+                k.reduce(ExprOp::ReduceSum, k.load(1)),
+                k.reduce(ExprOp::ReduceSum, k.cast(k.load(2), kInt64))};
+    std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+    for (int threads : {1, 2}) {
+      ConfigOverride<int> t(config().num_threads, threads);
+      for (const Shape& s : shapes) {
+        std::mt19937_64 rng(seed++);
+        const size_t count = static_cast<size_t>(s.a * s.n * s.c);
+        std::vector<int32_t> xi(count);
+        std::vector<int64_t> yi(count);
+        std::vector<double> bi(count);
+        for (size_t i = 0; i < count; ++i) {
+          xi[i] = static_cast<int32_t>((int64_t{1} << 30) - static_cast<int64_t>(rng() % 2000000));
+          if (rng() % 3 == 0) xi[i] = -xi[i];
+          yi[i] = (int64_t{1} << 62) + static_cast<int64_t>(rng() % 100000) - 50000;
+          bi[i] = static_cast<double>(rng() % 2);
+        }
+        const Tensor x = from_vector<int32_t>(xi, {s.a, s.n, s.c});
+        const Tensor y = from_vector<int64_t>(yi, {s.a, s.n, s.c});
+        const Tensor b = from_vector<double>(bi, {s.a, s.n, s.c}).to(kBool);
+        jit::LaunchArgs la;
+        la.sizes = {s.a, s.n, s.c};
+        la.reduced_dims = 1;
+        la.inner_dims = 1;
+        std::vector<Tensor> outs;
+        for (int j = 0; j < 3; ++j) {
+          outs.push_back(empty({s.a, 1, s.c}, TensorOptions().dtype(kInt64)));
+          la.ptrs.push_back(ptr_of(outs.back()));
+          la.strides.push_back({s.c * 8, 0, 8});
+        }
+        for (const Tensor* in : {&x, &y, &b}) {
+          const int64_t es = static_cast<int64_t>(itemsize(in->dtype()));
+          la.ptrs.push_back(ptr_of(*in));
+          la.strides.push_back({s.n * s.c * es, s.c * es, es});
+        }
+        const std::string what =
+            fmt::format("{} threads {} [{}, {}, {}]", isa, threads, s.a, s.n, s.c);
+        if (!kernel->can_launch(la)) {  // eager splits the 2048-row chunks across the threads
+          EXPECT_TRUE(threads > 1 && s.n > 2048) << what;
+          continue;
+        }
+        kernel->launch(la);
+        expect_bitwise_equal(outs[0], x.sum({1}, true), what.c_str());
+        expect_bitwise_equal(outs[1], y.sum({1}, true), what.c_str());
+        expect_bitwise_equal(outs[2], b.sum({1}, true), what.c_str());
+      }
+    }
+  }
+}
+
 TEST(JitColumnKernels, ResultsDoNotDependOnTheThreadCount) {
   const Tensor x = col_data(3, 5000, 300, kFloat32, ExprOp::ReduceSum, 11, false);
   const Tensor w = ones({300});
@@ -438,6 +507,49 @@ TEST_F(JitColumnPlanTest, ColumnStatisticsKeepdimOrNotAndRowValues) {
         sets, isa + " statistics");
     // Each reduction is a column kernel with its prologue: no eager step.
     EXPECT_EQ(steps.find('e'), std::string::npos) << isa << ": " << steps;
+  }
+}
+
+// Integer and Bool sums over columns (counts per class: `(pred == target).sum(0)`) are Int64
+// column kernels, wrapping as eager's uint64 sum (exact in any order): a comparison's flags,
+// Int32 values (twice: a kernel of two sums; sums past 32 bits), Int64 values (near 2^62, so that
+// the sums wrap), keepdim or not, a 3-D input over {0, 1}, every ISA, 1 and 2 threads; one plan
+// run on batches of 100, 300, 5 and 2049 rows (around eager's 64-row runs and 2048-row chunks),
+// bitwise equal to eager, each batch's runs through the plan's column kernels. Counting the
+// flags as floats, adding the Int64 bits as doubles, or Int64 lanes on the 32-bit lanes' emitter
+// (ColRenderer's accumulators in half registers, vpaddd) fails it.
+TEST_F(JitColumnPlanTest, IntegerSumsOverColumnsAreColumnKernels) {
+  const auto program = [](const TensorList& in) {
+    return TensorList{(in[0] > in[1]).sum({0}), in[2].sum({0}, true), (in[2] * 3).sum({0}),
+                      in[3].sum({0, 1}), in[3].sum({0})};
+  };
+  std::atomic<int64_t>& launches = jit::cpu_jit_counters().column_launches;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (int threads : {1, 2}) {
+      ConfigOverride<int> t(config().num_threads, threads);
+      tracer::RegionCache::instance().clear();
+      std::string steps;
+      bool first = true;
+      for (int64_t n : {100, 300, 5, 2049}) {
+        const std::string what = fmt::format("{} threads {} rows {}", isa, threads, n);
+        const uint64_t sd = static_cast<uint64_t>(n);
+        const TensorList set = {
+            randn_of({n, 37}, sd), randn_of({n, 37}, sd + 1),
+            (randn_of({n, 37}, sd + 2) * 5e7).to(kInt32),
+            (randn_of({n, 3, 20}, sd + 3) * 1000.0).to(kInt64) + (int64_t{1} << 62)};
+        const int64_t before = launches.load();
+        steps = plan_of(program, {set}, what);  // the plan of the first set, run on this one
+        // The four kernels on every planned run (the first set's first run plans): eager's
+        // reduction instead only where it splits more than 2048 rows across the threads.
+        if (threads == 1 || n <= 2048) {
+          EXPECT_EQ(launches.load() - before, first ? 4 : 8) << what;
+        }
+        first = false;
+      }
+      // The flags' count; both Int32 sums in one kernel; the Int64 sums over {0, 1} and {0}.
+      EXPECT_EQ(steps, "k2 k3 k1 k1") << isa << " threads " << threads;
+    }
   }
 }
 

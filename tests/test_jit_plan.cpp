@@ -560,9 +560,9 @@ TEST_F(JitPlanTest, DeadBuffersAreReusedByKernelsAndEagerSteps) {
                b = testing::eager_normal({64, 300}, 92) > 0.5;
   auto program = [&](int) {
     Tensor y = logical_not(x);  // kernel: a new buffer
-    // An eager reduction: a new (small) buffer. (Over the rows it is a row kernel since integer
-    // sums lower; over the columns it stays an eager step.)
-    Tensor s = y.sum(IntList{0}, true);
+    // An eager reduction: a new (small) buffer. (An integer product: integer sums are kernels
+    // over rows, columns and other dim sets, products are not.)
+    Tensor s = y.prod(IntList{0}, true);
     Tensor z = (y - s) < -30;  // kernel: y dies here -> y's buffer
     Tensor p = z + b;          // Bool + Bool (eager): z's buffer
     return TensorList{p};

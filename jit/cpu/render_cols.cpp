@@ -35,8 +35,8 @@ bool column_kernel_ok(const LoopKernel& k) {
     if (e.op == ExprOp::ReduceFirst) return false;         // (rows only)
     if (expr_is_reduce(e.op) && after[e.a]) return false;  // a second pass over the rows
   }
-  for (int32_t s : k.stores)
-    if (row[s] && !is_floating(k.exprs[s].type)) return false;
+  for (int32_t s : k.stores)  // floats, and Int64 sums (the planner fuses nothing reading one)
+    if (row[s] && !is_floating(k.exprs[s].type) && k.exprs[s].type != DType::Int64) return false;
   return true;
 }
 
@@ -180,6 +180,7 @@ class ColRenderer {
     return v_.streaming && lanes == L_ && tail == nullptr;
   }
 
+  // The emitter of t's lanes (Int64 sums in 64-bit lanes: with_vec_ops).
   template <class Fn>
   auto on(DType t, int lanes, Fn fn) {
     return with_vec_ops(*ctx_, t, lanes, fn);
@@ -278,7 +279,7 @@ class ColRenderer {
       const Expr& e = k_.exprs[reduces_[r]];
       on(e.type, L_, [&](auto& o) {
         const x86::Vec x = o.load(partial(ra, r, 0, L_)), y = o.load(partial(rbs, r, 0, L_));
-        o.store(partial(ra, r, 0, L_), reduce_combine(o, e.op, x, y));
+        o.store(partial(ra, r, 0, L_), reduce_combine(o, e.op, x, y, !is_floating(e.type)));
         return 0;
       });
     }
@@ -315,7 +316,7 @@ class ColRenderer {
         const Expr& e = k_.exprs[reduces_[r]];
         x86::Vec& a = acc[r * static_cast<size_t>(groups) + static_cast<size_t>(g)];
         on(e.type, lanes, [&](auto& o) {
-          move(a, reduce_combine(o, e.op, a, out[e.a]));
+          move(a, reduce_combine(o, e.op, a, out[e.a], !is_floating(e.type)));
           return 0;
         });
       }

@@ -31,7 +31,7 @@
 namespace kiln::jit {
 
 // Whether `k` can be a column kernel: no Reduce's operand reads a reduction's result (one
-// reducing pass), no ReduceFirst, and every row value it stores is a float.
+// reducing pass), no ReduceFirst, and every row value it stores is a float or an Int64 sum.
 bool column_kernel_ok(const LoopKernel& k);
 
 // The function of a column kernel (k.has_reduce(), column_kernel_ok(k)).

@@ -60,10 +60,10 @@ class RowRenderer {
   AsmMask fresh_mask(const AsmMask& m);
   void move_mask(const AsmMask& d, const AsmMask& s);
 
-  // The emitter of t's lanes: Int64 values (sums) in 64-bit lanes, as Float64.
+  // The emitter of t's lanes (Int64 sums in 64-bit lanes: with_vec_ops).
   template <class Fn>
   auto on(DType t, int lanes, Fn fn) {
-    return with_vec_ops(*ctx_, t == DType::Int64 ? DType::Float64 : t, lanes, fn);
+    return with_vec_ops(*ctx_, t, lanes, fn);
   }
 
   // (T)(n + offset), in every lane.
@@ -189,7 +189,7 @@ class RowRenderer {
   std::vector<int32_t> stash_;  // row_stash(k_)
   std::vector<x86::Gp> scur_;   // per stashed value: its place in the scratch row
   x86::Gp sbase_, sstride_;
-  bool stash_on_ = false;      // the pass being emitted walks the scratch rows
+  bool stash_on_ = false;  // the pass being emitted walks the scratch rows
 };
 
 // Here, not in row_renderer.cpp: the passes and the element pass call it with their bodies.

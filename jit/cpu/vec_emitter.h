@@ -616,11 +616,13 @@ class AsmVecOps {
 };
 
 // Runs fn with the vector backend of t's lanes over `lanes` lanes: AsmVecOps<double> for
-// Float64, AsmVecOps<float> for the rest (Float32, and integers and masks as 32-bit lanes): the
-// row and column renderers' dispatch on a value's dtype.
+// Float64 and Int64 (sums: integer bits in 64-bit lanes, as body_emitter.h's is64), and
+// AsmVecOps<float> for the rest (Float32, and Int32, Bool and masks as 32-bit lanes): the row
+// and column renderers' dispatch on a value's dtype. An Int64 value on the float backend gets
+// half the register and 32-bit adds.
 template <class E, class Fn>
 auto with_vec_ops(EmitContextT<E>& ctx, DType t, int lanes, Fn fn) {
-  if (t == DType::Float64) {
+  if (t == DType::Float64 || t == DType::Int64) {
     AsmVecOps<double, E> o(ctx, lanes);
     return fn(o);
   }

@@ -10,15 +10,14 @@ namespace kiln::jit {
 namespace {
 
 // Whether reduction `n` over an input of dtype `in` lowers as far as dtypes go (the eager op's
-// result dtype; the CPU row kernels compute floats, flags, Int64 indices and, in rows, Int64
-// sums; `rows`: as a row kernel).
-bool dtypes_lower(const tracer::Node& n, DType in, bool rows) {
+// result dtype; the CPU kernels compute floats, flags, Int64 indices and Int64 sums).
+bool dtypes_lower(const tracer::Node& n, DType in) {
   const bool fl = in == DType::Float32 || in == DType::Float64;
   const DType out = n.meta.dtype;
   switch (n.op) {
     case OpId::Sum:  // integers and Bool: an Int64 sum, wrapping (exact in any order)
       return fl ? out == in
-                : rows && (in == DType::Int32 || in == DType::Int64 || in == DType::Bool) &&
+                : (in == DType::Int32 || in == DType::Int64 || in == DType::Bool) &&
                       out == DType::Int64;
     case OpId::Logsumexp:  // an integer input is computed in Float32, as eager does
       return fl ? out == in : (in == DType::Int32 || in == DType::Int64) && out == DType::Float32;
@@ -59,7 +58,7 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
       return 0;
   }
   if (!n.subgraphs.empty() || n.meta.device != Device::cpu() || in.device != Device::cpu() ||
-      !n.meta.strides.empty() || !dtypes_lower(n, in.dtype, rows))
+      !n.meta.strides.empty() || !dtypes_lower(n, in.dtype))
     return 0;
   const int64_t rank = static_cast<int64_t>(in.sizes.size());
   if (rank == 0 || rank >= 64) return 0;

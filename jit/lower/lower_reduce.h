@@ -5,8 +5,8 @@
 // A reduction lowers when it reduces the innermost dims of its input (a suffix of the dims, at
 // least one: `x.sum(-1)`, `x.mean({-2, -1})`), of Float32 or Float64, on the CPU:
 //   sum -> ReduceSum(x)              amax -> ReduceMax(x)        amin -> ReduceMin(x)
-//          (an Int32, Int64 or Bool input in rows: ReduceSum(Int64(x)), wrapping as eager's
-//          uint64 sum: exact in any order)
+//          (an Int32, Int64 or Bool input, in rows and columns: ReduceSum(Int64(x)), wrapping
+//          as eager's uint64 sum: exact in any order)
 //   prod -> ReduceProd(x)            mean -> ReduceSum(x) / RowSize
 //   var -> the eager two passes: m = ReduceSum(x) / RowSize; ReduceSum((x - m) * (x - m)) /
 //          RowSize(-unbiased), NaN for an empty row (eager returns NaN there whatever the
@@ -27,8 +27,8 @@
 // A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
 // of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
 // mean, prod, amax, amin (var and logsumexp are split into two column reductions first:
-// jit/passes/column_split.h; argmax/argmin and all/any are not). The rest (integer sums, other dim
-// sets) stays eager steps. mean's correction (attrs.ints[1], set by that split): ReduceSum(x) /
+// jit/passes/column_split.h; argmax/argmin and all/any are not). The rest (other dim sets)
+// stays eager steps. mean's correction (attrs.ints[1], set by that split): ReduceSum(x) /
 // RowSize(-correction), NaN for an empty row.
 #pragma once
 #include <cstdint>
