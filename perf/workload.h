@@ -78,6 +78,7 @@ Workload loss_workload();
 Workload xent_workload();
 Workload softmax_workload();
 Workload colsum_workload();
+Workload batchnorm_workload();
 Workload mlp_train_workload();
 Workload block_workload();
 Workload dispatch_workload();
