@@ -277,6 +277,37 @@ TEST(JitColumnKernels, MeanAndMixedWidthsMatchEagerBitwise) {
   }
 }
 
+// One 64-bit sum of 4-byte values (Float32 -> Float64, Int32 -> Int64): on AVX-512 its blocks
+// are 8 vectors of 8 columns, not 4 (render_cols.cpp, `narrow`), so the columns around 64 and
+// the blocks' tails are checked bitwise against eager on every ISA.
+TEST(JitColumnKernels, WideSumsOfNarrowValuesMatchEagerBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (auto [in, out] : {std::pair{kFloat32, kFloat64}, std::pair{kInt32, kInt64}}) {
+      LoopKernel k;
+      k.inputs = {in};
+      k.stores = {k.reduce(ExprOp::ReduceSum, k.cast(k.load(0), out))};
+      std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+      for (int64_t c : {16, 40, 63, 64, 65, 100, 129, 200})
+        for (int64_t n : {1, 64, 65, 130}) {
+          const Tensor x = (col_data(1, n, c, kFloat64, ExprOp::ReduceSum, 9, false) * 1e5).to(in);
+          jit::LaunchArgs la;
+          la.sizes = {1, n, c};
+          la.reduced_dims = 1;
+          la.inner_dims = 1;
+          Tensor o = empty({1, 1, c}, TensorOptions().dtype(out));
+          const int64_t es = static_cast<int64_t>(itemsize(in));
+          la.ptrs = {ptr_of(o), ptr_of(x)};
+          la.strides = {{c * 8, 0, 8}, {n * c * es, c * es, es}};
+          ASSERT_TRUE(kernel->can_launch(la));
+          kernel->launch(la);
+          expect_bitwise_equal(o, x.to(out).sum({1}, true),
+                               fmt::format("{} {} c={} n={}", isa, dtype_name(in), c, n).c_str());
+        }
+    }
+  }
+}
+
 // Int64 sums (the planner's integer and Bool sums over columns) of 4-, 8- and 1-byte operands in
 // one kernel: the accumulators, partial results and row stores in 64-bit lanes with 64-bit adds.
 // Int32 values near 2^30 (sums past 32 bits) and Int64 ones near 2^62 (sums that wrap), rows
@@ -510,10 +541,11 @@ TEST_F(JitColumnPlanTest, ColumnStatisticsKeepdimOrNotAndRowValues) {
   }
 }
 
-// Integer and Bool sums over columns (counts per class: `(pred == target).sum(0)`) are Int64
-// column kernels, wrapping as eager's uint64 sum (exact in any order): a comparison's flags,
-// Int32 values (twice: a kernel of two sums; sums past 32 bits), Int64 values (near 2^62, so that
-// the sums wrap), keepdim or not, a 3-D input over {0, 1}, every ISA, 1 and 2 threads; one plan
+// Integer and Bool sums over columns (counts per class of a Bool mask) are Int64 column kernels,
+// wrapping as eager's uint64 sum (exact in any order): Bool values, Int32 values (twice: a
+// kernel of two sums; sums past 32 bits), Int64 values (near 2^62, so that the sums wrap),
+// keepdim or not, a 3-D input over {0, 1}, every ISA, 1 and 2 threads; a comparison's flags of
+// floats (declined by the column renderer: its nodes run eagerly, bitwise too); one plan
 // run on batches of 100, 300, 5 and 2049 rows (around eager's 64-row runs and 2048-row chunks),
 // bitwise equal to eager, each batch's runs through the plan's column kernels. Counting the
 // flags as floats, adding the Int64 bits as doubles, or Int64 lanes on the 32-bit lanes' emitter
@@ -521,7 +553,7 @@ TEST_F(JitColumnPlanTest, ColumnStatisticsKeepdimOrNotAndRowValues) {
 TEST_F(JitColumnPlanTest, IntegerSumsOverColumnsAreColumnKernels) {
   const auto program = [](const TensorList& in) {
     return TensorList{(in[0] > in[1]).sum({0}), in[2].sum({0}, true), (in[2] * 3).sum({0}),
-                      in[3].sum({0, 1}), in[3].sum({0})};
+                      in[3].sum({0, 1}),        in[3].sum({0}),       in[4].sum({0})};
   };
   std::atomic<int64_t>& launches = jit::cpu_jit_counters().column_launches;
   for (const std::string& isa : testing::supported_jit_isas()) {
@@ -537,18 +569,21 @@ TEST_F(JitColumnPlanTest, IntegerSumsOverColumnsAreColumnKernels) {
         const TensorList set = {
             randn_of({n, 37}, sd), randn_of({n, 37}, sd + 1),
             (randn_of({n, 37}, sd + 2) * 5e7).to(kInt32),
-            (randn_of({n, 3, 20}, sd + 3) * 1000.0).to(kInt64) + (int64_t{1} << 62)};
+            (randn_of({n, 3, 20}, sd + 3) * 1000.0).to(kInt64) + (int64_t{1} << 62),
+            randn_of({n, 40}, sd + 4) > 0.0};
         const int64_t before = launches.load();
         steps = plan_of(program, {set}, what);  // the plan of the first set, run on this one
-        // The four kernels on every planned run (the first set's first run plans): eager's
-        // reduction instead only where it splits more than 2048 rows across the threads.
+        // Four kernels on every planned run (the first set's first run plans): eager's reduction
+        // instead only where it splits more than 2048 rows across the threads. The flags'
+        // count, declined (column_kernel_ok: float loads), runs its nodes eagerly.
         if (threads == 1 || n <= 2048) {
           EXPECT_EQ(launches.load() - before, first ? 4 : 8) << what;
         }
         first = false;
       }
-      // The flags' count; both Int32 sums in one kernel; the Int64 sums over {0, 1} and {0}.
-      EXPECT_EQ(steps, "k2 k3 k1 k1") << isa << " threads " << threads;
+      // The flags' count; both Int32 sums in one kernel; the Int64 sums over {0, 1} and {0};
+      // the Bool sum.
+      EXPECT_EQ(steps, "k2 k3 k1 k1 k1") << isa << " threads " << threads;
     }
   }
 }
