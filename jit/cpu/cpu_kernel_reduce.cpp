@@ -89,7 +89,9 @@ ColSplit split_cols(const LoopKernel& k, const ReduceFacts& facts, const LaunchA
              "cpu column kernel: {} reduced and {} inner dims of a rank-{} index space",
              args.reduced_dims, args.inner_dims, rank);
   if (!facts.column_ok) {
-    c.why = "an element value reads a reduction's result";
+    c.why =
+        "the column renderer declines it (column_kernel_ok: a second reducing pass, "
+        "ReduceFirst, or a count of float flags)";
     return c;
   }
   const size_t nb = rank - static_cast<size_t>(args.reduced_dims + args.inner_dims);
