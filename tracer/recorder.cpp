@@ -88,12 +88,13 @@ class Recorder final : public ModeHandler {
   Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
     if (!meta.device.is_cpu()) [[unlikely]]
       return run_eager(def, call, meta);
-    if (!config().jit) [[unlikely]] {
+    const Config& cfg = config();  // once per op: the eager tier's ops pay for every call
+    if (!cfg.jit) [[unlikely]] {
       stop();
       return run_eager(def, call, meta);
     }
     for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
-    if (in_eager_tier(call, meta)) return run_eager(def, call, meta);
+    if (in_eager_tier(cfg, call, meta)) return run_eager(def, call, meta);
     return segment_->record(def, call, meta);
   }
 
@@ -102,7 +103,8 @@ class Recorder final : public ModeHandler {
       run_eager_into(def, call, meta, out);
       return;
     }
-    if (!config().jit) [[unlikely]] {
+    const Config& cfg = config();
+    if (!cfg.jit) [[unlikely]] {
       stop();
       // As EagerMode::handle_into: another thread's pending reads of `out` run first (they read
       // the old contents). RecordFuzz seed 1017435 (handed between threads, recording toggled
@@ -114,7 +116,7 @@ class Recorder final : public ModeHandler {
     for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
     materialize_foreign(out, segment_);
     flush_other_readers(out, segment_);
-    if (in_eager_tier(call, meta)) {
+    if (in_eager_tier(cfg, call, meta)) {
       run_eager_into(def, call, meta, out);
       return;
     }
@@ -134,8 +136,8 @@ class Recorder final : public ModeHandler {
   }
 
   // Whether the eager tier runs this op now (tracer/eager_tier.h); counts it either way.
-  bool in_eager_tier(const OpCall& call, const OutputMeta& meta) {
-    if (!config().jit_eager_tier) [[unlikely]]
+  bool in_eager_tier(const Config& cfg, const OpCall& call, const OutputMeta& meta) {
+    if (!cfg.jit_eager_tier) [[unlikely]]
       return false;
     int64_t work = 1;
     for (int64_t s : meta.sizes) work *= s;
