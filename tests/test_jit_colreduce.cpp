@@ -23,6 +23,7 @@
 #include "jit/target.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
+#include "ops/cpu/reduce_plan.h"
 #include "record_util.h"
 #include "suite_passes.h"
 #include "tracer/region_runner.h"
@@ -766,6 +767,22 @@ TEST(ReduceExtremeOfNothing, GivesTheIdentityWhereAsked) {
       }
     }
   }
+}
+
+// Where eager's plan puts the reduced dims (ops/cpu/reduce_plan.h reduced_run), size-1 dims
+// dropped: the classification both eager's layouts and the gathered reductions rest on.
+TEST(ReducedRun, ClassifiesTheDimsOfSizeOtherThanOne) {
+  using R = ReducedRun;
+  EXPECT_EQ(reduced_run({4, 5, 6}, 0b000), R::None);
+  EXPECT_EQ(reduced_run({4, 1, 6}, 0b010), R::None);
+  EXPECT_EQ(reduced_run({4, 5, 6}, 0b110), R::Last);
+  EXPECT_EQ(reduced_run({4, 5, 1}, 0b010), R::Last);
+  EXPECT_EQ(reduced_run({4, 5, 6}, 0b011), R::BlockThenKept);
+  EXPECT_EQ(reduced_run({4, 5, 1}, 0b101), R::BlockThenKept);  // [N, C, 1] over {0, 2}
+  EXPECT_EQ(reduced_run({4, 5, 6}, 0b101), R::Scattered);
+  EXPECT_EQ(reduced_run({4, 5, 6, 7}, 0b1101), R::Scattered);      // NCHW over {0, 2, 3}
+  EXPECT_EQ(reduced_run({1, 5, 6, 7}, 0b1101), R::Last);           // [1, C, H, W]: rows in place
+  EXPECT_EQ(reduced_run({4, 5, 1, 1}, 0b1101), R::BlockThenKept);  // [N, C, 1, 1]: columns
 }
 
 // Mean's correction (attrs.ints[1], set only by the column var split): sum / (n - correction),

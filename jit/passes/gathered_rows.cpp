@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "jit/lower/lower_reduce.h"
+#include "ops/cpu/reduce_plan.h"
+#include "ops/meta_helpers.h"
 
 namespace kiln::jit::passes {
 
@@ -28,33 +30,17 @@ bool over_dim_sets(OpId op) {
   }
 }
 
-// The reduced dims of node n over x (rank R) as a mask, if eager gathers them as rows (0 if
-// not): see gathered_rows.h "Which dims count".
+// The reduced dims of node n over x as a mask, if eager gathers them as rows (0 if not): see
+// gathered_rows.h "Which dims count".
 uint64_t gathered_mask(const Node& n, const ValueMeta& x) {
   const int64_t rank = static_cast<int64_t>(x.sizes.size());
   if (!over_dim_sets(n.op) || !n.subgraphs.empty() || n.meta.device != Device::cpu() ||
       x.device != Device::cpu() || !n.meta.strides.empty() || n.attrs.dims.empty() || rank < 2 ||
       rank >= 64 || !reduces_in_column_order(x))
     return 0;
-  uint64_t mask = 0;
-  for (int64_t d : n.attrs.dims) {
-    const int64_t w = d < 0 ? d + rank : d;
-    if (w < 0 || w >= rank) return 0;
-    mask |= uint64_t{1} << w;
-  }
-  // Eager's classification, size-1 dims dropped: the reduced ones in order of the dims.
-  std::vector<uint8_t> red;
-  for (int64_t d = 0; d < rank; ++d)
-    if (x.sizes[d] != 1) red.push_back((mask >> d) & 1u);
-  size_t a = 0;
-  while (a < red.size() && !red[a]) ++a;
-  if (a == red.size()) return 0;  // nothing reduced: eager reads x as it is
-  size_t b = a;
-  while (b < red.size() && red[b]) ++b;
-  bool later = false;  // a reduced dim after the first block's end
-  for (size_t i = b; i < red.size(); ++i) later = later || red[i];
-  if (!later) return 0;  // the last dims (rows in place) or one block then kept dims (columns)
-  return mask;
+  // The recorded node's dims were checked when it was recorded: no throw here.
+  const uint64_t mask = dims_mask(op_name(n.op), n.attrs.dims, rank);
+  return reduced_run(x.sizes, mask) == ReducedRun::Scattered ? mask : 0;
 }
 
 }  // namespace

@@ -64,10 +64,28 @@ void gather(const char* base, const SmallVector<Dim, 8>& order, size_t nk, int64
 
 }  // namespace
 
+ReducedRun reduced_run(const DimVector& sizes, uint64_t mask) {
+  // Over the dims of size other than 1: the first reduced one, the end of its run, and whether
+  // another reduced dim follows.
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  auto next_real = [&](int64_t i) {
+    while (i < nd && sizes[i] == 1) ++i;
+    return i;
+  };
+  auto reduced = [&](int64_t i) { return ((mask >> i) & 1u) != 0; };
+  int64_t d = next_real(0);
+  while (d < nd && !reduced(d)) d = next_real(d + 1);
+  if (d == nd) return ReducedRun::None;
+  while (d < nd && reduced(d)) d = next_real(d + 1);
+  if (d == nd) return ReducedRun::Last;
+  for (; d < nd; d = next_real(d + 1))
+    if (reduced(d)) return ReducedRun::Scattered;
+  return ReducedRun::BlockThenKept;
+}
+
 ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols) {
   ReducePlan plan;
   SmallVector<Dim, 8> all, kept, red;  // non-1 dims only: size-1 dims never move an address
-  SmallVector<bool, 8> is_red;
   int64_t m = 1, n = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
     Dim dim{x.sizes()[d], x.strides()[d]};
@@ -75,7 +93,6 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols) 
     (r ? n : m) *= dim.size;
     if (dim.size == 1) continue;
     all.push_back(dim);
-    is_red.push_back(r);
     (r ? red : kept).push_back(dim);
   }
   plan.outer = m;
@@ -91,17 +108,12 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols) 
     return plan;
   }
 
-  if (min_cols > 0 && dense(all.data(), all.size())) {
-    // The reduced dims must form one block followed by kept dims.
-    size_t a = 0, nd = all.size();
-    while (a < nd && !is_red[a]) ++a;
-    size_t b = a;
-    while (b < nd && is_red[b]) ++b;
-    bool block =
-        a < nd && b < nd && std::find(is_red.begin() + b, is_red.end(), true) == is_red.end();
-    int64_t inner = 1;
-    for (size_t i = b; i < nd; ++i) inner *= all[i].size;
-    if (block && inner >= min_cols) {
+  if (min_cols > 0 && dense(all.data(), all.size()) &&
+      reduced_run(x.sizes(), mask) == ReducedRun::BlockThenKept) {
+    int64_t inner = 1;  // the kept dims after the block
+    for (int64_t d = x.dim(); d-- > 0 && !(((mask >> d) & 1u) && x.sizes()[d] != 1);)
+      inner *= x.sizes()[d];
+    if (inner >= min_cols) {
       plan.kind = ReducePlan::Kind::Cols;
       plan.inner = inner;
       plan.outer = m / inner;

@@ -30,6 +30,14 @@ struct ReducePlan {
   }
 };
 
+// Where the reduced dims (bit d of `mask`: dim d) lie among the dims of size other than 1, which
+// decides plan_reduction's layout for a row-major input: none reduced (read as it is), the last
+// ones (rows in place), one block followed by kept dims only (columns, for an op with a column
+// kernel), anything else (gathered rows). The JIT's gathered reductions ask it too
+// (jit/passes/gathered_rows.h).
+enum class ReducedRun { None, Last, BlockThenKept, Scattered };
+ReducedRun reduced_run(const DimVector& sizes, uint64_t mask);
+
 // mask: bit d set when dim d is reduced. min_cols: the fewest kept columns (the kept extent after
 // the reduced block) for which the op reduces in the Cols layout; 0: the op has no column kernel.
 // With zero outputs or n == 0 the plan has no data (callers fill outputs or return).
