@@ -382,13 +382,13 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   // Large element outputs go around the caches as in pointwise kernels, when every row starts
   // vector-aligned (the row values are a few bytes per row: plain stores).
   const int64_t vec_bytes = isa_ == JitIsa::Avx512 ? 64 : isa_ == JitIsa::Avx2 ? 32 : 16;
-  int64_t rows_total = 1;
-  for (int64_t s : c.sizes) rows_total *= s;
+  int64_t rows = 1;
+  for (int64_t s : c.sizes) rows *= s;
   bool streaming = false;
   for (int32_t j = 0; j < k_.num_outputs(); ++j) {
     if (facts_.row_output[j]) continue;
     const int64_t es = static_cast<int64_t>(itemsize(k_.output_dtype(j)));
-    bool ok = k_.output_dtype(j) != DType::Bool && rows_total * n * es >= kStreamingBytes &&
+    bool ok = k_.output_dtype(j) != DType::Bool && rows * n * es >= kStreamingBytes &&
               reinterpret_cast<uintptr_t>(args.ptrs[j]) % vec_bytes == 0;
     for (size_t d = 0; d < kr && ok; ++d) ok = c.stride(j, d) % vec_bytes == 0;
     if (!ok) {
@@ -398,10 +398,9 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     streaming = true;
   }
   // A pipelined kernel's element bodies follow the pieces of the pass that carries them.
-  if (const int fuse = facts_.pipelined_pass; streaming && fuse >= 0) {
-    const ReduceFacts::Reduce& e = facts_.reduces[static_cast<size_t>(fuse)];
-    streaming = row_pieces_aligned(row_program(e.op, e.type, n), cpu_kernel_lanes(k_, isa_));
-  }
+  if (const int fuse = facts_.pipelined_pass; streaming && fuse >= 0)
+    streaming = row_pieces_aligned(row_programs(n)->programs[static_cast<size_t>(fuse)],
+                                   cpu_kernel_lanes(k_, isa_));
   const StoreChoice::Pick stores = pick_stores(streaming);
   const KernelFn fn = variant({layout.data(), layout.size()}, stores.streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
@@ -412,8 +411,6 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   pack_params(args, words.data());
 
   const int64_t n_outer = c.sizes[kr - 1];
-  int64_t rows = 1;
-  for (int64_t s : c.sizes) rows *= s;
   SmallVector<int64_t, 8> outer(nops), inner(nops, 0);
   for (size_t j = 0; j < nops; ++j) outer[j] = c.stride(j, kr - 1);
   // Row r's operand pointers (r counts the kept dims' indices, the innermost fastest).
