@@ -871,7 +871,8 @@ TEST_F(JitColumnPlanTest, GatheredRowReductionsAreCopyAndRowKernels) {
 }
 
 // Where dropping the size-1 dims leaves eager a row in place or columns ([N, C, 1, 1] over {0,
-// 2, 3}; [1, C, H, W] over {0, 2, 3}) the reduction is not gathered: still eager's bits.
+// 2, 3}; [1, C, H, W] over {0, 2, 3}) the reduction is not gathered (no permute or copy: the
+// reduction stays one eager step): still eager's bits.
 TEST_F(JitColumnPlanTest, SizeOneDimsKeepEagersClassification) {
   const Tensor cols = randn_of({40, 24, 1, 1}, 21), rows = randn_of({1, 5, 30, 7}, 22);
   plan_of(
@@ -879,11 +880,14 @@ TEST_F(JitColumnPlanTest, SizeOneDimsKeepEagersClassification) {
         return TensorList{(in[0] * 2.0).sum({0, 2, 3})};
       },
       {{cols}}, "columns");
+  EXPECT_EQ(eager_step_ops(), "sum");
+  tracer::RegionCache::instance().clear();
   plan_of(
       [](const TensorList& in) {
         return TensorList{(in[0] * 2.0).mean({0, 2, 3}, true)};
       },
       {{rows}}, "rows");
+  EXPECT_EQ(eager_step_ops(), "mean");
 }
 
 // What stays eager or runs eagerly at launch, still bitwise: fewer than 16 columns (eager's
