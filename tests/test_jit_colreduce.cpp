@@ -589,6 +589,76 @@ TEST_F(JitColumnPlanTest, IntegerSumsOverColumnsAreColumnKernels) {
   }
 }
 
+// Values for argmax / argmin over columns: few distinct values (ties), +0 and -0, +-inf and NaNs
+// (two in some columns), column 3 all -inf and column 5 all NaN (the first row wins both).
+Tensor arg_values(int64_t n, int64_t c, uint64_t seed, DType dt) {
+  Tensor x = (randn_of({n, c}, seed, kFloat64) * 2.0).round().to(dt);
+  if (n == 0) return x;
+  std::mt19937_64 rng(seed);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double specials[] = {std::nan(""), inf, -inf, -0.0, 0.0};
+  auto put = [&](int64_t i, double v) {
+    if (dt == kFloat32)
+      x.mutable_data_ptr<float>()[i] = static_cast<float>(v);
+    else
+      x.mutable_data_ptr<double>()[i] = v;
+  };
+  for (int64_t k = 0; k < n * c / 23 + 1; ++k)
+    put(static_cast<int64_t>(rng() % static_cast<uint64_t>(n * c)), specials[rng() % 5]);
+  for (int64_t r = 0; r < n; ++r) put(r * c + 3, -inf), put(r * c + 5, std::nan(""));
+  return x;
+}
+
+// argmax / argmin over columns of computed values (ReduceArgMax / ReduceArgMin: one pass, a
+// running row index per lane, render_cols.cpp): one column kernel, eager's run_arg_cols result
+// (the first row of the extreme, NaN the extreme and the first NaN winning, +0 and -0 tied),
+// bitwise: Float32 and Float64 values and an Int32 product over dim 1 of [4, n, 33], keepdim;
+// every ISA, 1 and 2 threads; one plan for batches around eager's 64-row runs and 2048-row
+// chunks (the kernel's levels combined), its column launches counted. An input's argmax as it
+// is (declined: eager scans it faster in place) runs its node eagerly, with the same result.
+TEST_F(JitColumnPlanTest, ArgmaxArgminOverColumnsAreOnePassColumnKernels) {
+  const auto program = [](const TensorList& in) {
+    return TensorList{(in[0] * in[1]).argmax(0), (in[0] + 1.0).argmin(0, true),
+                      (in[2] * 3).argmax(1)};
+  };
+  const auto plain = [](const TensorList& in) {
+    return TensorList{in[0].argmax(0), in[0].argmin(0, true)};
+  };
+  std::atomic<int64_t>& launches = jit::cpu_jit_counters().column_launches;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int threads : {1, 2}) {
+        ConfigOverride<int> t(config().num_threads, threads);
+        tracer::RegionCache::instance().clear();
+        std::string steps;
+        bool first = true;
+        for (int64_t n : {100, 64, 65, 300, 2049, 4500}) {
+          const std::string what = fmt::format("{} {} threads {} rows {}", isa, dt, threads, n);
+          const uint64_t sd = static_cast<uint64_t>(n);
+          Tensor w = arg_values(1, 40, sd + 7, dt).reshape({40}).abs() + 1.0;
+          const TensorList set = {arg_values(n, 40, sd, dt), w,
+                                  (randn_of({4, n, 33}, sd + 1) * 3.0).round().to(kInt32)};
+          const int64_t before = launches.load();
+          steps = plan_of(program, {set}, what);
+          // Two kernels a planned run (the first set's first run plans); eager's reductions
+          // where it splits more than 2048 rows across the threads instead.
+          if (threads == 1 || n <= 2048) {
+            EXPECT_EQ(launches.load() - before, first ? 2 : 4) << what;
+          }
+          first = false;
+          const int64_t plain_before = launches.load();
+          plan_of(plain, {{set[0]}}, what + " plain");
+          EXPECT_EQ(launches.load(), plain_before) << what;
+        }
+        // The two float reductions in one kernel, the Int32 one in another; the plain program's
+        // two in one kernel, which declines every launch.
+        EXPECT_EQ(steps, "k4 k2 k2") << fmt::format("{} {} threads {}", isa, dt, threads);
+      }
+    }
+  }
+}
+
 // A consumer that broadcasts a column result back (`x - x.mean(0)`) joins the column kernel as
 // its epilogue (a second pass over each block's rows); a reduction of the epilogue's values
 // (the centered squares' mean) starts the next kernel, which divides by its sqrt in turn. The

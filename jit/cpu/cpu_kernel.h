@@ -35,6 +35,8 @@ struct ReduceFacts {
   bool row_values_only = false;     // it stores row values only
   bool splits_long_rows = false;    // its long rows may be split across threads by chunks
   bool column_ok = false;           // column_kernel_ok (render_cols.h)
+  bool columns_only = false;        // a ReduceArgMax / ReduceArgMin: no row kernel renders it
+  size_t column_slots = 0;          // column_scratch_slots (render_cols.h)
   std::vector<uint8_t> row_output;  // per output: whether it stores a row value
   struct Reduce {
     ExprOp op;
@@ -76,6 +78,7 @@ class CpuKernel final : public CompiledKernel {
     // broadcast (cpu_kernel_reduce.cpp split_rows), so that is the layout rendered (the
     // all-contiguous one was rendered for nothing: every sum over rows rendered twice).
     const bool columns = hint.columns && reduces() && facts_.column_ok;
+    if (reduces() && !columns && facts_.columns_only) return;  // no rendering launches
     std::vector<InnerLayout> layout = first.layout;
     if (reduces() && !columns)
       for (int32_t j = 0; j < k.num_outputs(); ++j)

@@ -38,6 +38,10 @@ RowSplit split_rows(const LoopKernel& k, const ReduceFacts& facts, const LaunchA
              "cpu row kernel: {} reduced dims of a rank-{} index space", args.reduced_dims, rank);
   const size_t nk = rank - static_cast<size_t>(args.reduced_dims);
   RowSplit r;
+  if (facts.columns_only) {
+    r.why = "ReduceArgMax / ReduceArgMin are column kernels only";
+    return r;
+  }
   for (size_t d = nk; d < rank; ++d) r.n *= args.sizes[d];
   r.layout.assign(nops, InnerLayout::Contiguous);
   if (r.n > 1) {
@@ -91,7 +95,7 @@ ColSplit split_cols(const LoopKernel& k, const ReduceFacts& facts, const LaunchA
   if (!facts.column_ok) {
     c.why =
         "the column renderer declines it (column_kernel_ok: a second reducing pass, "
-        "ReduceFirst, or a count of float flags)";
+        "ReduceFirst, a count of float flags, or an input's argmax as it is)";
     return c;
   }
   const size_t nb = rank - static_cast<size_t>(args.reduced_dims + args.inner_dims);
@@ -238,6 +242,7 @@ ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
     if (!expr_is_reduce(e.op)) continue;
     f.reduces.push_back({e.op, e.type});
     first = first || e.op == ExprOp::ReduceFirst;
+    f.columns_only = f.columns_only || expr_is_arg_reduce(e.op);
     if (k.exprs[e.a].op == ExprOp::Load)
       f.loaded_reduced.push_back(k.num_outputs() + k.exprs[e.a].index);
   }
@@ -245,6 +250,7 @@ ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
   // row's values, and no ReduceFirst, whose pass scans for the first hit, not by a program.
   f.splits_long_rows = f.row_values_only && !first;
   f.column_ok = column_kernel_ok(k);
+  f.column_slots = static_cast<size_t>(column_scratch_slots(k));
   f.stash_values = row_stash(k).size();
   f.pipelined_pass = row_pipelined_pass(k, isa);
   return f;
@@ -517,7 +523,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   const KernelFn fn = variant({split.layout.data(), split.layout.size()}, stores.streaming, true);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
   cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
-  const size_t scratch_words = static_cast<size_t>(program_depth(program)) * facts_.reduces.size() *
+  const size_t scratch_words = static_cast<size_t>(program_depth(program)) * facts_.column_slots *
                                static_cast<size_t>((std::min(width, w) + 15) / 16 * 16);
   auto run = [&](int64_t t0, int64_t t1) {
     SmallVector<char*, 8> p(nops);

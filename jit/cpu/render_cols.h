@@ -31,8 +31,14 @@
 namespace kiln::jit {
 
 // Whether `k` can be a column kernel: no Reduce's operand reads a reduction's result (one
-// reducing pass), no ReduceFirst, and every row value it stores is a float or an Int64 sum.
+// reducing pass), no ReduceFirst, argmax / argmin (ReduceArgMax / ReduceArgMin) of Float64
+// values only, and every row value it stores is a float, an Int64 sum or an argmax's row.
 bool column_kernel_ok(const LoopKernel& k);
+
+// The scratch rows of columns (8 bytes each) that one level of a column kernel's partial
+// results takes: one per Reduce, two per argmax / argmin (the values and their rows). The
+// launcher allocates program_depth times this many rows per thread.
+int column_scratch_slots(const LoopKernel& k);
 
 // The function of a column kernel (k.has_reduce(), column_kernel_ok(k)).
 // On either emitter (body_emitter.h).

@@ -41,6 +41,8 @@ void RowRenderer<E>::pass(int r) {
   const int32_t id = reduces_[r];
   const Expr& e = k_.exprs[id];
   if (e.op == ExprOp::ReduceFirst) return pass_first(id, e);
+  KILN_CHECK(!expr_is_arg_reduce(e.op),
+             "cpu row kernel: %{} ({}) is rendered in column kernels only", id, expr_op_name(e.op));
   on(e.type, 1, [&](auto& so) {
     using T = typename std::decay_t<decltype(so)>::T;
     pass_typed<T>(r, id, e);

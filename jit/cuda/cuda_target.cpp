@@ -94,7 +94,9 @@ bool CudaTarget::supports(ExprOp op, DType dtype) const {
   if (op == ExprOp::RowSize) return is_floating(dtype);
   // ReduceFirst (the CPU's argmax/argmin) is not rendered for CUDA: its argmax forms reduce an
   // index input instead (reduce_ops.cpp).
-  if (op == ExprOp::ReduceFirst) return false;
+  // ReduceArgMax / ReduceArgMin (the CPU's column argmax) likewise: CUDA renders no column
+  // kernels.
+  if (op == ExprOp::ReduceFirst || expr_is_arg_reduce(op)) return false;
   return expr_accepts(op, dtype);  // Reduce*: every number type (render_reduce.h)
 }
 

@@ -57,7 +57,13 @@ bool expr_is_compare(ExprOp op) { return op >= ExprOp::Lt && op <= ExprOp::Ne; }
 
 bool expr_is_transcendental(ExprOp op) { return op >= ExprOp::Exp && op <= ExprOp::GeluTanh; }
 
-bool expr_is_reduce(ExprOp op) { return op >= ExprOp::ReduceSum && op <= ExprOp::ReduceFirst; }
+bool expr_is_reduce(ExprOp op) {
+  return (op >= ExprOp::ReduceSum && op <= ExprOp::ReduceFirst) || expr_is_arg_reduce(op);
+}
+
+bool expr_is_arg_reduce(ExprOp op) {
+  return op == ExprOp::ReduceArgMax || op == ExprOp::ReduceArgMin;
+}
 
 bool expr_accepts(ExprOp op, DType t) {
   switch (op) {
@@ -189,6 +195,11 @@ int32_t LoopKernel::reduce_first(int32_t flag) {
   e.type = DType::Int64;
   return push(*this, e);
 }
+int32_t LoopKernel::reduce_arg(ExprOp op, int32_t value) {
+  Expr e{op, value};
+  e.type = DType::Int64;
+  return push(*this, e);
+}
 int32_t LoopKernel::row_size(DType t, int64_t offset) {
   Expr e{ExprOp::RowSize};
   e.type = t;
@@ -292,9 +303,10 @@ void LoopKernel::verify() const {
                    i, e.type);
         break;
       case ExprOp::ReduceFirst:
-        KILN_CHECK(is_floating(exprs[e.a].type),
-                   "loop kernel: %{} (ReduceFirst) of a {} flag (expected a float)", i,
-                   exprs[e.a].type);
+      case ExprOp::ReduceArgMax:
+      case ExprOp::ReduceArgMin:
+        KILN_CHECK(is_floating(exprs[e.a].type), "loop kernel: %{} ({}) of a {} (expected a float)",
+                   i, expr_op_name(e.op), exprs[e.a].type);
         result(DType::Int64);
         break;
       case ExprOp::Select:

@@ -24,6 +24,11 @@
 // result the Int64 row index of the first element whose flag is nonzero (NaN counts), or the
 // row's length where there is none: order-free (argmax is `ReduceFirst(x == ReduceMax(x) or
 // both NaN)`), so a target may stop at the first hit. Its pass stashes nothing (row_stash).
+// ReduceArgMax / ReduceArgMin (column kernels only: the planner lowers argmax / argmin over
+// columns to them, a row kernel keeps the two passes above) are the other two: operand a float
+// element value, result the Int64 index of the first row holding the column's extreme, a NaN
+// being the extreme and the first NaN winning (eager's `better`: a tie keeps the earlier row).
+// Order-free like ReduceFirst, so a target folds them in any fixed order of (value, row) pairs.
 // Each Reduce is one pass over the row, in expression order (a Reduce may read the results of
 // earlier ones: the variance's second pass reads the mean); element stores follow in a final
 // pass, row stores are written once per row (their output's strides over the row are 0).
@@ -98,7 +103,9 @@ namespace kiln::jit {
   /* row kernels: element value -> row value (numbers) */                                 \
   X(ReduceSum) X(ReduceProd) X(ReduceMax) X(ReduceMin)                                     \
   /* row kernels: float flag -> Int64 index of the first nonzero */ X(ReduceFirst)         \
-  /* leaf: the row's element count + ivalue, as a float */ X(RowSize)
+  /* leaf: the row's element count + ivalue, as a float */ X(RowSize)                     \
+  /* column kernels: float value -> Int64 index of its first extreme */                     \
+  X(ReduceArgMax) X(ReduceArgMin)
 // clang-format on
 
 enum class ExprOp : uint8_t {
@@ -112,7 +119,8 @@ const char* expr_op_name(ExprOp op);
 int expr_arity(ExprOp op);               // operands read (0 for leaves)
 bool expr_is_compare(ExprOp op);         // produces a mask from two numbers
 bool expr_is_transcendental(ExprOp op);  // written with the shared vector math
-bool expr_is_reduce(ExprOp op);          // ReduceSum .. ReduceFirst
+bool expr_is_reduce(ExprOp op);          // ReduceSum .. ReduceFirst, ReduceArgMax, ReduceArgMin
+bool expr_is_arg_reduce(ExprOp op);      // ReduceArgMax, ReduceArgMin
 // The value types `op` computes in (its result type for all but compares and Cast): every
 // numeric type, floats only, or Bool only (the mask ops).
 bool expr_accepts(ExprOp op, DType type);
@@ -160,9 +168,10 @@ struct LoopKernel {
   int32_t binary(ExprOp op, int32_t a, int32_t b);
   int32_t select(int32_t mask, int32_t a, int32_t b);
   int32_t cast(int32_t a, DType t);
-  int32_t as_type(int32_t a, DType t);   // a itself when already of type t, else cast(a, t)
-  int32_t reduce(ExprOp op, int32_t a);  // ReduceSum .. ReduceMin of an element value
-  int32_t reduce_first(int32_t flag);    // ReduceFirst (Int64) of a float flag
+  int32_t as_type(int32_t a, DType t);           // a itself when already of type t, else cast(a, t)
+  int32_t reduce(ExprOp op, int32_t a);          // ReduceSum .. ReduceMin of an element value
+  int32_t reduce_first(int32_t flag);            // ReduceFirst (Int64) of a float flag
+  int32_t reduce_arg(ExprOp op, int32_t value);  // ReduceArgMax / ReduceArgMin (Int64) of a float
   int32_t row_size(DType t, int64_t offset = 0);  // (t)(row elements + offset)
 
   bool has_reduce() const;

@@ -34,7 +34,7 @@ bool dtypes_lower(const tracer::Node& n, DType in) {
 }
 
 // The dims reduction `n` reduces over `in` as a mask when it may lower at all (0 where not):
-// sum, mean, prod, amax, amin, and where `rows` also var, logsumexp, argmax, argmin, all, any;
+// sum, mean, prod, amax, amin, argmax, argmin, and where `rows` also var, logsumexp, all, any;
 // dtypes as dtypes_lower says; on the CPU.
 uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool rows) {
   switch (n.op) {
@@ -43,13 +43,13 @@ uint64_t lowerable_mask(const tracer::Node& n, const tracer::ValueMeta& in, bool
     case OpId::Prod:
     case OpId::Amax:
     case OpId::Amin:
+    case OpId::Argmax:  // over columns: ReduceArgMax, one pass (lower_reduction)
+    case OpId::Argmin:
       break;
     case OpId::Var:  // rows only: eager gathers the columns of these
     case OpId::Logsumexp:
     case OpId::Softmax:  // an element value per element, computed from two row values
     case OpId::LogSoftmax:
-    case OpId::Argmax:
-    case OpId::Argmin:
     case OpId::All:
     case OpId::Any:
       if (rows) break;
@@ -118,7 +118,10 @@ ColumnDims column_reduction_dims(const tracer::Node& n, const tracer::ValueMeta&
   return {last - first + 1, rank - 1 - last};
 }
 
-int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x) {
+int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x, bool columns) {
+  if ((n.op == OpId::Argmax || n.op == OpId::Argmin) && columns)  // eager's run_arg_cols
+    return k.reduce_arg(n.op == OpId::Argmax ? ExprOp::ReduceArgMax : ExprOp::ReduceArgMin,
+                        k.as_type(x, DType::Float64));
   if (n.op == OpId::Argmax || n.op == OpId::Argmin) {  // eager's arg_range: the first extreme
     const DType t = k.exprs[x].type;
     const DType c = is_floating(t) ? t : DType::Float64;

@@ -27,7 +27,10 @@
 // A reduction of a block of dims followed by kept dims (`x.sum(0)` of [N, C], `x.mean({0, 1})`
 // of [N, H, C]) lowers the same way into a column kernel (loop_kernel.h "Column kernels"): sum,
 // mean, prod, amax, amin (var and logsumexp are split into two column reductions first:
-// jit/passes/column_split.h; argmax/argmin and all/any are not). The rest (other dim sets)
+// jit/passes/column_split.h; all/any are not), and argmax/argmin in one pass:
+//   argmax / argmin over columns -> ReduceArgMax(Float64(x)) (ReduceArgMin): the value cast to
+//          Float64 (exact; the running row index then has the value's 64-bit lanes). The rest
+//          (other dim sets)
 // stays eager steps. mean's correction (attrs.ints[1], set by that split): ReduceSum(x) /
 // RowSize(-correction), NaN for an empty row.
 #pragma once
@@ -57,7 +60,8 @@ bool reduces_in_column_order(const tracer::ValueMeta& m);
 bool trailing_dims_dense(const tracer::ValueMeta& m, size_t k);
 
 // Appends the expressions of reduction `n` over the element value `x`; returns its row value
-// (softmax: its element value).
-int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x);
+// (softmax: its element value). `columns`: the kernel is a column kernel (argmax / argmin lower
+// to their one-pass Reduces there).
+int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x, bool columns = false);
 
 }  // namespace kiln::jit

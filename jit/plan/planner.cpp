@@ -106,7 +106,7 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
     if (grp.reduced_dims > 0 &&
         (grp.inner_dims > 0 ? column_reduction_dims(n, *in_meta[0]).reduced > 0
                             : row_reduction_dims(n, *in_meta[0]) > 0))
-      expr_of[n.output] = lower_reduction(k, n, in[0]);
+      expr_of[n.output] = lower_reduction(k, n, in[0], grp.inner_dims > 0);
     else
       expr_of[n.output] =
           lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
