@@ -128,9 +128,6 @@ class ColRenderer {
     // Reduces, so that the accumulators stay in registers).
     const int R = nslots_;
     groups_ = std::max(1, std::min(4, 4 / R));
-    // One argmax alone: 4 vectors side by side all the same (its select chain per row is ~6
-    // cycles long: 2 left it latency-bound).
-    if (has_arg_ && reduces_.size() == 1) groups_ = 4;
     // 64-bit lanes over 4-byte loads only (Float64 or Int64 sums of Float32 or Int32 values)
     // load half a register per vector: on AVX-512 twice the vectors side by side, so that a
     // block still spans 4 cache lines of each row ([8192, 1024] `x.to(kFloat64).sum(0)`: 5.5 ->
