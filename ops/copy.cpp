@@ -30,8 +30,9 @@ void copy_eager(const OpCall& c, const Tensor& out) {
   const int to = int(out.impl()->dtype());
   // A large contiguous destination is written with non-temporal stores (the cast_nt loops).
   const PointwiseTable& t = pointwise_table();
-  const InnerLoop fn = streams_output(out.impl()) ? t.cast_nt[from][to] : t.cast[from][to];
   ElementwiseLoop loop(out, c.inputs);
+  const InnerLoop fn =
+      streams_output(out.impl()) && !loop.tiles() ? t.cast_nt[from][to] : t.cast[from][to];
   loop.run(fn, nullptr);
 }
 

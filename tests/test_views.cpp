@@ -2,6 +2,7 @@
 // it must, contiguous/clone/to behave as in PyTorch, and every view op rejects bad arguments
 // with a message naming the op.
 #include "core_test_util.h"
+#include "ops/cpu/elementwise_loop.h"
 
 using namespace kiln;
 using namespace kiln::testutil;
@@ -173,6 +174,37 @@ TEST(Views, ContiguousCloneAndTo) {
   // to() of a non-contiguous tensor reads it logically.
   EXPECT_EQ(values(t.to(kInt64)), values(t));
   EXPECT_TRUE(t.to(kInt64).is_contiguous());
+}
+
+// Copies, casts and sums of transposed inputs large enough for ElementwiseLoop's tiles (the
+// input's innermost stride a line or more): every element where the index map puts it, with
+// partial tiles in both dims, outer dims, 4- and 8-byte types, and a contiguous operand beside.
+TEST(Views, TransposedInputsInTilesMatchTheIndexMap) {
+  const int64_t A = 3, B = 2 * ElementwiseLoop::kTileRows + 37,
+                C = 3 * ElementwiseLoop::kTileCols + 5;
+  for (DType dt : {kFloat32, kFloat64, kInt32, kInt64}) {
+    const Tensor x = arange(A * B * C, dtype(kInt64)).to(dt).view({A, B, C});
+    const Tensor p = x.permute({0, 2, 1});  // [A, C, B]: its innermost stride is C elements
+    const Tensor pc = p.contiguous();
+    const Tensor pd = p.to(dt == kFloat64 ? kFloat32 : kFloat64);
+    const Tensor ps = p + pc;
+    const Tensor t2 = x.select(0, 1).t().contiguous();  // [C, B] of a 2-D transpose
+    const std::vector<double> vc = values(pc), vd = values(pd), vs = values(ps), v2 = values(t2);
+    ASSERT_TRUE(pc.is_contiguous());
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t b = 0; b < B; ++b) {
+          const double want = static_cast<double>((a * B + b) * C + c);
+          const size_t i = static_cast<size_t>((a * C + c) * B + b);
+          const std::string what = fmt::format("{} [{}, {}, {}]", dtype_name(dt), a, c, b);
+          ASSERT_EQ(vc[i], want) << what;
+          ASSERT_EQ(vd[i], want) << what;
+          ASSERT_EQ(vs[i], 2 * want) << what;
+          if (a == 1) {
+            ASSERT_EQ(v2[static_cast<size_t>(c * B + b)], want) << what;
+          }
+        }
+  }
 }
 
 TEST(Views, Errors) {

@@ -1,5 +1,7 @@
 #include "ops/cpu/elementwise_loop.h"
 
+#include <cstdlib>
+
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 
@@ -116,7 +118,50 @@ void ElementwiseLoop::run_range(int64_t begin, int64_t end, InnerLoop inner,
   }
 }
 
+bool ElementwiseLoop::tiles() const {
+  if (ndim_ < 2) return false;
+  const int last = ndim_ - 1;
+  if (sizes_[last] < 2 * kTileCols || sizes_[last - 1] < 2 || std::abs(strides_[0][last]) > 16)
+    return false;
+  for (int k = 1; k < nops_; ++k) {
+    const int64_t inner = std::abs(strides_[k][last]), next = std::abs(strides_[k][last - 1]);
+    if (inner >= 64 && next != 0 && next < inner) return true;
+  }
+  return false;
+}
+
+void ElementwiseLoop::run_tiles(InnerLoop inner, const Scalar* params) const {
+  const int last = ndim_ - 1;
+  const int64_t rows = sizes_[last - 1], cols = sizes_[last];
+  const int64_t tr = (rows + kTileRows - 1) / kTileRows, tc = (cols + kTileCols - 1) / kTileCols;
+  const int64_t outer = numel_ / (rows * cols);
+  std::array<int64_t, kMaxOperands> inner_strides{};
+  for (int k = 0; k < nops_; ++k) inner_strides[k] = strides_[k][last];
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kTileRows * kTileCols));
+  parallel_for(0, outer * tr * tc, grain, [&](int64_t b, int64_t e) {
+    std::array<char*, kMaxOperands> ptrs;
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t c = t % tc, r = t / tc % tr;
+      int64_t o = t / (tc * tr);
+      std::array<char*, kMaxOperands> base = base_;
+      for (int d = last - 2; d >= 0; --d) {  // the outer dims' index of tile t
+        const int64_t i = o % sizes_[d];
+        o /= sizes_[d];
+        for (int k = 0; k < nops_; ++k) base[k] += i * strides_[k][d];
+      }
+      const int64_t r1 = std::min(rows, (r + 1) * kTileRows), c0 = c * kTileCols;
+      const int64_t n = std::min(cols, c0 + kTileCols) - c0;
+      for (int64_t i = r * kTileRows; i < r1; ++i) {
+        for (int k = 0; k < nops_; ++k)
+          ptrs[k] = base[k] + i * strides_[k][last - 1] + c0 * strides_[k][last];
+        inner(ptrs.data(), inner_strides.data(), n, params);
+      }
+    }
+  });
+}
+
 void ElementwiseLoop::run(InnerLoop inner, const Scalar* params) const {
+  if (tiles()) return run_tiles(inner, params);
   parallel_for(0, numel_, kParallelGrain,
                [&](int64_t b, int64_t e) { run_range(b, e, inner, params); });
 }

@@ -1,6 +1,12 @@
 // ElementwiseLoop: walks the common (broadcast) index space of an output and its inputs, with
 // strides in bytes, merging dims that are contiguous for every operand, and calls an inner loop
-// over the innermost dim. The range can be split for parallel execution.
+// over the innermost dim. The range can be split for parallel execution. An input that runs the
+// other way (a transpose: its innermost stride a cache line or more, the next dim's smaller) is
+// walked in tiles by run(): rows of kTileCols elements over kTileRows rows at a time, so each
+// of the input's lines serves many rows before it leaves the cache. Few columns a tile: the
+// input's lines of one tile sit a row apart, often 4 KiB, in one L1 set of 8 ways (2-core Zen
+// 3, x.t().contiguous() of [8192, 1024] Float32: 31 ms row by row, 21 in 32 x 64 tiles, 16 in
+// 128 x 8). Inner loops never depend on the order (overlapping operands go through a copy).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -33,7 +39,15 @@ class ElementwiseLoop {
   // Runs the whole space, in parallel when it is large.
   void run(InnerLoop inner, const Scalar* params) const;
 
+  static constexpr int64_t kTileRows = 128, kTileCols = 8;
+  // Whether run() walks the last two dims in tiles (an input transposed against the output).
+  // Its output rows are then short runs of many rows: no place for non-temporal stores, whose
+  // write-combining buffers want whole lines written one after another.
+  bool tiles() const;
+
  private:
+  void run_tiles(InnerLoop inner, const Scalar* params) const;
+
   int nops_ = 0;
   int ndim_ = 0;
   int64_t numel_ = 1;
