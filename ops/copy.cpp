@@ -31,6 +31,7 @@ void copy_eager(const OpCall& c, const Tensor& out) {
   // A large contiguous destination is written with non-temporal stores (the cast_nt loops).
   const PointwiseTable& t = pointwise_table();
   ElementwiseLoop loop(out, c.inputs);
+  if (from == to && loop.run_transposed_copy(itemsize(out.impl()->dtype()))) return;
   const InnerLoop fn =
       streams_output(out.impl()) && !loop.tiles() ? t.cast_nt[from][to] : t.cast[from][to];
   loop.run(fn, nullptr);

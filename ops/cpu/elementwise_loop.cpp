@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 
+#include <emmintrin.h>
+#include <xmmintrin.h>
+
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 
@@ -158,6 +161,86 @@ void ElementwiseLoop::run_tiles(InnerLoop inner, const Scalar* params) const {
       }
     }
   });
+}
+
+namespace {
+
+// Rows [r0, r1) by columns [c0, c1) of a transpose: out(i, j) at out + i * so + j, in(i, j) at
+// in + j * si + i (strides in elements). Whole blocks in SSE2 registers (4 x 4 of 4-byte
+// elements, 2 x 2 of 8-byte ones: 4 or 2 contiguous runs of the input read, transposed, and
+// written as as many contiguous runs of the output), the edges element by element.
+template <class T>
+void transpose_tile(T* out, int64_t so, const T* in, int64_t si, int64_t r0, int64_t r1, int64_t c0,
+                    int64_t c1) {
+  constexpr int64_t B = 16 / sizeof(T);
+  int64_t r = r0;
+  for (; r + B <= r1; r += B) {
+    int64_t c = c0;
+    for (; c + B <= c1; c += B) {
+      if constexpr (B == 4) {
+        __m128 a = _mm_loadu_ps(reinterpret_cast<const float*>(in + c * si + r));
+        __m128 b = _mm_loadu_ps(reinterpret_cast<const float*>(in + (c + 1) * si + r));
+        __m128 d = _mm_loadu_ps(reinterpret_cast<const float*>(in + (c + 2) * si + r));
+        __m128 e = _mm_loadu_ps(reinterpret_cast<const float*>(in + (c + 3) * si + r));
+        _MM_TRANSPOSE4_PS(a, b, d, e);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + r * so + c), a);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (r + 1) * so + c), b);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (r + 2) * so + c), d);
+        _mm_storeu_ps(reinterpret_cast<float*>(out + (r + 3) * so + c), e);
+      } else {
+        const __m128d a = _mm_loadu_pd(reinterpret_cast<const double*>(in + c * si + r));
+        const __m128d b = _mm_loadu_pd(reinterpret_cast<const double*>(in + (c + 1) * si + r));
+        _mm_storeu_pd(reinterpret_cast<double*>(out + r * so + c), _mm_unpacklo_pd(a, b));
+        _mm_storeu_pd(reinterpret_cast<double*>(out + (r + 1) * so + c), _mm_unpackhi_pd(a, b));
+      }
+    }
+    for (int64_t i = r; i < r + B; ++i)
+      for (int64_t j = c; j < c1; ++j) out[i * so + j] = in[j * si + i];
+  }
+  for (int64_t i = r; i < r1; ++i)
+    for (int64_t j = c0; j < c1; ++j) out[i * so + j] = in[j * si + i];
+}
+
+}  // namespace
+
+bool ElementwiseLoop::run_transposed_copy(size_t bytes) const {
+  if (nops_ != 2 || (bytes != 4 && bytes != 8) || !tiles()) return false;
+  const int last = ndim_ - 1;
+  const auto b = static_cast<int64_t>(bytes);
+  if (strides_[0][last] != b || strides_[1][last - 1] != b || strides_[0][last - 1] % b != 0 ||
+      strides_[1][last] % b != 0 || strides_[0][last - 1] < 0 || strides_[1][last] < 0)
+    return false;
+  const int64_t rows = sizes_[last - 1], cols = sizes_[last];
+  const int64_t so = strides_[0][last - 1] / b, si = strides_[1][last] / b;
+  // Tiles of 128 x 128 elements (measured against 8 x 8 to 256 x 64 on the 2-core Zen 3: the
+  // fastest; 4 KiB pages make any order touch many).
+  constexpr int64_t kRows = 128, kCols = 128;
+  const int64_t tr = (rows + kRows - 1) / kRows, tc = (cols + kCols - 1) / kCols;
+  const int64_t outer = numel_ / (rows * cols);
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kRows * kCols));
+  parallel_for(0, outer * tr * tc, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t c = t % tc, r = t / tc % tr;
+      int64_t o = t / (tc * tr);
+      char* po = base_[0];
+      const char* pi = base_[1];
+      for (int d = last - 2; d >= 0; --d) {
+        const int64_t i = o % sizes_[d];
+        o /= sizes_[d];
+        po += i * strides_[0][d];
+        pi += i * strides_[1][d];
+      }
+      const int64_t r0 = r * kRows, r1 = std::min(rows, r0 + kRows);
+      const int64_t c0 = c * kCols, c1 = std::min(cols, c0 + kCols);
+      if (bytes == 4)
+        transpose_tile(reinterpret_cast<uint32_t*>(po), so, reinterpret_cast<const uint32_t*>(pi),
+                       si, r0, r1, c0, c1);
+      else
+        transpose_tile(reinterpret_cast<uint64_t*>(po), so, reinterpret_cast<const uint64_t*>(pi),
+                       si, r0, r1, c0, c1);
+    }
+  });
+  return true;
 }
 
 void ElementwiseLoop::run(InnerLoop inner, const Scalar* params) const {

@@ -44,6 +44,11 @@ class ElementwiseLoop {
   // Its output rows are then short runs of many rows: no place for non-temporal stores, whose
   // write-combining buffers want whole lines written one after another.
   bool tiles() const;
+  // A copy of one dtype of `bytes` (4 or 8) per element where tiles() holds and the input is
+  // dense along the next dim (a plain transpose): runs it in tiles of 128 x 128 elements, each
+  // in SSE2 blocks (4 x 4 or 2 x 2: contiguous runs of the input read, transposed in registers,
+  // written as contiguous runs of the output). False (nothing done) where it does not apply.
+  bool run_transposed_copy(size_t bytes) const;
 
  private:
   void run_tiles(InnerLoop inner, const Scalar* params) const;
