@@ -154,6 +154,25 @@ void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log) {
 }
 
 template <class T>
+static void softmax_cols_isa(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  switch (active_isa()) {
+    case CpuIsa::Avx512:
+      return isa_avx512::softmax_cols(x, y, outer, n, inner, log);
+    case CpuIsa::Avx2:
+      return isa_avx2::softmax_cols(x, y, outer, n, inner, log);
+    case CpuIsa::Baseline:
+      break;
+  }
+  isa_baseline::softmax_cols(x, y, outer, n, inner, log);
+}
+void softmax_cols(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  softmax_cols_isa(x, y, outer, n, inner, log);
+}
+void softmax_cols(const double* x, double* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  softmax_cols_isa(x, y, outer, n, inner, log);
+}
+
+template <class T>
 static void layer_norm_rows_isa(const T* x, const T* w, const T* b, T* y, int64_t m, int64_t n,
                                 double eps) {
   switch (active_isa()) {

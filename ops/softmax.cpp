@@ -8,15 +8,13 @@
 // the eager reductions' order (ops/reduce.h softmax_rows), bit for bit, so the JIT fuses it
 // into a row kernel with eager's bits (jit/lower/lower_reduce.h); log_softmax over it is x -
 // (max + log(sum)) with the same max and sum (since 2026-11-28: before, an in-order scalar sum,
-// 3x slower). When dim is not innermost (inner > 1) it sweeps a block of `inner` columns at once,
-// so every memory access stays unit-stride; the work is split over (outer, column block) pairs.
+// 3x slower). When dim is not innermost (inner > 1), softmax_cols (ops/reduce.h) sweeps blocks of
+// 64 columns at once, so every memory access stays unit-stride.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "ops/cpu/vecmath/exp_log.h"
-#include "ops/cpu/vecmath/gnu_vec_ops.h"
 #include "ops/eager_helpers.h"
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
@@ -38,54 +36,6 @@ void softmax_meta(const OpCall& c, OutputMeta& m) {
   m.device = x->device();
 }
 
-// exp and log through kiln's vector math (the bits of the exp/log ops; ops/cpu/vecmath/).
-constexpr int kVecBytes = vecmath::kNativeVecBytes;
-auto vexp = [](const auto& o, auto v) { return vecmath::exp(o, v); };
-auto vlog = [](const auto& o, auto v) { return vecmath::log(o, v); };
-template <class T>
-void exp_inplace(T* p, int64_t n) {
-  vecmath::map_contiguous<T, kVecBytes>(p, p, n, vexp);
-}
-
-// Rows [n] at stride `inner`, columns [c0, c1) of one outer slice; out has the same layout.
-template <class T>
-void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t c0, int64_t c1, bool log,
-                   T* mx, T* sum) {
-  const int64_t w = c1 - c0;
-  std::fill(mx, mx + w, -std::numeric_limits<T>::infinity());
-  std::fill(sum, sum + w, T(0));
-  for (int64_t j = 0; j < n; ++j) {
-    const T* row = x + j * inner + c0;
-    for (int64_t i = 0; i < w; ++i) mx[i] = std::max(mx[i], row[i]);
-  }
-  T e[64];  // w <= kBlock
-  for (int64_t j = 0; j < n; ++j) {
-    const T* row = x + j * inner + c0;
-    T* out = y + j * inner + c0;
-    for (int64_t i = 0; i < w; ++i) e[i] = row[i] - mx[i];
-    exp_inplace(e, w);
-    for (int64_t i = 0; i < w; ++i) {
-      sum[i] += e[i];
-      if (!log) out[i] = e[i];
-    }
-  }
-  if (log) {
-    vecmath::map_contiguous<T, kVecBytes>(sum, sum, w, vlog);
-    for (int64_t i = 0; i < w; ++i) sum[i] = mx[i] + sum[i];  // logsumexp
-    for (int64_t j = 0; j < n; ++j) {
-      const T* row = x + j * inner + c0;
-      T* out = y + j * inner + c0;
-      for (int64_t i = 0; i < w; ++i) out[i] = row[i] - sum[i];
-    }
-  } else {
-    for (int64_t i = 0; i < w; ++i) sum[i] = T(1) / sum[i];
-    for (int64_t j = 0; j < n; ++j) {
-      T* out = y + j * inner + c0;
-      for (int64_t i = 0; i < w; ++i) out[i] *= sum[i];
-    }
-  }
-}
-
 void softmax_eager(const OpCall& c, const Tensor& out) {
   const TensorImpl* o = out.impl();
   const Tensor x = eager_contiguous(c.inputs[0], o->dtype());
@@ -96,11 +46,6 @@ void softmax_eager(const OpCall& c, const Tensor& out) {
   for (int64_t d = 0; d < dim; ++d) outer *= o->sizes()[d];
   for (int64_t d = dim + 1; d < ndim; ++d) inner *= o->sizes()[d];
   const bool log = c.op == OpId::LogSoftmax;
-  constexpr int64_t kBlock =
-      64;  // columns (softmax_block's buffer size) swept together when dim is not innermost
-  const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  const int64_t grain =
-      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n * std::min(inner, kBlock)));
   visit_dtype(o->dtype(), [&]<class T>(TypeTag<T>) {
     if constexpr (std::is_floating_point_v<T>) {
       const T* xp = static_cast<const T*>(x.impl()->data());
@@ -113,15 +58,7 @@ void softmax_eager(const OpCall& c, const Tensor& out) {
         softmax_rows(copy.empty() ? xp : copy.data(), yp, outer, n, log);
         return;
       }
-      parallel_for(0, outer * blocks, grain, [&](int64_t t0, int64_t t1) {
-        T mx[kBlock], sum[kBlock];
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t ob = t / blocks, cb = t % blocks;
-          const int64_t c0 = cb * kBlock, c1 = std::min(inner, c0 + kBlock);
-          softmax_block<T>(xp + ob * n * inner, yp + ob * n * inner, n, inner, c0, c1, log, mx,
-                           sum);
-        }
-      });
+      softmax_cols(xp, yp, outer, n, inner, log);  // the active ISA's (ops/reduce.h)
     } else {
       fail("{}: internal error: non-float output dtype {}", name_of(c.op), o->dtype());
     }

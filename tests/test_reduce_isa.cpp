@@ -131,6 +131,48 @@ void expect_documented_columns(int isas, int64_t n, int64_t w, bool with_nan) {
   }
 }
 
+// softmax / log_softmax along a dim that is not innermost (softmax_cols, per ISA since
+// 2026-11-29: it was baseline-only): the same bits on every ISA, Float32 and Float64, partial
+// 64-column blocks, NaN and -inf columns; and each column sums to 1 (the op's meaning).
+TEST(ReduceIsa, SoftmaxOverColumnsGivesIdenticalBitsOnEveryIsa) {
+  const int isas = kiln::testing::isas_to_compare("ReduceIsa.SoftmaxOverColumns");
+  if (isas < 2) GTEST_SKIP() << "only the baseline ISA here: nothing to compare with";
+  const int64_t outer = 3, n = 70, inner = 130;
+  manual_seed(5);
+  Tensor xf = (randn({outer, n, inner}) * 4.0).contiguous();
+  float* pf = xf.mutable_data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) pf[i * inner + 7] = NAN, pf[i * inner + 9] = -INFINITY;
+  const Tensor xd = xf.to(kFloat64);
+  for (bool log : {false, true}) {
+    std::vector<float> f[3];
+    std::vector<double> d[3];
+    for (int k = 0; k < isas; ++k) {
+      f[k].assign(static_cast<size_t>(outer * n * inner), 0.0f);
+      d[k].assign(f[k].size(), 0.0);
+    }
+    isa_baseline::softmax_cols(xf.data_ptr<float>(), f[0].data(), outer, n, inner, log);
+    isa_baseline::softmax_cols(xd.data_ptr<double>(), d[0].data(), outer, n, inner, log);
+    isa_avx2::softmax_cols(xf.data_ptr<float>(), f[1].data(), outer, n, inner, log);
+    isa_avx2::softmax_cols(xd.data_ptr<double>(), d[1].data(), outer, n, inner, log);
+    if (isas == 3) {
+      isa_avx512::softmax_cols(xf.data_ptr<float>(), f[2].data(), outer, n, inner, log);
+      isa_avx512::softmax_cols(xd.data_ptr<double>(), d[2].data(), outer, n, inner, log);
+    }
+    for (int k = 1; k < isas; ++k) {
+      EXPECT_EQ(std::memcmp(f[k].data(), f[0].data(), f[0].size() * 4), 0) << k << " " << log;
+      EXPECT_EQ(std::memcmp(d[k].data(), d[0].data(), d[0].size() * 8), 0) << k << " " << log;
+    }
+    if (!log) {
+      for (int64_t c : {0, 64, 129}) {
+        double s = 0;
+        for (int64_t i = 0; i < n; ++i) s += d[0][static_cast<size_t>((2 * n + i) * inner + c)];
+        EXPECT_NEAR(s, 1.0, 1e-12) << c;
+      }
+      EXPECT_TRUE(std::isnan(f[0][7]));
+    }
+  }
+}
+
 TEST(ReduceIsa, ColumnsFollowTheDocumentedOrder) {
   // Rows around the 64-row runs, the two- and four-run folds (128, 256) and the 2048-row
   // chunks; columns narrow (windows into the next rows; the last rows scalar), 16 and wider.

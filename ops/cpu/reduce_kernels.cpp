@@ -371,6 +371,70 @@ double cross_entropy_total_impl(const T* x, const int64_t* t, int64_t m, int64_t
       add);
 }
 
+// softmax along a dim that is not innermost (ops/softmax.cpp, compiled for the baseline ISA only
+// until 2026-11-29): exp and log through kiln's vector math at this ISA's width (the bits of the
+// exp/log ops on every ISA).
+constexpr int kSoftmaxVecBytes = vecmath::kNativeVecBytes;
+constexpr auto vexp = [](const auto& o, auto v) { return vecmath::exp(o, v); };
+constexpr auto vlog = [](const auto& o, auto v) { return vecmath::log(o, v); };
+
+// Rows [n] at stride `inner`, columns [c0, c1) (at most kSoftmaxBlock) of one outer slice; out
+// has the same layout.
+constexpr int64_t kSoftmaxBlock = 64;
+template <class T>
+void softmax_block(const T* x, T* y, int64_t n, int64_t inner, int64_t c0, int64_t c1, bool log,
+                   T* mx, T* sum) {
+  const int64_t w = c1 - c0;
+  std::fill(mx, mx + w, -std::numeric_limits<T>::infinity());
+  std::fill(sum, sum + w, T(0));
+  for (int64_t j = 0; j < n; ++j) {
+    const T* row = x + j * inner + c0;
+    for (int64_t i = 0; i < w; ++i) mx[i] = std::max(mx[i], row[i]);
+  }
+  T e[kSoftmaxBlock];
+  for (int64_t j = 0; j < n; ++j) {
+    const T* row = x + j * inner + c0;
+    T* out = y + j * inner + c0;
+    for (int64_t i = 0; i < w; ++i) e[i] = row[i] - mx[i];
+    vecmath::map_contiguous<T, kSoftmaxVecBytes>(e, e, w, vexp);
+    for (int64_t i = 0; i < w; ++i) {
+      sum[i] += e[i];
+      if (!log) out[i] = e[i];
+    }
+  }
+  if (log) {
+    vecmath::map_contiguous<T, kSoftmaxVecBytes>(sum, sum, w, vlog);
+    for (int64_t i = 0; i < w; ++i) sum[i] = mx[i] + sum[i];  // logsumexp
+    for (int64_t j = 0; j < n; ++j) {
+      const T* row = x + j * inner + c0;
+      T* out = y + j * inner + c0;
+      for (int64_t i = 0; i < w; ++i) out[i] = row[i] - sum[i];
+    }
+  } else {
+    for (int64_t i = 0; i < w; ++i) sum[i] = T(1) / sum[i];
+    for (int64_t j = 0; j < n; ++j) {
+      T* out = y + j * inner + c0;
+      for (int64_t i = 0; i < w; ++i) out[i] *= sum[i];
+    }
+  }
+}
+
+template <class T>
+void softmax_cols_impl(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  constexpr int64_t kBlock = kSoftmaxBlock;  // columns swept together
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  const int64_t grain =
+      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n * std::min(inner, kBlock)));
+  parallel_for(0, outer * blocks, grain, [&](int64_t t0, int64_t t1) {
+    T mx[kBlock], sum[kBlock];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t ob = t / blocks, cb = t % blocks;
+      const int64_t c0 = cb * kBlock, c1 = std::min(inner, c0 + kBlock);
+      softmax_block<T>(x + ob * n * inner, y + ob * n * inner, n, inner, c0, c1, log, mx, sum);
+    }
+  });
+}
+
 }  // namespace
 
 void reduce_eager(const OpCall& c, const Tensor& out) {
@@ -438,6 +502,12 @@ void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log) {
 }
 void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log) {
   softmax_rows_impl(x, y, m, n, log);
+}
+void softmax_cols(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  softmax_cols_impl(x, y, outer, n, inner, log);
+}
+void softmax_cols(const double* x, double* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  softmax_cols_impl(x, y, outer, n, inner, log);
 }
 void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m, int64_t n,
                      double eps) {
