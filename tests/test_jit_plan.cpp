@@ -20,6 +20,7 @@
 #include "jit/plan/planner.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
+#include "ops/cpu/elementwise_loop.h"
 #include "record_util.h"
 #include "runtime/allocator.h"
 #include "runtime/logging.h"
@@ -143,6 +144,33 @@ TEST_F(JitPlanTest, UnsupportedOpSplitsTheRegion) {
   EXPECT_EQ(step_string(*p.plan), "k2 e k3");
   EXPECT_EQ(p.plan->num_kernels(), 2);
   EXPECT_EQ(p.plan->num_eager_steps(), 1);
+}
+
+// A pointwise kernel whose input is transposed against its output (the input's innermost stride
+// a line or more, the next dim's smaller) launches in tiles of ElementwiseLoop's shape
+// (cpu_kernel.cpp): every element where the index map puts it, eager's bits, partial tiles, an
+// outer dim, a contiguous operand beside it and a cast; Float32, Float64 and Int32; 1 and 2
+// threads. Shortening a tile's columns fails it.
+TEST_F(JitPlanTest, TransposedInputsLaunchInTiles) {
+  const int64_t A = 3, B = 2 * ElementwiseLoop::kTileRows + 37,
+                C = 3 * ElementwiseLoop::kTileCols + 5;
+  for (DType dt : {kFloat32, kFloat64, kInt32}) {
+    for (int threads : {1, 2}) {
+      ConfigOverride<int> t(config().num_threads, threads);
+      tracer::RegionCache::instance().clear();
+      const Tensor x = (testing::eager_normal({A, B, C}, 8) * 100.0).to(dt);
+      const Tensor y = (testing::eager_normal({A, C, B}, 9) * 100.0).to(dt);
+      expect_iterations_match(
+          [&](int) {
+            const Tensor p = x.permute({0, 2, 1});
+            return TensorList{p * 2 + 1, (p + y).to(kFloat64)};
+          },
+          2, fmt::format("{} threads {}", dtype_name(dt), threads));
+      OnePlan o = the_plan();
+      ASSERT_NE(o.plan, nullptr);
+      EXPECT_EQ(o.plan->num_eager_steps(), 0) << step_string(*o.plan);
+    }
+  }
 }
 
 // Comparisons, where and random numbers run eagerly between fused kernels.
