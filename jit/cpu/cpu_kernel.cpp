@@ -1,7 +1,6 @@
 #include "jit/cpu/cpu_kernel.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -117,8 +116,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
   bool tiled = false;
   if (rank >= 2 && n_inner >= 2 * kTileCols) {
     for (size_t j = static_cast<size_t>(k_.num_outputs()); j < nops; ++j)
-      tiled = tiled || (std::abs(inner[j]) >= 64 && outer[j] != 0 &&
-                        std::abs(outer[j]) < std::abs(inner[j]));
+      tiled = tiled || ElementwiseLoop::transposed_input(inner[j], outer[j]);
     for (int32_t j = 0; j < k_.num_outputs(); ++j)
       tiled = tiled && layout[j] == InnerLayout::Contiguous;
   }

@@ -126,23 +126,22 @@ bool ElementwiseLoop::tiles() const {
   const int last = ndim_ - 1;
   if (sizes_[last] < 2 * kTileCols || sizes_[last - 1] < 2 || std::abs(strides_[0][last]) > 16)
     return false;
-  for (int k = 1; k < nops_; ++k) {
-    const int64_t inner = std::abs(strides_[k][last]), next = std::abs(strides_[k][last - 1]);
-    if (inner >= 64 && next != 0 && next < inner) return true;
-  }
+  for (int k = 1; k < nops_; ++k)
+    if (transposed_input(strides_[k][last], strides_[k][last - 1])) return true;
   return false;
 }
 
-void ElementwiseLoop::run_tiles(InnerLoop inner, const Scalar* params) const {
+// Calls f(bases, r0, r1, c0, c1) for every tile of `tile_rows` x `tile_cols` of the last two
+// dims (tiles() holds), in parallel: `bases` each operand's address of the tile's outer index
+// (the last two dims at 0), [r0, r1) x [c0, c1) the tile's rows and columns.
+template <class F>
+void ElementwiseLoop::for_each_tile(int64_t tile_rows, int64_t tile_cols, const F& f) const {
   const int last = ndim_ - 1;
   const int64_t rows = sizes_[last - 1], cols = sizes_[last];
-  const int64_t tr = (rows + kTileRows - 1) / kTileRows, tc = (cols + kTileCols - 1) / kTileCols;
+  const int64_t tr = (rows + tile_rows - 1) / tile_rows, tc = (cols + tile_cols - 1) / tile_cols;
   const int64_t outer = numel_ / (rows * cols);
-  std::array<int64_t, kMaxOperands> inner_strides{};
-  for (int k = 0; k < nops_; ++k) inner_strides[k] = strides_[k][last];
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kTileRows * kTileCols));
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (tile_rows * tile_cols));
   parallel_for(0, outer * tr * tc, grain, [&](int64_t b, int64_t e) {
-    std::array<char*, kMaxOperands> ptrs;
     for (int64_t t = b; t < e; ++t) {
       const int64_t c = t % tc, r = t / tc % tr;
       int64_t o = t / (tc * tr);
@@ -152,15 +151,26 @@ void ElementwiseLoop::run_tiles(InnerLoop inner, const Scalar* params) const {
         o /= sizes_[d];
         for (int k = 0; k < nops_; ++k) base[k] += i * strides_[k][d];
       }
-      const int64_t r1 = std::min(rows, (r + 1) * kTileRows), c0 = c * kTileCols;
-      const int64_t n = std::min(cols, c0 + kTileCols) - c0;
-      for (int64_t i = r * kTileRows; i < r1; ++i) {
-        for (int k = 0; k < nops_; ++k)
-          ptrs[k] = base[k] + i * strides_[k][last - 1] + c0 * strides_[k][last];
-        inner(ptrs.data(), inner_strides.data(), n, params);
-      }
+      f(base, r * tile_rows, std::min(rows, (r + 1) * tile_rows), c * tile_cols,
+        std::min(cols, (c + 1) * tile_cols));
     }
   });
+}
+
+void ElementwiseLoop::run_tiles(InnerLoop inner, const Scalar* params) const {
+  const int last = ndim_ - 1;
+  std::array<int64_t, kMaxOperands> inner_strides{};
+  for (int k = 0; k < nops_; ++k) inner_strides[k] = strides_[k][last];
+  for_each_tile(kTileRows, kTileCols,
+                [&](const std::array<char*, kMaxOperands>& base, int64_t r0, int64_t r1, int64_t c0,
+                    int64_t c1) {
+                  std::array<char*, kMaxOperands> ptrs;
+                  for (int64_t i = r0; i < r1; ++i) {
+                    for (int k = 0; k < nops_; ++k)
+                      ptrs[k] = base[k] + i * strides_[k][last - 1] + c0 * strides_[k][last];
+                    inner(ptrs.data(), inner_strides.data(), c1 - c0, params);
+                  }
+                });
 }
 
 namespace {
@@ -210,36 +220,19 @@ bool ElementwiseLoop::run_transposed_copy(size_t bytes) const {
   if (strides_[0][last] != b || strides_[1][last - 1] != b || strides_[0][last - 1] % b != 0 ||
       strides_[1][last] % b != 0 || strides_[0][last - 1] < 0 || strides_[1][last] < 0)
     return false;
-  const int64_t rows = sizes_[last - 1], cols = sizes_[last];
   const int64_t so = strides_[0][last - 1] / b, si = strides_[1][last] / b;
   // Tiles of 128 x 128 elements (measured against 8 x 8 to 256 x 64 on the 2-core Zen 3: the
   // fastest; 4 KiB pages make any order touch many).
-  constexpr int64_t kRows = 128, kCols = 128;
-  const int64_t tr = (rows + kRows - 1) / kRows, tc = (cols + kCols - 1) / kCols;
-  const int64_t outer = numel_ / (rows * cols);
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kRows * kCols));
-  parallel_for(0, outer * tr * tc, grain, [&](int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t c = t % tc, r = t / tc % tr;
-      int64_t o = t / (tc * tr);
-      char* po = base_[0];
-      const char* pi = base_[1];
-      for (int d = last - 2; d >= 0; --d) {
-        const int64_t i = o % sizes_[d];
-        o /= sizes_[d];
-        po += i * strides_[0][d];
-        pi += i * strides_[1][d];
-      }
-      const int64_t r0 = r * kRows, r1 = std::min(rows, r0 + kRows);
-      const int64_t c0 = c * kCols, c1 = std::min(cols, c0 + kCols);
-      if (bytes == 4)
-        transpose_tile(reinterpret_cast<uint32_t*>(po), so, reinterpret_cast<const uint32_t*>(pi),
-                       si, r0, r1, c0, c1);
-      else
-        transpose_tile(reinterpret_cast<uint64_t*>(po), so, reinterpret_cast<const uint64_t*>(pi),
-                       si, r0, r1, c0, c1);
-    }
-  });
+  for_each_tile(128, 128,
+                [&](const std::array<char*, kMaxOperands>& base, int64_t r0, int64_t r1, int64_t c0,
+                    int64_t c1) {
+                  if (bytes == 4)
+                    transpose_tile(reinterpret_cast<uint32_t*>(base[0]), so,
+                                   reinterpret_cast<const uint32_t*>(base[1]), si, r0, r1, c0, c1);
+                  else
+                    transpose_tile(reinterpret_cast<uint64_t*>(base[0]), so,
+                                   reinterpret_cast<const uint64_t*>(base[1]), si, r0, r1, c0, c1);
+                });
   return true;
 }
 

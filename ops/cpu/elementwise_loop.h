@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 
 #include "runtime/small_vector.h"
@@ -40,6 +41,12 @@ class ElementwiseLoop {
   void run(InnerLoop inner, const Scalar* params) const;
 
   static constexpr int64_t kTileRows = 128, kTileCols = 8;
+  // Whether an input with these byte strides along the innermost dim and the next one runs the
+  // other way: each innermost element on a line of its own, the next dim the faster (the rule
+  // tiles() applies, and the CPU JIT's pointwise launches: jit/cpu/cpu_kernel.cpp).
+  static bool transposed_input(int64_t inner, int64_t next) {
+    return std::abs(inner) >= 64 && next != 0 && std::abs(next) < std::abs(inner);
+  }
   // Whether run() walks the last two dims in tiles (an input transposed against the output).
   // Its output rows are then short runs of many rows: no place for non-temporal stores, whose
   // write-combining buffers want whole lines written one after another.
@@ -52,6 +59,8 @@ class ElementwiseLoop {
 
  private:
   void run_tiles(InnerLoop inner, const Scalar* params) const;
+  template <class F>
+  void for_each_tile(int64_t tile_rows, int64_t tile_cols, const F& f) const;
 
   int nops_ = 0;
   int ndim_ = 0;
