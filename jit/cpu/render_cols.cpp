@@ -36,17 +36,16 @@ bool column_kernel_ok(const LoopKernel& k) {
   for (const Expr& e : k.exprs) {
     if (e.op == ExprOp::ReduceFirst) return false;         // (rows only)
     if (expr_is_reduce(e.op) && after[e.a]) return false;  // a second pass over the rows
-    // ReduceArgMax / ReduceArgMin of Float64 values (the lowering's cast): the running row
-    // index then has the value's 64-bit lanes.
-    if (expr_is_arg_reduce(e.op) && k.exprs[e.a].type != DType::Float64) return false;
-    // ...of computed values: an input's argmax as it is (its Load, cast) is declined, its node
-    // runs eagerly: eager scans the columns in place in the input's own lanes (Float32 with
-    // Int32 rows, 8 a vector on AVX2), [8192, 1024] 4.1 ms against 4.7 as a kernel (Float64
-    // lanes), [2048, 4096] 4.2 against 6.8. With a producer fused it is the faster (`(x * w +
-    // 1).argmax(0)` [65536, 128]: 12.8 ms eagerly, 7.1 as a kernel).
+    // ReduceArgMax / ReduceArgMin of computed Float64 values (the lowering's cast: the running
+    // row index then has the value's 64-bit lanes). An input's argmax as it is (its Load, cast)
+    // is declined, its node runs eagerly: eager scans the columns in place in the input's own
+    // lanes (Float32 with Int32 rows, 8 a vector on AVX2), [8192, 1024] 4.1 ms against 4.7 as a
+    // kernel (Float64 lanes), [2048, 4096] 4.2 against 6.8. With a producer fused the kernel is
+    // the faster (`(x * w + 1).argmax(0)` [65536, 128]: 12.8 ms eagerly, 7.1 as a kernel).
     if (expr_is_arg_reduce(e.op)) {
       const Expr& v = k.exprs[e.a];
-      if (v.op == ExprOp::Load || (v.op == ExprOp::Cast && k.exprs[v.a].op == ExprOp::Load))
+      if (v.type != DType::Float64 || v.op == ExprOp::Load ||
+          (v.op == ExprOp::Cast && k.exprs[v.a].op == ExprOp::Load))
         return false;
       arg = true;
     }
@@ -65,10 +64,17 @@ bool column_kernel_ok(const LoopKernel& k) {
   return true;
 }
 
+namespace {
+
+// The scratch rows one Reduce's partial results take per level: an argmax's values and rows.
+int scratch_slots_of(ExprOp op) { return expr_is_arg_reduce(op) ? 2 : 1; }
+
+}  // namespace
+
 int column_scratch_slots(const LoopKernel& k) {
   int slots = 0;
   for (const Expr& e : k.exprs)
-    if (expr_is_reduce(e.op)) slots += expr_is_arg_reduce(e.op) ? 2 : 1;
+    if (expr_is_reduce(e.op)) slots += scratch_slots_of(e.op);
   return slots;
 }
 
@@ -109,7 +115,7 @@ class ColRenderer {
       if (expr_is_reduce(k_.exprs[i].op)) {
         reduces_.push_back(static_cast<int32_t>(i));
         slot_.push_back(nslots_);
-        nslots_ += expr_is_arg_reduce(k_.exprs[i].op) ? 2 : 1;
+        nslots_ += scratch_slots_of(k_.exprs[i].op);
         has_arg_ = has_arg_ || expr_is_arg_reduce(k_.exprs[i].op);
       }
     elem_store_.assign(static_cast<size_t>(k_.num_outputs()), 0);
