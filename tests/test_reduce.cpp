@@ -537,7 +537,8 @@ TEST(Reduce, ColumnAndRowPathsLarge) {
 }
 
 // argmax / argmin over a dim followed by kept dims scan the columns in place (run_arg_cols,
-// ops/cpu/reduce_loops.h): narrow and wide (past one 512-column slice) kept blocks, columns longer
+// ops/cpu/reduce_loops.h): narrow and wide (past one 4096-column slice; a single block split
+// into slices for the threads: [300, 700] on two or more) kept blocks, columns longer
 // than one 2048-row chunk (the chunks' parts combined: a tie must keep the earlier chunk's row),
 // several outer blocks, small ints (ties everywhere), and for floats NaNs (the first one wins),
 // -inf, and +0 / -0 ties, in both JIT modes. Exact: compared with the scalar reference's index.
@@ -547,9 +548,9 @@ TEST(Reduce, ArgmaxArgminOverColumns) {
     std::vector<int64_t> sizes;
     int64_t dim;
   };
-  const std::vector<Shape> shapes = {{{37, 3}, 0},       {{50, 16}, 0},    {{4100, 7}, 0},
-                                     {{2, 5000, 21}, 1}, {{4500, 600}, 0}, {{3, 9, 4, 5}, 1},
-                                     {{2049, 2}, 0},     {{1, 40}, 0}};
+  const std::vector<Shape> shapes = {
+      {{37, 3}, 0},      {{50, 16}, 0},  {{4100, 7}, 0}, {{2, 5000, 21}, 1}, {{4500, 600}, 0},
+      {{3, 9, 4, 5}, 1}, {{2049, 2}, 0}, {{1, 40}, 0},   {{130, 4200}, 0},   {{300, 700}, 0}};
   for (DType dt : {DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
     for (const Shape& sh : shapes) {
       int64_t n = 1;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ops/cpu/vecmath/gnu_vec_ops.h"
+#include "runtime/config.h"
 #include "runtime/parallel.h"
 
 #if defined(__SSE2__)
@@ -35,8 +36,9 @@ inline namespace KILN_ISA_NS {
 
 inline constexpr int64_t kPairBlock = 128;  // a multiple of 8
 inline constexpr int64_t kRowChunk = 65536;
-inline constexpr int64_t kColWidth = 512;
-inline constexpr int64_t kColRows = 2048;  // column chunks: parallelism when outputs are few
+inline constexpr int64_t kColWidth = 512;       // argmax's column slices
+inline constexpr int64_t kColWidthWide = 4096;  // run_cols' column slices
+inline constexpr int64_t kColRows = 2048;       // column chunks: parallelism when outputs are few
 inline constexpr int64_t kColBlock = 64;
 
 // ---- elementwise combiners ----
@@ -368,6 +370,42 @@ inline void col_fold(V& acc, const V& b) {
   }
 }
 
+// A leaf of at least kColRowsWide columns, walked in memory order: row by row across all w
+// columns, each column's accumulator in buf (L1) instead of a register. Each column is folded
+// from the identity in row order, as col_leaf16 folds it: the same bits. Why: col_leaf16 walks
+// 16 columns (one cache line) down the leaf's rows and then the next 16: on a row-major input
+// whose rows are a page apart every access is a new page for the hardware prefetchers, and
+// [8192, 1024].sum(0) ran at a third of the memory's speed (7 ms on one Zen 3 core against 2.5
+// for this walk). A leaf is at most kColBlock rows, and w columns of at least 8 vectors keep
+// enough independent accumulators in flight (narrower slices keep col_leaf16's registers).
+inline constexpr int64_t kColRowsWide = 128;
+// The accumulators sit in `room` (w + 4096 / sizeof(A) elements) half a page from the rows'
+// columns (mod 4096), so that no load of a row waits on a store to an accumulator whose address
+// has the same low 12 bits (4K aliasing, with rows a page apart).
+template <class Op, class A, class Pre>
+void col_leaf_rows(const A* p, int64_t n, int64_t stride, int64_t w, const Pre& pre, A* out,
+                   A* room) {
+  using V = ColVec<A>;
+  const uintptr_t want = (reinterpret_cast<uintptr_t>(p) + 2048) & 4095;
+  A* buf = reinterpret_cast<A*>(reinterpret_cast<char*>(room) +
+                                ((want - reinterpret_cast<uintptr_t>(room)) & 4095));
+  const int64_t w16 = w - w % 16;
+  for (int64_t j = 0; j < w; ++j) buf[j] = Op::template identity<A>();
+  for (int64_t i = 0; i < n; ++i) {
+    const A* row = p + i * stride;
+    for (int64_t j = 0; j < w16; j += 16) {
+      V acc, v;
+      std::memcpy(&acc, buf + j, sizeof acc);
+      std::memcpy(&v, row + j, sizeof v);
+      pre.vec(v, j);
+      col_fold<Op>(acc, v);
+      std::memcpy(buf + j, &acc, sizeof acc);
+    }
+    for (int64_t j = w16; j < w; ++j) buf[j] = Op::apply(buf[j], pre.scalar(row[j], j));
+  }
+  std::memcpy(out, buf, static_cast<size_t>(w) * sizeof(A));
+}
+
 // N sibling leaves (rows [0, len[b]) from p[b], lengths within one of each other) folded side
 // by side, each in its own order, as col_leaf16 one after the other: N independent chains in
 // flight instead of one latency-bound chain.
@@ -395,19 +433,30 @@ inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_
 // Columns: reduces rows p[0..n) (each `stride` apart) of width w into buf, blockwise pairwise:
 // halves at n / 2 down to leaves of at most kColBlock rows, each folded row by row in order
 // (jit/loop/row_program.h's column program is this recursion). `end`: one past the input's last
-// element. Columns go 16 at a time in registers, stored once (no store/load of buf per element,
-// no 4K-aliasing stalls between buf and rows a page apart); fewer than 16 left (a narrow tensor,
+// element. Slices of kColRowsWide columns and more walk each run in memory order
+// (col_leaf_rows). Narrower ones go 16 columns at a time in registers, stored once (no
+// store/load of buf per element, no 4K-aliasing stalls between buf and rows a page apart);
+// fewer than 16 left (a narrow tensor,
 // or a wide one's last columns) take a whole 16-column window per row where the window stays
 // before `end`, the lanes past w reading the next row's values and dropped: the columns' order is
 // the same, and [2^20, 4].sum(0) runs vectorized instead of one scalar chain per column. Two
 // to four sibling leaves are folded side by side (col_leaves16): a leaf's chain is latency-bound.
-// `pre`: what is folded (AsLoaded, CenteredSquares), for the block's columns.
+// `pre`: what is folded (AsLoaded, CenteredSquares), for the block's columns. `tmp`: the
+// halves' scratch, col_scratch(w) elements.
 template <class Op, class A, class T, class Pre>
 void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, const Pre& pre,
-               A* buf) {
+               A* buf, A* tmp) {
   // Whether 16 columns from j fit before `end` on each of the block's rows.
   auto window_fits = [&](int64_t j) { return end - (p + (n - 1) * stride + j) >= 16; };
+  // Wide slices: leaves in memory order (col_leaf_rows), the same halves down to them.
+  const bool wide = kColVec<A, T> && w >= kColRowsWide;
   if (n <= kColBlock) {
+    if constexpr (kColVec<A, T>) {
+      if (wide) {
+        col_leaf_rows<Op, A>(p, n, stride, w, pre, buf, tmp);
+        return;
+      }
+    }
     int64_t j = 0;
     for (; j < w && (j + 16 <= w || window_fits(j)); j += 16) {
       A acc[16];
@@ -427,7 +476,7 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, c
     // Two or four leaves side by side (the recursion's leaves when n <= 128, or when both
     // halves split once more into leaves: 64 < n / 2, n <= 256); 16-column windows throughout.
     const bool four = half > kColBlock && n <= 4 * kColBlock;
-    if ((four || n <= 2 * kColBlock) && (w % 16 == 0 || window_fits(w - w % 16))) {
+    if (!wide && (four || n <= 2 * kColBlock) && (w % 16 == 0 || window_fits(w - w % 16))) {
       using V = ColVec<A>;
       const int64_t q0 = half / 2, q1 = (n - half) / 2;
       for (int64_t j = 0; j < w; j += 16) {
@@ -455,31 +504,43 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, c
       return;
     }
   }
-  A tmp[kColWidth];
-  col_block<Op, A>(p, half, stride, w, end, pre, buf);
-  col_block<Op, A>(p + half * stride, n - half, stride, w, end, pre, tmp);
+  col_block<Op, A>(p, half, stride, w, end, pre, buf, tmp + w);
+  col_block<Op, A>(p + half * stride, n - half, stride, w, end, pre, tmp, tmp + w);
   for (int64_t j = 0; j < w; ++j) buf[j] = Op::apply(buf[j], tmp[j]);
 }
 
+// Levels of col_block's halving above its leaves for a block of n rows.
+constexpr int col_depth(int64_t n) { return n <= kColBlock ? 0 : 1 + col_depth(n - n / 2); }
+// The scratch col_block takes for a chunk (at most kColRows rows) of w columns: w per level,
+// and the room of col_leaf_rows.
+template <class A>
+constexpr int64_t col_scratch(int64_t w) {
+  return col_depth(kColRows) * w + w + 4096 / static_cast<int64_t>(sizeof(A));
+}
+
 // The work items of a reduction in the Cols layout [outer, n, inner] (run_cols, run_arg_cols):
-// (outer block, slice of at most kColWidth columns, chunk of at most kColRows rows), numbered
-// t = (o * slices + slice) * chunks + chunk; `grain` items per parallel_for task.
+// (outer block, slice of at most `cap` columns, chunk of at most kColRows rows), numbered
+// t = (o * slices + slice) * chunks + chunk; `grain` items per parallel_for task. Fewer items
+// than threads: narrower slices (of at least 256 columns), so that every thread has a part.
 struct ColWork {
   int64_t n, inner, slices, width, chunks, grain;
-  ColWork(int64_t n_, int64_t inner_)
-      : n(n_),
-        inner(inner_),
-        slices((inner_ + kColWidth - 1) / kColWidth),
-        width(std::min(kColWidth, inner_)),
-        chunks((n_ + kColRows - 1) / kColRows),
-        grain(std::max<int64_t>(1, kParallelGrain / (std::min(n_, kColRows) * width))) {}
+  ColWork(int64_t outer, int64_t n_, int64_t inner_, int64_t cap) : n(n_), inner(inner_) {
+    chunks = (n + kColRows - 1) / kColRows;
+    slices = (inner + cap - 1) / cap;
+    const int64_t threads = num_threads(), blocks = std::max<int64_t>(1, outer * chunks);
+    if (blocks * slices < threads)
+      slices = std::max(slices, std::min((threads + blocks - 1) / blocks, inner / 256));
+    width = std::min(inner, (inner / slices + 15) / 16 * 16);
+    slices = (inner + width - 1) / width;
+    grain = std::max<int64_t>(1, kParallelGrain / (std::min(n, kColRows) * width));
+  }
   struct Slice {
     int64_t o, j0, w;  // outer block, first column, columns
     int64_t first;     // its first output, o * inner + j0
   };
   Slice slice(int64_t os) const {  // os = o * slices + slice
-    const int64_t o = os / slices, j0 = (os % slices) * kColWidth;
-    return {o, j0, std::min(kColWidth, inner - j0), o * inner + j0};
+    const int64_t o = os / slices, j0 = (os % slices) * width;
+    return {o, j0, std::min(width, inner - j0), o * inner + j0};
   }
   struct Piece {
     Slice s;
@@ -497,29 +558,34 @@ struct ColWork {
 template <class Op, class A, class T, class Store, class Pre = AsLoaded>
 void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& store,
               const Pre& pre = Pre{}) {
-  const ColWork work(n, inner);
+  const ColWork work(outer, n, inner, kColWidthWide);
   const int64_t slices = work.slices, width = work.width, chunks = work.chunks;
   const T* end = x + outer * n * inner;
-  auto reduce_piece = [&](int64_t t, A* buf) {
+  auto reduce_piece = [&](int64_t t, A* buf, A* tmp) {
     const auto [s, r0, r1] = work.piece(t);
     col_block<Op, A>(x + (s.o * n + r0) * inner + s.j0, r1 - r0, inner, s.w, end, pre.at(s.first),
-                     buf);
+                     buf, tmp);
     return std::pair{s.first, s.w};
+  };
+  // Not std::vector: vector<bool> packs bits, which threads cannot write independently.
+  auto scratch = [&](int64_t extra) {
+    return std::unique_ptr<A[]>(new A[static_cast<size_t>(extra + col_scratch<A>(width))]);
   };
   if (chunks == 1) {
     parallel_for(0, outer * slices, work.grain, [&](int64_t b, int64_t e) {
-      A buf[kColWidth];
+      const std::unique_ptr<A[]> room = scratch(width);
+      A* buf = room.get();
       for (int64_t t = b; t < e; ++t) {
-        auto [first, w] = reduce_piece(t, buf);
+        auto [first, w] = reduce_piece(t, buf, buf + width);
         for (int64_t j = 0; j < w; ++j) store(first + j, buf[j]);
       }
     });
     return;
   }
-  // Not std::vector: vector<bool> packs bits, which threads cannot write independently.
   std::unique_ptr<A[]> part(new A[static_cast<size_t>(outer * slices * chunks * width)]);
   parallel_for(0, outer * slices * chunks, work.grain, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) reduce_piece(t, part.get() + t * width);
+    const std::unique_ptr<A[]> tmp = scratch(0);
+    for (int64_t t = b; t < e; ++t) reduce_piece(t, part.get() + t * width, tmp.get());
   });
   parallel_for(0, outer * slices, 1, [&](int64_t b, int64_t e) {
     for (int64_t os = b; os < e; ++os) {
@@ -542,7 +608,7 @@ void run_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& 
 // the chunks' parts are then combined in row order, a tie keeping the earlier chunk's row.
 template <bool Greater, class T, class Store>
 void run_arg_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Store& store) {
-  const ColWork work(n, inner);
+  const ColWork work(outer, n, inner, kColWidthWide);
   const int64_t slices = work.slices, width = work.width, chunks = work.chunks;
   const T* end = x + outer * n * inner;
   // Rows [r0, r1) of `lanes` columns from p, the first w of them stored. lanes > w: a 16-column
@@ -550,14 +616,19 @@ void run_arg_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Sto
   // loop vectorizes when w is small (a run-time trip count: GCC unrolled a fixed 16 into scalar
   // compares and branches, 14 ms for [2^20, 4]). Rows are counted from r0 in an integer as wide
   // as T (a chunk has at most kColRows rows): the comparison's lanes and the rows' lanes then
-  // have one width and the loop vectorizes (int64 rows beside float values did not); best and
-  // row are local arrays (through the caller's pointers GCC would store and reload them every
-  // row, since they might alias p).
+  // have one width and the loop vectorizes (int64 rows beside float values did not). best and
+  // row are the task's scratch (`Lanes`), restrict: GCC would otherwise store and reload them
+  // every row, since they might alias p. Rows are walked whole across the slice (up to
+  // kColWidthWide columns), so that a row-major input streams from memory.
   using I = std::conditional_t<sizeof(T) <= 4, int32_t, int64_t>;
-  auto rows_of = [&](const T* p, int64_t lanes, int64_t w, int64_t r0, int64_t r1, T* best_out,
-                     int64_t* row_out) {
-    T best[kColWidth];
-    I row[kColWidth];
+  struct Lanes {
+    std::unique_ptr<T[]> best;
+    std::unique_ptr<I[]> row;
+    explicit Lanes(int64_t w)
+        : best(new T[static_cast<size_t>(w + 16)]), row(new I[static_cast<size_t>(w + 16)]) {}
+  };
+  auto rows_of = [&](const T* p, int64_t lanes, int64_t w, int64_t r0, int64_t r1,
+                     T* __restrict best, I* __restrict row, T* best_out, int64_t* row_out) {
     for (int64_t j = 0; j < lanes; ++j) best[j] = p[j], row[j] = 0;
     const I count = static_cast<I>(r1 - r0);
     for (I i = 1; i < count; ++i) {
@@ -575,19 +646,20 @@ void run_arg_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Sto
     }
     for (int64_t j = 0; j < w; ++j) best_out[j] = best[j], row_out[j] = r0 + row[j];
   };
-  auto scan = [&](int64_t t, T* best, int64_t* row) {
+  auto scan = [&](int64_t t, Lanes& l, T* best, int64_t* row) {
     const auto [s, r0, r1] = work.piece(t);
     const T* p = x + (s.o * n + r0) * inner + s.j0;
     const bool window = s.w < 16 && end - (p + (r1 - r0 - 1) * inner) >= 16;  // 16 columns fit
-    rows_of(p, window ? 16 : s.w, s.w, r0, r1, best, row);
+    rows_of(p, window ? 16 : s.w, s.w, r0, r1, l.best.get(), l.row.get(), best, row);
     return std::pair{s.first, s.w};
   };
   if (chunks == 1) {
     parallel_for(0, outer * slices, work.grain, [&](int64_t b, int64_t e) {
-      T best[kColWidth];
-      int64_t row[kColWidth];
+      Lanes l(width);
+      std::unique_ptr<T[]> best(new T[static_cast<size_t>(width)]);
+      std::unique_ptr<int64_t[]> row(new int64_t[static_cast<size_t>(width)]);
       for (int64_t t = b; t < e; ++t) {
-        auto [first, w] = scan(t, best, row);
+        auto [first, w] = scan(t, l, best.get(), row.get());
         for (int64_t j = 0; j < w; ++j) store(first + j, row[j]);
       }
     });
@@ -597,7 +669,8 @@ void run_arg_cols(const T* x, int64_t outer, int64_t n, int64_t inner, const Sto
   std::unique_ptr<T[]> best(new T[parts]);
   std::unique_ptr<int64_t[]> row(new int64_t[parts]);
   parallel_for(0, outer * slices * chunks, work.grain, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) scan(t, best.get() + t * width, row.get() + t * width);
+    Lanes l(width);
+    for (int64_t t = b; t < e; ++t) scan(t, l, best.get() + t * width, row.get() + t * width);
   });
   parallel_for(0, outer * slices, 1, [&](int64_t b, int64_t e) {
     for (int64_t os = b; os < e; ++os) {
