@@ -8,8 +8,9 @@
 // the eager reductions' order (ops/reduce.h softmax_rows), bit for bit, so the JIT fuses it
 // into a row kernel with eager's bits (jit/lower/lower_reduce.h); log_softmax over it is x -
 // (max + log(sum)) with the same max and sum (since 2026-11-28: before, an in-order scalar sum,
-// 3x slower). When dim is not innermost (inner > 1), softmax_cols (ops/reduce.h) sweeps blocks of
-// 64 columns at once, so every memory access stays unit-stride.
+// 3x slower). When dim is not innermost (inner > 1), softmax_cols (ops/reduce.h) takes the
+// columns' maxima and sums of exp(x - max) in the column reductions' order, walking the rows in
+// memory order, then writes each row.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -138,8 +138,8 @@ void expect_documented_columns(int isas, int64_t n, int64_t w, bool with_nan) {
 }
 
 // softmax / log_softmax along a dim that is not innermost (softmax_cols, per ISA since
-// 2026-11-29: it was baseline-only): the same bits on every ISA, Float32 and Float64, partial
-// 64-column blocks, NaN and -inf columns; and each column sums to 1 (the op's meaning).
+// 2026-11-29: it was baseline-only): the same bits on every ISA, Float32 and Float64, 130
+// columns (a partial vector), NaN and -inf columns; and each column sums to 1 (the op's meaning).
 TEST(ReduceIsa, SoftmaxOverColumnsGivesIdenticalBitsOnEveryIsa) {
   const int isas = kiln::testing::isas_to_compare("ReduceIsa.SoftmaxOverColumns");
   if (isas < 2) GTEST_SKIP() << "only the baseline ISA here: nothing to compare with";
@@ -189,6 +189,52 @@ TEST(ReduceIsa, ColumnsFollowTheDocumentedOrder) {
       expect_documented_columns<double>(isas, n, w, n > 100 && w == 7);
     }
   expect_documented_columns<float>(isas, 300, 5, true);
+}
+
+// softmax / log_softmax over columns (since 2026-11-30): the columns' maxima and their sums of
+// exp(x - max) in the documented column order, then exp(x - max) * (1 / sum), or x - (max +
+// log(sum)), with the exp and log ops' bits. Rows past one 2048-row chunk, wide and narrow
+// columns, Float32 and Float64, 1 and 2 threads.
+template <class T>
+void expect_documented_softmax_columns(int64_t n, int64_t w) {
+  const DType dt = std::is_same_v<T, float> ? kFloat32 : kFloat64;
+  manual_seed(static_cast<uint64_t>(n + w));
+  const Tensor x = randn({n, w}, TensorOptions().dtype(dt)) * 3.0;
+  const std::vector<T> v = x.to_vector<T>();
+  const T inf = std::numeric_limits<T>::infinity();
+  auto sum = [](T a, T b) { return a + b; };
+  auto max = [](T a, T b) { return (a > b || a != a) ? a : b; };
+  std::vector<T> mx(static_cast<size_t>(w)), shifted(v.size());
+  for (int64_t j = 0; j < w; ++j) mx[j] = documented_column<T>(v.data(), n, w, j, -inf, max);
+  for (size_t e = 0; e < v.size(); ++e) shifted[e] = v[e] - mx[e % static_cast<size_t>(w)];
+  const std::vector<T> ex = exp(from_vector<T>(shifted, {n, w})).template to_vector<T>();
+  std::vector<T> s(static_cast<size_t>(w));
+  for (int64_t j = 0; j < w; ++j) s[j] = documented_column<T>(ex.data(), n, w, j, T(0), sum);
+  const std::vector<T> logs = log(from_vector<T>(s, {w})).template to_vector<T>();
+  const std::vector<T> y = softmax(x, 0).template to_vector<T>();
+  const std::vector<T> ly = log_softmax(x, 0).template to_vector<T>();
+  for (size_t e = 0; e < v.size(); ++e) {
+    const size_t j = e % static_cast<size_t>(w);
+    const T want = ex[e] * (T(1) / s[j]), lwant = v[e] - (mx[j] + logs[j]);
+    ASSERT_EQ(0, std::memcmp(&want, &y[e], sizeof(T)))
+        << "softmax [" << n << ", " << w << "] element " << e << ": " << y[e] << " against "
+        << want;
+    ASSERT_EQ(0, std::memcmp(&lwant, &ly[e], sizeof(T)))
+        << "log_softmax [" << n << ", " << w << "] element " << e << ": " << ly[e] << " against "
+        << lwant;
+  }
+}
+
+TEST(ReduceIsa, SoftmaxOverColumnsFollowsTheDocumentedOrder) {
+  const int saved = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (auto [n, w] : {std::pair<int64_t, int64_t>{70, 20}, {300, 130}, {2100, 515}}) {
+      expect_documented_softmax_columns<float>(n, w);
+      expect_documented_softmax_columns<double>(n, w);
+    }
+  }
+  set_num_threads(saved);
 }
 
 // Slices of 128 columns and more walk each 64-row run in memory order, the accumulators in
