@@ -652,4 +652,25 @@ std::vector<asmjit::x86::Vec> emit_body(
       .emit_partial(want, preset, store);
 }
 
+// The operands (outputs first, then inputs, as `cur` is indexed) that emit_body reads (its
+// Loads) or writes (the outputs `store` marks) when it evaluates `want` taking the expressions
+// `known` marks as given: a pass makes cursors for these only, live over that pass (the
+// recorder's linear scan, reg_alloc.h, sees one interval per register).
+inline std::vector<uint8_t> body_operands(const LoopKernel& k, const std::vector<uint8_t>& want,
+                                          const std::vector<uint8_t>& known,
+                                          const std::vector<uint8_t>& store) {
+  const size_t ne = k.exprs.size();
+  std::vector<uint8_t> need(want), used(static_cast<size_t>(k.num_operands()), 0);
+  for (int32_t j = 0; j < k.num_outputs(); ++j)
+    if (store[j]) need[k.stores[j]] = used[j] = 1;
+  for (size_t i = ne; i-- > 0;) {
+    if (!need[i] || known[i]) continue;
+    const Expr& e = k.exprs[i];
+    if (e.op == ExprOp::Load) used[k.num_outputs() + e.index] = 1;
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0) need[o] = 1;
+  }
+  return used;
+}
+
 }  // namespace kiln::jit

@@ -186,12 +186,13 @@ bool eager_splits_rows_wider(bool row_values_only, bool splits, int64_t rows, in
   return long_rows_want_threads(rows, n) && row_values_only && !splits;
 }
 
-// A column kernel's calls: blocks of up to 512 columns (a piece's rows of 2 KiB or more stay in
-// cache across the call's blocks, as eager's 512-wide slices), fewer where that leaves a thread
-// idle; a multiple of 64. Returns the block width.
+// A column kernel's calls: blocks of up to 4096 columns (a call walks its rows in memory order,
+// each across all its columns: the longer the runs of a row-major input, the better the
+// prefetchers keep up), fewer where that leaves a thread idle; a multiple of 64. Returns the
+// block width.
 int64_t column_call_width(int64_t w, int64_t outer) {
-  const int64_t per_thread = (w * outer + 2 * num_threads() - 1) / (2 * num_threads());
-  return std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 512);
+  const int64_t per_thread = (w * outer + num_threads() - 1) / num_threads();
+  return std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 4096);
 }
 
 // The columns' counterpart: a kernel of row values only, in fewer calls than kiln's threads (a

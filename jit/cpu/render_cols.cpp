@@ -102,7 +102,6 @@ class ColRenderer {
     nops_ = k_.num_operands();
     for (int j = 0; j < nops_; ++j) {
       base_.push_back(cc_.newIntPtr());
-      cur_.push_back(cc_.newIntPtr());
       cc_.mov(base_[j], x86::ptr(ptrs, j * 8));
       esize_.push_back(static_cast<int>(itemsize(k_.operand_dtype(j))));
     }
@@ -130,8 +129,7 @@ class ColRenderer {
     for (int32_t j = 0; j < k_.num_outputs(); ++j)
       epilogue_ = epilogue_ || (elem_store_[j] && after[k_.stores[j]]);
     pass_store_ = epilogue_ ? std::vector<uint8_t>(elem_store_.size(), 0) : elem_store_;
-    // Independent accumulators: up to 4 vectors of columns side by side (fewer with more
-    // Reduces, so that the accumulators stay in registers).
+    // Blocks of up to 4 vectors of columns per step of a row (fewer with more Reduces).
     const int R = nslots_;
     groups_ = std::max(1, std::min(4, 4 / R));
     // 64-bit lanes over 4-byte loads only (Float64 or Int64 sums of Float32 or Int32 values)
@@ -174,11 +172,18 @@ class ColRenderer {
       cc_.xor_(z, z);
       for (int j = 0; j < nops_; ++j) cc_.mov(rowoff_.cloneAdjusted(j * 8), z);
     }
-    for (int j = 0; j < nops_; ++j) colcur_.push_back(cc_.newIntPtr());
-    col_ = cc_.newInt64("col");
+    // What each pass reads and writes: the reducing pass its loads and element stores; the row
+    // values' pass (finish) and the epilogue take the Reduces' results (and RowSize) as given.
+    std::vector<uint8_t> given(ne, 0);
+    for (size_t i = 0; i < ne; ++i)
+      given[i] = expr_is_reduce(k_.exprs[i].op) || k_.exprs[i].op == ExprOp::RowSize;
+    const std::vector<uint8_t> none(ne, 0);
+    pass_used_ = body_operands(k_, want_, given, pass_store_);
+    finish_used_ = body_operands(k_, none, given, row_store_);
+    epilogue_used_ = body_operands(k_, none, given, elem_store_);
 
-    // The column program once for all the call's columns: each piece walks its rows for every
-    // block of columns in turn (rows of a piece stay in cache across the blocks).
+    // The column program once for all the call's columns: each piece walks its rows in memory
+    // order, each row across all the columns (piece_rows).
     x86::Gp prog = cc_.newIntPtr("prog"), sp = cc_.newIntPtr("sp");
     cc_.mov(prog, x86::ptr(params_, k_.num_params() * 8));
     cc_.mov(sp, sb_);
@@ -199,14 +204,12 @@ class ColRenderer {
     x86::Gp len = cc_.newInt64("len");
     cc_.mov(len, x86::ptr(prog, 8));
     cc_.add(prog, 24);
-    for (int j = 0; j < nops_; ++j) {
-      cc_.mov(colcur_[j], base_[j]);
-      cc_.add(colcur_[j], rowoff_.cloneAdjusted(j * 8));
-    }
-    std::vector<x86::Gp> rb = level_rows(sp);
-    columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
-      piece(groups, lanes, tail, pre, len, rb);
+    const std::vector<x86::Gp> rb = level_rows(sp);
+    colcur_.assign(static_cast<size_t>(nops_), x86::Gp());  // the identities read nothing
+    columns([&](int groups, int lanes, const x86::KReg*, const std::vector<x86::Vec>&) {
+      start_piece(groups, lanes, rb);
     });
+    piece_rows(len, rb);
     for (int j = 0; j < nops_; ++j) {  // the next piece's first row
       x86::Gp d = cc_.newInt64();
       cc_.mov(d, x86::ptr(rstride_, j * 8));
@@ -220,7 +223,7 @@ class ColRenderer {
     // The result is the one partial left (level 0): the row values, stored at row 0 of each
     // column, then the epilogue.
     cc_.bind(l_end);
-    for (int j = 0; j < nops_; ++j) cc_.mov(colcur_[j], base_[j]);
+    colcur_ = cursors(finish_used_, base_);
     std::vector<x86::Gp> r0 = level_rows(sb_);
     columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
       finish(groups, lanes, tail, pre, r0);
@@ -293,12 +296,26 @@ class ColRenderer {
         o.mask_or(o.unord(v, v), op == ExprOp::ReduceArgMax ? o.gt(v, best) : o.lt(v, best)));
   }
 
-  // Runs `block(groups, lanes, tail, preset)` over the call's columns from colcur_ / col_ = 0:
+  // New cursors (registers of one pass: the recorder's linear scan sees one interval per
+  // register) for the operands `used` marks, at `from`; the others none.
+  std::vector<x86::Gp> cursors(const std::vector<uint8_t>& used, const std::vector<x86::Gp>& from) {
+    std::vector<x86::Gp> cur(static_cast<size_t>(nops_));
+    for (int j = 0; j < nops_; ++j)
+      if (used[j]) {
+        cur[j] = cc_.newIntPtr("cur");
+        cc_.mov(cur[j], from[j]);
+      }
+    return cur;
+  }
+
+  // Runs `block(groups, lanes, tail, preset)` over the call's columns from colcur_ / col_ = 0
+  // (a new col_ per call, as the pass's cursors):
   // blocks of groups_ vectors, then single vectors, then the last columns (AVX-512: one masked
   // vector; AVX2, SSE2: one column at a time).
   template <class Block>
   void columns(const Block& block) {
     x86::Gp rem = cc_.newInt64("rem");
+    col_ = cc_.newInt64("col");
     cc_.mov(rem, w_);
     cc_.xor_(col_, col_);
     auto loop = [&](int groups, int lanes, const std::vector<x86::Vec>& preset) {
@@ -308,7 +325,7 @@ class ColRenderer {
       cc_.jl(done);
       block(groups, lanes, nullptr, preset);
       for (int j = 0; j < nops_; ++j)
-        if (v_.layout[j] == InnerLayout::Contiguous)
+        if (colcur_[j].isValid() && v_.layout[j] == InnerLayout::Contiguous)
           cc_.add(colcur_[j], groups * lanes * esize_[j]);
       cc_.add(col_, groups * lanes);
       cc_.sub(rem, groups * lanes);
@@ -343,6 +360,7 @@ class ColRenderer {
     cc_.sub(a, lvl_);
     const std::vector<x86::Gp> ra = level_rows(a), rbs = level_rows(b);
     x86::Gp rem = cc_.newInt64("rem");
+    col_ = cc_.newInt64("col");
     cc_.mov(rem, w_);
     cc_.xor_(col_, col_);
     Label l = cc_.newLabel(), done = cc_.newLabel();
@@ -375,96 +393,99 @@ class ColRenderer {
     cc_.bind(done);
   }
 
-  // One piece of the program for one block: `len` rows from colcur_ folded into one accumulator
-  // per Reduce and vector, stored to the level at `rows`.
-  void piece(int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& preset,
-             x86::Gp len_in, const std::vector<x86::Gp>& rows) {
-    x86::Gp len = cc_.newInt64("rows_left");
-    cc_.mov(len, len_in);
-    for (int j = 0; j < nops_; ++j) cc_.mov(cur_[j], colcur_[j]);
-    std::vector<x86::Vec> acc, acc_index;
-    // An argmax's values start below every value (argmin: above), their rows at the piece's
-    // first: a column of -inf (+inf) keeps that row. `row` is the current row's index in
-    // every lane.
-    x86::Vec row, one;
-    if (has_arg_)
-      on(DType::Float64, lanes, [&](auto& o) {
-        cc_.mov(lanes_buf_, row0_);
-        row = o.new_vec();
-        move(row, o.load_broadcast(lanes_buf_));
-        one = o.isplat(1);
-        return 0;
-      });
+  // A piece's partial results start as each Reduce's identity (an argmax's values below every
+  // value, argmin's above, their rows the piece's first: a column of -inf keeps that row), for
+  // the vectors of the block at col_ in the level at `rows`.
+  void start_piece(int groups, int lanes, const std::vector<x86::Gp>& rows) {
     for (size_t r = 0; r < reduces_.size(); ++r) {
       const ExprOp op = k_.exprs[reduces_[r]].op;
       for (int g = 0; g < groups; ++g) {
         if (expr_is_arg_reduce(op)) {
           on(DType::Float64, lanes, [&](auto& o) {
-            x86::Vec a = o.new_vec(), i = o.new_vec();
             const double inf = std::numeric_limits<double>::infinity();
-            move(a, o.splat(op == ExprOp::ReduceArgMax ? -inf : inf));
-            move(i, row);
-            acc.push_back(a);
-            acc_index.push_back(i);
+            o.store(partial(rows, r, g, lanes), o.splat(op == ExprOp::ReduceArgMax ? -inf : inf));
+            cc_.mov(lanes_buf_, row0_);
+            o.store(partial_index(rows, r, g, lanes), o.load_broadcast(lanes_buf_));
             return 0;
           });
           continue;
         }
-        acc.push_back(on(k_.exprs[reduces_[r]].type, lanes, [&](auto& o) {
-          x86::Vec a = o.new_vec();
-          move(a, reduce_identity(o, op));
-          return a;
-        }));
-        acc_index.push_back(x86::Vec());
+        on(k_.exprs[reduces_[r]].type, lanes, [&](auto& o) {
+          o.store(partial(rows, r, g, lanes), reduce_identity(o, op));
+          return 0;
+        });
       }
+    }
+  }
+
+  // The piece's `len` rows from rowoff_, in memory order: each row across all the call's
+  // columns, every vector's value folded into its partial result in the level at `rows`
+  // (loaded, combined, stored back: the accumulators live in the scratch, in L1). Each column
+  // is folded in row order from the identity, as eager's runs are. Walking a block of columns
+  // down the piece's rows instead (one register accumulator per vector) touched a new page of
+  // a row-major input at every row: the hardware prefetchers never ran ahead.
+  void piece_rows(x86::Gp len_in, const std::vector<x86::Gp>& rows) {
+    x86::Gp len = cc_.newInt64("rows_left");
+    cc_.mov(len, len_in);
+    const std::vector<x86::Gp> rowcur = cursors(pass_used_, base_);
+    for (int j = 0; j < nops_; ++j)
+      if (rowcur[j].isValid()) cc_.add(rowcur[j], rowoff_.cloneAdjusted(j * 8));
+    x86::Gp index;  // (argmax) the current row's index
+    if (has_arg_) {
+      index = cc_.newInt64("index");
+      cc_.mov(index, row0_);
     }
     Label l_row = cc_.newLabel(), l_rows_done = cc_.newLabel();
     cc_.bind(l_row);
     cc_.test(len, len);
     cc_.jz(l_rows_done);
+    colcur_ = cursors(pass_used_, rowcur);
+    if (has_arg_) cc_.mov(lanes_buf_, index);
+    columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
+      fold_row(groups, lanes, tail, pre, rows);
+    });
+    for (int j = 0; j < nops_; ++j)
+      if (rowcur[j].isValid()) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
+    if (has_arg_) cc_.inc(index);
+    cc_.dec(len);
+    cc_.jmp(l_row);
+    cc_.bind(l_rows_done);
+  }
+
+  // One row of the block at colcur_ / col_ folded into its partial results.
+  void fold_row(int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& preset,
+                const std::vector<x86::Gp>& rows) {
+    x86::Vec row;  // (argmax) the row's index in every lane
+    if (has_arg_)
+      on(DType::Float64, lanes, [&](auto& o) {
+        row = o.load_broadcast(lanes_buf_);
+        return 0;
+      });
     for (int g = 0; g < groups; ++g) {
       const std::vector<x86::Vec> out =
-          emit_body(*ctx_, lanes, k_, v_.layout, cur_, params_, tail, want_, preset, pass_store_,
+          emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, want_, preset, pass_store_,
                     streams(lanes, tail), g * lanes);
       for (size_t r = 0; r < reduces_.size(); ++r) {
         const Expr& e = k_.exprs[reduces_[r]];
-        const size_t at = r * static_cast<size_t>(groups) + static_cast<size_t>(g);
-        x86::Vec& a = acc[at];
         if (expr_is_arg_reduce(e.op)) {
           on(DType::Float64, lanes, [&](auto& o) {
-            const auto take = arg_takes(o, e.op, a, out[e.a]);
-            move(acc_index[at], o.select(take, row, acc_index[at]));
-            move(a, o.select(take, out[e.a], a));
+            const x86::Vec best = o.load(partial(rows, r, g, lanes)),
+                           at = o.load(partial_index(rows, r, g, lanes));
+            const auto take = arg_takes(o, e.op, best, out[e.a]);
+            o.store(partial_index(rows, r, g, lanes), o.select(take, row, at));
+            o.store(partial(rows, r, g, lanes), o.select(take, out[e.a], best));
             return 0;
           });
           continue;
         }
         on(e.type, lanes, [&](auto& o) {
-          move(a, reduce_combine(o, e.op, a, out[e.a], !is_floating(e.type)));
+          const x86::Vec a = o.load(partial(rows, r, g, lanes));
+          o.store(partial(rows, r, g, lanes),
+                  reduce_combine(o, e.op, a, out[e.a], !is_floating(e.type)));
           return 0;
         });
       }
     }
-    if (has_arg_)
-      on(DType::Float64, lanes, [&](auto& o) {
-        move(row, o.iadd(row, one));
-        return 0;
-      });
-    for (int j = 0; j < nops_; ++j) cc_.add(cur_[j], x86::ptr(rstride_, j * 8));
-    cc_.dec(len);
-    cc_.jmp(l_row);
-    cc_.bind(l_rows_done);
-    for (size_t r = 0; r < reduces_.size(); ++r)
-      for (int g = 0; g < groups; ++g) {
-        const size_t at = r * static_cast<size_t>(groups) + static_cast<size_t>(g);
-        const Expr& e = k_.exprs[reduces_[r]];
-        const bool arg = expr_is_arg_reduce(e.op);
-        on(arg ? DType::Float64 : e.type, lanes, [&](auto& o) {
-          o.store(partial(rows, r, g, lanes), acc[at]);
-          if (arg) o.store(partial_index(rows, r, g, lanes), acc_index[at]);
-          return 0;
-        });
-      }
   }
 
   // The results of one block (level 0 at `rows`): its row values and row stores.
@@ -494,24 +515,21 @@ class ColRenderer {
   // Reduces' results (level 0 at `rows`) for each block.
   void epilogue(const std::vector<x86::Gp>& rows) {
     const std::vector<uint8_t> none(k_.exprs.size(), 0);
-    std::vector<x86::Gp> rowcur;
-    for (int j = 0; j < nops_; ++j) {
-      rowcur.push_back(cc_.newIntPtr());
-      cc_.mov(rowcur[j], base_[j]);
-    }
+    const std::vector<x86::Gp> rowcur = cursors(epilogue_used_, base_);
     x86::Gp left = cc_.newInt64("rows_left");
     cc_.mov(left, n_);
     Label l_epi = cc_.newLabel(), l_epi_done = cc_.newLabel();
     cc_.bind(l_epi);
     cc_.test(left, left);
     cc_.jz(l_epi_done);
-    for (int j = 0; j < nops_; ++j) cc_.mov(colcur_[j], rowcur[j]);
+    colcur_ = cursors(epilogue_used_, rowcur);
     columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
       for (int g = 0; g < groups; ++g)
         emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, none,
                   with_results(pre, rows, g, lanes), elem_store_, streams(lanes, tail), g * lanes);
     });
-    for (int j = 0; j < nops_; ++j) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
+    for (int j = 0; j < nops_; ++j)
+      if (rowcur[j].isValid()) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
     cc_.dec(left);
     cc_.jmp(l_epi);
     cc_.bind(l_epi_done);
@@ -525,7 +543,7 @@ class ColRenderer {
   int nops_ = 0;
   int groups_ = 1;
   x86::Gp rstride_, w_, n_, params_;
-  std::vector<x86::Gp> base_, cur_;
+  std::vector<x86::Gp> base_;
   std::vector<int> esize_;
   std::unique_ptr<EmitContextT<E>> ctx_;
   std::vector<int32_t> reduces_;
@@ -534,11 +552,12 @@ class ColRenderer {
   bool has_arg_ = false;  // a ReduceArgMax / ReduceArgMin
   x86::Gp row0_;          // (has_arg_) the current piece's first row
   std::vector<uint8_t> elem_store_, row_store_, want_, pass_store_;
+  std::vector<uint8_t> pass_used_, finish_used_, epilogue_used_;  // operands of each pass
   bool epilogue_ = false;
   std::vector<x86::Vec> preset_l_, preset_1_;
   x86::Mem lanes_buf_, rowoff_;
   x86::Gp wpad8_, lvl_, sb_, col_;
-  std::vector<x86::Gp> colcur_;
+  std::vector<x86::Gp> colcur_;  // the current pass's cursors (cursors())
 };
 
 }  // namespace

@@ -2,10 +2,10 @@
 // reductions"): a kernel with Reduce expressions launched to reduce the rows of an
 // [n rows, w columns] block, each vector lane a column, in eager's column order (the column
 // program, jit/loop/row_program.h). The program is walked once per call for all its columns:
-// each piece (a run of at most 64 rows) is folded for every block of up to 4 vectors of columns
-// in turn (one accumulator per Reduce and vector: independent chains side by side; the piece's
-// rows stay in cache across the blocks), its partial results stored to a level of a per-thread
-// scratch; a combine merges the two latest levels column by column. Then, per block, the row
+// each piece (a run of at most 64 rows) starts a level of a per-thread scratch at the identity
+// and walks its rows in memory order, each row across all the call's columns, every vector
+// folded into its partial result in that level (L1: the loads of a row-major input stream); a
+// combine merges the two latest levels column by column. Then, per block, the row
 // values are computed and stored, and where an element store reads a reduction's result (an
 // epilogue: `x - x.mean(0)`) the block's rows are walked once more to store the element values;
 // without one, element stores are written by the reducing pass.

@@ -287,18 +287,7 @@ template <class E>
 std::vector<uint8_t> RowRenderer<E>::operands_of(const std::vector<uint8_t>& want,
                                                  const std::vector<uint8_t>& known,
                                                  const std::vector<uint8_t>& store) const {
-  const size_t ne = k_.exprs.size();
-  std::vector<uint8_t> need(want), used(static_cast<size_t>(nops_), 0);
-  for (int32_t j = 0; j < k_.num_outputs(); ++j)
-    if (store[j]) need[k_.stores[j]] = used[j] = 1;
-  for (size_t i = ne; i-- > 0;) {
-    if (!need[i] || known[i]) continue;
-    const Expr& e = k_.exprs[i];
-    if (e.op == ExprOp::Load) used[k_.num_outputs() + e.index] = 1;
-    for (int32_t o : {e.a, e.b, e.c})
-      if (o >= 0) need[o] = 1;
-  }
-  return used;
+  return body_operands(k_, want, known, store);
 }
 
 template <class E>
