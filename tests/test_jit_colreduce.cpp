@@ -399,7 +399,8 @@ TEST(JitColumnKernels, ResultsDoNotDependOnTheThreadCount) {
 // Fewer than 16 columns (eager's 16-column windows fold them faster), a reduced input that is
 // not row-major (eager gathers it as rows: another order), strided columns (no vector code),
 // and, on 2 threads or more, a plain reduction in fewer calls than threads over more rows than
-// one 2048-row chunk (eager splits the chunks across the threads): none of them launch.
+// one 2048-row chunk, or one whose Reduces each fold an input of their own as loaded, in any
+// number of calls (eager splits the chunks across the threads): none of them launch.
 TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
   std::shared_ptr<jit::CompiledKernel> kernel =
       jit::cpu_target().compile(col_kernel(kFloat32, ExprOp::ReduceSum));
@@ -423,6 +424,29 @@ TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
         const std::vector<Tensor> got = launch_cols(*plain, x, w, {true}, launches);
         if (launches) expect_bitwise_equal(got[0], x.sum({1}, true), "plain column sum");
       }
+    }
+  }
+  {
+    // A Reduce of an input as it is loaded, on 2 threads over more than one chunk: eager's work
+    // in eager's order, and eager splits the chunks across the threads, so it stays eager in
+    // any number of calls; two Reduces of one load (one read where eager reads twice) launch.
+    LoopKernel k = LoopKernel::uniform(DType::Float32, 1);
+    k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+    std::shared_ptr<jit::CompiledKernel> plain = jit::cpu_target().compile(k);
+    LoopKernel k2 = LoopKernel::uniform(DType::Float32, 1);
+    const int32_t x = k2.load(0);
+    k2.stores = {k2.reduce(ExprOp::ReduceSum, x), k2.reduce(ExprOp::ReduceMax, x)};
+    std::shared_ptr<jit::CompiledKernel> shared = jit::cpu_target().compile(k2);
+    for (int threads : {1, 2}) {
+      ConfigOverride<int> t(config().num_threads, threads);
+      for (int64_t rows : {2048, 2049})
+        for (int64_t cols : {64, 256, 4096}) {
+          EXPECT_EQ(plain->may_launch({1, rows, cols}, 1, 1), threads < 2 || rows <= 2048)
+              << rows << " x " << cols << " on " << threads;
+          EXPECT_EQ(shared->may_launch({1, rows, cols}, 1, 1),
+                    threads < 2 || rows <= 2048 || cols > 64)
+              << rows << " x " << cols << " on " << threads;
+        }
     }
   }
   // Rows 40 columns apart holding 20 columns: not row-major.

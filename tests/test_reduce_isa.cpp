@@ -237,7 +237,7 @@ TEST(ReduceIsa, SoftmaxOverColumnsFollowsTheDocumentedOrder) {
   set_num_threads(saved);
 }
 
-// Slices of 128 columns and more walk each 64-row run in memory order, the accumulators in
+// Slices of 32 columns and more walk each 64-row run in memory order, the accumulators in
 // memory (col_leaf_rows); slices narrow to give every thread a part, and rows wider than 4096
 // columns take several. The same documented order on every ISA, 1 and 2 threads.
 TEST(ReduceIsa, WideColumnsFollowTheDocumentedOrder) {
@@ -246,7 +246,7 @@ TEST(ReduceIsa, WideColumnsFollowTheDocumentedOrder) {
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (int64_t n : {1, 63, 65, 200, 2049})
-      for (int64_t w : {128, 131, 515, 1024}) {
+      for (int64_t w : {32, 47, 128, 131, 515, 1024}) {
         expect_documented_columns<float>(isas, n, w, n == 65 && w == 131);
         expect_documented_columns<double>(isas, n, w, false);
       }

@@ -33,6 +33,7 @@ bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inn
 // 19K -> 8.8K per step of kiln-perf's host_loop recorded, its amax over 16 floats).
 struct ReduceFacts {
   bool row_values_only = false;     // it stores row values only
+  bool plain_reduces = false;       // every Reduce folds a Load of an input of its own
   bool splits_long_rows = false;    // its long rows may be split across threads by chunks
   bool column_ok = false;           // column_kernel_ok (render_cols.h)
   bool columns_only = false;        // a ReduceArgMax / ReduceArgMin: no row kernel renders it

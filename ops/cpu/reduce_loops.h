@@ -376,9 +376,10 @@ inline void col_fold(V& acc, const V& b) {
 // 16 columns (one cache line) down the leaf's rows and then the next 16: on a row-major input
 // whose rows are a page apart every access is a new page for the hardware prefetchers, and
 // [8192, 1024].sum(0) ran at a third of the memory's speed (7 ms on one Zen 3 core against 2.5
-// for this walk). A leaf is at most kColBlock rows, and w columns of at least 8 vectors keep
-// enough independent accumulators in flight (narrower slices keep col_leaf16's registers).
-inline constexpr int64_t kColRowsWide = 128;
+// for this walk; narrow rows gain too: [262144, 64] 6.5-7.0 -> 3.7-4.3 ms, [167772, 100]
+// 16.5 -> 4.5 on two cores). Under 32 columns col_leaf16's registers (four runs side by side)
+// stay ahead ([1048576, 16] 4.2-4.4 ms against 5.1-7.0 this way).
+inline constexpr int64_t kColRowsWide = 32;
 // The accumulators sit in `room` (w + 4096 / sizeof(A) elements) half a page from the rows'
 // columns (mod 4096), so that no load of a row waits on a store to an accumulator whose address
 // has the same low 12 bits (4K aliasing, with rows a page apart).
