@@ -93,8 +93,10 @@ class Recorder final : public ModeHandler {
       stop();
       return run_eager(def, call, meta);
     }
-    for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
+    // The tier runs the op as eager mode does: a foreign pending input materializes when the
+    // kernel reads it (TensorImpl::data), so the scan below is for recording only.
     if (in_eager_tier(cfg, call, meta)) return run_eager(def, call, meta);
+    for (const Tensor& t : call.inputs) materialize_foreign(t, segment_);
     return segment_->record(def, call, meta);
   }
 
