@@ -396,11 +396,45 @@ TEST(JitColumnKernels, ResultsDoNotDependOnTheThreadCount) {
   expect_bitwise_equal(two[0], x.sum({1}, true));
 }
 
+// A kernel of row values only in fewer calls than threads over more than one 2048-row chunk
+// splits its calls' rows by chunks (cpu_kernel_reduce.cpp column_calls): each chunk's level
+// popped into a slot (word 4), then one call per block pushing them (word 3) in the chunk
+// tree. Bitwise eager's on every ISA, 2 and 3 threads, Float32 and Float64, rows around the
+// chunks, a sum of a product, a max of a sum and a mean (RowSize: all the rows, not a chunk's).
+TEST(JitColumnKernels, RowsSplitAcrossThreadsByChunks) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
+  uint64_t seed = 40;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      LoopKernel k = LoopKernel::uniform(dt, 2);
+      const int32_t x = k.load(0), w = k.load(1);
+      const int32_t sum = k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, x, w));
+      const int32_t mx = k.reduce(ExprOp::ReduceMax, k.binary(ExprOp::Add, x, w));
+      k.stores = {sum, mx, k.binary(ExprOp::Div, sum, k.row_size(dt))};
+      std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+      for (int threads : {2, 3})
+        for (int64_t n : {2049, 4096, 6145, 10000}) {
+          ConfigOverride<int> t(config().num_threads, threads);
+          const Tensor xv = col_data(1, n, 40, dt, ExprOp::ReduceSum, seed++, n == 6145);
+          const Tensor wv = col_data(1, 1, 40, dt, ExprOp::ReduceProd, seed++, false).reshape({40});
+          const std::vector<Tensor> got = launch_cols(*kernel, xv, wv, {true, true, true});
+          const std::string what =
+              fmt::format("{} {} {} rows on {}", isa, dtype_name(dt), n, threads);
+          expect_bitwise_equal(got[0], eager_col(ExprOp::ReduceSum, xv * wv), what.c_str());
+          expect_bitwise_equal(got[1], eager_col(ExprOp::ReduceMax, xv + wv), what.c_str());
+          expect_bitwise_equal(got[2], (xv * wv).mean({1}, true), what.c_str());
+        }
+    }
+  }
+}
+
 // Fewer than 16 columns (eager's 16-column windows fold them faster), a reduced input that is
 // not row-major (eager gathers it as rows: another order), strided columns (no vector code),
-// and, on 2 threads or more, a plain reduction in fewer calls than threads over more rows than
-// one 2048-row chunk, or one whose Reduces each fold an input of their own as loaded, in any
-// number of calls (eager splits the chunks across the threads): none of them launch.
+// and, on 2 threads or more over more rows than one 2048-row chunk, a reduction whose Reduces
+// each fold an input of their own as loaded (eager's work: eager splits the chunks across the
+// threads): none of them launch. A plain reduction of computed values in fewer calls than
+// threads splits its rows by chunks itself and launches.
 TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
   std::shared_ptr<jit::CompiledKernel> kernel =
       jit::cpu_target().compile(col_kernel(kFloat32, ExprOp::ReduceSum));
@@ -419,10 +453,11 @@ TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
       for (int64_t rows : {2048, 2049}) {
         const Tensor x = col_data(1, rows, 64, kFloat32, ExprOp::ReduceSum, 4, false);
         const Tensor w = ones({64});
-        const bool launches = num_threads() < 2 || rows <= 2048;
-        EXPECT_EQ(plain->may_launch({1, rows, 64}, 1, 1), launches) << rows;
-        const std::vector<Tensor> got = launch_cols(*plain, x, w, {true}, launches);
-        if (launches) expect_bitwise_equal(got[0], x.sum({1}, true), "plain column sum");
+        // One call of 64 columns: on 2 threads its rows split by 2048-row chunks (a slot per
+        // chunk, then the chunk tree), the same bits.
+        EXPECT_TRUE(plain->may_launch({1, rows, 64}, 1, 1)) << rows;
+        const std::vector<Tensor> got = launch_cols(*plain, x, w, {true}, true);
+        expect_bitwise_equal(got[0], x.sum({1}, true), "plain column sum");
       }
     }
   }
@@ -443,8 +478,7 @@ TEST(JitColumnKernels, LayoutsEagerReducesAsRowsDoNotLaunch) {
         for (int64_t cols : {64, 256, 4096}) {
           EXPECT_EQ(plain->may_launch({1, rows, cols}, 1, 1), threads < 2 || rows <= 2048)
               << rows << " x " << cols << " on " << threads;
-          EXPECT_EQ(shared->may_launch({1, rows, cols}, 1, 1),
-                    threads < 2 || rows <= 2048 || cols > 64)
+          EXPECT_TRUE(shared->may_launch({1, rows, cols}, 1, 1))
               << rows << " x " << cols << " on " << threads;
         }
     }
@@ -665,11 +699,10 @@ TEST_F(JitColumnPlanTest, ArgmaxArgminOverColumnsAreOnePassColumnKernels) {
                                   (randn_of({4, n, 33}, sd + 1) * 3.0).round().to(kInt32)};
           const int64_t before = launches.load();
           steps = plan_of(program, {set}, what);
-          // Two kernels a planned run (the first set's first run plans); eager's reductions
-          // where it splits more than 2048 rows across the threads instead.
-          if (threads == 1 || n <= 2048) {
-            EXPECT_EQ(launches.load() - before, first ? 2 : 4) << what;
-          }
+          // Two kernels a planned run (the first set's first run plans); past 2048 rows on 2
+          // threads the [n, 40] one splits its rows by chunks (each chunk's rows counted from
+          // its first: RowsSplitAcrossThreadsByChunks).
+          EXPECT_EQ(launches.load() - before, first ? 2 : 4) << what;
           first = false;
           const int64_t plain_before = launches.load();
           plan_of(plain, {{set[0]}}, what + " plain");

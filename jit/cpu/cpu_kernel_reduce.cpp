@@ -188,30 +188,41 @@ bool eager_splits_rows_wider(bool row_values_only, bool splits, int64_t rows, in
 
 // A column kernel's calls: blocks of up to 4096 columns (a call walks its rows in memory order,
 // each across all its columns: the longer the runs of a row-major input, the better the
-// prefetchers keep up), fewer where that leaves a thread idle; a multiple of 64. Returns the
-// block width.
-int64_t column_call_width(int64_t w, int64_t outer) {
-  const int64_t per_thread = (w * outer + num_threads() - 1) / num_threads();
-  return std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 4096);
+// prefetchers keep up). Where fewer blocks than threads would leave a thread idle, a kernel of
+// row values only splits the calls' rows across the threads by chunks of kColRowChunk rows
+// instead, as eager does (run_cols, run_arg_cols): each chunk's level popped into a slot, then
+// one call per block combining them in the column program's tree (row_program.h
+// column_program_partials; an argmax counts its rows from the chunk's first): the same bits,
+// whatever the threads. Other kernels narrow their blocks (multiples of 64 columns) to give
+// every thread a call.
+struct ColumnCalls {
+  int64_t width = 0;        // columns per call
+  bool split_rows = false;  // the rows split by chunks across the threads
+};
+ColumnCalls column_calls(bool row_values_only, int64_t outer, int64_t n, int64_t w) {
+  const int64_t threads = num_threads();
+  ColumnCalls c;
+  c.width = std::min<int64_t>(std::max<int64_t>(w, 1), 4096);
+  const int64_t calls = outer * ((w + c.width - 1) / c.width);
+  if (calls >= threads || threads < 2 || in_parallel_region()) return c;
+  if (row_values_only && n > kColRowChunk) {
+    c.split_rows = true;
+    return c;
+  }
+  const int64_t per_thread = (w * outer + threads - 1) / threads;
+  c.width = std::clamp<int64_t>((per_thread + 63) / 64 * 64, 64, 4096);
+  return c;
 }
 
-// The columns' counterpart: a kernel of row values only, in fewer calls than kiln's threads (a
-// call is one thread's) over `outer` outer indices and w columns, each column of n rows longer
-// than one chunk of kColRowChunk rows, which eager reduces across the threads
-// (ops/cpu/reduce_loops.h run_cols) in the same order: [65536, 64].sum(0) took 0.95-1.3 ms as
-// one call, 0.53-0.57 ms eagerly.
-// Also where every Reduce folds an input of its own as it is loaded (`x.sum(0)`, `g.sum(0)` of a
-// bias gradient): the kernel then does eager's work in eager's order, but its calls split the
-// columns across the threads where eager splits the rows' chunks, which streams a row-major input
-// better ([65536, 128].sum(0) 2.1-3.3 ms as kernels, 1.75-2.6 eagerly; [8192, 1024] 1.85-2.4
-// against 1.7-1.9; with a fused producer the kernel wins: `(x * w + 1).sum(0)` 4.1 against 8.7).
-bool eager_splits_cols_wider(bool row_values_only, bool plain, int64_t outer, int64_t n,
-                             int64_t w) {
+// Column launches eager runs as fast: on 2 threads or more over more than one chunk of
+// kColRowChunk rows, a kernel of row values only whose Reduces each fold an input of their own
+// as loaded (`x.sum(0)`, `g.sum(0)` of a bias gradient) does eager's work in eager's order: it
+// reads what eager reads and splits the chunks as eager does, so it has nothing to gain and a
+// launch to pay. With a fused producer the kernel wins: `(x * w + 1).sum(0)` of [8192, 1024]
+// 2.5 ms against 10.2 eagerly (2-core Zen 3 VM).
+bool eager_splits_cols_wider(bool row_values_only, bool plain, int64_t n) {
   const int threads = num_threads();
-  if (threads < 2 || in_parallel_region() || n <= kColRowChunk || !row_values_only) return false;
-  if (plain) return true;
-  const int64_t width = column_call_width(w, outer);
-  return outer * ((w + width - 1) / width) < threads;
+  return threads >= 2 && !in_parallel_region() && n > kColRowChunk && row_values_only && plain;
 }
 
 // What the launch's sizes alone decide (CpuKernel::may_launch): false for a column launch of
@@ -230,7 +241,7 @@ bool sizes_allow_launch(bool row_values_only, bool splits, bool plain, const Dim
   for (size_t d = 0; d < rank; ++d) (d < r0 ? outer : d < r1 ? n : w) *= sizes[d];
   if (inner_dims > 0) {
     if (w > 0 && w < 16) return false;
-    return !eager_splits_cols_wider(row_values_only, plain, outer, n, w);
+    return !eager_splits_cols_wider(row_values_only, plain, n);
   }
   return !eager_splits_rows_wider(row_values_only, splits, outer, n);
 }
@@ -504,14 +515,15 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   // for the partial results (render_cols.h).
   const std::vector<int64_t> program = column_program(n);
   const size_t np = static_cast<size_t>(k_.num_params());
-  SmallVector<uint64_t, 16> words(np + 2, 0);
+  SmallVector<uint64_t, 16> words(np + 3, 0);  // np + 2: the call's first row (a chunk's)
   pack_params(args, words.data());
   words[np] = reinterpret_cast<uintptr_t>(program.data());
 
   const CoalescedLaunch& co = split.outer;
   int64_t outer = 1;
   for (int64_t s : co.sizes) outer *= s;
-  const int64_t width = column_call_width(w, outer);
+  const ColumnCalls calls = column_calls(facts_.row_values_only, outer, n, w);
+  const int64_t width = calls.width;
   const int64_t blocks = (w + width - 1) / width;
   SmallVector<int64_t, 8> col_bytes(nops, 0);
   for (size_t j = 0; j < nops; ++j)
@@ -538,29 +550,82 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   const KernelFn fn = variant({split.layout.data(), split.layout.size()}, stores.streaming, true);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
   cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
-  const size_t scratch_words = static_cast<size_t>(program_depth(program)) * facts_.column_slots *
-                               static_cast<size_t>((std::min(width, w) + 15) / 16 * 16);
+  // A level of the scratch: every Reduce's row of columns, 8 bytes a column (render_cols.h).
+  const int64_t wpad = (std::min(width, w) + 15) / 16 * 16;
+  const int64_t level_words = static_cast<int64_t>(facts_.column_slots) * wpad;
+  const size_t scratch_words = static_cast<size_t>(program_depth(program) * level_words);
+  // The operands of call t (outer index, block of columns) at row 0 in p; returns its columns.
+  auto place = [&](int64_t t, SmallVector<char*, 8>& p) {
+    const int64_t b = t % blocks;
+    int64_t rest = t / blocks;
+    for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + b * width * col_bytes[j];
+    for (size_t d = co.sizes.size(); d-- > 0;) {
+      const int64_t idx = rest % co.sizes[d];
+      rest /= co.sizes[d];
+      for (size_t j = 0; j < nops; ++j) p[j] += idx * co.stride(j, d);
+    }
+    return std::min(width, w - b * width);
+  };
+  const int64_t items = outer * blocks;
+  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+  const StoreTrial trial(&stores_, stores, outer * n * w, name_, logging::Subsystem::Jit);
+  if (calls.split_rows) {
+    // Each (call, chunk) reduces the chunk's rows and pops its level into a slot (its row values
+    // go to a dummy); then each call pushes its chunks' slots in the tree and stores the row
+    // values (RowSize: all n rows).
+    const int64_t chunks = (n + kColRowChunk - 1) / kColRowChunk;
+    std::unique_ptr<uint64_t[]> slots(
+        new uint64_t[static_cast<size_t>(items * chunks * level_words)]);
+    auto slot = [&](int64_t item, int64_t c) {
+      return reinterpret_cast<char*>(slots.get() + (item * chunks + c) * level_words);
+    };
+    const int64_t slot_bytes = level_words * 8;
+    parallel_for(0, items * chunks, 1, [&](int64_t b, int64_t e) {
+      SmallVector<char*, 8> p(nops);
+      std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
+      std::unique_ptr<uint64_t[]> dummy(new uint64_t[static_cast<size_t>(k_.num_outputs() * wpad)]);
+      SmallVector<uint64_t, 16> local = words;
+      local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t item = t / chunks, c = t % chunks;
+        const int64_t cols = place(item, p);
+        for (int32_t j = 0; j < k_.num_outputs(); ++j)
+          p[j] = reinterpret_cast<char*>(dummy.get() + j * wpad);
+        for (size_t j = static_cast<size_t>(k_.num_outputs()); j < nops; ++j)
+          p[j] += c * kColRowChunk * split.row_stride[j];
+        const std::vector<int64_t> part =
+            column_program_chunks(n, c, c + 1, slot(item, c), slot_bytes);
+        local[np] = reinterpret_cast<uintptr_t>(part.data());
+        local[np + 2] = static_cast<uint64_t>(c * kColRowChunk);
+        fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols,
+           std::min(kColRowChunk, n - c * kColRowChunk), local.data());
+      }
+    });
+    parallel_for(0, items, 1, [&](int64_t b, int64_t e) {
+      SmallVector<char*, 8> p(nops);
+      std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
+      SmallVector<uint64_t, 16> local = words;
+      local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t cols = place(t, p);
+        const std::vector<int64_t> tree = column_program_partials(n, slot(t, 0), slot_bytes);
+        local[np] = reinterpret_cast<uintptr_t>(tree.data());
+        fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols, n, local.data());
+      }
+    });
+    if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+    return;
+  }
   auto run = [&](int64_t t0, int64_t t1) {
     SmallVector<char*, 8> p(nops);
     std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
     SmallVector<uint64_t, 16> local = words;
     local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = t % blocks;
-      int64_t rest = t / blocks;
-      for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + b * width * col_bytes[j];
-      for (size_t d = co.sizes.size(); d-- > 0;) {
-        const int64_t idx = rest % co.sizes[d];
-        rest /= co.sizes[d];
-        for (size_t j = 0; j < nops; ++j) p[j] += idx * co.stride(j, d);
-      }
-      fn(p.data(), split.row_stride.data(), split.row_stride.data(), std::min(width, w - b * width),
-         n, local.data());
+      const int64_t cols = place(t, p);
+      fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols, n, local.data());
     }
   };
-  const int64_t items = outer * blocks;
-  const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
-  const StoreTrial trial(&stores_, stores, outer * n * w, name_, logging::Subsystem::Jit);
   if (num_threads() <= 1 || items < 2 || outer * n * w <= kParallelGrain || in_parallel_region())
     run(0, items);
   else

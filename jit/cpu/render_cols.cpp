@@ -162,9 +162,9 @@ class ColRenderer {
     cc_.shl(wpad8_, 3);
     cc_.imul(lvl_, wpad8_, R);
     cc_.mov(sb_, x86::ptr(params_, (k_.num_params() + 1) * 8));
-    if (has_arg_) {  // the absolute index of the current piece's first row
-      row0_ = cc_.newInt64("row0");
-      cc_.xor_(row0_, row0_);
+    if (has_arg_) {                  // the absolute index of the current piece's first row
+      row0_ = cc_.newInt64("row0");  // the call's first row: a chunk's, where rows split
+      cc_.mov(row0_, x86::ptr(params_, (k_.num_params() + 2) * 8));
     }
     rowoff_ = cc_.newStack(static_cast<uint32_t>(nops_ * 8), 8);
     {
@@ -188,6 +188,7 @@ class ColRenderer {
     cc_.mov(prog, x86::ptr(params_, k_.num_params() * 8));
     cc_.mov(sp, sb_);
     Label l_next = cc_.newLabel(), l_leaf = cc_.newLabel(), l_end = cc_.newLabel();
+    Label l_push = cc_.newLabel(), l_pop = cc_.newLabel();
     x86::Gp word = cc_.newInt64("word");
     cc_.bind(l_next);
     cc_.mov(word, x86::ptr(prog));
@@ -195,10 +196,35 @@ class ColRenderer {
     cc_.je(l_leaf);
     cc_.test(word, word);
     cc_.jz(l_end);
+    cc_.cmp(word, 3);
+    cc_.je(l_push);
+    cc_.cmp(word, 4);
+    cc_.je(l_pop);
     combine_levels(sp);  // 2: the two latest partial results, earlier on the left
     cc_.sub(sp, lvl_);
     cc_.add(prog, 8);
     cc_.jmp(l_next);
+
+    // 3 addr: a level stored at addr (by a call over other rows: row_program.h) pushed; 4 addr:
+    // the latest level popped into addr.
+    cc_.bind(l_push);
+    {
+      x86::Gp from = cc_.newIntPtr("from");
+      cc_.mov(from, x86::ptr(prog, 8));
+      copy_level(sp, from);
+      cc_.add(sp, lvl_);
+      cc_.add(prog, 16);
+      cc_.jmp(l_next);
+    }
+    cc_.bind(l_pop);
+    {
+      x86::Gp to = cc_.newIntPtr("to");
+      cc_.mov(to, x86::ptr(prog, 8));
+      cc_.sub(sp, lvl_);
+      copy_level(to, sp);
+      cc_.add(prog, 16);
+      cc_.jmp(l_next);
+    }
 
     cc_.bind(l_leaf);  // 1 len 0: the next `len` rows folded in order from the identity
     x86::Gp len = cc_.newInt64("len");
@@ -260,6 +286,22 @@ class ColRenderer {
       so.store(lanes_buf_, x.xmm());
       return vo.load_broadcast(lanes_buf_);
     });
+  }
+
+  // A level's bytes (lvl_, a multiple of 128) from `from` to `to`, 16 at a time.
+  void copy_level(x86::Gp to, x86::Gp from) {
+    x86::Gp off = cc_.newInt64("off");
+    cc_.xor_(off, off);
+    Label l = cc_.newLabel(), done = cc_.newLabel();
+    cc_.bind(l);
+    cc_.cmp(off, lvl_);
+    cc_.jge(done);
+    x86::Vec t = cc_.newXmm("copy");
+    cc_.emit(vex() ? Inst::kIdVmovups : Inst::kIdMovups, t, x86::ptr(from, off));
+    cc_.emit(vex() ? Inst::kIdVmovups : Inst::kIdMovups, x86::ptr(to, off), t);
+    cc_.add(off, 16);
+    cc_.jmp(l);
+    cc_.bind(done);
   }
 
   // Per slot: the start of its row of columns in the level at `level`.

@@ -16,7 +16,10 @@
 //   n_inner       the columns w; n_outer the reduced rows n;
 //   params        the kernel's runtime parameters (8 bytes each), then a pointer to the
 //                 column program of n, then a pointer to the scratch: program_depth levels of
-//                 Reduces x (w rounded up to 16) x 8 bytes.
+//                 Reduces x (w rounded up to 16) x 8 bytes, then the index of the call's first
+//                 row among all the reduced rows (argmax's rows count from it; row_program.h:
+//                 a call may reduce one chunk of the rows, its level popped by word 4 into a
+//                 slot that word 3 pushes in a later call).
 // Along the columns every operand is Contiguous or Broadcast (KernelVariant::layout); the
 // launcher (cpu_kernel_reduce.cpp) runs nothing else through a column kernel.
 // KernelVariant::streaming: element outputs are large and every vector of them starts aligned

@@ -172,6 +172,31 @@ std::vector<int64_t> column_program(int64_t n) {
   return p;
 }
 
+std::vector<int64_t> column_program_chunks(int64_t n, int64_t c0, int64_t c1, char* slots,
+                                           int64_t slot_bytes) {
+  std::vector<int64_t> p;
+  for (int64_t c = c0; c < c1; ++c) {
+    col_block(p, std::min(kColRowChunk, n - c * kColRowChunk));
+    p.push_back(4);
+    p.push_back(word_of(slots + (c - c0) * slot_bytes));
+  }
+  p.push_back(0);  // (the row values from a popped level: a dummy the launcher discards)
+  return p;
+}
+
+std::vector<int64_t> column_program_partials(int64_t n, const char* slots, int64_t slot_bytes) {
+  std::vector<int64_t> p;
+  const int64_t chunks = (n + kColRowChunk - 1) / kColRowChunk;
+  int64_t size = 1;
+  while (size < chunks) size *= 2;
+  chunk_tree(p, 0, size, chunks, [&](int64_t c) {
+    p.push_back(3);
+    p.push_back(word_of(slots + c * slot_bytes));
+  });
+  p.push_back(0);
+  return p;
+}
+
 namespace {
 void walk_depth(const int64_t* p, int64_t& depth, int64_t& most) {
   for (size_t i = 0; p[i] != 0;) {

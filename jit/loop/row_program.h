@@ -57,6 +57,16 @@ std::vector<int64_t> row_program_partials(int64_t n, const uint64_t* slots);
 // identity). It is the same for every op and type.
 std::vector<int64_t> column_program(int64_t n);
 
+// A column's counterparts of row_program_chunks / row_program_partials (the CPU launcher splits
+// the rows of a column kernel's calls across threads by chunks of kColRowChunk rows): a partial
+// result is a whole level of the column kernel's scratch (every Reduce's row of columns), and
+// 3 / 4 copy `slot_bytes` from / to the slot's address (render_cols.h). The chunks [c0, c1) of
+// n rows from chunk c0's first row, each popped into slots + (c - c0) * slot_bytes; then the
+// column program's tree over slots + c * slot_bytes, c < the chunks of n.
+std::vector<int64_t> column_program_chunks(int64_t n, int64_t c0, int64_t c1, char* slots,
+                                           int64_t slot_bytes);
+std::vector<int64_t> column_program_partials(int64_t n, const char* slots, int64_t slot_bytes);
+
 // The most partial results a program holds at once (the stack its renderer needs).
 int64_t program_depth(const std::vector<int64_t>& p);
 
