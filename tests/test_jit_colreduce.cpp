@@ -101,8 +101,10 @@ char* ptr_of(const Tensor& t) { return static_cast<char*>(const_cast<void*>(t.ra
 
 // Launches column kernel `k` over [A, N, C] reducing N: input 0 = x, input 1 = w ([C], broadcast
 // over A and N); outputs as `row_out` says (an [A, 1, C] row value, else [A, N, C]).
+// `out_types`: the outputs' dtypes where they are not x's (an argmax's Int64 rows).
 std::vector<Tensor> launch_cols(jit::CompiledKernel& kernel, const Tensor& x, const Tensor& w,
-                                const std::vector<bool>& row_out, bool expect_launch = true) {
+                                const std::vector<bool>& row_out, bool expect_launch = true,
+                                const std::vector<DType>& out_types = {}) {
   const int64_t a = x.sizes()[0], n = x.sizes()[1], c = x.sizes()[2];
   const int64_t es = static_cast<int64_t>(itemsize(x.dtype()));
   jit::LaunchArgs la;
@@ -110,10 +112,13 @@ std::vector<Tensor> launch_cols(jit::CompiledKernel& kernel, const Tensor& x, co
   la.reduced_dims = 1;
   la.inner_dims = 1;
   std::vector<Tensor> outs;
-  for (bool r : row_out) {
-    Tensor o = empty(r ? DimVector{a, 1, c} : DimVector{a, n, c}, TensorOptions().dtype(x.dtype()));
+  for (size_t i = 0; i < row_out.size(); ++i) {
+    const bool r = row_out[i];
+    const DType dt = i < out_types.size() ? out_types[i] : x.dtype();
+    const int64_t os = static_cast<int64_t>(itemsize(dt));
+    Tensor o = empty(r ? DimVector{a, 1, c} : DimVector{a, n, c}, TensorOptions().dtype(dt));
     la.ptrs.push_back(ptr_of(o));
-    la.strides.push_back(r ? DimVector{c * es, 0, es} : DimVector{n * c * es, c * es, es});
+    la.strides.push_back(r ? DimVector{c * os, 0, os} : DimVector{n * c * os, c * os, os});
     outs.push_back(o);
   }
   la.ptrs.push_back(ptr_of(x));
@@ -400,7 +405,8 @@ TEST(JitColumnKernels, ResultsDoNotDependOnTheThreadCount) {
 // splits its calls' rows by chunks (cpu_kernel_reduce.cpp column_calls): each chunk's level
 // popped into a slot (word 4), then one call per block pushing them (word 3) in the chunk
 // tree. Bitwise eager's on every ISA, 2 and 3 threads, Float32 and Float64, rows around the
-// chunks, a sum of a product, a max of a sum and a mean (RowSize: all the rows, not a chunk's).
+// chunks, a sum of a product, a max of a sum and a mean (RowSize: all the rows, not a chunk's),
+// and an argmax and argmin (rows counted from each chunk's first).
 TEST(JitColumnKernels, RowsSplitAcrossThreadsByChunks) {
   KILN_SWEEPS_EVERY_ISA_ITSELF();
   uint64_t seed = 40;
@@ -424,6 +430,17 @@ TEST(JitColumnKernels, RowsSplitAcrossThreadsByChunks) {
           expect_bitwise_equal(got[0], eager_col(ExprOp::ReduceSum, xv * wv), what.c_str());
           expect_bitwise_equal(got[1], eager_col(ExprOp::ReduceMax, xv + wv), what.c_str());
           expect_bitwise_equal(got[2], (xv * wv).mean({1}, true), what.c_str());
+          if (dt != kFloat64) continue;
+          // argmax / argmin (Float64 values): each chunk's rows counted from its first, the
+          // levels combined in the tree (a tie keeps the earlier chunk's row; the first NaN wins).
+          LoopKernel a = LoopKernel::uniform(dt, 2);
+          const int32_t p = a.binary(ExprOp::Mul, a.load(0), a.load(1));
+          a.stores = {a.reduce_arg(ExprOp::ReduceArgMax, p), a.reduce_arg(ExprOp::ReduceArgMin, p)};
+          std::shared_ptr<jit::CompiledKernel> arg = jit::cpu_target().compile(a);
+          const std::vector<Tensor> idx =
+              launch_cols(*arg, xv, wv, {true, true}, true, {kInt64, kInt64});
+          expect_bitwise_equal(idx[0], (xv * wv).argmax(1, true), what.c_str());
+          expect_bitwise_equal(idx[1], (xv * wv).argmin(1, true), what.c_str());
         }
     }
   }
