@@ -214,7 +214,8 @@ TEST(JitColumnKernels, EveryOpDtypeIsaRowAndColumnCountMatchesEagerBitwise) {
 // A mean (ReduceSum / RowSize) and a max in one column kernel of Float64 with a Float32 input
 // (8 lanes on AVX-512, the Float32 values in half registers).
 // An epilogue: out1 = x - reduce(x * w), out2 = x * w, both stored by the second pass over
-// each block's rows; the sum's mean hoisted once per block.
+// each block's rows; the sum's mean hoisted once per block. Also with the rows split across
+// threads by chunks.
 TEST(JitColumnKernels, EpilogueMatchesEagerBitwise) {
   const ExprOp ops[] = {ExprOp::ReduceSum, ExprOp::ReduceMax};
   uint64_t seed = 500;
@@ -242,6 +243,22 @@ TEST(JitColumnKernels, EpilogueMatchesEagerBitwise) {
             expect_bitwise_equal(got[2], xt * wt, what.c_str());
           }
         }
+        // One call over more than one 2048-row chunk on 2 and 3 threads: the rows split by
+        // chunks, the combined level kept, then the epilogue's rows by chunks (launch_cols).
+        for (int threads : {2, 3})
+          for (int64_t n : {2049, 4100}) {
+            ConfigOverride<int> t(config().num_threads, threads);
+            const Tensor xt = col_data(1, n, 70, dt, op, seed++, n == 4100);
+            const Tensor wt =
+                col_data(1, 1, 70, dt, ExprOp::ReduceProd, seed++, false).reshape({70});
+            const std::vector<Tensor> got = launch_cols(*kernel, xt, wt, {true, false, false});
+            const Tensor want = eager_col(op, xt * wt) / static_cast<double>(n);
+            const std::string what = fmt::format("{} {} {} [1, {}, 70] on {}", isa, dtype_name(dt),
+                                                 expr_op_name(op), n, threads);
+            expect_bitwise_equal(got[0], want, what.c_str());
+            expect_bitwise_equal(got[1], xt - want, what.c_str());
+            expect_bitwise_equal(got[2], xt * wt, what.c_str());
+          }
       }
     }
   }

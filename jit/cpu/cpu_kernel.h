@@ -36,6 +36,7 @@ struct ReduceFacts {
   bool plain_reduces = false;       // every Reduce folds a Load of an input of its own
   bool splits_long_rows = false;    // its long rows may be split across threads by chunks
   bool column_ok = false;           // column_kernel_ok (render_cols.h)
+  bool column_epilogue = false;     // column_kernel_has_epilogue (render_cols.h)
   bool columns_only = false;        // a ReduceArgMax / ReduceArgMin: no row kernel renders it
   size_t column_slots = 0;          // column_scratch_slots (render_cols.h)
   std::vector<uint8_t> row_output;  // per output: whether it stores a row value

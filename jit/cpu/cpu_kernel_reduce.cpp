@@ -188,24 +188,25 @@ bool eager_splits_rows_wider(bool row_values_only, bool splits, int64_t rows, in
 
 // A column kernel's calls: blocks of up to 4096 columns (a call walks its rows in memory order,
 // each across all its columns: the longer the runs of a row-major input, the better the
-// prefetchers keep up). Where fewer blocks than threads would leave a thread idle, a kernel of
-// row values only splits the calls' rows across the threads by chunks of kColRowChunk rows
-// instead, as eager does (run_cols, run_arg_cols): each chunk's level popped into a slot, then
-// one call per block combining them in the column program's tree (row_program.h
-// column_program_partials; an argmax counts its rows from the chunk's first): the same bits,
-// whatever the threads. Other kernels narrow their blocks (multiples of 64 columns) to give
+// prefetchers keep up). Where fewer blocks than threads would leave a thread idle and a column
+// is longer than one chunk of kColRowChunk rows, the calls' rows split across the threads by
+// chunks instead, as eager splits them (run_cols, run_arg_cols): each chunk's level popped into a
+// slot, then one call per block combining them in the column program's tree (row_program.h
+// column_program_partials; an argmax counts its rows from the chunk's first) and storing the row
+// values, then, for a kernel with an epilogue, its rows by chunks again: the same bits, whatever
+// the threads (launch_cols). Shorter columns narrow the blocks (multiples of 64 columns) to give
 // every thread a call.
 struct ColumnCalls {
   int64_t width = 0;        // columns per call
   bool split_rows = false;  // the rows split by chunks across the threads
 };
-ColumnCalls column_calls(bool row_values_only, int64_t outer, int64_t n, int64_t w) {
+ColumnCalls column_calls(int64_t outer, int64_t n, int64_t w) {
   const int64_t threads = num_threads();
   ColumnCalls c;
   c.width = std::min<int64_t>(std::max<int64_t>(w, 1), 4096);
   const int64_t calls = outer * ((w + c.width - 1) / c.width);
   if (calls >= threads || threads < 2 || in_parallel_region()) return c;
-  if (row_values_only && n > kColRowChunk) {
+  if (n > kColRowChunk) {
     c.split_rows = true;
     return c;
   }
@@ -270,6 +271,7 @@ ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
   // row's values, and no ReduceFirst, whose pass scans for the first hit, not by a program.
   f.splits_long_rows = f.row_values_only && !first;
   f.column_ok = column_kernel_ok(k);
+  f.column_epilogue = column_kernel_has_epilogue(k);
   // Reduces sharing a load (x.sum(0) and x.amax(0) in one kernel) read it once where eager
   // reads it per reduction: not plain.
   std::vector<int32_t> loads = f.loaded_reduced;
@@ -515,14 +517,16 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   // for the partial results (render_cols.h).
   const std::vector<int64_t> program = column_program(n);
   const size_t np = static_cast<size_t>(k_.num_params());
-  SmallVector<uint64_t, 16> words(np + 3, 0);  // np + 2: the call's first row (a chunk's)
+  // np + 2: the call's first row (a chunk's); np + 3: all the rows (render_cols.h).
+  SmallVector<uint64_t, 16> words(np + 4, 0);
+  words[np + 3] = static_cast<uint64_t>(n);
   pack_params(args, words.data());
   words[np] = reinterpret_cast<uintptr_t>(program.data());
 
   const CoalescedLaunch& co = split.outer;
   int64_t outer = 1;
   for (int64_t s : co.sizes) outer *= s;
-  const ColumnCalls calls = column_calls(facts_.row_values_only, outer, n, w);
+  const ColumnCalls calls = column_calls(outer, n, w);
   const int64_t width = calls.width;
   const int64_t blocks = (w + width - 1) / width;
   SmallVector<int64_t, 8> col_bytes(nops, 0);
@@ -570,37 +574,49 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
   const StoreTrial trial(&stores_, stores, outer * n * w, name_, logging::Subsystem::Jit);
   if (calls.split_rows) {
-    // Each (call, chunk) reduces the chunk's rows and pops its level into a slot (its row values
-    // go to a dummy); then each call pushes its chunks' slots in the tree and stores the row
-    // values (RowSize: all n rows).
+    // 1. Each (call, chunk) reduces the chunk's rows and pops its level into a slot (its row
+    //    values go to a dummy; element values of the reducing pass to their rows; no epilogue
+    //    rows). 2. Each call pushes its chunks' slots in the tree and stores the row values
+    //    (with an epilogue, it pops the combined level into a slot of its own). 3. With an
+    //    epilogue, each (call, chunk) pushes that level and walks the chunk's epilogue rows.
     const int64_t chunks = (n + kColRowChunk - 1) / kColRowChunk;
-    std::unique_ptr<uint64_t[]> slots(
-        new uint64_t[static_cast<size_t>(items * chunks * level_words)]);
-    auto slot = [&](int64_t item, int64_t c) {
-      return reinterpret_cast<char*>(slots.get() + (item * chunks + c) * level_words);
+    const bool epi = facts_.column_epilogue;
+    const size_t slot_words = static_cast<size_t>(items * (chunks + 1) * level_words);
+    std::unique_ptr<uint64_t[]> slots(new uint64_t[slot_words]);
+    auto slot = [&](int64_t item, int64_t c) {  // c == chunks: the item's combined level
+      return reinterpret_cast<char*>(slots.get() + (item * (chunks + 1) + c) * level_words);
     };
     const int64_t slot_bytes = level_words * 8;
-    parallel_for(0, items * chunks, 1, [&](int64_t b, int64_t e) {
-      SmallVector<char*, 8> p(nops);
-      std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
-      std::unique_ptr<uint64_t[]> dummy(new uint64_t[static_cast<size_t>(k_.num_outputs() * wpad)]);
-      SmallVector<uint64_t, 16> local = words;
-      local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t item = t / chunks, c = t % chunks;
-        const int64_t cols = place(item, p);
-        for (int32_t j = 0; j < k_.num_outputs(); ++j)
-          p[j] = reinterpret_cast<char*>(dummy.get() + j * wpad);
-        for (size_t j = static_cast<size_t>(k_.num_outputs()); j < nops; ++j)
-          p[j] += c * kColRowChunk * split.row_stride[j];
-        const std::vector<int64_t> part =
-            column_program_chunks(n, c, c + 1, slot(item, c), slot_bytes);
-        local[np] = reinterpret_cast<uintptr_t>(part.data());
-        local[np + 2] = static_cast<uint64_t>(c * kColRowChunk);
-        fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols,
-           std::min(kColRowChunk, n - c * kColRowChunk), local.data());
-      }
-    });
+    // Phases 1 and 3: call (item, chunk c), the chunk's rows at row 0, row values to a dummy.
+    auto chunk_calls = [&](bool epilogue_rows) {
+      parallel_for(0, items * chunks, 1, [&](int64_t b, int64_t e) {
+        SmallVector<char*, 8> p(nops);
+        std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
+        std::unique_ptr<uint64_t[]> dummy(
+            new uint64_t[static_cast<size_t>(k_.num_outputs() * wpad)]);
+        SmallVector<uint64_t, 16> local = words;
+        local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t item = t / chunks, c = t % chunks;
+          const int64_t rows = std::min(kColRowChunk, n - c * kColRowChunk);
+          const int64_t cols = place(item, p);
+          for (size_t j = 0; j < nops; ++j) p[j] += c * kColRowChunk * split.row_stride[j];
+          for (int32_t j = 0; j < k_.num_outputs(); ++j)
+            if (facts_.row_output[j]) p[j] = reinterpret_cast<char*>(dummy.get() + j * wpad);
+          const std::vector<int64_t> prog =
+              epilogue_rows ? std::vector<int64_t>{3,
+                                                   static_cast<int64_t>(reinterpret_cast<uintptr_t>(
+                                                       slot(item, chunks))),
+                                                   0}
+                            : column_program_chunks(n, c, c + 1, slot(item, c), slot_bytes);
+          local[np] = reinterpret_cast<uintptr_t>(prog.data());
+          local[np + 2] = static_cast<uint64_t>(c * kColRowChunk);
+          fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols,
+             epilogue_rows ? rows : 0, local.data());
+        }
+      });
+    };
+    chunk_calls(false);
     parallel_for(0, items, 1, [&](int64_t b, int64_t e) {
       SmallVector<char*, 8> p(nops);
       std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
@@ -608,11 +624,17 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
       local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
       for (int64_t t = b; t < e; ++t) {
         const int64_t cols = place(t, p);
-        const std::vector<int64_t> tree = column_program_partials(n, slot(t, 0), slot_bytes);
+        std::vector<int64_t> tree = column_program_partials(n, slot(t, 0), slot_bytes);
+        if (epi) {  // the combined level kept for the epilogue's chunks
+          tree.back() = 4;
+          tree.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(slot(t, chunks))));
+          tree.push_back(0);
+        }
         local[np] = reinterpret_cast<uintptr_t>(tree.data());
-        fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols, n, local.data());
+        fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols, 0, local.data());
       }
     });
+    if (epi) chunk_calls(true);
     if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
     return;
   }

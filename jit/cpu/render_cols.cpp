@@ -64,6 +64,13 @@ bool column_kernel_ok(const LoopKernel& k) {
   return true;
 }
 
+bool column_kernel_has_epilogue(const LoopKernel& k) {
+  const std::vector<uint8_t> row = k.row_values(), after = after_reduce(k);
+  for (int32_t s : k.stores)
+    if (!row[s] && after[s]) return true;
+  return false;
+}
+
 namespace {
 
 // The scratch rows one Reduce's partial results take per level: an argmax's values and rows.
@@ -125,9 +132,7 @@ class ColRenderer {
     for (int32_t r : reduces_) want_[k_.exprs[r].a] = 1;
     // An epilogue (element stores reading a reduction's result: `x - x.mean(0)`): the element
     // stores move to a second pass over the rows, after the row values.
-    const std::vector<uint8_t> after = after_reduce(k_);
-    for (int32_t j = 0; j < k_.num_outputs(); ++j)
-      epilogue_ = epilogue_ || (elem_store_[j] && after[k_.stores[j]]);
+    epilogue_ = column_kernel_has_epilogue(k_);
     pass_store_ = epilogue_ ? std::vector<uint8_t>(elem_store_.size(), 0) : elem_store_;
     // Blocks of up to 4 vectors of columns per step of a row (fewer with more Reduces).
     const int R = nslots_;
@@ -278,7 +283,13 @@ class ColRenderer {
   }
 
   // (T)(n + offset) in lane 0 (n: the reduced rows), as static_cast converts it.
-  x86::Vec row_size(const Expr& e) { return count_as_float(cc_, isa_, n_, e.ivalue, e.type); }
+  // (n: all the reduced rows, the launch word after the first row's: a call may walk a chunk
+  // of them, or none.)
+  x86::Vec row_size(const Expr& e) {
+    x86::Gp all = cc_.newInt64("rows");
+    cc_.mov(all, x86::ptr(params_, (k_.num_params() + 3) * 8));
+    return count_as_float(cc_, isa_, all, e.ivalue, e.type);
+  }
   x86::Vec broadcast(DType t, x86::Vec x) {
     return on(t, L_, [&](auto& vo) {
       using T = typename std::decay_t<decltype(vo)>::T;

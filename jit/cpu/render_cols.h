@@ -13,13 +13,16 @@
 // The function has the pointwise kernels' signature (render.h, KernelFn), read as:
 //   ptrs          each operand at (row 0, column 0) of the block;
 //   inner_strides each operand's byte stride from one reduced row to the next (0: broadcast);
-//   n_inner       the columns w; n_outer the reduced rows n;
+//   n_inner       the columns w; n_outer the rows the epilogue walks (all the reduced rows n
+//                 in a call that reduces them all);
 //   params        the kernel's runtime parameters (8 bytes each), then a pointer to the
-//                 column program of n, then a pointer to the scratch: program_depth levels of
+//                 column program, then a pointer to the scratch: program_depth levels of
 //                 Reduces x (w rounded up to 16) x 8 bytes, then the index of the call's first
-//                 row among all the reduced rows (argmax's rows count from it; row_program.h:
-//                 a call may reduce one chunk of the rows, its level popped by word 4 into a
-//                 slot that word 3 pushes in a later call).
+//                 row among all the reduced rows (argmax's rows count from it), then n (RowSize).
+// A call may reduce one chunk of the rows by its program, its level popped by word 4 into a
+// slot that word 3 pushes in a later call (row_program.h), and walk no epilogue rows, or push
+// the combined level and walk a chunk's epilogue rows: the launcher's split of the rows across
+// threads (cpu_kernel_reduce.cpp).
 // Along the columns every operand is Contiguous or Broadcast (KernelVariant::layout); the
 // launcher (cpu_kernel_reduce.cpp) runs nothing else through a column kernel.
 // KernelVariant::streaming: element outputs are large and every vector of them starts aligned
@@ -37,6 +40,10 @@ namespace kiln::jit {
 // reducing pass), no ReduceFirst, argmax / argmin (ReduceArgMax / ReduceArgMin) of Float64
 // values only, and every row value it stores is a float, an Int64 sum or an argmax's row.
 bool column_kernel_ok(const LoopKernel& k);
+
+// Whether `k`'s column function walks the rows a second time, storing element values that read a
+// reduction's result (`x - x.mean(0)`): its epilogue.
+bool column_kernel_has_epilogue(const LoopKernel& k);
 
 // The scratch rows of columns (8 bytes each) that one level of a column kernel's partial
 // results takes: one per Reduce, two per argmax / argmin (the values and their rows). The
