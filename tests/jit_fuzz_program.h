@@ -75,12 +75,16 @@ struct Program {
 class Gen {
  public:
   // `long_rows`: the canonical shape is one or two rows longer than a 65536-element chunk, which
-  // the launcher splits across threads (cpu_kernel_reduce.cpp run_row_chunks).
-  explicit Gen(uint64_t seed, bool rows = false, bool any_dims = false, bool long_rows = false)
+  // the launcher splits across threads (cpu_kernel_reduce.cpp run_row_chunks). `long_cols`
+  // (with any_dims): columns of 16 to 100 longer than a 2048-row chunk, whose column kernels'
+  // rows the launcher splits across threads by chunks (cpu_kernel_reduce.cpp launch_cols).
+  explicit Gen(uint64_t seed, bool rows = false, bool any_dims = false, bool long_rows = false,
+               bool long_cols = false)
       : rng_(seed * 0x9e3779b97f4a7c15ull + 12345),
         rows_(rows || any_dims || long_rows),
-        any_dims_(any_dims),
-        long_rows_(long_rows) {
+        any_dims_(any_dims || long_cols),
+        long_rows_(long_rows),
+        long_cols_(long_cols) {
     p_.seed = seed;
   }
 
@@ -100,7 +104,11 @@ class Gen {
       const int64_t n = below(3) == 0 ? 65537 : 65537 + below(150000);
       p_.canon = below(2) ? Shape{n} : Shape{1 + below(2), n};
     }
-    if (any_dims_ && below(2) == 0) {  // at least 16 columns: column kernels launch
+    if (long_cols_) {  // past one 2048-row chunk, sometimes by one row; 16 to 100 columns
+      const int64_t cols[] = {16, 17, 33, 64, 100};
+      const int64_t n = below(3) == 0 ? 2049 : 2049 + below(4000);
+      p_.canon = below(3) == 0 ? Shape{n, cols[below(5)]} : Shape{1, n, cols[below(5)]};
+    } else if (any_dims_ && below(2) == 0) {  // at least 16 columns: column kernels launch
       const int64_t cols[] = {16, 17, 33, 64, 100};
       p_.canon.back() = cols[below(5)];
       if (p_.canon.size() > 1 && below(3) == 0) p_.canon[0] = 70 + below(80);  // past 64 rows
@@ -455,6 +463,7 @@ class Gen {
   bool rows_ = false;  // row reductions too (a separate test: the other seeds keep their programs)
   bool any_dims_ = false;   // reductions over any dims instead (a third test)
   bool long_rows_ = false;  // rows longer than a chunk (a fourth)
+  bool long_cols_ = false;  // columns longer than a chunk (a fifth)
   Program p_;
   std::vector<Shape> shapes_;
   std::vector<DType> types_;

@@ -381,7 +381,7 @@ uint64_t env_or(const char* name, uint64_t fallback) {
 }
 
 void fuzz(uint64_t offset, uint64_t count, bool rows = false, bool any_dims = false,
-          bool long_rows = false);
+          bool long_rows = false, bool long_cols = false);
 
 TEST(JitFuzz, RandomPointwiseProgramsMatchEager) {
   KILN_SWEEPS_EVERY_ISA_ITSELF();
@@ -413,6 +413,15 @@ TEST(JitFuzz, RandomProgramsWithLongRowsMatchEager) {
   fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 500) / 10, true, false, true);
 }
 
+// Reductions over any dims (as above) of columns longer than a 2048-row chunk, 16 to 100 of
+// them, on three threads: the column kernels' rows split across the threads by chunks (docs/jit.md
+// "Rows across threads"), bitwise equal to eager.
+TEST(JitFuzz, RandomProgramsWithLongColumnsMatchEager) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
+  fuzz(env_or("KILN_FUZZ_OFFSET", 0), env_or("KILN_FUZZ_SEEDS", 500) / 10, false, true, false,
+       true);
+}
+
 // Two seeds that found a tracer bug (fixed 2026-11-28; both failed with KILN_FUZZ_NO_PLAN=1
 // too, every region interpreted): a leaf made as a transpose, updated in place (clamp_), then
 // reduced (a mean over dim 1; a sum) before a later in-place add. Eager reduces the transposed
@@ -424,10 +433,13 @@ TEST(JitFuzz, RandomProgramsWithLongRowsMatchEager) {
 TEST(JitFuzz, AnyDimsSeed1073InPlaceOfTransposedLeafThenMean) { fuzz(1073, 1, false, true); }
 TEST(JitFuzz, Seed3966InPlaceAfterReadWithPromotedScalar) { fuzz(3966, 1); }
 
-void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_rows) {
+void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_rows,
+          bool long_cols) {
   JitRestore restore;
-  // Long rows: three threads, so that one or two rows are split by chunks (run_row_chunks).
-  ConfigOverride<int> threads(config().num_threads, long_rows ? 3 : int(config().num_threads));
+  // Long rows: three threads, so that one or two rows are split by chunks (run_row_chunks);
+  // long columns likewise (one call of columns: its rows split by chunks, launch_cols).
+  ConfigOverride<int> threads(config().num_threads,
+                              long_rows || long_cols ? 3 : int(config().num_threads));
   ConfigOverride<bool> sync_planning(config().jit_async, false);
   ConfigOverride<int> threshold(config().jit_threshold, -1);
   // Every program recorded and compiled: the eager tier (on by default in the KILN_JIT=0 pass)
@@ -444,11 +456,12 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_r
   constexpr int kIterations = 3;
   int64_t kernels = 0, fused_nodes = 0, failures = 0, row_kernels = 0, column_launches = 0;
   const int64_t column_launches_before = jit::cpu_jit_counters().column_launches.load();
-  const int64_t split_launches_before = jit::cpu_jit_counters().split_row_launches.load();
+  const int64_t split_launches_before = jit::cpu_jit_counters().split_row_launches.load() +
+                                        jit::cpu_jit_counters().split_column_launches.load();
   int64_t typed_kernels = 0, cast_kernels = 0, bool_store_kernels = 0;  // of the other dtypes
   int64_t pow_kernels = 0, random_kernels = 0;
   for (uint64_t seed = offset; seed < offset + count; ++seed) {
-    Program p = Gen(seed, rows, any_dims, long_rows).make();
+    Program p = Gen(seed, rows, any_dims, long_rows, long_cols).make();
     if (max_steps < p.steps.size()) p.steps.resize(max_steps);
     if (const char* skip = std::getenv("KILN_FUZZ_SKIP_INPLACE")) {  // drop in-place step i
       const size_t i = std::strtoull(skip, nullptr, 10);
@@ -517,9 +530,10 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_r
     }
   }
   column_launches = jit::cpu_jit_counters().column_launches.load() - column_launches_before;
-  const int64_t split_launches =
-      jit::cpu_jit_counters().split_row_launches.load() - split_launches_before;
-  if (long_rows) {  // the rows were split (each program runs kIterations times)
+  const int64_t split_launches = jit::cpu_jit_counters().split_row_launches.load() +
+                                 jit::cpu_jit_counters().split_column_launches.load() -
+                                 split_launches_before;
+  if (long_rows || long_cols) {  // the rows were split (each program runs kIterations times)
     EXPECT_GT(split_launches, static_cast<int64_t>(count) / 2) << "launches split by chunks";
   }
   // Not vacuous: most programs ran fused kernels.

@@ -579,6 +579,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     //    rows). 2. Each call pushes its chunks' slots in the tree and stores the row values
     //    (with an epilogue, it pops the combined level into a slot of its own). 3. With an
     //    epilogue, each (call, chunk) pushes that level and walks the chunk's epilogue rows.
+    cpu_jit_counters().split_column_launches.fetch_add(1, std::memory_order_relaxed);
     const int64_t chunks = (n + kColRowChunk - 1) / kColRowChunk;
     const bool epi = facts_.column_epilogue;
     const size_t slot_words = static_cast<size_t>(items * (chunks + 1) * level_words);

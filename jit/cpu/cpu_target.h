@@ -23,6 +23,9 @@ struct CpuJitCounters {
   // Of those, row kernels whose long rows were split across threads by chunks
   // (cpu_kernel_reduce.cpp run_row_chunks).
   std::atomic<int64_t> split_row_launches{0};
+  // Of the column launches, those whose rows were split across threads by chunks
+  // (cpu_kernel_reduce.cpp launch_cols).
+  std::atomic<int64_t> split_column_launches{0};
   // Of those, launches with non-temporal stores (store_choice.h).
   std::atomic<int64_t> streaming_launches{0};
 };
