@@ -571,6 +571,18 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     return std::min(width, w - b * width);
   };
   const int64_t items = outer * blocks;
+  // A task's room for its calls: the operands' pointers, its scratch, its launch words.
+  struct CallRoom {
+    SmallVector<char*, 8> p;
+    std::unique_ptr<uint64_t[]> scratch;
+    SmallVector<uint64_t, 16> local;
+  };
+  auto room = [&] {
+    CallRoom r{SmallVector<char*, 8>(nops),
+               std::unique_ptr<uint64_t[]>(new uint64_t[scratch_words]), words};
+    r.local[np + 1] = reinterpret_cast<uintptr_t>(r.scratch.get());
+    return r;
+  };
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
   const StoreTrial trial(&stores_, stores, outer * n * w, name_, logging::Subsystem::Jit);
   if (calls.split_rows) {
@@ -591,12 +603,11 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     // Phases 1 and 3: call (item, chunk c), the chunk's rows at row 0, row values to a dummy.
     auto chunk_calls = [&](bool epilogue_rows) {
       parallel_for(0, items * chunks, 1, [&](int64_t b, int64_t e) {
-        SmallVector<char*, 8> p(nops);
-        std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
+        CallRoom r = room();
+        SmallVector<char*, 8>& p = r.p;
+        SmallVector<uint64_t, 16>& local = r.local;
         std::unique_ptr<uint64_t[]> dummy(
             new uint64_t[static_cast<size_t>(k_.num_outputs() * wpad)]);
-        SmallVector<uint64_t, 16> local = words;
-        local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
         for (int64_t t = b; t < e; ++t) {
           const int64_t item = t / chunks, c = t % chunks;
           const int64_t rows = std::min(kColRowChunk, n - c * kColRowChunk);
@@ -619,34 +630,28 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     };
     chunk_calls(false);
     parallel_for(0, items, 1, [&](int64_t b, int64_t e) {
-      SmallVector<char*, 8> p(nops);
-      std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
-      SmallVector<uint64_t, 16> local = words;
-      local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
+      CallRoom r = room();
       for (int64_t t = b; t < e; ++t) {
-        const int64_t cols = place(t, p);
+        const int64_t cols = place(t, r.p);
         std::vector<int64_t> tree = column_program_partials(n, slot(t, 0), slot_bytes);
         if (epi) {  // the combined level kept for the epilogue's chunks
           tree.back() = 4;
           tree.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(slot(t, chunks))));
           tree.push_back(0);
         }
-        local[np] = reinterpret_cast<uintptr_t>(tree.data());
-        fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols, 0, local.data());
+        r.local[np] = reinterpret_cast<uintptr_t>(tree.data());
+        fn(r.p.data(), split.row_stride.data(), split.row_stride.data(), cols, 0, r.local.data());
       }
     });
     if (epi) chunk_calls(true);
     if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
     return;
   }
-  auto run = [&](int64_t t0, int64_t t1) {
-    SmallVector<char*, 8> p(nops);
-    std::unique_ptr<uint64_t[]> scratch(new uint64_t[scratch_words]);
-    SmallVector<uint64_t, 16> local = words;
-    local[np + 1] = reinterpret_cast<uintptr_t>(scratch.get());
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t cols = place(t, p);
-      fn(p.data(), split.row_stride.data(), split.row_stride.data(), cols, n, local.data());
+  auto run = [&](int64_t b, int64_t e) {
+    CallRoom r = room();
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t cols = place(t, r.p);
+      fn(r.p.data(), split.row_stride.data(), split.row_stride.data(), cols, n, r.local.data());
     }
   };
   if (num_threads() <= 1 || items < 2 || outer * n * w <= kParallelGrain || in_parallel_region())

@@ -212,24 +212,23 @@ class ColRenderer {
 
     // 3 addr: a level stored at addr (by a call over other rows: row_program.h) pushed; 4 addr:
     // the latest level popped into addr.
+    auto slot_word = [&](bool push) {
+      x86::Gp addr = cc_.newIntPtr("slot");
+      cc_.mov(addr, x86::ptr(prog, 8));
+      if (push) {
+        copy_level(sp, addr);
+        cc_.add(sp, lvl_);
+      } else {
+        cc_.sub(sp, lvl_);
+        copy_level(addr, sp);
+      }
+      cc_.add(prog, 16);
+      cc_.jmp(l_next);
+    };
     cc_.bind(l_push);
-    {
-      x86::Gp from = cc_.newIntPtr("from");
-      cc_.mov(from, x86::ptr(prog, 8));
-      copy_level(sp, from);
-      cc_.add(sp, lvl_);
-      cc_.add(prog, 16);
-      cc_.jmp(l_next);
-    }
+    slot_word(true);
     cc_.bind(l_pop);
-    {
-      x86::Gp to = cc_.newIntPtr("to");
-      cc_.mov(to, x86::ptr(prog, 8));
-      cc_.sub(sp, lvl_);
-      copy_level(to, sp);
-      cc_.add(prog, 16);
-      cc_.jmp(l_next);
-    }
+    slot_word(false);
 
     cc_.bind(l_leaf);  // 1 len 0: the next `len` rows folded in order from the identity
     x86::Gp len = cc_.newInt64("len");
