@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hop_traced_util.h"
@@ -459,6 +460,19 @@ TEST(JitColumnKernels, RowsSplitAcrossThreadsByChunks) {
           expect_bitwise_equal(idx[0], (xv * wv).argmax(1, true), what.c_str());
           expect_bitwise_equal(idx[1], (xv * wv).argmin(1, true), what.c_str());
         }
+      // Two outer indices on three threads (two calls, each split), and 4100 columns (two
+      // blocks of columns, each split): the calls' places in phase 1 and 2.
+      if (dt != kFloat32) continue;
+      ConfigOverride<int> t(config().num_threads, 3);
+      for (auto [a, n, c] : {std::tuple<int64_t, int64_t, int64_t>{2, 3000, 40}, {1, 2100, 4100}}) {
+        const Tensor xv = col_data(a, n, c, dt, ExprOp::ReduceSum, seed++, false);
+        const Tensor wv = col_data(1, 1, c, dt, ExprOp::ReduceProd, seed++, false).reshape({c});
+        const std::vector<Tensor> got = launch_cols(*kernel, xv, wv, {true, true, true});
+        const std::string what = fmt::format("{} [{}, {}, {}] on 3", isa, a, n, c);
+        expect_bitwise_equal(got[0], eager_col(ExprOp::ReduceSum, xv * wv), what.c_str());
+        expect_bitwise_equal(got[1], eager_col(ExprOp::ReduceMax, xv + wv), what.c_str());
+        expect_bitwise_equal(got[2], (xv * wv).mean({1}, true), what.c_str());
+      }
     }
   }
 }
