@@ -410,6 +410,10 @@ void col_leaf_rows(const A* p, int64_t n, int64_t stride, int64_t w, const Pre& 
 // N sibling leaves (rows [0, len[b]) from p[b], lengths within one of each other) folded side
 // by side, each in its own order, as col_leaf16 one after the other: N independent chains in
 // flight instead of one latency-bound chain.
+// As loaded (`pre` AsLoaded), the 16 lanes fold in vectors of the ISA's own width, in arrays
+// GCC keeps in registers: through 64-byte vectors GCC 12 kept the accumulators on the stack,
+// stored in 16-byte halves and reloaded in 32-byte loads that the store buffer cannot forward
+// ([4194304, 4].sum(0) 12.7 ms on AVX2). The same operation per lane: the same bits.
 template <class Op, class A, int N, class Pre>
 inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_t stride,
                          const Pre& pre, int64_t col, ColVec<A> (&acc)[N]) {
@@ -418,6 +422,27 @@ inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_
   for (int b = 0; b < N; ++b) {
     acc[b] = V{} + Op::template identity<A>();
     lo = std::min(lo, len[b]);
+  }
+  if constexpr (std::is_same_v<Pre, AsLoaded>) {
+    constexpr int kBytes = vecmath::kNativeVecBytes;
+    constexpr int kParts = static_cast<int>(sizeof(V)) / kBytes, kLanes = kBytes / sizeof(A);
+    typedef A NV __attribute__((vector_size(kBytes)));
+    NV a[N][kParts];
+    for (int b = 0; b < N; ++b)
+      for (int q = 0; q < kParts; ++q) a[b][q] = NV{} + Op::template identity<A>();
+    auto nstep = [&](int b, int64_t i) {
+      for (int q = 0; q < kParts; ++q) {
+        NV v;
+        std::memcpy(&v, p[b] + i * stride + q * kLanes, kBytes);
+        col_fold<Op>(a[b][q], v);
+      }
+    };
+    for (int64_t i = 0; i < lo; ++i)
+      for (int b = 0; b < N; ++b) nstep(b, i);
+    for (int b = 0; b < N; ++b)
+      for (int64_t i = lo; i < len[b]; ++i) nstep(b, i);
+    for (int b = 0; b < N; ++b) std::memcpy(&acc[b], a[b], sizeof(V));
+    return;
   }
   auto step = [&](int b, int64_t i) {
     V v;
