@@ -387,6 +387,9 @@ template <class Op, class A, class Pre>
 void col_leaf_rows(const A* p, int64_t n, int64_t stride, int64_t w, const Pre& pre, A* out,
                    A* room) {
   using V = ColVec<A>;
+  constexpr int kBytes = vecmath::kNativeVecBytes;
+  constexpr int kParts = static_cast<int>(sizeof(V)) / kBytes, kLanes = kBytes / sizeof(A);
+  typedef A NV __attribute__((vector_size(kBytes)));
   const uintptr_t want = (reinterpret_cast<uintptr_t>(p) + 2048) & 4095;
   A* buf = reinterpret_cast<A*>(reinterpret_cast<char*>(room) +
                                 ((want - reinterpret_cast<uintptr_t>(room)) & 4095));
@@ -395,12 +398,18 @@ void col_leaf_rows(const A* p, int64_t n, int64_t stride, int64_t w, const Pre& 
   for (int64_t i = 0; i < n; ++i) {
     const A* row = p + i * stride;
     for (int64_t j = 0; j < w16; j += 16) {
-      V acc, v;
-      std::memcpy(&acc, buf + j, sizeof acc);
+      V v;
       std::memcpy(&v, row + j, sizeof v);
       pre.vec(v, j);
-      col_fold<Op>(acc, v);
-      std::memcpy(buf + j, &acc, sizeof acc);
+      // The accumulators in vectors of the ISA's width (a 64-byte one GCC 12 stores in 16-byte
+      // halves: the next row's loads of it could not be forwarded).
+      for (int q = 0; q < kParts; ++q) {
+        NV acc, x;
+        std::memcpy(&acc, buf + j + q * kLanes, kBytes);
+        std::memcpy(&x, reinterpret_cast<const char*>(&v) + q * kBytes, kBytes);
+        col_fold<Op>(acc, x);
+        std::memcpy(buf + j + q * kLanes, &acc, kBytes);
+      }
     }
     for (int64_t j = w16; j < w; ++j) buf[j] = Op::apply(buf[j], pre.scalar(row[j], j));
   }
