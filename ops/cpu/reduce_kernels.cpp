@@ -131,12 +131,13 @@ struct ShiftedExp {
     return vecmath::apply_scalar(v - shift[col],
                                  [](const auto& o, auto u) { return vecmath::exp(o, u); });
   }
-  template <class V>
+  template <class V>  // a vector of n lanes (16, or the ISA's width)
   void vec(V& v, int64_t col) const {
-    C buf[16];
-    for (int k = 0; k < 16; ++k) buf[k] = v[k] - shift[col + k];
+    constexpr int n = static_cast<int>(sizeof(V) / sizeof(C));
+    C buf[n];
+    for (int k = 0; k < n; ++k) buf[k] = v[k] - shift[col + k];
     vecmath::map_contiguous<C, vecmath::kNativeVecBytes>(
-        buf, buf, 16, [](const auto& o, auto u) { return vecmath::exp(o, u); });
+        buf, buf, n, [](const auto& o, auto u) { return vecmath::exp(o, u); });
     std::memcpy(&v, buf, sizeof buf);
   }
 };

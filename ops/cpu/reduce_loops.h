@@ -308,12 +308,13 @@ struct CenteredSquares {
   const T* mu;
   CenteredSquares at(int64_t first) const { return {mu + first}; }
   T scalar(T v, int64_t col) const { return (v - mu[col]) * (v - mu[col]); }
-  template <class V>
+  template <class V>  // a vector of n lanes (16, or the ISA's width)
   void vec(V& v, int64_t col) const {
     // Lane by lane: the whole-vector form `(v - m) * (v - m)` (m the 16 means memcpy'd) gave the
     // baseline ISA's kernels 1-ulp differences in the sanitizer build (-O3 + ASan/UBSan, GCC 12;
     // ReduceIsa.ColumnsFollowTheDocumentedOrder), never in release; this form is exact in both.
-    for (int k = 0; k < 16; ++k) v[k] = (v[k] - mu[col + k]) * (v[k] - mu[col + k]);
+    constexpr int n = static_cast<int>(sizeof(V) / sizeof(T));
+    for (int k = 0; k < n; ++k) v[k] = (v[k] - mu[col + k]) * (v[k] - mu[col + k]);
   }
 };
 
@@ -386,9 +387,7 @@ inline constexpr int64_t kColRowsWide = 32;
 template <class Op, class A, class Pre>
 void col_leaf_rows(const A* p, int64_t n, int64_t stride, int64_t w, const Pre& pre, A* out,
                    A* room) {
-  using V = ColVec<A>;
-  constexpr int kBytes = vecmath::kNativeVecBytes;
-  constexpr int kParts = static_cast<int>(sizeof(V)) / kBytes, kLanes = kBytes / sizeof(A);
+  constexpr int kBytes = vecmath::kNativeVecBytes, kLanes = kBytes / sizeof(A);
   typedef A NV __attribute__((vector_size(kBytes)));
   const uintptr_t want = (reinterpret_cast<uintptr_t>(p) + 2048) & 4095;
   A* buf = reinterpret_cast<A*>(reinterpret_cast<char*>(room) +
@@ -397,19 +396,15 @@ void col_leaf_rows(const A* p, int64_t n, int64_t stride, int64_t w, const Pre& 
   for (int64_t j = 0; j < w; ++j) buf[j] = Op::template identity<A>();
   for (int64_t i = 0; i < n; ++i) {
     const A* row = p + i * stride;
-    for (int64_t j = 0; j < w16; j += 16) {
-      V v;
-      std::memcpy(&v, row + j, sizeof v);
-      pre.vec(v, j);
-      // The accumulators in vectors of the ISA's width (a 64-byte one GCC 12 stores in 16-byte
-      // halves: the next row's loads of it could not be forwarded).
-      for (int q = 0; q < kParts; ++q) {
-        NV acc, x;
-        std::memcpy(&acc, buf + j + q * kLanes, kBytes);
-        std::memcpy(&x, reinterpret_cast<const char*>(&v) + q * kBytes, kBytes);
-        col_fold<Op>(acc, x);
-        std::memcpy(buf + j + q * kLanes, &acc, kBytes);
-      }
+    // Vectors of the ISA's width (a 64-byte one GCC 12 stores in 16-byte halves: the next
+    // row's loads of it could not be forwarded).
+    for (int64_t j = 0; j < w16; j += kLanes) {
+      NV acc, x;
+      std::memcpy(&x, row + j, kBytes);
+      pre.vec(x, j);
+      std::memcpy(&acc, buf + j, kBytes);
+      col_fold<Op>(acc, x);
+      std::memcpy(buf + j, &acc, kBytes);
     }
     for (int64_t j = w16; j < w; ++j) buf[j] = Op::apply(buf[j], pre.scalar(row[j], j));
   }
@@ -419,50 +414,35 @@ void col_leaf_rows(const A* p, int64_t n, int64_t stride, int64_t w, const Pre& 
 // N sibling leaves (rows [0, len[b]) from p[b], lengths within one of each other) folded side
 // by side, each in its own order, as col_leaf16 one after the other: N independent chains in
 // flight instead of one latency-bound chain.
-// As loaded (`pre` AsLoaded), the 16 lanes fold in vectors of the ISA's own width, in arrays
-// GCC keeps in registers: through 64-byte vectors GCC 12 kept the accumulators on the stack,
-// stored in 16-byte halves and reloaded in 32-byte loads that the store buffer cannot forward
+// The 16 lanes fold in vectors of the ISA's own width (`pre` applied to each), in arrays GCC
+// keeps in registers: through 64-byte vectors GCC 12 kept the accumulators on the stack, stored
+// in 16-byte halves and reloaded in 32-byte loads that the store buffer cannot forward
 // ([4194304, 4].sum(0) 12.7 ms on AVX2). The same operation per lane: the same bits.
 template <class Op, class A, int N, class Pre>
 inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_t stride,
                          const Pre& pre, int64_t col, ColVec<A> (&acc)[N]) {
   using V = ColVec<A>;
+  constexpr int kBytes = vecmath::kNativeVecBytes;
+  constexpr int kParts = static_cast<int>(sizeof(V)) / kBytes, kLanes = kBytes / sizeof(A);
+  typedef A NV __attribute__((vector_size(kBytes)));
   int64_t lo = len[0];
-  for (int b = 0; b < N; ++b) {
-    acc[b] = V{} + Op::template identity<A>();
-    lo = std::min(lo, len[b]);
-  }
-  if constexpr (std::is_same_v<Pre, AsLoaded>) {
-    constexpr int kBytes = vecmath::kNativeVecBytes;
-    constexpr int kParts = static_cast<int>(sizeof(V)) / kBytes, kLanes = kBytes / sizeof(A);
-    typedef A NV __attribute__((vector_size(kBytes)));
-    NV a[N][kParts];
-    for (int b = 0; b < N; ++b)
-      for (int q = 0; q < kParts; ++q) a[b][q] = NV{} + Op::template identity<A>();
-    auto nstep = [&](int b, int64_t i) {
-      for (int q = 0; q < kParts; ++q) {
-        NV v;
-        std::memcpy(&v, p[b] + i * stride + q * kLanes, kBytes);
-        col_fold<Op>(a[b][q], v);
-      }
-    };
-    for (int64_t i = 0; i < lo; ++i)
-      for (int b = 0; b < N; ++b) nstep(b, i);
-    for (int b = 0; b < N; ++b)
-      for (int64_t i = lo; i < len[b]; ++i) nstep(b, i);
-    for (int b = 0; b < N; ++b) std::memcpy(&acc[b], a[b], sizeof(V));
-    return;
-  }
+  for (int b = 1; b < N; ++b) lo = std::min(lo, len[b]);
+  NV a[N][kParts];
+  for (int b = 0; b < N; ++b)
+    for (int q = 0; q < kParts; ++q) a[b][q] = NV{} + Op::template identity<A>();
   auto step = [&](int b, int64_t i) {
-    V v;
-    std::memcpy(&v, p[b] + i * stride, sizeof v);
-    pre.vec(v, col);
-    col_fold<Op>(acc[b], v);
+    for (int q = 0; q < kParts; ++q) {
+      NV v;
+      std::memcpy(&v, p[b] + i * stride + q * kLanes, kBytes);
+      pre.vec(v, col + q * kLanes);
+      col_fold<Op>(a[b][q], v);
+    }
   };
   for (int64_t i = 0; i < lo; ++i)
     for (int b = 0; b < N; ++b) step(b, i);
   for (int b = 0; b < N; ++b)
     for (int64_t i = lo; i < len[b]; ++i) step(b, i);
+  for (int b = 0; b < N; ++b) std::memcpy(&acc[b], a[b], sizeof(V));
 }
 
 // Columns: reduces rows p[0..n) (each `stride` apart) of width w into buf, blockwise pairwise:
