@@ -24,9 +24,10 @@ void reduce_eager(const OpCall& c, const Tensor& out);
 void softmax_rows(const float* x, float* y, int64_t m, int64_t n, bool log = false);
 void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log = false);
 // softmax (log_softmax) along the middle dim of a contiguous [outer, n, inner] (inner > 1):
-// per column, its max over n in order, exp(x - max) and their sum in order, then y = e * (1 /
-// sum) (x - (max + log(sum))); blocks of 64 columns swept together, unit-stride (the active
-// ISA's build of ops/cpu/reduce_kernels.cpp; the same bits on every ISA).
+// per column its max and its sum of exp(x - max), both in the column order of every column
+// reduction (reduce_loops.h run_cols, rows walked in memory order), then y = exp(x - max) * (1 /
+// sum) (x - (max + log(sum))), row by row (the active ISA's build of
+// ops/cpu/reduce_kernels.cpp; the same bits on every ISA).
 void softmax_cols(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log);
 void softmax_cols(const double* x, double* y, int64_t outer, int64_t n, int64_t inner, bool log);
 // layer_norm of m contiguous rows of n >= 1 elements (ops/layer_norm.cpp; w and b: n elements or

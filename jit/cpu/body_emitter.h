@@ -673,4 +673,18 @@ inline std::vector<uint8_t> body_operands(const LoopKernel& k, const std::vector
   return used;
 }
 
+// New cursor registers at `from` for the operands `used` marks (body_operands), the others none:
+// each pass walks registers of its own, live over that pass only.
+template <class E>
+std::vector<asmjit::x86::Gp> pass_cursors(E& cc, const std::vector<uint8_t>& used,
+                                          const std::vector<asmjit::x86::Gp>& from) {
+  std::vector<asmjit::x86::Gp> cur(used.size());
+  for (size_t j = 0; j < used.size(); ++j)
+    if (used[j]) {
+      cur[j] = cc.newIntPtr("cur");
+      cc.mov(cur[j], from[j]);
+    }
+  return cur;
+}
+
 }  // namespace kiln::jit

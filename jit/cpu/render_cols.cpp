@@ -348,16 +348,15 @@ class ColRenderer {
         o.mask_or(o.unord(v, v), op == ExprOp::ReduceArgMax ? o.gt(v, best) : o.lt(v, best)));
   }
 
-  // New cursors (registers of one pass: the recorder's linear scan sees one interval per
-  // register) for the operands `used` marks, at `from`; the others none.
-  std::vector<x86::Gp> cursors(const std::vector<uint8_t>& used, const std::vector<x86::Gp>& from) {
-    std::vector<x86::Gp> cur(static_cast<size_t>(nops_));
+  // The pass's row cursors one reduced row on.
+  void next_row(const std::vector<x86::Gp>& rowcur) {
     for (int j = 0; j < nops_; ++j)
-      if (used[j]) {
-        cur[j] = cc_.newIntPtr("cur");
-        cc_.mov(cur[j], from[j]);
-      }
-    return cur;
+      if (rowcur[j].isValid()) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
+  }
+
+  // New cursors for one pass (the recorder's linear scan sees one interval per register).
+  std::vector<x86::Gp> cursors(const std::vector<uint8_t>& used, const std::vector<x86::Gp>& from) {
+    return pass_cursors(cc_, used, from);
   }
 
   // Runs `block(groups, lanes, tail, preset)` over the call's columns from colcur_ / col_ = 0
@@ -496,8 +495,7 @@ class ColRenderer {
     columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
       fold_row(groups, lanes, tail, pre, rows);
     });
-    for (int j = 0; j < nops_; ++j)
-      if (rowcur[j].isValid()) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
+    next_row(rowcur);
     if (has_arg_) cc_.inc(index);
     cc_.dec(len);
     cc_.jmp(l_row);
@@ -580,8 +578,7 @@ class ColRenderer {
         emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, none,
                   with_results(pre, rows, g, lanes), elem_store_, streams(lanes, tail), g * lanes);
     });
-    for (int j = 0; j < nops_; ++j)
-      if (rowcur[j].isValid()) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
+    next_row(rowcur);
     cc_.dec(left);
     cc_.jmp(l_epi);
     cc_.bind(l_epi_done);

@@ -300,13 +300,7 @@ std::vector<uint8_t> RowRenderer<E>::known(const std::vector<x86::Vec>& preset) 
 template <class E>
 std::vector<x86::Gp> RowRenderer<E>::cursors(const std::vector<uint8_t>& used,
                                              const std::vector<x86::Gp>* base) {
-  std::vector<x86::Gp> cur(static_cast<size_t>(nops_));
-  for (int j = 0; j < nops_; ++j) {
-    if (!used[j]) continue;
-    cur[j] = cc_.newIntPtr("cur");
-    cc_.mov(cur[j], (base != nullptr ? *base : base_)[j]);
-  }
-  return cur;
+  return pass_cursors(cc_, used, base != nullptr ? *base : base_);
 }
 
 template <class E>

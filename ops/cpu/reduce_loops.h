@@ -36,8 +36,7 @@ inline namespace KILN_ISA_NS {
 
 inline constexpr int64_t kPairBlock = 128;  // a multiple of 8
 inline constexpr int64_t kRowChunk = 65536;
-inline constexpr int64_t kColWidth = 512;       // argmax's column slices
-inline constexpr int64_t kColWidthWide = 4096;  // run_cols' column slices
+inline constexpr int64_t kColWidthWide = 4096;  // column slices (run_cols, run_arg_cols)
 inline constexpr int64_t kColRows = 2048;       // column chunks: parallelism when outputs are few
 inline constexpr int64_t kColBlock = 64;
 
