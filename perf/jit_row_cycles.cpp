@@ -22,6 +22,7 @@
 #include "jit/loop/loop_kernel.h"
 #include "jit/loop/row_program.h"
 #include "perf/tsc.h"
+#include "runtime/config.h"
 
 using namespace kiln;
 using namespace kiln::jit;
@@ -123,7 +124,8 @@ int main(int argc, char** argv) {
       const KernelVariant v{
           isa,
           std::vector<InnerLayout>(static_cast<size_t>(k.num_operands()), InnerLayout::Contiguous),
-          streaming, cpu_kernel_unroll(k, isa)};
+          streaming,
+          config().jit_unroll > 0 ? int(config().jit_unroll) : cpu_kernel_unroll(k, isa)};
       const RenderedKernel r = render_cpu_kernel(rt, k, v, listing && isa == JitIsa::Avx512);
       if (!r.assembly.empty()) std::printf("%s\n", r.assembly.c_str());
       // The launcher's params (cpu_kernel_reduce.cpp): each Reduce's row program, then the scratch.

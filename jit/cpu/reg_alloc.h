@@ -73,6 +73,8 @@ struct Interval {
   int32_t uses = 0;
   int32_t fixed_uses = 0;  // vector uses outside an r/m slot (a memory home needs a reload)
   bool low = false;        // a vector operand of a VEX-only instruction: xmm0-15 only
+  uint8_t defs = 0;        // instructions naming it as operand 0, up to 2: 2 is a value a loop
+                           // carries (an accumulator, a cursor), spilled last (linear_scan)
 };
 
 // Where a spilled register lives: a stack slot, or (a demoted constant) its pool address.
