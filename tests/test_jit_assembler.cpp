@@ -22,6 +22,7 @@
 #include "record_util.h"
 #include "runtime/parallel.h"
 #include "suite_passes.h"
+#include "tracer/region_runner.h"
 
 namespace kiln::jit {
 namespace {
@@ -541,6 +542,37 @@ TEST(JitAssembler, AGivenUpRenderFallsBackToTheCompiler) {
       EXPECT_TRUE(std::equal(static_cast<const char*>(a[o].raw_data()),
                              static_cast<const char*>(a[o].raw_data()) + a[o].numel() * 4,
                              static_cast<const char*>(b[o].raw_data())));
+  }
+}
+
+// The kernels of a training step's loss and normalization (cross_entropy forward and backward,
+// whose logsumexp runs in Float64 lanes, layer_norm forward and backward, log_softmax) render
+// on the fast path on every ISA: with 16 vector registers (AVX2, SSE2) they spill, and a spill
+// choice that kept choosing the reload registers of its last round once gave up on four of
+// xent's kernels (the Compiler took 17 ms for one).
+TEST(JitAssembler, TrainingStepKernelsTakeTheFastPath) {
+  jit::CpuJitCounters& c = cpu_jit_counters();
+  double scale = 1.0;
+  for (const std::string& isa : supported_jit_isas()) {
+    ConfigOverride<std::string> o(config().jit_isa, isa);
+    tracer::wait_for_compiles();
+    tracer::RegionCache::instance().clear();
+    const int64_t kernels = c.kernels.load(), fallbacks = c.assembler_fallbacks.load();
+    {
+      testing::JitMode jit(true);
+      scale += 0.0078125;  // constants of this ISA's own: kernels no earlier render cached
+      const Tensor logits = randn({64, 1000}).requires_grad_(true);
+      const Tensor target = arange(64, TensorOptions().dtype(kInt64)) * 7;
+      Tensor loss = cross_entropy(logits * scale, target);
+      const Tensor x = randn({32, 512}).requires_grad_(true);
+      const Tensor w = ones({512}).requires_grad_(true), b = zeros({512});
+      loss = loss + (layer_norm(x, {512}, w * scale, b) * log_softmax(x * scale, 1)).sum();
+      loss.backward();
+      kiln::sync();
+    }
+    tracer::wait_for_compiles();
+    EXPECT_GE(c.kernels.load(), kernels + 4) << isa << ": the step compiled too few kernels";
+    EXPECT_EQ(c.assembler_fallbacks.load(), fallbacks) << isa;
   }
 }
 

@@ -262,6 +262,7 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
       const uint8_t group = regs[r].group;
       VirtReg v;
       v.group = group;
+      v.spill_temp = true;
       regs.push_back(v);
       const uint32_t id = Operand::indexToVirtId(static_cast<uint32_t>(regs.size() - 1));
       from[n] = r;
@@ -398,12 +399,11 @@ bool linear_scan(const std::vector<Interval>& iv, const std::vector<VirtReg>& re
       // than once (what a loop carries: a sum's accumulator, a cursor) goes last whatever its
       // reach: in memory, each iteration's update waits on the last one's store (softmax's
       // sum(exp) on AVX2 at unroll 4: 2.55 TSC cycles per element with its accumulator
-      // spilled, 1.8 at unroll 2 where nothing was). Not before a value spanning two
-      // instructions at most, though: a spill's own reload or store register (spilling one
-      // makes another, round after round).
+      // spilled, 1.8 at unroll 2 where nothing was). Not before a spill's own reload or
+      // store register, though: spilling one makes another, round after round.
       uint32_t victim = r;
       auto key = [&](uint32_t x) {
-        const bool rather = iv[x].defs < 2 && iv[x].last - iv[x].first > 1;
+        const bool rather = iv[x].defs < 2 && !regs[x].spill_temp;
         return std::make_tuple(regs[x].constant, rather, iv[x].last, -iv[x].fixed_uses,
                                -iv[x].uses);
       };

@@ -52,9 +52,10 @@ struct RecordedInst {
 static_assert(sizeof(RecordedInst) == 80);
 
 struct VirtReg {
-  uint8_t group = 0;      // 0 general, 1 vector, 2 mask (k)
-  int8_t fixed = -1;      // a physical register it must have from the entry (an argument)
-  bool constant = false;  // loaded once, before the loops, from `pool`: may be demoted
+  uint8_t group = 0;        // 0 general, 1 vector, 2 mask (k)
+  int8_t fixed = -1;        // a physical register it must have from the entry (an argument)
+  bool constant = false;    // loaded once, before the loops, from `pool`: may be demoted
+  bool spill_temp = false;  // a reload or store register a spill's rewrite made
   asmjit::x86::Mem pool;
 };
 
