@@ -250,12 +250,13 @@ TEST(JitUnroll, InterleaveWeavesStraightLineCopiesAndLeavesOthers) {
   }
 }
 
-TEST(JitUnroll, TargetChoosesThreeForVectorMath) {
+TEST(JitUnroll, TargetChoosesThreeForVectorMathTwoWithSixteenRegisters) {
   LoopKernel add = LoopKernel::uniform(kFloat32, 2);
   add.stores = {add.binary(ExprOp::Add, add.load(0), add.load(1))};
   for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
-    EXPECT_EQ(cpu_kernel_unroll(gelu_kernel(kFloat32), isa), 3);
-    EXPECT_EQ(cpu_kernel_unroll(mixed_kernel(), isa), 3);
+    const int math = isa == JitIsa::Avx512 ? 3 : kUnrollMathFewRegisters;
+    EXPECT_EQ(cpu_kernel_unroll(gelu_kernel(kFloat32), isa), math);
+    EXPECT_EQ(cpu_kernel_unroll(mixed_kernel(), isa), math);
     EXPECT_EQ(cpu_kernel_unroll(add, isa), 1);
   }
   // Large kernels stay at 1 (compile time): more vector math, or more expressions, than the caps.
@@ -274,13 +275,23 @@ TEST(JitUnroll, TargetChoosesThreeForVectorMath) {
   EXPECT_EQ(cpu_kernel_unroll(big, JitIsa::Avx512), 3);
   big.stores = {big.binary(ExprOp::Add, v, v)};
   EXPECT_EQ(cpu_kernel_unroll(big, JitIsa::Avx512), 1);
-  // Row kernels take kRowUnroll, with vector math or without.
+  // Row kernels take kRowUnroll, with vector math or without, but for math on their elements
+  // with 16 vector registers (math on a row's value is once per row).
   LoopKernel row = LoopKernel::uniform(kFloat32, 1);
   const int32_t r = row.load(0);
   row.stores = {row.binary(ExprOp::Sub, r, row.reduce(ExprOp::ReduceSum, r))};
-  EXPECT_EQ(cpu_kernel_unroll(row, JitIsa::Avx512), kRowUnroll);
+  for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2})
+    EXPECT_EQ(cpu_kernel_unroll(row, isa), kRowUnroll);
   row.stores = {row.unary(ExprOp::Exp, row.reduce(ExprOp::ReduceMax, r))};
   EXPECT_EQ(cpu_kernel_unroll(row, JitIsa::Avx2), kRowUnroll);
+  LoopKernel sm = LoopKernel::uniform(kFloat32, 1);
+  const int32_t y = sm.load(0);
+  sm.stores = {
+      sm.reduce(ExprOp::ReduceSum,
+                sm.unary(ExprOp::Exp, sm.binary(ExprOp::Sub, y, sm.reduce(ExprOp::ReduceMax, y))))};
+  EXPECT_EQ(cpu_kernel_unroll(sm, JitIsa::Avx512), kRowUnroll);
+  EXPECT_EQ(cpu_kernel_unroll(sm, JitIsa::Avx2), kUnrollMathFewRegisters);
+  EXPECT_EQ(cpu_kernel_unroll(sm, JitIsa::Sse2), kUnrollMathFewRegisters);
 }
 
 // Bodies that branch or call out (sin/cos), or draw (RandUniform), are never unrolled, even when

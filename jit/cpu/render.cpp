@@ -248,12 +248,19 @@ bool cpu_kernel_unrolls(const LoopKernel& k) {
   return true;
 }
 
-int cpu_kernel_unroll(const LoopKernel& k, JitIsa) {
+int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa) {
   if (!cpu_kernel_unrolls(k)) return 1;
-  int math = 0;
-  for (const Expr& e : k.exprs) math += expr_is_transcendental(e.op);
+  int math = 0, element_math = 0;
+  const std::vector<uint8_t> per_row =
+      k.has_reduce() ? k.row_values() : std::vector<uint8_t>(k.exprs.size(), 0);
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const bool m = expr_is_transcendental(k.exprs[i].op);
+    math += m;
+    element_math += m && !per_row[i];
+  }
   // Each body is rendered unroll + 2 times: keep large kernels' compile time linear in their size.
   if (math > kUnrollMaxMath || k.exprs.size() > kUnrollMaxExprs) return 1;
+  if (element_math > 0 && isa != JitIsa::Avx512) return kUnrollMathFewRegisters;
   if (k.has_reduce()) return kRowUnroll;
   return math > 0 ? 3 : 1;
 }
