@@ -250,13 +250,12 @@ TEST(JitUnroll, InterleaveWeavesStraightLineCopiesAndLeavesOthers) {
   }
 }
 
-TEST(JitUnroll, TargetChoosesThreeForVectorMathTwoWithSixteenRegisters) {
+TEST(JitUnroll, TargetChoosesThreeForVectorMath) {
   LoopKernel add = LoopKernel::uniform(kFloat32, 2);
   add.stores = {add.binary(ExprOp::Add, add.load(0), add.load(1))};
   for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2}) {
-    const int math = isa == JitIsa::Avx512 ? 3 : kUnrollMathFewRegisters;
-    EXPECT_EQ(cpu_kernel_unroll(gelu_kernel(kFloat32), isa), math);
-    EXPECT_EQ(cpu_kernel_unroll(mixed_kernel(), isa), math);
+    EXPECT_EQ(cpu_kernel_unroll(gelu_kernel(kFloat32), isa), 3);
+    EXPECT_EQ(cpu_kernel_unroll(mixed_kernel(), isa), 3);
     EXPECT_EQ(cpu_kernel_unroll(add, isa), 1);
   }
   // Large kernels stay at 1 (compile time): more vector math, or more expressions, than the caps.

@@ -260,8 +260,8 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa) {
   }
   // Each body is rendered unroll + 2 times: keep large kernels' compile time linear in their size.
   if (math > kUnrollMaxMath || k.exprs.size() > kUnrollMaxExprs) return 1;
-  if (element_math > 0 && isa != JitIsa::Avx512) return kUnrollMathFewRegisters;
-  if (k.has_reduce()) return kRowUnroll;
+  if (k.has_reduce())
+    return element_math > 0 && isa != JitIsa::Avx512 ? kUnrollMathFewRegisters : kRowUnroll;
   return math > 0 ? 3 : 1;
 }
 

@@ -72,8 +72,8 @@ struct KernelVariant {
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa);
 
 // The target's choice of KernelVariant::unroll for `k` on `isa`: kRowUnroll for row kernels, 3
-// for other kernels with vector math (kUnrollMathFewRegisters for both on AVX2 and SSE2 when the
-// math is per element)
+// for other kernels with vector math (row kernels with math per element on AVX2 and SSE2:
+// kUnrollMathFewRegisters)
 // (long dependency chains; measured by perf/jit_kernel_cycles.cpp on every ISA, docs/jit.md) of
 // at most kUnrollMaxMath vector-math and kUnrollMaxExprs expressions, else 1 (short chains are
 // memory-bound; every unrolled body adds compile time: gelu's 51 -> 96 µs).
@@ -82,12 +82,13 @@ int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa);
 // plain sums and the division of layer norm gained from it (perf/jit_row_cycles.cpp: softmax
 // 1.50 / 1.43 / 1.44 / 1.37 TSC cycles per element at unroll 1 / 2 / 3 / 4, 1.39 at 8; layer
 // norm 0.81 at 1, 0.77 at 3 and 4).
-// With 16 vector registers (AVX2, SSE2) a body with vector math on its elements takes
+// With 16 vector registers (AVX2, SSE2) a row kernel with vector math on its elements takes
 // kUnrollMathFewRegisters instead: four copies of an exp (softmax's row) or two registers per
 // copy (xent's Float64 logsumexp over Float32 rows) spill, and the stack traffic ate the gain
 // (AVX2 on the Zen 3 VM, 2026-11-30: kiln-perf xent 32-50 ms at unroll 4, 30-35 at 2; softmax
-// 5.5-5.7 / 4.8-6.1; gelu the same at 2, 3 and 4; kiln-jit-row-cycles on SSE2: softmax 7.7 ->
-// 6.5, sum(exp) 6.6 -> 5.0 TSC cycles per element). Fewer copies also render faster.
+// 5.5-5.7 / 4.8-6.1; kiln-jit-row-cycles on SSE2: softmax 7.7 -> 6.5, sum(exp) 6.6 -> 5.0 TSC
+// cycles per element). Pointwise kernels keep 3: gelu's AVX2 path on the Intel VM ran 1.96 /
+// 1.60 TSC cycles per element at 2 / 3 (on Zen 3 2.13 / 2.29 / 2.08 at 2 / 3 / 4).
 inline constexpr int kUnrollMathFewRegisters = 2;
 inline constexpr int kUnrollMaxMath = 4;
 inline constexpr int kRowUnroll = 4;
