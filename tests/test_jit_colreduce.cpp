@@ -877,6 +877,55 @@ TEST_F(JitColumnPlanTest, LogsumexpOverColumnsIsTwoColumnKernels) {
   EXPECT_EQ(steps, "k2 k4 k1 e e") << steps;  // the two squeezes: views
 }
 
+// softmax and log_softmax over a dim that is not the last split into column kernels
+// (jit/passes/column_split.h): eager's softmax_cols bits, every ISA, both dtypes, with columns
+// of -inf, a +inf, a NaN and one -inf among finite values; batches around the 2048-row chunks
+// on 2 threads (the rows split across threads by chunks), an empty one and a declined 8-column
+// one (eager steps); over the channels of [N, C, H, W].
+TEST_F(JitColumnPlanTest, SoftmaxOverColumnsIsColumnKernels) {
+  auto special = [](int64_t n, DType dt) {
+    Tensor x = randn_of({n, 40}, static_cast<uint64_t>(n) + 5, dt) * 4.0;
+    if (n >= 3) {
+      const double inf = std::numeric_limits<double>::infinity();
+      x.select(1, 0).fill_(-inf);
+      x.select(1, 1).select(0, 1).fill_(inf);
+      x.select(1, 2).select(0, 2).fill_(std::numeric_limits<double>::quiet_NaN());
+      x.select(1, 3).select(0, 0).fill_(-inf);
+    }
+    return x;
+  };
+  ConfigOverride<int> threads(config().num_threads, 2);
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (bool log : {false, true}) {
+        const std::string what = fmt::format("{} {} log {}", isa, dt, log);
+        tracer::RegionCache::instance().clear();
+        std::vector<TensorList> sets;
+        for (int64_t n : {50, 0, 300, 2049, 4100}) sets.push_back({special(n, dt)});
+        sets.push_back({randn_of({50, 8}, 9, dt)});  // declined: eager steps
+        const std::string steps = plan_of(
+            [&](const TensorList& in) {
+              const Tensor x = in[0] * 0.5 + 1.0;
+              return TensorList{log ? log_softmax(x, 0) : softmax(x, 0)};
+            },
+            sets, what);
+        // x * 0.5 + 1, its column maxima m and e = exp(x - m) in the epilogue pass (stored:
+        // the planner recomputes no exp, and the final product reads e too); then the sums of
+        // e, their reciprocals and e * r. With log: the maxima; x * 0.5 + 1 again (recomputed,
+        // not stored), the sums of exp(x - m) and their log; m + log(s), a kernel of its own (m
+        // is the first kernel's row value); x - that, recomputing x * 0.5 + 1 once more.
+        EXPECT_EQ(steps, log ? "k3 k6 k1 k3" : "k5 k3") << what;
+      }
+    }
+  }
+  tracer::RegionCache::instance().clear();
+  const std::string steps =
+      plan_of([](const TensorList& in) { return TensorList{softmax(in[0] * 2.0, 1)}; },
+              {{randn_of({2, 6, 5, 7}, 4)}, {randn_of({3, 6, 9, 8}, 5)}}, "channels");
+  EXPECT_EQ(steps, "k4 k3") << steps;  // x * 2, the maxima and e; the sums, 1 / s and e * r
+}
+
 // A cheap element chain that a first column kernel computes and a second reads is computed again
 // by the second (the planner's recompute_element_chains), not stored: `(x * 2 + 1).var(0)`
 // stores only the means. Stored still: a chain that is also a graph output, one with a

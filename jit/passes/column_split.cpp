@@ -16,15 +16,28 @@ using tracer::ValueMeta;
 
 // The column dims of var or logsumexp node n over x, if it is one the split applies to ({0, 0}
 // if not).
+bool softmax_like(OpId op) { return op == OpId::Softmax || op == OpId::LogSoftmax; }
+
+// The attrs of a reduction over softmax node n's one dim (attrs.ints[0]) of a rank-`rank` input,
+// keepdim.
+Attrs softmax_dim_attrs(const Node& n, size_t rank) {
+  Attrs a;
+  int64_t d = n.attrs.ints.empty() ? -1 : n.attrs.ints[0];
+  if (d < 0) d += static_cast<int64_t>(rank);
+  a.dims = {d};
+  a.ints = {1, 0};
+  return a;
+}
+
 ColumnDims splittable(const Node& n, const ValueMeta& x, const KernelTarget& target) {
-  if ((n.op != OpId::Var && n.op != OpId::Logsumexp) || n.inputs.size() != 1 ||
-      !n.subgraphs.empty() || !n.meta.strides.empty() || n.meta.device != Device::cpu() ||
-      x.device != Device::cpu() || !is_floating(x.dtype) || x.dtype != n.meta.dtype ||
-      !reduces_in_column_order(x))
+  if ((n.op != OpId::Var && n.op != OpId::Logsumexp && !softmax_like(n.op)) ||
+      n.inputs.size() != 1 || !n.subgraphs.empty() || !n.meta.strides.empty() ||
+      n.meta.device != Device::cpu() || x.device != Device::cpu() || !is_floating(x.dtype) ||
+      x.dtype != n.meta.dtype || !reduces_in_column_order(x))
     return {};
   Node first;  // the first pass: a column reduction when the node is one
   first.op = n.op == OpId::Var ? OpId::Mean : OpId::Amax;
-  first.attrs = n.attrs;
+  first.attrs = softmax_like(n.op) ? softmax_dim_attrs(n, x.sizes.size()) : n.attrs;
   first.attrs.ints[1] = 0;
   first.meta = n.meta;
   const ColumnDims c = column_reduction_dims(first, x);
@@ -55,6 +68,24 @@ class Split {
     // var's keepdim; its unbiased flag is the correction. The var's value: its readers and
     // outputs stay as they are.
     reduce(OpId::Mean, q, n_.attrs.ints[1] != 0 ? 1 : 0, n_.attrs.ints[0] != 0, n_.output);
+  }
+
+  // softmax_cols (ops/cpu/reduce_kernels.cpp): the column maxima m (no shift of infinities:
+  // eager's NaN for a column of -inf or with a +inf is the chain's too), the sums of exp(x - m)
+  // in the column order, r = 1 / s, and e * r per element; log_softmax: x - (m + log(s)).
+  void softmax(bool log) {
+    const ValueId m = reduce(OpId::Amax, x_, 1, true);
+    const ValueId d = node(OpId::Sub, Attrs{}, {x_, m}, xm_.sizes);
+    const ValueId e = node(OpId::Exp, Attrs{}, {d}, xm_.sizes);
+    const ValueId s = reduce(OpId::Sum, e, 0, true);
+    if (log) {
+      const ValueId lse =
+          node(OpId::Add, Attrs{}, {m, node(OpId::Log, Attrs{}, {s}, kept_)}, kept_);
+      node(OpId::Sub, Attrs{}, {x_, lse}, xm_.sizes, n_.output);
+      return;
+    }
+    const ValueId r = node(OpId::Reciprocal, Attrs{}, {s}, kept_);
+    node(OpId::Mul, Attrs{}, {e, r}, xm_.sizes, n_.output);
   }
 
   void logsumexp() {
@@ -98,7 +129,7 @@ class Split {
   }
   // A reduction over the column dims with this keepdim and attrs.ints[1].
   ValueId reduce(OpId op, ValueId in, int64_t ints1, bool keepdim, ValueId output = -1) {
-    Attrs a = n_.attrs;  // the dims
+    Attrs a = softmax_like(n_.op) ? softmax_dim_attrs(n_, xm_.sizes.size()) : n_.attrs;  // dims
     a.ints[0] = keepdim ? 1 : 0;
     a.ints[1] = ints1;
     return node(op, a, {in}, keepdim ? kept_ : n_.meta.sizes, output);
@@ -130,8 +161,10 @@ int split_column_reductions(PassGraph& pg, const KernelTarget& target) {
     Split split(out, n, n.inputs[0], *meta[n.inputs[0]], c);
     if (n.op == OpId::Var)
       split.var();
-    else
+    else if (n.op == OpId::Logsumexp)
       split.logsumexp();
+    else
+      split.softmax(n.op == OpId::LogSoftmax);
     ++count;
   }
   if (count > 0) out.commit();

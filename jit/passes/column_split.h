@@ -9,6 +9,11 @@
 //   logsumexp:  m = amax(x, dims, keepdim = true, empty = -inf)
 //               s = clamp(m, lowest, max)        (the dtype's finite range)
 //               l = log(sum(exp(x - s), dims, keepdim = true)) + s   (squeezed unless keepdim)
+//   softmax over a dim that is not the last (softmax(x, 0) of [N, C], over channels of
+//   [N, C, H, W]), log_softmax likewise:
+//               m = amax(x, dim, keepdim = true, empty = -inf)
+//               e = exp(x - m);  s = sum(e, dim, keepdim = true)
+//               softmax: e * reciprocal(s)      log_softmax: x - (m + log(s))
 //
 // The planner makes two column kernels of each: the first reduction, then the second with its
 // prologue (x - m, exp(x - s)) computed from x in the kernel; the epilogues (std's sqrt, log and
@@ -31,6 +36,10 @@
 //   clamp as it passes eager's test. Amax's empty flag (attrs.ints[1]: the identity -inf over
 //   no elements, where the API's amax raises) keeps an empty batch defined.
 //
+// - softmax_cols: the column maxima (no shift of infinities), the column sums of exp(x - m) in
+//   the column order, 1 / s, and e * (1 / s) per element; with `log`, m + log(s) and x - that.
+//   A column of -inf, or with a +inf, is NaN in both.
+//
 // Only where the CPU target would launch the kernels at the recorded sizes
 // (KernelTarget::launches_column_reduction: 16 columns or more, and no wider split in eager)
 // and x is row-major (eager reduces other layouts as gathered rows, another order). Plans are
@@ -42,7 +51,7 @@
 
 namespace kiln::jit::passes {
 
-// Returns how many var and logsumexp nodes were split.
+// Returns how many var, logsumexp, softmax and log_softmax nodes were split.
 int split_column_reductions(PassGraph& pg, const KernelTarget& target);
 
 }  // namespace kiln::jit::passes
