@@ -16,7 +16,8 @@ template <>
 struct Fmt<float> {
   static constexpr int kMant = 23;
   static constexpr int64_t kBias = 127;
-  static constexpr double kRoundMagic = 12582912.0;     // 1.5 * 2^23
+  static constexpr double kRoundMagic = 12582912.0;  // 1.5 * 2^23
+  static constexpr int64_t kRoundMagicBits = 0x4B400000;
   static constexpr int64_t kTwoPMantBits = 0x4B000000;  // bits of 2^23
   static constexpr double kTwoPMant = 8388608.0;
   static constexpr double kMinNormal = 1.17549435082228750797e-38;
@@ -27,6 +28,7 @@ struct Fmt<double> {
   static constexpr int kMant = 52;
   static constexpr int64_t kBias = 1023;
   static constexpr double kRoundMagic = 6755399441055744.0;  // 1.5 * 2^52
+  static constexpr int64_t kRoundMagicBits = 0x4338000000000000;
   static constexpr int64_t kTwoPMantBits = 0x4330000000000000;
   static constexpr double kTwoPMant = 4503599627370496.0;
   static constexpr double kMinNormal = 2.22507385850720138309e-308;
@@ -99,7 +101,7 @@ inline typename O::F pow2i(const O& o, I k) {
   return o.as_float(o.shl(o.iadd(k, o.isplat(Fmt<T>::kBias)), Fmt<T>::kMant));
 }
 
-// x * 2^k for an integer-valued k (float and integer lanes) in [-2*bias-2, 2*bias], in two
+// x * 2^k for an integer-valued k (float and integer lanes) in [-2*bias+2, 2*bias], in two
 // exact steps so that the only rounding is the final one (gradual underflow, overflow to inf):
 // the correctly rounded x * 2^k. A backend may compute that product in one instruction through
 // the optional hook `bool scale2_rounded(F x, F kf, F& out)` (kf: k as a float; false where it
@@ -110,13 +112,21 @@ inline F scale2(const O& o, F x, const Rounded<O>& k) {
     F out;
     if (o.scale2_rounded(x, k.f, out)) return out;
   }
-  // k1 = round(k / 2) as integer lanes only (its float value is not needed).
+  // k = k1 + k2, k1 = floor(k / 2) and k2 = ceil(k / 2), both normal powers of two over the
+  // range, taken from the bits of the rounding sum t = k + 1.5 * 2^p (magic + k): with off =
+  // 2 * bias + 2, u = (k + off) >> 1 (logical: k + off >= 0) is k1 + off / 2, so k1 + bias =
+  // u - 1 and k2 + bias = k - k1 + bias = (t + off / 2 + bias - magic) - u. Seven integer
+  // operations where round(k / 2) in floats took nine (2026-11-30); any split into two normal
+  // powers gives the same bits: x * 2^k1 is exact, and the second product rounds once.
   using T = typename O::T;
-  const F magic = o.splat(Fmt<T>::kRoundMagic);
-  const typename O::I k1 =
-      o.isub(o.as_int(o.add(o.mul(k.f, o.splat(0.5)), magic)), o.as_int(magic));
-  const typename O::I k2 = o.isub(k.i(o), k1);
-  return o.mul(o.mul(x, pow2i(o, k1)), pow2i(o, k2));
+  using I = typename O::I;
+  constexpr int64_t off = 2 * Fmt<T>::kBias + 2, magic = Fmt<T>::kRoundMagicBits;
+  const I t = o.as_int(k.has_t ? k.t : o.add(k.f, o.splat(Fmt<T>::kRoundMagic)));
+  const I u = o.shr(o.iadd(t, o.isplat(off - magic)), 1);
+  const F p1 = o.as_float(o.shl(o.iadd(u, o.isplat(Fmt<T>::kBias - off / 2)), Fmt<T>::kMant));
+  const F p2 = o.as_float(
+      o.shl(o.isub(o.iadd(t, o.isplat(off / 2 + Fmt<T>::kBias - magic)), u), Fmt<T>::kMant));
+  return o.mul(o.mul(x, p1), p2);
 }
 
 // c[0] + x*(c[1] + x*(c[2] + ...)), Horner without fusing (c: an array of doubles).
