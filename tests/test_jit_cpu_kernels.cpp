@@ -25,6 +25,7 @@
 #include "jit_kernel_util.h"
 #include "runtime/parallel.h"
 #include "suite_passes.h"
+#include "tracer/region_runner.h"
 
 namespace kiln::jit {
 namespace {
@@ -662,6 +663,9 @@ TEST(JitCpuKernels, ManyOperandsKeepTheirLayoutVariantsApart) {
 
 TEST(JitCpuKernels, InjectedCodegenFaultThrows) {
   for (const std::string& isa : supported_jit_isas()) {
+    // A background render of an earlier test's plan would take the injected fault (one shard of
+    // a KILN_JIT=1 run on the 16-core GPU host: the sse2 render threw nothing).
+    tracer::wait_for_compiles();
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
     LoopKernel k;
     k.inputs.assign(1, DType::Float32);
