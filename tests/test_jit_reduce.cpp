@@ -528,6 +528,40 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
       kiln::sync();
     }
     EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before, 0);
+    // ... also on 4 threads: eager's softmax runs a row per thread too
+    ConfigOverride<int> four(config().num_threads, 4);
+    const int64_t before = jit::cpu_jit_counters().launches.load();
+    {
+      JitMode on(true);
+      const Tensor got = (xs * 2.0).softmax(-1);
+      kiln::sync();
+    }
+    EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, 1);
+  }
+  // Element outputs computed without a row value (newton's step: the new x, and the largest
+  // relative change): eager computes x by pointwise ops across all its threads, the kernel a row
+  // per thread. Two rows launch on 2 to 5 threads, and decline from 6 on (the nodes run eagerly,
+  // the same bits); one row launches on 2 threads and declines on 3.
+  for (const auto& [threads, rows, launches] :
+       {std::tuple{2, 2, true}, std::tuple{5, 2, true}, std::tuple{6, 2, false},
+        std::tuple{2, 1, true}, std::tuple{3, 1, false}, std::tuple{16, 1, false}}) {
+    ConfigOverride<int> t(config().num_threads, threads);
+    tracer::RegionCache::instance().clear();
+    const Tensor x0 = x.slice(0, 0, rows).abs() + 0.5;
+    const Tensor a = y.slice(0, 0, rows).abs().to(kFloat32) + 1.0;
+    const auto program = [&] {
+      const Tensor next = (x0 + a / x0) * 0.5;
+      return TensorList{next, ((next - x0).abs() / next).amax({-1})};
+    };
+    const std::string what = fmt::format("newton's step, {} rows, {} threads", rows, threads);
+    run_both(program, what);
+    const int64_t before = jit::cpu_jit_counters().launches.load();
+    {
+      JitMode on(true);
+      const TensorList got = program();
+      kiln::sync();
+    }
+    EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, launches ? 1 : 0) << what;
   }
 }
 

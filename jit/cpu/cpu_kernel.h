@@ -32,9 +32,12 @@ bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inn
 // several times), they were half the instructions of a small row kernel's step (callgrind:
 // 19K -> 8.8K per step of kiln-perf's host_loop recorded, its amax over 16 floats).
 struct ReduceFacts {
-  bool row_values_only = false;     // it stores row values only
-  bool plain_reduces = false;       // every Reduce folds a Load of an input of its own
-  bool splits_long_rows = false;    // its long rows may be split across threads by chunks
+  bool row_values_only = false;   // it stores row values only
+  bool plain_reduces = false;     // every Reduce folds a Load of an input of its own
+  bool splits_long_rows = false;  // its long rows may be split across threads by chunks
+  // It stores element values, none computed from a row value (newton's step: x and amax(|x -
+  // x0| / x)); eager computes such outputs with pointwise ops across all its threads.
+  bool elements_apart = false;
   bool column_ok = false;           // column_kernel_ok (render_cols.h)
   bool column_epilogue = false;     // column_kernel_has_epilogue (render_cols.h)
   bool columns_only = false;        // a ReduceArgMax / ReduceArgMin: no row kernel renders it

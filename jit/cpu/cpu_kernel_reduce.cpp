@@ -180,10 +180,18 @@ bool long_rows_want_threads(int64_t rows, int64_t n) {
 // Whether eager would run this launch on more threads than the kernel can: a kernel whose long
 // rows do not split (RowKernelTraits::splits_long_rows) over fewer rows than threads, each longer
 // than one chunk. The kernel runs such a row on one thread, eager across the threads in the same
-// order, so the step's nodes, run eagerly, give the same bits sooner. (With element outputs,
-// softmax, eager runs a row per thread too: those launch.)
-bool eager_splits_rows_wider(bool row_values_only, bool splits, int64_t rows, int64_t n) {
-  return long_rows_want_threads(rows, n) && row_values_only && !splits;
+// order, so the step's nodes, run eagerly, give the same bits sooner. (With element outputs
+// computed from row values, softmax, eager runs a row per thread too: those launch.) Element
+// outputs computed without row values (`elements_apart`) are pointwise ops to eager, across all
+// its threads: there the kernel declines where its rows would keep fewer than a third of the
+// threads busy. Fused on one thread it does about what eager does on three: newton's step (2^20
+// elements, one row) took 12.4 ms as a kernel whatever the threads, eager 17.7 on 2 threads,
+// 10.9 on 4 and 6.9 on 16 (the 16-core Xeon of the GPU host, 2026-11-30): 0.44x in jit mode.
+bool eager_splits_rows_wider(bool row_values_only, bool splits, bool elements_apart, int64_t rows,
+                             int64_t n) {
+  if (!long_rows_want_threads(rows, n)) return false;
+  if (row_values_only) return !splits;
+  return elements_apart && rows * 3 <= num_threads();
 }
 
 // A column kernel's calls: blocks of up to 4096 columns (a call walks its rows in memory order,
@@ -231,8 +239,8 @@ bool eager_splits_cols_wider(bool row_values_only, bool plain, int64_t n) {
 // windows with up to four runs of rows side by side are faster: [2^20, 2].sum(0) 3.5 ms as a
 // kernel, 0.58 ms eagerly; one column eager reduces as a row, another order), and where eager
 // spreads the work over more threads (above).
-bool sizes_allow_launch(bool row_values_only, bool splits, bool plain, const DimVector& sizes,
-                        int reduced_dims, int inner_dims) {
+bool sizes_allow_launch(bool row_values_only, bool splits, bool plain, bool elements_apart,
+                        const DimVector& sizes, int reduced_dims, int inner_dims) {
   const size_t rank = sizes.size();
   if (reduced_dims < 0 || inner_dims < 0 || static_cast<size_t>(reduced_dims + inner_dims) > rank)
     return true;  // malformed: launch() names the problem
@@ -244,7 +252,7 @@ bool sizes_allow_launch(bool row_values_only, bool splits, bool plain, const Dim
     if (w > 0 && w < 16) return false;
     return !eager_splits_cols_wider(row_values_only, plain, n);
   }
-  return !eager_splits_rows_wider(row_values_only, splits, outer, n);
+  return !eager_splits_rows_wider(row_values_only, splits, elements_apart, outer, n);
 }
 
 }  // namespace
@@ -270,6 +278,17 @@ ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
   // Long rows split across threads (run_row_chunks): no element pass, which would need the whole
   // row's values, and no ReduceFirst, whose pass scans for the first hit, not by a program.
   f.splits_long_rows = f.row_values_only && !first;
+  // Element outputs none of whose values reads a Reduce (row values include constants).
+  std::vector<uint8_t> reads_reduce(k.exprs.size(), 0);
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    reads_reduce[i] = expr_is_reduce(e.op);
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0) reads_reduce[i] = reads_reduce[i] || reads_reduce[o];
+  }
+  f.elements_apart = !f.row_values_only;
+  for (size_t j = 0; j < k.stores.size(); ++j)
+    if (!f.row_output[j]) f.elements_apart = f.elements_apart && !reads_reduce[k.stores[j]];
   f.column_ok = column_kernel_ok(k);
   f.column_epilogue = column_kernel_has_epilogue(k);
   // Reduces sharing a load (x.sum(0) and x.amax(0) in one kernel) read it once where eager
@@ -285,18 +304,19 @@ ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
 }
 
 bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims) {
-  return sizes_allow_launch(true, false, false, sizes, reduced_dims, inner_dims);
+  return sizes_allow_launch(true, false, false, false, sizes, reduced_dims, inner_dims);
 }
 
 bool CpuKernel::may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const {
-  return !reduces() || sizes_allow_launch(facts_.row_values_only, facts_.splits_long_rows,
-                                          facts_.plain_reduces, sizes, reduced_dims, inner_dims);
+  return !reduces() ||
+         sizes_allow_launch(facts_.row_values_only, facts_.splits_long_rows, facts_.plain_reduces,
+                            facts_.elements_apart, sizes, reduced_dims, inner_dims);
 }
 
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
   if (!reduces()) return true;
   if (!sizes_allow_launch(facts_.row_values_only, facts_.splits_long_rows, facts_.plain_reduces,
-                          args.sizes, args.reduced_dims, args.inner_dims))
+                          facts_.elements_apart, args.sizes, args.reduced_dims, args.inner_dims))
     return false;
   if (args.inner_dims > 0) return split_cols(k_, facts_, args).why.empty();
   return !split_rows(k_, facts_, args).layout.empty();
