@@ -183,15 +183,16 @@ bool long_rows_want_threads(int64_t rows, int64_t n) {
 // order, so the step's nodes, run eagerly, give the same bits sooner. (With element outputs
 // computed from row values, softmax, eager runs a row per thread too: those launch.) Element
 // outputs computed without row values (`elements_apart`) are pointwise ops to eager, across all
-// its threads: there the kernel declines where its rows would keep fewer than a third of the
-// threads busy. Fused on one thread it does about what eager does on three: newton's step (2^20
-// elements, one row) took 12.4 ms as a kernel whatever the threads, eager 17.7 on 2 threads,
-// 10.9 on 4 and 6.9 on 16 (the 16-core Xeon of the GPU host, 2026-11-30): 0.44x in jit mode.
+// its threads: there the kernel declines where its rows would keep at most a sixth of the
+// threads busy. Newton's step (2^20 elements, one row; the 16-core Xeon of the GPU host,
+// 2026-11-30) took 12.4 ms as a kernel whatever the threads, eagerly 17.7 on 2 threads, 10.9 on
+// 4 and 6.9 on 16; declined (its nodes run eagerly inside the plan, with the plan's overhead)
+// 7.5 on 16, where the kernel had made jit mode 0.44x eager.
 bool eager_splits_rows_wider(bool row_values_only, bool splits, bool elements_apart, int64_t rows,
                              int64_t n) {
   if (!long_rows_want_threads(rows, n)) return false;
   if (row_values_only) return !splits;
-  return elements_apart && rows * 3 <= num_threads();
+  return elements_apart && rows * 6 <= num_threads();
 }
 
 // A column kernel's calls: blocks of up to 4096 columns (a call walks its rows in memory order,
