@@ -22,6 +22,7 @@
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
 #include "record_util.h"
+#include "runtime/allocator.h"
 #include "runtime/parallel.h"
 #include "suite_passes.h"
 #include "tracer/region_cache.h"
@@ -563,6 +564,25 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
       kiln::sync();
     }
     EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, launches ? 1 : 0) << what;
+    if (launches) continue;
+    // Declined, the step's nodes run eagerly and drop each temporary after its last reader
+    // (JitPlan::run_nodes_eagerly): the run holds what eager mode holds, not all five
+    // intermediate results (a / x0, x0 + it, next - x0, its abs, that / next) at once.
+    int64_t eager_peak = 0, jit_peak = 0;
+    {
+      JitMode off(false);
+      CpuPeakScope peak;
+      const TensorList got = program();
+      eager_peak = peak.peak_bytes();
+    }
+    {
+      JitMode on(true);
+      CpuPeakScope peak;
+      const TensorList got = program();
+      kiln::sync();
+      jit_peak = peak.peak_bytes();
+    }
+    EXPECT_LE(jit_peak, eager_peak) << what;
   }
 }
 

@@ -129,7 +129,7 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
   }
   f.values[n.output] = Tensor();
   run_eager_node(f, st.node, static_cast<int32_t>(s));
-  for (int32_t j : epi->nodes) run_eager_node(f, j);
+  run_nodes_eagerly(f, *epi);
   return 1;
 }
 

@@ -96,6 +96,8 @@ class JitPlan final : public tracer::RegionPlan {
  private:
   struct Frame;
   void run_eager_node(Frame& f, int32_t node, int32_t step_index = -1);
+  // A kernel step's nodes, run eagerly (its launch declined or failed).
+  void run_nodes_eagerly(Frame& f, const KernelStep& k);
   void run_kernel(Frame& f, KernelStep& k, size_t step_index);
   // run_kernel in three parts, for a BLAS step that launches its epilogue per row block:
   // outputs allocated (or taken over) and LaunchArgs built, false when the step was handled
