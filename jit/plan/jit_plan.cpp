@@ -118,7 +118,13 @@ Tensor JitPlan::destination_for(const Frame& f, ValueId v, int32_t step_index,
 
 bool JitPlan::donatable(const Frame& f, ValueId v, int32_t step_index, const DimVector& sizes,
                         DType dtype, int32_t extra_handles) const {
-  if (step_index < 0 || !donor_ok_[v] || last_step_[v] != step_index) return false;
+  if (step_index < 0 || last_step_[v] != step_index) return false;
+  return buffer_free(f, v, sizes, dtype, extra_handles);
+}
+
+bool JitPlan::buffer_free(const Frame& f, ValueId v, const DimVector& sizes, DType dtype,
+                          int32_t extra_handles) const {
+  if (!donor_ok_[v]) return false;
   const Tensor& t = f.values[v];
   if (!t.defined()) return false;
   const TensorImpl* ti = t.impl();
@@ -127,7 +133,8 @@ bool JitPlan::donatable(const Frame& f, ValueId v, int32_t step_index, const Dim
          !ti->storage()->is_lazy() && ti->autograd() == nullptr && ti->numel() > 0;
 }
 
-void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index) {
+void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index,
+                             std::span<const ValueId> dying) {
   const Node& n = graph_.nodes[j];
   if (f.any_poisoned(n.inputs)) {
     f.poison(n.output);
@@ -188,7 +195,10 @@ void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index) {
       for (size_t k = 0; !out.defined() && k < n.inputs.size(); ++k) {
         int32_t uses = 0;
         for (ValueId u : n.inputs) uses += u == n.inputs[k];
-        if (donatable(f, n.inputs[k], step_index, m.sizes, m.dtype, uses)) out = ins[k];
+        const bool dies = std::find(dying.begin(), dying.end(), n.inputs[k]) != dying.end();
+        if (dies ? buffer_free(f, n.inputs[k], m.sizes, m.dtype, uses)
+                 : donatable(f, n.inputs[k], step_index, m.sizes, m.dtype, uses))
+          out = ins[k];
       }
       if (out.defined()) {
         def.eager(call, out);
@@ -226,24 +236,29 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
 }
 
 // Each value that only this step's nodes read (no later step, not a graph output:
-// last_step_ -1; not one of the kernel's outputs) is dropped after its last reader here, as eager
-// mode drops a temporary: held to the step's end, newton's declined step (7 nodes over 2^20
-// floats, docs/jit.md) wrote every node's result to a fresh buffer, 20% slower than eager on
-// the 16-core GPU host.
+// last_step_ -1; not one of the kernel's outputs) dies at its last reader here: an elementwise
+// reader may write its result into it (as the interpreter does with a value dying at a step),
+// and it is dropped after, as eager mode drops a temporary. Held to the step's end, newton's
+// declined step (7 nodes over 2^20 floats, docs/jit.md) wrote every node's result to a fresh
+// buffer, 20% slower than eager on the 16-core GPU host.
 void JitPlan::run_nodes_eagerly(Frame& f, const KernelStep& k) {
+  SmallVector<ValueId, 4> dying;
   for (size_t i = 0; i < k.nodes.size(); ++i) {
-    run_eager_node(f, k.nodes[i]);
+    dying.clear();
     for (ValueId v : graph_.nodes[k.nodes[i]].inputs) {
       if (last_step_[v] != -1 ||
-          std::find(k.outputs.begin(), k.outputs.end(), v) != k.outputs.end())
+          std::find(k.outputs.begin(), k.outputs.end(), v) != k.outputs.end() ||
+          std::find(dying.begin(), dying.end(), v) != dying.end())
         continue;
       bool read_later = false;
       for (size_t j = i + 1; j < k.nodes.size() && !read_later; ++j) {
         const auto& later = graph_.nodes[k.nodes[j]].inputs;
         read_later = std::find(later.begin(), later.end(), v) != later.end();
       }
-      if (!read_later) f.values[v] = Tensor();
+      if (!read_later) dying.push_back(v);
     }
+    run_eager_node(f, k.nodes[i], -1, {dying.data(), dying.size()});
+    for (ValueId v : dying) f.values[v] = Tensor();
   }
 }
 

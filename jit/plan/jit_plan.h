@@ -11,6 +11,7 @@
 #pragma once
 #include <atomic>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "jit/passes/arg_map.h"
@@ -95,7 +96,10 @@ class JitPlan final : public tracer::RegionPlan {
 
  private:
   struct Frame;
-  void run_eager_node(Frame& f, int32_t node, int32_t step_index = -1);
+  // `dying`: values this node reads for the last time (run_nodes_eagerly), whose buffers an
+  // elementwise node may write its result into.
+  void run_eager_node(Frame& f, int32_t node, int32_t step_index = -1,
+                      std::span<const tracer::ValueId> dying = {});
   // A kernel step's nodes, run eagerly (its launch declined or failed).
   void run_nodes_eagerly(Frame& f, const KernelStep& k);
   void run_kernel(Frame& f, KernelStep& k, size_t step_index);
@@ -137,6 +141,9 @@ class JitPlan final : public tracer::RegionPlan {
   // row-major, reached by nothing but the value table and `extra_handles` argument slots.
   bool donatable(const Frame& f, tracer::ValueId v, int32_t step_index, const DimVector& sizes,
                  DType dtype, int32_t extra_handles) const;
+  // donatable's test of the buffer alone (v's value is dying: no later reader).
+  bool buffer_free(const Frame& f, tracer::ValueId v, const DimVector& sizes, DType dtype,
+                   int32_t extra_handles) const;
   tracer::InterpretResult run_mapped(const tracer::RunArgs& args);
 
   tracer::Graph graph_;  // the first recording (never the current one: its ops and attrs)
