@@ -12,9 +12,11 @@
 // instructions without an EVEX form (vmovdqu, vextractf128, ...) get xmm0-15 only.
 //
 // When registers do not suffice, the value live furthest ahead goes to memory (Poletto and
-// Sarkar's linear scan; hoisted constants, which live to the end, first): a hoisted constant is
-// demoted to its pool address, any other value to a stack slot (64 bytes for a vector, 8 for a
-// general or mask register), stored after each instruction that writes it. A vector use in an
+// Sarkar's linear scan; hoisted constants, which live to the end, first; a value written more
+// than once, which a loop carries, and a spill's own reload or store registers, last): a hoisted
+// constant is demoted to its pool address, any other value to a stack slot (64 bytes for a
+// vector, 8 for a general or mask register), stored after each instruction that writes it (not
+// reloaded before a whole move to it, which reads nothing of it). A vector use in an
 // instruction's r/m slot then reads memory, any other use (a memory operand's base, a {k} write
 // mask) a reload into a short-lived register right before it; then the scan runs again: on the
 // same intervals less the demoted when every value it gave up is a constant read only from r/m
