@@ -183,16 +183,17 @@ bool long_rows_want_threads(int64_t rows, int64_t n) {
 // order, so the step's nodes, run eagerly, give the same bits sooner. (With element outputs
 // computed from row values, softmax, eager runs a row per thread too: those launch.) Element
 // outputs computed without row values (`elements_apart`) are pointwise ops to eager, across all
-// its threads: there the kernel declines where its rows would keep at most a sixth of the
+// its threads: there the kernel declines where its rows would keep at most a third of the
 // threads busy. Newton's step (2^20 elements, one row; the 16-core Xeon of the GPU host,
-// 2026-11-30) took 12.4 ms as a kernel whatever the threads, eagerly 17.7 on 2 threads, 10.9 on
-// 4 and 6.9 on 16; declined (its nodes run eagerly inside the plan, with the plan's overhead)
-// 7.5 on 16, where the kernel had made jit mode 0.44x eager.
+// 2026-11-30, eager / jit ms): 2 threads 16.4 / 11.5 (the kernel), 4 threads 10.0 / 11.5 and 5
+// threads 8.1 / 10.7 (the kernel, before the decline reached them), 6 threads 7.6 / 7.0, 8
+// threads 7.0 / 7.0 and 16 threads 6.8 / 6.6 (declined: the nodes run eagerly inside the plan,
+// JitPlan::run_nodes_eagerly). Launched on 16 threads, the kernel had made jit mode 0.44x.
 bool eager_splits_rows_wider(bool row_values_only, bool splits, bool elements_apart, int64_t rows,
                              int64_t n) {
   if (!long_rows_want_threads(rows, n)) return false;
   if (row_values_only) return !splits;
-  return elements_apart && rows * 6 <= num_threads();
+  return elements_apart && rows * 3 <= num_threads();
 }
 
 // A column kernel's calls: blocks of up to 4096 columns (a call walks its rows in memory order,
