@@ -189,11 +189,10 @@ bool long_rows_want_threads(int64_t rows, int64_t n) {
 // threads 8.1 / 10.7 (the kernel, before the decline reached them), 6 threads 7.6 / 7.0, 8
 // threads 7.0 / 7.0 and 16 threads 6.8 / 6.6 (declined: the nodes run eagerly inside the plan,
 // JitPlan::run_nodes_eagerly). Launched on 16 threads, the kernel had made jit mode 0.44x.
-bool eager_splits_rows_wider(bool row_values_only, bool splits, bool elements_apart, int64_t rows,
-                             int64_t n) {
+bool eager_splits_rows_wider(const ReduceFacts& f, int64_t rows, int64_t n) {
   if (!long_rows_want_threads(rows, n)) return false;
-  if (row_values_only) return !splits;
-  return elements_apart && rows * 3 <= num_threads();
+  if (f.row_values_only) return !f.splits_long_rows;
+  return f.elements_apart && rows * 3 <= num_threads();
 }
 
 // A column kernel's calls: blocks of up to 4096 columns (a call walks its rows in memory order,
@@ -231,9 +230,10 @@ ColumnCalls column_calls(int64_t outer, int64_t n, int64_t w) {
 // reads what eager reads and splits the chunks as eager does, so it has nothing to gain and a
 // launch to pay. With a fused producer the kernel wins: `(x * w + 1).sum(0)` of [8192, 1024]
 // 2.5 ms against 10.2 eagerly (2-core Zen 3 VM).
-bool eager_splits_cols_wider(bool row_values_only, bool plain, int64_t n) {
+bool eager_splits_cols_wider(const ReduceFacts& f, int64_t n) {
   const int threads = num_threads();
-  return threads >= 2 && !in_parallel_region() && n > kColRowChunk && row_values_only && plain;
+  return threads >= 2 && !in_parallel_region() && n > kColRowChunk && f.row_values_only &&
+         f.plain_reduces;
 }
 
 // What the launch's sizes alone decide (CpuKernel::may_launch): false for a column launch of
@@ -241,8 +241,8 @@ bool eager_splits_cols_wider(bool row_values_only, bool plain, int64_t n) {
 // windows with up to four runs of rows side by side are faster: [2^20, 2].sum(0) 3.5 ms as a
 // kernel, 0.58 ms eagerly; one column eager reduces as a row, another order), and where eager
 // spreads the work over more threads (above).
-bool sizes_allow_launch(bool row_values_only, bool splits, bool plain, bool elements_apart,
-                        const DimVector& sizes, int reduced_dims, int inner_dims) {
+bool sizes_allow_launch(const ReduceFacts& f, const DimVector& sizes, int reduced_dims,
+                        int inner_dims) {
   const size_t rank = sizes.size();
   if (reduced_dims < 0 || inner_dims < 0 || static_cast<size_t>(reduced_dims + inner_dims) > rank)
     return true;  // malformed: launch() names the problem
@@ -252,9 +252,9 @@ bool sizes_allow_launch(bool row_values_only, bool splits, bool plain, bool elem
   for (size_t d = 0; d < rank; ++d) (d < r0 ? outer : d < r1 ? n : w) *= sizes[d];
   if (inner_dims > 0) {
     if (w > 0 && w < 16) return false;
-    return !eager_splits_cols_wider(row_values_only, plain, n);
+    return !eager_splits_cols_wider(f, n);
   }
-  return !eager_splits_rows_wider(row_values_only, splits, elements_apart, outer, n);
+  return !eager_splits_rows_wider(f, outer, n);
 }
 
 }  // namespace
@@ -306,20 +306,21 @@ ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
 }
 
 bool column_reduction_launches(const DimVector& sizes, int reduced_dims, int inner_dims) {
-  return sizes_allow_launch(true, false, false, false, sizes, reduced_dims, inner_dims);
+  static const ReduceFacts row_values = [] {  // a kernel of row values only, nothing more
+    ReduceFacts f;
+    f.row_values_only = true;
+    return f;
+  }();
+  return sizes_allow_launch(row_values, sizes, reduced_dims, inner_dims);
 }
 
 bool CpuKernel::may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const {
-  return !reduces() ||
-         sizes_allow_launch(facts_.row_values_only, facts_.splits_long_rows, facts_.plain_reduces,
-                            facts_.elements_apart, sizes, reduced_dims, inner_dims);
+  return !reduces() || sizes_allow_launch(facts_, sizes, reduced_dims, inner_dims);
 }
 
 bool CpuKernel::can_launch(const LaunchArgs& args) const {
   if (!reduces()) return true;
-  if (!sizes_allow_launch(facts_.row_values_only, facts_.splits_long_rows, facts_.plain_reduces,
-                          facts_.elements_apart, args.sizes, args.reduced_dims, args.inner_dims))
-    return false;
+  if (!sizes_allow_launch(facts_, args.sizes, args.reduced_dims, args.inner_dims)) return false;
   if (args.inner_dims > 0) return split_cols(k_, facts_, args).why.empty();
   return !split_rows(k_, facts_, args).layout.empty();
 }
@@ -638,10 +639,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
           for (int32_t j = 0; j < k_.num_outputs(); ++j)
             if (facts_.row_output[j]) p[j] = reinterpret_cast<char*>(dummy.get() + j * wpad);
           const std::vector<int64_t> prog =
-              epilogue_rows ? std::vector<int64_t>{3,
-                                                   static_cast<int64_t>(reinterpret_cast<uintptr_t>(
-                                                       slot(item, chunks))),
-                                                   0}
+              epilogue_rows ? column_program_pushing(slot(item, chunks))
                             : column_program_chunks(n, c, c + 1, slot(item, c), slot_bytes);
           local[np] = reinterpret_cast<uintptr_t>(prog.data());
           local[np + 2] = static_cast<uint64_t>(c * kColRowChunk);
@@ -655,12 +653,9 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
       CallRoom r = room();
       for (int64_t t = b; t < e; ++t) {
         const int64_t cols = place(t, r.p);
-        std::vector<int64_t> tree = column_program_partials(n, slot(t, 0), slot_bytes);
-        if (epi) {  // the combined level kept for the epilogue's chunks
-          tree.back() = 4;
-          tree.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(slot(t, chunks))));
-          tree.push_back(0);
-        }
+        // With an epilogue, the combined level is kept for the epilogue's chunks.
+        const std::vector<int64_t> tree =
+            column_program_partials(n, slot(t, 0), slot_bytes, epi ? slot(t, chunks) : nullptr);
         r.local[np] = reinterpret_cast<uintptr_t>(tree.data());
         fn(r.p.data(), split.row_stride.data(), split.row_stride.data(), cols, 0, r.local.data());
       }

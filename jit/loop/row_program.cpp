@@ -184,7 +184,8 @@ std::vector<int64_t> column_program_chunks(int64_t n, int64_t c0, int64_t c1, ch
   return p;
 }
 
-std::vector<int64_t> column_program_partials(int64_t n, const char* slots, int64_t slot_bytes) {
+std::vector<int64_t> column_program_partials(int64_t n, const char* slots, int64_t slot_bytes,
+                                             char* keep) {
   std::vector<int64_t> p;
   const int64_t chunks = (n + kColRowChunk - 1) / kColRowChunk;
   int64_t size = 1;
@@ -193,9 +194,15 @@ std::vector<int64_t> column_program_partials(int64_t n, const char* slots, int64
     p.push_back(3);
     p.push_back(word_of(slots + c * slot_bytes));
   });
+  if (keep != nullptr) {
+    p.push_back(4);
+    p.push_back(word_of(keep));
+  }
   p.push_back(0);
   return p;
 }
+
+std::vector<int64_t> column_program_pushing(const char* level) { return {3, word_of(level), 0}; }
 
 namespace {
 void walk_depth(const int64_t* p, int64_t& depth, int64_t& most) {

@@ -65,7 +65,11 @@ std::vector<int64_t> column_program(int64_t n);
 // column program's tree over slots + c * slot_bytes, c < the chunks of n.
 std::vector<int64_t> column_program_chunks(int64_t n, int64_t c0, int64_t c1, char* slots,
                                            int64_t slot_bytes);
-std::vector<int64_t> column_program_partials(int64_t n, const char* slots, int64_t slot_bytes);
+std::vector<int64_t> column_program_partials(int64_t n, const char* slots, int64_t slot_bytes,
+                                             char* keep = nullptr);
+// The program of a call that reduces no row: the level stored at `level` pushed (an epilogue's
+// chunk of rows after column_program_partials kept the combined level there).
+std::vector<int64_t> column_program_pushing(const char* level);
 
 // The most partial results a program holds at once (the stack its renderer needs).
 int64_t program_depth(const std::vector<int64_t>& p);
