@@ -253,7 +253,7 @@ class ColRenderer {
     // The result is the one partial left (level 0): the row values, stored at row 0 of each
     // column, then the epilogue.
     cc_.bind(l_end);
-    colcur_ = cursors(finish_used_, base_);
+    colcur_ = pass_cursors(cc_, finish_used_, base_);
     std::vector<x86::Gp> r0 = level_rows(sb_);
     columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
       finish(groups, lanes, tail, pre, r0);
@@ -352,11 +352,6 @@ class ColRenderer {
   void next_row(const std::vector<x86::Gp>& rowcur) {
     for (int j = 0; j < nops_; ++j)
       if (rowcur[j].isValid()) cc_.add(rowcur[j], x86::ptr(rstride_, j * 8));
-  }
-
-  // New cursors for one pass (the recorder's linear scan sees one interval per register).
-  std::vector<x86::Gp> cursors(const std::vector<uint8_t>& used, const std::vector<x86::Gp>& from) {
-    return pass_cursors(cc_, used, from);
   }
 
   // Runs `block(groups, lanes, tail, preset)` over the call's columns from colcur_ / col_ = 0
@@ -478,7 +473,7 @@ class ColRenderer {
   void piece_rows(x86::Gp len_in, const std::vector<x86::Gp>& rows) {
     x86::Gp len = cc_.newInt64("rows_left");
     cc_.mov(len, len_in);
-    const std::vector<x86::Gp> rowcur = cursors(pass_used_, base_);
+    const std::vector<x86::Gp> rowcur = pass_cursors(cc_, pass_used_, base_);
     for (int j = 0; j < nops_; ++j)
       if (rowcur[j].isValid()) cc_.add(rowcur[j], rowoff_.cloneAdjusted(j * 8));
     x86::Gp index;  // (argmax) the current row's index
@@ -490,7 +485,7 @@ class ColRenderer {
     cc_.bind(l_row);
     cc_.test(len, len);
     cc_.jz(l_rows_done);
-    colcur_ = cursors(pass_used_, rowcur);
+    colcur_ = pass_cursors(cc_, pass_used_, rowcur);
     if (has_arg_) cc_.mov(lanes_buf_, index);
     columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
       fold_row(groups, lanes, tail, pre, rows);
@@ -565,14 +560,14 @@ class ColRenderer {
   // Reduces' results (level 0 at `rows`) for each block.
   void epilogue(const std::vector<x86::Gp>& rows) {
     const std::vector<uint8_t> none(k_.exprs.size(), 0);
-    const std::vector<x86::Gp> rowcur = cursors(epilogue_used_, base_);
+    const std::vector<x86::Gp> rowcur = pass_cursors(cc_, epilogue_used_, base_);
     x86::Gp left = cc_.newInt64("rows_left");
     cc_.mov(left, n_);
     Label l_epi = cc_.newLabel(), l_epi_done = cc_.newLabel();
     cc_.bind(l_epi);
     cc_.test(left, left);
     cc_.jz(l_epi_done);
-    colcur_ = cursors(epilogue_used_, rowcur);
+    colcur_ = pass_cursors(cc_, epilogue_used_, rowcur);
     columns([&](int groups, int lanes, const x86::KReg* tail, const std::vector<x86::Vec>& pre) {
       for (int g = 0; g < groups; ++g)
         emit_body(*ctx_, lanes, k_, v_.layout, colcur_, params_, tail, none,
@@ -606,7 +601,7 @@ class ColRenderer {
   std::vector<x86::Vec> preset_l_, preset_1_;
   x86::Mem lanes_buf_, rowoff_;
   x86::Gp wpad8_, lvl_, sb_, col_;
-  std::vector<x86::Gp> colcur_;  // the current pass's cursors (cursors())
+  std::vector<x86::Gp> colcur_;  // the current pass's cursors (pass_cursors)
 };
 
 }  // namespace

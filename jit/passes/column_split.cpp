@@ -14,8 +14,6 @@ using tracer::Node;
 using tracer::ValueId;
 using tracer::ValueMeta;
 
-// The column dims of var or logsumexp node n over x, if it is one the split applies to ({0, 0}
-// if not).
 bool softmax_like(OpId op) { return op == OpId::Softmax || op == OpId::LogSoftmax; }
 
 // The attrs of a reduction over softmax node n's one dim (attrs.ints[0]) of a rank-`rank` input,
@@ -29,6 +27,8 @@ Attrs softmax_dim_attrs(const Node& n, size_t rank) {
   return a;
 }
 
+// The column dims of var, logsumexp, softmax or log_softmax node n over x, if it is one the
+// split applies to ({0, 0} if not).
 ColumnDims splittable(const Node& n, const ValueMeta& x, const KernelTarget& target) {
   if ((n.op != OpId::Var && n.op != OpId::Logsumexp && !softmax_like(n.op)) ||
       n.inputs.size() != 1 || !n.subgraphs.empty() || !n.meta.strides.empty() ||

@@ -49,6 +49,8 @@ JitPlan::JitPlan(Graph g, std::vector<Step> steps, std::vector<std::vector<Eager
     }
   }
   for (ValueId v : graph_.outputs) last_step_[v] = -2;
+  for (Step& st : steps_)
+    if (st.kernel) find_dying(*st.kernel);
   // A graph input's old contents are read until the last read of it or of any view of it.
   std::vector<int32_t> root(static_cast<size_t>(graph_.num_values()), -1);  // input number
   for (size_t i = 0; i < graph_.inputs.size(); ++i)
@@ -235,30 +237,35 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
   kl.clear();  // no handle to this step's buffers lingers (donation counts them)
 }
 
-// Each value that only this step's nodes read (no later step, not a graph output:
-// last_step_ -1; not one of the kernel's outputs) dies at its last reader here: an elementwise
-// reader may write its result into it (as the interpreter does with a value dying at a step),
-// and it is dropped after, as eager mode drops a temporary. Held to the step's end, newton's
-// declined step (7 nodes over 2^20 floats, docs/jit.md) wrote every node's result to a fresh
-// buffer, 20% slower than eager on the 16-core GPU host.
-void JitPlan::run_nodes_eagerly(Frame& f, const KernelStep& k) {
-  SmallVector<ValueId, 4> dying;
-  for (size_t i = 0; i < k.nodes.size(); ++i) {
-    dying.clear();
+// A kernel step's nodes run eagerly (run_nodes_eagerly): each value that only they read (no
+// later step, not a graph output: last_step_ -1; not one of the kernel's outputs) dies at its
+// last reader there. An elementwise reader may write its result into it (as the interpreter
+// does with a value dying at a step), and it is dropped after, as eager mode drops a temporary.
+// Held to the step's end, newton's declined step (7 nodes over 2^20 floats, docs/jit.md) wrote
+// every node's result to a fresh buffer, 20% slower than eager on the 16-core GPU host. Found
+// once per plan.
+void JitPlan::find_dying(KernelStep& k) const {
+  k.dying.assign(k.nodes.size(), {});
+  for (size_t i = 0; i < k.nodes.size(); ++i)
     for (ValueId v : graph_.nodes[k.nodes[i]].inputs) {
+      std::vector<ValueId>& d = k.dying[i];
       if (last_step_[v] != -1 ||
           std::find(k.outputs.begin(), k.outputs.end(), v) != k.outputs.end() ||
-          std::find(dying.begin(), dying.end(), v) != dying.end())
+          std::find(d.begin(), d.end(), v) != d.end())
         continue;
       bool read_later = false;
       for (size_t j = i + 1; j < k.nodes.size() && !read_later; ++j) {
         const auto& later = graph_.nodes[k.nodes[j]].inputs;
         read_later = std::find(later.begin(), later.end(), v) != later.end();
       }
-      if (!read_later) dying.push_back(v);
+      if (!read_later) d.push_back(v);
     }
-    run_eager_node(f, k.nodes[i], -1, {dying.data(), dying.size()});
-    for (ValueId v : dying) f.values[v] = Tensor();
+}
+
+void JitPlan::run_nodes_eagerly(Frame& f, const KernelStep& k) {
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    run_eager_node(f, k.nodes[i], -1, k.dying[i]);
+    for (ValueId v : k.dying[i]) f.values[v] = Tensor();
   }
 }
 

@@ -31,6 +31,9 @@ struct KernelStep {
   // a random node's Philox seed and counter (philox_param).
   std::vector<int32_t> params;
   std::vector<int32_t> nodes;  // the fused nodes (run eagerly if a launch fails)
+  // Per node, run eagerly: the values only this step reads that it reads last (JitPlan fills
+  // it; run_nodes_eagerly).
+  std::vector<std::vector<tracer::ValueId>> dying;
   // The index space is the broadcast of the inputs' shapes and, for a kernel with a node that
   // has no inputs (rand: its shape is its attrs', fixed in the region's key), of this shape.
   DimVector sizes;
@@ -102,6 +105,7 @@ class JitPlan final : public tracer::RegionPlan {
                       std::span<const tracer::ValueId> dying = {});
   // A kernel step's nodes, run eagerly (its launch declined or failed).
   void run_nodes_eagerly(Frame& f, const KernelStep& k);
+  void find_dying(KernelStep& k) const;  // KernelStep::dying, from last_step_
   void run_kernel(Frame& f, KernelStep& k, size_t step_index);
   // run_kernel in three parts, for a BLAS step that launches its epilogue per row block:
   // outputs allocated (or taken over) and LaunchArgs built, false when the step was handled
