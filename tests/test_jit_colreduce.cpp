@@ -832,18 +832,22 @@ TEST_F(JitColumnPlanTest, VarAndStdOverColumnsAreTwoColumnKernels) {
 // an empty batch (-inf), a one-row batch, columns of -inf, of +inf and with a NaN, and a 3-D
 // input over {0, 1}. A later batch of 8 columns reuses the plan: its kernels decline, the split
 // nodes run eagerly (an amax that gives -inf over no rows), still eager logsumexp's bits.
+// n rows of 40 columns (random, times 4) with special columns from 3 rows on: 0 all -inf,
+// 1 with a +inf, 2 with a NaN, 3 with one -inf among finite values.
+Tensor special_columns(int64_t n, DType dt, uint64_t seed) {
+  Tensor x = randn_of({n, 40}, static_cast<uint64_t>(n) + seed, dt) * 4.0;
+  if (n >= 3) {
+    const double inf = std::numeric_limits<double>::infinity();
+    x.select(1, 0).fill_(-inf);
+    x.select(1, 1).select(0, 1).fill_(inf);
+    x.select(1, 2).select(0, 2).fill_(std::numeric_limits<double>::quiet_NaN());
+    x.select(1, 3).select(0, 0).fill_(-inf);
+  }
+  return x;
+}
+
 TEST_F(JitColumnPlanTest, LogsumexpOverColumnsIsTwoColumnKernels) {
-  auto special = [](int64_t n, DType dt) {
-    Tensor x = randn_of({n, 40}, static_cast<uint64_t>(n) + 3, dt) * 4.0;
-    if (n >= 3) {
-      const double inf = std::numeric_limits<double>::infinity();
-      x.select(1, 0).fill_(-inf);              // a column of -inf: -inf
-      x.select(1, 1).select(0, 1).fill_(inf);  // a +inf: +inf
-      x.select(1, 2).select(0, 2).fill_(std::numeric_limits<double>::quiet_NaN());
-      x.select(1, 3).select(0, 0).fill_(-inf);  // one -inf among finite values
-    }
-    return x;
-  };
+  auto special = [](int64_t n, DType dt) { return special_columns(n, dt, 3); };
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
     for (DType dt : {kFloat32, kFloat64}) {
@@ -883,17 +887,7 @@ TEST_F(JitColumnPlanTest, LogsumexpOverColumnsIsTwoColumnKernels) {
 // on 2 threads (the rows split across threads by chunks), an empty one and a declined 8-column
 // one (eager steps); over the channels of [N, C, H, W].
 TEST_F(JitColumnPlanTest, SoftmaxOverColumnsIsColumnKernels) {
-  auto special = [](int64_t n, DType dt) {
-    Tensor x = randn_of({n, 40}, static_cast<uint64_t>(n) + 5, dt) * 4.0;
-    if (n >= 3) {
-      const double inf = std::numeric_limits<double>::infinity();
-      x.select(1, 0).fill_(-inf);
-      x.select(1, 1).select(0, 1).fill_(inf);
-      x.select(1, 2).select(0, 2).fill_(std::numeric_limits<double>::quiet_NaN());
-      x.select(1, 3).select(0, 0).fill_(-inf);
-    }
-    return x;
-  };
+  auto special = [](int64_t n, DType dt) { return special_columns(n, dt, 5); };
   ConfigOverride<int> threads(config().num_threads, 2);
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
