@@ -15,6 +15,8 @@
 #include "record_util.h"
 #include "tracer/eager_tier.h"
 #include "tracer/recorder.h"
+#include "tracer/region_cache.h"
+#include "tracer/region_runner.h"
 
 // A named namespace: in a unity batch a using-directive at file scope would reach the other
 // files' names (test_graph.cpp's TempDir against cuda_test_util.h's).
@@ -29,7 +31,11 @@ class EagerTierTest : public ::testing::Test {
   void SetUp() override {
     kiln::sync();
     config().jit = true;
+    // What earlier tests timed on this thread (tracer/measured_tier.h) starts over.
+    if (EagerTier* t = tracer::eager_tier_this_thread()) t->reset_measured();
   }
+
+ public:
   // An interval past kSmallOps: whatever came before (earlier tests, making the inputs), the
   // thread is out of the tier and has seen no small interval.
   static void leave_tier() {
@@ -42,8 +48,13 @@ class EagerTierTest : public ::testing::Test {
     leave_tier();
     for (int i = 0; i < EagerTier::kEnterAfter; ++i) (void)(x * 1.5 + 1.0).to_vector<float>();
   }
+
+ protected:
   JitRestore restore_;
   ConfigOverride<bool> tier_{config().jit_eager_tier, true};
+  // The planner's own threshold, whatever KILN_JIT_THRESHOLD says (the measured tests count
+  // intervals from the first planned run).
+  ConfigOverride<int> threshold_{config().jit_threshold, -1};
 };
 
 Tensor eager_value(const std::function<Tensor()>& f) {
@@ -197,6 +208,120 @@ TEST_F(EagerTierTest, OffRecordsEveryOp) {
     (void)y.to_vector<float>();
   }
   EXPECT_EQ(tracer::eager_tier_ops(), ops);
+}
+
+// The measured half (tracer/measured_tier.h) through the recorder: intervals of `ops` muls
+// (past the fixed rule's 16) repeat; a substituted clock makes each recorded interval take
+// `recorded_ticks` and each eager one `eager_ticks`. Returns, per interval, whether its ops ran
+// eagerly, and checks every result against eager mode's bits. The clock is restored on return.
+class FakeClock {
+ public:
+  FakeClock() {
+    EagerTier::set_clock([] { return now; });
+  }
+  ~FakeClock() { EagerTier::set_clock(nullptr); }
+  static inline int64_t now = 1;
+};
+
+Tensor chain(const Tensor& x, int64_t ops) {
+  Tensor y = x;
+  for (int64_t k = 0; k < ops; ++k) y = y * 1.01;
+  return y;
+}
+
+std::vector<bool> timed_intervals(const Tensor& x, int64_t recorded_ticks, int64_t eager_ticks,
+                                  int intervals, int64_t ops = 20) {
+  EagerTierTest::leave_tier();  // out of the fixed rule's tier (an earlier test may have left it
+                                // on)
+  if (EagerTier* t = tracer::eager_tier_this_thread()) t->reset_measured();
+  FakeClock clock;
+  tracer::RegionCache::instance().clear();  // the first interval records a new region
+  const Tensor want = eager_value([&] { return chain(x, ops); });
+  std::vector<bool> eager;
+  for (int i = 0; i < intervals; ++i) {
+    Tensor y = chain(x, ops);
+    const int64_t pending = tracer::pending_ops_this_thread();
+    EXPECT_TRUE(pending == 0 || pending == ops) << "interval " << i << ": " << pending;
+    eager.push_back(pending == 0);
+    FakeClock::now += pending == 0 ? eager_ticks : recorded_ticks;
+    expect_bitwise_equal(y, want, "the chain");  // the sync
+    tracer::wait_for_compiles();  // from the second interval on, each flush runs the plan
+  }
+  return eager;
+}
+
+// Which intervals of timed_intervals run eagerly while the tier measures: the thread's first
+// interval and the new region's first run are not timed recorded runs; kWarmRecorded untimed
+// and one timed recorded run later, an untimed eager one, then eager and recorded in turn.
+constexpr int kFirstEager = 1 + tracer::MeasuredTier::kWarmRecorded + 1;
+constexpr int kDecided =
+    kFirstEager + tracer::MeasuredTier::kWarmEager + 2 * tracer::MeasuredTier::kSamples - 1;
+bool eager_while_measuring(int i) {
+  return i >= kFirstEager && i < kDecided &&
+         (i < kFirstEager + tracer::MeasuredTier::kWarmEager + 1 || (i - kFirstEager) % 2 == 1);
+}
+
+// Recorded runs of a cached region's plan are timed first, then eager ones, and the faster way
+// is kept.
+TEST_F(EagerTierTest, IntervalsMeasuredFasterEagerlyRunEagerly) {
+  const Tensor x = ramp({64});
+  leave_tier();
+  const int64_t ops = tracer::eager_tier_ops();
+  const std::vector<bool> eager = timed_intervals(x, 1000, 300, kDecided + 10);
+  int64_t eager_intervals = 0;
+  for (int i = 0; i < static_cast<int>(eager.size()); ++i) {
+    EXPECT_EQ(eager[i], i >= kDecided || eager_while_measuring(i)) << "interval " << i;
+    eager_intervals += eager[i];
+  }
+  EXPECT_EQ(tracer::eager_tier_ops() - ops, 20 * eager_intervals);
+  EXPECT_GE(eager_intervals, 10 + tracer::MeasuredTier::kSamples);
+}
+
+TEST_F(EagerTierTest, IntervalsMeasuredFasterRecordedStayRecorded) {
+  const std::vector<bool> eager = timed_intervals(ramp({64}), 300, 1000, kDecided + 10);
+  for (int i = 0; i < static_cast<int>(eager.size()); ++i)
+    EXPECT_EQ(eager[i], eager_while_measuring(i)) << "interval " << i;
+}
+
+// An interval chosen to run eagerly that turns out longer (in ops, or in work) is recorded from
+// its first op past the one timed.
+TEST_F(EagerTierTest, AMeasuredEagerIntervalThatGrowsIsRecordedFromThere) {
+  const Tensor x = ramp({64});
+  (void)timed_intervals(x, 1000, 300, kDecided + 2);
+  Tensor y = chain(x, 20);
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 0) << "the timed interval runs eagerly";
+  y = y + 1.0;
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 1) << "its 21st op is recorded";
+  expect_bitwise_equal(y, eager_value([&] { return chain(x, 20) + 1.0; }), "the longer chain");
+
+  const Tensor big = ramp({4096});
+  kiln::sync();
+  (void)timed_intervals(x, 1000, 300, kDecided + 2);
+  Tensor w = chain(x, 10);
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 0);
+  const Tensor t = big.sum();  // the 11th op reads 4096 elements: past the interval's 20 x 64
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 1) << "past the timed work";
+  w = w * t;
+  expect_bitwise_equal(w, eager_value([&] { return chain(x, 10) * big.sum(); }), "the sum");
+}
+
+// A higher-order op in an interval running eagerly is recorded (it always is), and so is every
+// op after it until the flush: the segment holds pending work.
+TEST_F(EagerTierTest, AHigherOrderOpInAMeasuredEagerIntervalKeepsTheRestRecorded) {
+  const Tensor x = ramp({64});
+  (void)timed_intervals(x, 1000, 300, kDecided + 2);
+  const Tensor s = ramp({2, 3});
+  kiln::sync();
+  (void)timed_intervals(x, 1000, 300, kDecided + 2);
+  Tensor y = chain(x, 5);
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 0);
+  auto [carry, ys] = running_sums(s);
+  const int64_t after_scan = tracer::pending_ops_this_thread();
+  ASSERT_GT(after_scan, 0) << "the scan is a recorded node";
+  y = y * carry[0].sum();
+  EXPECT_GT(tracer::pending_ops_this_thread(), after_scan) << "recorded behind the scan";
+  expect_bitwise_equal(y, eager_value([&] { return chain(x, 5) * running_sums(s).first[0].sum(); }),
+                       "chain * scan carry");
 }
 
 }  // namespace kiln::eager_tier_test

@@ -68,6 +68,7 @@ struct RunArgs {
 struct InterpretResult {
   std::vector<Tensor> outputs;
   std::exception_ptr error;
+  bool planned = false;  // a compiled plan ran (run_cached_region sets it)
 };
 
 class RegionPlan {

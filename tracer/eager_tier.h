@@ -17,12 +17,18 @@
 //   (the next kEnterAfter intervals must be small again). So a long chain or a large tensor is
 //   never held eagerly for more than kSmallOps ops.
 //
+// Beyond that fixed rule, intervals of up to MeasuredTier::kMaxOps ops are timed both ways once
+// their region runs a plan, and run eagerly where that measured faster (tracer/measured_tier.h).
+//
 // Eager execution is what KILN_JIT=0 does, and JIT kernels give eager's bits within the
 // numerical contract, so the tier changes no result, only where an error surfaces (at the op,
 // as in eager mode, instead of at the sync). KILN_JIT_EAGER_TIER=0 (config().jit_eager_tier)
 // records every op. Not thread-safe: each recorder's own thread uses its tier.
 #pragma once
 #include <cstdint>
+
+#include "runtime/op_list.h"
+#include "tracer/measured_tier.h"
 
 namespace kiln::tracer {
 
@@ -36,35 +42,69 @@ class EagerTier {
   static constexpr int kEnterAfter = 4;
 
   // Counts an op of `work` elements into the current interval; true when it should run
-  // eagerly. `segment_empty` is asked only while in the tier (it takes the segment's lock).
+  // eagerly. `segment_empty` is asked only while the op would run eagerly (it takes the
+  // segment's lock).
   template <class SegmentEmpty>
-  bool run_eagerly(int64_t work, SegmentEmpty&& segment_empty) {
+  bool run_eagerly(OpId op, int64_t work, SegmentEmpty&& segment_empty) {
     ++ops_;
     work_ += work;
-    if (!eager_) return false;
-    if (ops_ > kSmallOps || work_ > kSmallWork) {
-      leave();
-      return false;
+    // A multiplicative hash of the (op, work) words in order (FNV's prime): MeasuredTier's key.
+    sig_ =
+        (sig_ ^ (static_cast<uint64_t>(op) << 48 ^ static_cast<uint64_t>(work))) * 0x100000001b3ull;
+    bool eager = false;
+    if (eager_) {
+      if (ops_ > kSmallOps || work_ > kSmallWork)
+        leave();
+      else
+        eager = segment_empty();
+    } else if (measured_eager_) {
+      // Past what the timed interval held, or something pending: record from here on.
+      eager =
+          ops_ <= measured_.expected_ops() && work_ <= measured_.expected_work() && segment_empty();
+      measured_eager_ = eager;
     }
-    if (!segment_empty()) return false;
-    ++ran_eagerly_;
-    return true;
+    (eager ? ran_eagerly_in_interval_ : recorded_in_interval_) = true;
+    ran_eagerly_ += eager;
+    return eager;
   }
 
-  // A sync point ends the interval.
+  // A sync point ends the interval's ops (its flush comes next).
   void on_sync();
+  // The sync's flush returned (or threw: `ok` false): the interval ends. `ran_graph`: the flush
+  // had recorded work; `planned_hit`: a compiled plan of a region already cached ran it.
+  void after_flush(bool ok, bool ran_graph, bool planned_hit);
+  // Forgets what the measured half learned and predicted (tests).
+  void reset_measured();
 
   // Leaves the tier and forgets the small intervals seen so far.
   void leave();
 
   bool eager() const { return eager_; }
 
+  // The clock intervals are timed with (the time-stamp counter's ticks; tests substitute their
+  // own).
+  using Clock = int64_t (*)();
+  static void set_clock(Clock clock);
+
  private:
   int64_t ops_ = 0;   // ops dispatched in the current interval
   int64_t work_ = 0;  // their work
+  uint64_t sig_ = 0;  // their ids and work (run_eagerly)
+  bool ran_eagerly_in_interval_ = false, recorded_in_interval_ = false;
   int small_in_a_row_ = 0;
   bool eager_ = false;
   int64_t ran_eagerly_ = 0;  // added to eager_tier_ops() at the next sync (one atomic add)
+
+  // The interval on_sync closed, timed by after_flush.
+  struct Closed {
+    uint64_t sig = 0;
+    int64_t ops = 0, work = 0;
+    bool small = false;
+    MeasuredTier::Ran ran = MeasuredTier::Ran::Recorded;
+  } closed_;
+  int64_t start_ticks_ = -1;  // when the current interval began (-1: not timed)
+  bool measured_eager_ = false;
+  MeasuredTier measured_;
 };
 
 // Ops the eager tier ran eagerly, on all threads since the process started, counted at each

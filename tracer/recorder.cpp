@@ -126,9 +126,14 @@ class Recorder final : public ModeHandler {
   }
 
   Segment& segment() { return *segment_; }
+  EagerTier& tier() { return tier_; }
 
-  // A sync point of this thread (before its segment flushes).
+  // A sync point of this thread: its segment flushes between the two.
   void on_sync() { tier_.on_sync(); }
+  void after_flush(bool ok) {
+    const Segment::LastFlush f = segment_->last_flush();
+    tier_.after_flush(ok, f.ran_graph, f.planned_hit);
+  }
 
  private:
   // Recording was switched off: run what is pending and return this thread to eager mode.
@@ -145,7 +150,7 @@ class Recorder final : public ModeHandler {
     for (int64_t s : meta.sizes) work *= s;
     for (const Tensor& t : call.inputs)  // defined: the dispatcher checked
       work = std::max(work, t.impl()->numel());
-    return tier_.run_eagerly(work, [&] { return segment_->surely_empty(); });
+    return tier_.run_eagerly(call.op, work, [&] { return segment_->surely_empty(); });
   }
 
   Segment* segment_;
@@ -166,7 +171,13 @@ void sync_hook(SyncReason reason) {
     throw SpeculationAbort(fmt::format("it reaches a sync point ({})", sync_reason_name(reason)));
   if (Recorder* r = t_recorder.get()) {
     r->on_sync();
-    r->segment().flush(reason);
+    try {
+      r->segment().flush(reason);
+    } catch (...) {
+      r->after_flush(false);
+      throw;
+    }
+    r->after_flush(true);
   }
 }
 
@@ -196,6 +207,11 @@ HopRecorder* hop_recorder() {
   if (mode == nullptr) mode = recording_mode();
   auto* recorder = dynamic_cast<Recorder*>(mode);
   return recorder ? &recorder->segment() : nullptr;  // else an EagerModeGuard scope
+}
+
+EagerTier* eager_tier_this_thread() {
+  Recorder* r = t_recorder.get();
+  return r ? &r->tier() : nullptr;
 }
 
 int64_t pending_ops_this_thread() {

@@ -16,4 +16,8 @@ void flush_this_thread(SyncReason reason);
 // Ops recorded on this thread and not yet flushed.
 int64_t pending_ops_this_thread();
 
+class EagerTier;
+// This thread's eager tier (tracer/eager_tier.h), or null before its first recorded op (tests).
+EagerTier* eager_tier_this_thread();
+
 }  // namespace kiln::tracer

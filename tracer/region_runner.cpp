@@ -209,6 +209,7 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
         out.error = std::current_exception();
         out.outputs.assign(g.outputs.size(), Tensor());
       }
+      out.planned = true;
       profiler::record_plan_run(region->id, nodes, peak.peak_bytes(), t0, profiler::now_ns());
       return out;
     }

@@ -394,6 +394,7 @@ std::vector<Tensor> Segment::graph_args(const CanonicalGraph& cg,
 
 void Segment::flush_locked(SyncReason reason) {
   if (node_count() == 0) {
+    last_flush_.store(0, std::memory_order_relaxed);
     // A sync with nothing recorded since the last reset (every sync of a thread in the eager
     // tier) has nothing to drop; only a cleared cache changes what the memo offers.
     if (!slots_.empty() || !inputs_.empty() || following_ != memo_.followable()) reset();
@@ -429,12 +430,14 @@ void Segment::flush_locked(SyncReason reason) {
 
   // A repeat of the last flush runs its remembered canonical graph and region; anything else is
   // canonicalized and looked up, and remembered.
+  bool hit = false;  // a region already cached (remembered, or found)
   auto run_graph = [&]() -> InterpretResult {
     std::vector<int32_t> aliasing;
     if (following_ && memo_.completes(graph_, followed_)) {
       const CanonicalGraph& known = memo_.canonical();
       std::vector<Tensor> args = graph_args(known, aliasing);
       if (memo_.same_aliasing(aliasing)) {
+        hit = true;
         RegionCache::instance().count_hit(memo_.region().get());
         return run_cached_region(CacheLookup{memo_.region(), true, false}, known.graph, args,
                                  destinations);
@@ -454,6 +457,7 @@ void Segment::flush_locked(SyncReason reason) {
     CanonicalGraph cg = canonicalize(graph_);
     std::vector<Tensor> args = graph_args(cg, aliasing);
     const CacheLookup found = RegionCache::instance().lookup(cg.graph, aliasing);
+    hit = found.hit;
     if (found.region == nullptr) return run_cached_region(found, cg.graph, args, destinations);
     memo_.remember(std::move(raw), std::move(cg), aliasing, found.region);
     return run_cached_region(found, memo_.canonical().graph, args, destinations);
@@ -469,6 +473,7 @@ void Segment::flush_locked(SyncReason reason) {
       run.outputs.assign(outs.size(), Tensor());
     }
   }
+  last_flush_.store(1 | (hit && run.planned ? 2 : 0), std::memory_order_relaxed);
   FailedFlush* failed = nullptr;
   auto fail = [&](Storage& s) {
     if (failed == nullptr) {

@@ -57,6 +57,15 @@ class Segment final : public LazyProducer, public HopRecorder {
   // Without the lock: true only when nothing was recorded since the last flush. For the thread
   // that records into this segment (others only ever empty it): the eager tier asks it per op.
   bool surely_empty() const { return !recorded_.load(std::memory_order_relaxed); }
+  // What the last flush ran (the eager tier times intervals by it: tracer/measured_tier.h).
+  struct LastFlush {
+    bool ran_graph = false;    // it had recorded work
+    bool planned_hit = false;  // a compiled plan of a region already cached ran it
+  };
+  LastFlush last_flush() const {
+    const uint8_t f = last_flush_.load(std::memory_order_relaxed);
+    return LastFlush{(f & 1) != 0, (f & 2) != 0};
+  }
   // Flushes when the pending work reads `s` as a graph input (another segment is about to
   // write it).
   void flush_if_reading(const Storage* s, SyncReason reason);
@@ -144,7 +153,8 @@ class Segment final : public LazyProducer, public HopRecorder {
   FlushMemo memo_;              // the last flush (a loop's next iteration repeats it)
   bool following_ = false;      // the nodes so far repeat memo_'s (graph_ holds none of them)
   size_t followed_ = 0;         // how many
-  std::atomic<bool> recorded_{false};  // a node since the last reset (surely_empty())
+  std::atomic<bool> recorded_{false};   // a node since the last reset (surely_empty())
+  std::atomic<uint8_t> last_flush_{0};  // last_flush(): bit 0 ran_graph, bit 1 planned_hit
 };
 
 }  // namespace kiln::tracer
