@@ -458,6 +458,7 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_r
   const int64_t column_launches_before = jit::cpu_jit_counters().column_launches.load();
   const int64_t split_launches_before = jit::cpu_jit_counters().split_row_launches.load() +
                                         jit::cpu_jit_counters().split_column_launches.load();
+  const int64_t element_splits_before = jit::cpu_jit_counters().split_element_launches.load();
   int64_t typed_kernels = 0, cast_kernels = 0, bool_store_kernels = 0;  // of the other dtypes
   int64_t pow_kernels = 0, random_kernels = 0;
   for (uint64_t seed = offset; seed < offset + count; ++seed) {
@@ -533,8 +534,13 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_r
   const int64_t split_launches = jit::cpu_jit_counters().split_row_launches.load() +
                                  jit::cpu_jit_counters().split_column_launches.load() -
                                  split_launches_before;
+  const int64_t element_splits =
+      jit::cpu_jit_counters().split_element_launches.load() - element_splits_before;
   if (long_rows || long_cols) {  // the rows were split (each program runs kIterations times)
     EXPECT_GT(split_launches, static_cast<int64_t>(count) / 2) << "launches split by chunks";
+  }
+  if (long_rows && count >= 100) {  // element outputs stored by chunks too (run_row_chunks)
+    EXPECT_GT(element_splits, static_cast<int64_t>(count) / 20) << "element outputs by chunks";
   }
   // Not vacuous: most programs ran fused kernels.
   if (any_dims && count >= 100) {
@@ -557,13 +563,14 @@ void fuzz(uint64_t offset, uint64_t count, bool rows, bool any_dims, bool long_r
   std::printf(
       "jit fuzz: %llu programs, %lld kernels fusing %lld nodes; %lld kernels of integers or "
       "masks, %lld with casts, %lld storing Bool, %lld computing pow, %lld drawing, %lld row "
-      "kernels, %lld column kernel launches, %lld launches split by chunks\n",
+      "kernels, %lld column kernel launches, %lld launches split by chunks (%lld storing "
+      "elements)\n",
       static_cast<unsigned long long>(count), static_cast<long long>(kernels),
       static_cast<long long>(fused_nodes), static_cast<long long>(typed_kernels),
       static_cast<long long>(cast_kernels), static_cast<long long>(bool_store_kernels),
       static_cast<long long>(pow_kernels), static_cast<long long>(random_kernels),
       static_cast<long long>(row_kernels), static_cast<long long>(column_launches),
-      static_cast<long long>(split_launches));
+      static_cast<long long>(split_launches), static_cast<long long>(element_splits));
 }
 
 }  // namespace

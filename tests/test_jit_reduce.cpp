@@ -450,8 +450,8 @@ Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) 
 // A reduction over fewer rows than kiln's threads, each row longer than one chunk (65536
 // elements): eager spreads the chunks over the threads, and so does the kernel's launcher
 // (run_row_chunks: the chunks' results in slots, then the same tree), bitwise equal to eager
-// and to a one-thread launch. A kernel with element outputs runs a row per thread (as eager);
-// argmax (ReduceFirst, no program) runs eagerly there.
+// and to a one-thread launch. A kernel with element outputs computed from row values runs a row
+// per thread (as eager); argmax (ReduceFirst, no program) runs eagerly there.
 TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
   const Tensor x = randn_of({2, 200003}, 31);
   const Tensor y = randn_of({2, 200003}, 32, kFloat64);
@@ -540,9 +540,54 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
     EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, 1);
   }
   // Element outputs computed without a row value (newton's step: the new x, and the largest
-  // relative change): eager computes x by pointwise ops across all its threads, the kernel a row
-  // per thread. Two rows launch on 2 to 5 threads and decline from 6 on (the nodes run
-  // eagerly, the same bits); one row launches on 2 threads and declines on 3.
+  // relative change): eager computes x by pointwise ops across all its threads, and the kernel
+  // splits such long rows by chunks too: the Reduces' chunks first, then calls storing the
+  // elements of runs of chunks (run_row_chunks). Bitwise eager's, and one thread's.
+  const Tensor idx = [] {
+    JitMode off(false);
+    return arange(200003, TensorOptions().dtype(kInt64));
+  }();
+  for (const auto& [threads, rows] : {std::pair{2, 1}, std::pair{2, 2}, std::pair{3, 1},
+                                      std::pair{5, 2}, std::pair{6, 2}, std::pair{16, 1}}) {
+    ConfigOverride<int> t(config().num_threads, threads);
+    const Tensor x0 = x.slice(0, 0, rows).abs() + 0.5;
+    const Tensor a = y.slice(0, 0, rows).abs().to(kFloat32) + 1.0;
+    // As a leaf, and as a fresh buffer dying at the kernel (an index_select: an eager step), whose
+    // buffer the new x takes over: the Reduces must read it before the elements are stored.
+    for (bool donated : {false, true}) {
+      tracer::RegionCache::instance().clear();
+      const auto program = [&] {
+        const Tensor t = donated ? x0.index_select(1, idx) : x0;
+        const Tensor next = (t + a / t) * 0.5;
+        return TensorList{next, ((next - t).abs() / next).amax({-1})};
+      };
+      const std::string what = fmt::format("newton's step, {} rows, {} threads{}", rows, threads,
+                                           donated ? ", in a dying buffer" : "");
+      run_both(program, what);
+      const int64_t before = jit::cpu_jit_counters().launches.load();
+      const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
+      TensorList got;
+      {
+        JitMode on(true);
+        got = program();
+        kiln::sync();
+      }
+      EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, 1) << what;
+      EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before,
+                rows < threads ? 1 : 0)
+          << what << " (as many rows as threads: a row per thread)";
+      ConfigOverride<int> one(config().num_threads, 1);
+      JitMode on(true);
+      const TensorList single = program();
+      kiln::sync();
+      testing::expect_lists_bitwise_equal(got, single, what + ", against one thread");
+    }
+  }
+  // With a row value beside such outputs that reads RowSize (a mean), the element pass would
+  // take a chunk's length for the row's: a row per thread where its rows keep more than a third
+  // of the threads busy, else the step declines and its nodes run eagerly, dropping each
+  // temporary after its last reader (JitPlan::run_nodes_eagerly): the run holds what eager mode
+  // holds, not every intermediate result at once.
   for (const auto& [threads, rows, launches] :
        {std::tuple{2, 2, true}, std::tuple{5, 2, true}, std::tuple{6, 2, false},
         std::tuple{2, 1, true}, std::tuple{3, 1, false}, std::tuple{16, 1, false}}) {
@@ -552,9 +597,10 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
     const Tensor a = y.slice(0, 0, rows).abs().to(kFloat32) + 1.0;
     const auto program = [&] {
       const Tensor next = (x0 + a / x0) * 0.5;
-      return TensorList{next, ((next - x0).abs() / next).amax({-1})};
+      return TensorList{next, ((next - x0).abs() / next).mean({-1})};
     };
-    const std::string what = fmt::format("newton's step, {} rows, {} threads", rows, threads);
+    const std::string what =
+        fmt::format("a mean beside the step, {} rows, {} threads", rows, threads);
     run_both(program, what);
     const int64_t before = jit::cpu_jit_counters().launches.load();
     {
@@ -564,9 +610,6 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
     }
     EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, launches ? 1 : 0) << what;
     if (launches) continue;
-    // Declined, the step's nodes run eagerly and drop each temporary after its last reader
-    // (JitPlan::run_nodes_eagerly): the run holds what eager mode holds, not all five
-    // intermediate results (a / x0, x0 + it, next - x0, its abs, that / next) at once.
     int64_t eager_peak = 0, jit_peak = 0;
     {
       JitMode off(false);

@@ -38,6 +38,10 @@ struct ReduceFacts {
   // It stores element values, none computed from a row value (newton's step: x and amax(|x -
   // x0| / x)); eager computes such outputs with pointwise ops across all its threads.
   bool elements_apart = false;
+  // Such element outputs whose long rows split across threads by chunks (run_row_chunks): no
+  // RowSize (the element pass takes the chunk's length for its n_inner), no scratch row or
+  // pipelining (the element pass reads what a Reduce pass left), no ReduceFirst.
+  bool elements_by_chunks = false;
   bool column_ok = false;           // column_kernel_ok (render_cols.h)
   bool column_epilogue = false;     // column_kernel_has_epilogue (render_cols.h)
   bool columns_only = false;        // a ReduceArgMax / ReduceArgMin: no row kernel renders it

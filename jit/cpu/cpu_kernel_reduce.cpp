@@ -192,7 +192,7 @@ bool long_rows_want_threads(int64_t rows, int64_t n) {
 bool eager_splits_rows_wider(const ReduceFacts& f, int64_t rows, int64_t n) {
   if (!long_rows_want_threads(rows, n)) return false;
   if (f.row_values_only) return !f.splits_long_rows;
-  return f.elements_apart && rows * 3 <= num_threads();
+  return f.elements_apart && !f.elements_by_chunks && rows * 3 <= num_threads();
 }
 
 // A column kernel's calls: blocks of up to 4096 columns (a call walks its rows in memory order,
@@ -291,6 +291,9 @@ ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
   f.elements_apart = !f.row_values_only;
   for (size_t j = 0; j < k.stores.size(); ++j)
     if (!f.row_output[j]) f.elements_apart = f.elements_apart && !reads_reduce[k.stores[j]];
+  bool row_size = false;
+  for (const Expr& e : k.exprs) row_size = row_size || e.op == ExprOp::RowSize;
+  f.elements_by_chunks = f.elements_apart && !first && !row_size;
   f.column_ok = column_kernel_ok(k);
   f.column_epilogue = column_kernel_has_epilogue(k);
   // Reduces sharing a load (x.sum(0) and x.amax(0) in one kernel) read it once where eager
@@ -302,6 +305,7 @@ ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa) {
   f.column_slots = static_cast<size_t>(column_scratch_slots(k));
   f.stash_values = row_stash(k).size();
   f.pipelined_pass = row_pipelined_pass(k, isa);
+  f.elements_by_chunks = f.elements_by_chunks && f.stash_values == 0 && f.pipelined_pass < 0;
   return f;
 }
 
@@ -336,10 +340,19 @@ namespace {
 // is reduced by the pieces row_program gives it, and the slots meet in row_program's tree: the
 // bits of a one-call row, and eager's, whatever the threads. `row_ptrs(r, p)`: row r's operand
 // pointers; `step[j]`: operand j's bytes per element along the row (0: broadcast).
+//
+// With element outputs (`row_output` not null: ReduceFacts::elements_by_chunks, none reads a row
+// value) those calls walk no elements (n_inner 0: the element pass stores nothing; the Reduce
+// passes follow their programs), and afterwards calls over runs of each row's chunks, every
+// Reduce given a program of no elements and the row values going to a dummy, store the elements
+// of their chunks (n_inner the run's length): each element the same instructions as in a
+// one-call row. In that order because an element output may have taken over the buffer of an
+// input the Reduces read (JitPlan's donation: a one-call row reduces before it stores too).
 template <class RowPtrs>
 void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
                     const SmallVector<uint64_t, 16>& words, const RowPtrs& row_ptrs,
-                    const std::vector<int64_t>& step) {
+                    const std::vector<int64_t>& step,
+                    const std::vector<uint8_t>* row_output = nullptr) {
   const size_t nops = step.size();
   const size_t np = static_cast<size_t>(k.num_params());
   const size_t nout = static_cast<size_t>(k.num_outputs());
@@ -380,7 +393,8 @@ void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
       else
         p[j] += first_chunk * kRowProgramChunk * step[j];
     }
-    fn(p.data(), no_strides.data(), no_strides.data(), n, 1, local.data());
+    fn(p.data(), no_strides.data(), no_strides.data(), row_output != nullptr ? 0 : n, 1,
+       local.data());
   };
   for (int l = 0; l < levels; ++l) {
     parallel_for(0, rows * chunks, 1, [&](int64_t b, int64_t e) {
@@ -404,6 +418,26 @@ void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
     call(r, 0, p.data(),
          [&](size_t q, std::vector<std::vector<int64_t>>&) { return tree_of(q, r).data(); });
   }
+  if (row_output == nullptr) return;
+  SmallVector<uint64_t, 16> none = words;
+  for (size_t q = 0; q < reduces.size(); ++q)
+    none[np + q] = reinterpret_cast<uintptr_t>(nothing.data());
+  parallel_for(0, rows * chunks, 1, [&](int64_t b, int64_t e) {
+    alignas(64) uint64_t dummy[8 * 8] = {};
+    while (b < e) {
+      const int64_t r = b / chunks, c0 = b % chunks, c1 = std::min(chunks, c0 + (e - b));
+      SmallVector<char*, 8> p(nops);
+      row_ptrs(r, p.data());
+      for (size_t j = 0; j < nops; ++j)
+        if (j < nout && (*row_output)[j])
+          p[j] = reinterpret_cast<char*>(dummy + 8 * (j % 8));
+        else
+          p[j] += c0 * kRowProgramChunk * step[j];
+      const int64_t len = std::min(n, c1 * kRowProgramChunk) - c0 * kRowProgramChunk;
+      fn(p.data(), no_strides.data(), no_strides.data(), len, 1, none.data());
+      b += c1 - c0;
+    }
+  });
 }
 
 }  // namespace
@@ -479,14 +513,17 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
       for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
     }
   };
-  if (long_rows_want_threads(rows, n) && facts_.splits_long_rows) {
+  if (long_rows_want_threads(rows, n) && (facts_.splits_long_rows || facts_.elements_by_chunks)) {
     std::vector<int64_t> step(nops, 0);
     for (size_t j = 0; j < nops; ++j)
       if (layout[j] == InnerLayout::Contiguous)
         step[j] = static_cast<int64_t>(itemsize(k_.operand_dtype(static_cast<int32_t>(j))));
     const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
-    run_row_chunks(k_, fn, rows, n, words, row_ptrs, step);
+    run_row_chunks(k_, fn, rows, n, words, row_ptrs, step,
+                   facts_.elements_by_chunks ? &facts_.row_output : nullptr);
     cpu_jit_counters().split_row_launches.fetch_add(1, std::memory_order_relaxed);
+    if (facts_.elements_by_chunks)
+      cpu_jit_counters().split_element_launches.fetch_add(1, std::memory_order_relaxed);
     if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
     return;
   }

@@ -23,6 +23,8 @@ struct CpuJitCounters {
   // Of those, row kernels whose long rows were split across threads by chunks
   // (cpu_kernel_reduce.cpp run_row_chunks).
   std::atomic<int64_t> split_row_launches{0};
+  // Of those, launches whose element outputs were stored by chunks too (elements_by_chunks).
+  std::atomic<int64_t> split_element_launches{0};
   // Of the column launches, those whose rows were split across threads by chunks
   // (cpu_kernel_reduce.cpp launch_cols).
   std::atomic<int64_t> split_column_launches{0};
