@@ -163,9 +163,16 @@ foreach(i RANGE ${last})
     expect("${speedup}" GREATER 0 "${w} ${mode}: speedup_vs_eager ${speedup} is not positive")
     # Each recording mode starts from an empty region cache: the first call records a graph the
     # cache has not seen; the 5 later runs (2 warm-up, 3 timed) record the same graph again and
-    # must find its region.
+    # must find its region. In jit mode the eager tier may time a small job's later runs eagerly
+    # (tracer/measured_tier.h: after 2 untimed planned runs and 1 timed): 3 of them at least.
     expect(misses GREATER_EQUAL 1 "${w} ${mode}: ${misses} region misses, expected at least 1")
-    expect(hits GREATER_EQUAL 5 "${w} ${mode}: ${hits} region hits, expected at least 5")
+    if(mode STREQUAL "jit")
+      set(min_hits 3)
+    else()
+      set(min_hits 5)
+    endif()
+    expect(hits GREATER_EQUAL ${min_hits}
+           "${w} ${mode}: ${hits} region hits, expected at least ${min_hits}")
   endif()
   if(mode STREQUAL "jit")
     string(JSON kernels GET "${json}" results ${i} kernels_compiled)

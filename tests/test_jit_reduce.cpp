@@ -553,7 +553,8 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
     const Tensor x0 = x.slice(0, 0, rows).abs() + 0.5;
     const Tensor a = y.slice(0, 0, rows).abs().to(kFloat32) + 1.0;
     // As a leaf, and as a fresh buffer dying at the kernel (an index_select: an eager step), whose
-    // buffer the new x takes over: the Reduces must read it before the elements are stored.
+    // buffer the new x takes over: the Reduces must read it before the elements are stored
+    // (storing the elements first fails this case: checked 2026-11-30).
     for (bool donated : {false, true}) {
       tracer::RegionCache::instance().clear();
       const auto program = [&] {
@@ -566,6 +567,7 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
       run_both(program, what);
       const int64_t before = jit::cpu_jit_counters().launches.load();
       const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
+      const int64_t elements_before = jit::cpu_jit_counters().split_element_launches.load();
       TensorList got;
       {
         JitMode on(true);
@@ -573,15 +575,59 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
         kiln::sync();
       }
       EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, 1) << what;
-      EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before,
-                rows < threads ? 1 : 0)
-          << what << " (as many rows as threads: a row per thread)";
+      const int splits = rows < threads ? 1 : 0;  // as many rows as threads: a row per thread
+      EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before, splits) << what;
+      EXPECT_EQ(jit::cpu_jit_counters().split_element_launches.load() - elements_before, splits)
+          << what;
       ConfigOverride<int> one(config().num_threads, 1);
       JitMode on(true);
       const TensorList single = program();
       kiln::sync();
       testing::expect_lists_bitwise_equal(got, single, what + ", against one thread");
     }
+  }
+  {  // Element outputs of 8 MiB and more streamed (non-temporal stores) from each run's start:
+     // a chunk boundary is a multiple of 64 bytes into the row.
+    ConfigOverride<int> t(config().num_threads, 3);
+    ConfigOverride<std::string> stores(config().jit_streaming, "on");
+    tracer::RegionCache::instance().clear();
+    const Tensor big = [] {
+      JitMode off(false);
+      manual_seed(33);
+      return rand({1, (int64_t{1} << 21) + 16}) + 0.5;
+    }();
+    const auto program = [&] {
+      const Tensor next = (big + 2.0 / big) * 0.5;
+      return TensorList{next, ((next - big).abs() / next).amax({-1})};
+    };
+    run_both(program, "newton's step over 2^21 + 16 elements, streamed");
+    const int64_t elements_before = jit::cpu_jit_counters().split_element_launches.load();
+    const int64_t streamed_before = jit::cpu_jit_counters().streaming_launches.load();
+    {
+      JitMode on(true);
+      const TensorList got = program();
+      kiln::sync();
+    }
+    EXPECT_EQ(jit::cpu_jit_counters().split_element_launches.load() - elements_before, 1);
+    EXPECT_EQ(jit::cpu_jit_counters().streaming_launches.load() - streamed_before, 1);
+  }
+  {  // exp(x) stored beside its sum: the element pass reads the value the sum's pass stashed, so
+     // the elements cannot be stored by chunks (one row on 2 threads: a row per thread)
+    ConfigOverride<int> t(config().num_threads, 2);
+    tracer::RegionCache::instance().clear();
+    const Tensor xs = x.slice(0, 0, 1) * 0.1;
+    const auto program = [&] {
+      const Tensor e = xs.exp();
+      return TensorList{e, e.sum({-1})};
+    };
+    run_both(program, "exp(x) beside its sum");
+    const int64_t elements_before = jit::cpu_jit_counters().split_element_launches.load();
+    {
+      JitMode on(true);
+      const TensorList got = program();
+      kiln::sync();
+    }
+    EXPECT_EQ(jit::cpu_jit_counters().split_element_launches.load() - elements_before, 0);
   }
   // With a row value beside such outputs that reads RowSize (a mean), the element pass would
   // take a chunk's length for the row's: a row per thread where its rows keep more than a third

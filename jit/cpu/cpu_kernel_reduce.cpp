@@ -183,12 +183,12 @@ bool long_rows_want_threads(int64_t rows, int64_t n) {
 // order, so the step's nodes, run eagerly, give the same bits sooner. (With element outputs
 // computed from row values, softmax, eager runs a row per thread too: those launch.) Element
 // outputs computed without row values (`elements_apart`) are pointwise ops to eager, across all
-// its threads: there the kernel declines where its rows would keep at most a third of the
-// threads busy. Newton's step (2^20 elements, one row; the 16-core Xeon of the GPU host,
-// 2026-11-30, eager / jit ms): 2 threads 16.4 / 11.5 (the kernel), 4 threads 10.0 / 11.5 and 5
-// threads 8.1 / 10.7 (the kernel, before the decline reached them), 6 threads 7.6 / 7.0, 8
-// threads 7.0 / 7.0 and 16 threads 6.8 / 6.6 (declined: the nodes run eagerly inside the plan,
-// JitPlan::run_nodes_eagerly). Launched on 16 threads, the kernel had made jit mode 0.44x.
+// its threads: such kernels split their rows by chunks, elements included
+// (`elements_by_chunks`, run_row_chunks), except those with RowSize, a scratch row or a
+// ReduceFirst, which decline where their rows would keep at most a third of the threads busy.
+// Newton's step (2^20 elements, one row; the 16-core Xeon of the GPU host, 2026-11-30, eager /
+// jit ms): a row per thread, 2 threads 16.4 / 11.5, 5 threads 8.1 / 10.7, 16 threads 6.8 / 12.4
+// (jit mode 0.44x); declined, 16 threads 6.8 / 6.6; split by chunks, 6.07 / 1.66.
 bool eager_splits_rows_wider(const ReduceFacts& f, int64_t rows, int64_t n) {
   if (!long_rows_want_threads(rows, n)) return false;
   if (f.row_values_only) return !f.splits_long_rows;
@@ -513,6 +513,9 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
       for (size_t j = 0; j < nops; ++j) p[j] += idx * c.stride(j, d);
     }
   };
+  // Timed whichever way the rows run (a pick left timed but never finished would stream
+  // untimed from then on).
+  const StoreTrial trial(&stores_, stores, rows * n, name_, logging::Subsystem::Jit);
   if (long_rows_want_threads(rows, n) && (facts_.splits_long_rows || facts_.elements_by_chunks)) {
     std::vector<int64_t> step(nops, 0);
     for (size_t j = 0; j < nops; ++j)
@@ -554,7 +557,6 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     }
   };
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
-  const StoreTrial trial(&stores_, stores, rows * n, name_, logging::Subsystem::Jit);
   if (num_threads() <= 1 || rows < 2 || rows * n <= kParallelGrain || in_parallel_region())
     run_rows(0, rows);
   else
