@@ -343,9 +343,9 @@ namespace {
 //
 // With element outputs (`row_output` not null: ReduceFacts::elements_by_chunks, none reads a row
 // value) those calls walk no elements (n_inner 0: the element pass stores nothing; the Reduce
-// passes follow their programs), and afterwards calls over runs of each row's chunks, every
-// Reduce given a program of no elements and the row values going to a dummy, store the elements
-// of their chunks (n_inner the run's length): each element the same instructions as in a
+// passes follow their programs), and afterwards calls over pieces of each row, every Reduce
+// given a program of no elements and the row values going to a dummy, store the elements of
+// their pieces (n_inner the piece's length): each element the same instructions as in a
 // one-call row. In that order because an element output may have taken over the buffer of an
 // input the Reduces read (JitPlan's donation: a one-call row reduces before it stores too).
 template <class RowPtrs>
@@ -422,18 +422,25 @@ void run_row_chunks(const LoopKernel& k, KernelFn fn, int64_t rows, int64_t n,
   SmallVector<uint64_t, 16> none = words;
   for (size_t q = 0; q < reduces.size(); ++q)
     none[np + q] = reinterpret_cast<uintptr_t>(nothing.data());
-  parallel_for(0, rows * chunks, 1, [&](int64_t b, int64_t e) {
+  // The elements keep no order: pieces of whole 1024-element blocks (so every piece starts 64
+  // bytes aligned wherever its row does, as streaming stores need), about four per thread, up to
+  // a chunk (a row of two chunks on 16 threads got two calls).
+  const int64_t threads = num_threads();
+  int64_t piece = (rows * n + 4 * threads - 1) / (4 * threads) / rows;
+  piece = std::clamp<int64_t>((piece + 1023) / 1024 * 1024, 4096, kRowProgramChunk);
+  const int64_t pieces = (n + piece - 1) / piece;
+  parallel_for(0, rows * pieces, 1, [&](int64_t b, int64_t e) {
     alignas(64) uint64_t dummy[8 * 8] = {};
     while (b < e) {
-      const int64_t r = b / chunks, c0 = b % chunks, c1 = std::min(chunks, c0 + (e - b));
+      const int64_t r = b / pieces, c0 = b % pieces, c1 = std::min(pieces, c0 + (e - b));
       SmallVector<char*, 8> p(nops);
       row_ptrs(r, p.data());
       for (size_t j = 0; j < nops; ++j)
         if (j < nout && (*row_output)[j])
           p[j] = reinterpret_cast<char*>(dummy + 8 * (j % 8));
         else
-          p[j] += c0 * kRowProgramChunk * step[j];
-      const int64_t len = std::min(n, c1 * kRowProgramChunk) - c0 * kRowProgramChunk;
+          p[j] += c0 * piece * step[j];
+      const int64_t len = std::min(n, c1 * piece) - c0 * piece;
       fn(p.data(), no_strides.data(), no_strides.data(), len, 1, none.data());
       b += c1 - c0;
     }
