@@ -1,6 +1,7 @@
 #include "tracer/measured_tier.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "runtime/logging.h"
 #include "runtime/profiler.h"
@@ -8,9 +9,7 @@
 namespace kiln::tracer {
 
 MeasuredTier::Entry* MeasuredTier::find(uint64_t sig) {
-  for (Entry& e : entries_)
-    if (e.used && e.sig == sig) return &e;
-  return nullptr;
+  return const_cast<Entry*>(std::as_const(*this).find(sig));
 }
 
 const MeasuredTier::Entry* MeasuredTier::find(uint64_t sig) const {
