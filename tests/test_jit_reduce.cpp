@@ -447,6 +447,28 @@ Tensor randn_of(std::vector<int64_t> shape, uint64_t seed, DType dt = kFloat32) 
   return randn(IntList(shape), TensorOptions().dtype(dt));
 }
 
+// The CPU JIT's launch counters over one recorded, synced run of `program`; its results in `got`.
+struct LaunchCounts {
+  int64_t launches = 0, split_rows = 0, split_elements = 0, streamed = 0;
+};
+LaunchCounts counted_run(const std::function<TensorList()>& program, TensorList* got = nullptr) {
+  const jit::CpuJitCounters& c = jit::cpu_jit_counters();
+  auto now = [&] {
+    return LaunchCounts{c.launches.load(), c.split_row_launches.load(),
+                        c.split_element_launches.load(), c.streaming_launches.load()};
+  };
+  const LaunchCounts before = now();
+  {
+    JitMode on(true);
+    TensorList results = program();
+    kiln::sync();
+    if (got != nullptr) *got = std::move(results);
+  }
+  const LaunchCounts after = now();
+  return {after.launches - before.launches, after.split_rows - before.split_rows,
+          after.split_elements - before.split_elements, after.streamed - before.streamed};
+}
+
 // A reduction over fewer rows than kiln's threads, each row longer than one chunk (65536
 // elements): eager spreads the chunks over the threads, and so does the kernel's launcher
 // (run_row_chunks: the chunks' results in slots, then the same tree), bitwise equal to eager
@@ -485,17 +507,10 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
     };
     const std::string what = fmt::format("{} threads, {} rows of {}", c.threads, c.rows, c.n);
     run_both(program, what);
-    const int64_t before = jit::cpu_jit_counters().launches.load();
-    const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
     TensorList got;
-    {
-      JitMode on(true);
-      got = program();
-      kiln::sync();
-    }
-    EXPECT_GE(jit::cpu_jit_counters().launches.load() - before, 1) << what;
-    EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before > 0, c.splits)
-        << what;
+    const LaunchCounts n = counted_run(program, &got);
+    EXPECT_GE(n.launches, 1) << what;
+    EXPECT_EQ(n.split_rows > 0, c.splits) << what;
     if (c.splits) {  // the same bits on one thread (a row per call)
       ConfigOverride<int> one(config().num_threads, 1);
       JitMode on(true);
@@ -508,36 +523,20 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
     ConfigOverride<int> t(config().num_threads, 2);
     tracer::RegionCache::instance().clear();
     const Tensor xs = x.slice(0, 0, 1);
-    run_both([&] { return TensorList{(xs * 2.0).argmax(-1)}; }, "argmax of a long row");
-    const int64_t before = jit::cpu_jit_counters().launches.load();
-    {
-      JitMode on(true);
-      const Tensor got = (xs * 2.0).argmax(-1);
-      kiln::sync();
-    }
-    EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, 0);
+    const auto program = [&] { return TensorList{(xs * 2.0).argmax(-1)}; };
+    run_both(program, "argmax of a long row");
+    EXPECT_EQ(counted_run(program).launches, 0);
   }
   {  // element outputs (softmax): a row per thread, no split
     ConfigOverride<int> t(config().num_threads, 2);
     tracer::RegionCache::instance().clear();
     const Tensor xs = x.slice(0, 0, 1);
-    run_both([&] { return TensorList{(xs * 2.0).softmax(-1)}; }, "softmax of a long row");
-    const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
-    {
-      JitMode on(true);
-      const Tensor got = (xs * 2.0).softmax(-1);
-      kiln::sync();
-    }
-    EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before, 0);
+    const auto program = [&] { return TensorList{(xs * 2.0).softmax(-1)}; };
+    run_both(program, "softmax of a long row");
+    EXPECT_EQ(counted_run(program).split_rows, 0);
     // ... also on 4 threads: eager's softmax runs a row per thread too
     ConfigOverride<int> four(config().num_threads, 4);
-    const int64_t before = jit::cpu_jit_counters().launches.load();
-    {
-      JitMode on(true);
-      const Tensor got = (xs * 2.0).softmax(-1);
-      kiln::sync();
-    }
-    EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, 1);
+    EXPECT_EQ(counted_run(program).launches, 1);
   }
   // Element outputs computed without a row value (newton's step: the new x, and the largest
   // relative change): eager computes x by pointwise ops across all its threads, and the kernel
@@ -565,20 +564,12 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
       const std::string what = fmt::format("newton's step, {} rows, {} threads{}", rows, threads,
                                            donated ? ", in a dying buffer" : "");
       run_both(program, what);
-      const int64_t before = jit::cpu_jit_counters().launches.load();
-      const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
-      const int64_t elements_before = jit::cpu_jit_counters().split_element_launches.load();
       TensorList got;
-      {
-        JitMode on(true);
-        got = program();
-        kiln::sync();
-      }
-      EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, 1) << what;
+      const LaunchCounts n = counted_run(program, &got);
+      EXPECT_EQ(n.launches, 1) << what;
       const int splits = rows < threads ? 1 : 0;  // as many rows as threads: a row per thread
-      EXPECT_EQ(jit::cpu_jit_counters().split_row_launches.load() - split_before, splits) << what;
-      EXPECT_EQ(jit::cpu_jit_counters().split_element_launches.load() - elements_before, splits)
-          << what;
+      EXPECT_EQ(n.split_rows, splits) << what;
+      EXPECT_EQ(n.split_elements, splits) << what;
       ConfigOverride<int> one(config().num_threads, 1);
       JitMode on(true);
       const TensorList single = program();
@@ -601,15 +592,9 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
       return TensorList{next, ((next - big).abs() / next).amax({-1})};
     };
     run_both(program, "newton's step over 2^21 + 16 elements, streamed");
-    const int64_t elements_before = jit::cpu_jit_counters().split_element_launches.load();
-    const int64_t streamed_before = jit::cpu_jit_counters().streaming_launches.load();
-    {
-      JitMode on(true);
-      const TensorList got = program();
-      kiln::sync();
-    }
-    EXPECT_EQ(jit::cpu_jit_counters().split_element_launches.load() - elements_before, 1);
-    EXPECT_EQ(jit::cpu_jit_counters().streaming_launches.load() - streamed_before, 1);
+    const LaunchCounts n = counted_run(program);
+    EXPECT_EQ(n.split_elements, 1);
+    EXPECT_EQ(n.streamed, 1);
   }
   {  // exp(x) stored beside its sum: the element pass reads the value the sum's pass stashed, so
      // the elements cannot be stored by chunks (one row on 2 threads: a row per thread)
@@ -621,13 +606,7 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
       return TensorList{e, e.sum({-1})};
     };
     run_both(program, "exp(x) beside its sum");
-    const int64_t elements_before = jit::cpu_jit_counters().split_element_launches.load();
-    {
-      JitMode on(true);
-      const TensorList got = program();
-      kiln::sync();
-    }
-    EXPECT_EQ(jit::cpu_jit_counters().split_element_launches.load() - elements_before, 0);
+    EXPECT_EQ(counted_run(program).split_elements, 0);
   }
   // With a row value beside such outputs that reads RowSize (a mean), the element pass would
   // take a chunk's length for the row's: a row per thread where its rows keep more than a third
@@ -648,13 +627,7 @@ TEST_F(JitReducePlanTest, LongRowsSplitAcrossThreads) {
     const std::string what =
         fmt::format("a mean beside the step, {} rows, {} threads", rows, threads);
     run_both(program, what);
-    const int64_t before = jit::cpu_jit_counters().launches.load();
-    {
-      JitMode on(true);
-      const TensorList got = program();
-      kiln::sync();
-    }
-    EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, launches ? 1 : 0) << what;
+    EXPECT_EQ(counted_run(program).launches, launches ? 1 : 0) << what;
     if (launches) continue;
     int64_t eager_peak = 0, jit_peak = 0;
     {
