@@ -18,6 +18,7 @@
 #include "runtime/init.h"
 #include "runtime/logging.h"
 #include "tracer/backend.h"
+#include "tracer/flush_memo.h"
 #include "tracer/graph_printer.h"
 #include "tracer/interpreter.h"
 #include "tracer/recorder.h"
@@ -359,8 +360,68 @@ TEST(Recorder, RepeatedFlushFollowsTheLastRecording) {
   EXPECT_EQ(c.misses, 2);   // iterations 0 and 3
   EXPECT_EQ(c.hits, 6);
   EXPECT_EQ(c.promotions, 1);  // lr, at iteration 1
-  // Iterations 2, 5, 6 and 7 repeat the recording before them (1 and 4 follow a different one).
-  EXPECT_EQ(c.repeats, 4);
+  // Iterations 2, 5, 6 and 7 repeat the recording before them; 4 repeats iteration 2's, which
+  // the segment still remembers beside 3's (1 differs from 0 by the promoted scalar).
+  EXPECT_EQ(c.repeats, 5);
+}
+
+// A loop that syncs more than once per iteration flushes different programs in turn: each is
+// followed from its second time on (tracer/flush_memo.h keeps the last few), including one that
+// shares its first nodes with another (the segment follows the predicted recording, meets the
+// difference at node 2 and goes on with the other). The bits stay eager's.
+TEST(Recorder, FlushesInTurnFollowTheirOwnRecordings) {
+  // B and C begin alike (mul, exp) and differ at their third node.
+  auto a = [](const Tensor& x) { return ((x + 3.0) * x).amax(); };
+  auto b = [](const Tensor& x) { return (x * 2.0).exp().sum(); };
+  auto c = [](const Tensor& x) { return ((x * 2.0).exp() - 1.0).sum(); };
+  auto run = [&](const Tensor& x, int i) {
+    const Tensor r = i % 2 == 0 ? a(x) : (i % 4 == 1 ? b(x) : c(x));
+    return r.item<float>();
+  };
+  Tensor x = ramp({32}, -1.0, 0.0625);
+  constexpr int kFlushes = 12;  // A B A C A B A C ...
+  std::vector<float> eager, recorded;
+  {
+    JitMode off(false);
+    for (int i = 0; i < kFlushes; ++i) eager.push_back(run(x, i));
+  }
+  JitMode jit(true);
+  kiln::sync();
+  CacheDelta delta;
+  for (int i = 0; i < kFlushes; ++i) recorded.push_back(run(x, i));
+  EXPECT_EQ(recorded, eager);
+  const tracer::CacheCounters n = delta.now();
+  EXPECT_EQ(n.regions, 3);
+  EXPECT_EQ(n.misses, 3);  // the first A, B and C
+  EXPECT_EQ(n.hits, kFlushes - 3);
+  EXPECT_EQ(n.repeats, kFlushes - 3);  // every later flush, none looked up
+}
+
+// Four distinct flushes in turn are all remembered (FlushMemo::kEntries); a fifth program
+// replaces the least recently run one, which is then looked up again when it comes back.
+TEST(Recorder, TheLeastRecentlyRunFlushIsForgottenFirst) {
+  static_assert(tracer::FlushMemo::kEntries == 4);
+  auto program = [](const Tensor& x, int k) {
+    Tensor y = x;
+    for (int j = 0; j <= k; ++j) y = (y * 0.5).sin();  // k + 1 steps: distinct programs
+    return y.sum().item<float>();
+  };
+  Tensor x = ramp({16});
+  JitMode jit(true);
+  kiln::sync();
+  CacheDelta delta;
+  for (int cycle = 0; cycle < 3; ++cycle)
+    for (int k = 0; k < 4; ++k) program(x, k);
+  tracer::CacheCounters n = delta.now();
+  EXPECT_EQ(n.misses, 4);
+  EXPECT_EQ(n.repeats, 8);  // cycles 1 and 2
+  program(x, 4);            // a fifth: k = 0 is the least recently run, and is forgotten
+  program(x, 1);            // still remembered
+  program(x, 0);            // looked up again (a hit of the cache, not a repeat)
+  n = delta.now();
+  EXPECT_EQ(n.misses, 5);
+  EXPECT_EQ(n.repeats, 9);
+  EXPECT_EQ(n.hits, 10);
 }
 
 // The region cache cleared while a segment already follows its last flush (between that

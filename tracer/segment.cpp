@@ -428,7 +428,7 @@ void Segment::flush_locked(SyncReason reason) {
   std::vector<Tensor> destinations(outs.size());
   for (size_t i = 0; i < written.size(); ++i) destinations[live.size() + i] = written[i]->tensor;
 
-  // A repeat of the last flush runs its remembered canonical graph and region; anything else is
+  // A repeat of a remembered flush runs its canonical graph and region; anything else is
   // canonicalized and looked up, and remembered.
   bool hit = false;  // a region already cached (remembered, or found)
   auto run_graph = [&]() -> InterpretResult {
@@ -438,13 +438,14 @@ void Segment::flush_locked(SyncReason reason) {
       std::vector<Tensor> args = graph_args(known, aliasing);
       if (memo_.same_aliasing(aliasing)) {
         hit = true;
+        memo_.ran_followed();
         RegionCache::instance().count_hit(memo_.region().get());
         return run_cached_region(CacheLookup{memo_.region(), true, false}, known.graph, args,
                                  destinations);
       }
+      memo_.forget();  // the same recording over other aliasing: remembered anew below
     }
     stop_following();
-    memo_.forget();
     bool bodies = false;
     for (const Node& n : graph_.nodes) bodies = bodies || !n.subgraphs.empty();
     if (bodies) {  // never followed (FlushMemo::remember): no copy of the graph to remember

@@ -150,8 +150,8 @@ class Segment final : public LazyProducer, public HopRecorder {
   void index_input(int32_t i);  // after inputs_[i] was added
   uint32_t epoch_;              // unique across segments (a global counter)
   int32_t written_inputs_ = 0;  // inputs with a pending write (none: no aliasing checks)
-  FlushMemo memo_;              // the last flush (a loop's next iteration repeats it)
-  bool following_ = false;      // the nodes so far repeat memo_'s (graph_ holds none of them)
+  FlushMemo memo_;              // the last few flushes (a loop's next iteration repeats them)
+  bool following_ = false;      // the nodes so far repeat one of memo_'s (graph_ holds none)
   size_t followed_ = 0;         // how many
   std::atomic<bool> recorded_{false};   // a node since the last reset (surely_empty())
   std::atomic<uint8_t> last_flush_{0};  // last_flush(): bit 0 ran_graph, bit 1 planned_hit
