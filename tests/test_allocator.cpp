@@ -1,5 +1,6 @@
 // The caching CPU allocator (runtime/allocator.cpp): alignment, size classes, reuse, frees on
 // another thread, concurrent use, the cache limit, empty_cpu_cache, and tensors on reused memory.
+// Then the per-thread lists of small objects (runtime/pooled.h).
 // Counters are compared as differences: other tests in this binary leave blocks in the caches.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "kiln/kiln.h"
 #include "runtime/allocator.h"
 #include "runtime/allocator_size_class.h"
+#include "runtime/pooled.h"
 #include "tracer/region_runner.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -325,6 +327,85 @@ TEST(CpuAllocator, TensorsOnReusedMemoryAreCorrect) {
       EXPECT_EQ(s.item<float>(),
                 2.0f * static_cast<float>(n));  // exact: sums of 2.0 stay below 2^24
     }
+  }
+}
+
+// A small pooled object of the sizes of the tensor's own (TensorImpl, Storage).
+template <size_t N>
+struct Pooled : kiln::PooledObject {
+  virtual ~Pooled() = default;
+  unsigned char bytes[N] = {};
+};
+
+#if !defined(KILN_TEST_SANITIZER_ALLOCATOR)
+// The block freed last is the next one made of its size class (the thread's list), for any
+// class up to 256 bytes; an object made on one thread and freed on another joins the freeing
+// thread's list.
+TEST(PooledObject, FreedBlocksAreReusedWithinTheirClass) {
+  auto reused = []<size_t N>(Pooled<N>*) {
+    auto* a = new Pooled<N>();
+    void* was = a;
+    delete a;
+    auto* b = new Pooled<N>();
+    const bool same = b == was;
+    delete b;
+    return same;
+  };
+  EXPECT_TRUE(reused(static_cast<Pooled<8>*>(nullptr)));
+  EXPECT_TRUE(reused(static_cast<Pooled<56>*>(nullptr)));
+  EXPECT_TRUE(reused(static_cast<Pooled<216>*>(nullptr)));
+  // 8 + 56 bytes (with the vtable pointer: 64) and 8 + 50 (58) share the 64-byte class.
+  auto* a = new Pooled<56>();
+  void* was = a;
+  delete a;
+  auto* b = new Pooled<50>();
+  EXPECT_EQ(static_cast<void*>(b), was);
+  delete b;
+
+  auto* made_here = new Pooled<120>();
+  void* freed_there = nullptr;
+  std::thread([&] {
+    delete made_here;  // onto this thread's list
+    auto* again = new Pooled<120>();
+    freed_there = again;
+    delete again;
+  }).join();
+  EXPECT_EQ(freed_there, static_cast<void*>(made_here));
+}
+#endif
+
+// Many threads make, hand over and free pooled objects and tensors, more than a list keeps,
+// and end (their lists go back to oneTBB): every object reads back what was written.
+TEST(PooledObject, ObjectsHandedBetweenEndingThreads) {
+  constexpr int kRounds = 6, kThreads = 4;
+  const int per_thread = 3 * kiln::kPooledMaxCached;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::vector<Pooled<96>*>> made(kThreads);
+    std::vector<std::thread> makers;
+    for (int t = 0; t < kThreads; ++t)
+      makers.emplace_back([&, t] {
+        for (int i = 0; i < per_thread; ++i) {
+          auto* p = new Pooled<96>();
+          std::memset(p->bytes, (t * 31 + i) & 0xff, sizeof(p->bytes));
+          made[t].push_back(p);
+        }
+        kiln::Tensor x = kiln::ones({8}) * double(t);  // a TensorImpl and Storage per op
+        EXPECT_EQ(x.sum().item<float>(), 8.0f * float(t));
+      });
+    for (auto& m : makers) m.join();
+    std::vector<std::thread> freers;
+    for (int t = 0; t < kThreads; ++t)
+      freers.emplace_back([&, t] {
+        const int from = (t + 1) % kThreads;  // another thread's objects
+        for (int i = 0; i < per_thread; ++i) {
+          Pooled<96>* p = made[from][i];
+          const unsigned char want = static_cast<unsigned char>((from * 31 + i) & 0xff);
+          EXPECT_TRUE(std::all_of(p->bytes, p->bytes + sizeof(p->bytes),
+                                  [&](unsigned char c) { return c == want; }));
+          delete p;
+        }
+      });
+    for (auto& f : freers) f.join();
   }
 }
 
