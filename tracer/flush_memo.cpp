@@ -78,9 +78,11 @@ bool FlushMemo::follow_entry(Entry& e, size_t j, ValueId id, OpId op, const Attr
   const Attrs& was = n.attrs;
   if (was.dims != attrs.dims || was.dtype != attrs.dtype || was.device != attrs.device)
     return false;
-  const bool random = op_def(op).flags & kIsRandom;
-  for (size_t i = random ? 2 : 0; i < attrs.ints.size(); ++i)
+  // A random op's Philox seed and counter (ints 0 and 1) are run-time values; nothing else's.
+  const bool words_differ = was.ints[0] != attrs.ints[0] || was.ints[1] != attrs.ints[1];
+  for (size_t i = 2; i < attrs.ints.size(); ++i)
     if (was.ints[i] != attrs.ints[i]) return false;
+  if (words_differ && !(op_def(op).flags & kIsRandom)) return false;
   const int32_t c = e.canon_index[j];
   bool scalars_differ = false;
   for (size_t k = 0; k < attrs.scalars.size(); ++k) {
@@ -90,7 +92,7 @@ bool FlushMemo::follow_entry(Entry& e, size_t j, ValueId id, OpId op, const Attr
     if (c >= 0 && !is_runtime(e.runtime, c, static_cast<int32_t>(k))) return false;
     scalars_differ = true;
   }
-  if (scalars_differ || random) {
+  if (scalars_differ || words_differ) {
     n.attrs.scalars = attrs.scalars;
     n.attrs.ints = attrs.ints;
     if (c >= 0) {
