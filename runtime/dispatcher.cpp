@@ -216,10 +216,13 @@ Tensor dispatch_impl(OpId id, std::span<const Tensor> inputs, const Attrs& attrs
   check_defined(def.name, inputs);
   OpCall call{id, inputs, attrs};
   OutputMeta meta;
-  def.meta(call, meta);
-  check_shape_size(def.name, meta.sizes, meta.dtype, !(def.flags & kIsView));
+  ModeHandler* mode = active_mode();
+  if (mode == nullptr || !mode->known_meta(def, call, meta)) {
+    def.meta(call, meta);
+    check_shape_size(def.name, meta.sizes, meta.dtype, !(def.flags & kIsView));
+  }
   Tensor out;
-  if (ModeHandler* mode = active_mode()) [[unlikely]]
+  if (mode != nullptr) [[unlikely]]
     out = mode->handle(def, call, meta);
   else
     out = run_eager(def, call, meta);

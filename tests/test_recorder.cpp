@@ -424,6 +424,59 @@ TEST(Recorder, TheLeastRecentlyRunFlushIsForgottenFirst) {
   EXPECT_EQ(n.hits, 10);
 }
 
+// While a recording repeats a remembered one, the dispatcher takes each op's output metadata from
+// the remembered node instead of running its meta function (Segment::known_meta). Only where the
+// inputs are the same values with the same metadata and the attributes the same bits: a graph
+// input of another shape, a scalar of other bits (0.0 then -0.0), a broadcast that no longer
+// fits (an error, as eager raises it) all run the meta function, and every result is eager's.
+TEST(Recorder, RepeatedOpsTakeTheirMetadataFromTheRememberedNodes) {
+  // x's first reader is a full sum, whose output metadata is the same for x of [4, 8] and of
+  // [8, 4]: the sum is followed either way, and x's later reader must see the difference.
+  auto program = [](const Tensor& x, const Tensor& b, double c) {
+    Tensor y = x * x.sum();
+    for (int i = 0; i < 8; ++i) y = (y + b) * c;
+    return y.sum({1}) * c;  // a sum of zeros is +0.0: the product keeps c's sign
+  };
+  struct Step {
+    std::vector<int64_t> x, b;
+    double c;
+  };
+  const std::vector<Step> steps = {{{4, 8}, {8}, 0.5}, {{4, 8}, {8}, 0.5},   {{4, 8}, {8}, 0.5},
+                                   {{8, 4}, {4}, 0.5}, {{4, 16}, {16}, 0.5}, {{4, 16}, {16}, 0.5},
+                                   {{4, 8}, {1}, 0.5}, {{4, 8}, {8}, 0.0},   {{4, 8}, {8}, -0.0},
+                                   {{4, 8}, {8}, 0.5}};
+  auto run = [&](const Step& s) {
+    Tensor x = ramp(s.x, -1.0, 0.125), b = ramp(s.b, 0.25, 0.5);  // b > 0: c = -0.0 gives -0.0
+    kiln::sync();  // x and b are graph inputs of the program's recording
+    return program(x, b, s.c);
+  };
+  std::vector<Tensor> eager;
+  {
+    JitMode off(false);
+    for (const Step& s : steps) eager.push_back(run(s));
+  }
+  JitMode jit(true);
+  kiln::sync();
+  const int64_t known_before = tracer::known_metas_this_thread();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Tensor got = run(steps[i]);
+    ASSERT_EQ(got.sizes(), eager[i].sizes()) << "step " << i;
+    expect_bitwise_equal(got, eager[i]);
+  }
+  // Steps 1, 2, 5 and 9 repeat the step before them whole: 19 ops each, of which the first
+  // (x, a graph input not read yet) runs its meta function.
+  EXPECT_GE(tracer::known_metas_this_thread() - known_before, 4 * 18);
+  // A shape error is raised as eager raises it, also while following.
+  EXPECT_THROW(
+      {
+        Tensor x = ramp({4, 8});
+        (void)(x + ramp({8})).sum().item<float>();
+        (void)(x + ramp({8})).sum().item<float>();
+        (void)(x + ramp({5})).sum().item<float>();
+      },
+      Error);
+}
+
 // The region cache cleared while a segment already follows its last flush (between that
 // flush and the next): the remembered region is gone, so the repeat must be looked up again
 // (a miss that makes a new region), never run from the freed one.

@@ -132,6 +132,31 @@ bool FlushMemo::switch_to(int i, size_t j, ValueId id, OpId op, const Attrs& att
   return true;
 }
 
+const Node* FlushMemo::node(size_t j) const {
+  if (current_ < 0) return nullptr;
+  const Graph& raw = entries_[static_cast<size_t>(current_)].raw;
+  return j < raw.nodes.size() ? &raw.nodes[j] : nullptr;
+}
+
+bool FlushMemo::input_has_meta(ValueId id, const TensorImpl* t) const {
+  if (current_ < 0) return false;
+  for (const GraphInput& in : entries_[static_cast<size_t>(current_)].raw.inputs) {
+    if (in.id != id) continue;
+    const ValueMeta& m = in.meta;  // as Graph::add_input(meta_of(t)) stored it
+    return m.sizes == t->sizes() && m.strides == t->strides() && m.offset == t->offset() &&
+           m.dtype == t->dtype() && m.device == t->device();
+  }
+  return false;
+}
+
+bool FlushMemo::same_attrs_bitwise(const Attrs& a, const Attrs& b) {
+  if (a.dims != b.dims || a.ints != b.ints || a.dtype != b.dtype || a.device != b.device)
+    return false;
+  for (size_t k = 0; k < a.scalars.size(); ++k)
+    if (!same_scalar_bits(a.scalars[k], b.scalars[k])) return false;
+  return true;
+}
+
 void FlushMemo::copy_nodes(Graph& g, size_t n) const {
   if (current_ < 0) return;
   const Graph& raw = entries_[static_cast<size_t>(current_)].raw;

@@ -83,6 +83,10 @@ class Recorder final : public ModeHandler {
     SegmentPool::give_back(segment_);
   }
 
+  bool known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
+    return segment_->known_meta(def, call, meta);
+  }
+
   // Ops on device tensors run eagerly (queued on the device's stream): segments, lazy storages
   // and the CPU planner are host-only (docs/cuda.md).
   Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
@@ -212,6 +216,11 @@ HopRecorder* hop_recorder() {
 EagerTier* eager_tier_this_thread() {
   Recorder* r = t_recorder.get();
   return r ? &r->tier() : nullptr;
+}
+
+int64_t known_metas_this_thread() {
+  Recorder* r = t_recorder.get();
+  return r ? r->segment().known_metas() : 0;
 }
 
 int64_t pending_ops_this_thread() {

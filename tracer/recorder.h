@@ -15,6 +15,9 @@ void register_recorder();
 void flush_this_thread(SyncReason reason);
 // Ops recorded on this thread and not yet flushed.
 int64_t pending_ops_this_thread();
+// Ops this thread recorded without their meta function (Segment::known_meta), since it began
+// (tests).
+int64_t known_metas_this_thread();
 
 class EagerTier;
 // This thread's eager tier (tracer/eager_tier.h), or null before its first recorded op (tests).

@@ -207,6 +207,44 @@ Tensor Segment::new_lazy(ValueId value, const OutputMeta& meta) {
   return Tensor(make_ref<TensorImpl>(meta.sizes, meta.dtype, meta.device, std::move(storage)));
 }
 
+ValueId Segment::known_value(const Tensor& t) {
+  const TensorImpl* ti = t.impl();
+  const Storage* s = ti->storage();
+  if (owns(s)) {  // computed by a followed node: of its remembered metadata
+    const Slot& slot = slots_[s->lazy_slot()];
+    const bool whole = ti->offset() == 0 && ti->is_contiguous() && ti->sizes() == slot.sizes;
+    return whole ? slot.current : kNoValue;  // else read() records a view node
+  }
+  Input* in = find_input(t);
+  if (in == nullptr) return kNoValue;
+  if (in->current != kNoValue) return in->current;  // written by a followed node
+  if (in->value == kNoValue) return kNoValue;       // not read yet
+  // Checked once per remembered recording followed (following may switch to another one).
+  const int entry = memo_.followed_entry();
+  if (in->meta_known_in != entry) {
+    if (!memo_.input_has_meta(in->value, in->tensor.impl())) return kNoValue;
+    in->meta_known_in = entry;
+  }
+  return in->value;
+}
+
+bool Segment::known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta) {
+  std::lock_guard lock(mu_);
+  known_ = {};
+  if (!following_ || (def.flags & kIsView)) return false;
+  const Node* n = memo_.node(followed_);
+  if (n == nullptr || n->op != call.op || n->output != graph_.num_values() ||
+      n->inputs.size() != call.inputs.size() ||
+      !FlushMemo::same_attrs_bitwise(n->attrs, call.attrs))
+    return false;
+  for (size_t i = 0; i < call.inputs.size(); ++i)
+    if (n->inputs[i] == kNoValue || known_value(call.inputs[i]) != n->inputs[i]) return false;
+  meta = n->meta;
+  known_ = {&call, followed_, epoch_};
+  known_metas_.store(known_metas_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return true;
+}
+
 Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& meta) {
   std::lock_guard lock(mu_);
   if (def.flags & kIsView) {
@@ -223,10 +261,19 @@ Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& m
   }
   if (needs_aliasing_flush(call, nullptr)) flush_locked(SyncReason::Aliasing);
   if (reads_layout_of_written_input(def, call)) flush_locked(SyncReason::StridedRead);
-  SmallVector<ValueId, 4> ids;
-  for (const Tensor& t : call.inputs) ids.push_back(read(t));
-  const ValueId v =
-      append_node(call.op, call.attrs, std::span<const ValueId>(ids.begin(), ids.size()), meta);
+  ValueId v;
+  if (known_.call == &call && known_.node == followed_ && known_.epoch == epoch_ && following_) {
+    // known_meta compared this very call with the next remembered node (no flush since).
+    recorded_.store(true, std::memory_order_relaxed);
+    v = graph_.num_values();
+    ++followed_;
+    graph_.set_num_values(v + 1);
+  } else {
+    SmallVector<ValueId, 4> ids;
+    for (const Tensor& t : call.inputs) ids.push_back(read(t));
+    v = append_node(call.op, call.attrs, std::span<const ValueId>(ids.begin(), ids.size()), meta);
+  }
+  known_ = {};
   Tensor out = new_lazy(v, meta);
   if (node_count() >= config().jit_segment_limit) flush_locked(SyncReason::SegmentLimit);
   return out;

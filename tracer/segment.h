@@ -45,6 +45,15 @@ class Segment final : public LazyProducer, public HopRecorder {
 
   // Records a functional op (the meta function already ran) and returns its lazy output.
   Tensor record(const OpDef& def, const OpCall& call, const OutputMeta& meta);
+  // While the segment follows a remembered recording (flush_memo.h): when the op about to be
+  // recorded is the next remembered node, with the same input values (each lazy one computed by
+  // a node followed so far, each graph input of the remembered metadata) and the same attributes
+  // bit for bit, its remembered output metadata, which the dispatcher takes instead of running
+  // the meta function (ModeHandler::known_meta). The record() of that very call that follows
+  // then only counts the node.
+  bool known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta);
+  // How many ops known_meta answered (tests; segments are reused by later threads).
+  int64_t known_metas() const { return known_metas_.load(std::memory_order_relaxed); }
   // Records an in-place op writing into `out`.
   void record_into(const OpDef& def, const OpCall& call, const OutputMeta& meta, Tensor& out);
   // Records a higher-order node (tracer/hop_nodes.h) and returns its lazy results.
@@ -86,6 +95,7 @@ class Segment final : public LazyProducer, public HopRecorder {
     Tensor tensor;               // the user's tensor: its geometry, and where writes go back
     ValueId value = kNoValue;    // the graph input (kNoValue while never read)
     ValueId current = kNoValue;  // the value after the last write (kNoValue: never written)
+    int meta_known_in = -2;  // the memo entry whose input `value` has its metadata (known_value)
   };
 
   bool owns(const Storage* s) const;          // a lazy slot of this segment
@@ -106,6 +116,10 @@ class Segment final : public LazyProducer, public HopRecorder {
   // read like its row-major value (`reads_alike` false).
   bool reads_written_input(std::span<const Tensor> inputs, bool (*reads_alike)(const TensorImpl&));
   Input* find_input(const Tensor& t);
+  // The value `t` reads without recording anything (known_meta), or kNoValue: a lazy value of
+  // this segment read whole, or a graph input already read whose metadata the remembered
+  // recording's input of that value has.
+  ValueId known_value(const Tensor& t);
   Input& input_for(const Tensor& t);
   ValueId read(const Tensor& t);
   void write(const Tensor& out, ValueId value);
@@ -153,8 +167,16 @@ class Segment final : public LazyProducer, public HopRecorder {
   FlushMemo memo_;              // the last few flushes (a loop's next iteration repeats them)
   bool following_ = false;      // the nodes so far repeat one of memo_'s (graph_ holds none)
   size_t followed_ = 0;         // how many
-  std::atomic<bool> recorded_{false};   // a node since the last reset (surely_empty())
-  std::atomic<uint8_t> last_flush_{0};  // last_flush(): bit 0 ran_graph, bit 1 planned_hit
+  // The call known_meta answered last, at which node of which recording (epoch_ changes at each
+  // reset): record() of that call skips the comparison.
+  struct Known {
+    const OpCall* call = nullptr;
+    size_t node = 0;
+    uint32_t epoch = 0;
+  } known_;
+  std::atomic<int64_t> known_metas_{0};  // written by the recording thread only
+  std::atomic<bool> recorded_{false};    // a node since the last reset (surely_empty())
+  std::atomic<uint8_t> last_flush_{0};   // last_flush(): bit 0 ran_graph, bit 1 planned_hit
 };
 
 }  // namespace kiln::tracer
