@@ -80,6 +80,8 @@ class EagerTier {
   void leave();
 
   bool eager() const { return eager_; }
+  // Whether the interval's ops run eagerly so far (the fixed rule's or a measured choice).
+  bool running_eagerly() const { return eager_ || measured_eager_; }
 
   // The clock intervals are timed with (the time-stamp counter's ticks; tests substitute their
   // own).

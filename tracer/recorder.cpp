@@ -83,8 +83,9 @@ class Recorder final : public ModeHandler {
     SegmentPool::give_back(segment_);
   }
 
+  // Not asked while the eager tier runs the interval's ops (it would not record them).
   bool known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
-    return segment_->known_meta(def, call, meta);
+    return !tier_.running_eagerly() && segment_->known_meta(def, call, meta);
   }
 
   // Ops on device tensors run eagerly (queued on the device's stream): segments, lazy storages
