@@ -82,6 +82,13 @@ class EagerTier {
   bool eager() const { return eager_; }
   // Whether the interval's ops run eagerly so far (the fixed rule's or a measured choice).
   bool running_eagerly() const { return eager_ || measured_eager_; }
+  // KILN_JIT_EAGER_TIER was switched off: the interval's ops are recorded from here on.
+  void stop_running_eagerly() {
+    if (running_eagerly()) {
+      leave();
+      measured_eager_ = false;
+    }
+  }
 
   // The clock intervals are timed with (the time-stamp counter's ticks; tests substitute their
   // own).

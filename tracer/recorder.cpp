@@ -85,8 +85,7 @@ class Recorder final : public ModeHandler {
 
   // Not asked while the eager tier runs the interval's ops (it would not record them).
   bool known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
-    if (tier_.running_eagerly() && config().jit_eager_tier) return false;
-    return segment_->known_meta(def, call, meta);
+    return !tier_.running_eagerly() && segment_->known_meta(def, call, meta);
   }
 
   // Ops on device tensors run eagerly (queued on the device's stream): segments, lazy storages
@@ -150,8 +149,10 @@ class Recorder final : public ModeHandler {
 
   // Whether the eager tier runs this op now (tracer/eager_tier.h); counts it either way.
   bool in_eager_tier(const Config& cfg, const OpCall& call, const OutputMeta& meta) {
-    if (!cfg.jit_eager_tier) [[unlikely]]
+    if (!cfg.jit_eager_tier) [[unlikely]] {
+      tier_.stop_running_eagerly();  // what the tier chose before it was switched off ends
       return false;
+    }
     int64_t work = 1;
     for (int64_t s : meta.sizes) work *= s;
     for (const Tensor& t : call.inputs)  // defined: the dispatcher checked
