@@ -419,10 +419,9 @@ void Segment::stop_following() {
 
 // The tensors bound to the canonical graph's inputs, and which of them share storage
 // (aliasing[i]: the first earlier input with input i's storage, or -1).
-std::vector<Tensor> Segment::graph_args(const CanonicalGraph& cg,
-                                        std::vector<int32_t>& aliasing) const {
-  std::vector<Tensor> args;
-  args.reserve(cg.input_origin.size());
+void Segment::graph_args(const CanonicalGraph& cg, std::vector<Tensor>& args,
+                         std::vector<int32_t>& aliasing) const {
+  args.clear();
   aliasing.clear();
   for (int32_t origin : cg.input_origin) {
     const Tensor& t = inputs_[graph_input_owner_[origin]].tensor;
@@ -436,7 +435,6 @@ std::vector<Tensor> Segment::graph_args(const CanonicalGraph& cg,
     aliasing.push_back(alias);
     args.push_back(t);
   }
-  return args;
 }
 
 void Segment::flush_locked(SyncReason reason) {
@@ -449,10 +447,14 @@ void Segment::flush_locked(SyncReason reason) {
   }
   const int64_t t0 = profiler::now_ns();
 
-  // Outputs: live lazy storages, then written inputs.
-  std::vector<Ref<Storage>> live;
-  std::vector<const Slot*> live_slots;
-  std::vector<ValueId> outs;
+  // Outputs: live lazy storages, then written inputs. The lists are the segment's, kept between
+  // flushes with their room (a small loop's flush made a dozen heap allocations for them), and
+  // emptied of their handles at the end (FlushScratch).
+  FlushScratch& fs = scratch_;
+  auto& live = fs.live;
+  auto& live_slots = fs.live_slots;
+  auto& outs = fs.outs;
+  ScratchRelease release{fs};
   for (const Slot& slot : slots_) {
     if (!slot.alive) continue;
     if (Ref<Storage> r = Storage::try_ref(slot.storage)) {
@@ -461,7 +463,7 @@ void Segment::flush_locked(SyncReason reason) {
       outs.push_back(slot.current);
     }
   }
-  std::vector<const Input*> written;
+  auto& written = fs.written;
   for (const Input& in : inputs_) {
     if (in.current == kNoValue) continue;
     written.push_back(&in);
@@ -472,17 +474,19 @@ void Segment::flush_locked(SyncReason reason) {
   graph_.set_outputs(outs);
 
   // Written inputs are computed in place when the interpreter can (interpret(), destinations).
-  std::vector<Tensor> destinations(outs.size());
+  auto& destinations = fs.destinations;
+  destinations.resize(outs.size());
   for (size_t i = 0; i < written.size(); ++i) destinations[live.size() + i] = written[i]->tensor;
 
   // A repeat of a remembered flush runs its canonical graph and region; anything else is
   // canonicalized and looked up, and remembered.
   bool hit = false;  // a region already cached (remembered, or found)
   auto run_graph = [&]() -> InterpretResult {
-    std::vector<int32_t> aliasing;
+    std::vector<int32_t>& aliasing = fs.aliasing;
+    std::vector<Tensor>& args = fs.args;
     if (following_ && memo_.completes(graph_, followed_)) {
       const CanonicalGraph& known = memo_.canonical();
-      std::vector<Tensor> args = graph_args(known, aliasing);
+      graph_args(known, args, aliasing);
       if (memo_.same_aliasing(aliasing)) {
         hit = true;
         memo_.ran_followed();
@@ -497,17 +501,17 @@ void Segment::flush_locked(SyncReason reason) {
     for (const Node& n : graph_.nodes) bodies = bodies || !n.subgraphs.empty();
     if (bodies) {  // never followed (FlushMemo::remember): no copy of the graph to remember
       CanonicalGraph cg = canonicalize(graph_);
-      std::vector<Tensor> args = graph_args(cg, aliasing);
+      graph_args(cg, args, aliasing);
       return run_cached_region(RegionCache::instance().lookup(cg.graph, aliasing), cg.graph, args,
                                destinations);
     }
     Graph raw = graph_;  // canonicalize moves the nodes out
     CanonicalGraph cg = canonicalize(graph_);
-    std::vector<Tensor> args = graph_args(cg, aliasing);
+    graph_args(cg, args, aliasing);
     const CacheLookup found = RegionCache::instance().lookup(cg.graph, aliasing);
     hit = found.hit;
     if (found.region == nullptr) return run_cached_region(found, cg.graph, args, destinations);
-    memo_.remember(std::move(raw), std::move(cg), aliasing, found.region);
+    memo_.remember(std::move(raw), std::move(cg), std::vector<int32_t>(aliasing), found.region);
     return run_cached_region(found, memo_.canonical().graph, args, destinations);
   };
 

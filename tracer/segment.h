@@ -134,7 +134,32 @@ class Segment final : public LazyProducer, public HopRecorder {
   void stop_following();
   int64_t node_count() const { return static_cast<int64_t>(followed_ + graph_.nodes.size()); }
   void flush_locked(SyncReason reason);
-  std::vector<Tensor> graph_args(const CanonicalGraph& cg, std::vector<int32_t>& aliasing) const;
+  void graph_args(const CanonicalGraph& cg, std::vector<Tensor>& args,
+                  std::vector<int32_t>& aliasing) const;
+  // flush_locked's lists, kept with their room between flushes (under the segment's lock; a
+  // flush never runs inside another of the same segment).
+  struct FlushScratch {
+    std::vector<Ref<Storage>> live;
+    std::vector<const Slot*> live_slots;
+    std::vector<ValueId> outs;
+    std::vector<const Input*> written;
+    std::vector<Tensor> destinations, args;
+    std::vector<int32_t> aliasing;
+  };
+  // Empties the lists when a flush ends, returning or throwing: no handle outlives it.
+  struct ScratchRelease {
+    FlushScratch& fs;
+    ~ScratchRelease() {
+      fs.live.clear();
+      fs.live_slots.clear();
+      fs.outs.clear();
+      fs.written.clear();
+      fs.destinations.clear();
+      fs.args.clear();
+      fs.aliasing.clear();
+    }
+  };
+  FlushScratch scratch_;
   void reset();
 
   SpinLock mu_;
