@@ -47,6 +47,13 @@ class CompiledKernel {
     (void)args;
     return true;
   }
+  // can_launch and launch in one: false, having run nothing, where can_launch is false (a
+  // target overrides it to decide from what the launch itself computes).
+  virtual bool try_launch(const LaunchArgs& args) {
+    if (!can_launch(args)) return false;
+    launch(args);
+    return true;
+  }
   // The same question asked of the launch's sizes and dims alone, before its buffers are made:
   // false where can_launch would be false whatever the strides and pointers (the planner then
   // runs the step's nodes eagerly without allocating the kernel's outputs); true leaves the

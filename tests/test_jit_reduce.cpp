@@ -391,6 +391,37 @@ TEST(JitReduceKernels, StridedRowsHaveNoMachineCode) {
   EXPECT_THROW(launch(*kernel, x, zeros({8, 1}), {true}), Error);
 }
 
+// try_launch: the plan's one question and launch (CpuKernel computes the row split once for
+// both). A strided row declines, having written nothing; a contiguous one launches.
+TEST(JitReduceKernels, TryLaunchDeclinesWhatCanLaunchRejectsAndRunsNothing) {
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 2);
+  k.stores = {k.reduce(ExprOp::ReduceSum, k.load(0))};
+  std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+  auto args = [](const Tensor& x, const Tensor& out, const Tensor& c) {
+    const int64_t es = 4;
+    jit::LaunchArgs la;
+    la.sizes = {x.sizes()[0], x.sizes()[1]};
+    la.reduced_dims = 1;
+    la.ptrs = {static_cast<char*>(const_cast<void*>(out.raw_data())),
+               static_cast<char*>(const_cast<void*>(x.raw_data())),
+               static_cast<char*>(const_cast<void*>(c.raw_data()))};
+    la.strides = {DimVector{es, 0}, DimVector{x.strides()[0] * es, x.strides()[1] * es},
+                  DimVector{es, 0}};
+    return la;
+  };
+  const Tensor c = zeros({8, 1});
+  const Tensor columns = row_data(8, 8, kFloat32, ExprOp::ReduceSum, 9, false).t();
+  Tensor out = full({8, 1}, 7.0);
+  const jit::LaunchArgs strided = args(columns, out, c);
+  EXPECT_FALSE(kernel->can_launch(strided));
+  EXPECT_FALSE(kernel->try_launch(strided));
+  expect_bitwise_equal(out, full({8, 1}, 7.0));  // untouched
+  const Tensor rows = columns.contiguous();
+  const jit::LaunchArgs whole = args(rows, out, c);
+  EXPECT_TRUE(kernel->try_launch(whole));
+  expect_bitwise_equal(out, rows.sum({-1}, true));
+}
+
 // ---- through the recorder ----
 
 using JitReducePlanTest = testing::JitRecordedTest<>;

@@ -58,13 +58,21 @@ void CpuKernel::pack_params(const LaunchArgs& args, uint64_t* words) const {
     });
 }
 
-void CpuKernel::launch(const LaunchArgs& args) {
+void CpuKernel::launch(const LaunchArgs& args) { launch_any(args, false); }
+
+bool CpuKernel::try_launch(const LaunchArgs& args) {
+  if (reduces() && !may_launch(args.sizes, args.reduced_dims, args.inner_dims)) return false;
+  return launch_any(args, true);
+}
+
+bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   const size_t nops = args.ptrs.size();
   KILN_CHECK(static_cast<int32_t>(nops) == k_.num_operands() && args.strides.size() == nops,
              "cpu kernel: launched with {} operands, the kernel has {}", nops, k_.num_operands());
-  if (reduces()) return args.inner_dims > 0 ? launch_cols(args) : launch_rows(args);
+  if (reduces())
+    return args.inner_dims > 0 ? launch_cols(args, decline) : launch_rows(args, decline);
   for (int64_t s : args.sizes)
-    if (s == 0) return;
+    if (s == 0) return true;
   // A kernel drawing random numbers reads each element's row-major index: a hidden last operand
   // with the index space's row-major strides, coalesced and split with the others, whose
   // "pointer" is the index itself (a number, never dereferenced).
@@ -199,6 +207,7 @@ void CpuKernel::launch(const LaunchArgs& args) {
     });
   }
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+  return true;
 }
 
 }  // namespace kiln::jit

@@ -100,11 +100,16 @@ class CpuKernel final : public CompiledKernel {
   const LoopKernel& source() const override { return k_; }
 
   void launch(const LaunchArgs& args) override;
+  // One row split for the question and the launch (can_launch computed it a second time).
+  bool try_launch(const LaunchArgs& args) override;
 
  private:
   bool reduces() const { return !facts_.reduces.empty(); }  // k_.has_reduce()
-  void launch_rows(const LaunchArgs& args);                 // a row kernel (k_.has_reduce())
-  void launch_cols(const LaunchArgs& args);                 // a column kernel (args.inner_dims > 0)
+  // Both: false, having run nothing, where the layout has no machine code (`decline`; else
+  // they throw saying why).
+  bool launch_rows(const LaunchArgs& args, bool decline);  // a row kernel (k_.has_reduce())
+  bool launch_cols(const LaunchArgs& args, bool decline);  // a column kernel (inner_dims > 0)
+  bool launch_any(const LaunchArgs& args, bool decline);
   bool can_launch(const LaunchArgs& args) const override;
   bool may_launch(const DimVector& sizes, int reduced_dims, int inner_dims) const override;
   // Each Reduce's row program (row_program.h) for rows of n, those of the last n asked for kept:

@@ -467,13 +467,16 @@ std::shared_ptr<const CpuKernel::RowPrograms> CpuKernel::row_programs(int64_t n)
 // or broadcast in every operand (else no machine code: the plan runs the step's nodes eagerly,
 // can_launch); the kept dims are walked as a pointwise kernel's rows, split across threads by
 // whole rows, so a row's result never depends on the thread count.
-void CpuKernel::launch_rows(const LaunchArgs& args) {
+bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
   const size_t nops = args.ptrs.size();
   const RowSplit split = split_rows(k_, facts_, args);
-  KILN_CHECK(!split.layout.empty(), "cpu row kernel: {}", split.why);
+  if (split.layout.empty()) {
+    KILN_CHECK(decline, "cpu row kernel: {}", split.why);
+    return false;
+  }
   const CoalescedLaunch& c = split.kept;
   for (int64_t s : c.sizes)
-    if (s == 0) return;
+    if (s == 0) return true;
   const int64_t n = split.n;
   const SmallVector<InnerLayout, 8>& layout = split.layout;
   const size_t kr = c.sizes.size();
@@ -535,7 +538,7 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
     if (facts_.elements_by_chunks)
       cpu_jit_counters().split_element_launches.fetch_add(1, std::memory_order_relaxed);
     if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
-    return;
+    return true;
   }
   const std::shared_ptr<const RowPrograms> held = row_programs(n);
   const std::vector<std::vector<int64_t>>& programs = held->programs;
@@ -569,18 +572,22 @@ void CpuKernel::launch_rows(const LaunchArgs& args) {
   else
     parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), run_rows);
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+  return true;
 }
 
 // A column kernel: each call of the function reduces the rows of a block of columns of one
 // outer index; threads split the (outer index, column block) pairs, never a column, so a result
 // never depends on the thread count.
-void CpuKernel::launch_cols(const LaunchArgs& args) {
+bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
   const size_t nops = args.ptrs.size();
   const ColSplit split = split_cols(k_, facts_, args);
-  KILN_CHECK(split.why.empty(), "cpu column kernel: {}", split.why);
+  if (!split.why.empty()) {
+    KILN_CHECK(decline, "cpu column kernel: {}", split.why);
+    return false;
+  }
   for (int64_t s : split.outer.sizes)
-    if (s == 0) return;
-  if (split.w == 0) return;
+    if (s == 0) return true;
+  if (split.w == 0) return true;
   const int64_t n = split.n, w = split.w;
   // Params at p * 8 bytes, then a pointer to the column program, then each thread's scratch
   // for the partial results (render_cols.h).
@@ -708,7 +715,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
     });
     if (epi) chunk_calls(true);
     if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
-    return;
+    return true;
   }
   auto run = [&](int64_t b, int64_t e) {
     CallRoom r = room();
@@ -722,6 +729,7 @@ void CpuKernel::launch_cols(const LaunchArgs& args) {
   else
     parallel_for(0, items, 1, run);
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
+  return true;
 }
 
 }  // namespace kiln::jit

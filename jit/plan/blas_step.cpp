@@ -85,7 +85,8 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
   bool blocked = epi && !epi->broken.load(std::memory_order_relaxed) &&
                  !f.any_poisoned(epi->inputs) && prepare_kernel(f, *epi, s + 1, kl, false);
   if (blocked) {
-    blocked = kl.la.sizes == product->sizes();
+    // Per block, launch() (it throws where try_launch would decline): the layout is asked once.
+    blocked = kl.la.sizes == product->sizes() && epi->kernel->can_launch(kl.la);
     for (const Tensor& o : kl.outs)
       blocked = blocked && !shares_memory(o, a) && !shares_memory(o, b);
   }
@@ -113,7 +114,7 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
   }
   const auto bad = std::find_if(failed.begin(), failed.end(), [](auto& e) { return e != nullptr; });
   if (bad == failed.end()) {
-    finish_kernel(f, *epi, kl, true);
+    finish_kernel(f, *epi, kl, Launched::Yes);
     return 1;
   }
   // A block's launch failed: an output may have overwritten the product in place. Recompute the

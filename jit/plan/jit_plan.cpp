@@ -346,10 +346,6 @@ bool JitPlan::prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelL
     for (int32_t p : k.params)
       kl.params.push_back(p >= 0 ? f.args.scalars[p] : philox_word(f.args, p));
     la.params = std::span<const Scalar>(kl.params.data(), kl.params.size());
-    if (!k.kernel->can_launch(la)) {  // a row strided in this run: its nodes run eagerly
-      if (fallback) run_nodes_eagerly(f, k);
-      return false;
-    }
   } catch (...) {
     if (fallback) f.fail(k.outputs);
     return false;
@@ -357,10 +353,10 @@ bool JitPlan::prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelL
   return true;
 }
 
-bool JitPlan::launch_kernel(Frame& f, KernelStep& k, const LaunchArgs& la) {
+JitPlan::Launched JitPlan::launch_kernel(Frame& f, KernelStep& k, const LaunchArgs& la) {
   try {
-    k.kernel->launch(la);
-    return true;
+    // Declined: a row strided in this run (CompiledKernel::can_launch): its nodes run eagerly.
+    return k.kernel->try_launch(la) ? Launched::Yes : Launched::Declined;
   } catch (const Error& e) {  // no machine code for this layout: these nodes run eagerly
     if (!k.broken.exchange(true))
       KILN_WARN(Jit, "a fused kernel of {} ops failed to launch; they run eagerly: {}",
@@ -368,11 +364,16 @@ bool JitPlan::launch_kernel(Frame& f, KernelStep& k, const LaunchArgs& la) {
   } catch (...) {
     f.fail(k.outputs);
   }
-  return false;
+  return Launched::No;
 }
 
-void JitPlan::finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, bool launched) {
-  if (!launched) {
+void JitPlan::finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, Launched launched) {
+  if (launched == Launched::Declined) {
+    kl.outs.clear();  // no buffer of this launch stays held (donation counts the handles)
+    run_nodes_eagerly(f, k);
+    return;
+  }
+  if (launched == Launched::No) {
     if (k.broken.load(std::memory_order_relaxed)) run_nodes_eagerly(f, k);
     return;
   }

@@ -109,9 +109,9 @@ class JitPlan final : public tracer::RegionPlan {
   void run_kernel(Frame& f, KernelStep& k, size_t step_index);
   // run_kernel in three parts, for a BLAS step that launches its epilogue per row block:
   // outputs allocated (or taken over) and LaunchArgs built, false when the step was handled
-  // otherwise (poisoned, broken, no layout for this run: nodes run eagerly); the
-  // launch (false: failed, the kernel is marked broken or the outputs poisoned); the results
-  // stored (or, after a failed launch of a broken kernel, its nodes run eagerly).
+  // otherwise (poisoned, broken, no layout for these sizes: nodes run eagerly); the launch
+  // (try_launch: declined where this run's strides have no machine code); the results stored
+  // (or, after a declined launch or a failed one of a broken kernel, its nodes run eagerly).
   struct KernelLaunch {
     LaunchArgs la;
     std::vector<Tensor> outs;
@@ -130,8 +130,11 @@ class JitPlan final : public tracer::RegionPlan {
   // the kernel as its own step).
   bool prepare_kernel(Frame& f, KernelStep& k, size_t step_index, KernelLaunch& kl,
                       bool fallback = true);
-  bool launch_kernel(Frame& f, KernelStep& k, const LaunchArgs& la);
-  void finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, bool launched);
+  // Yes; Declined (the layout has no machine code by design: the nodes run eagerly, no
+  // warning); No (failed: the kernel is marked broken, or the outputs poisoned).
+  enum class Launched { Yes, Declined, No };
+  Launched launch_kernel(Frame& f, KernelStep& k, const LaunchArgs& la);
+  void finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, Launched launched);
   // A BLAS step (blas_step.cpp); returns 1 when it also ran the next step (its epilogue).
   size_t run_blas(Frame& f, size_t step_index);
   // The destination (RunArgs::destinations) that value v may be computed into at this step, or
