@@ -85,7 +85,11 @@ class Recorder final : public ModeHandler {
 
   // Not asked while the eager tier runs the interval's ops (it would not record them).
   bool known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
-    return !tier_.running_eagerly() && segment_->known_meta(def, call, meta);
+    if (tier_.running_eagerly()) {
+      segment_->forget_known();  // no earlier answer is left for this call's record()
+      return false;
+    }
+    return segment_->known_meta(def, call, meta);
   }
 
   // Ops on device tensors run eagerly (queued on the device's stream): segments, lazy storages

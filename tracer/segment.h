@@ -52,6 +52,8 @@ class Segment final : public LazyProducer, public HopRecorder {
   // the meta function (ModeHandler::known_meta). The record() of that very call that follows
   // then only counts the node.
   bool known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta);
+  // Drops known_meta's last answer (the recording thread, which alone reads it).
+  void forget_known() { known_ = {}; }
   // How many ops known_meta answered (tests; segments are reused by later threads).
   int64_t known_metas() const { return known_metas_.load(std::memory_order_relaxed); }
   // Records an in-place op writing into `out`.
