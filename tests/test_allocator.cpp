@@ -354,11 +354,13 @@ TEST(PooledObject, FreedBlocksAreReusedWithinTheirClass) {
   EXPECT_TRUE(reused(static_cast<Pooled<8>*>(nullptr)));
   EXPECT_TRUE(reused(static_cast<Pooled<56>*>(nullptr)));
   EXPECT_TRUE(reused(static_cast<Pooled<216>*>(nullptr)));
-  // 8 + 56 bytes (with the vtable pointer: 64) and 8 + 50 (58) share the 64-byte class.
+  // 8 + 56 bytes (with the vtable pointer: 64) and 8 + 42 (56 with padding) share the 64-byte
+  // class.
+  static_assert(sizeof(Pooled<56>) == 64 && sizeof(Pooled<42>) == 56);
   auto* a = new Pooled<56>();
   void* was = a;
   delete a;
-  auto* b = new Pooled<50>();
+  auto* b = new Pooled<42>();
   EXPECT_EQ(static_cast<void*>(b), was);
   delete b;
 

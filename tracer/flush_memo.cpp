@@ -46,6 +46,8 @@ bool FlushMemo::start(int i) {
 
 bool FlushMemo::begin() {
   current_ = -1;
+  for (int i = 0; i < kEntries; ++i)  // a cleared cache's regions go now, not when replaced
+    if (!valid(i)) entries_[static_cast<size_t>(i)].region.reset();
   // The recording that came after the last one the last time, else the last one again, else
   // the most recently run.
   if (last_ >= 0) {
@@ -176,6 +178,30 @@ bool FlushMemo::completes(const Graph& g, size_t n) const {
       return false;
   }
   return true;
+}
+
+bool FlushMemo::completes_any(const Graph& g, size_t n) {
+  if (completes(g, n)) return true;
+  if (current_ < 0) return false;
+  // A longer recording was followed to this one's end: another remembered recording of exactly
+  // the nodes followed (compared again, as switch_to does) may be this one.
+  const Entry& followed = entries_[static_cast<size_t>(current_)];
+  const int was = current_;
+  for (int i = 0; i < kEntries; ++i) {
+    if (i == was || !valid(i)) continue;
+    Entry& e = entries_[static_cast<size_t>(i)];
+    if (e.raw.nodes.size() != n) continue;
+    e.runtime = e.region->runtime_scalars();
+    bool same = true;
+    for (size_t k = 0; k < n && same; ++k) {
+      const Node& node = followed.raw.nodes[k];
+      same = follow_entry(e, k, node.output, node.op, node.attrs, node.inputs, node.meta);
+    }
+    current_ = i;
+    if (same && completes(g, n)) return true;
+    current_ = was;
+  }
+  return false;
 }
 
 bool FlushMemo::same_aliasing(std::span<const int32_t> aliasing) const {

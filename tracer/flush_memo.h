@@ -58,6 +58,9 @@ class FlushMemo {
   // True when `g` (the segment's inputs and outputs, no nodes) after following `n` nodes is the
   // recording followed whole, and its region is still cached.
   bool completes(const Graph& g, size_t n) const;
+  // completes(), or else another remembered recording of exactly the `n` nodes followed
+  // completes (the one followed was longer): it becomes the one followed.
+  bool completes_any(const Graph& g, size_t n);
   // True when the inputs share storage as the followed recording's did.
   bool same_aliasing(std::span<const int32_t> aliasing) const;
   // The flush ran the recording followed (completes() and same_aliasing() held).

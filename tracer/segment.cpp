@@ -240,7 +240,7 @@ bool Segment::known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta)
   for (size_t i = 0; i < call.inputs.size(); ++i)
     if (n->inputs[i] == kNoValue || known_value(call.inputs[i]) != n->inputs[i]) return false;
   meta = n->meta;
-  known_ = {&call, followed_, epoch_};
+  known_ = {&call, call.op, followed_, epoch_};
   known_metas_.store(known_metas_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return true;
 }
@@ -262,7 +262,8 @@ Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& m
   if (needs_aliasing_flush(call, nullptr)) flush_locked(SyncReason::Aliasing);
   if (reads_layout_of_written_input(def, call)) flush_locked(SyncReason::StridedRead);
   ValueId v;
-  if (known_.call == &call && known_.node == followed_ && known_.epoch == epoch_ && following_) {
+  if (known_.call == &call && known_.op == call.op && known_.node == followed_ &&
+      known_.epoch == epoch_ && following_) {
     // known_meta compared this very call with the next remembered node (no flush since).
     recorded_.store(true, std::memory_order_relaxed);
     v = graph_.num_values();
@@ -484,7 +485,7 @@ void Segment::flush_locked(SyncReason reason) {
   auto run_graph = [&]() -> InterpretResult {
     std::vector<int32_t>& aliasing = fs.aliasing;
     std::vector<Tensor>& args = fs.args;
-    if (following_ && memo_.completes(graph_, followed_)) {
+    if (following_ && memo_.completes_any(graph_, followed_)) {
       const CanonicalGraph& known = memo_.canonical();
       graph_args(known, args, aliasing);
       if (memo_.same_aliasing(aliasing)) {

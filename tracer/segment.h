@@ -198,6 +198,7 @@ class Segment final : public LazyProducer, public HopRecorder {
   // reset): record() of that call skips the comparison.
   struct Known {
     const OpCall* call = nullptr;
+    OpId op{};
     size_t node = 0;
     uint32_t epoch = 0;
   } known_;

@@ -86,7 +86,12 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
                  !f.any_poisoned(epi->inputs) && prepare_kernel(f, *epi, s + 1, kl, false);
   if (blocked) {
     // Per block, launch() (it throws where try_launch would decline): the layout is asked once.
-    blocked = kl.la.sizes == product->sizes() && epi->kernel->can_launch(kl.la);
+    // An exception there leaves the epilogue to its own step (run_kernel handles it).
+    try {
+      blocked = kl.la.sizes == product->sizes() && epi->kernel->can_launch(kl.la);
+    } catch (...) {
+      blocked = false;
+    }
     for (const Tensor& o : kl.outs)
       blocked = blocked && !shares_memory(o, a) && !shares_memory(o, b);
   }
