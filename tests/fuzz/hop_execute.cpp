@@ -87,6 +87,10 @@ void run_hop_step(const HopContext& c, const Shape& canon) {
   const int b = pick(pool, h.r[1], [&](const Tensor& t) {
     return numeric(t) && broadcastable(t.sizes(), A0.sizes());
   });
+  if (b < 0) {  // A0 past kMaxElements is not even broadcastable with itself (seed 12119571)
+    desc = "(no operand)";
+    return;
+  }
   const Tensor B = pool[b];
   Tensor leaf;
   const Tensor A = c.operand(A0, leaf);
