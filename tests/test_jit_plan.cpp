@@ -92,6 +92,27 @@ std::string step_string(const jit::JitPlan& p) {
 }
 
 // ((x * w + b) * 0.5).relu() - x with w and b broadcast over the rows: one kernel.
+// A clone of an in-place result is not replaced by that result where a view reads the clone:
+// the plan computes relu_'s result straight into the user's strided memory (half of a [4, 4, 4]
+// leaf), and the transpose of the clone that maximum's backward reads, recorded as as_strided
+// over the clone's row-major buffer, read other elements there (passes/simplify.cpp,
+// may_bypass). Found by RecordFuzz.ScalarVariants (recorded-pass seed 12253212).
+TEST_F(JitPlanTest, ACloneOfAnInPlaceResultKeepsItsOwnBufferForItsViews) {
+  std::vector<float> v(64);
+  for (int i = 0; i < 64; ++i) v[i] = static_cast<float>((i * 7) % 9) - 4.0f;
+  expect_iterations_match(
+      [&](int) {
+        Tensor t1 = from_vector(v, {4, 4, 4});
+        kiln::sync();
+        Tensor t5 = split(t1, 2, 1)[0];  // [4, 2, 4], strides [16, 4, 1]
+        t5.relu_();                      // written back into t1's memory
+        Tensor x = t5.detach().clone().requires_grad_();
+        sum(maximum(x, x.transpose(0, 2))).backward();
+        return TensorList{x.grad(), t1};
+      },
+      3, "clone of relu_ read transposed");
+}
+
 TEST_F(JitPlanTest, PointwiseChainWithBroadcastIsOneKernel) {
   for (DType dtype : {kFloat32, kFloat64}) {
     tracer::RegionCache::instance().clear();

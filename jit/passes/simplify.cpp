@@ -68,7 +68,12 @@ int simplify(PassGraph& pg) {
     const ValueMeta& xm = *meta[x];
     const ValueMeta& vm = *meta[v];
     if (xm.sizes != vm.sizes || xm.dtype != vm.dtype || xm.device != vm.device) return false;
-    if (producer[x] >= 0 && xm.strides.empty()) return true;  // fresh, row-major from offset 0
+    // Fresh, row-major from offset 0: any reader may take x instead. Not a graph output: the
+    // plan may compute that into its destination (an in-place update written straight into the
+    // user's strided memory), where a view's strides, taken from v's row-major buffer, would
+    // read other elements (RecordFuzz.ScalarVariants, recorded-pass seed 12253212: a clone of
+    // relu_'s result read by as_strided).
+    if (producer[x] >= 0 && xm.strides.empty() && !is_output[x]) return true;
     for (int32_t r : readers[v]) {
       const uint32_t f = op_def(g.nodes[r].op).flags;
       if (!(f & kWritesAnyLayout) || (f & (kIsView | kHigherOrder))) return false;
