@@ -4,9 +4,9 @@
 // allocation and ~70 a free (its thread lookup included), a tenth of an eager op on 16 floats
 // (callgrind, kiln-perf host_loop; docs/performance.md). A pop or push of the list is a few
 // instructions. Objects are grouped in 16-byte size classes up to 256 bytes; each thread keeps
-// at most kMaxCached of each class and gives the rest to oneTBB, and its lists go back to oneTBB
-// when the thread ends. An object freed on another thread than the one that made it joins the
-// freeing thread's list (memory is memory). Sanitizer builds keep the global heap, so that ASan
+// at most kPooledMaxCached of each class and gives the rest to oneTBB, and its lists go back to
+// oneTBB when the thread ends. An object freed on another thread than the one that made it joins
+// the freeing thread's list (memory is memory). Sanitizer builds keep the global heap, so that ASan
 // still tracks these objects.
 #pragma once
 #include <cstddef>

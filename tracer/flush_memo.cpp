@@ -34,13 +34,21 @@ bool FlushMemo::valid(int i) const {
 }
 
 bool FlushMemo::start(int i) {
+  if (!valid(i)) return false;  // the cache was cleared (begin() dropped the region)
   Entry& e = entries_[static_cast<size_t>(i)];
-  if (!valid(i)) {  // the cache was cleared: the region is gone
-    e.region.reset();
-    return false;
-  }
   e.runtime = e.region->runtime_scalars();
   current_ = i;
+  return true;
+}
+
+bool FlushMemo::repeats_followed(Entry& e, size_t n) {
+  const Entry& followed = entries_[static_cast<size_t>(current_)];
+  if (e.raw.nodes.size() < n) return false;
+  e.runtime = e.region->runtime_scalars();
+  for (size_t k = 0; k < n; ++k) {
+    const Node& node = followed.raw.nodes[k];
+    if (!follow_entry(e, k, node.output, node.op, node.attrs, node.inputs, node.meta)) return false;
+  }
   return true;
 }
 
@@ -122,14 +130,7 @@ bool FlushMemo::switch_to(int i, size_t j, ValueId id, OpId op, const Attrs& att
                           std::span<const ValueId> inputs, const ValueMeta& meta) {
   if (!valid(i)) return false;
   Entry& e = entries_[static_cast<size_t>(i)];
-  const Entry& followed = entries_[static_cast<size_t>(current_)];
-  if (e.raw.nodes.size() <= j) return false;
-  e.runtime = e.region->runtime_scalars();
-  for (size_t k = 0; k < j; ++k) {
-    const Node& n = followed.raw.nodes[k];
-    if (!follow_entry(e, k, n.output, n.op, n.attrs, n.inputs, n.meta)) return false;
-  }
-  if (!follow_entry(e, j, id, op, attrs, inputs, meta)) return false;
+  if (!repeats_followed(e, j) || !follow_entry(e, j, id, op, attrs, inputs, meta)) return false;
   current_ = i;
   return true;
 }
@@ -185,20 +186,13 @@ bool FlushMemo::completes_any(const Graph& g, size_t n) {
   if (current_ < 0) return false;
   // A longer recording was followed to this one's end: another remembered recording of exactly
   // the nodes followed (compared again, as switch_to does) may be this one.
-  const Entry& followed = entries_[static_cast<size_t>(current_)];
   const int was = current_;
   for (int i = 0; i < kEntries; ++i) {
     if (i == was || !valid(i)) continue;
     Entry& e = entries_[static_cast<size_t>(i)];
-    if (e.raw.nodes.size() != n) continue;
-    e.runtime = e.region->runtime_scalars();
-    bool same = true;
-    for (size_t k = 0; k < n && same; ++k) {
-      const Node& node = followed.raw.nodes[k];
-      same = follow_entry(e, k, node.output, node.op, node.attrs, node.inputs, node.meta);
-    }
+    if (e.raw.nodes.size() != n || !repeats_followed(e, n)) continue;
     current_ = i;
-    if (same && completes(g, n)) return true;
+    if (completes(g, n)) return true;
     current_ = was;
   }
   return false;

@@ -94,6 +94,9 @@ class FlushMemo {
                            std::span<const ValueId> inputs, const ValueMeta& meta);
   bool valid(int i) const;  // remembered, and its region still cached
   bool start(int i);        // follows entry i from its first node (refreshes its scalars)
+  // Whether entry e's first n nodes are the followed entry's first n (as patched while
+  // recorded), patching e's run-time values in (switch_to, completes_any).
+  bool repeats_followed(Entry& e, size_t n);
   bool switch_to(int i, size_t j, ValueId id, OpId op, const Attrs& attrs,
                  std::span<const ValueId> inputs, const ValueMeta& meta);
   void ran(int i);  // entry i's flush ran: it follows the last one

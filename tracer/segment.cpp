@@ -266,9 +266,7 @@ Tensor Segment::record(const OpDef& def, const OpCall& call, const OutputMeta& m
       known_.epoch == epoch_ && following_) {
     // known_meta compared this very call with the next remembered node (no flush since).
     recorded_.store(true, std::memory_order_relaxed);
-    v = graph_.num_values();
-    ++followed_;
-    graph_.set_num_values(v + 1);
+    v = count_followed();
   } else {
     SmallVector<ValueId, 4> ids;
     for (const Tensor& t : call.inputs) ids.push_back(read(t));
@@ -399,15 +397,18 @@ ValueId Segment::append_node(OpId op, const Attrs& attrs, std::span<const ValueI
                              const ValueMeta& meta) {
   recorded_.store(true, std::memory_order_relaxed);
   if (following_) {
-    const ValueId id = graph_.num_values();
-    if (memo_.follow(followed_, id, op, attrs, inputs, meta)) {
-      ++followed_;
-      graph_.set_num_values(id + 1);
-      return id;
-    }
+    if (memo_.follow(followed_, graph_.num_values(), op, attrs, inputs, meta))
+      return count_followed();
     stop_following();
   }
   return graph_.add_node(op, attrs, inputs, meta);
+}
+
+ValueId Segment::count_followed() {
+  const ValueId id = graph_.num_values();
+  ++followed_;
+  graph_.set_num_values(id + 1);
+  return id;
 }
 
 void Segment::stop_following() {

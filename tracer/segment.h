@@ -133,6 +133,8 @@ class Segment final : public LazyProducer, public HopRecorder {
                       const ValueMeta& meta) {
     return append_node(op, attrs, std::span<const ValueId>(inputs.begin(), inputs.size()), meta);
   }
+  // The next node repeats the remembered one: its output value, counted, not appended.
+  ValueId count_followed();
   void stop_following();
   int64_t node_count() const { return static_cast<int64_t>(followed_ + graph_.nodes.size()); }
   void flush_locked(SyncReason reason);
