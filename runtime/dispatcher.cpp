@@ -217,15 +217,19 @@ Tensor dispatch_impl(OpId id, std::span<const Tensor> inputs, const Attrs& attrs
   OpCall call{id, inputs, attrs};
   OutputMeta meta;
   ModeHandler* mode = active_mode();
-  if (mode == nullptr || !mode->known_meta(def, call, meta)) {
+  // An open eager lane (runtime/eager_lane.h): the op runs as in eager mode unless the lane
+  // turns it away, and then the mode decides (known_meta answers only for recorded ops).
+  EagerLane* lane = mode != nullptr && mode->eager_lane.is_open() ? &mode->eager_lane : nullptr;
+  if (mode == nullptr || lane != nullptr || !mode->known_meta(def, call, meta)) {
     def.meta(call, meta);
     check_shape_size(def.name, meta.sizes, meta.dtype, !(def.flags & kIsView));
   }
   Tensor out;
-  if (mode != nullptr) [[unlikely]]
-    out = mode->handle(def, call, meta);
-  else
+  if (mode == nullptr ||
+      (lane != nullptr && meta.device.is_cpu() && lane->take(id, op_work(call, meta))))
     out = run_eager(def, call, meta);
+  else
+    out = mode->handle(def, call, meta);
   if (any_requires_grad(inputs)) [[unlikely]]
     record_autograd(def, call, out);
   return out;

@@ -3,9 +3,11 @@
 // hands the call to the active mode. Only the eager mode exists in runtime/; the recorder
 // installs itself as a ModeHandler per thread, so the eager path pays one predictable branch.
 #pragma once
+#include <algorithm>
 #include <span>
 
 #include "runtime/attrs.h"
+#include "runtime/eager_lane.h"
 #include "runtime/op_list.h"
 #include "runtime/tensor.h"
 
@@ -104,6 +106,9 @@ class ModeHandler {
     return false;
   }
   virtual Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) = 0;
+  // Ops the handler lets run eagerly without calling it (runtime/eager_lane.h): while open, the
+  // dispatcher runs a CPU op that take() admits as eager mode does (meta function, kernel).
+  EagerLane eager_lane;
   // The in-place form: the result must end up written into `out` (whose version it bumps).
   virtual void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta, Tensor& out) = 0;
 };
@@ -134,6 +139,15 @@ Tensor dispatch(OpId id, std::span<const Tensor> inputs, const Attrs& attrs);
 // Runs one op and writes its output into `out` (an in-place op when `out` is also an input):
 // the result must have out's shape and be castable to out's dtype (PyTorch's rule).
 void dispatch_into(OpId id, std::span<const Tensor> inputs, const Attrs& attrs, Tensor& out);
+
+// An op's work for the eager tier: the element count of the largest tensor it reads or writes.
+inline int64_t op_work(const OpCall& call, const OutputMeta& meta) {
+  int64_t work = 1;
+  for (int64_t s : meta.sizes) work *= s;
+  for (const Tensor& t : call.inputs)  // defined: the dispatcher checked
+    work = std::max(work, t.impl()->numel());
+  return work;
+}
 
 // Runs an op eagerly on materialized inputs (the eager mode, and the tracer's interpreter).
 Tensor run_eager(const OpDef& def, const OpCall& call, const OutputMeta& meta);

@@ -13,6 +13,7 @@
 #include "hop_traced_util.h"
 #include "kiln/kiln.h"
 #include "record_util.h"
+#include "runtime/dispatcher.h"
 #include "tracer/eager_tier.h"
 #include "tracer/recorder.h"
 #include "tracer/region_cache.h"
@@ -140,6 +141,31 @@ TEST_F(EagerTierTest, OpsAfterARecordedHigherOrderOpStayRecordedUntilTheFlush) {
   EXPECT_EQ(tracer::pending_ops_this_thread(), after_scan + 1) << "recorded behind the scan";
   const Tensor want = eager_value([&] { return running_sums(x).first[0] + 1.0; });
   expect_bitwise_equal(z, want, "scan carry + 1");
+}
+
+// Ops in the tier run through the dispatcher's eager lane (runtime/eager_lane.h) without the
+// recorder's call; the switches still take effect at the very next op.
+TEST_F(EagerTierTest, SwitchesTurnedOffInTheMiddleOfAnIntervalActAtTheNextOp) {
+  Tensor x = ramp({16});
+  enter_tier(x);
+  Tensor y = x * 1.5;
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 0) << "in the tier";
+  {
+    ConfigOverride<bool> no_tier{config().jit_eager_tier, false};
+    y = y + 1.0;
+    EXPECT_EQ(tracer::pending_ops_this_thread(), 1) << "the tier switched off: recorded";
+  }
+  expect_bitwise_equal(y, eager_value([&] { return x * 1.5 + 1.0; }), "x * 1.5 + 1");
+
+  enter_tier(x);
+  y = x * 1.5;
+  ASSERT_NE(current_mode(), nullptr) << "the recorder is this thread's mode";
+  {
+    JitMode off(false);
+    y = y + 1.0;
+    EXPECT_EQ(current_mode(), nullptr) << "recording switched off: the thread is in eager mode";
+  }
+  expect_bitwise_equal(y, eager_value([&] { return x * 1.5 + 1.0; }), "x * 1.5 + 1 (off)");
 }
 
 TEST_F(EagerTierTest, KernelErrorsSurfaceAtTheOpAsInEagerMode) {

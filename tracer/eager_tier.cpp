@@ -29,16 +29,18 @@ void EagerTier::set_clock(Clock clock) {
 }
 
 void EagerTier::on_sync() {
-  if (ran_eagerly_ > 0) {
-    g_eager_tier_ops.fetch_add(ran_eagerly_, std::memory_order_relaxed);
-    ran_eagerly_ = 0;
+  lane_.close();
+  IntervalCount& c = lane_.count;
+  if (c.eager_ops > 0) {
+    g_eager_tier_ops.fetch_add(c.eager_ops, std::memory_order_relaxed);
+    c.eager_ops = 0;
   }
-  const bool small = ops_ <= kSmallOps && work_ <= kSmallWork;
-  closed_ = Closed{sig_, ops_, work_, small,
-                   ran_eagerly_in_interval_ && recorded_in_interval_ ? MeasuredTier::Ran::Both
-                   : ran_eagerly_in_interval_                        ? MeasuredTier::Ran::Eagerly
-                                                                     : MeasuredTier::Ran::Recorded};
-  if (ops_ == 0) {
+  const bool small = c.ops <= kSmallOps && c.work <= kSmallWork;
+  closed_ = Closed{c.sig, c.ops, c.work, small,
+                   c.ran_eagerly && c.recorded ? MeasuredTier::Ran::Both
+                   : c.ran_eagerly             ? MeasuredTier::Ran::Eagerly
+                                               : MeasuredTier::Ran::Recorded};
+  if (c.ops == 0) {
     // Nothing between two syncs (a sync of a value already read): not an interval.
   } else if (!small) {
     leave();
@@ -50,10 +52,7 @@ void EagerTier::on_sync() {
                small_in_a_row_);
     profiler::record_fallback("eager tier", "small ops between frequent syncs");
   }
-  ops_ = 0;
-  work_ = 0;
-  sig_ = 0;
-  ran_eagerly_in_interval_ = recorded_in_interval_ = false;
+  c = IntervalCount{};
 }
 
 void EagerTier::after_flush(bool ok, bool ran_graph, bool planned_hit) {
@@ -77,6 +76,7 @@ void EagerTier::after_flush(bool ok, bool ran_graph, bool planned_hit) {
 }
 
 void EagerTier::reset_measured() {
+  lane_.close();
   measured_.clear();
   measured_eager_ = false;
   start_ticks_ = -1;
@@ -84,9 +84,10 @@ void EagerTier::reset_measured() {
 }
 
 void EagerTier::leave() {
+  lane_.close();
   if (eager_)
-    KILN_DEBUG(Tracer, "eager tier: an interval of {} ops, {} elements; recording again", ops_,
-               work_);
+    KILN_DEBUG(Tracer, "eager tier: an interval of {} ops, {} elements; recording again",
+               lane_.count.ops, lane_.count.work);
   eager_ = false;
   small_in_a_row_ = 0;
 }

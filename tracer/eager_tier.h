@@ -27,6 +27,7 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/eager_lane.h"
 #include "runtime/op_list.h"
 #include "tracer/measured_tier.h"
 
@@ -34,6 +35,9 @@ namespace kiln::tracer {
 
 class EagerTier {
  public:
+  // `lane`: the recorder's (ModeHandler::eager_lane), which holds the interval's counts.
+  explicit EagerTier(EagerLane& lane) : lane_(lane) {}
+
   // Near the break-even measured on the 2-core Intel VM (docs/performance.md, 2026-11-29): 8
   // chained ops of 1024 floats and a sync ran 6.6 µs eagerly, 7.4 recorded; 16 of them 11.5 and
   // 12.9; 8 ops of 4096 floats 10.6 eagerly, 8.7 recorded (fused).
@@ -44,28 +48,40 @@ class EagerTier {
   // Counts an op of `work` elements into the current interval; true when it should run
   // eagerly. `segment_empty` is asked only while the op would run eagerly (it takes the
   // segment's lock).
+  // When it returns true, the lane is open for the interval's next ops (runtime/eager_lane.h):
+  // the dispatcher counts them as this function would and runs them eagerly within the same
+  // bounds.
   template <class SegmentEmpty>
   bool run_eagerly(OpId op, int64_t work, SegmentEmpty&& segment_empty) {
-    ++ops_;
-    work_ += work;
-    // A multiplicative hash of the (op, work) words in order (FNV's prime): MeasuredTier's key.
-    sig_ =
-        (sig_ ^ (static_cast<uint64_t>(op) << 48 ^ static_cast<uint64_t>(work))) * 0x100000001b3ull;
+    IntervalCount& c = lane_.count;
     bool eager = false;
     if (eager_) {
-      if (ops_ > kSmallOps || work_ > kSmallWork)
+      if (c.ops + 1 > kSmallOps || c.work + work > kSmallWork)
         leave();
       else
         eager = segment_empty();
     } else if (measured_eager_) {
       // Past what the timed interval held, or something pending: record from here on.
-      eager =
-          ops_ <= measured_.expected_ops() && work_ <= measured_.expected_work() && segment_empty();
+      eager = c.ops + 1 <= measured_.expected_ops() && c.work + work <= measured_.expected_work() &&
+              segment_empty();
       measured_eager_ = eager;
     }
-    (eager ? ran_eagerly_in_interval_ : recorded_in_interval_) = true;
-    ran_eagerly_ += eager;
+    if (eager) {
+      c.add_eager(op, work);
+      open_lane();
+    } else {
+      c.add(op, work);
+      c.recorded = true;
+    }
     return eager;
+  }
+  // Opens the lane with the bounds of the tier's current choice (the segment must hold
+  // nothing pending: the caller knows).
+  void open_lane() {
+    if (eager_)
+      lane_.open(kSmallOps, kSmallWork);
+    else if (measured_eager_)
+      lane_.open(measured_.expected_ops(), measured_.expected_work());
   }
 
   // A sync point ends the interval's ops (its flush comes next).
@@ -89,6 +105,8 @@ class EagerTier {
       measured_eager_ = false;
     }
   }
+  // The interval's counts so far (tests).
+  const IntervalCount& interval() const { return lane_.count; }
 
   // The clock intervals are timed with (the time-stamp counter's ticks; tests substitute their
   // own).
@@ -96,13 +114,9 @@ class EagerTier {
   static void set_clock(Clock clock);
 
  private:
-  int64_t ops_ = 0;   // ops dispatched in the current interval
-  int64_t work_ = 0;  // their work
-  uint64_t sig_ = 0;  // their ids and work (run_eagerly)
-  bool ran_eagerly_in_interval_ = false, recorded_in_interval_ = false;
+  EagerLane& lane_;  // its count is the current interval's (ops, work, signature)
   int small_in_a_row_ = 0;
   bool eager_ = false;
-  int64_t ran_eagerly_ = 0;  // added to eager_tier_ops() at the next sync (one atomic add)
 
   // The interval on_sync closed, timed by after_flush.
   struct Closed {

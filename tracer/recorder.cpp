@@ -73,7 +73,9 @@ void flush_other_readers(const Tensor& out, const Segment* mine) {
 
 class Recorder final : public ModeHandler {
  public:
-  Recorder() : segment_(SegmentPool::acquire()) {}
+  Recorder() : segment_(SegmentPool::acquire()), tier_(eager_lane) {
+    eager_lane.bind(config(), segment_->pending_flag());
+  }
   ~Recorder() override {
     if (current_mode() == this) set_current_mode(nullptr);
     try {
@@ -95,6 +97,9 @@ class Recorder final : public ModeHandler {
   // Ops on device tensors run eagerly (queued on the device's stream): segments, lazy storages
   // and the CPU planner are host-only (docs/cuda.md).
   Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
+    // The lane turned this op away (or it is closed): the tier decides again below. The
+    // dispatcher did not ask known_meta for it, so no earlier answer is left for record().
+    if (eager_lane.close()) segment_->forget_known();
     if (!meta.device.is_cpu()) [[unlikely]]
       return run_eager(def, call, meta);
     const Config& cfg = config();  // once per op: the eager tier's ops pay for every call
@@ -110,6 +115,7 @@ class Recorder final : public ModeHandler {
   }
 
   void handle_into(const OpDef& def, const OpCall& call, OutputMeta& meta, Tensor& out) override {
+    eager_lane.close();  // in-place ops never take the lane: the tier decides
     if (!out.impl()->device().is_cpu()) [[unlikely]] {
       run_eager_into(def, call, meta, out);
       return;
@@ -142,6 +148,9 @@ class Recorder final : public ModeHandler {
   void after_flush(bool ok) {
     const Segment::LastFlush f = segment_->last_flush();
     tier_.after_flush(ok, f.ran_graph, f.planned_hit);
+    // The next interval runs eagerly from its first op when the tier says so (run_eagerly
+    // would decide the same with nothing pending).
+    if (tier_.running_eagerly() && segment_->surely_empty()) tier_.open_lane();
   }
 
  private:

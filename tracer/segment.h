@@ -68,6 +68,8 @@ class Segment final : public LazyProducer, public HopRecorder {
   // Without the lock: true only when nothing was recorded since the last flush. For the thread
   // that records into this segment (others only ever empty it): the eager tier asks it per op.
   bool surely_empty() const { return !recorded_.load(std::memory_order_relaxed); }
+  // The flag surely_empty() reads, for the recorder's eager lane (runtime/eager_lane.h).
+  const std::atomic<bool>& pending_flag() const { return recorded_; }
   // What the last flush ran (the eager tier times intervals by it: tracer/measured_tier.h).
   struct LastFlush {
     bool ran_graph = false;    // it had recorded work
