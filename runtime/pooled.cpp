@@ -1,5 +1,6 @@
 #include "runtime/pooled.h"
 
+#include <atomic>
 #include <cstdint>
 #include <new>
 
@@ -19,6 +20,7 @@ namespace kiln {
 #if defined(KILN_POOLED_GLOBAL_HEAP)
 void* PooledObject::operator new(std::size_t n) { return ::operator new(n); }
 void PooledObject::operator delete(void* p, std::size_t) noexcept { ::operator delete(p); }
+int64_t pooled_blocks_returned() { return 0; }
 #else
 
 namespace {
@@ -34,6 +36,7 @@ struct ThreadLists {
   bool draining;  // the thread is ending: frees go to oneTBB
 };
 constinit thread_local ThreadLists t_lists{};
+std::atomic<int64_t> g_returned{0};  // pooled_blocks_returned()
 
 // Gives a thread's lists back to oneTBB when it ends (made at the thread's first cached free).
 struct ListsReturn {
@@ -41,13 +44,16 @@ struct ListsReturn {
   ~ListsReturn() {
     ThreadLists& t = t_lists;
     t.draining = true;
+    int64_t returned = 0;
     for (std::size_t c = 0; c < kClasses; ++c) {
       while (void* p = t.head[c]) {
         t.head[c] = *static_cast<void**>(p);
         scalable_free(p);
+        ++returned;
       }
       t.count[c] = 0;
     }
+    g_returned.fetch_add(returned, std::memory_order_relaxed);
   }
 };
 thread_local ListsReturn t_return;
@@ -85,6 +91,8 @@ void PooledObject::operator delete(void* p, std::size_t n) noexcept {
   }
   scalable_free(p);
 }
+
+int64_t pooled_blocks_returned() { return g_returned.load(std::memory_order_relaxed); }
 
 #endif
 
