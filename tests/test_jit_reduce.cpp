@@ -504,6 +504,39 @@ LaunchCounts counted_run(const std::function<TensorList()>& program, TensorList*
           after.split_elements - before.split_elements, after.streamed - before.streamed};
 }
 
+// A row kernel that declines a launch (CompiledKernel::try_launch: a row strided in this run)
+// leaves its step to the eager kernels: [8, 64] rows taken with gaps and [16, 32] columns taken
+// with gaps are both of the "other" contiguity class, so they share one region and its plan,
+// compiled from the first; the second's rows are strided, which no row kernel renders. Its
+// results are eager's bits with no launch, and the next run with whole rows launches again.
+TEST_F(JitReducePlanTest, ADeclinedRowLaunchRunsTheStepEagerlyAndTheNextLaunches) {
+  const Tensor base = randn_of({16, 64}, 41);
+  const Tensor gapped_rows = base.slice(0, 0, 16, 2);
+  const Tensor strided_rows = base.slice(1, 0, 64, 2);
+  auto program_of = [](const Tensor& x) {
+    return [x] { return TensorList{softmax(x * 2.0, -1), (x - 1.0).sum({-1})}; };
+  };
+  auto eager_of = [&](const Tensor& x) {
+    JitMode off(false);
+    return program_of(x)();
+  };
+  TensorList got;
+  (void)counted_run(program_of(gapped_rows));  // recorded, interpreted, planned
+  const LaunchCounts first = counted_run(program_of(gapped_rows), &got);
+  EXPECT_GT(first.launches, 0) << "whole rows: the plan's row kernels run";
+  testing::expect_lists_bitwise_equal(got, eager_of(gapped_rows), "rows with gaps");
+  const size_t regions = tracer::RegionCache::instance().regions().size();
+
+  const LaunchCounts declined = counted_run(program_of(strided_rows), &got);
+  EXPECT_EQ(declined.launches, 0) << "strided rows: every row kernel declines";
+  EXPECT_EQ(tracer::RegionCache::instance().regions().size(), regions) << "the same region";
+  testing::expect_lists_bitwise_equal(got, eager_of(strided_rows), "strided rows");
+
+  EXPECT_EQ(counted_run(program_of(gapped_rows), &got).launches, first.launches)
+      << "a declined launch marks nothing broken";
+  testing::expect_lists_bitwise_equal(got, eager_of(gapped_rows), "rows with gaps again");
+}
+
 // A reduction over fewer rows than kiln's threads, each row longer than one chunk (65536
 // elements): eager spreads the chunks over the threads, and so does the kernel's launcher
 // (run_row_chunks: the chunks' results in slots, then the same tree), bitwise equal to eager
