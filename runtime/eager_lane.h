@@ -3,7 +3,7 @@
 //
 // Why: a thread whose program syncs after every few small ops runs them eagerly (the tier), and
 // each such op still went through the mode's virtual calls, the configuration and the tier's
-// decision: ~110 instructions an op on top of eager's (kiln-perf host_loop ran 8% more
+// decision: ~127 instructions an op on top of eager's (kiln-perf host_loop ran 8% more
 // instructions in jit mode than in eager mode, all of it that bookkeeping).
 //
 // How: the mode opens its lane with bounds (ops, elements of work) once it decided that the
@@ -69,7 +69,7 @@ class EagerLane {
 
   // Whether a CPU op of `work` elements runs eagerly through the lane; counts it if so.
   bool take(OpId op, int64_t work) {
-    if (!cfg_->jit || !cfg_->jit_eager_tier || count.ops >= max_ops_ ||
+    if (!open_ || !cfg_->jit || !cfg_->jit_eager_tier || count.ops >= max_ops_ ||
         count.work + work > max_work_ || pending_->load(std::memory_order_relaxed))
       return false;
     count.add_eager(op, work);

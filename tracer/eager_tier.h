@@ -46,20 +46,17 @@ class EagerTier {
   static constexpr int kEnterAfter = 4;
 
   // Counts an op of `work` elements into the current interval; true when it should run
-  // eagerly. `segment_empty` is asked only while the op would run eagerly (it takes the
-  // segment's lock).
+  // eagerly. `segment_empty` is asked only while the op would run eagerly.
   // When it returns true, the lane is open for the interval's next ops (runtime/eager_lane.h):
   // the dispatcher counts them as this function would and runs them eagerly within the same
   // bounds.
   template <class SegmentEmpty>
   bool run_eagerly(OpId op, int64_t work, SegmentEmpty&& segment_empty) {
     IntervalCount& c = lane_.count;
-    bool eager = false;
+    bool eager = false, past_small = false;
     if (eager_) {
-      if (c.ops + 1 > kSmallOps || c.work + work > kSmallWork)
-        leave();
-      else
-        eager = segment_empty();
+      past_small = c.ops + 1 > kSmallOps || c.work + work > kSmallWork;
+      if (!past_small) eager = segment_empty();
     } else if (measured_eager_) {
       // Past what the timed interval held, or something pending: record from here on.
       eager = c.ops + 1 <= measured_.expected_ops() && c.work + work <= measured_.expected_work() &&
@@ -73,6 +70,7 @@ class EagerTier {
       c.add(op, work);
       c.recorded = true;
     }
+    if (past_small) leave();  // after counting: its log names the whole interval
     return eager;
   }
   // Opens the lane with the bounds of the tier's current choice (the segment must hold

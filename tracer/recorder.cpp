@@ -97,11 +97,11 @@ class Recorder final : public ModeHandler {
   // Ops on device tensors run eagerly (queued on the device's stream): segments, lazy storages
   // and the CPU planner are host-only (docs/cuda.md).
   Tensor handle(const OpDef& def, const OpCall& call, OutputMeta& meta) override {
+    if (!meta.device.is_cpu()) [[unlikely]]
+      return run_eager(def, call, meta);  // the lane stays as it is: device ops never count
     // The lane turned this op away (or it is closed): the tier decides again below. The
     // dispatcher did not ask known_meta for it, so no earlier answer is left for record().
     if (eager_lane.close()) segment_->forget_known();
-    if (!meta.device.is_cpu()) [[unlikely]]
-      return run_eager(def, call, meta);
     const Config& cfg = config();  // once per op: the eager tier's ops pay for every call
     if (!cfg.jit) [[unlikely]] {
       stop();
@@ -166,11 +166,8 @@ class Recorder final : public ModeHandler {
       tier_.stop_running_eagerly();  // what the tier chose before it was switched off ends
       return false;
     }
-    int64_t work = 1;
-    for (int64_t s : meta.sizes) work *= s;
-    for (const Tensor& t : call.inputs)  // defined: the dispatcher checked
-      work = std::max(work, t.impl()->numel());
-    return tier_.run_eagerly(call.op, work, [&] { return segment_->surely_empty(); });
+    return tier_.run_eagerly(call.op, op_work(call, meta),
+                             [&] { return segment_->surely_empty(); });
   }
 
   Segment* segment_;
