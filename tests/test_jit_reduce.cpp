@@ -504,6 +504,29 @@ LaunchCounts counted_run(const std::function<TensorList()>& program, TensorList*
           after.split_elements - before.split_elements, after.streamed - before.streamed};
 }
 
+// A row value cast to Int32 and stored, beside the value itself and an element output reading
+// it: a max over dim 1 of [5, 1, n] with keepdim, whose row values have the index space's
+// shape, so the cast joins the reduction's kernel. Until 2026-11-30 the row renderer rejected
+// Int32 row values: JitFuzz seed 13003446 (`amax` over dim 1 of [17, 1, 64], then `cast` to
+// Int32 and `maximum`) warned "compiling a fused kernel of 3 ops failed" and planned the nodes
+// as eager steps. Now the kernel renders (one kernel step); it is launched over columns, which
+// the column renderer declines by design for integer row values, so its nodes run eagerly
+// there, without a warning: eager's bits either way.
+TEST_F(JitReducePlanTest, RowValuesCastToInt32RenderInTheReductionsKernel) {
+  for (DType dt : {kFloat32, kFloat64})
+    for (int64_t n : {1, 7, 8, 33, 1000}) {
+      const Tensor x = randn_of({5, 1, n}, 50 + static_cast<uint64_t>(n), dt) * 100.0;
+      const Tensor other = randn_of({5, 1, n}, 70 + static_cast<uint64_t>(n), dt) * 100.0;
+      auto program = [&] {
+        const Tensor m = x.amax({1}, true);
+        return TensorList{m, m.to(kInt32), maximum(m, other)};
+      };
+      const std::string what = fmt::format("{} [5, 1, {}]", dt, n);
+      tracer::RegionCache::instance().clear();
+      EXPECT_EQ(run_both(program, what), "k3") << what << ": one kernel step";
+    }
+}
+
 // A row kernel that declines a launch (CompiledKernel::try_launch: a row strided in this run)
 // leaves its step to the eager kernels: [8, 64] rows taken with gaps and [16, 32] columns taken
 // with gaps are both of the "other" contiguity class, so they share one region and its plan,

@@ -38,12 +38,7 @@ void RowRenderer<E>::render() {
   for (size_t i = 0; i < ne; ++i)
     if (expr_is_reduce(k_.exprs[i].op)) reduces_.push_back(static_cast<int32_t>(i));
   elem_store_.assign(static_cast<size_t>(k_.num_outputs()), 0);
-  for (int32_t j = 0; j < k_.num_outputs(); ++j) {
-    elem_store_[j] = !row_[k_.stores[j]];
-    KILN_CHECK(elem_store_[j] || k_.output_dtype(j) != DType::Int32,
-               "cpu row kernel: output {} stores a {} row value (not rendered)", j,
-               k_.output_dtype(j));
-  }
+  for (int32_t j = 0; j < k_.num_outputs(); ++j) elem_store_[j] = !row_[k_.stores[j]];
   // Costly element values the last pass computes and the element pass needs (exp(x - m) of a
   // softmax): stored to a scratch row by that pass, loaded back by the element pass.
   stash_ = row_stash(k_);

@@ -81,8 +81,10 @@ void RowRenderer<E>::row_stores() {
       return 0;
     });
   }
-  // Int64 and Bool row values (argmax, all / any): a vector of them stored into a stack
-  // buffer by the body emitter (all lanes are equal), then one element copied out.
+  // Integer and Bool row values (argmax, all / any, a cast of a row value): a vector of them
+  // stored into a stack buffer by the body emitter (all lanes are equal), then one element
+  // copied out. (Int32 ones, a max cast to Int32, failed to render until 2026-11-30: JitFuzz
+  // seed 13003446 warned and ran the kernel's nodes eagerly.)
   for (int32_t j = 0; j < k_.num_outputs(); ++j) {
     if (elem_store_[j] || is_floating(k_.output_dtype(j))) continue;
     std::vector<uint8_t> only(static_cast<size_t>(k_.num_outputs()), 0);
@@ -99,6 +101,9 @@ void RowRenderer<E>::row_stores() {
     if (k_.output_dtype(j) == DType::Bool) {
       cc_.movzx(t.r32(), x86::byte_ptr(cur[j]));
       cc_.mov(x86::byte_ptr(base_[j]), t.r8());
+    } else if (k_.output_dtype(j) == DType::Int32) {
+      cc_.mov(t.r32(), x86::dword_ptr(cur[j]));
+      cc_.mov(x86::dword_ptr(base_[j]), t.r32());
     } else {
       cc_.mov(t, x86::qword_ptr(cur[j]));
       cc_.mov(x86::qword_ptr(base_[j]), t);

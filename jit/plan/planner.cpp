@@ -377,8 +377,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // the column order, others as gathered rows (ops/cpu/reduce_plan.cpp).
   auto row_major = [&](ValueId v) { return reduces_in_column_order(*meta[v]); };
   // A node of a row kernel's row shape (not its index space) joins it only when it computes
-  // a float from that kernel's row values alone: it is then a row value too (the CPU target
-  // stores float row values only).
+  // a float from that kernel's row values alone: it is then a row value too. (An integer one
+  // joins only as an element node, where row values have the index space's shape: a reduction
+  // over a dim of size 1. The row renderer stores Int64, Int32 and Bool row values.)
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
     if (!is_floating(n.meta.dtype)) return false;
     for (ValueId v : n.inputs)
