@@ -103,8 +103,6 @@ class EagerTier {
       measured_eager_ = false;
     }
   }
-  // The interval's counts so far (tests).
-  const IntervalCount& interval() const { return lane_.count; }
 
   // The clock intervals are timed with (the time-stamp counter's ticks; tests substitute their
   // own).
