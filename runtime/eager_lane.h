@@ -25,6 +25,11 @@
 
 namespace kiln {
 
+// How far an interval that runs eagerly may go: ops, and their summed work.
+struct IntervalBounds {
+  int64_t ops = 0, work = 0;
+};
+
 // What the ops of one interval between sync points add up to (the eager tier's counts).
 struct IntervalCount {
   int64_t ops = 0;           // ops dispatched
@@ -34,6 +39,8 @@ struct IntervalCount {
   bool recorded = false;     // an op of the interval was recorded
   int64_t eager_ops = 0;     // ops run eagerly, not yet published (eager_tier_ops())
 
+  // Whether one more op of `w` elements keeps the interval within `b`.
+  bool fits(int64_t w, const IntervalBounds& b) const { return ops < b.ops && work + w <= b.work; }
   void add(OpId op, int64_t w) {
     ++ops;
     work += w;
@@ -57,11 +64,10 @@ class EagerLane {
     cfg_ = &cfg;
     pending_ = &pending;
   }
-  // Ops run through the lane while the interval stays within `max_ops` ops and `max_work`.
-  void open(int64_t max_ops, int64_t max_work) {
+  // Ops run through the lane while the interval stays within `bounds`.
+  void open(const IntervalBounds& bounds) {
     open_ = cfg_ != nullptr;
-    max_ops_ = max_ops;
-    max_work_ = max_work;
+    bounds_ = bounds;
   }
   // True when it was open.
   bool close() { return std::exchange(open_, false); }
@@ -69,8 +75,8 @@ class EagerLane {
 
   // Whether a CPU op of `work` elements runs eagerly through the lane; counts it if so.
   bool take(OpId op, int64_t work) {
-    if (!open_ || !cfg_->jit || !cfg_->jit_eager_tier || count.ops >= max_ops_ ||
-        count.work + work > max_work_ || pending_->load(std::memory_order_relaxed))
+    if (!open_ || !cfg_->jit || !cfg_->jit_eager_tier || !count.fits(work, bounds_) ||
+        pending_->load(std::memory_order_relaxed))
       return false;
     count.add_eager(op, work);
     return true;
@@ -80,7 +86,7 @@ class EagerLane {
   bool open_ = false;
   const Config* cfg_ = nullptr;
   const std::atomic<bool>* pending_ = nullptr;
-  int64_t max_ops_ = 0, max_work_ = 0;
+  IntervalBounds bounds_;
 };
 
 }  // namespace kiln

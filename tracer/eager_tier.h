@@ -54,14 +54,15 @@ class EagerTier {
   bool run_eagerly(OpId op, int64_t work, SegmentEmpty&& segment_empty) {
     IntervalCount& c = lane_.count;
     bool eager = false, past_small = false;
-    if (eager_) {
-      past_small = c.ops + 1 > kSmallOps || c.work + work > kSmallWork;
-      if (!past_small) eager = segment_empty();
-    } else if (measured_eager_) {
-      // Past what the timed interval held, or something pending: record from here on.
-      eager = c.ops + 1 <= measured_.expected_ops() && c.work + work <= measured_.expected_work() &&
-              segment_empty();
-      measured_eager_ = eager;
+    if (running_eagerly()) {
+      // Past the bounds, or something pending: this op is recorded (past the fixed rule's, the
+      // tier is left; a measured choice ends).
+      const bool fits = c.fits(work, bounds());
+      eager = fits && segment_empty();
+      if (eager_)
+        past_small = !fits;
+      else
+        measured_eager_ = eager;
     }
     if (eager) {
       c.add_eager(op, work);
@@ -76,10 +77,7 @@ class EagerTier {
   // Opens the lane with the bounds of the tier's current choice (the segment must hold
   // nothing pending: the caller knows).
   void open_lane() {
-    if (eager_)
-      lane_.open(kSmallOps, kSmallWork);
-    else if (measured_eager_)
-      lane_.open(measured_.expected_ops(), measured_.expected_work());
+    if (running_eagerly()) lane_.open(bounds());
   }
 
   // A sync point ends the interval's ops (its flush comes next).
@@ -110,6 +108,12 @@ class EagerTier {
   static void set_clock(Clock clock);
 
  private:
+  // The fixed rule's, else the measured choice's: the ops and work its signature had.
+  IntervalBounds bounds() const {
+    return eager_ ? IntervalBounds{kSmallOps, kSmallWork}
+                  : IntervalBounds{measured_.expected_ops(), measured_.expected_work()};
+  }
+
   EagerLane& lane_;  // its count is the current interval's (ops, work, signature)
   int small_in_a_row_ = 0;
   bool eager_ = false;
