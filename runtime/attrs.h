@@ -25,4 +25,18 @@ struct Attrs {
   }
 };
 
+// Whether two scalars are the same number of the same category, bit for bit (-0.0 differs from
+// 0.0, a NaN equals only the same NaN): where a result computed with one is reused for the other.
+inline bool same_bits(const Scalar& a, const Scalar& b) {
+  return a.category() == b.category() && a.bits() == b.bits();
+}
+// Attrs equal field by field, their scalars bit for bit (same_bits).
+inline bool same_bits(const Attrs& a, const Attrs& b) {
+  if (a.dims != b.dims || a.ints != b.ints || a.dtype != b.dtype || a.device != b.device)
+    return false;
+  for (size_t k = 0; k < a.scalars.size(); ++k)
+    if (!same_bits(a.scalars[k], b.scalars[k])) return false;
+  return true;
+}
+
 }  // namespace kiln

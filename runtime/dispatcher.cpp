@@ -220,16 +220,29 @@ Tensor dispatch_impl(OpId id, std::span<const Tensor> inputs, const Attrs& attrs
   // An open eager lane (runtime/eager_lane.h): the op runs as in eager mode unless the lane
   // turns it away, and then the mode decides (known_meta answers only for recorded ops).
   EagerLane* lane = mode != nullptr && mode->eager_lane.is_open() ? &mode->eager_lane : nullptr;
-  if (mode == nullptr || lane != nullptr || !mode->known_meta(def, call, meta)) {
+  // The lane's memo (runtime/lane_meta_memo.h) answers with its own entry: `m`, read by
+  // run_eager before the kernel runs (a kernel's own ops may overwrite the entry).
+  const OutputMeta* m = &meta;
+  if (lane != nullptr && !(def.flags & kIsView)) {
+    m = lane->known_meta(call);
+    if (m == nullptr) {
+      def.meta(call, meta);
+      check_shape_size(def.name, meta.sizes, meta.dtype, true);
+      lane->remember_meta(call, meta);
+      m = &meta;
+    }
+  } else if (mode == nullptr || lane != nullptr || !mode->known_meta(def, call, meta)) {
     def.meta(call, meta);
     check_shape_size(def.name, meta.sizes, meta.dtype, !(def.flags & kIsView));
   }
   Tensor out;
   if (mode == nullptr ||
-      (lane != nullptr && meta.device.is_cpu() && lane->take(id, op_work(call, meta))))
-    out = run_eager(def, call, meta);
-  else
+      (lane != nullptr && m->device.is_cpu() && lane->take(id, op_work(call, *m)))) {
+    out = run_eager(def, call, *m);
+  } else {
+    if (m != &meta) meta = *m;
     out = mode->handle(def, call, meta);
+  }
   if (any_requires_grad(inputs)) [[unlikely]]
     record_autograd(def, call, out);
   return out;

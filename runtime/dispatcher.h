@@ -8,27 +8,16 @@
 
 #include "runtime/attrs.h"
 #include "runtime/eager_lane.h"
+#include "runtime/op_call.h"
 #include "runtime/op_list.h"
 #include "runtime/tensor.h"
 
 namespace kiln {
 
-struct OpCall {
-  OpId op;
-  std::span<const Tensor> inputs;
-  const Attrs& attrs;
-};
-
-// What the meta function decides about the output. For view ops it also gives the view's
-// geometry (strides and offset in elements, absolute in input 0's storage).
-struct OutputMeta {
-  DimVector sizes;
-  DType dtype = DType::Float32;
-  Device device = Device::cpu();
-  DimVector strides;   // views only
-  int64_t offset = 0;  // views only
-};
-
+// Decides the output's metadata of a call, or raises kiln::Error. A pure function of the call's
+// attributes and its inputs' sizes, strides, dtypes and devices (never of their values or
+// offsets, except a view's offset): the same metadata and attributes give the same result, which
+// the recorder (ModeHandler::known_meta) and the eager lane (runtime/lane_meta_memo.h) reuse.
 using MetaFn = void (*)(const OpCall& call, OutputMeta& out);
 // Writes the op's result into `out`, which the dispatcher allocated from the meta (row-major),
 // or, for ops flagged kWritesAnyLayout, which may be any strided destination of the meta dtype.

@@ -15,12 +15,16 @@
 // pending work (a higher-order op is always recorded), and the mode closes it wherever its
 // decision could change: a sync point, its tier left or reset. Not thread-safe: one thread's
 // mode owns its lane.
+//
+// The lane also remembers its ops' output metadata by position in the interval, so that the ops
+// of a repeating interval skip their meta functions (runtime/lane_meta_memo.h).
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <utility>
 
 #include "runtime/config.h"
+#include "runtime/lane_meta_memo.h"
 #include "runtime/op_list.h"
 
 namespace kiln {
@@ -41,6 +45,8 @@ struct IntervalCount {
 
   // Whether one more op of `w` elements keeps the interval within `b`.
   bool fits(int64_t w, const IntervalBounds& b) const { return ops < b.ops && work + w <= b.work; }
+  // Where the next op stands in the interval: a hash of the ops before it (LaneMetaMemo's key).
+  uint64_t place() const { return (sig ^ static_cast<uint64_t>(ops)) * 0x9e3779b97f4a7c15ull; }
   void add(OpId op, int64_t w) {
     ++ops;
     work += w;
@@ -73,6 +79,16 @@ class EagerLane {
   bool close() { return std::exchange(open_, false); }
   bool is_open() const { return open_; }
 
+  // The output metadata of the interval's next op (not a view) where the lane's memo knows it:
+  // the dispatcher then skips the meta function (runtime/lane_meta_memo.h).
+  // Null where it does not; valid until the next remember_meta().
+  const OutputMeta* known_meta(const OpCall& call) const { return memo_.find(count.place(), call); }
+  // Remembers what the meta function gave for the interval's next op (not a view).
+  void remember_meta(const OpCall& call, const OutputMeta& meta) {
+    memo_.remember(count.place(), call, meta);
+  }
+  const LaneMetaMemo& meta_memo() const { return memo_; }
+
   // Whether a CPU op of `work` elements runs eagerly through the lane; counts it if so.
   bool take(OpId op, int64_t work) {
     if (!open_ || !cfg_->jit || !cfg_->jit_eager_tier || !count.fits(work, bounds_) ||
@@ -87,6 +103,7 @@ class EagerLane {
   const Config* cfg_ = nullptr;
   const std::atomic<bool>* pending_ = nullptr;
   IntervalBounds bounds_;
+  LaneMetaMemo memo_;
 };
 
 }  // namespace kiln

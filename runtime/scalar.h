@@ -2,6 +2,7 @@
 // bool, an integer or a floating-point number, because PyTorch's promotion depends on it:
 // int_tensor + 2 stays integral, int_tensor + 2.0 becomes Float32.
 #pragma once
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 
@@ -38,6 +39,12 @@ class Scalar {
     return cat_ == DTypeCategory::Bool
                ? DType::Bool
                : (cat_ == DTypeCategory::Integral ? DType::Int64 : DType::Float64);
+  }
+
+  // The payload's bits (the double's for a floating scalar): with category(), what tells two
+  // scalars apart bit for bit (same_bits in runtime/attrs.h).
+  constexpr uint64_t bits() const {
+    return is_floating() ? std::bit_cast<uint64_t>(d_) : static_cast<uint64_t>(i_);
   }
 
   friend constexpr bool operator==(const Scalar& a, const Scalar& b) {

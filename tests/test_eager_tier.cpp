@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -166,6 +167,56 @@ TEST_F(EagerTierTest, SwitchesTurnedOffInTheMiddleOfAnIntervalActAtTheNextOp) {
     EXPECT_EQ(current_mode(), nullptr) << "recording switched off: the thread is in eager mode";
   }
   expect_bitwise_equal(y, eager_value([&] { return x * 1.5 + 1.0; }), "x * 1.5 + 1 (off)");
+}
+
+// The lane remembers its ops' output metadata by their place in the interval
+// (runtime/lane_meta_memo.h): a repeating interval's ops skip their meta functions, and an op
+// whose input changed shape at the same place asks its meta function again, errors included.
+TEST_F(EagerTierTest, TheLaneSkipsMetaFunctionsOnlyWhileTheInputsKeepTheirMetadata) {
+  const Tensor x = ramp({16}), b16 = ramp({16}, 2.0), b4x16 = ramp({4, 16}, 3.0),
+               b2x16 = ramp({2, 16}, 4.0), b5 = ramp({5});
+  enter_tier(x);
+  ASSERT_NE(current_mode(), nullptr) << "the recorder is this thread's mode";
+  const LaneMetaMemo& memo = current_mode()->eager_lane.meta_memo();
+  auto interval = [&](const Tensor& b) {
+    Tensor y = (x + b) * 0.5;
+    (void)y.sum().item<float>();
+    return y;
+  };
+  auto want = [&](const Tensor& b) { return eager_value([&] { return (x + b) * 0.5; }); };
+  for (int i = 0; i < 2; ++i) (void)interval(b16);
+  int64_t answered = memo.answered();
+  const Tensor y16 = interval(b16);
+  EXPECT_EQ(memo.answered() - answered, 3) << "add, mul and sum: remembered from the last interval";
+  expect_bitwise_equal(y16, want(b16), "(x + b) * 0.5");
+  EXPECT_EQ(tracer::pending_ops_this_thread(), 0) << "run eagerly";
+
+  answered = memo.answered();
+  const Tensor y = interval(b4x16);
+  EXPECT_EQ(memo.answered(), answered) << "b broadcasts now: every op asks its meta function";
+  EXPECT_EQ(y.sizes(), std::vector<int64_t>({4, 16}));
+  expect_bitwise_equal(y, want(b4x16), "(x + b) * 0.5, b of [4, 16]");
+  const Tensor y2 = interval(b2x16);  // the same strides as [4, 16]
+  EXPECT_EQ(y2.sizes(), std::vector<int64_t>({2, 16}));
+  expect_bitwise_equal(y2, want(b2x16), "(x + b) * 0.5, b of [2, 16]");
+
+  std::string recorded_error, eager_error;
+  try {
+    (void)interval(b5);
+  } catch (const Error& e) {
+    recorded_error = e.what();
+  }
+  try {
+    JitMode off(false);
+    (void)(x + b5);
+  } catch (const Error& e) {
+    eager_error = e.what();
+  }
+  EXPECT_NE(recorded_error, "") << "[16] + [5] raises";
+  EXPECT_EQ(recorded_error, eager_error);
+
+  for (int i = 0; i < 2; ++i) expect_bitwise_equal(interval(b16), want(b16), "b of [16] again");
+  EXPECT_GT(memo.answered(), answered) << "the repeating interval is answered again";
 }
 
 TEST_F(EagerTierTest, KernelErrorsSurfaceAtTheOpAsInEagerMode) {

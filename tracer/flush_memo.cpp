@@ -1,7 +1,5 @@
 #include "tracer/flush_memo.h"
 
-#include <bit>
-
 #include "tracer/graph_hash.h"
 
 namespace kiln::tracer {
@@ -11,13 +9,6 @@ namespace {
 bool same_meta(const ValueMeta& a, const ValueMeta& b) {
   return a.sizes == b.sizes && a.dtype == b.dtype && a.device == b.device &&
          a.strides == b.strides && a.offset == b.offset;
-}
-
-bool same_scalar_bits(const Scalar& a, const Scalar& b) {
-  if (a.category() != b.category()) return false;
-  return a.is_floating()
-             ? std::bit_cast<uint64_t>(a.to_double()) == std::bit_cast<uint64_t>(b.to_double())
-             : a.to_int() == b.to_int();
 }
 
 bool is_runtime(const RuntimeScalars& rs, int32_t node, int32_t index) {
@@ -96,7 +87,7 @@ bool FlushMemo::follow_entry(Entry& e, size_t j, ValueId id, OpId op, const Attr
   const int32_t c = e.canon_index[j];
   bool scalars_differ = false;
   for (size_t k = 0; k < attrs.scalars.size(); ++k) {
-    if (same_scalar_bits(was.scalars[k], attrs.scalars[k])) continue;
+    if (same_bits(was.scalars[k], attrs.scalars[k])) continue;
     if (was.scalars[k].category() != attrs.scalars[k].category()) return false;
     // A new value of a baked scalar: the cache decides (it may promote it).
     if (c >= 0 && !is_runtime(e.runtime, c, static_cast<int32_t>(k))) return false;
@@ -150,14 +141,6 @@ bool FlushMemo::input_has_meta(ValueId id, const TensorImpl* t) const {
            m.dtype == t->dtype() && m.device == t->device();
   }
   return false;
-}
-
-bool FlushMemo::same_attrs_bitwise(const Attrs& a, const Attrs& b) {
-  if (a.dims != b.dims || a.ints != b.ints || a.dtype != b.dtype || a.device != b.device)
-    return false;
-  for (size_t k = 0; k < a.scalars.size(); ++k)
-    if (!same_scalar_bits(a.scalars[k], b.scalars[k])) return false;
-  return true;
 }
 
 void FlushMemo::copy_nodes(Graph& g, size_t n) const {

@@ -49,9 +49,6 @@ class FlushMemo {
   const Node* node(size_t j) const;
   // Whether the recording followed has a graph input `id` of `t`'s metadata.
   bool input_has_meta(ValueId id, const TensorImpl* t) const;
-  // Attributes equal with every scalar's bits (a new value of a promoted scalar is not: following
-  // patches it in).
-  static bool same_attrs_bitwise(const Attrs& a, const Attrs& b);
   // Appends copies of the first `n` nodes of the recording followed to `g` (the segment stops
   // following).
   void copy_nodes(Graph& g, size_t n) const;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 
 #include "runtime/config.h"
 #include "runtime/logging.h"
@@ -26,13 +25,6 @@ uint64_t aliasing_hash(std::span<const int32_t> aliasing) {
   uint64_t h = aliasing.size();
   for (int32_t a : aliasing) h = mix(h, static_cast<uint64_t>(static_cast<int64_t>(a)));
   return h;
-}
-
-bool same_bits(const Scalar& a, const Scalar& b) {
-  if (a.category() != b.category()) return false;
-  return a.is_floating()
-             ? std::bit_cast<uint64_t>(a.to_double()) == std::bit_cast<uint64_t>(b.to_double())
-             : a.to_int() == b.to_int();
 }
 
 bool is_runtime(const RuntimeScalars& rs, int32_t node, int32_t index) {  // rs is short

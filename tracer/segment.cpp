@@ -235,7 +235,7 @@ bool Segment::known_meta(const OpDef& def, const OpCall& call, OutputMeta& meta)
   const Node* n = memo_.node(followed_);
   if (n == nullptr || n->op != call.op || n->output != graph_.num_values() ||
       n->inputs.size() != call.inputs.size() ||
-      !FlushMemo::same_attrs_bitwise(n->attrs, call.attrs))
+      !same_bits(n->attrs, call.attrs))  // a promoted scalar's new value too: follow() patches it
     return false;
   for (size_t i = 0; i < call.inputs.size(); ++i)
     if (n->inputs[i] == kNoValue || known_value(call.inputs[i]) != n->inputs[i]) return false;

@@ -12,20 +12,9 @@ namespace {
 using tracer::Node;
 using tracer::ValueId;
 
-bool same_scalar(const Scalar& a, const Scalar& b) {
-  if (a.category() != b.category()) return false;
-  if (a.is_floating())
-    return std::bit_cast<uint64_t>(a.to_double()) == std::bit_cast<uint64_t>(b.to_double());
-  return a.to_int() == b.to_int();
-}
-
-bool same_attrs(const Attrs& a, const Attrs& b) {
-  return a.dims == b.dims && a.ints == b.ints && a.dtype == b.dtype && a.device == b.device &&
-         same_scalar(a.scalars[0], b.scalars[0]) && same_scalar(a.scalars[1], b.scalars[1]);
-}
 
 bool same_node(const Node& a, const Node& b) {
-  return a.op == b.op && a.inputs == b.inputs && same_attrs(a.attrs, b.attrs) &&
+  return a.op == b.op && a.inputs == b.inputs && same_bits(a.attrs, b.attrs) &&
          a.meta.sizes == b.meta.sizes && a.meta.dtype == b.meta.dtype &&
          a.meta.device == b.meta.device && a.meta.strides == b.meta.strides &&
          a.meta.offset == b.meta.offset;

@@ -1,0 +1,123 @@
+// The eager lane's memo of output metadata (runtime/lane_meta_memo.h): it answers only for a
+// call with the remembered op, attributes (scalars bit for bit) and inputs' sizes, strides,
+// dtypes and devices, at the same place of an interval; anything else is asked of the meta
+// function again. The lane's use of it is tested in test_eager_tier.cpp.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "runtime/dispatcher.h"
+#include "runtime/lane_meta_memo.h"
+
+namespace kiln::lane_meta_memo_test {
+
+constexpr uint64_t kPlace = 0x1234567890abcdefull;
+
+OutputMeta meta_of(std::vector<int64_t> sizes, DType dtype = DType::Float32) {
+  OutputMeta m;
+  m.sizes = DimVector(sizes.begin(), sizes.end());
+  m.dtype = dtype;
+  return m;
+}
+
+// Remembers (op, inputs, attrs) with a recognizable result, and asks for `asked`.
+const OutputMeta* remember_then_find(LaneMetaMemo& memo, OpId op, std::vector<Tensor> inputs,
+                                     const Attrs& attrs, OpId asked_op,
+                                     std::vector<Tensor> asked_inputs, const Attrs& asked_attrs,
+                                     uint64_t asked_place = kPlace) {
+  memo.remember(kPlace, OpCall{op, inputs, attrs}, meta_of({7, 3}, DType::Float64));
+  return memo.find(asked_place, OpCall{asked_op, asked_inputs, asked_attrs});
+}
+
+TEST(LaneMetaMemo, AnswersTheSameCallAtTheSamePlaceWithTheRememberedResult) {
+  LaneMetaMemo memo;
+  const Tensor a = ones({4, 16}), b = zeros({4, 16});
+  const Attrs none{};
+  EXPECT_EQ(memo.find(kPlace, OpCall{OpId::Add, std::vector<Tensor>{a, b}, none}), nullptr)
+      << "nothing remembered yet";
+  // Other tensors with the same metadata: what a repeating interval's next op passes.
+  const OutputMeta* m = remember_then_find(memo, OpId::Add, {a, b}, none, OpId::Add,
+                                           {zeros({4, 16}), ones({4, 16})}, none);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->sizes, DimVector({7, 3}));
+  EXPECT_EQ(m->dtype, DType::Float64);
+  EXPECT_EQ(memo.answered(), 1);
+  EXPECT_EQ(memo.find(kPlace ^ (1ull << 63), OpCall{OpId::Add, std::vector<Tensor>{a, b}, none}),
+            nullptr)
+      << "another place of the interval";
+}
+
+TEST(LaneMetaMemo, AnswersNothingForAnotherOpOrOtherInputs) {
+  const Tensor a = ones({4, 16}), b = zeros({4, 16});
+  const Attrs none{};
+  struct Case {
+    const char* what;
+    OpId op;
+    std::vector<Tensor> inputs;
+  };
+  const std::vector<Case> cases = {
+      {"another op", OpId::Sub, {a, b}},
+      {"another input count", OpId::Add, {a}},
+      {"other sizes (broadcast)", OpId::Add, {a, zeros({16})}},
+      {"other sizes, same count", OpId::Add, {a, zeros({16, 4})}},
+      {"other sizes, same strides", OpId::Add, {a, zeros({8, 16})}},
+      {"other strides (a transposed view)", OpId::Add, {a, zeros({16, 4}).t()}},
+      {"another dtype", OpId::Add, {a, zeros({4, 16}, kFloat64)}},
+      {"another rank", OpId::Add, {a, zeros({1, 4, 16})}},
+  };
+  for (const Case& c : cases) {
+    LaneMetaMemo memo;
+    EXPECT_EQ(remember_then_find(memo, OpId::Add, {a, b}, none, c.op, c.inputs, none), nullptr)
+        << c.what;
+    EXPECT_EQ(memo.answered(), 0) << c.what;
+  }
+}
+
+TEST(LaneMetaMemo, ComparesEveryAttributeAndScalarsBitForBit) {
+  const Tensor a = ones({16});
+  Attrs base;
+  base.scalars[0] = Scalar(0.0);
+  base.ints[2] = 1;
+  auto with = [&](auto change) {
+    Attrs x = base;
+    change(x);
+    return x;
+  };
+  struct Case {
+    const char* what;
+    Attrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {"-0.0 against 0.0", with([](Attrs& x) { x.scalars[0] = Scalar(-0.0); })},
+      {"an integer 0 against a floating 0.0", with([](Attrs& x) { x.scalars[0] = Scalar(0); })},
+      {"a bool against a floating 0.0", with([](Attrs& x) { x.scalars[0] = Scalar(false); })},
+      {"the second scalar", with([](Attrs& x) { x.scalars[1] = Scalar(1); })},
+      {"an int", with([](Attrs& x) { x.ints[3] = 5; })},
+      {"the dims", with([](Attrs& x) { x.dims = DimVector({0}); })},
+      {"the dtype", with([](Attrs& x) { x.dtype = DType::Int32; })},
+  };
+  for (const Case& c : cases) {
+    LaneMetaMemo memo;
+    EXPECT_EQ(remember_then_find(memo, OpId::Mul, {a}, base, OpId::Mul, {a}, c.attrs), nullptr)
+        << c.what;
+  }
+  LaneMetaMemo memo;
+  EXPECT_NE(
+      remember_then_find(memo, OpId::Mul, {a}, base, OpId::Mul, {ones({16})}, with([](Attrs&) {})),
+      nullptr)
+      << "equal attributes";
+  const double nan = std::nan("");
+  Attrs with_nan = with([&](Attrs& x) { x.scalars[1] = Scalar(nan); });
+  EXPECT_NE(remember_then_find(memo, OpId::Mul, {a}, with_nan, OpId::Mul, {a}, with_nan), nullptr)
+      << "the same NaN is the same scalar";
+}
+
+TEST(LaneMetaMemo, RemembersNoOpOfMoreThanItsInputs) {
+  LaneMetaMemo memo;
+  const Attrs none{};
+  std::vector<Tensor> many(LaneMetaMemo::kInputs + 1, ones({4}));
+  EXPECT_EQ(remember_then_find(memo, OpId::Cat, many, none, OpId::Cat, many, none), nullptr);
+}
+
+}  // namespace kiln::lane_meta_memo_test
