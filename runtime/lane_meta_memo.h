@@ -15,7 +15,8 @@
 // its attributes, its inputs' metadata and the meta function's result; find() compares them, bit
 // for bit (scalars too: same_bits), and answers only on a full match; remember() overwrites the
 // slot after the meta function accepted a call. Views (whose result depends on the input's
-// offset) and ops of more than kInputs inputs are neither remembered nor answered. Never stale:
+// offset), ops of more than kInputs inputs and inputs of more than kDims dims are neither
+// remembered nor answered. Never stale:
 // nothing but the compared fields decides the result. One thread's lane owns it.
 #pragma once
 #include <array>
@@ -31,20 +32,40 @@ class LaneMetaMemo {
  public:
   static constexpr size_t kSlots = 64;
   static constexpr size_t kInputs = 3;  // at most, of an op remembered
+  static constexpr size_t kDims = 6;    // at most, of an input remembered
 
   // The remembered result of the call at `place` (IntervalCount::place()) where `call` matches
-  // its entry, else null. Valid until the next remember().
-  const OutputMeta* find(uint64_t place, const OpCall& call) const;
+  // its entry, else null. Valid until the next remember(). Inline: the dispatcher asks it for
+  // every op of the lane.
+  const OutputMeta* find(uint64_t place, const OpCall& call) const {
+    if (!entries_) return nullptr;
+    const Entry& e = entries_[slot(place)];
+    if (!e.valid || e.op != call.op || e.inputs != call.inputs.size()) return nullptr;
+    for (size_t i = 0; i < e.inputs; ++i)
+      if (!e.input[i].matches(*call.inputs[i].impl())) return nullptr;
+    if (!same_attrs(e.attrs, call.attrs)) return nullptr;
+    ++answered_;
+    return &e.meta;
+  }
   // Remembers `meta` (which the meta function gave) as the result of `call` at `place`.
   void remember(uint64_t place, const OpCall& call, const OutputMeta& meta);
   // How many calls find() answered (tests).
   int64_t answered() const { return answered_; }
 
  private:
+  // An input's sizes and strides side by side (one loop compares both), dtype and device.
   struct InputMeta {
-    DimVector sizes, strides;
+    size_t ndim = 0;
     DType dtype = DType::Float32;
     Device device = Device::cpu();
+    std::array<int64_t, 2 * kDims> dims{};  // sizes, then strides at kDims
+    bool matches(const TensorImpl& t) const {
+      const DimVector &sizes = t.sizes(), &strides = t.strides();
+      if (sizes.size() != ndim || t.dtype() != dtype || t.device() != device) return false;
+      for (size_t d = 0; d < ndim; ++d)
+        if (sizes[d] != dims[d] || strides[d] != dims[kDims + d]) return false;
+      return true;
+    }
   };
   struct Entry {
     bool valid = false;
@@ -54,7 +75,18 @@ class LaneMetaMemo {
     std::array<InputMeta, kInputs> input;
     OutputMeta meta;
   };
-  static size_t slot(uint64_t place) { return static_cast<size_t>(place >> 58); }  // kSlots
+  // same_bits(Attrs) written for the common case, where every field is equal: branch-free over
+  // the words (std::array's == is a memcmp call; dims are mostly empty).
+  static bool same_attrs(const Attrs& a, const Attrs& b) {
+    uint64_t diff = 0;
+    for (size_t k = 0; k < a.ints.size(); ++k)
+      diff |= static_cast<uint64_t>(a.ints[k]) ^ static_cast<uint64_t>(b.ints[k]);
+    for (size_t k = 0; k < a.scalars.size(); ++k)
+      diff |= (a.scalars[k].bits() ^ b.scalars[k].bits()) |
+              static_cast<uint64_t>(a.scalars[k].category() != b.scalars[k].category());
+    return diff == 0 && a.dtype == b.dtype && a.device == b.device && a.dims == b.dims;
+  }
+  static size_t slot(uint64_t place) { return static_cast<size_t>(place >> 58); }  // kSlots: 64
   std::unique_ptr<Entry[]> entries_;  // kSlots, from the first remember()
   mutable int64_t answered_ = 0;
 };

@@ -113,11 +113,15 @@ TEST(LaneMetaMemo, ComparesEveryAttributeAndScalarsBitForBit) {
       << "the same NaN is the same scalar";
 }
 
-TEST(LaneMetaMemo, RemembersNoOpOfMoreThanItsInputs) {
+TEST(LaneMetaMemo, RemembersNoOpOfMoreThanItsInputsOrDims) {
   LaneMetaMemo memo;
   const Attrs none{};
   std::vector<Tensor> many(LaneMetaMemo::kInputs + 1, ones({4}));
   EXPECT_EQ(remember_then_find(memo, OpId::Cat, many, none, OpId::Cat, many, none), nullptr);
+  const Tensor high = ones({1, 2, 1, 2, 1, 2, 1});  // kDims + 1 dims
+  EXPECT_EQ(remember_then_find(memo, OpId::Neg, {high}, none, OpId::Neg, {high}, none), nullptr);
+  const Tensor six = ones({1, 2, 1, 2, 1, 2});
+  EXPECT_NE(remember_then_find(memo, OpId::Neg, {six}, none, OpId::Neg, {six}, none), nullptr);
 }
 
 }  // namespace kiln::lane_meta_memo_test

@@ -352,6 +352,13 @@ std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector
 }
 
 void Segment::flush(SyncReason reason) {
+  // Nothing recorded since the last reset (every sync of a thread in the eager tier): nothing to
+  // run or drop, and no lock taken. A cache cleared meanwhile is noticed by the next flush with
+  // work, as one cleared while recording is (FlushMemo::completes).
+  if (surely_empty()) {
+    last_flush_.store(0, std::memory_order_relaxed);
+    return;
+  }
   std::lock_guard lock(mu_);
   flush_locked(reason);
 }
