@@ -8,6 +8,8 @@ void LaneMetaMemo::remember(uint64_t place, const OpCall& call, const OutputMeta
     if (t.impl()->sizes().size() > kDims) return;
   if (!entries_) entries_ = std::make_unique<Entry[]>(kSlots);
   Entry& e = entries_[slot(place)];
+  // Backing off (the header): the miss count since the last match decides.
+  if (e.valid && (e.misses > 64 ? e.misses % 64 != 0 : (e.misses & (e.misses - 1)) != 0)) return;
   e.valid = true;
   e.op = call.op;
   e.inputs = call.inputs.size();

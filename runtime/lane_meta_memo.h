@@ -14,10 +14,14 @@
 // state) thus lands elsewhere than the steady one instead of evicting it. An entry holds the op,
 // its attributes, its inputs' metadata and the meta function's result; find() compares them, bit
 // for bit (scalars too: same_bits), and answers only on a full match; remember() overwrites the
-// slot after the meta function accepted a call. Views (whose result depends on the input's
-// offset), ops of more than kInputs inputs and inputs of more than kDims dims are neither
-// remembered nor answered. Never stale:
-// nothing but the compared fields decides the result. One thread's lane owns it.
+// slot after the meta function accepted a call, backing off where its entry keeps missing: a
+// rewrite costs ~300 instructions, and a scalar that changes every interval (a step size, a
+// time) would pay it at every op. It rewrites at the 1st, 2nd, 4th, ... consecutive miss, then
+// every 64th: one change of the program's pattern is learnt at once, a place that never
+// repeats costs a failed comparison. Views (whose result depends on the input's offset), ops of
+// more than kInputs inputs and inputs of more than kDims dims are neither remembered nor
+// answered. Never stale: nothing but the compared fields decides the result. One thread's lane
+// owns it.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -39,11 +43,18 @@ class LaneMetaMemo {
   // every op of the lane.
   const OutputMeta* find(uint64_t place, const OpCall& call) const {
     if (!entries_) return nullptr;
-    const Entry& e = entries_[slot(place)];
-    if (!e.valid || e.op != call.op || e.inputs != call.inputs.size()) return nullptr;
-    for (size_t i = 0; i < e.inputs; ++i)
-      if (!e.input[i].matches(*call.inputs[i].impl())) return nullptr;
-    if (!same_attrs(e.attrs, call.attrs)) return nullptr;
+    Entry& e = entries_[slot(place)];
+    if (!e.valid) return nullptr;
+    // Attributes first: a scalar that changes every interval (a step size) fails there, early.
+    bool match =
+        e.op == call.op && e.inputs == call.inputs.size() && same_attrs(e.attrs, call.attrs);
+    for (size_t i = 0; match && i < e.inputs; ++i)
+      match = e.input[i].matches(*call.inputs[i].impl());
+    if (!match) {
+      ++e.misses;
+      return nullptr;
+    }
+    e.misses = 0;
     ++answered_;
     return &e.meta;
   }
@@ -69,6 +80,7 @@ class LaneMetaMemo {
   };
   struct Entry {
     bool valid = false;
+    uint32_t misses = 0;  // find()s that missed since the last match (remember() backs off)
     OpId op{};
     size_t inputs = 0;
     Attrs attrs;
@@ -87,7 +99,7 @@ class LaneMetaMemo {
     return diff == 0 && a.dtype == b.dtype && a.device == b.device && a.dims == b.dims;
   }
   static size_t slot(uint64_t place) { return static_cast<size_t>(place >> 58); }  // kSlots: 64
-  std::unique_ptr<Entry[]> entries_;  // kSlots, from the first remember()
+  std::unique_ptr<Entry[]> entries_;  // kSlots, from the first remember(); find() counts misses
   mutable int64_t answered_ = 0;
 };
 

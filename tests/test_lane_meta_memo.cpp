@@ -113,6 +113,32 @@ TEST(LaneMetaMemo, ComparesEveryAttributeAndScalarsBitForBit) {
       << "the same NaN is the same scalar";
 }
 
+// A place whose call keeps changing (a scalar that changes every interval) is rewritten at the
+// 1st, 2nd, 4th, 8th, ... consecutive miss only: a rewrite costs more than the meta function.
+TEST(LaneMetaMemo, APlaceThatKeepsMissingIsRewrittenAtPowersOfTwo) {
+  LaneMetaMemo memo;
+  const std::vector<Tensor> x = {ones({16})};
+  auto attrs = [](int k) {
+    Attrs a{};
+    a.scalars[0] = Scalar(1.0 + k);
+    return a;
+  };
+  auto find = [&](int k) { return memo.find(kPlace, OpCall{OpId::Mul, x, attrs(k)}); };
+  memo.remember(kPlace, OpCall{OpId::Mul, x, attrs(0)}, meta_of({16}));
+  for (int k = 1; k <= 7; ++k) {
+    ASSERT_EQ(find(k), nullptr) << "scalar " << k;
+    memo.remember(kPlace, OpCall{OpId::Mul, x, attrs(k)}, meta_of({16}));
+  }
+  // Misses 1, 2 and 4 wrote scalars 1, 2 and 4; misses 3, 5, 6 and 7 wrote nothing.
+  EXPECT_EQ(find(7), nullptr);
+  EXPECT_EQ(find(5), nullptr);
+  EXPECT_NE(find(4), nullptr) << "written at the 4th miss";
+  // A match starts the count again: the next change is learnt at once.
+  EXPECT_EQ(find(9), nullptr);
+  memo.remember(kPlace, OpCall{OpId::Mul, x, attrs(9)}, meta_of({16}));
+  EXPECT_NE(find(9), nullptr);
+}
+
 TEST(LaneMetaMemo, RemembersNoOpOfMoreThanItsInputsOrDims) {
   LaneMetaMemo memo;
   const Attrs none{};
