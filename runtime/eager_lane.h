@@ -45,8 +45,14 @@ struct IntervalCount {
 
   // Whether one more op of `w` elements keeps the interval within `b`.
   bool fits(int64_t w, const IntervalBounds& b) const { return ops < b.ops && work + w <= b.work; }
-  // Where the next op stands in the interval: a hash of the ops before it (LaneMetaMemo's key).
-  uint64_t place() const { return (sig ^ static_cast<uint64_t>(ops)) * 0x9e3779b97f4a7c15ull; }
+  uint64_t before = 0;  // the signature of the interval before this one (EagerTier::on_sync)
+
+  // Where the next op stands: a hash of the ops before it in the interval and of the interval
+  // before (LaneMetaMemo's key).
+  uint64_t place() const {
+    return (sig ^ static_cast<uint64_t>(ops) ^ before * 0xff51afd7ed558ccdull) *
+           0x9e3779b97f4a7c15ull;
+  }
   void add(OpId op, int64_t w) {
     ++ops;
     work += w;

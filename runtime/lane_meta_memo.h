@@ -8,13 +8,16 @@
 // is a pure function of the call's attributes and its inputs' sizes, strides, dtypes and
 // devices: MetaFn in runtime/dispatcher.h), and passed the same checks.
 //
-// How: a direct-mapped table of kSlots entries; an op's slot is a hash of its place: the
-// interval's signature so far (IntervalCount::sig: the ops before it and their work) and its
-// index. An interval that starts with an extra op (a solve's first iteration creating its
-// state) thus lands elsewhere than the steady one instead of evicting it. An entry holds the op,
-// its attributes, its inputs' metadata and the meta function's result; find() compares them, bit
-// for bit (scalars too: same_bits), and answers only on a full match; remember() overwrites the
-// slot after the meta function accepted a call, backing off where its entry keeps missing: a
+// How: a two-way set-associative table of 64 sets, keyed by the op's place: a hash of the
+// interval's signature so far (IntervalCount::sig: the ops before it and their work), its index
+// and the signature of the interval before it. An interval that starts with an extra op (a
+// solve's first iteration creating its state) thus lands elsewhere than the steady one, and
+// the first ops of two intervals that alternate (a forward step, then an update) apart, instead
+// of evicting each other. An entry holds its place, the op, its attributes, its inputs'
+// metadata and the meta function's result; find() compares them, bit for bit (scalars too:
+// same_bits), and answers only on a full match; remember() writes the entry of the place (or
+// replaces the set's less recently used one) after the meta function accepted a call,
+// backing off where the place's entry keeps missing: a
 // rewrite costs ~300 instructions, and a scalar that changes every interval (a step size, a
 // time) would pay it at every op. It rewrites at the 1st, 2nd, 4th, ... consecutive miss, then
 // every 64th: one change of the program's pattern is learnt at once, a place that never
@@ -34,7 +37,7 @@ namespace kiln {
 
 class LaneMetaMemo {
  public:
-  static constexpr size_t kSlots = 64;
+  static constexpr size_t kSets = 64, kWays = 2;
   static constexpr size_t kInputs = 3;  // at most, of an op remembered
   static constexpr size_t kDims = 6;    // at most, of an input remembered
 
@@ -43,20 +46,24 @@ class LaneMetaMemo {
   // every op of the lane.
   const OutputMeta* find(uint64_t place, const OpCall& call) const {
     if (!entries_) return nullptr;
-    Entry& e = entries_[slot(place)];
-    if (!e.valid) return nullptr;
+    Entry* set = &entries_[set_of(place) * kWays];
+    Entry* e = set[0].valid && set[0].place == place   ? &set[0]
+               : set[1].valid && set[1].place == place ? &set[1]
+                                                       : nullptr;
+    if (e == nullptr) return nullptr;
     // Attributes first: a scalar that changes every interval (a step size) fails there, early.
     bool match =
-        e.op == call.op && e.inputs == call.inputs.size() && same_attrs(e.attrs, call.attrs);
-    for (size_t i = 0; match && i < e.inputs; ++i)
-      match = e.input[i].matches(*call.inputs[i].impl());
+        e->op == call.op && e->inputs == call.inputs.size() && same_attrs(e->attrs, call.attrs);
+    for (size_t i = 0; match && i < e->inputs; ++i)
+      match = e->input[i].matches(*call.inputs[i].impl());
     if (!match) {
-      ++e.misses;
+      ++e->misses;
       return nullptr;
     }
-    e.misses = 0;
+    e->misses = 0;
+    set[0].recent = e == &set[0];  // the other way is the one to replace
     ++answered_;
-    return &e.meta;
+    return &e->meta;
   }
   // Remembers `meta` (which the meta function gave) as the result of `call` at `place`.
   void remember(uint64_t place, const OpCall& call, const OutputMeta& meta);
@@ -80,6 +87,8 @@ class LaneMetaMemo {
   };
   struct Entry {
     bool valid = false;
+    bool recent = false;  // way 0 of a set only: it was used last
+    uint64_t place = 0;   // the full place (the set holds places of equal top bits)
     uint32_t misses = 0;  // find()s that missed since the last match (remember() backs off)
     OpId op{};
     size_t inputs = 0;
@@ -98,8 +107,9 @@ class LaneMetaMemo {
               static_cast<uint64_t>(a.scalars[k].category() != b.scalars[k].category());
     return diff == 0 && a.dtype == b.dtype && a.device == b.device && a.dims == b.dims;
   }
-  static size_t slot(uint64_t place) { return static_cast<size_t>(place >> 58); }  // kSlots: 64
-  std::unique_ptr<Entry[]> entries_;  // kSlots, from the first remember(); find() counts misses
+  static size_t set_of(uint64_t place) { return static_cast<size_t>(place >> 58); }  // kSets: 64
+  std::unique_ptr<Entry[]> entries_;  // kSets x kWays, from the first remember(); find() counts
+                                      // misses
   mutable int64_t answered_ = 0;
 };
 

@@ -219,6 +219,23 @@ TEST_F(EagerTierTest, TheLaneSkipsMetaFunctionsOnlyWhileTheInputsKeepTheirMetada
   EXPECT_GT(memo.answered(), answered) << "the repeating interval is answered again";
 }
 
+// Two intervals that alternate (a step, then an update) start at the same op index: the
+// interval before each is part of its ops' places, so neither evicts the other's entries.
+TEST_F(EagerTierTest, TheLaneRemembersTwoAlternatingIntervalsApart) {
+  const Tensor x = ramp({16}), b = ramp({16}, 2.0);
+  enter_tier(x);
+  ASSERT_NE(current_mode(), nullptr) << "the recorder is this thread's mode";
+  const LaneMetaMemo& memo = current_mode()->eager_lane.meta_memo();
+  auto step = [&] { return ((x + b) * 0.5).sum().item<float>(); };
+  auto update = [&] { return (x * 2.0 - b).abs().amax().item<float>(); };
+  for (int i = 0; i < 3; ++i) (void)(step() + update());
+  const int64_t answered = memo.answered();
+  const float s = step(), u = update();
+  EXPECT_EQ(memo.answered() - answered, 7) << "add, mul, sum; mul, sub, abs, amax";
+  EXPECT_EQ(s, eager_value([&] { return ((x + b) * 0.5).sum(); }).to_vector<float>()[0]);
+  EXPECT_EQ(u, eager_value([&] { return (x * 2.0 - b).abs().amax(); }).to_vector<float>()[0]);
+}
+
 TEST_F(EagerTierTest, KernelErrorsSurfaceAtTheOpAsInEagerMode) {
   Tensor x = ramp({3, 4});
   enter_tier(x);
@@ -384,6 +401,40 @@ TEST_F(EagerTierTest, AMeasuredEagerIntervalThatGrowsIsRecordedFromThere) {
 
 // A higher-order op in an interval running eagerly is recorded (it always is), and so is every
 // op after it until the flush: the segment holds pending work.
+// An op after a recorded higher-order op is turned away by the lane (pending work) after the
+// memo answered its metadata: the recorder gets the remembered metadata.
+TEST_F(EagerTierTest, AnOpTheLaneTurnsAwayGetsTheMetadataTheMemoAnswered) {
+  const Tensor x = ramp({2, 3}), s = ramp({2, 3}, 1.0);
+  enter_tier(x);
+  ASSERT_NE(current_mode(), nullptr) << "the recorder is this thread's mode";
+  const LaneMetaMemo& memo = current_mode()->eager_lane.meta_memo();
+  auto interval = [&] {
+    Tensor y = x * 1.5;                  // run by the lane
+    auto [carry, ys] = running_sums(s);  // recorded: pending work
+    Tensor v = x + 2.0;                  // answered by the memo, then recorded
+    return (y + v).sum() + carry[0].sum();
+  };
+  const float want = eager_value(interval).to_vector<float>()[0];
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(interval().item<float>(), want) << "interval " << i;
+  const int64_t answered = memo.answered();
+  Tensor r = interval();
+  EXPECT_GE(memo.answered() - answered, 2) << "x * 1.5 and x + 2.0";
+  EXPECT_EQ(r.item<float>(), want);
+}
+
+// A view's metadata holds its input's offset: views never come from the memo, so the same
+// transpose of rows at other offsets reads each row.
+TEST_F(EagerTierTest, TheLaneNeverTakesAViewsMetadataFromTheMemo) {
+  const Tensor base = ramp({4, 3, 3});
+  enter_tier(base);
+  for (int i = 0; i < 8; ++i) {
+    const float got = (base.select(0, i % 4).t() * 2.0).sum({1}).amax().item<float>();
+    const Tensor want =
+        eager_value([&] { return (base.select(0, i % 4).t() * 2.0).sum({1}).amax(); });
+    EXPECT_EQ(got, want.to_vector<float>()[0]) << "row " << i % 4;
+  }
+}
+
 TEST_F(EagerTierTest, AHigherOrderOpInAMeasuredEagerIntervalKeepsTheRestRecorded) {
   const Tensor x = ramp({64});
   (void)timed_intervals(x, 1000, 300, kDecided + 2);

@@ -48,6 +48,27 @@ TEST(LaneMetaMemo, AnswersTheSameCallAtTheSamePlaceWithTheRememberedResult) {
       << "another place of the interval";
 }
 
+// Two places of one set are both kept (two ways); a third replaces the one used less recently.
+TEST(LaneMetaMemo, TwoPlacesOfOneSetAreKeptAndAThirdReplacesTheOlder) {
+  LaneMetaMemo memo;
+  const Attrs none{};
+  const std::vector<Tensor> x = {ones({16})};
+  const uint64_t p1 = kPlace, p2 = kPlace ^ 1, p3 = kPlace ^ 2;  // the same top bits: one set
+  auto call = [&](OpId op) { return OpCall{op, x, none}; };
+  memo.remember(p1, call(OpId::Neg), meta_of({1}));
+  memo.remember(p2, call(OpId::Abs), meta_of({2}));
+  ASSERT_NE(memo.find(p1, call(OpId::Neg)), nullptr);
+  ASSERT_NE(memo.find(p2, call(OpId::Abs)), nullptr);
+  EXPECT_EQ(memo.find(p1, call(OpId::Abs)), nullptr) << "a place answers for its own op only";
+  EXPECT_EQ(memo.find(p2, call(OpId::Neg)), nullptr);
+  ASSERT_NE(memo.find(p1, call(OpId::Neg)), nullptr);  // p1 used last: p2 is replaced
+  EXPECT_EQ(memo.find(p3, call(OpId::Exp)), nullptr);
+  memo.remember(p3, call(OpId::Exp), meta_of({3}));
+  EXPECT_NE(memo.find(p3, call(OpId::Exp)), nullptr);
+  EXPECT_NE(memo.find(p1, call(OpId::Neg)), nullptr) << "used more recently: kept";
+  EXPECT_EQ(memo.find(p2, call(OpId::Abs)), nullptr) << "replaced";
+}
+
 TEST(LaneMetaMemo, AnswersNothingForAnotherOpOrOtherInputs) {
   const Tensor a = ones({4, 16}), b = zeros({4, 16});
   const Attrs none{};

@@ -52,7 +52,9 @@ void EagerTier::on_sync() {
                small_in_a_row_);
     profiler::record_fallback("eager tier", "small ops between frequent syncs");
   }
+  const uint64_t before = c.ops == 0 ? c.before : c.sig;  // an empty interval changes nothing
   c = IntervalCount{};
+  c.before = before;
 }
 
 void EagerTier::after_flush(bool ok, bool ran_graph, bool planned_hit) {

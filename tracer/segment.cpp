@@ -352,10 +352,10 @@ std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector
 }
 
 void Segment::flush(SyncReason reason) {
-  // Nothing recorded since the last reset (every sync of a thread in the eager tier): nothing to
-  // run or drop, and no lock taken. A cache cleared meanwhile is noticed by the next flush with
-  // work, as one cleared while recording is (FlushMemo::completes).
-  if (surely_empty()) {
+  // Nothing recorded since the last reset (every sync of a thread in the eager tier), and the
+  // region cache not cleared since the memo was checked: nothing to run or drop, and no lock.
+  if (surely_empty() && RegionCache::instance().generation() ==
+                            memo_checked_generation_.load(std::memory_order_relaxed)) {
     last_flush_.store(0, std::memory_order_relaxed);
     return;
   }
@@ -389,6 +389,7 @@ void Segment::reset() {
   for (const Input& in : inputs_)
     if (in.value != kNoValue) in.tensor.impl()->storage()->drop_pending_reader();
   graph_.clear();
+  memo_checked_generation_.store(RegionCache::instance().generation(), std::memory_order_relaxed);
   following_ = memo_.begin();
   followed_ = 0;
   slots_.clear();
@@ -452,6 +453,7 @@ void Segment::flush_locked(SyncReason reason) {
     // A sync with nothing recorded since the last reset (every sync of a thread in the eager
     // tier) has nothing to drop; only a cleared cache changes what the memo offers.
     if (!slots_.empty() || !inputs_.empty() || following_ != memo_.followable()) reset();
+    memo_checked_generation_.store(RegionCache::instance().generation(), std::memory_order_relaxed);
     return;
   }
   const int64_t t0 = profiler::now_ns();

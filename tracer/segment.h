@@ -209,6 +209,10 @@ class Segment final : public LazyProducer, public HopRecorder {
   std::atomic<int64_t> known_metas_{0};  // written by the recording thread only
   std::atomic<bool> recorded_{false};    // a node since the last reset (surely_empty())
   std::atomic<uint8_t> last_flush_{0};   // last_flush(): bit 0 ran_graph, bit 1 planned_hit
+  // The region cache's generation when the memo was last checked against it (reset(), or an
+  // empty flush): flush() skips an empty segment without its lock only while it holds, so that
+  // a cleared cache's regions still go at the next sync (FlushMemo::begin).
+  std::atomic<uint64_t> memo_checked_generation_{0};
 };
 
 }  // namespace kiln::tracer

@@ -29,6 +29,9 @@ mutations=(
   "lane memo ignores sizes|runtime/lane_meta_memo.h|if (sizes[d] != dims[d]|if (false|LaneMetaMemo.*:EagerTierTest.*|"
   "lane memo ignores scalars' bits|runtime/lane_meta_memo.h|(a.scalars[k].bits() ^ b.scalars[k].bits())|uint64_t{0}|LaneMetaMemo.*|"
   "lane memo never answers|runtime/lane_meta_memo.h|    if (!entries_) return nullptr;|    return nullptr;|EagerTierTest.TheLane*|"
+  "lane memo's answer not handed to the recorder|runtime/dispatcher.cpp|    if (m != &meta) meta = *m;|    (void)0;|EagerTierTest.*|"
+  "lane memo answers views|runtime/dispatcher.cpp|  if (lane != nullptr \&\& !(def.flags \& kIsView)) {|  if (lane != nullptr) {|EagerTierTest.*|"
+  "lane memo's place ignores the interval before|runtime/eager_lane.h| ^ before * 0xff51afd7ed558ccdull)| ^ 0)|EagerTierTest.TheLane*|"
   "cpu row kernels reject Int32 row values|jit/cpu/row_renderer.cpp|  for (int32_t j = 0; j < k_.num_outputs(); ++j) elem_store_[j] = !row_[k_.stores[j]];|  for (int32_t j = 0; j < k_.num_outputs(); ++j) {\n    elem_store_[j] = !row_[k_.stores[j]];\n    KILN_CHECK(!(!elem_store_[j] \&\& k_.output_dtype(j) == DType::Int32), \"mutation\");\n  }|JitReducePlanTest.RowValuesCastToInt32*|"
   "recorded result perturbed in the last bit|tracer/interpreter.cpp|          values[n.output] = run_eager(def, call, n.meta);\n        }|          values[n.output] = run_eager(def, call, n.meta);\n          Tensor\& o = values[n.output];\n          if (o.dtype() == kFloat32 \&\& o.impl()->numel() > 0) *static_cast<uint32_t*>(o.impl()->data()) ^= 1u;\n        }|Pointwise.*:Reduce*.*:IndexSelect.*:ShapeCat.*:RecordFuzz.RandomPrograms*|KILN_FUZZ_SEEDS=300"
 )
