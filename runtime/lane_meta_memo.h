@@ -16,15 +16,14 @@
 // of evicting each other. An entry holds its place, the op, its attributes, its inputs'
 // metadata and the meta function's result; find() compares them, bit for bit (scalars too:
 // same_bits), and answers only on a full match; remember() writes the entry of the place (or
-// replaces the set's less recently used one) after the meta function accepted a call,
-// backing off where the place's entry keeps missing: a
-// rewrite costs ~300 instructions, and a scalar that changes every interval (a step size, a
-// time) would pay it at every op. It rewrites at the 1st, 2nd, 4th, ... consecutive miss, then
-// every 64th: one change of the program's pattern is learnt at once, a place that never
-// repeats costs a failed comparison. Views (whose result depends on the input's offset), ops of
-// more than kInputs inputs and inputs of more than kDims dims are neither remembered nor
-// answered. Never stale: nothing but the compared fields decides the result. One thread's lane
-// owns it.
+// replaces the set's less recently used one) after the meta function accepted a call, backing
+// off where the place's entry keeps missing: a rewrite costs ~300 instructions, and a scalar
+// that changes every interval (a step size, a time) would pay it at every op. It rewrites at
+// the 1st, 2nd, 4th, ... consecutive miss, then every 64th: one change of the program's pattern
+// is learnt at once, a place that never repeats costs a failed comparison. Views (whose result
+// depends on the input's offset), ops of more than kInputs inputs and inputs of more than kDims
+// dims are neither remembered nor answered. Never stale: nothing but the compared fields decides
+// the result. One thread's lane owns it.
 #pragma once
 #include <array>
 #include <cstddef>

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 #include "runtime/config.h"
 #include "runtime/logging.h"
 #include "tracer/graph_hash.h"

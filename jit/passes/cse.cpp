@@ -12,7 +12,6 @@ namespace {
 using tracer::Node;
 using tracer::ValueId;
 
-
 bool same_node(const Node& a, const Node& b) {
   return a.op == b.op && a.inputs == b.inputs && same_bits(a.attrs, b.attrs) &&
          a.meta.sizes == b.meta.sizes && a.meta.dtype == b.meta.dtype &&
