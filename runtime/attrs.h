@@ -30,13 +30,18 @@ struct Attrs {
 inline bool same_bits(const Scalar& a, const Scalar& b) {
   return a.category() == b.category() && a.bits() == b.bits();
 }
-// Attrs equal field by field, their scalars bit for bit (same_bits).
+// Attrs equal field by field, their scalars bit for bit (same_bits). Written for the common
+// case, where every field is equal (the eager lane asks it for every op it answers: runtime/
+// lane_meta_memo.h): branch-free over the words (std::array's == is a memcmp call), dims last
+// (mostly empty).
 inline bool same_bits(const Attrs& a, const Attrs& b) {
-  if (a.dims != b.dims || a.ints != b.ints || a.dtype != b.dtype || a.device != b.device)
-    return false;
+  uint64_t diff = 0;
+  for (size_t k = 0; k < a.ints.size(); ++k)
+    diff |= static_cast<uint64_t>(a.ints[k]) ^ static_cast<uint64_t>(b.ints[k]);
   for (size_t k = 0; k < a.scalars.size(); ++k)
-    if (!same_bits(a.scalars[k], b.scalars[k])) return false;
-  return true;
+    diff |= (a.scalars[k].bits() ^ b.scalars[k].bits()) |
+            static_cast<uint64_t>(a.scalars[k].category() != b.scalars[k].category());
+  return diff == 0 && a.dtype == b.dtype && a.device == b.device && a.dims == b.dims;
 }
 
 }  // namespace kiln

@@ -223,17 +223,19 @@ Tensor dispatch_impl(OpId id, std::span<const Tensor> inputs, const Attrs& attrs
   // The lane's memo (runtime/lane_meta_memo.h) answers with its own entry: `m`, read by
   // run_eager before the kernel runs (a kernel's own ops may overwrite the entry).
   const OutputMeta* m = &meta;
+  auto run_meta = [&] {
+    def.meta(call, meta);
+    check_shape_size(def.name, meta.sizes, meta.dtype, !(def.flags & kIsView));
+  };
   if (lane != nullptr && !(def.flags & kIsView)) {
     m = lane->known_meta(call);
     if (m == nullptr) {
-      def.meta(call, meta);
-      check_shape_size(def.name, meta.sizes, meta.dtype, true);
+      run_meta();
       lane->remember_meta(call, meta);
       m = &meta;
     }
   } else if (mode == nullptr || lane != nullptr || !mode->known_meta(def, call, meta)) {
-    def.meta(call, meta);
-    check_shape_size(def.name, meta.sizes, meta.dtype, !(def.flags & kIsView));
+    run_meta();
   }
   Tensor out;
   if (mode == nullptr ||

@@ -43,9 +43,10 @@ struct IntervalCount {
   bool recorded = false;     // an op of the interval was recorded
   int64_t eager_ops = 0;     // ops run eagerly, not yet published (eager_tier_ops())
 
+  uint64_t before = 0;  // the signature of the interval before this one (EagerTier::on_sync)
+
   // Whether one more op of `w` elements keeps the interval within `b`.
   bool fits(int64_t w, const IntervalBounds& b) const { return ops < b.ops && work + w <= b.work; }
-  uint64_t before = 0;  // the signature of the interval before this one (EagerTier::on_sync)
 
   // Where the next op stands: a hash of the ops before it in the interval and of the interval
   // before (LaneMetaMemo's key).

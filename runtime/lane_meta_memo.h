@@ -52,7 +52,7 @@ class LaneMetaMemo {
     if (e == nullptr) return nullptr;
     // Attributes first: a scalar that changes every interval (a step size) fails there, early.
     bool match =
-        e->op == call.op && e->inputs == call.inputs.size() && same_attrs(e->attrs, call.attrs);
+        e->op == call.op && e->inputs == call.inputs.size() && same_bits(e->attrs, call.attrs);
     for (size_t i = 0; match && i < e->inputs; ++i)
       match = e->input[i].matches(*call.inputs[i].impl());
     if (!match) {
@@ -95,17 +95,6 @@ class LaneMetaMemo {
     std::array<InputMeta, kInputs> input;
     OutputMeta meta;
   };
-  // same_bits(Attrs) written for the common case, where every field is equal: branch-free over
-  // the words (std::array's == is a memcmp call; dims are mostly empty).
-  static bool same_attrs(const Attrs& a, const Attrs& b) {
-    uint64_t diff = 0;
-    for (size_t k = 0; k < a.ints.size(); ++k)
-      diff |= static_cast<uint64_t>(a.ints[k]) ^ static_cast<uint64_t>(b.ints[k]);
-    for (size_t k = 0; k < a.scalars.size(); ++k)
-      diff |= (a.scalars[k].bits() ^ b.scalars[k].bits()) |
-              static_cast<uint64_t>(a.scalars[k].category() != b.scalars[k].category());
-    return diff == 0 && a.dtype == b.dtype && a.device == b.device && a.dims == b.dims;
-  }
   static size_t set_of(uint64_t place) { return static_cast<size_t>(place >> 58); }  // kSets: 64
   std::unique_ptr<Entry[]> entries_;  // kSets x kWays, from the first remember(); find() counts
                                       // misses

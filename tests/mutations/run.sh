@@ -27,7 +27,7 @@ mutations=(
   "eager lane ignores KILN_JIT_EAGER_TIER|runtime/eager_lane.h|!cfg_->jit_eager_tier |false |EagerTierTest.*|"
   "eager lane ignores pending work|runtime/eager_lane.h|pending_->load(std::memory_order_relaxed))|false)|EagerTierTest.*|"
   "lane memo ignores sizes|runtime/lane_meta_memo.h|if (sizes[d] != dims[d]|if (false|LaneMetaMemo.*:EagerTierTest.*|"
-  "lane memo ignores scalars' bits|runtime/lane_meta_memo.h|(a.scalars[k].bits() ^ b.scalars[k].bits())|uint64_t{0}|LaneMetaMemo.*|"
+  "same_bits ignores scalars' bits|runtime/attrs.h|(a.scalars[k].bits() ^ b.scalars[k].bits())|uint64_t{0}|LaneMetaMemo.*|"
   "lane memo never answers|runtime/lane_meta_memo.h|    if (!entries_) return nullptr;|    return nullptr;|EagerTierTest.TheLane*|"
   "lane memo's answer not handed to the recorder|runtime/dispatcher.cpp|    if (m != &meta) meta = *m;|    (void)0;|EagerTierTest.*|"
   "lane memo answers views|runtime/dispatcher.cpp|  if (lane != nullptr \&\& !(def.flags \& kIsView)) {|  if (lane != nullptr) {|EagerTierTest.*|"
