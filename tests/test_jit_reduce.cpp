@@ -1522,5 +1522,47 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
   }
 }
 
+// Products of Int32, Int64 and Bool rows and columns are kernels too (an Int64 product of the
+// values widened, as eager's wrapping product: exact in any order): small factors of both signs
+// (products that stay exact), long rows whose products wrap past the Int64 limits, Bool rows
+// (all()), keepdim, columns, a 3-D input over {0, 1}, a long row across two threads; eager's
+// bits on every ISA. An identity of 1.0's bits (or a float multiply) fails it.
+TEST_F(JitReducePlanTest, IntegerProductsAreRowAndColumnKernels) {
+  const Tensor big = (randn_of({1, 140001}, 840) * 3.0).to(kInt64) * 2 + 1;  // odd: never 0
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (int64_t n : {1, 7, 17, 129, 1000}) {
+      const std::string what = fmt::format("{} n={}", isa, n);
+      const uint64_t sd = static_cast<uint64_t>(n);
+      const Tensor a = (randn_of({5, n}, sd + 830) * 1.2).to(kInt32);          // -3 .. 3, zeros too
+      const Tensor w = (randn_of({5, n}, sd + 831) * 1e4).to(kInt32) * 2 + 1;  // wraps
+      const Tensor l = (randn_of({5, n}, sd + 832) * 1e9).to(kInt64) * 2 + 1;
+      const Tensor c = (randn_of({n, 3, 19}, sd + 833) * 1.5).to(kInt64);
+      int kernels = 0;
+      tracer::RegionCache::instance().clear();
+      const std::string steps = run_both(
+          [&] {
+            return TensorList{(a.sign() + a).prod({-1}), (w * 3).prod({-1}, true),
+                              (l + 2).prod({-1}), (a >= 0).prod({-1})};
+          },
+          what, &kernels);
+      EXPECT_EQ(steps.find('e'), std::string::npos) << what << ": " << steps;
+      tracer::RegionCache::instance().clear();
+      const std::string cols = run_both(
+          [&] {
+            return TensorList{(c - 1).prod({0}), (c + 1).prod({0, 1}, true)};
+          },
+          what + " columns");
+      EXPECT_EQ(cols.find('e'), std::string::npos) << what << ": " << cols;
+    }
+    // A long row across two threads (run_row_chunks), wrapping.
+    ConfigOverride<int> threads(config().num_threads, 2);
+    tracer::RegionCache::instance().clear();
+    const int64_t split_before = jit::cpu_jit_counters().split_row_launches.load();
+    run_both([&] { return TensorList{(big * 3).prod()}; }, isa + " long row");
+    EXPECT_GT(jit::cpu_jit_counters().split_row_launches.load() - split_before, 0) << isa;
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -10,13 +10,15 @@
 
 namespace kiln::jit {
 
+// `integer`: the Reduce's type is an integer one (Int64 sums and products of integers and
+// Bools, in the double emitter's registers), whose 1 is the integer's bits, not 1.0's.
 template <class T, class E>
-asmjit::x86::Vec reduce_identity(AsmVecOps<T, E>& o, ExprOp op) {
+asmjit::x86::Vec reduce_identity(AsmVecOps<T, E>& o, ExprOp op, bool integer = false) {
   switch (op) {
     case ExprOp::ReduceSum:
       return o.splat(0.0);
     case ExprOp::ReduceProd:
-      return o.splat(1.0);
+      return integer ? o.isplat(1) : o.splat(1.0);
     case ExprOp::ReduceMax:
       return o.splat(-std::numeric_limits<double>::infinity());
     default:
@@ -24,8 +26,8 @@ asmjit::x86::Vec reduce_identity(AsmVecOps<T, E>& o, ExprOp op) {
   }
 }
 
-// `integer`: the Reduce's type is an integer one (Int64 sums: wrapping integer adds on the
-// double emitter's registers).
+// `integer`: the Reduce's type is an integer one (Int64 sums and products: wrapping integer adds
+// and multiplies on the double emitter's registers, exact in any order).
 template <class T, class E>
 asmjit::x86::Vec reduce_combine(AsmVecOps<T, E>& o, ExprOp op, asmjit::x86::Vec a,
                                 asmjit::x86::Vec b, bool integer = false) {
@@ -33,7 +35,7 @@ asmjit::x86::Vec reduce_combine(AsmVecOps<T, E>& o, ExprOp op, asmjit::x86::Vec 
     case ExprOp::ReduceSum:
       return integer ? o.iadd(a, b) : o.add(a, b);
     case ExprOp::ReduceProd:
-      return o.mul(a, b);
+      return integer ? o.imul(a, b) : o.mul(a, b);
     case ExprOp::ReduceMax:
       return o.select(o.mask_or(o.gt(a, b), o.unord(a, a)), a, b);
     default:

@@ -456,8 +456,9 @@ class ColRenderer {
           });
           continue;
         }
-        on(k_.exprs[reduces_[r]].type, lanes, [&](auto& o) {
-          o.store(partial(rows, r, g, lanes), reduce_identity(o, op));
+        const DType t = k_.exprs[reduces_[r]].type;
+        on(t, lanes, [&](auto& o) {
+          o.store(partial(rows, r, g, lanes), reduce_identity(o, op, !is_floating(t)));
           return 0;
         });
       }

@@ -52,8 +52,8 @@ void RowRenderer<E>::pass(int r) {
 
 template <class E>
 template <class T>
-x86::Vec RowRenderer<E>::identity(AsmVecOps<T, E>& o, ExprOp op) {
-  return reduce_identity(o, op);
+x86::Vec RowRenderer<E>::identity(AsmVecOps<T, E>& o, ExprOp op, bool integer) {
+  return reduce_identity(o, op, integer);
 }
 
 template <class E>
@@ -171,7 +171,7 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
     std::vector<x86::Vec> acc(static_cast<size_t>(G));
     for (auto& a : acc) {
       a = ao.new_vec();
-      move(a, identity(ao, op));
+      move(a, identity(ao, op, !is_floating(t)));
     }
     // Lane by lane as eager's lanes. Max / min as eager's range_extreme: a lane keeps
     // maxps(acc, v) (minps), one instruction on the loop-carried chain, and a NaN is noted
@@ -300,7 +300,7 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
       move(s, c(c(c(lane(0), lane(1)), c(lane(2), lane(3))),
                 c(c(lane(4), lane(5)), c(lane(6), lane(7)))));
     } else {
-      move(s, identity(so, op));
+      move(s, identity(so, op, !is_floating(t)));
       for (int i = 0; i < A; ++i) move(s, combine(so, op, s, lane(i)));
     }
     // The rest, in order, L at a time.

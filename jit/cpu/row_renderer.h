@@ -138,7 +138,7 @@ class RowRenderer {
   void pass(int r);
 
   template <class T>
-  x86::Vec identity(AsmVecOps<T, E>& o, ExprOp op);
+  x86::Vec identity(AsmVecOps<T, E>& o, ExprOp op, bool integer = false);
   // The high half of a vector register (the low half is the register's narrower view).
   x86::Vec high_half(x86::Vec v, int bytes, bool dbl);
   x86::Vec low_half(x86::Vec v, int bytes) { return bytes == 64 ? x86::Vec(v.ymm()) : v.xmm(); }

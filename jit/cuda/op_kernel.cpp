@@ -35,50 +35,6 @@ int32_t scalar_param(LoopKernel& k, int32_t p, DType t) {
   return k.as_type(k.param(p), t);
 }
 
-// The binary ops that compute in Bool through Int32 (sub, div and the logical ops do not).
-ExprOp bool_binary_expr(OpId op) {
-  const bool excluded =
-      op == OpId::Sub || op == OpId::Div || op == OpId::LogicalAnd || op == OpId::LogicalOr;
-  return excluded ? ExprOp::kCount : binary_expr(op);
-}
-
-// Ops computing in Bool, through Int32, and isnan of integers (-1 when `c` is none of them).
-int32_t lower_bool(LoopKernel& k, const OpCall& c, std::span<const int32_t> in, DType out) {
-  constexpr DType I = DType::Int32;
-  // isnan of integers is false (the lowering takes floats only); sign of a Bool is itself.
-  if (c.op == OpId::Isnan && !is_floating(c.inputs[0].impl()->dtype()))
-    return k.constant_int(0, DType::Bool);
-  if (c.op == OpId::Sign && c.inputs[0].impl()->dtype() == DType::Bool) return in[0];
-  for (const Tensor& t : c.inputs)
-    if (t.impl()->dtype() != DType::Bool && c.op != OpId::Where) return -1;
-  if (out != DType::Bool) return -1;
-  if (c.op == OpId::Where) {
-    if (c.inputs[1].impl()->dtype() != DType::Bool || c.inputs[2].impl()->dtype() != DType::Bool)
-      return -1;
-    return k.cast(k.select(in[0], k.cast(in[1], I), k.cast(in[2], I)), DType::Bool);
-  }
-  if (c.op == OpId::MaskedFill) {
-    k.params.assign(1, DType::Float64);
-    const int32_t value = k.cast(scalar_param(k, 0, DType::Bool), I);
-    return k.cast(k.select(in[1], value, k.cast(in[0], I)), DType::Bool);
-  }
-  const ExprOp op = bool_binary_expr(c.op);
-  if (op == ExprOp::kCount) return -1;
-  int32_t x = k.cast(in[0], I), y;
-  const ScalarSide side = c.inputs.size() == 1 ? scalar_side(c.attrs) : kNoScalar;
-  if (side != kNoScalar) {
-    if (c.attrs.scalars[0].category() != DTypeCategory::Bool) return -1;
-    k.params.assign(1, DType::Float64);
-    y = k.cast(scalar_param(k, 0, DType::Bool), I);
-    if (side == kScalarLeft) std::swap(x, y);
-  } else {
-    if (c.inputs.size() != 2) return -1;
-    y = k.cast(in[1], I);
-  }
-  const int32_t r = k.binary(op, x, y);
-  return expr_is_compare(op) ? r : k.cast(r, DType::Bool);
-}
-
 }  // namespace
 
 bool cuda_renders(ExprOp op, DType dtype) {
@@ -135,13 +91,11 @@ LoopKernel op_loop_kernel(const OpCall& c, DType out, Device device) {
   }
   k.params.assign(static_cast<size_t>(np), DType::Float32);
 
+  // Ops computing in Bool go through Int32 in the lowering itself (lowering.cpp
+  // computes_via_int), as in fused kernels.
   int32_t result = -1;
-  if (lowers(n, meta_ptrs, s, CudaRenderSupport(device), device)) {
+  if (lowers(n, meta_ptrs, s, CudaRenderSupport(device), device))
     result = lower_node(k, n, meta_ptrs, in, s);
-  } else {
-    k.params.clear();
-    result = lower_bool(k, c, in, out);
-  }
   std::string dtypes;
   for (const Tensor& t : c.inputs)
     dtypes += fmt::format("{}{}", dtypes.empty() ? "" : ", ", t.impl()->dtype());

@@ -15,7 +15,8 @@ bool dtypes_lower(const tracer::Node& n, DType in) {
   const bool fl = in == DType::Float32 || in == DType::Float64;
   const DType out = n.meta.dtype;
   switch (n.op) {
-    case OpId::Sum:  // integers and Bool: an Int64 sum, wrapping (exact in any order)
+    case OpId::Sum:  // integers and Bool: an Int64 sum (product), wrapping (exact in any order)
+    case OpId::Prod:
       return fl ? out == in
                 : (in == DType::Int32 || in == DType::Int64 || in == DType::Bool) &&
                       out == DType::Int64;
@@ -169,8 +170,8 @@ int32_t lower_reduction(LoopKernel& k, const tracer::Node& n, int32_t x, bool co
   switch (n.op) {
     case OpId::Sum:  // an integer or Bool input sums as Int64 (eager's wrapping uint64)
       return k.reduce(ExprOp::ReduceSum, is_floating(t) ? x : k.as_type(x, DType::Int64));
-    case OpId::Prod:
-      return k.reduce(ExprOp::ReduceProd, x);
+    case OpId::Prod:  // likewise as Int64 (eager's wrapping uint64 product)
+      return k.reduce(ExprOp::ReduceProd, is_floating(t) ? x : k.as_type(x, DType::Int64));
     case OpId::Amax:
       return k.reduce(ExprOp::ReduceMax, x);
     case OpId::Amin:

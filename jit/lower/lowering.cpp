@@ -161,6 +161,30 @@ int32_t scalar_expr(LoopKernel& k, const Node& n, const ScalarSource& s, int i, 
   }
 }
 
+// Ops that compute in Bool (ops/cpu/pointwise_functors.h): add, mul, maximum, minimum and the
+// compares of two Bools, where and masked_fill giving a Bool, sign and isnan of a Bool. Their
+// eager kernels compute bool(int(a) op int(b)) (C++ promotes bools to int: a + b is a || b, a *
+// b is a && b, a < b compares 0 and 1), so the lowering computes them in Int32 and casts the
+// result back to Bool (`!= 0`): eager's bits, and no target needs Bool arithmetic of its own.
+// (sub of Bools is an error in eager; div computes in a float type.)
+constexpr DType kBoolVia = DType::Int32;
+
+bool computes_via_int(ExprOp b) {
+  return b == ExprOp::Add || b == ExprOp::Mul || b == ExprOp::Maximum || b == ExprOp::Minimum ||
+         expr_is_compare(b);
+}
+
+// Attrs::scalars[i] as eager converts it for a Bool result (Scalar::to<bool>: not zero, NaN
+// included), as an Int32 0 or 1. A promoted one is a Float64 param (params are numbers) cast to
+// Bool, which keeps that "not zero".
+int32_t bool_scalar_via_int(LoopKernel& k, const Node& n, const ScalarSource& s, int i) {
+  if (s.param[i] >= 0) {
+    k.params[s.param[i]] = DType::Float64;
+    return k.as_type(k.as_type(k.param(s.param[i]), DType::Bool), kBoolVia);
+  }
+  return k.constant_int(n.attrs.scalars[static_cast<size_t>(i)].to<bool>() ? 1 : 0, kBoolVia);
+}
+
 // pow(x, e) (PowScalar) or pow of two operands (Pow, a Scalar on either side), with `x` the
 // tensor inputs in the compute dtype, as PowScalarF / PowF / int_pow compute it.
 int32_t lower_pow(LoopKernel& k, const Node& n, std::span<const int32_t> x,
@@ -245,8 +269,10 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
   if (n.op == OpId::Cast) return inputs.size() == 1 && target.supports(ExprOp::Cast, od);
   if (n.op == OpId::Where || n.op == OpId::MaskedFill) {
     const size_t cond = n.op == OpId::Where ? 0 : 1;
-    return od != DType::Bool && inputs.size() == (n.op == OpId::Where ? 3u : 2u) &&
-           inputs[cond]->dtype == DType::Bool && target.supports(ExprOp::Select, od);
+    const bool via_int = od == DType::Bool;  // selects among Int32 0 / 1, cast back
+    return inputs.size() == (n.op == OpId::Where ? 3u : 2u) && inputs[cond]->dtype == DType::Bool &&
+           target.supports(ExprOp::Select, via_int ? kBoolVia : od) &&
+           (!via_int || target.supports(ExprOp::Cast, DType::Bool));
   }
   if (n.op == OpId::Rand)  // its shape is its attrs' (fixed in the region's key)
     return n.inputs.empty() && is_floating(od) && target.supports(ExprOp::RandUniform, od);
@@ -262,8 +288,13 @@ bool lowers(const Node& n, std::span<const tracer::ValueMeta* const> inputs,
   const DType cd = compute_dtype(n, inputs);
   if (n.op == OpId::LogicalNot || n.op == OpId::LogicalAnd || n.op == OpId::LogicalOr)
     return target.supports(n.op == OpId::LogicalNot ? ExprOp::Not : b, DType::Bool);
-  if (cd == DType::Bool) return false;  // Bool arithmetic and compares of Bools stay eager
-  if (n.op == OpId::Isnan) return is_floating(cd) && target.supports(ExprOp::Ne, cd);
+  if (n.op == OpId::Isnan)  // x != x: false for integers and Bools
+    return target.supports(ExprOp::Ne, cd == DType::Bool ? kBoolVia : cd);
+  if (cd == DType::Bool) {  // through Int32 (computes_via_int); sign of a Bool is itself
+    if (n.op == OpId::Sign) return true;
+    return computes_via_int(b) && target.supports(b, kBoolVia) &&
+           target.supports(ExprOp::Cast, DType::Bool);
+  }
   if (n.op == OpId::Clamp) return target.supports(ExprOp::Select, cd);
   if (n.op == OpId::PowScalar || n.op == OpId::Pow) {
     switch (pow_form(n, scalars, cd)) {
@@ -289,8 +320,15 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
                    std::span<const int32_t> in, const ScalarSource& scalars) {
   const DType od = n.meta.dtype;
   if (n.op == OpId::Cast) return k.as_type(in[0], od);
+  if (n.op == OpId::Where && od == DType::Bool)
+    return k.as_type(k.select(in[0], k.as_type(in[1], kBoolVia), k.as_type(in[2], kBoolVia)),
+                     DType::Bool);
   if (n.op == OpId::Where)  // cond ? a : b, both converted to the output dtype
     return k.select(in[0], k.as_type(in[1], od), k.as_type(in[2], od));
+  if (n.op == OpId::MaskedFill && od == DType::Bool)
+    return k.as_type(
+        k.select(in[1], bool_scalar_via_int(k, n, scalars, 0), k.as_type(in[0], kBoolVia)),
+        DType::Bool);
   if (n.op == OpId::MaskedFill)
     return k.select(in[1], scalar_expr(k, n, scalars, 0, od), k.as_type(in[0], od));
   if (n.op == OpId::Dropout) return lower_dropout(k, n, in[0], scalars, od);
@@ -299,8 +337,13 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
     return k.rand_uniform(scalars.philox, od);
   }
   const DType cd = compute_dtype(n, inputs);
-  SmallVector<int32_t, 2> x;  // the inputs in the compute dtype
-  for (int32_t id : in) x.push_back(k.as_type(id, cd));
+  if (n.op == OpId::Sign && cd == DType::Bool) return in[0];
+  const bool logical =
+      n.op == OpId::LogicalNot || n.op == OpId::LogicalAnd || n.op == OpId::LogicalOr;
+  const bool via_int = cd == DType::Bool && !logical;  // computes_via_int
+  const DType wd = via_int ? kBoolVia : cd;
+  SmallVector<int32_t, 2> x;  // the inputs in the dtype computed in
+  for (int32_t id : in) x.push_back(k.as_type(id, wd));
   if (n.op == OpId::LogicalNot) return k.unary(ExprOp::Not, x[0]);
   if (n.op == OpId::Isnan) return k.binary(ExprOp::Ne, x[0], x[0]);  // x != x
   const ExprOp u = unary_expr(n.op);
@@ -310,6 +353,12 @@ int32_t lower_node(LoopKernel& k, const Node& n, std::span<const tracer::ValueMe
   }
   if (n.op == OpId::PowScalar || n.op == OpId::Pow) return lower_pow(k, n, x, scalars, cd);
   const ExprOp b = binary_expr(n.op);
+  if (b != ExprOp::kCount && via_int) {
+    const int side = scalar_side(n.attrs);
+    const int32_t y = side == kNoScalar ? x[1] : bool_scalar_via_int(k, n, scalars, 0);
+    const int32_t r = side == kScalarLeft ? k.binary(b, y, x[0]) : k.binary(b, x[0], y);
+    return expr_is_compare(b) ? r : k.as_type(r, DType::Bool);
+  }
   if (b != ExprOp::kCount) {
     switch (scalar_side(n.attrs)) {
       case kScalarRight:

@@ -7,7 +7,10 @@
 // computes there, and yields its output dtype (Bool for comparisons, stored as bytes 0 / 1). Its
 // scalars (a Scalar operand, clamp bounds, an exponent, masked_fill's value) are constants
 // converted to the compute dtype as the eager kernel converts them (Scalar::to), or kernel
-// parameters of that type where the region promoted them to runtime values.
+// parameters of that type where the region promoted them to runtime values. An op whose compute
+// dtype is Bool (Bool + Bool, a compare of Bools, where / masked_fill giving a Bool) computes in
+// Int32 and casts back, which is what eager's bool(int(a) op int(b)) is: targets need no Bool
+// arithmetic (lowering.cpp, computes_via_int).
 #pragma once
 #include <cstdint>
 #include <span>
