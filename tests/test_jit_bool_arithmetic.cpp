@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_device_util.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
 #include "suite_passes.h"
@@ -182,6 +183,42 @@ TEST_F(JitBoolArithmeticTest, SignAndIsnanOfBoolsAndIntegersAreOneKernel) {
       {"isnan int64", [&](int it) { return TensorList{where(isnan(i64 * it), x, -x)}; }},
   };
   expect_one_kernel_each(programs);
+}
+
+// The same ops on CUDA tensors: the CUDA op kernels (jit/cuda/op_kernel.cpp) take the same
+// lowering, eager and recorded; bitwise equal to the CPU, Bool scalars and masked_fill's value
+// converted as the CPU converts them.
+TEST_F(JitBoolArithmeticTest, CudaBoolArithmeticMatchesTheCpu) {
+  KILN_SKIP_WITHOUT_GPU();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto program = [nan](const Tensor& x, const Tensor& y, const Tensor& r) {
+    const Tensor a = x > 0, b = y > 0, c = r < 0;
+    return TensorList{a + b,          a * c,           maximum(a, c),        minimum(b, a),
+                      a == c,         a != b,          a < b,                b >= c,
+                      a + true,       false * b,       a == false,           where(x > y, a, c),
+                      b.masked_fill(a, true),          b.masked_fill(c, 0.5), b.masked_fill(a, nan),
+                      a.masked_fill(b, false),         sign(a),              isnan(a),
+                      isnan((x * 100).to(kInt32)),     isnan((y * 100).to(kInt64))};
+  };
+  const Tensor x = eager_normal({37, 45}, 9), y = eager_normal({37, 45}, 10),
+               r = eager_normal({1, 45}, 11);
+  TensorList want;
+  {
+    JitMode off(false);
+    want = program(x, y, r);
+  }
+  const Tensor gx = x.to(kGpu), gy = y.to(kGpu), gr = r.to(kGpu);
+  for (bool recorded : {false, true}) {
+    TensorList got;
+    {
+      JitMode mode(recorded);
+      got = program(gx, gy, gr);
+      kiln::sync();
+    }
+    TensorList host;
+    for (const Tensor& t : got) host.push_back(t.to(Device::cpu()));
+    expect_lists_bitwise_equal(host, want, recorded ? "recorded on CUDA" : "eager on CUDA");
+  }
 }
 
 }  // namespace
