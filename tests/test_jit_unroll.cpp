@@ -293,19 +293,69 @@ TEST(JitUnroll, TargetChoosesThreeForVectorMath) {
   EXPECT_EQ(cpu_kernel_unroll(sm, JitIsa::Sse2), kUnrollMathFewRegisters);
 }
 
-// Bodies that branch or call out (sin/cos), or draw (RandUniform), are never unrolled, even when
-// KILN_JIT_UNROLL asks for it (jit/cpu/render.h, cpu_kernel_unrolls).
-TEST(JitUnroll, BodiesThatCallOrDrawAreNotUnrolled) {
+// Bodies that branch or call out (sin/cos) are never unrolled, even when KILN_JIT_UNROLL asks
+// for it (jit/cpu/render.h, cpu_kernel_unrolls); pointwise kernels that draw (RandUniform) take
+// kUnrollDraw, row kernels that draw none.
+TEST(JitUnroll, BodiesThatCallAreNotUnrolledDrawingOnesTakeTwo) {
   LoopKernel s = LoopKernel::uniform(kFloat32, 1);
   s.stores = {s.unary(ExprOp::Sin, s.load(0))};
+  EXPECT_FALSE(cpu_kernel_unrolls(s));
+  EXPECT_EQ(cpu_kernel_unroll(s, JitIsa::Avx512), 1);
   LoopKernel r = LoopKernel::uniform(kFloat32, 1);
   for (int i = 0; i < 4; ++i) r.params.push_back(kInt32);
   r.stores = {r.binary(ExprOp::Mul, r.load(0), r.rand_uniform(0, kFloat32))};
-  for (const LoopKernel* k : {&s, &r}) {
-    EXPECT_FALSE(cpu_kernel_unrolls(*k)) << jit::to_text(*k);
-    EXPECT_EQ(cpu_kernel_unroll(*k, JitIsa::Avx512), 1);
-  }
+  EXPECT_TRUE(cpu_kernel_unrolls(r));
+  for (JitIsa isa : {JitIsa::Avx512, JitIsa::Avx2, JitIsa::Sse2})
+    EXPECT_EQ(cpu_kernel_unroll(r, isa), kUnrollDraw);
+  r.stores = {r.reduce(ExprOp::ReduceSum, r.stores[0])};
+  EXPECT_FALSE(cpu_kernel_unrolls(r));
   EXPECT_TRUE(cpu_kernel_unrolls(gelu_kernel(kFloat32)));
+}
+
+// Drawing kernels unrolled: rand and dropout (Philox at the element's row-major index; each
+// unrolled copy draws at its own offset) at every unroll 1-4 on every ISA path, at lengths
+// around every tail and a long one on two threads, recorded and planned, bitwise equal to eager.
+// Giving every copy the first copy's offset fails it.
+TEST(JitUnroll, DrawingKernelsAtEveryUnrollMatchEager) {
+  ConfigOverride<bool> sync_planning(config().jit_async, false);
+  ConfigOverride<int> threshold(config().jit_threshold, -1);
+  kiln::testing::JitRestore restore;
+  for (const std::string& isa : supported_jit_isas()) {
+    ConfigOverride<std::string> o(config().jit_isa, isa);
+    for (int unroll = 1; unroll <= 4; ++unroll) {
+      ConfigOverride<int> u(config().jit_unroll, unroll);
+      for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{15}, int64_t{17}, int64_t{33},
+                        int64_t{100}, int64_t{1031}, kParallelGrain * 3 + 5}) {
+        Tensor x;
+        {
+          kiln::testing::JitMode off(false);
+          x = values(kFloat32, n, static_cast<int>(n)) + 0.5;
+        }
+        auto program = [&] {
+          manual_seed(static_cast<uint64_t>(n) + 11);
+          return std::vector<Tensor>{dropout(x * 1.5 + 0.25, 0.3, true) * 2.0,
+                                     rand({n}) * x + rand({n}, TensorOptions().dtype(kFloat64))};
+        };
+        std::vector<Tensor> want;
+        {
+          kiln::testing::JitMode off(false);
+          want = program();
+        }
+        tracer::RegionCache::instance().clear();
+        for (int it = 0; it < 2; ++it) {
+          std::vector<Tensor> got;
+          {
+            kiln::testing::JitMode on(true);
+            got = program();
+            kiln::sync();
+          }
+          for (size_t i = 0; i < want.size(); ++i)
+            EXPECT_EQ(bytes_of(got[i]), bytes_of(want[i]))
+                << isa << " unroll " << unroll << " n=" << n << " output " << i << " run " << it;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

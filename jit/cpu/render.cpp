@@ -241,7 +241,7 @@ namespace kiln::jit {
 int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa) { return kernel_lanes(k, isa); }
 
 bool cpu_kernel_unrolls(const LoopKernel& k) {
-  if (k.uses_index()) return false;
+  if (k.uses_index() && k.has_reduce()) return false;  // drawing row kernels: not measured
   for (const Expr& e : k.exprs)
     if (e.op == ExprOp::Sin || e.op == ExprOp::Cos || (e.op == ExprOp::Pow && !is_floating(e.type)))
       return false;
@@ -262,6 +262,7 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa) {
   if (math > kUnrollMaxMath || k.exprs.size() > kUnrollMaxExprs) return 1;
   if (k.has_reduce())
     return element_math > 0 && isa != JitIsa::Avx512 ? kUnrollMathFewRegisters : kRowUnroll;
+  if (k.uses_index()) return kUnrollDraw;
   return math > 0 ? 3 : 1;
 }
 
