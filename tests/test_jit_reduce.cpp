@@ -1503,7 +1503,7 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
                               (a > 0).sum({-1})};
           },
           what, &kernels);
-      EXPECT_EQ(kernels, 2) << what << ": " << steps;  // a's and b's rows; l's
+      EXPECT_EQ(kernels, 1) << what << ": " << steps;  // a's, b's and l's rows in one kernel
       EXPECT_EQ(steps.find('e'), std::string::npos) << what << ": " << steps;
       tracer::RegionCache::instance().clear();
       EXPECT_EQ(run_both([&] { return TensorList{(a + 1).sum({0})}; }, what + " columns"), "k2")
@@ -1519,6 +1519,59 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
         },
         isa + " long row");
     EXPECT_GT(jit::cpu_jit_counters().split_row_launches.load() - split_before, 0) << isa;
+  }
+}
+
+// Row reductions of different inputs of one shape share a row kernel (planner.cpp: a reduction
+// with no kernel computing or reading its input joins the latest row kernel of its shape, and
+// so does a prologue node that only feeds such reductions): `x.sum(-1) + y.sum(-1)`, a cosine
+// similarity's three sums and their epilogue, sums of squares under a sqrt; one kernel each
+// (three before), bitwise equal to eager on every ISA, rows of one element to rows split across
+// two threads. A prologue that is also a graph output keeps its own store but joins too.
+TEST_F(JitReducePlanTest, RowReductionsOfOtherInputsShareOneRowKernel) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (int64_t n : {1, 7, 100, 1031}) {
+      const std::string what = fmt::format("{} n={}", isa, n);
+      const uint64_t sd = static_cast<uint64_t>(n);
+      const Tensor x = randn_of({6, n}, sd + 850), y = randn_of({6, n}, sd + 851);
+      const Tensor z = randn_of({6, n}, sd + 852, kFloat64);
+      auto one_kernel = [&](const std::function<TensorList()>& program, const char* name) {
+        tracer::RegionCache::instance().clear();
+        int kernels = 0;
+        const std::string steps = run_both(program, what + " " + name, &kernels);
+        EXPECT_EQ(kernels, 1) << what << " " << name << ": " << steps;
+        EXPECT_EQ(steps.find('e'), std::string::npos) << what << " " << name << ": " << steps;
+      };
+      one_kernel([&] { return TensorList{x.sum({-1}) + y.sum({-1}, false)}; }, "two sums");
+      one_kernel(
+          [&] {
+            return TensorList{(x * y).sum({-1}) /
+                              ((x * x).sum({-1}).sqrt() * (y * y).sum({-1}).sqrt() + 1e-8)};
+          },
+          "cosine similarity");
+      one_kernel(
+          [&] {
+            return TensorList{(x * x).sum({-1}, true).sqrt() * (y * y).amax({-1}, true),
+                              z.logsumexp({-1}) + (x - y).abs().mean({-1})};
+          },
+          "four reductions, two dtypes");
+      one_kernel(
+          [&] {
+            const Tensor u = y * y;
+            const Tensor su = u.sum({-1});  // u's kernel is a row kernel from here on
+            return TensorList{u, su + x.sum({-1})};
+          },
+          "a stored prologue");
+    }
+    // Two long rows (chunks split across two threads), each sum of its own input.
+    ConfigOverride<int> threads(config().num_threads, 2);
+    tracer::RegionCache::instance().clear();
+    const Tensor a = randn_of({2, 140001}, 860), b = randn_of({2, 140001}, 861);
+    int kernels = 0;
+    run_both([&] { return TensorList{(a * a).sum({-1}) - b.sum({-1})}; }, isa + " long rows",
+             &kernels);
+    EXPECT_EQ(kernels, 1) << isa;
   }
 }
 

@@ -324,8 +324,8 @@ TEST(JitUnroll, DrawingKernelsAtEveryUnrollMatchEager) {
     ConfigOverride<std::string> o(config().jit_isa, isa);
     for (int unroll = 1; unroll <= 4; ++unroll) {
       ConfigOverride<int> u(config().jit_unroll, unroll);
-      for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{15}, int64_t{17}, int64_t{33},
-                        int64_t{100}, int64_t{1031}, kParallelGrain * 3 + 5}) {
+      for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{15}, int64_t{17}, int64_t{33}, int64_t{100},
+                        int64_t{1031}, kParallelGrain * 3 + 5}) {
         Tensor x;
         {
           kiln::testing::JitMode off(false);

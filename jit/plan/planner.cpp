@@ -315,6 +315,28 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
   }
 
+  // Values read only by row reductions over their own shape, or by elementwise nodes of their
+  // shape whose values are read so (not graph outputs): the prologues of row reductions. Such a
+  // value, started on its own, may join an earlier row kernel of its shape instead (below:
+  // `x.sum(-1) + y.sum(-1)`, a cosine similarity's three sums: one kernel, not three).
+  std::vector<uint8_t> feeds_row_reductions(nv, 0);
+  {
+    std::vector<uint8_t> read(nv, 0), readers_ok(nv, 1);
+    for (ValueId v : g.outputs) readers_ok[v] = 0;
+    for (size_t jj = g.nodes.size(); jj-- > 0;) {
+      const Node& n = g.nodes[jj];
+      feeds_row_reductions[n.output] = read[n.output] && readers_ok[n.output];
+      const bool reduction = n.inputs.size() == 1 && row_reduction_dims(n, *meta[n.inputs[0]]) > 0;
+      const bool elementwise = (op_def(n.op).flags & kWritesAnyLayout) && n.subgraphs.empty() &&
+                               feeds_row_reductions[n.output];
+      for (ValueId v : n.inputs) {
+        read[v] = 1;
+        readers_ok[v] =
+            readers_ok[v] && (reduction || (elementwise && meta[v]->sizes == n.meta.sizes));
+      }
+    }
+  }
+
   // Group.
   std::vector<Group> groups;
   std::vector<Draft> drafts;
@@ -471,6 +493,12 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       const std::vector<ValueId>& reads = groups[drafts[s].group].reads;
       if (std::find(reads.begin(), reads.end(), x) != reads.end()) target = static_cast<int32_t>(s);
     }
+    // Else the latest row kernel of x's shape reducing the same dims after x is computed: a
+    // reduction of another input beside it (x.sum(-1) + y.sum(-1)) is one more pass there.
+    if (target < 0 && inner == 0 && friendly(x))
+      for (size_t s = drafts.size(); target < 0 && s-- > 0 && static_cast<int32_t>(s) > step_of[x];)
+        if (ok(static_cast<int32_t>(s)) && groups[drafts[s].group].reduced_dims == r)
+          target = static_cast<int32_t>(s);
     if (target < 0) {
       if (!friendly(x) || (inner > 0 && !row_major(x))) return false;
       groups.push_back(Group{{}, xs, {}, 0, 0, {}, {}, {}, {}, false, {}});
@@ -592,6 +620,25 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     if (target >= 0 && random_index[jj] >= 0 && groups[drafts[target].group].reduced_dims > 0)
       target = -1;
+    // A node that would start a kernel of its own and only feeds row reductions of its shape
+    // (a prologue: `(y * y).sum(-1)` beside `(x * x).sum(-1)`) joins the latest row kernel of
+    // that shape that runs after its inputs are computed: one more pass there, no kernel of its
+    // own, no store (what it feeds joins the same kernel).
+    if (target < 0 && feeds_row_reductions[n.output] && random_index[jj] < 0)
+      for (size_t s = drafts.size(); target < 0 && s-- > 0;) {
+        if (drafts[s].group < 0) continue;
+        const Group& grp = groups[drafts[s].group];
+        if (grp.reduced_dims == 0 || grp.inner_dims != 0 || grp.draws || grp.sizes != n.meta.sizes)
+          continue;
+        bool ready = true;
+        for (ValueId v : reads_of_node)
+          ready = ready && step_of[v] <= static_cast<int32_t>(s) &&
+                  (step_of[v] == static_cast<int32_t>(s) ||
+                   row_friendly(v, grp.sizes, grp.reduced_dims));
+        if (ready && fits_row_kernel(grp, n, static_cast<int32_t>(s)))
+          target = static_cast<int32_t>(s);
+        break;  // only the latest row kernel of that shape: no reordering past it
+      }
     if (target < 0) {
       groups.push_back(Group{{}, n.meta.sizes, {}, 0, 0, {}, {}, {}, {}, false, {}});
       drafts.push_back({-1, static_cast<int32_t>(groups.size()) - 1});
