@@ -1522,6 +1522,69 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
   }
 }
 
+// A gradient of a sum or a mean is a scalar expanded to its input's shape (stride 0 in every
+// dim): a row kernel reads it as a broadcast along the row (planner.cpp row_friendly), so the
+// backward of softmax, log_softmax and layer_norm under such a loss joins the forward's row
+// kernel: one kernel (three, two and four before). Bitwise against eager on every ISA; an input
+// expanded by the program itself too, also over two long rows split across two threads. A row
+// read with stride 0 in one dim of two and 1 in the other is no broadcast: still bitwise.
+TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (auto [rows, n, threads] : {std::array<int64_t, 3>{6, 37, 1}, {2, 140001, 2}}) {
+      ConfigOverride<int> t(config().num_threads, static_cast<int>(threads));
+      const std::string what = fmt::format("{} [{}, {}]", isa, rows, n);
+      const Tensor x = randn_of({rows, n}, static_cast<uint64_t>(n) + 870);
+      const Tensor ones_expanded = randn_of({1, 1}, 871).expand({rows, n});
+      auto grad_of = [&](const std::function<Tensor(const Tensor&)>& loss) {
+        return [&x, loss] {
+          Tensor xx = x.detach().requires_grad_();
+          loss(xx).backward();
+          return TensorList{xx.grad()};
+        };
+      };
+      const std::vector<std::pair<const char*, std::function<TensorList()>>> programs = {
+          {"softmax, sum", grad_of([&](const Tensor& xx) { return (softmax(xx, -1) * x).sum(); })},
+          {"log_softmax, mean", grad_of([&](const Tensor& xx) {
+             return (log_softmax(xx, -1) * x).mean({0, 1});
+           })},
+          {"layer_norm, mean", grad_of([&](const Tensor& xx) {
+             return (layer_norm(xx, {n}) * x).mean({0, 1});
+           })},
+          {"an expanded input",
+           [&] {
+             const Tensor y = softmax(x, -1);
+             const Tensor p = (ones_expanded * x) * y;
+             return TensorList{p - y * p.sum({-1}, true)};
+           }},
+      };
+      for (const auto& [name, program] : programs) {
+        // Long rows: the program's own expanded input only (autograd's long-row gradients are
+        // recorded as an expand of a [1, 1] input, a view step the kernels wait for).
+        if (n > 1000 && std::string(name) != "an expanded input") continue;
+        tracer::RegionCache::instance().clear();
+        int kernels = 0;
+        const std::string steps = run_both(program, what + " " + name, &kernels);
+        EXPECT_EQ(kernels, 1) << what << " " << name << ": " << steps;
+        EXPECT_EQ(steps.find('e'), std::string::npos) << what << " " << name << ": " << steps;
+      }
+    }
+    // Rows of [a, b] reduced over both dims, read with strides [0, 1]: neither one contiguous run
+    // nor a broadcast, so the value is computed by a kernel of its own, not loaded by the row
+    // kernel.
+    tracer::RegionCache::instance().clear();
+    const Tensor part = randn_of({1, 5}, 872).expand({4, 5});  // strides [0, 1]
+    const Tensor y = randn_of({3, 4, 5}, 873);
+    int kernels = 0;
+    run_both(
+        [&] {
+          return TensorList{(y * part).sum({1, 2})};
+        },
+        isa + " partly expanded", &kernels);
+    EXPECT_GE(kernels, 1) << isa;
+  }
+}
+
 // Row reductions of different inputs of one shape share a row kernel (planner.cpp: a reduction
 // with no kernel computing or reading its input joins the latest row kernel of its shape, and
 // so does a prologue node that only feeds such reductions): `x.sum(-1) + y.sum(-1)`, a cosine

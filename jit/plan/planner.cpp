@@ -358,12 +358,16 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (!all_full) return false;
     if (m.strides.empty()) return true;  // a value computed row-major
     int64_t expected = 1;
+    bool expanded = true;  // stride 0 over the whole row: a broadcast in memory (expand)
     for (size_t d = m.sizes.size(); d-- > m.sizes.size() - static_cast<size_t>(r);) {
       if (m.sizes[d] == 1) continue;
-      if (m.strides[d] != expected) return false;
-      expected *= m.sizes[d];
+      expanded = expanded && m.strides[d] == 0;
+      if (m.strides[d] != expected) expected = -1;
+      if (expected >= 0) expected *= m.sizes[d];
     }
-    return true;
+    // An expanded value (autograd's gradient of a sum or a mean: ones expanded) is read as a
+    // broadcast along the row, which the row renderer loads once per row.
+    return expected >= 0 || expanded;
   };
   // Whether value v, read by a column kernel over `sizes` reducing the `r` dims before the last
   // `inner`, moves along the columns as one contiguous run or not at all (a broadcast), and
