@@ -1525,7 +1525,7 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
 // A gradient of a sum or a mean is a scalar expanded to its input's shape (stride 0 in every
 // dim): a row kernel reads it as a broadcast along the row (planner.cpp row_friendly), so the
 // backward of softmax, log_softmax and layer_norm under such a loss joins the forward's row
-// kernel: one kernel (three, two and four before), also over two long rows split across two
+// kernel: one kernel (softmax under a sum: three before), also over two long rows split across two
 // threads, where autograd records the gradient as an expand of a [1, 1] input (a view step,
 // which the planner puts first: planner.cpp, `hoisted`). Bitwise against eager on every ISA; an
 // input expanded by the program itself too. A row read with stride 0 in one dim of two and 1
