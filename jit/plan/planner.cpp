@@ -65,6 +65,32 @@ struct Draft {
   int32_t group = -1;
 };
 
+// Per value: whether it is read, not a graph output, and every reader is a reduction
+// (`reduces(node)`, asked of one-input nodes) or an elementwise node whose own value is such a
+// value (of the same shape, where `same_shape`): what only feeds those reductions.
+template <class Reduces>
+std::vector<uint8_t> only_feeding_reductions(const Graph& g,
+                                             const std::vector<const tracer::ValueMeta*>& meta,
+                                             bool same_shape, const Reduces& reduces) {
+  const size_t nv = meta.size();
+  std::vector<uint8_t> feeds(nv, 0), read(nv, 0), readers_ok(nv, 1);
+  for (tracer::ValueId v : g.outputs) readers_ok[v] = 0;
+  for (size_t jj = g.nodes.size(); jj-- > 0;) {
+    const tracer::Node& n = g.nodes[jj];
+    feeds[n.output] = read[n.output] && readers_ok[n.output];
+    const bool reduction = n.inputs.size() == 1 && reduces(n);
+    const bool elementwise =
+        (op_def(n.op).flags & kWritesAnyLayout) && n.subgraphs.empty() && feeds[n.output];
+    for (tracer::ValueId v : n.inputs) {
+      read[v] = 1;
+      readers_ok[v] =
+          readers_ok[v] &&
+          (reduction || (elementwise && (!same_shape || meta[v]->sizes == n.meta.sizes)));
+    }
+  }
+  return feeds;
+}
+
 // The kernel of one group: inputs, expressions, outputs, parameters (null: it stores nothing).
 std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
                                          const std::vector<const tracer::ValueMeta*>& meta,
@@ -297,45 +323,15 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // output: kept out of a column kernel's epilogue (which would store them for the reduction's
   // kernel to read back), they become that reduction's prologue instead (var's centered squares,
   // jit/passes/column_split.h).
-  std::vector<uint8_t> feeds_column_reductions(nv, 0);
-  {
-    std::vector<uint8_t> read(nv, 0), readers_ok(nv, 1);
-    for (ValueId v : g.outputs) readers_ok[v] = 0;
-    for (size_t jj = g.nodes.size(); jj-- > 0;) {
-      const Node& n = g.nodes[jj];
-      feeds_column_reductions[n.output] = read[n.output] && readers_ok[n.output];
-      const bool reduction =
-          n.inputs.size() == 1 && column_reduction_dims(n, *meta[n.inputs[0]]).reduced > 0;
-      const bool elementwise = (op_def(n.op).flags & kWritesAnyLayout) && n.subgraphs.empty() &&
-                               feeds_column_reductions[n.output];
-      for (ValueId v : n.inputs) {
-        read[v] = 1;
-        readers_ok[v] = readers_ok[v] && (reduction || elementwise);
-      }
-    }
-  }
-
+  const std::vector<uint8_t> feeds_column_reductions = only_feeding_reductions(
+      g, meta, false,
+      [&](const Node& n) { return column_reduction_dims(n, *meta[n.inputs[0]]).reduced > 0; });
   // Values read only by row reductions over their own shape, or by elementwise nodes of their
-  // shape whose values are read so (not graph outputs): the prologues of row reductions. Such a
-  // value, started on its own, may join an earlier row kernel of its shape instead (below:
-  // `x.sum(-1) + y.sum(-1)`, a cosine similarity's three sums: one kernel, not three).
-  std::vector<uint8_t> feeds_row_reductions(nv, 0);
-  {
-    std::vector<uint8_t> read(nv, 0), readers_ok(nv, 1);
-    for (ValueId v : g.outputs) readers_ok[v] = 0;
-    for (size_t jj = g.nodes.size(); jj-- > 0;) {
-      const Node& n = g.nodes[jj];
-      feeds_row_reductions[n.output] = read[n.output] && readers_ok[n.output];
-      const bool reduction = n.inputs.size() == 1 && row_reduction_dims(n, *meta[n.inputs[0]]) > 0;
-      const bool elementwise = (op_def(n.op).flags & kWritesAnyLayout) && n.subgraphs.empty() &&
-                               feeds_row_reductions[n.output];
-      for (ValueId v : n.inputs) {
-        read[v] = 1;
-        readers_ok[v] =
-            readers_ok[v] && (reduction || (elementwise && meta[v]->sizes == n.meta.sizes));
-      }
-    }
-  }
+  // shape whose values are read so: the prologues of row reductions. Such a value, started on
+  // its own, may join an earlier row kernel of its shape instead (below: `x.sum(-1) +
+  // y.sum(-1)`, a cosine similarity's three sums: one kernel, not three).
+  const std::vector<uint8_t> feeds_row_reductions = only_feeding_reductions(
+      g, meta, true, [&](const Node& n) { return row_reduction_dims(n, *meta[n.inputs[0]]) > 0; });
 
   // Group.
   std::vector<Group> groups;
