@@ -33,6 +33,11 @@ mutations=(
   "lane memo answers views|runtime/dispatcher.cpp|  if (lane != nullptr \&\& !(def.flags \& kIsView)) {|  if (lane != nullptr) {|EagerTierTest.*|"
   "lane memo's place ignores the interval before|runtime/eager_lane.h| ^ before * 0xff51afd7ed558ccdull)| ^ 0)|EagerTierTest.TheLane*|"
   "cpu row kernels reject Int32 row values|jit/cpu/row_renderer.cpp|  for (int32_t j = 0; j < k_.num_outputs(); ++j) elem_store_[j] = !row_[k_.stores[j]];|  for (int32_t j = 0; j < k_.num_outputs(); ++j) {\n    elem_store_[j] = !row_[k_.stores[j]];\n    KILN_CHECK(!(!elem_store_[j] \&\& k_.output_dtype(j) == DType::Int32), \"mutation\");\n  }|JitReducePlanTest.RowValuesCastToInt32*|"
+  "masked_fill of a Bool converts its value as an Int32|jit/lower/lowering.cpp|k.constant_int(n.attrs.scalars[static_cast<size_t>(i)].to<bool>() ? 1 : 0, kBoolVia);|k.constant_int(n.attrs.scalars[static_cast<size_t>(i)].to<int32_t>(), kBoolVia);|JitBoolArithmeticTest.*|"
+  "integer products start from 1.0's bits|jit/cpu/reduce_ops.h|      return integer ? o.isplat(1) : o.splat(1.0);|      return o.splat(1.0);|JitReducePlanTest.IntegerProducts*|"
+  "integer products multiply as floats|jit/cpu/reduce_ops.h|      return integer ? o.imul(a, b) : o.mul(a, b);|      return o.mul(a, b);|JitReducePlanTest.IntegerProducts*|"
+  "unrolled drawing copies share the first index|jit/cpu/body_emitter.h|        if (first_ != 0) {|        if (false) {|JitUnroll.Drawing*|"
+  "an expanded row is no broadcast|jit/plan/planner.cpp|    bool expanded = true;|    bool expanded = false;|JitReducePlanTest.ExpandedGradients*|"
   "recorded result perturbed in the last bit|tracer/interpreter.cpp|          values[n.output] = run_eager(def, call, n.meta);\n        }|          values[n.output] = run_eager(def, call, n.meta);\n          Tensor\& o = values[n.output];\n          if (o.dtype() == kFloat32 \&\& o.impl()->numel() > 0) *static_cast<uint32_t*>(o.impl()->data()) ^= 1u;\n        }|Pointwise.*:Reduce*.*:IndexSelect.*:ShapeCat.*:RecordFuzz.RandomPrograms*|KILN_FUZZ_SEEDS=300"
 )
 
