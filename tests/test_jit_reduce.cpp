@@ -1527,9 +1527,9 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
 // backward of softmax, log_softmax and layer_norm under such a loss joins the forward's row
 // kernel: one kernel (softmax under a sum: three before), also over two long rows split across two
 // threads, where autograd records the gradient as an expand of a [1, 1] input (a view step,
-// which the planner puts first: planner.cpp, `hoisted`). Bitwise against eager on every ISA; an
-// input expanded by the program itself too. A row read with stride 0 in one dim of two and 1
-// in the other is no broadcast: still bitwise.
+// which the graph passes put first: jit/passes/sink_views.h hoist_views). Bitwise against eager on
+// every ISA; an input expanded by the program itself too. A row read with stride 0 in one dim of
+// two and 1 in the other is no broadcast: still bitwise.
 TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);

@@ -81,7 +81,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
     c.sunk += s;
     c.dropped += dce(pg);
   }
-  if (c.sunk > 0) hoist_views(pg);
+
   // Full-size fills that only broadcast into elementwise readers shrink to one element (then
   // merge and fold).
   if (o.simplify) c.simplified += broadcast_fills(pg);
@@ -99,6 +99,11 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
     c.folded += f;
     if (f > 0) c.dropped += dce(pg);
   }
+  // Views last of all move up (right after what they view; views of graph inputs before
+  // everything), where views sank or not: a kernel reading a view made late would wait behind
+  // it (autograd's gradient of a sum over long rows: an expand of a [1, 1] input recorded after
+  // the forward, which kept the backward out of the forward's row kernel).
+  if (o.sink_views) c.hoisted += hoist_views(pg);
 
   Totals& t = totals();
   t.decomposed += c.decomposed;

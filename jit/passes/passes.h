@@ -43,7 +43,10 @@ struct PassCounts {
   int merged = 0;      // nodes merged into an equal earlier node
   int folded = 0;      // nodes computed while planning
   int dropped = 0;     // dead nodes removed
-  int changes() const { return decomposed + sunk + simplified + merged + folded + dropped; }
+  int hoisted = 0;     // nodes that changed place when views moved up (hoist_views)
+  int changes() const {
+    return decomposed + sunk + simplified + merged + folded + dropped + hoisted;
+  }
 };
 
 struct PassResult {

@@ -136,7 +136,7 @@ int sink_views(PassGraph& pg, const KernelTarget& target) {
   return count;
 }
 
-void hoist_views(PassGraph& pg) {
+int hoist_views(PassGraph& pg) {
   tracer::Graph& g = pg.graph;
   const std::vector<int32_t> producer = pg.producers();
   const size_t n = g.nodes.size();
@@ -155,11 +155,13 @@ void hoist_views(PassGraph& pg) {
   out.reserve(n);
   origin.reserve(n);
   std::vector<int32_t> stack;
+  int moved = 0;
   auto emit = [&](int32_t j) {  // j, then the views of j, of those views, ... (depth first)
     stack.push_back(j);
     while (!stack.empty()) {
       const auto k = static_cast<size_t>(stack.back());
       stack.pop_back();
+      moved += k != out.size();
       out.push_back(std::move(g.nodes[k]));
       origin.push_back(pg.origin[k]);
       for (auto it = after[k].rbegin(); it != after[k].rend(); ++it) stack.push_back(*it);
@@ -170,6 +172,7 @@ void hoist_views(PassGraph& pg) {
     if (!attached[j]) emit(static_cast<int32_t>(j));
   g.nodes = std::move(out);
   pg.origin = std::move(origin);
+  return moved;
 }
 
 }  // namespace kiln::jit::passes

@@ -35,6 +35,7 @@ int sink_views(PassGraph& pg, const KernelTarget& target);
 // first): a view costs nothing to run, and the planner fuses a node into a kernel only when all
 // its inputs exist before that kernel runs, so a view made late would split the chain it feeds.
 // Only the order changes (a valid topological order, random nodes in their relative order).
-void hoist_views(PassGraph& pg);
+// Returns how many nodes changed place (0: the order was already so).
+int hoist_views(PassGraph& pg);
 
 }  // namespace kiln::jit::passes

@@ -526,23 +526,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     step_of[n.output] = target;
     return true;
   };
-  // Views of graph inputs (autograd's gradient of a sum over long rows: an expand of a [1, 1]
-  // input; a weight's transpose) are eager steps that move no data. They come first, so that a
-  // kernel reading one is not held behind them: the backward of a row kernel then joins the
-  // forward's kernel. (Chains of such views too; a view of a computed value keeps its place.)
-  std::vector<uint8_t> hoisted(g.nodes.size(), 0), from_hoisted(nv, 0), computed(nv, 0);
-  for (const Node& n : g.nodes) computed[n.output] = 1;
   for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
-    const Node& n = g.nodes[jj];
-    if (!(op_def(n.op).flags & kIsView) || !n.subgraphs.empty() || n.inputs.size() != 1 ||
-        (computed[n.inputs[0]] && !from_hoisted[n.inputs[0]]))
-      continue;
-    drafts.push_back({static_cast<int32_t>(jj), -1});
-    step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
-    hoisted[jj] = from_hoisted[n.output] = 1;
-  }
-  for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
-    if (hoisted[jj]) continue;
     const auto j = static_cast<int32_t>(jj);
     const Node& n = g.nodes[jj];
     SmallVector<const tracer::ValueMeta*, 4> in_meta;
