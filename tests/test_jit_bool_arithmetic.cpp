@@ -193,12 +193,26 @@ TEST_F(JitBoolArithmeticTest, CudaBoolArithmeticMatchesTheCpu) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto program = [nan](const Tensor& x, const Tensor& y, const Tensor& r) {
     const Tensor a = x > 0, b = y > 0, c = r < 0;
-    return TensorList{a + b,          a * c,           maximum(a, c),        minimum(b, a),
-                      a == c,         a != b,          a < b,                b >= c,
-                      a + true,       false * b,       a == false,           where(x > y, a, c),
-                      b.masked_fill(a, true),          b.masked_fill(c, 0.5), b.masked_fill(a, nan),
-                      a.masked_fill(b, false),         sign(a),              isnan(a),
-                      isnan((x * 100).to(kInt32)),     isnan((y * 100).to(kInt64))};
+    return TensorList{a + b,
+                      a * c,
+                      maximum(a, c),
+                      minimum(b, a),
+                      a == c,
+                      a != b,
+                      a < b,
+                      b >= c,
+                      a + true,
+                      false * b,
+                      a == false,
+                      where(x > y, a, c),
+                      b.masked_fill(a, true),
+                      b.masked_fill(c, 0.5),
+                      b.masked_fill(a, nan),
+                      a.masked_fill(b, false),
+                      sign(a),
+                      isnan(a),
+                      isnan((x * 100).to(kInt32)),
+                      isnan((y * 100).to(kInt64))};
   };
   const Tensor x = eager_normal({37, 45}, 9), y = eager_normal({37, 45}, 10),
                r = eager_normal({1, 45}, 11);
