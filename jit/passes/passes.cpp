@@ -20,7 +20,8 @@ namespace kiln::jit::passes {
 namespace {
 
 struct Totals {
-  std::atomic<int64_t> decomposed{0}, sunk{0}, simplified{0}, merged{0}, folded{0}, dropped{0};
+  std::atomic<int64_t> decomposed{0}, sunk{0}, simplified{0}, merged{0}, folded{0}, dropped{0},
+      hoisted{0};
 };
 Totals& totals() {
   static Totals t;
@@ -81,7 +82,6 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
     c.sunk += s;
     c.dropped += dce(pg);
   }
-
   // Full-size fills that only broadcast into elementwise readers shrink to one element (then
   // merge and fold).
   if (o.simplify) c.simplified += broadcast_fills(pg);
@@ -112,6 +112,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   t.merged += c.merged;
   t.folded += c.folded;
   t.dropped += c.dropped;
+  t.hoisted += c.hoisted;
 
   PassResult r;
   r.counts = c;
@@ -125,9 +126,9 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   KILN_DEBUG(
       Jit,
       "graph passes: {} -> {} nodes ({} decomposed, {} views sunk, {} simplified, {} merged, "
-      "{} folded, {} dropped)",
+      "{} folded, {} dropped, {} moved by hoisted views)",
       g.nodes.size(), r.graph.nodes.size(), c.decomposed, c.sunk, c.simplified, c.merged, c.folded,
-      c.dropped);
+      c.dropped, c.hoisted);
   return r;
 }
 
@@ -140,6 +141,7 @@ PassCounts pass_totals() {
   c.merged = static_cast<int>(t.merged.load());
   c.folded = static_cast<int>(t.folded.load());
   c.dropped = static_cast<int>(t.dropped.load());
+  c.hoisted = static_cast<int>(t.hoisted.load());
   return c;
 }
 
