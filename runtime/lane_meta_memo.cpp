@@ -8,13 +8,12 @@ void LaneMetaMemo::remember(uint64_t place, const OpCall& call, const OutputMeta
     if (t.impl()->sizes().size() > kDims) return;
   if (!entries_) entries_ = std::make_unique<Entry[]>(kSets * kWays);
   Entry* set = &entries_[set_of(place) * kWays];
-  const bool has0 = set[0].valid && set[0].place == place;
-  const bool has1 = set[1].valid && set[1].place == place;
-  Entry& e = has0 ? set[0] : has1 ? set[1] : !set[0].valid || !set[0].recent ? set[0] : set[1];
+  Entry* held = entry_of(set, place);
+  Entry& e = held != nullptr ? *held : !set[0].valid || !set[0].recent ? set[0] : set[1];
   // Backing off (the header): the place's miss count since its last match decides.
-  if ((has0 || has1) && (e.misses > 64 ? e.misses % 64 != 0 : (e.misses & (e.misses - 1)) != 0))
+  if (held != nullptr && (e.misses > 64 ? e.misses % 64 != 0 : (e.misses & (e.misses - 1)) != 0))
     return;
-  if (!has0 && !has1) e.misses = 0;
+  if (held == nullptr) e.misses = 0;
   set[0].recent = &e == &set[0];
   // Invalid while written: a copy that throws (a DimVector past its inline room allocates)
   // leaves no half-written entry behind.

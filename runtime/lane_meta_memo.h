@@ -46,9 +46,7 @@ class LaneMetaMemo {
   const OutputMeta* find(uint64_t place, const OpCall& call) const {
     if (!entries_) return nullptr;
     Entry* set = &entries_[set_of(place) * kWays];
-    Entry* e = set[0].valid && set[0].place == place   ? &set[0]
-               : set[1].valid && set[1].place == place ? &set[1]
-                                                       : nullptr;
+    Entry* e = entry_of(set, place);
     if (e == nullptr) return nullptr;
     // Attributes first: a scalar that changes every interval (a step size) fails there, early.
     bool match =
@@ -96,8 +94,14 @@ class LaneMetaMemo {
     OutputMeta meta;
   };
   static size_t set_of(uint64_t place) { return static_cast<size_t>(place >> 58); }  // kSets: 64
-  std::unique_ptr<Entry[]> entries_;  // kSets x kWays, from the first remember(); find() counts
-                                      // misses
+  // The way of `set` holding `place`, else null.
+  static Entry* entry_of(Entry* set, uint64_t place) {
+    return set[0].valid && set[0].place == place   ? &set[0]
+           : set[1].valid && set[1].place == place ? &set[1]
+                                                   : nullptr;
+  }
+  // kSets x kWays, from the first remember(); find() counts misses.
+  std::unique_ptr<Entry[]> entries_;
   mutable int64_t answered_ = 0;
 };
 
