@@ -375,6 +375,55 @@ TEST_F(JitPassesTest, FullSizeFillsReadAsBroadcastsShrink) {
   EXPECT_EQ(count_op(folded.graph, OpId::Fill), 2);
 }
 
+// Expands read as broadcasts (jit/passes/broadcast_operands.h): an elementwise reader whose
+// shape its other operands give reads the expand's input; a node over one expand alone moves
+// under it. Not where the reader's shape comes from the expand, not for a 0-dim input that a
+// reader of mixed dtypes would promote differently, not over a graph output.
+TEST_F(JitPassesTest, ExpandsReadAsBroadcastsAndLiftedOverUnaryNodes) {
+  Graph g;
+  const ValueId x = g.add_input({8, 64}, kFloat32);
+  const ValueId r = g.add_input({8}, kFloat32);
+  const ValueId d0 = g.add_input({}, kFloat64);
+  const ValueId c = g.add_input({8, 1}, kBool);
+  auto expand = [&](ValueId v, const ValueMeta& m) {
+    Attrs a;
+    a.dims = {8, 64};
+    return g.add_node(OpId::Expand, a, {v}, jit::passes::view_meta(OpId::Expand, a, m));
+  };
+  Attrs at1;
+  at1.ints[0] = 1;
+  const ValueMeta um = jit::passes::view_meta(OpId::Unsqueeze, at1, vm({8}));
+  const ValueId u = g.add_node(OpId::Unsqueeze, at1, {r}, um);
+  const ValueId e = expand(u, um);
+  const ValueId r1 = g.add_node(OpId::Sub, {}, {x, e}, vm({8, 64}));           // reads u
+  const ValueId q = g.add_node(OpId::Div, scalar_op(64.0), {e}, vm({8, 64}));  // lifted
+  const ValueId r2 = g.add_node(OpId::Mul, {}, {q, x}, vm({8, 64}));           // reads u / 64
+  const ValueId r3 = g.add_node(OpId::Neg, {}, {e}, vm({8, 64}));          // an output: not lifted
+  const ValueId r4 = g.add_node(OpId::Where, {}, {c, e, u}, vm({8, 64}));  // shaped by e
+  ValueMeta d0m = vm({}, kFloat64);
+  const ValueId e0 = expand(d0, d0m);
+  const ValueId r5 = g.add_node(OpId::Add, {}, {x, e0}, vm({8, 64}, kFloat64));  // promotes
+  g.set_outputs({r1, r2, r3, r4, r5});
+  const auto res = jit::passes::run_passes(g, {}, only(false, true, false, false));
+  EXPECT_EQ(body_of(res.graph),
+            "  %4: Float32[8, 1] = unsqueeze(%1) {ints=[1]}\n"
+            "  %5: Float32[8, 64]{strides=[1, 0]} = expand(%4) {dims=[8, 64]}\n"
+            "  %11: Float64[8, 64]{strides=[0, 0]} = expand(%2) {dims=[8, 64]}\n"
+            "  %6: Float32[8, 64] = sub(%0, %4)\n"
+            "  %7: Float32[8, 1] = div(%4) {scalars=[64.0], ints=[1]}\n"
+            "  %8: Float32[8, 64] = mul(%7, %0)\n"
+            "  %9: Float32[8, 64] = neg(%5)\n"
+            "  %10: Float32[8, 64] = where(%3, %5, %4)\n"
+            "  %12: Float64[8, 64] = add(%0, %11)\n"
+            "  return (%6, %8, %9, %10, %12)\n"
+            "}\n");
+  EXPECT_EQ(res.counts.simplified, 3);  // sub's read, the lift over div, mul's read
+  const Tensor in[] = {normal({8, 64}, 9), normal({8}, 10), normal({}, 11, kFloat64),
+                       gt(normal({8, 1}, 12), 0.0)};
+  const tracer::RunArgs args{in, {}, {}, {}};
+  expect_same_results(run_rewritten(res, args), interpret_with(g, {}, args), "expands");
+}
+
 TEST_F(JitPassesTest, NothingDependingOnAPromotedScalarOrARandomNodeFolds) {
   Graph g;
   Attrs fill;

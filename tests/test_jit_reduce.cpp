@@ -462,17 +462,24 @@ std::string run_both(const std::function<TensorList()>& program, const std::stri
   return s;
 }
 
-// The Reduce expressions of the cached regions' kernels.
-int reduces_in_kernels() {
-  int n = 0;
+// Calls f(plan, kernel step) for every kernel step of the cached regions' JIT plans.
+template <class F>
+void for_each_kernel_step(const F& f) {
   for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
     const std::shared_ptr<tracer::RegionPlan> plan = r->jit_plan();
     const auto* p = dynamic_cast<const jit::JitPlan*>(plan.get());
     if (p == nullptr) continue;
     for (const jit::Step& st : p->steps())
-      if (st.kernel)
-        for (const jit::Expr& e : st.kernel->kernel->source().exprs) n += jit::expr_is_reduce(e.op);
+      if (st.kernel) f(*p, *st.kernel);
   }
+}
+
+// The Reduce expressions of the cached regions' kernels.
+int reduces_in_kernels() {
+  int n = 0;
+  for_each_kernel_step([&](const jit::JitPlan&, const jit::KernelStep& k) {
+    for (const jit::Expr& e : k.kernel->source().exprs) n += jit::expr_is_reduce(e.op);
+  });
   return n;
 }
 
@@ -1528,7 +1535,12 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
 // kernel: one kernel (softmax under a sum: three before), also over two long rows split across two
 // threads, where autograd records the gradient as an expand of a [1, 1] input (a view step,
 // which the graph passes put first: jit/passes/sink_views.h hoist_views). Bitwise against eager on
-// every ISA; an input expanded by the program itself too. A row read with stride 0 in one dim of
+// every ISA; an input expanded by the program itself too. The gradient of a reduction without
+// keepdim, `g.unsqueeze(d).expand(x's shape)`, joins too: elementwise readers of the expand read
+// the unsqueezed value and broadcast it (jit/passes/broadcast_operands.h), a node over the expand
+// alone moves under it (mean's `/ N`), and an unsqueeze (or a squeeze) of a row value is that row
+// value in the row kernel (planner.cpp row_alias_step): logsumexp, rms norm, softmax under a
+// mean (each a view step between two kernels before). A row read with stride 0 in one dim of
 // two and 1 in the other is no broadcast: still bitwise.
 TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
   for (const std::string& isa : testing::supported_jit_isas()) {
@@ -1538,6 +1550,7 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
       const std::string what = fmt::format("{} [{}, {}]", isa, rows, n);
       const Tensor x = randn_of({rows, n}, static_cast<uint64_t>(n) + 870);
       const Tensor ones_expanded = randn_of({1, 1}, 871).expand({rows, n});
+      const Tensor w = randn_of({n}, 881);
       auto grad_of = [&](const std::function<Tensor(const Tensor&)>& loss) {
         return [&x, loss] {
           Tensor xx = x.detach().requires_grad_();
@@ -1553,6 +1566,25 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
           {"layer_norm, mean", grad_of([&](const Tensor& xx) {
              return (layer_norm(xx, {n}) * x).mean({0, 1});
            })},
+          {"logsumexp", grad_of([](const Tensor& xx) { return xx.logsumexp({-1}).sum(); })},
+          {"logsumexp and its gradient",
+           [&] {
+             Tensor xx = x.detach().requires_grad_();
+             const Tensor l = xx.logsumexp({-1});
+             l.sum().backward();
+             return TensorList{l.detach(), xx.grad()};
+           }},
+          {"rms norm", grad_of([&](const Tensor& xx) {
+             return (xx * ((xx * xx).mean({-1}, true) + 1e-6).rsqrt() * w * x).sum();
+           })},
+          {"softmax, mean",
+           grad_of([&](const Tensor& xx) { return (softmax(xx, -1) * x).mean(); })},
+          {"a squeezed and an unsqueezed row value",
+           [&] {
+             const Tensor m = x.amax({-1}, true);
+             const Tensor l = (x - m).exp().sum({-1}).log() + m.squeeze(-1);
+             return TensorList{x - l.unsqueeze(-1)};
+           }},
           {"an expanded input",
            [&] {
              const Tensor y = softmax(x, -1);
@@ -1561,10 +1593,6 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
            }},
       };
       for (const auto& [name, program] : programs) {
-        // Over long rows log_softmax's backward stays two kernels: its mean's gradient (an
-        // expand, then / N) starts a pointwise group that shares only an input with the forward's
-        // row kernel, and groups merge only into producers of what they read.
-        if (n > 1000 && std::string(name) == "log_softmax, mean") continue;
         tracer::RegionCache::instance().clear();
         int kernels = 0;
         const std::string steps = run_both(program, what + " " + name, &kernels);
@@ -1587,6 +1615,55 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
         },
         isa + " partly expanded", &kernels);
     EXPECT_GE(kernels, 1) << isa;
+  }
+}
+
+// The kernel steps of the cached regions with a node of shape `sizes` (a kernel over that index
+// space, or a row kernel whose rows have it).
+int kernels_over(const DimVector& sizes) {
+  int n = 0;
+  for_each_kernel_step([&](const jit::JitPlan& p, const jit::KernelStep& k) {
+    n += std::any_of(k.nodes.begin(), k.nodes.end(),
+                     [&](int32_t j) { return p.graph().nodes[j].meta.sizes == sizes; });
+  });
+  return n;
+}
+
+// A value computed after a kernel from what is ready before it (cross_entropy's count of the
+// counted rows and `g / count`, a gradient times a weight of the row's shape, a range of the
+// classes) moves up before that kernel when a node of the kernel reads it (planner.cpp
+// move_up): cross_entropy forward and backward is one kernel over the logits (two before: the
+// backward's softmax and its scaling around the small kernels), as is a weighted logsumexp's
+// backward (two before).
+TEST_F(JitReducePlanTest, SmallValuesComputedLaterMoveUpBeforeTheirReader) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (auto [rows, n, threads] : {std::array<int64_t, 3>{6, 37, 1}, {2, 140001, 2}}) {
+      ConfigOverride<int> t(config().num_threads, static_cast<int>(threads));
+      const std::string what = fmt::format("{} [{}, {}]", isa, rows, n);
+      const CrossEntropyCase c = cross_entropy_case(rows, n, kFloat32, 990 + n, rows > 2);
+      const Tensor b = randn_of({n}, 991), w = randn_of({rows}, 992);
+      const std::vector<std::pair<const char*, std::function<TensorList()>>> programs = {
+          {"cross_entropy",
+           [&] {
+             const Tensor xg = c.x.detach().requires_grad_();
+             const Tensor loss = cross_entropy(xg * 0.5 + b, c.t);
+             loss.backward();
+             return TensorList{loss, xg.grad()};
+           }},
+          {"weighted logsumexp",
+           [&] {
+             const Tensor xg = c.x.detach().requires_grad_();
+             (xg.logsumexp({-1}) * w).sum().backward();
+             return TensorList{xg.grad()};
+           }},
+      };
+      for (const auto& [name, program] : programs) {
+        tracer::RegionCache::instance().clear();
+        const std::string steps = run_both(program, what + " " + name);
+        EXPECT_EQ(kernels_over({rows, n}), 1) << what << " " << name << ": " << steps;
+      }
+    }
   }
 }
 

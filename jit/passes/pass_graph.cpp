@@ -58,6 +58,11 @@ ValueId NodeListBuilder::add(OpId op, const Attrs& attrs, SmallVector<ValueId, 4
   return nodes_.back().output;
 }
 
+void NodeListBuilder::keep_as(size_t j, tracer::Node n) {
+  nodes_.push_back(std::move(n));
+  origin_.push_back(pg_.origin[j]);
+}
+
 void NodeListBuilder::add(tracer::Node n) {
   nodes_.push_back(std::move(n));
   origin_.push_back(-1);

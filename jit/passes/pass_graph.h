@@ -59,6 +59,8 @@ class NodeListBuilder {
                       tracer::ValueMeta meta, tracer::ValueId output = -1);
   // A pass's node whose output is already numbered (from next()).
   void add(tracer::Node n);
+  // Node j rewritten as `n` (its origin, so its promoted scalars and Philox words, stay).
+  void keep_as(size_t j, tracer::Node n);
   // The next unused value id (a pass that numbers values itself advances it).
   int32_t& next() { return next_; }
   // Installs the list in the graph.

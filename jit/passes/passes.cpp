@@ -2,12 +2,12 @@
 
 #include <atomic>
 
+#include "jit/passes/broadcast_operands.h"
 #include "jit/passes/column_split.h"
 #include "jit/passes/cross_entropy_split.h"
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
-#include "jit/passes/fill_broadcast.h"
 #include "jit/passes/gathered_rows.h"
 #include "jit/passes/layer_norm_split.h"
 #include "jit/passes/simplify.h"
@@ -74,6 +74,15 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
     c.decomposed += split_gathered_reductions(pg);
     c.decomposed += split_layer_norms(pg);
     c.decomposed += split_cross_entropies(pg);
+  }
+  // Elementwise readers of an expand read its input and broadcast it themselves, and unary
+  // nodes of an expand move under it, until neither applies (before the views sink: an
+  // unsqueeze read by an expand is read by elementwise nodes now).
+  for (int round = 0; o.simplify && round < 8; ++round) {
+    const int e = lift_expands(pg) + broadcast_expands(pg);
+    if (e == 0) break;
+    c.simplified += e;
+    c.dropped += dce(pg);
   }
   // Each sweep leaves the sunk nodes dead, and new views of their inputs that may sink further.
   for (int sweep = 0; o.sink_views && o.target != nullptr && sweep < 16; ++sweep) {

@@ -129,9 +129,11 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
       }
     }
     if (n.inputs.empty()) step->sizes = n.meta.sizes;  // rand: the group's shape
-    if (grp.reduced_dims > 0 &&
-        (grp.inner_dims > 0 ? column_reduction_dims(n, *in_meta[0]).reduced > 0
-                            : row_reduction_dims(n, *in_meta[0]) > 0))
+    if (op_def(n.op).flags & kIsView)  // a row value's other shape (make_jit_plan): the same
+      expr_of[n.output] = in[0];
+    else if (grp.reduced_dims > 0 &&
+             (grp.inner_dims > 0 ? column_reduction_dims(n, *in_meta[0]).reduced > 0
+                                 : row_reduction_dims(n, *in_meta[0]) > 0))
       expr_of[n.output] = lower_reduction(k, n, in[0], grp.inner_dims > 0);
     else
       expr_of[n.output] =
@@ -333,6 +335,9 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   const std::vector<uint8_t> feeds_row_reductions = only_feeding_reductions(
       g, meta, true, [&](const Node& n) { return row_reduction_dims(n, *meta[n.inputs[0]]) > 0; });
 
+  std::vector<uint8_t> is_output(nv, 0);
+  for (ValueId v : g.outputs) is_output[v] = 1;
+
   // Group.
   std::vector<Group> groups;
   std::vector<Draft> drafts;
@@ -526,6 +531,61 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     step_of[n.output] = target;
     return true;
   };
+  // Moving drafts up. A node may join kernel draft t only when every value it reads is computed
+  // before t runs; a value a later draft computes from what is ready before t (the targets' count
+  // of a cross_entropy's backward, a constant range, a mask of the targets) can be computed
+  // before t instead: move_up(t, v) moves the drafts after t that v depends on to just before t,
+  // in their order, when none of them depends on t or on a draft after t that stays, and none
+  // draws (random nodes keep their order). Any topological order computes the same values; the
+  // executor decides buffer reuse and writes into destinations from the final order. After a
+  // move, `moved(i)` is the new index of draft i.
+  std::vector<int32_t> moved_to;
+  auto moved = [&](int32_t i) { return i >= 0 ? moved_to[static_cast<size_t>(i)] : i; };
+  auto draft_reads = [&](int32_t d) -> std::span<const ValueId> {
+    if (drafts[d].group >= 0) return groups[drafts[d].group].reads;
+    const Node& dn = g.nodes[static_cast<size_t>(drafts[d].node)];
+    return {dn.inputs.data(), dn.inputs.size()};
+  };
+  auto move_up = [&](int32_t t, ValueId v) {
+    std::vector<uint8_t> in_d(drafts.size(), 0);
+    std::vector<int32_t> todo = {step_of[v]};
+    while (!todo.empty()) {
+      const int32_t d = todo.back();
+      todo.pop_back();
+      if (d < t || in_d[d]) continue;
+      if (d == t) return false;
+      const bool draws =
+          drafts[d].group >= 0 ? groups[drafts[d].group].draws : random_index[drafts[d].node] >= 0;
+      if (draws) return false;
+      in_d[d] = 1;
+      for (ValueId r : draft_reads(d)) todo.push_back(step_of[r]);
+    }
+    std::vector<Draft> order;
+    moved_to.assign(drafts.size(), -1);
+    auto place = [&](size_t d) {
+      moved_to[d] = static_cast<int32_t>(order.size());
+      order.push_back(drafts[d]);
+    };
+    for (size_t d = 0; d < drafts.size(); ++d) {
+      if (static_cast<int32_t>(d) == t)
+        for (size_t m = d + 1; m < drafts.size(); ++m)
+          if (in_d[m]) place(m);
+      if (!in_d[d]) place(d);
+    }
+    drafts = std::move(order);
+    for (int32_t& st : step_of) st = moved(st);
+    return true;
+  };
+  // The row kernel whose row value view node n only reshapes (see below), or -1.
+  auto row_alias_step = [&](const Node& n) -> int32_t {
+    if ((n.op != OpId::Unsqueeze && n.op != OpId::Squeeze) || n.inputs.size() != 1 ||
+        is_output[n.output])
+      return -1;
+    const int32_t s = step_of[n.inputs[0]];
+    if (s < 0 || drafts[s].group < 0) return -1;
+    const Group& grp = groups[drafts[s].group];
+    return grp.inner_dims == 0 && grp.is_row(n.inputs[0]) && grp.row_shape(n.meta.sizes) ? s : -1;
+  };
   for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
     const auto j = static_cast<int32_t>(jj);
     const Node& n = g.nodes[jj];
@@ -540,6 +600,18 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
             n.inputs.size() == 1 ? column_reduction_dims(n, *meta[n.inputs[0]]) : ColumnDims{};
         c.reduced > 0 && place_reduction(j, c.reduced, c.inner))
       continue;
+    // An unsqueeze or squeeze of a row value that gives it the row kernel's other row shape
+    // (keepdim's, or without the reduced dims) is that row value: it joins the kernel, which
+    // computes nothing for it. Autograd's `g.unsqueeze(d)` of a reduction's value (logsumexp's,
+    // std's gradient) then stays in the forward's row kernel instead of a view step after it.
+    // The two shapes differ by 1s the region key fixes, so this holds in every recording.
+    if (const int32_t s = row_alias_step(n); s >= 0) {
+      Group& grp = groups[drafts[s].group];
+      grp.nodes.push_back(j);
+      grp.row_vals.push_back(n.output);
+      step_of[n.output] = s;
+      continue;
+    }
     if (!lowers(n, metas, promoted[jj], cpu_target())) {
       drafts.push_back({j, -1});
       step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
@@ -576,7 +648,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     // cross_entropy's comparison of the class indices with the targets joins the kernel of its
     // logits, whose values it masks (else the mask's kernel would compute the logits again).
     for (ValueId v : reads_of_node) {
-      const int32_t s = step_of[v];
+      int32_t s = step_of[v];
       if (s < 0 || drafts[s].group < 0 || s >= target) continue;
       Group& early = groups[drafts[s].group];
       if (early.sizes != n.meta.sizes) continue;
@@ -585,8 +657,13 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       bool ready = true;
       if (early.reduced_dims > 0) {
         ready = early.inner_dims == 0 && !late.draws;
-        for (ValueId r : late.reads)
+        for (ValueId r : late.reads) {
+          if (ready && step_of[r] >= s && step_of[r] != target && move_up(s, r)) {
+            s = moved(s);
+            target = moved(target);
+          }
           ready = ready && step_of[r] < s && row_friendly(r, early.sizes, early.reduced_dims);
+        }
       }
       for (ValueId r : late.reads) ready = ready && step_of[r] <= s;
       if (!ready) continue;
@@ -604,7 +681,13 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     if (target >= 0) {
       for (ValueId v : reads_of_node)
-        if (step_of[v] > target) target = -1;  // an input computed after that kernel runs
+        if (step_of[v] > target) {  // an input computed after that kernel runs: move it up?
+          if (!move_up(target, v)) {
+            target = -1;
+            break;
+          }
+          target = moved(target);
+        }
     }
     if (target >= 0 && !fits_row_kernel(groups[drafts[target].group], n, target)) target = -1;
     if (target >= 0 && feeds_column_reductions[n.output]) {  // not an epilogue (above)

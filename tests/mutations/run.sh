@@ -38,6 +38,9 @@ mutations=(
   "integer products multiply as floats|jit/cpu/reduce_ops.h|      return integer ? o.imul(a, b) : o.mul(a, b);|      return o.mul(a, b);|JitReducePlanTest.IntegerProducts*|"
   "unrolled drawing copies share the first index|jit/cpu/body_emitter.h|        if (first_ != 0) {|        if (false) {|JitUnroll.Drawing*|"
   "an expanded row is no broadcast|jit/plan/planner.cpp|    bool expanded = true;|    bool expanded = false;|JitReducePlanTest.ExpandedGradients*|"
+  "unsqueezed row values are no row values|jit/plan/planner.cpp|    return grp.inner_dims == 0 \&\& grp.is_row(n.inputs[0]) \&\& grp.row_shape(n.meta.sizes) ? s : -1;|    return -1;|JitReducePlanTest.ExpandedGradients*|"
+  "nodes over an expand are not lifted|jit/passes/broadcast_operands.cpp|    if (!lift) {|    if (true) {|JitPassesTest.Expands*:JitReducePlanTest.ExpandedGradients*|"
+  "drafts never move up|jit/plan/planner.cpp|  auto move_up = [\&](int32_t t, ValueId v) {|  auto move_up = [\&](int32_t t, ValueId v) {\n    if (t >= 0) return false;|JitReducePlanTest.SmallValuesComputedLater*|"
   "recorded result perturbed in the last bit|tracer/interpreter.cpp|          values[n.output] = run_eager(def, call, n.meta);\n        }|          values[n.output] = run_eager(def, call, n.meta);\n          Tensor\& o = values[n.output];\n          if (o.dtype() == kFloat32 \&\& o.impl()->numel() > 0) *static_cast<uint32_t*>(o.impl()->data()) ^= 1u;\n        }|Pointwise.*:Reduce*.*:IndexSelect.*:ShapeCat.*:RecordFuzz.RandomPrograms*|KILN_FUZZ_SEEDS=300"
 )
 
