@@ -622,6 +622,60 @@ TEST_F(JitColumnPlanTest, WeightedColumnSumIsOneKernel) {
   }
 }
 
+// Column reductions of different inputs of one shape share a column kernel (planner.cpp: a
+// float reduction with no kernel computing or reading its input joins the latest column kernel
+// of its shape reducing the same dims, as rows do): `x.sum(0) + y.amax(0)` and a layer_norm's
+// weight and bias gradients (forward and backward: the row kernel and one column kernel, three
+// kernels before). An integer sum stays apart from a float one: the column renderer declines a
+// kernel storing integer sums beside float loads, which would send the integer sum's nodes
+// eager too (the launches count it). One plan for batches around 2048-row chunks, 1 and 2
+// threads, every ISA, bitwise.
+TEST_F(JitColumnPlanTest, ColumnReductionsOfOtherInputsShareOneColumnKernel) {
+  std::atomic<int64_t>& launches = jit::cpu_jit_counters().column_launches;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (int threads : {1, 2}) {
+      ConfigOverride<int> t(config().num_threads, threads);
+      const std::string what = fmt::format("{} threads {}", isa, threads);
+      std::vector<TensorList> sets;
+      for (int64_t n : {100, 2049, 5})
+        sets.push_back({randn_of({n, 37}, static_cast<uint64_t>(n) + 40),
+                        randn_of({n, 37}, static_cast<uint64_t>(n) + 41), randn_of({37}, 42),
+                        (randn_of({n, 37}, static_cast<uint64_t>(n) + 43) * 1e3).to(kInt32)});
+      tracer::RegionCache::instance().clear();
+      EXPECT_EQ(
+          plan_of([](const TensorList& in) { return TensorList{in[0].sum({0}) + in[1].amax({0})}; },
+                  sets, what + " two inputs"),
+          "k3")
+          << what;
+      for (const TensorList& set : sets) {  // a region each (the gradient's 1 / N differs)
+        tracer::RegionCache::instance().clear();
+        const std::string ln = plan_of(
+            [](const TensorList& in) {
+              const Tensor xg = in[0].detach().requires_grad_();
+              const Tensor wg = in[2].detach().requires_grad_();
+              const Tensor bg = in[2].detach().requires_grad_();
+              (layer_norm(xg, {37}, wg, bg) * in[1]).sum().backward();
+              return TensorList{xg.grad(), wg.grad(), bg.grad()};
+            },
+            {set}, what + " layer_norm");
+        EXPECT_EQ(std::count(ln.begin(), ln.end(), 'k'), 2) << what << ": " << ln;
+        EXPECT_EQ(ln.find('e'), std::string::npos) << what << ": " << ln;
+      }
+      tracer::RegionCache::instance().clear();
+      const int64_t before = launches.load();
+      EXPECT_EQ(plan_of(
+                    [](const TensorList& in) {
+                      return TensorList{in[3].sum({0}), in[0].sum({0})};
+                    },
+                    {sets[0]}, what + " integer and float"),
+                "k1 k1")
+          << what;
+      EXPECT_EQ(launches.load() - before, 2) << what;  // both kernels launched
+    }
+  }
+}
+
 // A linear layer's bias gradient and batch-norm-style statistics: sums, means, extremes and
 // products over the batch dims of 2-D and 3-D values, keepdim or not, with the row values
 // computed in the kernel (`mean * 0.5`); the sizes change between recordings of one plan.

@@ -491,19 +491,47 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         if (!friendly(v)) return false;
       return true;
     };
-    int32_t target = -1;
-    if (ok(step_of[x])) target = step_of[x];
-    for (size_t s = drafts.size(); target < 0 && s-- > 0 && static_cast<int32_t>(s) > step_of[x];) {
-      if (!ok(static_cast<int32_t>(s))) continue;
-      const std::vector<ValueId>& reads = groups[drafts[s].group].reads;
-      if (std::find(reads.begin(), reads.end(), x) != reads.end()) target = static_cast<int32_t>(s);
-    }
-    // Else the latest row kernel of x's shape reducing the same dims after x is computed: a
-    // reduction of another input beside it (x.sum(-1) + y.sum(-1)) is one more pass there.
-    if (target < 0 && inner == 0 && friendly(x))
-      for (size_t s = drafts.size(); target < 0 && s-- > 0 && static_cast<int32_t>(s) > step_of[x];)
-        if (ok(static_cast<int32_t>(s)) && groups[drafts[s].group].reduced_dims == r)
-          target = static_cast<int32_t>(s);
+    // The group computing x; else the latest group already loading x; else the latest
+    // reducing group of x's shape over the same dims after x is computed: a reduction of
+    // another input beside it (x.sum(-1) + y.sum(-1)) is one more pass there, or for a column
+    // kernel one more Reduce in its one reducing pass, of a row-major x (floats only there: the
+    // column renderer declines a kernel storing integer sums beside float loads, render_cols.h
+    // column_kernel_ok, which would take the integer sums down with it).
+    // When x's own group is pointwise and another group loads x anyway (it is stored, or
+    // recomputed: recompute_element_chains), the other two come first: the pointwise group would
+    // become one more kernel over the same rows (layer_norm's backward takes the mean of `g * w`
+    // and the bias gradient sums `g`: both join the kernels that read them).
+    auto loads_x = [&](size_t s, bool reducing) {
+      if (!ok(static_cast<int32_t>(s))) return false;
+      const Group& grp = groups[drafts[s].group];
+      return (!reducing || grp.reduced_dims > 0) &&
+             std::find(grp.reads.begin(), grp.reads.end(), x) != grp.reads.end();
+    };
+    auto floats_only = [&](const Group& grp) {
+      return std::all_of(grp.row_vals.begin(), grp.row_vals.end(),
+                         [&](ValueId v) { return is_floating(meta[v]->dtype); });
+    };
+    const bool beside_ok =
+        friendly(x) &&
+        (inner == 0 || (row_major(x) && is_floating(meta[x]->dtype) && is_floating(n.meta.dtype)));
+    auto latest = [&](bool reducing_only) {
+      for (size_t s = drafts.size(); s-- > 0 && static_cast<int32_t>(s) > step_of[x];)
+        if (loads_x(s, reducing_only)) return static_cast<int32_t>(s);
+      for (size_t s = drafts.size(); beside_ok && s-- > 0 && static_cast<int32_t>(s) > step_of[x];)
+        if (ok(static_cast<int32_t>(s)) && groups[drafts[s].group].reduced_dims == r &&
+            (inner == 0 || floats_only(groups[drafts[s].group])))
+          return static_cast<int32_t>(s);
+      return -1;
+    };
+    const bool pointwise_x = step_of[x] >= 0 && drafts[step_of[x]].group >= 0 &&
+                             groups[drafts[step_of[x]].group].reduced_dims == 0;
+    bool loaded_elsewhere = false;
+    for (const Group& grp : groups)
+      loaded_elsewhere =
+          loaded_elsewhere || std::find(grp.reads.begin(), grp.reads.end(), x) != grp.reads.end();
+    int32_t target = pointwise_x && loaded_elsewhere ? latest(true) : -1;
+    if (target < 0 && ok(step_of[x])) target = step_of[x];
+    if (target < 0) target = latest(false);
     if (target < 0) {
       if (!friendly(x) || (inner > 0 && !row_major(x))) return false;
       groups.push_back(Group{{}, xs, {}, 0, 0, {}, {}, {}, {}, false, {}});
