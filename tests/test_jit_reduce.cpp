@@ -189,6 +189,71 @@ TEST(JitReduceKernels, EveryOpDtypeIsaAndRowLengthMatchesEagerBitwise) {
   }
 }
 
+// Row loads (loop_kernel.h): a float input constant along the row, read once per row, is a row
+// value; row values computed from it are hoisted with the others. `q = sum(x) / c`, then
+// `sum((x - q) * c)` (read in a later pass) and `(x - q) / c` (the element pass): every ISA,
+// both dtypes, lengths around the lanes, the unroll and a long row's chunks; a kernel of row
+// stores only (long rows split across two threads) too. The IR: its text, its row flag, its
+// own encoding, and verify() takes row loads of floats in row kernels only.
+TEST(JitReduceKernels, RowLoadsAreRowValuesBitwise) {
+  LoopKernel ir = LoopKernel::uniform(DType::Float32, 2);
+  const int32_t lx = ir.load(0), lc = ir.load_row(1);
+  ir.stores = {ir.binary(ExprOp::Div, ir.reduce(ExprOp::ReduceSum, lx), lc)};
+  EXPECT_NO_THROW(ir.verify());
+  EXPECT_EQ(jit::to_text(ir),
+            "kernel inputs=[Float32 Float32] params=[]\n"
+            "  %0 = Load in0 : Float32\n"
+            "  %1 = Load in1 row : Float32\n"
+            "  %2 = ReduceSum %0 : Float32\n"
+            "  %3 = Div %2 %1 : Float32\n"
+            "  out0 = %3\n");
+  EXPECT_EQ(ir.row_values(), (std::vector<uint8_t>{0, 1, 1, 1}));
+  LoopKernel plain = ir;
+  plain.exprs[1].ivalue = 0;
+  EXPECT_NE(jit::encode(ir), jit::encode(plain));
+  LoopKernel no_reduce = LoopKernel::uniform(DType::Float32, 1);
+  no_reduce.stores = {no_reduce.load_row(0)};
+  EXPECT_THROW(no_reduce.verify(), Error);
+  LoopKernel ints = LoopKernel::uniform(DType::Int32, 2);
+  ints.stores = {
+      ints.reduce(ExprOp::ReduceSum, ints.binary(ExprOp::Mul, ints.load(0), ints.load_row(1)))};
+  EXPECT_THROW(ints.verify(), Error);
+
+  const std::vector<int64_t> lengths = {1, 2, 7, 8, 9, 16, 17, 33, 64, 65, 129, 1000, 65543};
+  uint64_t seed = 700;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (bool elements : {true, false}) {
+        LoopKernel k = LoopKernel::uniform(dt, 2);
+        const int32_t x = k.load(0), c = k.load_row(1);
+        const int32_t q = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), c);
+        const int32_t e = k.binary(ExprOp::Sub, x, q);
+        const int32_t r = k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, e, c));
+        k.stores = {q, r};
+        if (elements) k.stores.push_back(k.binary(ExprOp::Div, e, c));
+        std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+        for (int64_t n : lengths) {
+          ConfigOverride<int> threads(config().num_threads, n > 4096 ? 2 : 1);
+          const int64_t rows = n >= 4096 ? 2 : 5;
+          const Tensor xt = row_data(rows, n, dt, ExprOp::ReduceSum, seed++, false);
+          const Tensor ct = row_data(rows, 1, dt, ExprOp::ReduceSum, seed++, false) * 1e-3;
+          std::vector<Tensor> got = elements ? launch(*kernel, xt, ct, {true, true, false})
+                                             : launch(*kernel, xt, ct, {true, true});
+          const std::string what =
+              fmt::format("{} {} n={} elements={}", isa, dtype_name(dt), n, elements);
+          JitMode off(false);
+          const Tensor wq = xt.sum({-1}, true) / ct;
+          const Tensor we = xt - wq;
+          expect_bitwise_equal(got[0], wq, what.c_str());
+          expect_bitwise_equal(got[1], (we * ct).sum({-1}, true), what.c_str());
+          if (elements) expect_bitwise_equal(got[2], we / ct, what.c_str());
+        }
+      }
+    }
+  }
+}
+
 // A softmax row kernel: exp(x - max) is computed by the sum's pass and needed by the element
 // pass; the CPU target keeps it in a scratch row between the two (render_reduce.h, row_stash)
 // instead of computing it twice. Bitwise against eager, every ISA, lengths around the lanes.
@@ -1420,18 +1485,19 @@ TEST_F(JitReducePlanTest, CrossEntropyOpIsARowKernelBitwise) {
         // the targets and x's shape); then one row kernel: the affine producer, the cast, each
         // row's amax, exps' sum, logsumexp, the target's logit (the logits masked where the
         // class is not the target, summed) and their difference; the masked losses' sum over
-        // the rows; the mean (and its cast). One class: the row ops join the row kernel too.
-        const char* plan = n == 1 ? (dt == kFloat32 ? "e e e k15 k1 k2" : "e e e k14 k1 k1")
-                                  : (dt == kFloat32 ? "e e e k13 k3 k2" : "e e e k12 k3 k1");
+        // the rows with the mean (and its cast): the count a row load (two kernels before late
+        // 2026-11-30). One class: the row ops join the row kernel too.
+        const char* plan = n == 1 ? (dt == kFloat32 ? "e e e k15 k3" : "e e e k14 k2")
+                                  : (dt == kFloat32 ? "e e e k13 k5" : "e e e k12 k4");
         EXPECT_EQ(steps, plan) << what;
-        EXPECT_EQ(kernels, 3) << what;
+        EXPECT_EQ(kernels, 2) << what;
         // The logits an input: their target logits are gathered (an eager step), the row
         // kernel is the cast, amax, exps' sum, logsumexp and the difference.
         tracer::RegionCache::instance().clear();
         steps = run_both([&] { return TensorList{cross_entropy(c.x, c.t)}; }, what + " input",
                          &kernels);
-        const char* gathered = n == 1 ? (dt == kFloat32 ? "e e e k10 k1 k2" : "e e e k9 k1 k1")
-                                      : (dt == kFloat32 ? "e e e k7 k4 k2" : "e e e k6 k4 k1");
+        const char* gathered = n == 1 ? (dt == kFloat32 ? "e e e k10 k3" : "e e e k9 k2")
+                                      : (dt == kFloat32 ? "e e e k8 k5" : "e e e k7 k4");
         EXPECT_EQ(steps, gathered) << what;
         tracer::RegionCache::instance().clear();
         run_both(
@@ -1540,7 +1606,9 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
 // the unsqueezed value and broadcast it (jit/passes/broadcast_operands.h), a node over the expand
 // alone moves under it (mean's `/ N`), and an unsqueeze (or a squeeze) of a row value is that row
 // value in the row kernel (planner.cpp row_alias_step): logsumexp, rms norm, softmax under a
-// mean (each a view step between two kernels before). A row read with stride 0 in one dim of
+// mean (each a view step between two kernels before). A row node may read a float input of
+// one element per row (a row load: the sum's gradient `g / (2 * norm)`, std's): the gradients
+// of a norm and of std (three kernels before). A row read with stride 0 in one dim of
 // two and 1 in the other is no broadcast: still bitwise.
 TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
   for (const std::string& isa : testing::supported_jit_isas()) {
@@ -1550,7 +1618,7 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
       const std::string what = fmt::format("{} [{}, {}]", isa, rows, n);
       const Tensor x = randn_of({rows, n}, static_cast<uint64_t>(n) + 870);
       const Tensor ones_expanded = randn_of({1, 1}, 871).expand({rows, n});
-      const Tensor w = randn_of({n}, 881);
+      const Tensor w = randn_of({n}, 881), per_row = randn_of({rows, 1}, 882);
       auto grad_of = [&](const std::function<Tensor(const Tensor&)>& loss) {
         return [&x, loss] {
           Tensor xx = x.detach().requires_grad_();
@@ -1585,6 +1653,10 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
              const Tensor l = (x - m).exp().sum({-1}).log() + m.squeeze(-1);
              return TensorList{x - l.unsqueeze(-1)};
            }},
+          {"norm", grad_of([](const Tensor& xx) { return (xx * xx).sum({-1}).sqrt().sum(); })},
+          {"std", grad_of([](const Tensor& xx) { return xx.std({-1}).sum(); })},
+          {"a [rows, 1] input over a row value",
+           [&] { return TensorList{x / ((x * x).sum({-1}, true).sqrt() * per_row)}; }},
           {"an expanded input",
            [&] {
              const Tensor y = softmax(x, -1);

@@ -34,8 +34,9 @@ bool column_kernel_ok(const LoopKernel& k) {
   const std::vector<uint8_t> row = k.row_values(), after = after_reduce(k);
   bool arg = false;
   for (const Expr& e : k.exprs) {
-    if (e.op == ExprOp::ReduceFirst) return false;         // (rows only)
-    if (expr_is_reduce(e.op) && after[e.a]) return false;  // a second pass over the rows
+    if (e.op == ExprOp::ReduceFirst) return false;            // (rows only)
+    if (e.op == ExprOp::Load && e.ivalue != 0) return false;  // a row load (rows only)
+    if (expr_is_reduce(e.op) && after[e.a]) return false;     // a second pass over the rows
     // ReduceArgMax / ReduceArgMin of computed Float64 values (the lowering's cast: the running
     // row index then has the value's 64-bit lanes). An input's argmax as it is (its Load, cast)
     // is declined, its node runs eagerly: eager scans the columns in place in the input's own

@@ -561,6 +561,9 @@ RenderedCuda render_cuda_row_kernel(const LoopKernel& k, const std::string& name
   // `i` is an element's index within its row here, not in the index space (render.h).
   KILN_CHECK(!k.uses_index(),
              "cuda row kernel: an expression reads the element index (not rendered)");
+  for (const Expr& e : k.exprs)  // the CPU planner's alone (loop_kernel.h)
+    KILN_CHECK(!(e.op == ExprOp::Load && e.ivalue != 0),
+               "cuda row kernel: a row load (not rendered)");
   RenderedCuda r;
   r.name = name;
   r.source = "/* kiln row kernel\n" + to_text(k) + "*/\n";

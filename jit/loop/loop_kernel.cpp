@@ -136,6 +136,12 @@ int32_t LoopKernel::load(int32_t input) {
   e.type = input >= 0 && input < num_inputs() ? inputs[input] : DType::Float32;
   return push(*this, e);
 }
+int32_t LoopKernel::load_row(int32_t input) {
+  Expr e{ExprOp::Load, -1, -1, -1, input};
+  e.type = input >= 0 && input < num_inputs() ? inputs[input] : DType::Float32;
+  e.ivalue = 1;
+  return push(*this, e);
+}
 int32_t LoopKernel::constant(double v, DType t) {
   Expr e{ExprOp::Const};
   e.type = t;
@@ -220,7 +226,8 @@ std::vector<uint8_t> LoopKernel::row_values() const {
     // Constants and params are row values when they are floats (row values are; a non-float
     // leaf, such as the Int32 1 that integer pow(x, 0) lowers to, is computed with the elements).
     if (expr_is_reduce(e.op) || e.op == ExprOp::RowSize ||
-        ((e.op == ExprOp::Const || e.op == ExprOp::Param) && is_floating(e.type))) {
+        ((e.op == ExprOp::Const || e.op == ExprOp::Param) && is_floating(e.type)) ||
+        (e.op == ExprOp::Load && e.ivalue != 0)) {
       row[i] = 1;
       continue;
     }
@@ -270,6 +277,9 @@ void LoopKernel::verify() const {
         KILN_CHECK(e.index >= 0 && e.index < num_inputs(), "loop kernel: %{} loads input {} of {}",
                    i, e.index, num_inputs());
         result(inputs[e.index]);
+        KILN_CHECK(e.ivalue == 0 || (e.ivalue == 1 && is_floating(e.type) && has_reduce()),
+                   "loop kernel: %{} is a row load of {} (float inputs of row kernels only)", i,
+                   e.type);
         break;
       case ExprOp::Param:
         KILN_CHECK(e.index >= 0 && e.index < num_params(), "loop kernel: %{} reads param {} of {}",
@@ -329,9 +339,9 @@ void LoopKernel::verify() const {
         for (int k = 0; k < n; ++k) want(k, e.type);
     }
     if (e.op != ExprOp::Const)
-      KILN_CHECK(
-          e.value == 0 && !std::signbit(e.value) && (e.ivalue == 0 || e.op == ExprOp::RowSize),
-          "loop kernel: %{} ({}) carries a constant", i, expr_op_name(e.op));
+      KILN_CHECK(e.value == 0 && !std::signbit(e.value) &&
+                     (e.ivalue == 0 || e.op == ExprOp::RowSize || e.op == ExprOp::Load),
+                 "loop kernel: %{} ({}) carries a constant", i, expr_op_name(e.op));
     if (e.op != ExprOp::Load && e.op != ExprOp::Param && e.op != ExprOp::RandUniform)
       KILN_CHECK(e.index == -1, "loop kernel: %{} ({}) has an index", i, expr_op_name(e.op));
   }
@@ -350,7 +360,7 @@ std::string to_text(const LoopKernel& k) {
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
     s += fmt::format("  %{} = {}", i, expr_op_name(e.op));
-    if (e.op == ExprOp::Load) s += fmt::format(" in{}", e.index);
+    if (e.op == ExprOp::Load) s += fmt::format(" in{}{}", e.index, e.ivalue ? " row" : "");
     if (e.op == ExprOp::Param || e.op == ExprOp::RandUniform) s += fmt::format(" p{}", e.index);
     if (e.op == ExprOp::RowSize && e.ivalue != 0) s += fmt::format(" {:+}", e.ivalue);
     if (e.op == ExprOp::Const) {

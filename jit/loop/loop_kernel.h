@@ -16,9 +16,11 @@
 // many is a launch argument, LaunchArgs::reduced_dims): together they are the *row*, the dims
 // above them the rows. A Reduce's operand is an *element value* evaluated at every element of the
 // row (the fused pointwise prologue); its result is one *row value* per row. An expression whose
-// operands are all row values, float constants, float params or RowSize (the row's element count
-// plus the expression's `ivalue`, converted to its float type as static_cast does) is a row value
-// too; one that reads a Load (other than through a Reduce) is an element value. Element values may
+// operands are all row values, float constants, float params, RowSize (the row's element count
+// plus the expression's `ivalue`, converted to its float type as static_cast does) or row loads
+// (a float Load with `ivalue` 1: an input constant along the row, whose sizes are 1 over the
+// reduced dims, read once per row; a target declines one it cannot render) is a row value too;
+// one that reads another Load (other than through a Reduce) is an element value. Element values may
 // read row values (broadcast over the row): `exp(x - max) / sum` is the epilogue of a softmax.
 // ReduceFirst is the one Reduce of another type: its operand is a float flag per element, its
 // result the Int64 row index of the first element whose flag is nonzero (NaN counts), or the
@@ -129,7 +131,8 @@ struct Expr {
   ExprOp op{};
   int32_t a = -1, b = -1, c = -1;  // operand expressions (earlier in the list)
   int32_t index = -1;  // Load: input number; Param: parameter number; RandUniform: first param
-  double value = 0;    // Const of a float type (exactly representable in it)
+  // (ivalue: a Const's integer value, RowSize's offset, 1 on a row load)
+  double value = 0;             // Const of a float type (exactly representable in it)
   DType type = DType::Float32;  // the value type
   int64_t ivalue = 0;           // Const of an integer type or Bool (0 or 1); RowSize offset
   friend bool operator==(const Expr&, const Expr&) = default;
@@ -157,6 +160,7 @@ struct LoopKernel {
   // Builders: append an expression, returning its id. The type follows from the operands
   // (compares and the mask ops give Bool, Select its values' type), the input or the param.
   int32_t load(int32_t input);
+  int32_t load_row(int32_t input);           // a row load (float inputs of row kernels: see above)
   int32_t constant(double v, DType t);       // a float constant: v converted to t
   int32_t constant_int(int64_t v, DType t);  // an integer or Bool constant: v wrapped to t
   int32_t param(int32_t k);

@@ -101,17 +101,32 @@ std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
   auto step = std::make_unique<KernelStep>();
   LoopKernel k;
   std::vector<int32_t> expr_of(static_cast<size_t>(g.num_values()), -1);
+  std::vector<int32_t> input_of(static_cast<size_t>(g.num_values()), -1);
+  std::vector<int32_t> row_load_of;  // per value: its row load (row nodes of row kernels)
   for (int32_t j : grp.nodes) {
     const Node& n = g.nodes[j];
     SmallVector<int32_t, 4> in;
     SmallVector<const tracer::ValueMeta*, 4> in_meta;
+    // A row value computed from loads (not a reduction, not a view of a row value) reads
+    // them as row loads: each is constant along the row (make_jit_plan's row_input).
+    const bool row_node = grp.reduced_dims > 0 && grp.inner_dims == 0 && grp.is_row(n.output) &&
+                          !(op_def(n.op).flags & kIsView) &&
+                          (n.inputs.size() != 1 || row_reduction_dims(n, *meta[n.inputs[0]]) == 0);
     for (ValueId v : n.inputs) {
-      if (expr_of[v] < 0) {  // an input of the kernel, in its storage dtype
+      const bool external = input_of[v] >= 0 || expr_of[v] < 0;  // not computed here
+      if (external && input_of[v] < 0) {  // an input of the kernel, in its storage dtype
         step->inputs.push_back(v);
         k.inputs.push_back(meta[v]->dtype);
-        expr_of[v] = k.load(k.num_inputs() - 1);
+        input_of[v] = k.num_inputs() - 1;
       }
-      in.push_back(expr_of[v]);
+      if (row_node && external) {
+        row_load_of.resize(static_cast<size_t>(g.num_values()), -1);
+        if (row_load_of[v] < 0) row_load_of[v] = k.load_row(input_of[v]);
+        in.push_back(row_load_of[v]);
+      } else {
+        if (expr_of[v] < 0) expr_of[v] = k.load(input_of[v]);
+        in.push_back(expr_of[v]);
+      }
       in_meta.push_back(meta[v]);
     }
     ScalarSource src;
@@ -407,10 +422,25 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // a float from that kernel's row values alone: it is then a row value too. (An integer one
   // joins only as an element node, where row values have the index space's shape: a reduction
   // over a dim of size 1. The row renderer stores Int64, Int32 and Bool row values.)
+  // Since late 2026-11-30 it may also read a float value computed before the kernel whose
+  // sizes are 1 over the reduced dims (where the rows are longer than one element): a row load,
+  // read once per row (loop_kernel.h). A gradient `g / norm` with g of shape [N, 1] is one.
+  auto row_input = [&](const Group& grp, ValueId v, int32_t s) {
+    if (!is_floating(meta[v]->dtype)) return false;
+    if (step_of[v] == s) return grp.is_row(v);
+    if (step_of[v] > s || grp.inner_dims != 0 || grp.row_sizes == grp.sizes) return false;
+    const DimVector& vs = meta[v]->sizes;
+    if (vs.size() > grp.sizes.size()) return false;
+    const size_t lead = grp.sizes.size() - vs.size();
+    for (size_t d = grp.sizes.size() - static_cast<size_t>(grp.reduced_dims); d < grp.sizes.size();
+         ++d)
+      if (d >= lead && vs[d - lead] != 1) return false;
+    return true;
+  };
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
     if (!is_floating(n.meta.dtype)) return false;
     for (ValueId v : n.inputs)
-      if (step_of[v] != s || !grp.is_row(v) || !is_floating(meta[v]->dtype)) return false;
+      if (!row_input(grp, v, s)) return false;
     return true;
   };
   // Pointwise node n and column kernel draft s: a node of the index space joins when it reads
@@ -760,7 +790,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     grp.draws = grp.draws || random_index[jj] >= 0;
     if (grp.row_shape(n.meta.sizes)) {  // a row value? (by the IR's rule)
       bool row = true;
-      for (ValueId v : reads_of_node) row = row && step_of[v] == target && grp.is_row(v);
+      for (ValueId v : reads_of_node) row = row && row_input(grp, v, target);
       if (row) grp.row_vals.push_back(n.output);
     }
     if (grp.inner_dims > 0 && !grp.is_row(n.output))  // computed from the group's results?
