@@ -1608,7 +1608,9 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
 // value in the row kernel (planner.cpp row_alias_step): logsumexp, rms norm, softmax under a
 // mean (each a view step between two kernels before). A row node may read a float input of
 // one element per row (a row load: the sum's gradient `g / (2 * norm)`, std's): the gradients
-// of a norm and of std (three kernels before). A row read with stride 0 in one dim of
+// of a norm and of std (three kernels before). A mask computed from row values is a row value
+// too (`norm >= eps`, the gradient mask of a clamp: a normalization's gradient, three kernels
+// before). A row read with stride 0 in one dim of
 // two and 1 in the other is no broadcast: still bitwise.
 TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
   for (const std::string& isa : testing::supported_jit_isas()) {
@@ -1619,6 +1621,11 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
       const Tensor x = randn_of({rows, n}, static_cast<uint64_t>(n) + 870);
       const Tensor ones_expanded = randn_of({1, 1}, 871).expand({rows, n});
       const Tensor w = randn_of({n}, 881), per_row = randn_of({rows, 1}, 882);
+      Tensor xz = randn_of({rows, n}, 883);
+      {
+        JitMode off(false);
+        xz.select(0, 0).fill_(0.0);
+      }
       auto grad_of = [&](const std::function<Tensor(const Tensor&)>& loss) {
         return [&x, loss] {
           Tensor xx = x.detach().requires_grad_();
@@ -1655,6 +1662,12 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
            }},
           {"norm", grad_of([](const Tensor& xx) { return (xx * xx).sum({-1}).sqrt().sum(); })},
           {"std", grad_of([](const Tensor& xx) { return xx.std({-1}).sum(); })},
+          {"normalize, a clamped norm",  // row 0 all zeros: the clamp's mask is false there
+           [&] {
+             Tensor xx = xz.detach().requires_grad_();
+             (xx / (xx * xx).sum({-1}, true).sqrt().clamp(1e-12, 1e30) * x).sum().backward();
+             return TensorList{xx.grad()};
+           }},
           {"a [rows, 1] input over a row value",
            [&] { return TensorList{x / ((x * x).sum({-1}, true).sqrt() * per_row)}; }},
           {"an expanded input",

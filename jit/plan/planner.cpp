@@ -425,10 +425,19 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // Since late 2026-11-30 it may also read a float value computed before the kernel whose
   // sizes are 1 over the reduced dims (where the rows are longer than one element): a row load,
   // read once per row (loop_kernel.h). A gradient `g / norm` with g of shape [N, 1] is one.
+  // A mask computed from row values (`norm >= eps`: clamp's gradient) is a row value too, read
+  // by row nodes only (a Bool reduction's result, all / any, is only stored).
+  std::vector<uint8_t> reduced(nv, 0);  // per value: a reduction's result
+  for (const Node& n : g.nodes)
+    reduced[n.output] =
+        n.inputs.size() == 1 && (row_reduction_dims(n, *meta[n.inputs[0]]) > 0 ||
+                                 column_reduction_dims(n, *meta[n.inputs[0]]).reduced > 0);
   auto row_input = [&](const Group& grp, ValueId v, int32_t s) {
-    if (!is_floating(meta[v]->dtype)) return false;
-    if (step_of[v] == s) return grp.is_row(v);
-    if (step_of[v] > s || grp.inner_dims != 0 || grp.row_sizes == grp.sizes) return false;
+    const DType t = meta[v]->dtype;
+    if (step_of[v] == s)
+      return grp.is_row(v) && (is_floating(t) || (t == DType::Bool && !reduced[v]));
+    if (!is_floating(t) || step_of[v] > s || grp.inner_dims != 0 || grp.row_sizes == grp.sizes)
+      return false;
     const DimVector& vs = meta[v]->sizes;
     if (vs.size() > grp.sizes.size()) return false;
     const size_t lead = grp.sizes.size() - vs.size();
@@ -438,7 +447,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     return true;
   };
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
-    if (!is_floating(n.meta.dtype)) return false;
+    if (!is_floating(n.meta.dtype) && n.meta.dtype != DType::Bool) return false;
     for (ValueId v : n.inputs)
       if (!row_input(grp, v, s)) return false;
     return true;

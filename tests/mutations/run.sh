@@ -43,6 +43,7 @@ mutations=(
   "drafts never move up|jit/plan/planner.cpp|  auto move_up = [\&](int32_t t, ValueId v) {|  auto move_up = [\&](int32_t t, ValueId v) {\n    if (t >= 0) return false;|JitReducePlanTest.SmallValuesComputedLater*|"
   "column kernels take integer sums beside float ones|jit/plan/planner.cpp|      return std::all_of(grp.row_vals.begin(), grp.row_vals.end(),|      return grp.nodes.size() + 1 > 0 ? true : std::all_of(grp.row_vals.begin(), grp.row_vals.end(),|JitColumnPlanTest.ColumnReductionsOfOtherInputs*|"
   "row nodes read no row loads|jit/plan/planner.cpp|    if (vs.size() > grp.sizes.size()) return false;|    if (vs.size() + 1 > 0) return false;|JitReducePlanTest.ExpandedGradients*|"
+  "row nodes compute no masks|jit/plan/planner.cpp|    if (!is_floating(n.meta.dtype) \&\& n.meta.dtype != DType::Bool) return false;|    if (!is_floating(n.meta.dtype)) return false;|JitReducePlanTest.ExpandedGradients*|"
   "recorded result perturbed in the last bit|tracer/interpreter.cpp|          values[n.output] = run_eager(def, call, n.meta);\n        }|          values[n.output] = run_eager(def, call, n.meta);\n          Tensor\& o = values[n.output];\n          if (o.dtype() == kFloat32 \&\& o.impl()->numel() > 0) *static_cast<uint32_t*>(o.impl()->data()) ^= 1u;\n        }|Pointwise.*:Reduce*.*:IndexSelect.*:ShapeCat.*:RecordFuzz.RandomPrograms*|KILN_FUZZ_SEEDS=300"
 )
 
