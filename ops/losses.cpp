@@ -190,17 +190,17 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
   return dispatch(OpId::CrossEntropy, in, a);
 }
 
-// mean((a - b)^2) over the broadcast shape, as torch.nn.functional.mse_loss (mean reduction).
-// Written as d.d / n with d = flatten(a - b): the sum of squares is one dot product (a BLAS call),
-// and the composite needs no reduction op. n == 0 gives 0/0 = NaN, as in PyTorch.
+// mean((a - b)^2) over the broadcast shape, as torch.nn.functional.mse_loss (mean reduction):
+// `square(a - b).mean()`, the mean's summation order (ops/reduce.h). n == 0 gives 0/0 = NaN, as
+// in PyTorch. (Until late 2026-11-30 it was the dot product d.d / n, a BLAS call: its gradient
+// was two more matrix products and four views, which split a recorded training step's fused
+// loss head; the JIT now fuses forward and backward into a row kernel and one pointwise kernel.)
 Tensor mse_loss(const Tensor& a, const Tensor& b) {
   KILN_CHECK(a.defined() && b.defined(), "mse_loss: an argument is an undefined tensor");
   KILN_CHECK(is_floating(a.dtype()) && a.dtype() == b.dtype(),
              "mse_loss: expected two tensors of one float dtype, got {} and {}", describe(a),
              describe(b));
-  Tensor d = sub(a, b);
-  d = d.reshape({d.numel()});
-  return div(matmul(d, d), static_cast<double>(d.numel()));
+  return mean(square(sub(a, b)));
 }
 
 }  // namespace kiln

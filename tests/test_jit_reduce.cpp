@@ -1610,8 +1610,9 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
 // one element per row (a row load: the sum's gradient `g / (2 * norm)`, std's): the gradients
 // of a norm and of std (three kernels before). A mask computed from row values is a row value
 // too (`norm >= eps`, the gradient mask of a clamp: a normalization's gradient, three kernels
-// before). A row read with stride 0 in one dim of
-// two and 1 in the other is no broadcast: still bitwise.
+// before). mse_loss, forward and backward, is one kernel (a dot product
+// before: two kernels, two matrix products and four view steps). A row read with stride 0 in one
+// dim of two and 1 in the other is no broadcast: still bitwise.
 TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
@@ -1667,6 +1668,13 @@ TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
              Tensor xx = xz.detach().requires_grad_();
              (xx / (xx * xx).sum({-1}, true).sqrt().clamp(1e-12, 1e30) * x).sum().backward();
              return TensorList{xx.grad()};
+           }},
+          {"mse_loss and its gradient",  // the mean of the squares (ops/losses.cpp)
+           [&] {
+             Tensor xx = x.detach().requires_grad_();
+             const Tensor l = mse_loss(xx * 2.0, x);
+             l.backward();
+             return TensorList{l.detach(), xx.grad()};
            }},
           {"a [rows, 1] input over a row value",
            [&] { return TensorList{x / ((x * x).sum({-1}, true).sqrt() * per_row)}; }},

@@ -3,7 +3,7 @@
 // composites linear, mse_loss and scaled_dot_product_attention.
 // Tolerances (inputs of magnitude <= ~3): Float64 1e-12 absolute (1e-10 for composites that go
 // through BLAS); Float32 2e-6 absolute for softmax/log_softmax/cross_entropy/layer_norm (a few
-// float32 roundings of O(1) values). Matmul-based composites (linear, mse_loss) get the classic
+// float32 roundings of O(1) values). linear and mse_loss (a mean of squares) get the classic
 // bound of a K-term dot product in any summation order (with or without FMA), per element:
 //   |got - ref| <= 2 (K + 1) u * sum_k |x_k w_k|   (+ |bias|),   u = 2^-24 for Float32
 // (gamma_K plus one rounding for the bias or the final division, doubled for margin); mse_loss is a
