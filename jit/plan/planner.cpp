@@ -11,6 +11,9 @@
 #include "jit/lower/lowering.h"
 #include "jit/passes/passes.h"
 #include "jit/plan/blas_step.h"
+#include "jit/plan/group_kernel.h"
+#include "jit/plan/plan_group.h"
+#include "jit/plan/recompute_chains.h"
 #include "jit/plan/validating_plan.h"
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
@@ -19,51 +22,13 @@
 
 namespace kiln::jit {
 
+using planning::Draft;
+using planning::Group;
 using tracer::Graph;
 using tracer::Node;
 using tracer::ValueId;
 
 namespace {
-
-// A fusion group while planning: its nodes (in order) and the shape they share.
-struct Group {
-  std::vector<int32_t> nodes;
-  DimVector sizes;
-  std::vector<ValueId> reads;  // values computed outside the group that it loads
-  // A row kernel (docs/jit.md "Reductions"): it reduces the last `reduced_dims` dims of `sizes`;
-  // `row_sizes` is `sizes` with those dims 1 (a keepdim result), `drop_sizes` without them;
-  // `row_vals` its values of either shape (one per row: reductions, and what is computed from
-  // them alone).
-  int reduced_dims = 0;
-  // A column kernel (loop_kernel.h "Column kernels"): the reduced dims are the `reduced_dims`
-  // before the last `inner_dims` (0: a row kernel). `epilogue`: its element values computed
-  // from its row values (no reduction of the group may read them: one reducing pass).
-  int inner_dims = 0;
-  std::vector<ValueId> epilogue;
-  DimVector row_sizes, drop_sizes;
-  bool row_shape(const DimVector& s) const {
-    return reduced_dims > 0 && (s == row_sizes || s == drop_sizes);
-  }
-  std::vector<ValueId> row_vals;
-  bool is_row(ValueId v) const {
-    return std::find(row_vals.begin(), row_vals.end(), v) != row_vals.end();
-  }
-  // It draws random numbers (rand, dropout): a row kernel never does (the row renderer has no
-  // element index), so a drawing group takes no reduction and a row group no drawing node.
-  bool draws = false;
-  // Values an earlier kernel computes that this one computes again from that kernel's inputs
-  // instead of loading them (recompute_element_chains): their nodes are in `nodes` too.
-  std::vector<ValueId> recomputed;
-  bool recomputes(ValueId v) const {
-    return std::find(recomputed.begin(), recomputed.end(), v) != recomputed.end();
-  }
-};
-
-// One planned step: an eager node or a group.
-struct Draft {
-  int32_t node = -1;
-  int32_t group = -1;
-};
 
 // Per value: whether it is read, not a graph output, and every reader is a reduction
 // (`reduces(node)`, asked of one-input nodes) or an elementwise node whose own value is such a
@@ -91,226 +56,8 @@ std::vector<uint8_t> only_feeding_reductions(const Graph& g,
   return feeds;
 }
 
-// The kernel of one group: inputs, expressions, outputs, parameters (null: it stores nothing).
-std::unique_ptr<KernelStep> build_kernel(const Graph& g, const Group& grp,
-                                         const std::vector<const tracer::ValueMeta*>& meta,
-                                         const std::vector<int32_t>& last_reader,
-                                         const std::vector<tracer::ScalarPosition>& runtime,
-                                         const std::vector<int32_t>& random_index,
-                                         int32_t my_step) {
-  auto step = std::make_unique<KernelStep>();
-  LoopKernel k;
-  std::vector<int32_t> expr_of(static_cast<size_t>(g.num_values()), -1);
-  std::vector<int32_t> input_of(static_cast<size_t>(g.num_values()), -1);
-  std::vector<int32_t> row_load_of;  // per value: its row load (row nodes of row kernels)
-  for (int32_t j : grp.nodes) {
-    const Node& n = g.nodes[j];
-    SmallVector<int32_t, 4> in;
-    SmallVector<const tracer::ValueMeta*, 4> in_meta;
-    // A row value computed from loads (not a reduction, not a view of a row value) reads
-    // them as row loads: each is constant along the row (make_jit_plan's row_input).
-    const bool row_node = grp.reduced_dims > 0 && grp.inner_dims == 0 && grp.is_row(n.output) &&
-                          !(op_def(n.op).flags & kIsView) &&
-                          (n.inputs.size() != 1 || row_reduction_dims(n, *meta[n.inputs[0]]) == 0);
-    for (ValueId v : n.inputs) {
-      const bool external = input_of[v] >= 0 || expr_of[v] < 0;  // not computed here
-      if (external && input_of[v] < 0) {  // an input of the kernel, in its storage dtype
-        step->inputs.push_back(v);
-        k.inputs.push_back(meta[v]->dtype);
-        input_of[v] = k.num_inputs() - 1;
-      }
-      if (row_node && external) {
-        row_load_of.resize(static_cast<size_t>(g.num_values()), -1);
-        if (row_load_of[v] < 0) row_load_of[v] = k.load_row(input_of[v]);
-        in.push_back(row_load_of[v]);
-      } else {
-        if (expr_of[v] < 0) expr_of[v] = k.load(input_of[v]);
-        in.push_back(expr_of[v]);
-      }
-      in_meta.push_back(meta[v]);
-    }
-    ScalarSource src;
-    for (size_t r = 0; r < runtime.size(); ++r) {
-      if (runtime[r].node != j) continue;
-      src.param[runtime[r].index] = k.num_params();
-      step->params.push_back(static_cast<int32_t>(r));
-      k.params.push_back(DType::Float64);  // the lowering sets its type
-    }
-    if (random_index[j] >= 0) {  // its Philox words: four Int32 params
-      src.philox = k.num_params();
-      for (int32_t w = 0; w < 4; ++w) {
-        step->params.push_back(philox_param(random_index[j], w));
-        k.params.push_back(DType::Int32);
-      }
-    }
-    if (n.inputs.empty()) step->sizes = n.meta.sizes;  // rand: the group's shape
-    if (op_def(n.op).flags & kIsView)  // a row value's other shape (make_jit_plan): the same
-      expr_of[n.output] = in[0];
-    else if (grp.reduced_dims > 0 &&
-             (grp.inner_dims > 0 ? column_reduction_dims(n, *in_meta[0]).reduced > 0
-                                 : row_reduction_dims(n, *in_meta[0]) > 0))
-      expr_of[n.output] = lower_reduction(k, n, in[0], grp.inner_dims > 0);
-    else
-      expr_of[n.output] =
-          lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
-    step->nodes.push_back(j);
-  }
-  step->reduced_dims = grp.reduced_dims;
-  step->inner_dims = grp.inner_dims;
-  // Stored: what a later step or the graph's outputs read.
-  for (int32_t j : grp.nodes) {
-    const ValueId v = g.nodes[j].output;
-    if (grp.recomputes(v)) continue;  // the kernel computing it first stores it if needed
-    if (last_reader[v] == -2 || last_reader[v] > my_step) {
-      step->outputs.push_back(v);
-      k.stores.push_back(expr_of[v]);
-    }
-  }
-  // Nothing to store: every value it computes is recomputed by the kernels reading it
-  // (recompute_element_chains) or read by none. No step.
-  if (k.stores.empty()) return nullptr;
-  if (grp.reduced_dims > 0) {  // row values are stored once per row, in the node's own shape
-    const std::vector<uint8_t> row = k.row_values();
-    for (size_t o = 0; o < step->outputs.size(); ++o)
-      step->row_output.push_back(!row[k.stores[o]]                                          ? 0
-                                 : meta[step->outputs[o]]->sizes.size() == grp.sizes.size() ? 1
-                                                                                            : 2);
-  }
-  // Nodes lowered one by one repeat work (layer_norm's mean and var both sum the row): merged,
-  // the kernel has less to compile and, for a Reduce, a pass fewer over each row.
-  k = merge_common_exprs(k);
-  CpuLaunchHint hint;  // for the variant rendered now (cpu_target.h)
-  hint.elements = 1;
-  for (int64_t s : step->sizes.empty() ? grp.sizes : step->sizes) hint.elements *= s;
-  hint.columns = grp.inner_dims > 0;
-  step->kernel = cpu_target().compile(k, hint);
-  return step;
-}
-
 std::atomic<bool> g_warned_codegen{false};
 std::atomic<int64_t> g_codegen_failures{0};
-
-// Ops whose vector math costs about as much per element as the memory pass a recomputation saves.
-bool transcendental(OpId op) {
-  switch (op) {
-    case OpId::Exp:
-    case OpId::Log:
-    case OpId::Log1p:
-    case OpId::Expm1:
-    case OpId::Sin:
-    case OpId::Cos:
-    case OpId::Tanh:
-    case OpId::Sigmoid:
-    case OpId::Silu:
-    case OpId::Erf:
-    case OpId::Gelu:
-    case OpId::GeluTanh:
-    case OpId::Pow:
-    case OpId::PowScalar:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Cheap element chains computed again where they are read instead of stored (docs/jit.md
-// "Recomputation"). A value v that kernel A computes as an element value (no random draw: a
-// pure function of what A loads and of A's row values, which A then stores) and that later
-// kernels of A's index
-// space read is stored by A and loaded by each of them: a write and a read of the whole index
-// space apiece. When every reader outside A is such a kernel, each computes v itself from A's
-// loads (at most kMaxChain nodes: a few vector operations per element against two memory
-// passes; no transcendental function; at most one more whole-size load in each reader), and A
-// no longer stores v (a graph output is not recomputed). The column
-// splits need this (jit/passes/column_split.h): `(x * 2).var(0)` is two column kernels, both
-// reading x. `loadable(grp, u)`: whether kernel grp may load value u (its layout suits the kernel).
-// `producer[v]`: the node defining value v (-1: an input).
-template <class Loadable>
-void recompute_element_chains(const Graph& g, const std::vector<const tracer::ValueMeta*>& meta,
-                              const std::vector<int32_t>& producer, std::vector<Group>& groups,
-                              const std::vector<Draft>& drafts, const std::vector<int32_t>& step_of,
-                              const Loadable& loadable) {
-  constexpr size_t kMaxChain = 8;
-  const size_t nv = static_cast<size_t>(g.num_values());
-  std::vector<uint8_t> is_output(nv, 0);
-  for (ValueId v : g.outputs) is_output[v] = 1;
-  // The steps reading each value outside the step computing it (one pass over the edges).
-  std::vector<std::vector<int32_t>> outside_readers(nv);
-  for (const Node& n : g.nodes)
-    for (ValueId v : n.inputs) {
-      std::vector<int32_t>& r = outside_readers[v];
-      const int32_t s2 = step_of[n.output];
-      if (s2 != step_of[v] && std::find(r.begin(), r.end(), s2) == r.end()) r.push_back(s2);
-    }
-  auto group_of = [&](int32_t s) -> Group* {
-    return s >= 0 && drafts[s].group >= 0 ? &groups[drafts[s].group] : nullptr;
-  };
-  for (size_t jj = 0; jj < g.nodes.size(); ++jj) {
-    const ValueId v = g.nodes[jj].output;
-    const int32_t s1 = step_of[v];
-    const Group* a = group_of(s1);
-    const std::vector<int32_t>& readers = outside_readers[v];
-    if (a == nullptr || is_output[v] || readers.empty() || meta[v]->sizes != a->sizes) continue;
-    // v's chain in A: the nodes computing it from what A loads (in graph order).
-    std::vector<int32_t> chain;
-    std::vector<ValueId> leaves;
-    bool ok = true;
-    std::vector<ValueId> todo = {v};
-    while (ok && !todo.empty()) {
-      const ValueId u = todo.back();
-      todo.pop_back();
-      const int32_t j = producer[u];
-      // Loaded by A: computed before it, or an input (a value A computes again itself is part of
-      // the chain: no one may have stored it); or a row value of A (a reduction's result, one
-      // per row or column: A stores it for the readers, a small tensor).
-      if ((step_of[u] != s1 && !a->recomputes(u)) || j < 0 || (step_of[u] == s1 && a->is_row(u))) {
-        if (std::find(leaves.begin(), leaves.end(), u) == leaves.end()) leaves.push_back(u);
-        continue;
-      }
-      if (std::find(chain.begin(), chain.end(), j) != chain.end()) continue;
-      const Node& n = g.nodes[static_cast<size_t>(j)];
-      const uint32_t f = op_def(n.op).flags;
-      ok = (f & kWritesAnyLayout) && !(f & (kIsView | kIsRandom | kHigherOrder)) &&
-           !transcendental(n.op) && n.subgraphs.empty() && n.meta.strides.empty() &&
-           n.meta.sizes == a->sizes && chain.size() < kMaxChain;
-      chain.push_back(j);
-      for (ValueId w : n.inputs) todo.push_back(w);
-    }
-    if (!ok) continue;
-    std::sort(chain.begin(), chain.end());
-    // Its readers outside A: later kernels of A's index space that may load every leaf.
-    for (int32_t s2 : readers) {
-      const Group* b = group_of(s2);
-      // B loads the leaves instead of v: at most one more stream of the whole index space
-      // (`a + b + c` from three inputs would read more than it saves).
-      const auto new_streams = std::count_if(leaves.begin(), leaves.end(), [&](ValueId u) {
-        return b != nullptr && meta[u]->sizes == a->sizes &&
-               std::find(b->reads.begin(), b->reads.end(), u) == b->reads.end();
-      });
-      ok = ok && b != nullptr && s2 > s1 && b->sizes == a->sizes && new_streams <= 1 &&
-           std::all_of(leaves.begin(), leaves.end(), [&](ValueId u) { return loadable(*b, u); });
-    }
-    if (!ok) continue;
-    for (int32_t s2 : readers) {
-      Group& b = groups[drafts[s2].group];
-      std::vector<int32_t> added;
-      for (int32_t j : chain) {
-        const ValueId u = g.nodes[static_cast<size_t>(j)].output;
-        if (b.recomputes(u)) continue;  // already there (an overlapping chain)
-        added.push_back(j);
-        b.recomputed.push_back(u);
-      }
-      // First, in graph order (a topological order): they read only the leaves, which B loads,
-      // and each other. B's recomputed nodes are all at the front.
-      b.nodes.insert(b.nodes.begin(), added.begin(), added.end());
-      std::sort(b.nodes.begin(),
-                b.nodes.begin() + static_cast<std::ptrdiff_t>(b.recomputed.size()));
-      std::erase(b.reads, v);
-      for (ValueId u : leaves)
-        if (std::find(b.reads.begin(), b.reads.end(), u) == b.reads.end()) b.reads.push_back(u);
-    }
-  }
-}
 
 }  // namespace
 
@@ -858,7 +605,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   std::vector<int32_t> producer_of(nv, -1);
   for (size_t j = 0; j < g.nodes.size(); ++j)
     producer_of[g.nodes[j].output] = static_cast<int32_t>(j);
-  recompute_element_chains(
+  planning::recompute_element_chains(
       g, meta, producer_of, groups, drafts, step_of, [&](const Group& grp, ValueId v) {
         if (grp.reduced_dims == 0) return true;
         return grp.inner_dims > 0 ? col_friendly(v, grp.sizes, grp.reduced_dims, grp.inner_dims)
@@ -906,8 +653,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     try {
       Step st;
-      st.kernel =
-          build_kernel(g, grp, meta, last_reader, runtime, random_index, static_cast<int32_t>(s));
+      st.kernel = planning::build_group_kernel(g, grp, meta, last_reader, runtime, random_index,
+                                               static_cast<int32_t>(s));
       if (st.kernel) steps.push_back(std::move(st));
     } catch (const std::exception& e) {  // codegen failed: these nodes stay eager
       ++g_codegen_failures;
