@@ -6,8 +6,9 @@
 // the result, and a contiguous batched `a` times a 2-D `b` folds into one [B*M, K] @ [K, N]
 // product. Attrs: none.
 //
-// Kernels: Float32/Float64 go to OpenBLAS gemm. A matrix whose last two dims have unit stride in
-// either order is passed as is (trans flag + leading dim: a transposed view, a slice along the
+// Kernels: Float32/Float64 go to OpenBLAS gemm (a product of one row, a 1-D left operand, to its
+// dot or gemv on one thread: ops/cpu/blas_gemm.cpp). A matrix whose last two dims have unit stride
+// in either order is passed as is (trans flag + leading dim: a transposed view, a slice along the
 // columns with its row stride as lda); any other layout (a column step, a stride-0 dim) is copied
 // row-major first. OpenBLAS's thread count is picked per product from its flops (one thread for
 // small products, at most KILN_NUM_THREADS, one inside a kiln parallel region); a batch of small

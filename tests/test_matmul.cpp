@@ -156,6 +156,26 @@ TEST(Matmul, AllShapeRulesAllDTypes) {
     }
 }
 
+// One row on the left (a 1-D operand, a [1, K] matrix) is a BLAS dot or gemv call (ops/cpu/
+// blas_gemm.cpp): strided and transposed operands, both float dtypes, against the reference.
+TEST(Matmul, OneRowProductsOfStridedAndTransposedOperands) {
+  unsigned seed = 900;
+  for (DType dt : {kFloat32, kFloat64}) {
+    const int64_t K = 37, N = 5;
+    const Tensor wide = make_operand({K, 3}, dt, seed++);  // column 1: a row of stride 3
+    const Tensor bt = make_operand({N, K}, dt, seed++);    // transposed: [K, N]
+    const Tensor bn = make_operand({K, N}, dt, seed++);
+    const Tensor col = make_operand({K, 2}, dt, seed++);  // column 0: stride 2
+    const Tensor x = wide.select(1, 1), y = make_operand({K}, dt, seed++);
+    check(x, y, fmt::format("strided dot {}", dt));
+    check(x, col.select(1, 0), fmt::format("two strided vectors {}", dt));
+    check(y, bt.t(), fmt::format("vector @ transposed {}", dt));
+    check(x, bn, fmt::format("strided vector @ matrix {}", dt));
+    check(x.unsqueeze(0), bt.t(), fmt::format("[1, K] @ transposed {}", dt));
+    check(wide.t().narrow(0, 1, 1), bn, fmt::format("a transposed row @ matrix {}", dt));
+  }
+}
+
 TEST(Matmul, DotIsZeroDim) {
   Tensor a = from_vector<float>({1, 2, 3}, {3});
   Tensor b = from_vector<float>({4, 5, 6}, {3});
