@@ -193,7 +193,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
 // mean((a - b)^2) over the broadcast shape, as torch.nn.functional.mse_loss (mean reduction):
 // `square(a - b).mean()`, the mean's summation order (ops/reduce.h). n == 0 gives 0/0 = NaN, as
 // in PyTorch. (Until late 2026-11-30 it was the dot product d.d / n, a BLAS call: its gradient
-// was two more matrix products and four views, which split a recorded training step's fused
+// was two more matrix products and six views, which split a recorded training step's fused
 // loss head; the JIT now fuses forward and backward into a row kernel and one pointwise kernel.)
 Tensor mse_loss(const Tensor& a, const Tensor& b) {
   KILN_CHECK(a.defined() && b.defined(), "mse_loss: an argument is an undefined tensor");

@@ -1611,7 +1611,7 @@ TEST_F(JitReducePlanTest, IntegerSumsAreRowKernels) {
 // of a norm and of std (three kernels before). A mask computed from row values is a row value
 // too (`norm >= eps`, the gradient mask of a clamp: a normalization's gradient, three kernels
 // before). mse_loss, forward and backward, is one kernel (a dot product
-// before: two kernels, two matrix products and four view steps). A row read with stride 0 in one
+// before: two kernels, two matrix products and six view steps). A row read with stride 0 in one
 // dim of two and 1 in the other is no broadcast: still bitwise.
 TEST_F(JitReducePlanTest, ExpandedGradientsJoinRowKernels) {
   for (const std::string& isa : testing::supported_jit_isas()) {
