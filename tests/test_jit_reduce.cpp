@@ -1760,6 +1760,48 @@ TEST_F(JitReducePlanTest, SmallValuesComputedLaterMoveUpBeforeTheirReader) {
   }
 }
 
+// Counts of masks read by float arithmetic are Float64 sums (jit/passes/float_counts.h), which
+// row kernels read: amax's gradient `g / (x == max).sum(-1, keepdim)` (ties: values rounded to
+// a few levels) and a masked mean `(x * m).sum(-1) / m.sum(-1)` (a row of no ones: 0 / 0) are
+// one kernel each (two before), bitwise; a count an integer op reads stays an Int64 sum.
+TEST_F(JitReducePlanTest, MaskCountsReadByFloatArithmeticAreFloatSums) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (auto [rows, n, threads] : {std::array<int64_t, 3>{6, 37, 1}, {2, 140001, 2}}) {
+      ConfigOverride<int> t(config().num_threads, static_cast<int>(threads));
+      const std::string what = fmt::format("{} [{}, {}]", isa, rows, n);
+      Tensor x, m;
+      {
+        JitMode off(false);
+        x = (randn_of({rows, n}, static_cast<uint64_t>(n) + 890) * 2.0).round();  // ties
+        m = randn_of({rows, n}, 891) > 0.5;
+        m.select(0, 0).fill_(false);  // a row of no ones
+      }
+      const std::vector<std::pair<const char*, std::function<TensorList()>>> programs = {
+          {"amax's gradient",
+           [&] {
+             Tensor xx = x.detach().requires_grad_();
+             xx.amax({-1}).sum().backward();
+             return TensorList{xx.grad()};
+           }},
+          {"a masked mean", [&] { return TensorList{(x * m).sum({-1}) / m.sum({-1})}; }},
+      };
+      for (const auto& [name, program] : programs) {
+        tracer::RegionCache::instance().clear();
+        int kernels = 0;
+        const std::string steps = run_both(program, what + " " + name, &kernels);
+        EXPECT_EQ(kernels, 1) << what << " " << name << ": " << steps;
+      }
+      tracer::RegionCache::instance().clear();
+      run_both(
+          [&] {
+            return TensorList{m.sum({-1}) * 3, (x * m).sum({-1}) / m.sum({-1})};
+          },
+          what + " an integer reader too");
+    }
+  }
+}
+
 // Row reductions of different inputs of one shape share a row kernel (planner.cpp: a reduction
 // with no kernel computing or reading its input joins the latest row kernel of its shape, and
 // so does a prologue node that only feeds such reductions): `x.sum(-1) + y.sum(-1)`, a cosine

@@ -8,6 +8,7 @@
 #include "jit/passes/cse.h"
 #include "jit/passes/dce.h"
 #include "jit/passes/decompose.h"
+#include "jit/passes/float_counts.h"
 #include "jit/passes/gathered_rows.h"
 #include "jit/passes/layer_norm_split.h"
 #include "jit/passes/simplify.h"
@@ -84,6 +85,9 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
     c.simplified += e;
     c.dropped += dce(pg);
   }
+  // Counts of masks that only float arithmetic reads become Float64 sums (row kernels read no
+  // integer row value); after the expand rounds, which leave such arithmetic reading the count.
+  if (o.simplify) c.simplified += float_counts(pg);
   // Each sweep leaves the sunk nodes dead, and new views of their inputs that may sink further.
   for (int sweep = 0; o.sink_views && o.target != nullptr && sweep < 16; ++sweep) {
     const int s = sink_views(pg, *o.target);

@@ -2,6 +2,7 @@
 // groups nodes into kernels (docs/jit.md, "Graph passes"), one file each:
 //   decompose.h       composites into primitives, where that exposes fusion
 //   column_split.h    var and logsumexp over columns as two column reductions each
+//   float_counts.h    counts of masks read by float arithmetic become Float64 sums
 //   sink_views.h      views of pointwise results become index maps of their inputs
 //   simplify.h        bit-exact algebraic rules (x * 1, x - +0, neg(neg x), pow(x, 1), ...)
 //   cse.h             common subexpression elimination
