@@ -7,14 +7,6 @@ namespace kiln::jit::passes {
 
 namespace {
 
-// A pass over the readers of each value (per value: the nodes reading it).
-std::vector<std::vector<int32_t>> readers_of(const tracer::Graph& g) {
-  std::vector<std::vector<int32_t>> readers(static_cast<size_t>(g.num_values()));
-  for (size_t j = 0; j < g.nodes.size(); ++j)
-    for (tracer::ValueId v : g.nodes[j].inputs) readers[v].push_back(static_cast<int32_t>(j));
-  return readers;
-}
-
 bool elementwise(const tracer::Node& r) {
   const uint32_t f = op_def(r.op).flags;
   return (f & kWritesAnyLayout) && !(f & (kIsView | kHigherOrder)) && r.subgraphs.empty();
@@ -36,7 +28,7 @@ int broadcast_fills(PassGraph& pg) {
   tracer::Graph& g = pg.graph;
   const std::vector<const tracer::ValueMeta*> meta = pg.metas();
   const std::vector<uint8_t> is_output = pg.output_flags();
-  const std::vector<std::vector<int32_t>> readers = readers_of(g);
+  const std::vector<std::vector<int32_t>> readers = pg.readers();
   int count = 0;
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     tracer::Node& n = g.nodes[j];
@@ -62,7 +54,7 @@ int broadcast_fills(PassGraph& pg) {
 int broadcast_expands(PassGraph& pg) {
   tracer::Graph& g = pg.graph;
   const std::vector<const tracer::ValueMeta*> meta = pg.metas();
-  const std::vector<std::vector<int32_t>> readers = readers_of(g);
+  const std::vector<std::vector<int32_t>> readers = pg.readers();
   int count = 0;
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     const tracer::Node& e = g.nodes[j];

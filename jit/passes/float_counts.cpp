@@ -32,9 +32,7 @@ int float_counts(PassGraph& pg) {
   tracer::Graph& g = pg.graph;
   const std::vector<const ValueMeta*> meta = pg.metas();
   const std::vector<uint8_t> is_output = pg.output_flags();
-  std::vector<std::vector<int32_t>> readers(static_cast<size_t>(g.num_values()));
-  for (size_t j = 0; j < g.nodes.size(); ++j)
-    for (ValueId v : g.nodes[j].inputs) readers[v].push_back(static_cast<int32_t>(j));
+  const std::vector<std::vector<int32_t>> readers = pg.readers();
   // Per node: the count it reads, rewritten (its float sum), or -1.
   std::vector<ValueId> float_sum(static_cast<size_t>(g.num_values()), -1);
   NodeListBuilder out(pg);
@@ -54,8 +52,9 @@ int float_counts(PassGraph& pg) {
         n.meta.dtype == DType::Int64 && n.meta.device == Device::cpu() && n.meta.strides.empty() &&
         !is_output[n.output] && !pg.has_runtime_scalar(j) && !readers[n.output].empty();
     bool ok = count_of_mask;
-    for (int32_t r : ok ? readers[n.output] : std::vector<int32_t>{})
-      ok = ok && float_arithmetic(g.nodes[static_cast<size_t>(r)]);
+    if (ok)
+      for (int32_t r : readers[n.output])
+        ok = ok && float_arithmetic(g.nodes[static_cast<size_t>(r)]);
     if (!ok) {
       out.keep_as(j, std::move(n));
       continue;

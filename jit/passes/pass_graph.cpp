@@ -30,6 +30,13 @@ std::vector<int32_t> PassGraph::producers() const {
   return p;
 }
 
+std::vector<std::vector<int32_t>> PassGraph::readers() const {
+  std::vector<std::vector<int32_t>> r(static_cast<size_t>(graph.num_values()));
+  for (size_t j = 0; j < graph.nodes.size(); ++j)
+    for (ValueId v : graph.nodes[j].inputs) r[v].push_back(static_cast<int32_t>(j));
+  return r;
+}
+
 std::vector<uint8_t> PassGraph::output_flags() const {
   std::vector<uint8_t> o(static_cast<size_t>(graph.num_values()), 0);
   for (ValueId v : graph.outputs) o[v] = 1;

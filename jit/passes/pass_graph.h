@@ -41,6 +41,8 @@ struct PassGraph {
   std::vector<const tracer::ValueMeta*> metas() const;
   std::vector<int32_t> producers() const;
   std::vector<uint8_t> output_flags() const;
+  // Per value: the nodes reading it, in graph order (a node reading it twice, twice).
+  std::vector<std::vector<int32_t>> readers() const;
 };
 
 // A pass's new node list for a PassGraph, built node by node: nodes kept from the graph (with

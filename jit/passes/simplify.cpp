@@ -56,9 +56,7 @@ int simplify(PassGraph& pg) {
   const std::vector<const ValueMeta*> meta = pg.metas();
   const std::vector<int32_t> producer = pg.producers();
   const std::vector<uint8_t> is_output = pg.output_flags();
-  std::vector<std::vector<int32_t>> readers(nv);
-  for (size_t j = 0; j < g.nodes.size(); ++j)
-    for (ValueId v : g.nodes[j].inputs) readers[v].push_back(static_cast<int32_t>(j));
+  std::vector<std::vector<int32_t>> readers = pg.readers();
   std::vector<ValueId> repl(nv);
   for (size_t v = 0; v < nv; ++v) repl[v] = static_cast<ValueId>(v);
 
