@@ -26,11 +26,15 @@ std::unique_ptr<KernelStep> build_group_kernel(const Graph& g, const Group& grp,
     const Node& n = g.nodes[j];
     SmallVector<int32_t, 4> in;
     SmallVector<const tracer::ValueMeta*, 4> in_meta;
+    const bool view = op_def(n.op).flags & kIsView;  // a row value's other shape (the same)
+    const bool reduction =
+        grp.reduced_dims > 0 && !n.inputs.empty() &&
+        (grp.inner_dims > 0 ? column_reduction_dims(n, *meta[n.inputs[0]]).reduced > 0
+                            : row_reduction_dims(n, *meta[n.inputs[0]]) > 0);
     // A row value computed from loads (not a reduction, not a view of a row value) reads
     // them as row loads: each is constant along the row (make_jit_plan's row_input).
-    const bool row_node = grp.reduced_dims > 0 && grp.inner_dims == 0 && grp.is_row(n.output) &&
-                          !(op_def(n.op).flags & kIsView) &&
-                          (n.inputs.size() != 1 || row_reduction_dims(n, *meta[n.inputs[0]]) == 0);
+    const bool row_node =
+        grp.reduced_dims > 0 && grp.inner_dims == 0 && grp.is_row(n.output) && !view && !reduction;
     for (ValueId v : n.inputs) {
       const bool external = input_of[v] >= 0 || expr_of[v] < 0;  // not computed here
       if (external && input_of[v] < 0) {  // an input of the kernel, in its storage dtype
@@ -63,11 +67,9 @@ std::unique_ptr<KernelStep> build_group_kernel(const Graph& g, const Group& grp,
       }
     }
     if (n.inputs.empty()) step->sizes = n.meta.sizes;  // rand: the group's shape
-    if (op_def(n.op).flags & kIsView)  // a row value's other shape (make_jit_plan): the same
+    if (view)
       expr_of[n.output] = in[0];
-    else if (grp.reduced_dims > 0 &&
-             (grp.inner_dims > 0 ? column_reduction_dims(n, *in_meta[0]).reduced > 0
-                                 : row_reduction_dims(n, *in_meta[0]) > 0))
+    else if (reduction)
       expr_of[n.output] = lower_reduction(k, n, in[0], grp.inner_dims > 0);
     else
       expr_of[n.output] =
