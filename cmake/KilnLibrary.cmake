@@ -28,8 +28,13 @@ target_include_directories(kiln PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:include>
   $<INSTALL_INTERFACE:include/kiln>)
-target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb TBB::tbbmalloc PRIVATE kiln_openblas
-                      asmjit::asmjit)
+# OpenBLAS is loaded with dlopen on the first BLAS call, never linked (ops/cpu/openblas_library.h:
+# kiln picks its kernels first); only its header, and its library's path as a fallback name.
+target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb TBB::tbbmalloc PRIVATE asmjit::asmjit
+                      ${CMAKE_DL_LIBS})
+target_include_directories(kiln SYSTEM PRIVATE ${OpenBLAS_INCLUDE_DIRS})
+set_source_files_properties(${PROJECT_SOURCE_DIR}/ops/cpu/openblas_library.cpp PROPERTIES
+                            COMPILE_DEFINITIONS "KILN_OPENBLAS_LIBRARY=\"${KILN_OPENBLAS_LIBRARY}\"")
 target_compile_features(kiln PUBLIC cxx_std_20)
 set_target_properties(kiln PROPERTIES UNITY_BUILD ${KILN_UNITY} UNITY_BUILD_BATCH_SIZE 8)
 

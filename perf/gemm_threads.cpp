@@ -8,8 +8,6 @@
 // the machine's load moves them alike.
 //
 //   kiln-gemm-bench [batches] [M,N,K[,ta,tb] ...]
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +17,7 @@
 
 #include "kiln/kiln.h"
 #include "ops/cpu/blas_gemm.h"
+#include "ops/cpu/openblas_library.h"
 #include "runtime/config.h"
 #include "runtime/parallel.h"
 
@@ -94,8 +93,9 @@ int main(int argc, char** argv) {
     // About 20 ms per batch per variant.
     const int calls = std::max(1, int(20e-3 / (flops / 20e9)));
     auto gemm = [&] {
-      cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans,
-                  s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
+      using namespace kiln::blas;
+      openblas().sgemm(kRowMajor, s.ta ? kTrans : kNoTrans, s.tb ? kTrans : kNoTrans, s.M, s.N, s.K,
+                       1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
     };
     auto matmul = [&] { (void)kiln::matmul(a, b); };
     kiln::Tensor c = kiln::empty({s.M, s.N});
@@ -112,13 +112,13 @@ int main(int argc, char** argv) {
     };
     std::vector<std::vector<double>> us(max_threads + 2);
     for (int t = 1; t <= max_threads; ++t) {  // warm-up
-      openblas_set_num_threads(t);
+      kiln::blas::openblas().set_num_threads(t);
       time_us(gemm, calls);
     }
     time_us(matmul, calls);
     for (int r = 0; r < batches; ++r) {
       for (int t = 1; t <= max_threads; ++t) {
-        openblas_set_num_threads(t);
+        kiln::blas::openblas().set_num_threads(t);
         us[t - 1].push_back(time_us(gemm, calls));
       }
       us[max_threads].push_back(time_us(matmul, calls));

@@ -14,10 +14,9 @@
 #include "core_test_util.h"
 #include "expect_error.h"
 #include "kiln/kiln.h"
+#include "ops/cpu/openblas_library.h"
 #include "runtime/config.h"
 #include "runtime/parallel.h"
-
-extern "C" int openblas_get_num_threads(void);
 
 using namespace kiln;
 using kiln::testing::expect_error;
@@ -262,7 +261,7 @@ TEST(Matmul, BlasThreadsFollowSizeAndKilnConfig) {
   auto run = [](int64_t n, DType dt, int64_t batch = 0) {
     const Shape s = batch ? Shape{batch, n, n} : Shape{n, n};
     (void)matmul(make_operand(s, dt, 1), make_operand(s, dt, 2)).sum().to(kFloat64).item<double>();
-    return openblas_get_num_threads();
+    return kiln::blas::openblas().get_num_threads();
   };
   set_num_threads(1);
   EXPECT_EQ(run(8, kFloat32), 1);
@@ -346,7 +345,7 @@ TEST(Matmul, InsideParallelRegion) {
     bs.push_back(i < 2 ? b.t() : b.t().contiguous());
   }
   (void)matmul(as[0], bs[0]).sum().item<double>();
-  EXPECT_EQ(openblas_get_num_threads(), 2);
+  EXPECT_EQ(kiln::blas::openblas().get_num_threads(), 2);
   std::vector<Tensor> got(kTasks);
   std::atomic<int> in_region{0}, blas_one{0};
   parallel_for(0, kTasks, 1, [&](int64_t i0, int64_t i1) {
@@ -354,7 +353,7 @@ TEST(Matmul, InsideParallelRegion) {
       in_region += in_parallel_region() ? 1 : 0;
       got[i] = matmul(as[i], bs[i]);
       (void)got[i].sum().item<double>();  // run it here, also when KILN_JIT=1 records it
-      blas_one += openblas_get_num_threads() == 1 ? 1 : 0;
+      blas_one += kiln::blas::openblas().get_num_threads() == 1 ? 1 : 0;
     }
   });
   EXPECT_EQ(in_region.load(), kTasks);

@@ -1,11 +1,10 @@
 #include "ops/cpu/blas_gemm.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
 
+#include "ops/cpu/openblas_library.h"
 #include "runtime/config.h"
 #include "runtime/parallel.h"
 
@@ -31,7 +30,8 @@ int threads_for(int64_t M, int64_t N, int64_t K) {
 // Never more BLAS threads than KILN_NUM_THREADS, so TBB's arena and BLAS's pool do not
 // oversubscribe the cores.
 void set_threads(int n) {
-  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+  const OpenBlas& ob = openblas();
+  if (ob.get_num_threads() != n) ob.set_num_threads(n);
 }
 
 Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
@@ -46,8 +46,9 @@ Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
 template <class T>
 void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
           const T* B, T* C) {
-  const CBLAS_TRANSPOSE ta = la.trans ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE tb = lb.trans ? CblasTrans : CblasNoTrans;
+  const OpenBlas& ob = openblas();
+  const BlasTranspose ta = la.trans ? kTrans : kNoTrans;
+  const BlasTranspose tb = lb.trans ? kTrans : kNoTrans;
   // One row of A (a 1-D operand on the left, a dot product): a level-2 or level-1 call. sgemm
   // with M = 1 took 19.0 ms for a dot product of 2^23 floats (2-core Zen 3 VM), sdot 3-4; no
   // row split applies to one row, so eager and the JIT's BLAS steps still make the same call.
@@ -58,26 +59,26 @@ void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, c
     if (N == 1) {
       const int incy = lb.trans ? 1 : int(lb.ld);  // B's column
       if constexpr (std::is_same_v<T, float>)
-        C[0] = cblas_sdot(int(K), A, incx, B, incy);
+        C[0] = ob.sdot(int(K), A, incx, B, incy);
       else
-        C[0] = cblas_ddot(int(K), A, incx, B, incy);
+        C[0] = ob.ddot(int(K), A, incx, B, incy);
       return;
     }
     // C = op(B)^T a: B stored [K, N] (then transposed) or [N, K] (as it is).
-    const CBLAS_TRANSPOSE t = lb.trans ? CblasNoTrans : CblasTrans;
+    const BlasTranspose t = lb.trans ? kNoTrans : kTrans;
     const int rows = lb.trans ? int(N) : int(K), cols = lb.trans ? int(K) : int(N);
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemv(CblasRowMajor, t, rows, cols, 1.0f, B, int(lb.ld), A, incx, 0.0f, C, 1);
+      ob.sgemv(kRowMajor, t, rows, cols, 1.0f, B, int(lb.ld), A, incx, 0.0f, C, 1);
     else
-      cblas_dgemv(CblasRowMajor, t, rows, cols, 1.0, B, int(lb.ld), A, incx, 0.0, C, 1);
+      ob.dgemv(kRowMajor, t, rows, cols, 1.0, B, int(lb.ld), A, incx, 0.0, C, 1);
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, A, int(la.ld), B, int(lb.ld),
-                0.0f, C, int(N));
+    ob.sgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, A, int(la.ld), B, int(lb.ld), 0.0f, C,
+             int(N));
   } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, A, int(la.ld), B, int(lb.ld),
-                0.0, C, int(N));
+    ob.dgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0, A, int(la.ld), B, int(lb.ld), 0.0, C,
+             int(N));
   }
 }
 template void gemm<float>(const Layout&, const Layout&, int64_t, int64_t, int64_t, const float*,

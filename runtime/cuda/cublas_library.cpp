@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/cuda/device_context.h"
-#include "runtime/cuda/shared_library.h"
+#include "runtime/shared_library.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/cuda/shared_library.h"
+#include "runtime/shared_library.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
 

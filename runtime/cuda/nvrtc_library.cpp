@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "runtime/cuda/shared_library.h"
+#include "runtime/shared_library.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
 

@@ -1,13 +1,14 @@
-// SharedLibrary: a library opened with dlopen at run time (libcuda, libnvrtc), so that kiln never
-// links a CUDA library and one build runs on machines with and without a GPU. A library stays
-// loaded for the whole process (never dlclose'd: the driver must outlive every static destructor
-// that might still release device memory), and opening it never throws: a library that cannot be
-// found reports why, and the caller turns that into "CUDA is not available because ...".
+// SharedLibrary: a library opened with dlopen at run time (libcuda, libnvrtc, libcublas,
+// OpenBLAS), so that kiln never links a CUDA library (one build runs on machines with and
+// without a GPU) and picks OpenBLAS's kernels before it loads (ops/cpu/openblas_library.h). A
+// library stays loaded for the whole process (never dlclose'd: the driver must outlive every static
+// destructor that might still release device memory), and opening it never throws: a library that
+// cannot be found reports why, and the caller turns that into "CUDA is not available because ...".
 #pragma once
 #include <span>
 #include <string>
 
-namespace kiln::cuda {
+namespace kiln {
 
 class SharedLibrary {
  public:
@@ -37,4 +38,4 @@ class SharedLibrary {
   std::string why_;
 };
 
-}  // namespace kiln::cuda
+}  // namespace kiln

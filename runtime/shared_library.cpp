@@ -1,11 +1,11 @@
-#include "runtime/cuda/shared_library.h"
+#include "runtime/shared_library.h"
 
 #include <dlfcn.h>
 #include <link.h>
 
 #include "runtime/logging.h"
 
-namespace kiln::cuda {
+namespace kiln {
 
 SharedLibrary SharedLibrary::open(std::span<const char* const> names) {
   SharedLibrary lib;
@@ -37,4 +37,4 @@ void* SharedLibrary::symbol(const char* name) const {
   return handle_ != nullptr ? dlsym(handle_, name) : nullptr;
 }
 
-}  // namespace kiln::cuda
+}  // namespace kiln
