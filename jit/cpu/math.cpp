@@ -1,5 +1,7 @@
 #include "jit/cpu/math.h"
 
+#include <limits>
+
 namespace kiln::jit {
 
 bool cpu_math_supported(ExprOp op) {
@@ -20,6 +22,28 @@ bool cpu_math_supported(ExprOp op) {
     default:
       return false;
   }
+}
+
+bool reads_minus_inf(const LoopKernel& k, int32_t id) {
+  // A few levels up: the pattern sits right above the exp (select, minus the row max, a scale).
+  auto walk = [&](auto& self, int32_t i, int depth) -> bool {
+    if (i < 0 || depth > 6) return false;
+    const Expr& e = k.exprs[static_cast<size_t>(i)];
+    switch (e.op) {
+      case ExprOp::Const:
+        return e.value == -std::numeric_limits<double>::infinity();
+      case ExprOp::Select:
+        return self(self, e.b, depth + 1) || self(self, e.c, depth + 1);
+      case ExprOp::Sub:
+        return self(self, e.a, depth + 1);
+      case ExprOp::Add:
+      case ExprOp::Mul:
+        return self(self, e.a, depth + 1) || self(self, e.b, depth + 1);
+      default:
+        return false;
+    }
+  };
+  return walk(walk, id, 0);
 }
 
 }  // namespace kiln::jit

@@ -11,11 +11,18 @@ namespace kiln::jit {
 // Whether emit_math renders `op` (the target's supports() asks).
 bool cpu_math_supported(ExprOp op);
 
+// Whether expression `id` of `k` can be -inf by construction: a -inf constant reached through
+// selects, sums, differences and products (a softmax's masked scores, `where(mask, -inf, s) -
+// max`). Its exp then takes vecmath::exp<true>, which zeroes those lanes instead of underflowing
+// (a microcode assist per vector on Intel cores); the bits are the same.
+bool reads_minus_inf(const LoopKernel& k, int32_t id);
+
+// `minus_inf`: the operand may be -inf (reads_minus_inf): exp zeroes the lanes below its range.
 template <class O>
-typename O::F emit_math(const O& o, ExprOp op, typename O::F x) {
+typename O::F emit_math(const O& o, ExprOp op, typename O::F x, bool minus_inf = false) {
   switch (op) {
     case ExprOp::Exp:
-      return vecmath::exp(o, x);
+      return minus_inf ? vecmath::exp<true>(o, x) : vecmath::exp(o, x);
     case ExprOp::Log:
       return vecmath::log(o, x);
     case ExprOp::Log1p:

@@ -141,6 +141,7 @@ class AsmVecOps {
   M eq(F a, F b) const { return cmp(a, b, 0); }     // EQ_OQ
   M unord(F a, F b) const { return cmp(a, b, 3); }  // UNORD_Q
   M ne(F a, F b) const { return cmp(a, b, 4); }     // NEQ_UQ: true when either is NaN, as C++ !=
+  M nlt(F a, F b) const { return cmp(a, b, 5); }    // NLT_US: true when either is NaN
   M mask_and(M a, M b) const { return mask_op(asmjit::x86::Inst::kIdKandw, a, b, kBitAnd); }
   M mask_or(M a, M b) const { return mask_op(asmjit::x86::Inst::kIdKorw, a, b, kBitOr); }
   M mask_not(M a) const {
@@ -168,6 +169,12 @@ class AsmVecOps {
       F y = bit(kBitAndnot, m.v, b);
       d = bit(kBitOr, x, y);
     }
+    return d;
+  }
+  F keep(M m, F a) const {
+    if (!kmask()) return bit(kBitAnd, m.v, a);
+    F d = new_vec();
+    cc_.k(m.k).z().emit(kDouble ? kIdVmovapd_ : kIdVmovaps_, d, a);
     return d;
   }
   // a < b ? a : b and a > b ? a : b: exactly minps / maxps (the second operand when either is

@@ -113,7 +113,7 @@ C pairwise_sum_exp(const T* p, int64_t n, C sh) {
     C buf[kPairBlock];
     for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<C>(p[i]) - sh;
     vecmath::map_contiguous<C, vecmath::kNativeVecBytes>(
-        buf, buf, n, [](const auto& o, auto v) { return vecmath::exp(o, v); });
+        buf, buf, n, [](const auto& o, auto v) { return vecmath::exp<true>(o, v); });
     return lanes8<SumOp, C>(buf, n, Cast<C>{});
   }
   const int64_t half = (n / 2 + 7) / 8 * 8;
@@ -129,7 +129,7 @@ struct ShiftedExp {
   ShiftedExp at(int64_t first) const { return {shift + first}; }
   C scalar(C v, int64_t col) const {
     return vecmath::apply_scalar(v - shift[col],
-                                 [](const auto& o, auto u) { return vecmath::exp(o, u); });
+                                 [](const auto& o, auto u) { return vecmath::exp<true>(o, u); });
   }
   template <class V>  // a vector of n lanes (16, or the ISA's width)
   void vec(V& v, int64_t col) const {
@@ -137,7 +137,7 @@ struct ShiftedExp {
     C buf[n];
     for (int k = 0; k < n; ++k) buf[k] = v[k] - shift[col + k];
     vecmath::map_contiguous<C, vecmath::kNativeVecBytes>(
-        buf, buf, n, [](const auto& o, auto u) { return vecmath::exp(o, u); });
+        buf, buf, n, [](const auto& o, auto u) { return vecmath::exp<true>(o, u); });
     std::memcpy(&v, buf, sizeof buf);
   }
 };
@@ -275,7 +275,7 @@ void softmax_rows_impl(const T* x, T* y, int64_t m, int64_t n, bool log) {
         [](T a, T b) { return max_nan(a, b); });
     for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] - mx;
     vecmath::map_contiguous<T, vecmath::kNativeVecBytes>(
-        yr, yr, n, [](const auto& o, auto v) { return vecmath::exp(o, v); });
+        yr, yr, n, [](const auto& o, auto v) { return vecmath::exp<true>(o, v); });
     const T sum = whole_row<T>(
         n, [&](int64_t s, int64_t len) { return pairwise_sum<T>(yr + s, len, Cast<T>{}); },
         [](T a, T b) { return a + b; });
@@ -381,7 +381,7 @@ double cross_entropy_total_impl(const T* x, const int64_t* t, int64_t m, int64_t
 // times, its sums in row order: with rows a page apart every access was a new page for the
 // prefetchers, and softmax(x, 0) of [8192, 1024] took 31-47 ms against 9 over dim 1.
 constexpr int kSoftmaxVecBytes = vecmath::kNativeVecBytes;
-constexpr auto vexp = [](const auto& o, auto v) { return vecmath::exp(o, v); };
+constexpr auto vexp = [](const auto& o, auto v) { return vecmath::exp<true>(o, v); };
 constexpr auto vlog = [](const auto& o, auto v) { return vecmath::log(o, v); };
 
 template <class T>

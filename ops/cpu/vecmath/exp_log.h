@@ -130,14 +130,32 @@ inline F log_core(const O& o, F f, F e) {
 
 }  // namespace detail
 
-template <class O, class F = typename O::F>
+// exp(x). kZeroBelowLo: the lanes below kLo (where exp rounds to +0: -inf, a softmax's masked
+// scores) compute exp(0) and are zeroed at the end, instead of computing exp(kLo), whose last
+// product underflows. On Intel cores (FTZ off) a vector with an underflowing lane takes a
+// microcode assist: exp of -inf ran 3.5x slower than exp of 0 (eager, Emerald Rapids), a causal
+// attention's softmax 3x. The same bits either way (exp(kLo) rounds to +0 too); it costs a
+// compare and two single-uop masks where the clamp was one instruction (~5% of a softmax row
+// kernel in L1), so callers ask for it where -inf is expected: the softmax-family reductions,
+// and JIT kernels whose exp reads a select of -inf (jit/cpu/body_emitter.h). Subnormal results
+// (kLo < x < -87.3 for float) still underflow, as they must.
+template <bool kZeroBelowLo = false, class O, class F = typename O::F>
 inline F exp(const O& o, F x) {
   using C = detail::ExpC<typename O::T>;
-  x = clamp_hi(o, clamp_lo(o, x, C::kLo), C::kHi);
+  typename O::M keep{};
+  if constexpr (kZeroBelowLo) {
+    keep = o.nlt(x, o.splat(C::kLo));  // x >= kLo, or NaN
+    x = clamp_hi(o, o.keep(keep, x), C::kHi);
+  } else {
+    x = clamp_hi(o, clamp_lo(o, x, C::kLo), C::kHi);
+  }
   F r;
   const Rounded<O> k = detail::exp_reduce(o, x, r);
   const F p = o.add(o.splat(1.0), detail::expm1_poly(o, r));
-  return scale2(o, p, k);
+  if constexpr (kZeroBelowLo)
+    return o.keep(keep, scale2(o, p, k));
+  else
+    return scale2(o, p, k);
 }
 
 template <class O, class F = typename O::F>

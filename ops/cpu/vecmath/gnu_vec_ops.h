@@ -88,6 +88,7 @@ struct GnuVecOps {
     return r;
   }
   M lt(F a, F b) const { return a < b; }
+  M nlt(F a, F b) const { return ~(a < b); }
   M le(F a, F b) const { return a <= b; }
   M gt(F a, F b) const { return a > b; }
   M ge(F a, F b) const { return a >= b; }
@@ -97,6 +98,7 @@ struct GnuVecOps {
   M mask_or(M a, M b) const { return a | b; }
   M mask_not(M a) const { return ~a; }
   F select(M m, F a, F b) const { return (F)((m & (I)a) | (~m & (I)b)); }
+  F keep(M m, F a) const { return (F)(m & (I)a); }
   F lt_select(F a, F b) const { return select(a < b, a, b); }
   F gt_select(F a, F b) const { return select(a > b, a, b); }
   F bit_and(F a, F b) const { return (F)((I)a & (I)b); }

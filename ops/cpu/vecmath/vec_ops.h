@@ -18,8 +18,10 @@
 //   F sqrt(F)                     IEEE square root
 //   M lt(F,F) le gt ge eq         ordered compares: false when either lane is NaN
 //   M unord(F,F)                  true when either lane is NaN
+//   M nlt(F,F)                    !(a < b): true when either lane is NaN (cmpps NLT_US)
 //   M mask_and(M,M) mask_or(M,M) mask_not(M)
 //   F select(M m, F a, F b)       m ? a : b, lane by lane
+//   F keep(M m, F a)              m ? a : +0 (one and, or one zero-masked move with AVX-512)
 //   F lt_select(F a, F b)         a < b ? a : b (b when either lane is NaN): select(lt(a, b), a, b)
 //   F gt_select(F a, F b)         a > b ? a : b (b when either lane is NaN): select(gt(a, b), a, b)
 //                                 (x86's minps / maxps compute exactly these, in one instruction)
