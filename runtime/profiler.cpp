@@ -34,7 +34,8 @@ constexpr KindNames kKindNames[kNumEventKinds] = {{"op", "op"},
                                                   {"kernel", "kernel launch"},
                                                   {"kernel", "kernel compile"},
                                                   {"region", "region traced"},
-                                                  {"plan", "plan run"}};
+                                                  {"plan", "plan run"},
+                                                  {"step", "plan step"}};
 }  // namespace
 
 const char* kind_category(EventKind kind) {
@@ -329,6 +330,15 @@ void record_compile(std::string_view tier, uint64_t region, int64_t begin_ns, in
 void record_kernel_launch(std::string_view kernel, int64_t begin_ns, int64_t end_ns) {
   if (!enabled()) return;
   detail::record(EventKind::KernelLaunch, kernel, {}, 0, 0, begin_ns, end_ns);
+}
+
+void record_plan_step(std::string_view kind, std::string_view op, int64_t begin_ns,
+                      int64_t end_ns) {
+  if (!enabled()) return;
+  std::string name;
+  name.reserve(kind.size() + 1 + op.size());
+  name.append(kind).append(" ").append(op);
+  detail::record(EventKind::PlanStep, name, {}, 0, 0, begin_ns, end_ns);
 }
 
 void record_kernel_compile(std::string_view kernel, int64_t begin_ns, int64_t end_ns) {

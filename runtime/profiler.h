@@ -37,6 +37,8 @@ enum class EventKind : uint8_t {
   KernelCompile,  // a kernel target made machine code; complete event named after the kernel
   RegionTrace,    // region(name, fn) traced a body it had not seen; instant event named after it
   PlanRun,        // a region ran its plan (jit/); args.region, args.nodes, args.peak_bytes
+  PlanStep,       // one of a plan's BLAS or eager steps; complete event named "blas matmul",
+                  // "eager softmax", ... (its kernel steps are KernelLaunch events)
   kCount
 };
 inline constexpr int kNumEventKinds = static_cast<int>(EventKind::kCount);
@@ -119,6 +121,10 @@ void record_plan_run(uint64_t region, int64_t nodes, int64_t peak_bytes, int64_t
 void record_fallback(std::string_view op, std::string_view reason);
 void record_compile(std::string_view tier, uint64_t region, int64_t begin_ns, int64_t end_ns);
 void record_kernel_launch(std::string_view kernel, int64_t begin_ns, int64_t end_ns);
+// A plan's BLAS or eager step ran (jit/plan/jit_plan.cpp): `kind` "blas" or "eager", `op` its
+// node's op. Callers time it only when enabled().
+void record_plan_step(std::string_view kind, std::string_view op, int64_t begin_ns,
+                      int64_t end_ns);
 void record_kernel_compile(std::string_view kernel, int64_t begin_ns, int64_t end_ns);
 void record_region_trace(std::string_view region_name);
 

@@ -84,6 +84,7 @@ void append_event(std::string& out, const Snapshot& snap, int64_t tid, const Eve
       break;
     case EventKind::KernelLaunch:
     case EventKind::KernelCompile:
+    case EventKind::PlanStep:
     case EventKind::RegionTrace:  // the event's name is the region's
     case EventKind::kCount:
       break;

@@ -14,6 +14,7 @@
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
+#include "runtime/profiler.h"
 #include "tracer/hop_interpreter.h"
 
 namespace kiln::jit {
@@ -396,12 +397,18 @@ tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
     const size_t first = s;
-    if (st.kernel)
+    if (st.kernel) {
       run_kernel(f, *st.kernel, s);
-    else if (st.blas)
-      s += run_blas(f, s);  // 1: it ran its epilogue, the next step, too
-    else
-      run_eager_node(f, st.node, static_cast<int32_t>(s));
+    } else {
+      const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
+      if (st.blas)
+        s += run_blas(f, s);  // 1: it ran its epilogue, the next step, too
+      else
+        run_eager_node(f, st.node, static_cast<int32_t>(s));
+      if (t0 != 0)
+        profiler::record_plan_step(st.blas ? "blas" : "eager", op_name(graph_.nodes[st.node].op),
+                                   t0, profiler::now_ns());
+    }
     for (size_t r = first; r <= s; ++r)
       for (ValueId v : steps_[r].release) {
         f.values[v] = Tensor();
