@@ -66,62 +66,12 @@ Tensor eager_of(jit::ExprOp op, const Tensor& x) {
   }
 }
 
+// Compiles `k` (one input of xs' type, one output) for `isa`, runs it over `xs` and checks
+// its output bitwise (NaN sign and payload aside) against `want`.
 template <class T>
-void dense_on(const std::string& isa, const std::vector<T>& xs) {
-  constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+void expect_kernel_gives(const jit::LoopKernel& k, const std::string& isa,
+                         const std::vector<T>& xs, const Tensor& want, const std::string& what) {
   const auto n = static_cast<int64_t>(xs.size());
-  const Tensor tx = from_vector<T>(xs, {n});
-  for (jit::ExprOp op : {jit::ExprOp::Exp, jit::ExprOp::Expm1, jit::ExprOp::Sigmoid,
-                         jit::ExprOp::Erf, jit::ExprOp::Pow}) {
-    Tensor want;
-    {
-      testing::JitMode off(false);
-      want = eager_of(op, tx).contiguous();
-    }
-    jit::LoopKernel k = jit::LoopKernel::uniform(dtype, 1);
-    const int32_t x = k.load(0);
-    k.stores = {op == jit::ExprOp::Pow ? k.binary(op, k.constant(2.5, dtype), x) : k.unary(op, x)};
-    std::shared_ptr<jit::CompiledKernel> ck;
-    {
-      ConfigOverride<std::string> isa_override(config().jit_isa, isa);
-      ck = jit::cpu_target().compile(k);
-    }
-    std::vector<T> out(xs.size(), T(-7));
-    jit::LaunchArgs la;
-    la.sizes = {n};
-    la.ptrs = {reinterpret_cast<char*>(out.data()),
-               reinterpret_cast<char*>(const_cast<T*>(xs.data()))};
-    la.strides = {{static_cast<int64_t>(sizeof(T))}, {static_cast<int64_t>(sizeof(T))}};
-    ck->launch(la);
-    const T* w = want.data_ptr<T>();
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; ++i)
-      if (canonical_bits(out[i]) != canonical_bits(w[i]) && bad++ < 5)
-        ADD_FAILURE() << isa << " " << dtype_name(dtype) << " " << jit::expr_op_name(op) << "("
-                      << xs[i] << "): got " << out[i] << ", eager " << w[i];
-    EXPECT_EQ(bad, 0) << isa << " " << dtype_name(dtype) << " " << jit::expr_op_name(op);
-  }
-}
-
-// exp of `where(x < -inf, -inf, x)` (= x: nothing is below -inf): a select of -inf feeds the
-// exp, so the JIT renders vecmath::exp<true> (zeroing the lanes below its range instead of
-// underflowing, docs/numerics.md); it must still give eager's exp bits on every value.
-template <class T>
-void exp_of_masked_on(const std::string& isa, const std::vector<T>& xs) {
-  constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
-  const auto n = static_cast<int64_t>(xs.size());
-  Tensor want;
-  {
-    testing::JitMode off(false);
-    want = exp(from_vector<T>(xs, {n})).contiguous();
-  }
-  jit::LoopKernel k = jit::LoopKernel::uniform(dtype, 1);
-  const int32_t x = k.load(0);
-  const int32_t minus_inf = k.constant(-INFINITY, dtype);
-  const int32_t masked = k.select(k.binary(jit::ExprOp::Lt, x, minus_inf), minus_inf, x);
-  k.stores = {k.unary(jit::ExprOp::Exp, masked)};
-  ASSERT_TRUE(jit::reads_minus_inf(k, masked));
-  ASSERT_FALSE(jit::reads_minus_inf(k, x));
   std::shared_ptr<jit::CompiledKernel> ck;
   {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
@@ -138,9 +88,50 @@ void exp_of_masked_on(const std::string& isa, const std::vector<T>& xs) {
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i)
     if (canonical_bits(out[i]) != canonical_bits(w[i]) && bad++ < 5)
-      ADD_FAILURE() << isa << " " << dtype_name(dtype) << " exp(masked " << xs[i] << "): got "
-                    << out[i] << ", eager " << w[i];
-  EXPECT_EQ(bad, 0) << isa << " " << dtype_name(dtype);
+      ADD_FAILURE() << isa << " " << what << "(" << xs[i] << "): got " << out[i] << ", eager "
+                    << w[i];
+  EXPECT_EQ(bad, 0) << isa << " " << what;
+}
+
+template <class T>
+void dense_on(const std::string& isa, const std::vector<T>& xs) {
+  constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+  const auto n = static_cast<int64_t>(xs.size());
+  const Tensor tx = from_vector<T>(xs, {n});
+  for (jit::ExprOp op : {jit::ExprOp::Exp, jit::ExprOp::Expm1, jit::ExprOp::Sigmoid,
+                         jit::ExprOp::Erf, jit::ExprOp::Pow}) {
+    Tensor want;
+    {
+      testing::JitMode off(false);
+      want = eager_of(op, tx).contiguous();
+    }
+    jit::LoopKernel k = jit::LoopKernel::uniform(dtype, 1);
+    const int32_t x = k.load(0);
+    k.stores = {op == jit::ExprOp::Pow ? k.binary(op, k.constant(2.5, dtype), x) : k.unary(op, x)};
+    expect_kernel_gives(k, isa, xs, want,
+                        std::string(dtype_name(dtype)) + " " + jit::expr_op_name(op));
+  }
+}
+
+// exp of `where(x < -inf, -inf, x)` (= x: nothing is below -inf): a select of -inf feeds the
+// exp, so the JIT renders vecmath::exp<true> (zeroing the lanes below its range instead of
+// underflowing, docs/numerics.md); it must still give eager's exp bits on every value.
+template <class T>
+void exp_of_masked_on(const std::string& isa, const std::vector<T>& xs) {
+  constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+  Tensor want;
+  {
+    testing::JitMode off(false);
+    want = exp(from_vector<T>(xs, {static_cast<int64_t>(xs.size())})).contiguous();
+  }
+  jit::LoopKernel k = jit::LoopKernel::uniform(dtype, 1);
+  const int32_t x = k.load(0);
+  const int32_t minus_inf = k.constant(-INFINITY, dtype);
+  const int32_t masked = k.select(k.binary(jit::ExprOp::Lt, x, minus_inf), minus_inf, x);
+  k.stores = {k.unary(jit::ExprOp::Exp, masked)};
+  ASSERT_TRUE(jit::reads_minus_inf(k, masked));
+  ASSERT_FALSE(jit::reads_minus_inf(k, x));
+  expect_kernel_gives(k, isa, xs, want, std::string(dtype_name(dtype)) + " exp of masked");
 }
 
 TEST(JitExpDense, ExpOfMaskedValuesGivesEagerBitsOverTheWholeRangeEveryIsa) {
