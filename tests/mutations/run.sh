@@ -46,6 +46,9 @@ mutations=(
   "row nodes compute no masks|jit/plan/planner.cpp|    if (!is_floating(n.meta.dtype) \&\& n.meta.dtype != DType::Bool) return false;|    if (!is_floating(n.meta.dtype)) return false;|JitReducePlanTest.ExpandedGradients*|"
   "mask counts stay Int64 sums|jit/passes/float_counts.cpp|    bool ok = count_of_mask;|    bool ok = false;|JitReducePlanTest.MaskCounts*|"
   "recorded result perturbed in the last bit|tracer/interpreter.cpp|          values[n.output] = run_eager(def, call, n.meta);\n        }|          values[n.output] = run_eager(def, call, n.meta);\n          Tensor\& o = values[n.output];\n          if (o.dtype() == kFloat32 \&\& o.impl()->numel() > 0) *static_cast<uint32_t*>(o.impl()->data()) ^= 1u;\n        }|Pointwise.*:Reduce*.*:IndexSelect.*:ShapeCat.*:RecordFuzz.RandomPrograms*|KILN_FUZZ_SEEDS=300"
+  "JIT keep-mask of exp<true> takes the ordered compare|jit/cpu/vec_emitter.h|  M nlt(F a, F b) const { return cmp(a, b, 5); }|  M nlt(F a, F b) const { return cmp(a, b, 1); }|JitExpDense.ExpOfMasked*|"
+  "row max tree folds later values first|jit/cpu/row_passes.cpp|          return later(tree(xs, b, h), tree(xs, b + h, n - h));|          return later(tree(xs, b + h, n - h), tree(xs, b, h));|JitReduceKernels.PipelinedSoftmaxRowsBitwise|"
+  "no OpenBLAS core hint for AVX-512 Intel CPUs|ops/cpu/blas_core_hint.cpp|  if (f.avx512_skx) return f.avx512_bf16 ? \"Cooperlake\" : \"SkylakeX\";|  if (f.avx512_skx) return nullptr;|OpenBlas*|"
 )
 
 results=()
