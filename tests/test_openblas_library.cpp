@@ -1,13 +1,18 @@
 // OpenBLAS loaded by kiln (ops/cpu/openblas_library.h) with the kernels of the CPU's ISA
 // (ops/cpu/blas_core_hint.h): the rule, and the library this process actually runs.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "kiln/kiln.h"
 #include "ops/cpu/blas_core_hint.h"
 #include "ops/cpu/openblas_library.h"
+#include "self_child.h"
 
 using namespace kiln::blas;
 
@@ -56,4 +61,38 @@ TEST(OpenBlasLibrary, LoadedByKilnWithTheKernelsOfTheCpusIsa) {
   if (hint == nullptr) {
     EXPECT_TRUE(st.core_hint.empty());
   }
+}
+
+// A program that loaded OpenBLAS itself before kiln's first BLAS call (it links OpenBLAS, or
+// another library brings it): kiln uses that library as it is, sets no OPENBLAS_CORETYPE, and
+// warns once when it runs kernels below the CPU's ISA (Debian's OpenBLAS on a CPU newer than it).
+// The child loads OpenBLAS with dlopen first, then multiplies.
+TEST(OpenBlasChild, LoadedByTheProgramFirst) {
+  if (!std::getenv("KILN_TEST_OPENBLAS_CHILD")) GTEST_SKIP() << "run by LoadedByTheProgram...";
+  ASSERT_NE(dlopen("libopenblas.so.0", RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
+  const kiln::Tensor p = kiln::matmul(kiln::full({3, 4}, 2.0f), kiln::full({4, 5}, 0.5f));
+  EXPECT_FLOAT_EQ(p.sum().item<float>(), 3 * 5 * 4.0f);
+  const OpenBlasStatus& st = openblas_status();
+  ASSERT_TRUE(st.usable) << st.reason;
+  EXPECT_TRUE(st.loaded_before);
+  EXPECT_TRUE(st.core_hint.empty());
+  std::fprintf(stderr, "core=%s\n", st.core.c_str());
+}
+
+TEST(OpenBlasLibrary, LoadedByTheProgramFirstIsUsedAsItIsWithAWarningWhenSlow) {
+  const std::string err = ::testing::TempDir() + "kiln_openblas_child.txt";
+  const kiln::testing::SelfChildResult r =
+      kiln::testing::run_self_as_child("-u OPENBLAS_CORETYPE KILN_TEST_OPENBLAS_CHILD=1",
+                                       "OpenBlasChild.LoadedByTheProgramFirst", err);
+  ASSERT_EQ(r.status, 0) << r.command;
+  ASSERT_EQ(r.completed, 1) << r.command;
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("core=");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string core = text.substr(at + 5, text.find('\n', at) - at - 5);
+  const bool slow = host_blas_features().avx2_fma && !is_avx2_core(core.c_str());
+  EXPECT_EQ(text.find("OpenBLAS runs its " + core + " kernels") != std::string::npos, slow)
+      << core << ":\n"
+      << text;
 }
