@@ -69,8 +69,8 @@ Tensor eager_of(jit::ExprOp op, const Tensor& x) {
 // Compiles `k` (one input of xs' type, one output) for `isa`, runs it over `xs` and checks
 // its output bitwise (NaN sign and payload aside) against `want`.
 template <class T>
-void expect_kernel_gives(const jit::LoopKernel& k, const std::string& isa,
-                         const std::vector<T>& xs, const Tensor& want, const std::string& what) {
+void expect_kernel_gives(const jit::LoopKernel& k, const std::string& isa, const std::vector<T>& xs,
+                         const Tensor& want, const std::string& what) {
   const auto n = static_cast<int64_t>(xs.size());
   std::shared_ptr<jit::CompiledKernel> ck;
   {
@@ -129,8 +129,15 @@ void exp_of_masked_on(const std::string& isa, const std::vector<T>& xs) {
   const int32_t minus_inf = k.constant(-INFINITY, dtype);
   const int32_t masked = k.select(k.binary(jit::ExprOp::Lt, x, minus_inf), minus_inf, x);
   k.stores = {k.unary(jit::ExprOp::Exp, masked)};
-  ASSERT_TRUE(jit::reads_minus_inf(k, masked));
-  ASSERT_FALSE(jit::reads_minus_inf(k, x));
+  ASSERT_TRUE(jit::reads_masking_constant(k, masked));
+  ASSERT_FALSE(jit::reads_masking_constant(k, x));
+  // Masks of finite constants count where exp underflows far below them, not above.
+  jit::LoopKernel finite = jit::LoopKernel::uniform(dtype, 1);
+  const int32_t y = finite.load(0);
+  const int32_t huge = finite.binary(jit::ExprOp::Sub, finite.constant(-1e4, dtype), y);
+  const int32_t mild = finite.binary(jit::ExprOp::Sub, finite.constant(-50.0, dtype), y);
+  EXPECT_TRUE(jit::reads_masking_constant(finite, huge));
+  EXPECT_FALSE(jit::reads_masking_constant(finite, mild));
   expect_kernel_gives(k, isa, xs, want, std::string(dtype_name(dtype)) + " exp of masked");
 }
 

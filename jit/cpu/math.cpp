@@ -24,14 +24,14 @@ bool cpu_math_supported(ExprOp op) {
   }
 }
 
-bool reads_minus_inf(const LoopKernel& k, int32_t id) {
+bool reads_masking_constant(const LoopKernel& k, int32_t id) {
   // A few levels up: the pattern sits right above the exp (select, minus the row max, a scale).
   auto walk = [&](auto& self, int32_t i, int depth) -> bool {
     if (i < 0 || depth > 6) return false;
     const Expr& e = k.exprs[static_cast<size_t>(i)];
     switch (e.op) {
-      case ExprOp::Const:
-        return e.value == -std::numeric_limits<double>::infinity();
+      case ExprOp::Const:  // -inf, or far below where exp underflows (exp_log.h's kLo)
+        return e.value < (e.type == DType::Float64 ? -708.0 : -87.0);
       case ExprOp::Select:
         return self(self, e.b, depth + 1) || self(self, e.c, depth + 1);
       case ExprOp::Sub:

@@ -11,18 +11,21 @@ namespace kiln::jit {
 // Whether emit_math renders `op` (the target's supports() asks).
 bool cpu_math_supported(ExprOp op);
 
-// Whether expression `id` of `k` can be -inf by construction: a -inf constant reached through
-// selects, sums, differences and products (a softmax's masked scores, `where(mask, -inf, s) -
-// max`). Its exp then takes vecmath::exp<true>, which zeroes those lanes instead of underflowing
-// (a microcode assist per vector on Intel cores); the bits are the same.
-bool reads_minus_inf(const LoopKernel& k, int32_t id);
+// Whether expression `id` of `k` reads a masking constant: -inf, or a constant so negative that
+// exp underflows far below it (< -87 for Float32, < -708 for Float64: the -1e4, -1e9 and
+// finfo.min masks of attention code), reached through selects, sums, differences and products
+// (`where(mask, -inf, s) - max`). Its exp then takes vecmath::exp<true>, which zeroes the lanes
+// below exp's range instead of underflowing (a microcode assist per vector on Intel cores); the
+// bits are the same.
+bool reads_masking_constant(const LoopKernel& k, int32_t id);
 
-// `minus_inf`: the operand may be -inf (reads_minus_inf): exp zeroes the lanes below its range.
+// `masked`: the operand may be far below exp's range (reads_masking_constant): exp zeroes those
+// lanes instead of underflowing.
 template <class O>
-typename O::F emit_math(const O& o, ExprOp op, typename O::F x, bool minus_inf = false) {
+typename O::F emit_math(const O& o, ExprOp op, typename O::F x, bool masked = false) {
   switch (op) {
     case ExprOp::Exp:
-      return minus_inf ? vecmath::exp<true>(o, x) : vecmath::exp(o, x);
+      return masked ? vecmath::exp<true>(o, x) : vecmath::exp(o, x);
     case ExprOp::Log:
       return vecmath::log(o, x);
     case ExprOp::Log1p:
