@@ -123,8 +123,7 @@ void record_compile(std::string_view tier, uint64_t region, int64_t begin_ns, in
 void record_kernel_launch(std::string_view kernel, int64_t begin_ns, int64_t end_ns);
 // A plan's BLAS or eager step ran (jit/plan/jit_plan.cpp): `kind` "blas" or "eager", `op` its
 // node's op. Callers time it only when enabled().
-void record_plan_step(std::string_view kind, std::string_view op, int64_t begin_ns,
-                      int64_t end_ns);
+void record_plan_step(std::string_view kind, std::string_view op, int64_t begin_ns, int64_t end_ns);
 void record_kernel_compile(std::string_view kernel, int64_t begin_ns, int64_t end_ns);
 void record_region_trace(std::string_view region_name);
 

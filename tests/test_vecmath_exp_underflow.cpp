@@ -70,8 +70,9 @@ TEST(VecmathExpUnderflow, ZeroingBelowTheRangeKeepsFloat64Bits) {
     xs.push_back(x);
     xs.push_back(near(g));
   }
-  for (double x : {-double(INFINITY), double(INFINITY), double(NAN), -746.0, std::nextafter(-746.0, 0.0),
-                   std::nextafter(-746.0, -1e3), -745.13, -708.4, -0.0, 0.0})
+  for (double x :
+       {-double(INFINITY), double(INFINITY), double(NAN), -746.0, std::nextafter(-746.0, 0.0),
+        std::nextafter(-746.0, -1e3), -745.13, -708.4, -0.0, 0.0})
     xs.push_back(x);
   every_width(xs);
 }

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "runtime/cuda/device_context.h"
-#include "runtime/shared_library.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
+#include "runtime/shared_library.h"
 
 #ifndef KILN_WITH_CUDA
 #define KILN_WITH_CUDA 1

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <vector>
 
-#include "runtime/shared_library.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
+#include "runtime/shared_library.h"
 
 #ifndef KILN_WITH_CUDA
 #define KILN_WITH_CUDA 1
