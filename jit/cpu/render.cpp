@@ -109,7 +109,11 @@ void render_function(E& cc, const LoopKernel& k, const KernelVariant& v) {
       // `unroll` (read `unroll` vectors further on); a drain computes the last tails. A body
       // with no place to split (pipeline_split) gets the plain unrolled loop: the prologue's
       // copies, whole and woven, become its body.
-      if (unroll > 1 && v.pipeline && isa == JitIsa::Avx512) {
+      // Not for a kernel that draws: its copies differ (each later copy offsets the index it
+      // draws for), which pipeline() refuses, and the throw sent every such kernel to the
+      // Compiler path (a dropout's render 0.6-0.9 ms instead of ~0.05, and woven wrong there:
+      // the note in the plain loop below). It gets the plain woven loop here.
+      if (unroll > 1 && v.pipeline && isa == JitIsa::Avx512 && !k.uses_index()) {
         using Range = RecordingAssembler::Range;
         std::vector<Range> head, tail, next, drain;
         auto copies = [&](std::vector<Range>& out, int first_vector) {

@@ -49,6 +49,7 @@ mutations=(
   "JIT keep-mask of exp<true> takes the ordered compare|jit/cpu/vec_emitter.h|  M nlt(F a, F b) const { return cmp(a, b, 5); }|  M nlt(F a, F b) const { return cmp(a, b, 1); }|JitExpDense.ExpOfMasked*|"
   "row max tree folds later values first|jit/cpu/row_passes.cpp|          return later(tree(xs, b, h), tree(xs, b + h, n - h));|          return later(tree(xs, b + h, n - h), tree(xs, b, h));|JitReduceKernels.PipelinedSoftmaxRowsBitwise|"
   "no OpenBLAS core hint for AVX-512 Intel CPUs|ops/cpu/blas_core_hint.cpp|  if (f.avx512_skx) return f.avx512_bf16 ? \"Cooperlake\" : \"SkylakeX\";|  if (f.avx512_skx) return nullptr;|OpenBlas*|"
+  "drawing kernels pipelined on AVX-512|jit/cpu/render.cpp|isa == JitIsa::Avx512 \&\& !k.uses_index()) {|isa == JitIsa::Avx512) {|JitAssembler.DrawingKernelsTakeTheFastPath|"
 )
 
 results=()
