@@ -10,8 +10,9 @@
 // list order, and each reads only its own registers and memory plus values defined before the
 // first of them (constants, pointers). Within a copy the order is kept, so each copy computes
 // what it computed before; identical copies put every load before any store. Only plain
-// instructions are moved: a range holding anything else (a label, a jump, a call, a comment) is
-// left as emitted and interleave() returns false.
+// instructions are moved: a range holding anything else (a label, a jump, a call, a comment), or
+// an instruction on a slot of the Compiler's virtual stack (newStack: woven, such copies computed
+// wrong values), is left as emitted and interleave() returns false.
 #pragma once
 #include <asmjit/x86.h>
 

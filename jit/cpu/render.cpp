@@ -167,12 +167,7 @@ void render_function(E& cc, const LoopKernel& k, const KernelVariant& v) {
         BodyEmitter<E>(ctx, lanes, k, layout, cur, params, nullptr, v.streaming, u * lanes).emit();
         copies.push_back(body_range(cc, before));
       }
-      // Not on the Compiler path for a kernel that draws: woven there, its copies' Philox code
-      // gave wrong values (fuzz seeds 20, 21, 272 and 285 with KILN_JIT_ASSEMBLER=0, sse2 and
-      // avx512; the interaction inside asmjit's Compiler was not pinned down). The Assembler
-      // path weaves them right (60000 fuzz seeds at unroll 2-4, docs/jit.md "Left out").
-      if (!(std::is_same_v<E, KernelCompiler> && k.uses_index()))
-        interleave(cc, copies);  // left as emitted (still correct) if a copy is not straight-line
+      interleave(cc, copies);  // left as emitted (still correct) if a copy is not straight-line
       advance(unroll * lanes);
       cc.sub(rem, unroll * lanes);
       cc.jmp(l_multi);
