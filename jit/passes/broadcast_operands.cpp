@@ -79,7 +79,16 @@ int lift_expands(PassGraph& pg) {
   tracer::Graph& g = pg.graph;
   const std::vector<const tracer::ValueMeta*> meta = pg.metas();
   const std::vector<uint8_t> is_output = pg.output_flags();
+  const std::vector<std::vector<int32_t>> readers = pg.readers();
   const auto nv = static_cast<size_t>(g.num_values());
+  // Whether every reader of v is elementwise: a lifted node's value becomes an expand (stride 0),
+  // which a view of it (flatten's view of a copy made to be viewed) cannot take. RecordFuzz seed
+  // 25600044 failed so: "view: shape [8] is not compatible with ... stride [0, 4, 4, 1]".
+  auto read_elementwise = [&](tracer::ValueId v) {
+    for (int32_t r : readers[static_cast<size_t>(v)])
+      if (!elementwise(g.nodes[static_cast<size_t>(r)])) return false;
+    return true;
+  };
   // Per value: the node index of the expand defining it, or -2 - k for the k-th expand made
   // here, or -1.
   std::vector<int32_t> expand_of(nv, -1);
@@ -96,7 +105,7 @@ int lift_expands(PassGraph& pg) {
       expand_of[n.output] = static_cast<int32_t>(j);
     const int32_t ei = n.inputs.empty() ? -1 : expand_of[n.inputs[0]];
     bool lift = ei != -1 && elementwise(n) && !is_output[n.output] && n.meta.strides.empty() &&
-                !(op_def(n.op).flags & (kIsRandom | kChecksData));
+                !(op_def(n.op).flags & (kIsRandom | kChecksData)) && read_elementwise(n.output);
     for (tracer::ValueId v : n.inputs) lift = lift && v == n.inputs[0];
     if (!lift) {
       out.keep(j);
