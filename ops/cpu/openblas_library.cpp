@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdlib>
-#include <mutex>
 
 #include "ops/cpu/blas_core_hint.h"
 #include "runtime/error.h"
