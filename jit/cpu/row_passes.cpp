@@ -7,8 +7,6 @@
 #include "jit/cpu/interleave.h"
 #include "jit/cpu/reduce_ops.h"
 #include "jit/cpu/row_renderer.h"
-
-#include <functional>
 #include "jit/loop/row_program.h"
 
 namespace kiln::jit::row_detail {
@@ -228,47 +226,41 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
       }
       interleave(cc_, copies);  // left as emitted (still correct) if not straight-line
       if (r == prefetch_pass_) prefetch_next_row(U * step);
+      // Each accumulator's values of this iteration, in row order.
+      std::vector<std::vector<x86::Vec>> per_acc(acc.size());
+      for (int j = 0; j < U * per_step; ++j) {
+        if (split) {
+          per_acc[0].push_back(low_half(vals[j], L_ * es));
+          per_acc[0].push_back(high_half(vals[j], L_ * es, es == 8));
+        } else {
+          per_acc[static_cast<size_t>(j % G)].push_back(vals[j]);
+        }
+      }
       if (extreme) {
         // Max / min keep "the later of two equal values" (a > v ? a : v), which is associative
-        // over an ordered sequence: any tree that keeps the order finds the same last maximal
-        // element as the chain (NaN lanes aside: nan_seen makes them NaN). So each
-        // accumulator's values of this iteration fold in an ordered tree, and the loop-carried
-        // chain takes one instruction per iteration instead of one per value (the softmax's
-        // max pass was bound by the chain: 2 maxps of 4 cycles per AVX-512 vector).
-        auto later = [&](x86::Vec a, x86::Vec v) {
-          return op == ExprOp::ReduceMax ? ao.gt_select(a, v) : ao.lt_select(a, v);
-        };
-        std::function<x86::Vec(const std::vector<x86::Vec>&, size_t, size_t)> tree =
-            [&](const std::vector<x86::Vec>& xs, size_t b, size_t n) -> x86::Vec {
-          if (n == 1) return xs[b];
-          const size_t h = n / 2;
-          return later(tree(xs, b, h), tree(xs, b + h, n - h));
-        };
-        std::vector<std::vector<x86::Vec>> per_acc(acc.size());
-        std::vector<AsmMask> nans;
-        for (int j = 0; j < U * per_step; ++j) {
-          nans.push_back(vo.unord(vals[j], vals[j]));
-          if (split) {
-            per_acc[0].push_back(low_half(vals[j], L_ * es));
-            per_acc[0].push_back(high_half(vals[j], L_ * es, es == 8));
-          } else {
-            per_acc[static_cast<size_t>(j % G)].push_back(vals[j]);
+        // over an ordered sequence: folding neighbours pairwise, in order, finds the same last
+        // maximal element as the chain (NaN lanes aside: nan_seen makes them NaN). So the
+        // loop-carried chain takes one instruction per iteration instead of one per value (the
+        // softmax's max pass was bound by the chain: 2 maxps of 4 cycles per AVX-512 vector).
+        for (size_t g = 0; g < acc.size(); ++g) {
+          std::vector<x86::Vec> xs = std::move(per_acc[g]);
+          while (xs.size() > 1) {
+            std::vector<x86::Vec> folded;
+            for (size_t i = 0; i + 1 < xs.size(); i += 2)
+              folded.push_back(op == ExprOp::ReduceMax ? ao.gt_select(xs[i], xs[i + 1])
+                                                       : ao.lt_select(xs[i], xs[i + 1]));
+            if (xs.size() % 2 == 1) folded.push_back(xs.back());
+            xs = std::move(folded);
           }
+          if (!xs.empty()) feed(acc[g], xs[0]);
         }
-        for (size_t g = 0; g < acc.size(); ++g)
-          if (!per_acc[g].empty()) feed(acc[g], tree(per_acc[g], 0, per_acc[g].size()));
-        AsmMask any_nan = nans[0];
-        for (size_t j = 1; j < nans.size(); ++j) any_nan = vo.mask_or(any_nan, nans[j]);
+        AsmMask any_nan = vo.unord(vals[0], vals[0]);
+        for (int j = 1; j < U * per_step; ++j)
+          any_nan = vo.mask_or(any_nan, vo.unord(vals[j], vals[j]));
         move_mask(nan_seen, vo.mask_or(nan_seen, any_nan));
       } else {
-        for (int j = 0; j < U * per_step; ++j) {
-          if (split) {
-            feed(acc[0], low_half(vals[j], L_ * es));
-            feed(acc[0], high_half(vals[j], L_ * es, es == 8));
-          } else {
-            feed(acc[j % G], vals[j]);
-          }
-        }
+        for (size_t g = 0; g < acc.size(); ++g)
+          for (x86::Vec v : per_acc[g]) feed(acc[g], v);
       }
       advance(U * step);
       cc_.sub(cnt, U * step);

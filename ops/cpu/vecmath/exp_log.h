@@ -142,20 +142,18 @@ inline F log_core(const O& o, F f, F e) {
 template <bool kZeroBelowLo = false, class O, class F = typename O::F>
 inline F exp(const O& o, F x) {
   using C = detail::ExpC<typename O::T>;
-  typename O::M keep{};
+  // exp of x already in [kLo, kHi].
+  auto in_range = [&](F xr) {
+    F r;
+    const Rounded<O> k = detail::exp_reduce(o, xr, r);
+    return scale2(o, o.add(o.splat(1.0), detail::expm1_poly(o, r)), k);
+  };
   if constexpr (kZeroBelowLo) {
-    keep = o.nlt(x, o.splat(C::kLo));  // x >= kLo, or NaN
-    x = clamp_hi(o, o.keep(keep, x), C::kHi);
+    const typename O::M keep = o.nlt(x, o.splat(C::kLo));  // x >= kLo, or NaN
+    return o.keep(keep, in_range(clamp_hi(o, o.keep(keep, x), C::kHi)));
   } else {
-    x = clamp_hi(o, clamp_lo(o, x, C::kLo), C::kHi);
+    return in_range(clamp_hi(o, clamp_lo(o, x, C::kLo), C::kHi));
   }
-  F r;
-  const Rounded<O> k = detail::exp_reduce(o, x, r);
-  const F p = o.add(o.splat(1.0), detail::expm1_poly(o, r));
-  if constexpr (kZeroBelowLo)
-    return o.keep(keep, scale2(o, p, k));
-  else
-    return scale2(o, p, k);
 }
 
 template <class O, class F = typename O::F>
