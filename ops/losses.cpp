@@ -6,9 +6,9 @@
 // the mean of -log_softmax picked at the target. Output: a 0-dim tensor of the logits' dtype
 // (Float32/Float64). When every row is ignored (or N == 0) the mean is 0/0 = NaN, as in PyTorch.
 // A target outside [0, C) that is not ignore_index raises a kiln::Error naming it; targets are
-// checked before any arithmetic. Computed in double, in the eager reductions' order (ops/reduce.h
-// cross_entropy_total): bit for bit the chain of eager ops that the JIT rewrites the op into
-// (jit/passes/cross_entropy_split.h).
+// checked before any arithmetic. Each row's logsumexp in the logits' dtype, its loss and the mean
+// in double, in the eager reductions' order (ops/reduce.h cross_entropy_total): bit for bit the
+// chain of eager ops that the JIT rewrites the op into (jit/passes/cross_entropy_split.h).
 //
 // Two ops of the JIT's rewrite only (no public function), whose first input stands for the
 // logits' shape (the logits, or a value of their shape they are computed from: the rewrite
@@ -16,8 +16,10 @@
 // - CrossEntropyCount: inputs like and target, CrossEntropy's attrs; cross_entropy's checks of
 //   the targets (the same errors), then the rows counted (target != ignore_index) as a 0-dim
 //   Float64.
-// - IndicesOf: input like; 0, 1, ..., C - 1 (Int64 [C], C its last dim): the class indices that
-//   the rewrite compares with the targets to pick each row's target logit in a row kernel.
+// - IndicesOf: input like; 0, 1, ..., C - 1 (Int64 [C], C its last dim; Int32 when attrs.dtype
+//   is Int32, for C < 2^31): the class indices that the rewrite compares with the targets to pick
+//   each row's target logit in a row kernel (Int32: a Float32 kernel keeps its 16 AVX-512 lanes,
+//   where an Int64 operand would halve them).
 // - CrossEntropyTargetLogit: inputs the logits themselves and target, CrossEntropy's attrs; the
 //   targets' checks, then each row's logit at its target as Float64 ([N, 1], [1] unbatched; 0
 //   for an ignored row): the rewrite's pick where the logits are in memory anyway.
@@ -96,7 +98,9 @@ void indices_of_meta(const OpCall& c, OutputMeta& m) {
   KILN_CHECK(l->dim() >= 1, "indices_of: expected a tensor of at least one dim, got {}",
              describe(c.inputs[0]));
   m.sizes = {l->sizes()[l->dim() - 1]};
-  m.dtype = DType::Int64;
+  m.dtype = c.attrs.dtype == DType::Int32 ? DType::Int32 : DType::Int64;
+  KILN_CHECK(m.dtype == DType::Int64 || m.sizes[0] <= std::numeric_limits<int32_t>::max(),
+             "indices_of: {} indices do not fit Int32", m.sizes[0]);
   m.device = l->device();
 }
 
@@ -167,8 +171,14 @@ void target_logit_eager(const OpCall& c, const Tensor& out) {
 }
 
 void indices_of_eager(const OpCall&, const Tensor& out) {
+  const int64_t n = out.impl()->numel();
+  if (out.dtype() == DType::Int32) {
+    int32_t* p = static_cast<int32_t*>(out.impl()->data());
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(i);
+    return;
+  }
   int64_t* p = static_cast<int64_t*>(out.impl()->data());
-  for (int64_t i = 0; i < out.impl()->numel(); ++i) p[i] = i;
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
 }
 
 }  // namespace

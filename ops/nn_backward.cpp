@@ -2,6 +2,7 @@
 // (ops/layer_norm.cpp), cross_entropy (ops/losses.cpp), dropout (ops/dropout.cpp) and embedding
 // (ops/embedding.cpp). Written with kiln ops only, so a recorded backward pass is an ordinary
 // graph. The composites (linear, mse_loss, scaled_dot_product_attention) need no rule.
+#include <limits>
 #include <numeric>
 
 #include "ops/functions.h"
@@ -68,9 +69,16 @@ void cross_entropy_bw(const BackwardCall& c, Grads g) {
   Tensor valid = ne(target, c.attrs.ints[0]);
   // The one-hot rows as a comparison with the class indices (pointwise: fused into softmax's row
   // kernel by the JIT, and a Bool tensor eagerly, not one_hot's Int64 one). An ignored target
-  // (-100 by default) matches no class; its row is zeroed below.
-  Tensor onehot = eq(arange(C, dtype(DType::Int64).device(target.device())), target.unsqueeze(-1))
-                      .to(logits.dtype());
+  // (-100 by default) matches no class, or after the cast below may match one: its row is
+  // zeroed below either way. Float32 logits compare in Int32 where the classes fit (a counted
+  // target is one of them, so the cast is exact there): an Int64 operand would halve a Float32
+  // row kernel's lanes.
+  const DType index = logits.dtype() == DType::Float32 && C <= std::numeric_limits<int32_t>::max()
+                          ? DType::Int32
+                          : DType::Int64;
+  Tensor onehot =
+      eq(arange(C, dtype(index).device(target.device())), target.to(index).unsqueeze(-1))
+          .to(logits.dtype());
   Tensor count = sum(valid.to(logits.dtype()));
   Tensor d = (softmax(logits, -1) - onehot) * (c.grad / count);
   g[0] = where(valid.unsqueeze(-1), d, zeros_like(d));

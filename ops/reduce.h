@@ -40,11 +40,12 @@ void layer_norm_rows(const float* x, const float* w, const float* b, float* y, i
 void layer_norm_rows(const double* x, const double* w, const double* b, double* y, int64_t m,
                      int64_t n, double eps);
 // cross_entropy's sum of row losses (ops/losses.cpp) over m contiguous rows of n classes, targets
-// t (validated: in [0, n) or `ignore`), in double: per row lse = mx + log(sum(exp(x - mx))), mx
-// the row's amax, the max and the exps' sum in the eager amax's and sum's order over
-// x.to(Float64); the row's loss lse - x[t] (0 for an ignored row); then the losses' sum in the
-// eager sum's order. Bit for bit that chain of eager ops (the JIT rewrites cross_entropy into
-// it, jit/passes/cross_entropy_split.h).
+// t (validated: in [0, n) or `ignore`): per row, in the logits' dtype, lse = mx + log(sum(exp(x -
+// mx))), mx the row's amax, the max and the exps' sum in the eager amax's and sum's order (as
+// PyTorch's log_softmax computes a float row in float); the row's loss double(lse) - double(x[t])
+// (0 for an ignored row); then the losses' sum in double in the eager sum's order. Bit for bit
+// that chain of eager ops (the JIT rewrites cross_entropy into it, jit/passes/
+// cross_entropy_split.h).
 double cross_entropy_total(const float* x, const int64_t* t, int64_t m, int64_t n, int64_t ignore);
 double cross_entropy_total(const double* x, const int64_t* t, int64_t m, int64_t n, int64_t ignore);
 

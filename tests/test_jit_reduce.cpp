@@ -1440,11 +1440,25 @@ CrossEntropyCase cross_entropy_case(int64_t rows, int64_t n, DType dt, uint64_t 
 }
 
 // Eager cross_entropy is the chain its JIT rewrite computes (jit/passes/cross_entropy_split.h):
-// the row maxima and exps' sums of x.to(Float64) by the eager amax and sum, lse - x[t], the
-// ignored rows masked to 0, the sum of the losses over the counted rows. Bit for bit, around
-// the lanes, the pairwise blocks and the 65536-element chunks, and for more rows than a chunk.
+// each row's max, exps' sum and logsumexp in the logits' dtype by the eager amax and sum, lse -
+// x[t] in Float64, the ignored rows masked to 0, the sum of the losses over the counted rows.
+// Bit for bit, around the lanes, the pairwise blocks and the 65536-element chunks, and for more
+// rows than a chunk. Float32 logits also against the same chain in Float64 (the op's form before
+// 2026-12-01) over single counted rows, which tell the two apart: the comparisons are not ones
+// that a Float64 kernel would pass too.
 TEST_F(JitReducePlanTest, EagerCrossEntropyIsItsChainBitwise) {
   JitMode off(false);
+  auto chain = [](const CrossEntropyCase& c, DType row_dtype, DType dt) {
+    const Tensor x = c.x.to(row_dtype);
+    const Tensor mx = x.amax({-1}, true);
+    const Tensor lse = (mx + (x - mx).exp().sum({-1}, true).log()).to(kFloat64);
+    const Tensor ignored = eq(c.t, Scalar(int64_t{-100}));
+    const Tensor picked =
+        c.x.gather(1, where(ignored, zeros_like(c.t), c.t).unsqueeze(1)).to(kFloat64);
+    const Tensor loss = (lse - picked).masked_fill(ignored.unsqueeze(1), 0.0);
+    return (loss.sum() / ne(c.t, Scalar(int64_t{-100})).sum()).to(dt);
+  };
+  int told_apart = 0;
   for (DType dt : {kFloat32, kFloat64}) {
     for (const auto& [rows, n] : std::vector<std::pair<int64_t, int64_t>>{
              {9, 1}, {9, 7}, {9, 17}, {9, 129}, {9, 1000}, {3, 65543}, {70001, 3}}) {
@@ -1452,17 +1466,20 @@ TEST_F(JitReducePlanTest, EagerCrossEntropyIsItsChainBitwise) {
         const std::string what =
             fmt::format("{} rows={} n={} special={}", dtype_name(dt), rows, n, special);
         const CrossEntropyCase c = cross_entropy_case(rows, n, dt, 900 + rows + n, special);
-        const Tensor xd = c.x.to(kFloat64);
-        const Tensor mx = xd.amax({-1}, true);
-        const Tensor lse = mx + (xd - mx).exp().sum({-1}, true).log();
-        const Tensor ignored = eq(c.t, Scalar(int64_t{-100}));
-        const Tensor picked = xd.gather(1, where(ignored, zeros_like(c.t), c.t).unsqueeze(1));
-        const Tensor loss = (lse - picked).masked_fill(ignored.unsqueeze(1), 0.0);
-        const Tensor want = (loss.sum() / ne(c.t, Scalar(int64_t{-100})).sum()).to(dt);
-        expect_bitwise_equal(cross_entropy(c.x, c.t), want, what.c_str());
+        const Tensor got = cross_entropy(c.x, c.t);
+        expect_bitwise_equal(got, chain(c, dt, dt), what.c_str());
       }
     }
   }
+  // A mean over many rows averages the rows' roundings away; one counted row shows them.
+  for (int64_t seed = 0; seed < 20; ++seed) {
+    CrossEntropyCase c = cross_entropy_case(4, 1000, kFloat32, 980 + seed, false);
+    c.t = from_vector<int64_t>({-100, -100, -100, 7}, {4});
+    const Tensor got = cross_entropy(c.x, c.t);
+    expect_bitwise_equal(got, chain(c, kFloat32, kFloat32), "one counted row");
+    told_apart += got.item<float>() != chain(c, kFloat64, kFloat32).item<float>();
+  }
+  EXPECT_GT(told_apart, 0);
 }
 
 // cross_entropy is rewritten into that chain on the CPU: its targets' checks and target logits
@@ -1482,22 +1499,25 @@ TEST_F(JitReducePlanTest, CrossEntropyOpIsARowKernelBitwise) {
         std::string steps =
             run_both([&] { return TensorList{cross_entropy(c.x * 0.5 + b, c.t)}; }, what, &kernels);
         // The targets' count, the class indices and the target's view (eager steps reading
-        // the targets and x's shape); then one row kernel: the affine producer, the cast, each
-        // row's amax, exps' sum, logsumexp, the target's logit (the logits masked where the
-        // class is not the target, summed) and their difference; the masked losses' sum over
-        // the rows with the mean (and its cast): the count a row load (two kernels before late
-        // 2026-11-30). One class: the row ops join the row kernel too.
-        const char* plan = n == 1 ? (dt == kFloat32 ? "e e e k15 k3" : "e e e k14 k2")
-                                  : (dt == kFloat32 ? "e e e k13 k5" : "e e e k12 k4");
+        // the targets and x's shape; Float32's targets also cast to the indices' Int32 by a
+        // kernel over the rows); then one row kernel: the affine producer, each row's amax,
+        // exps' sum, logsumexp and the target's logit (the logits masked where the class is
+        // not the target, summed); then the Float64 losses (Float32's casts, the difference),
+        // their masked sum over the rows and the mean (and its cast) in a kernel over the rows:
+        // a 64-bit row value would halve a Float32 row kernel's lanes (planner.cpp has_64bit).
+        // One class: the row ops join the row kernel (each row one element).
+        const bool f32 = dt == kFloat32;
+        const char* plan = n == 1 ? (f32 ? "e e e k17 k3" : "e e e k14 k2")
+                                  : (f32 ? "e e k2 e k11 k8" : "e e e k12 k4");
         EXPECT_EQ(steps, plan) << what;
-        EXPECT_EQ(kernels, 2) << what;
+        EXPECT_EQ(kernels, f32 && n > 1 ? 3 : 2) << what;
         // The logits an input: their target logits are gathered (an eager step), the row
-        // kernel is the cast, amax, exps' sum, logsumexp and the difference.
+        // kernel is amax, exps' sum and logsumexp (Float64's also the difference).
         tracer::RegionCache::instance().clear();
         steps = run_both([&] { return TensorList{cross_entropy(c.x, c.t)}; }, what + " input",
                          &kernels);
-        const char* gathered = n == 1 ? (dt == kFloat32 ? "e e e k10 k3" : "e e e k9 k2")
-                                      : (dt == kFloat32 ? "e e e k8 k5" : "e e e k7 k4");
+        const char* gathered =
+            n == 1 ? (f32 ? "e e e k10 k3" : "e e e k9 k2") : (f32 ? "e e e k6 k7" : "e e e k7 k4");
         EXPECT_EQ(steps, gathered) << what;
         tracer::RegionCache::instance().clear();
         run_both(

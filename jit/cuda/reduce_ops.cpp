@@ -141,23 +141,26 @@ LoopKernel layer_norm_kernel(DType t, bool has_w, bool has_b) {
 
 // cross_entropy's rows: inputs logits (t), target (Int64, the row's, broadcast along it) and
 // the class indices 0..C-1 (Int64); param 0 the ignore index. Stores the row's loss in Float64,
-// max + log(sum(exp(x - max))) - x[target] as ops/losses.cpp, or 0 for an ignored row.
+// lse - x[target] with lse = max + log(sum(exp(x - max))) in t, as ops/losses.cpp, or 0 for an
+// ignored row.
 LoopKernel cross_entropy_rows_kernel(DType t) {
   LoopKernel k;
   k.inputs = {t, I64, I64};
   k.params = {I64};
-  const int32_t x = k.as_type(k.load(0), F64);
+  const int32_t x = k.load(0);
   const int32_t target = k.load(1), cls = k.load(2);
   const int32_t zero = k.constant(0.0, F64), one = k.constant(1.0, F64);
   const int32_t mx = k.reduce(ExprOp::ReduceMax, x);
   const int32_t s = k.reduce(ExprOp::ReduceSum, k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, mx)));
+  const int32_t lse = k.as_type(k.binary(ExprOp::Add, mx, k.unary(ExprOp::Log, s)), F64);
   const int32_t picked =
-      k.reduce(ExprOp::ReduceSum, k.select(k.binary(ExprOp::Eq, cls, target), x, zero));
+      k.as_type(k.reduce(ExprOp::ReduceSum,
+                         k.select(k.binary(ExprOp::Eq, cls, target), x, k.constant(0.0, t))),
+                F64);
   // 1 when the row's target is the ignore index (every element of the row agrees).
   const int32_t ignored =
       k.reduce(ExprOp::ReduceMax, k.select(k.binary(ExprOp::Eq, target, k.param(0)), one, zero));
-  const int32_t loss =
-      k.binary(ExprOp::Sub, k.binary(ExprOp::Add, mx, k.unary(ExprOp::Log, s)), picked);
+  const int32_t loss = k.binary(ExprOp::Sub, lse, picked);
   k.stores = {k.select(k.binary(ExprOp::Gt, ignored, k.constant(0.5, F64)), zero, loss)};
   k.verify();
   return k;

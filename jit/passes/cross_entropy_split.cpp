@@ -1,6 +1,7 @@
 #include "jit/passes/cross_entropy_split.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "jit/lower/lower_reduce.h"
 #include "ops/pointwise.h"
@@ -61,6 +62,11 @@ struct EarlyValues {
   int32_t like_at = -1;  // the nodes defining like and the target (-1: graph inputs)
   int32_t target_at = -1;
   ValueId classes = -1, tk = -1, counted = -1;
+  // The targets as the class indices' dtype, unsqueezed (Int32 for Float32 logits where the
+  // classes fit: a Float32 row kernel keeps its full lanes), compared with them; a counted target
+  // is a class, so the cast is exact there, and an ignored row's pick is masked whatever it is. The
+  // same nodes as the gradient's one-hot comparison (ops/nn_backward.cpp), which CSE then shares.
+  ValueId tk_index = -1;
   ValueId picked = -1;  // the gathered target logits, where the logits are `like` themselves
 };
 
@@ -77,14 +83,29 @@ void emit_early(NodeListBuilder& out, const Node& n, const ValueMeta& xm, const 
     ev.picked = out.add(OpId::CrossEntropyTargetLogit, n.attrs, {n.inputs[0], n.inputs[1]},
                         meta(kept, DType::Float64));
   }
-  if (!in_memory && ev.classes < 0 && ev.like_at == at)
-    ev.classes =
-        out.add(OpId::IndicesOf, Attrs{}, {ev.like}, meta({xm.sizes.back()}, DType::Int64));
+  const DType index =
+      xm.dtype == DType::Float32 && xm.sizes.back() <= std::numeric_limits<int32_t>::max()
+          ? DType::Int32
+          : DType::Int64;
+  if (!in_memory && ev.classes < 0 && ev.like_at == at) {
+    Attrs a;
+    a.dtype = index;
+    ev.classes = out.add(OpId::IndicesOf, a, {ev.like}, meta({xm.sizes.back()}, index));
+  }
   if (ev.tk < 0 && ev.target_at == at) {
     Attrs unsqueeze;
     unsqueeze.ints[0] = static_cast<int64_t>(xm.sizes.size()) - 1;
     ev.tk = out.add(OpId::Unsqueeze, unsqueeze, {n.inputs[1]},
                     view_meta(OpId::Unsqueeze, unsqueeze, tm));
+    ev.tk_index = ev.tk;
+    if (!in_memory && index != DType::Int64) {
+      Attrs cast;
+      cast.dtype = index;
+      const ValueMeta cm = meta(tm.sizes, index);
+      const ValueId t32 = out.add(OpId::Cast, cast, {n.inputs[1]}, cm);
+      ev.tk_index =
+          out.add(OpId::Unsqueeze, unsqueeze, {t32}, view_meta(OpId::Unsqueeze, unsqueeze, cm));
+    }
   }
   if (ev.counted < 0 && std::max(ev.like_at, ev.target_at) == at)
     ev.counted =
@@ -112,38 +133,38 @@ void emit_cross_entropy(NodeListBuilder& out, const Node& n, const ValueMeta& xm
   auto binary = [&](OpId op, ValueId a, ValueId b, const DimVector& sizes, DType dt) {
     return out.add(op, Attrs{}, {a, b}, meta(sizes, dt));
   };
-  auto zero_where = [&](ValueId v, ValueId mask, const DimVector& sizes) {
+  auto zero_where = [&](ValueId v, ValueId mask, const DimVector& sizes, DType dt) {
     Attrs fill;
     fill.scalars[0] = Scalar(0.0);
-    return out.add(OpId::MaskedFill, fill, {v, mask}, meta(sizes, f64));
+    return out.add(OpId::MaskedFill, fill, {v, mask}, meta(sizes, dt));
   };
-  const ValueId x = n.inputs[0];
-  ValueId xd = x;
-  if (t != f64) {
+  auto to_f64 = [&](ValueId v, const DimVector& sizes) {
+    if (t == f64) return v;
     Attrs a;
     a.dtype = f64;
-    xd = out.add(OpId::Cast, a, {x}, meta(xm.sizes, f64));
-  }
-  const ValueId mx = reduce(OpId::Amax, xd, true, f64, kept);
+    return out.add(OpId::Cast, a, {v}, meta(sizes, f64));
+  };
+  const ValueId x = n.inputs[0];
+  const ValueId mx = reduce(OpId::Amax, x, true, t, kept);
   const ValueId e =
-      out.add(OpId::Exp, Attrs{}, {binary(OpId::Sub, xd, mx, xm.sizes, f64)}, meta(xm.sizes, f64));
-  const ValueId s = reduce(OpId::Sum, e, true, f64, kept);
+      out.add(OpId::Exp, Attrs{}, {binary(OpId::Sub, x, mx, xm.sizes, t)}, meta(xm.sizes, t));
+  const ValueId s = reduce(OpId::Sum, e, true, t, kept);
   const ValueId lse =
-      binary(OpId::Add, mx, out.add(OpId::Log, Attrs{}, {s}, meta(kept, f64)), kept, f64);
+      to_f64(binary(OpId::Add, mx, out.add(OpId::Log, Attrs{}, {s}, meta(kept, t)), kept, t), kept);
   const ValueId tk = ev.tk;
   // The target's logit: the row's sum of x where the class is the target, 0 elsewhere (exactly
   // x[t]; an ignored row's target matches no class).
   ValueId picked = ev.picked;
   if (picked < 0) {
-    const ValueId other = binary(OpId::Ne, ev.classes, tk, xm.sizes, DType::Bool);
-    picked = reduce(OpId::Sum, zero_where(xd, other, xm.sizes), true, f64, kept);
+    const ValueId other = binary(OpId::Ne, ev.classes, ev.tk_index, xm.sizes, DType::Bool);
+    picked = to_f64(reduce(OpId::Sum, zero_where(x, other, xm.sizes, t), true, t, kept), kept);
   }
   Attrs is_ignored;
   is_ignored.ints[0] = kScalarRight;
   is_ignored.scalars[0] = Scalar(ignore);
   const ValueId loss =
       zero_where(binary(OpId::Sub, lse, picked, kept, f64),
-                 out.add(OpId::Eq, is_ignored, {tk}, meta(kept, DType::Bool)), kept);
+                 out.add(OpId::Eq, is_ignored, {tk}, meta(kept, DType::Bool)), kept, f64);
   const ValueId total = reduce(OpId::Sum, loss, false, f64, {});
   const bool cast = t != f64;
   const ValueId mean =

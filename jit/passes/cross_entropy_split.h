@@ -9,20 +9,21 @@
 //   n   = cross_entropy_count(like, t)       the checks of the targets (the same errors), the
 //                                            rows counted: an eager step over N targets
 //   cls = indices_of(like)                   0 .. C-1 (Int64 [C])
-//   xd  = x.to(Float64)                      (Float32 only)
-//   mx  = amax(xd, -1, keepdim)              (the identity -inf over no classes: no error)
-//   lse = mx + log(sum(exp(xd - mx), -1, keepdim))
-//   p   = sum(xd.masked_fill(cls != t.unsqueeze(-1), 0), -1, keepdim)   x[t], exactly
+//   mx  = amax(x, -1, keepdim)               (the identity -inf over no classes: no error)
+//   lse = (mx + log(sum(exp(x - mx), -1, keepdim))).to(Float64)
+//   p   = sum(x.masked_fill(cls != t.unsqueeze(-1), 0), -1, keepdim).to(Float64)   x[t], exactly
 //         (where like is x itself, the logits are in memory: p = cross_entropy_target_logit(x,
 //         t), an eager step gathering x[t] ([N, 1] Float64, 0 for an ignored row) instead of a
 //         compare and an add per element, and no cls)
 //   l   = (lse - p).masked_fill(t.unsqueeze(-1) == ignore, 0)
 //   out = (sum(l) / n).to(T)
 //
-// Exact (eager's bits): the eager kernel computes the max, the exps' sum and the losses' sum in
-// double in the eager amax's and sum's order, lse - x[t] per row, total / counted; each step is
-// one of these ops (the sum of zeros and x[t] is x[t]; -0 becomes +0 there, which lse - p
-// cannot tell apart: lse is never -0; an ignored row's 0 is the masked fill, whatever its lse).
+// Exact (eager's bits): the eager kernel computes each row's max, exps' sum and logsumexp in T
+// (as PyTorch's log_softmax does) in the eager amax's and sum's order, its loss lse - x[t] and
+// the losses' sum in double, total / counted; each step is one of these ops (the sum of zeros and
+// x[t] is x[t]; -0 becomes +0 there, which lse - p cannot tell apart: lse is never -0; an ignored
+// row's 0 is the masked fill, whatever its lse). In T, the row part is the forward of the softmax
+// that the gradient computes: a training step's row kernel computes the exps once (kernel CSE).
 //
 // Only on the CPU, and where x moves along its classes as one contiguous run in the first
 // recording (else its rows would be gathered first; the op's own kernel does that once).

@@ -193,8 +193,20 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       if (d >= lead && vs[d - lead] != 1) return false;
     return true;
   };
+  // Whether a group computes or loads a 64-bit value: the CPU renders a kernel at the lanes of
+  // its widest type (jit/cpu/render.cpp kernel_lanes), so a 64-bit row value joining a 32-bit
+  // row kernel would halve the lanes of every element it computes. Such a row value (a Float32
+  // logsumexp cast to Float64, cross_entropy's row losses) starts a kernel over the rows instead.
+  auto has_64bit = [&](const Group& grp) {
+    auto wide = [](DType t) { return itemsize(t) == 8; };
+    return std::any_of(grp.nodes.begin(), grp.nodes.end(),
+                       [&](int32_t j) { return wide(g.nodes[j].meta.dtype); }) ||
+           std::any_of(grp.reads.begin(), grp.reads.end(),
+                       [&](ValueId v) { return wide(meta[v]->dtype); });
+  };
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
     if (!is_floating(n.meta.dtype) && n.meta.dtype != DType::Bool) return false;
+    if (itemsize(n.meta.dtype) == 8 && !has_64bit(grp)) return false;
     for (ValueId v : n.inputs)
       if (!row_input(grp, v, s)) return false;
     return true;

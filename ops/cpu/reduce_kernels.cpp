@@ -335,13 +335,13 @@ void layer_norm_rows_impl(const T* x, const T* w, const T* b, T* y, int64_t m, i
                });
 }
 
-// cross_entropy's total (ops/reduce.h cross_entropy_total): per row the amax of x.to(Float64)
-// (exact in any order), the pairwise sum of exp(x - max) in the sum op's order, lse - x[t]; then
-// the sum of the row losses as the sum op sums a Float64 vector. Ignored rows cost nothing.
+// cross_entropy's total (ops/reduce.h cross_entropy_total): per row, in the logits' dtype T, the
+// amax (softmax's and the amax op's order) and the pairwise sum of exp(x - max) in the sum op's
+// order, lse = max + log(sum); the row's loss double(lse) - double(x[t]); then the sum of the row
+// losses as the sum op sums a Float64 vector. Ignored rows cost nothing.
 template <class T>
 double cross_entropy_total_impl(const T* x, const int64_t* t, int64_t m, int64_t n,
                                 int64_t ignore) {
-  auto add = [](double p, double q) { return p + q; };
   std::vector<double> loss(static_cast<size_t>(m), 0.0);
   parallel_for(
       0, m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n)),
@@ -349,19 +349,15 @@ double cross_entropy_total_impl(const T* x, const int64_t* t, int64_t m, int64_t
         for (int64_t r = r0; r < r1; ++r) {
           if (t[r] == ignore) continue;
           const T* xr = x + r * n;
-          const double mx = whole_row<double>(
-              n,
-              [&](int64_t s, int64_t len) {
-                return lanes8<MaxOp, double>(xr + s, len, Cast<double>{});
-              },
-              [](double a, double b) { return max_nan(a, b); });
-          const double sum = whole_row<double>(
-              n, [&](int64_t s, int64_t len) { return pairwise_sum_exp<double>(xr + s, len, mx); },
-              add);
-          const double lse = mx + vecmath::apply_scalar(sum, [](const auto& o, auto v) {
-                               return vecmath::log(o, v);
-                             });
-          loss[static_cast<size_t>(r)] = lse - static_cast<double>(xr[t[r]]);
+          const T mx = whole_row<T>(
+              n, [&](int64_t s, int64_t len) { return range_extreme<MaxOp, T>(xr + s, len); },
+              [](T a, T b) { return max_nan(a, b); });
+          const T sum = whole_row<T>(
+              n, [&](int64_t s, int64_t len) { return pairwise_sum_exp<T>(xr + s, len, mx); },
+              [](T a, T b) { return a + b; });
+          const T lse = mx + vecmath::apply_scalar(
+                                 sum, [](const auto& o, auto v) { return vecmath::log(o, v); });
+          loss[static_cast<size_t>(r)] = static_cast<double>(lse) - static_cast<double>(xr[t[r]]);
         }
       });
   return whole_row<double>(
@@ -369,7 +365,7 @@ double cross_entropy_total_impl(const T* x, const int64_t* t, int64_t m, int64_t
       [&](int64_t s, int64_t len) {
         return pairwise_sum<double>(loss.data() + s, len, Cast<double>{});
       },
-      add);
+      [](double p, double q) { return p + q; });
 }
 
 // softmax along a dim that is not innermost (ops/softmax.cpp): three passes over [outer, n,
