@@ -533,7 +533,7 @@ class BodyEmitter {
         return o.round(A, 0);
       default:
         if (expr_is_transcendental(e.op))
-          return emit_math(o, e.op, A, e.op == ExprOp::Exp && reads_masking_constant(k_, e.a));
+          return emit_math(o, e.op, A, e.op == ExprOp::Exp && exp_input_may_be_masked(k_, e.a));
         fail("cpu kernel: no rendering for expression op {}", expr_op_name(e.op));
     }
   }

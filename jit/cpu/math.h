@@ -11,15 +11,17 @@ namespace kiln::jit {
 // Whether emit_math renders `op` (the target's supports() asks).
 bool cpu_math_supported(ExprOp op);
 
-// Whether expression `id` of `k` reads a masking constant: -inf, or a constant so negative that
-// exp underflows far below it (< -87 for Float32, < -708 for Float64: the -1e4, -1e9 and
-// finfo.min masks of attention code), reached through selects, sums, differences and products
-// (`where(mask, -inf, s) - max`). Its exp then takes vecmath::exp<true>, which zeroes the lanes
-// below exp's range instead of underflowing (a microcode assist per vector on Intel cores); the
-// bits are the same.
-bool reads_masking_constant(const LoopKernel& k, int32_t id);
+// Whether expression `id` of `k`, an exp's operand, may be far below exp's range: it reads a
+// masking constant (-inf, or a constant so negative that exp underflows far below it: < -87 for
+// Float32, < -708 for Float64, the -1e4, -1e9 and finfo.min masks of attention code) through
+// selects, sums, differences and products (`where(mask, -inf, s) - max`), or it is shifted by a
+// row's max (`x - amax(x)`: softmax, log_softmax, logsumexp, whose scores may hold a mask loaded
+// from memory, `softmax(s + mask)`; eager's softmax-family kernels always take exp<true> too).
+// Its exp then takes vecmath::exp<true>, which zeroes the lanes below exp's range instead of
+// underflowing (a microcode assist per vector on Intel cores); the bits are the same.
+bool exp_input_may_be_masked(const LoopKernel& k, int32_t id);
 
-// `masked`: the operand may be far below exp's range (reads_masking_constant): exp zeroes those
+// `masked`: the operand may be far below exp's range (exp_input_may_be_masked): exp zeroes those
 // lanes instead of underflowing.
 template <class O>
 typename O::F emit_math(const O& o, ExprOp op, typename O::F x, bool masked = false) {
