@@ -6,11 +6,12 @@
 // y = (x - mean) / sqrt(var + eps) * weight + bias over the trailing dims named by
 // normalized_shape, with the biased variance (divide by D), as torch.nn.functional.layer_norm.
 // x must be Float32/Float64 (PyTorch rejects integer inputs too) and weight/bias of x's dtype.
-// Mean and variance accumulate in double in the order of the eager reductions (ops/reduce.h
-// layer_norm_rows: the mean op of x.to(Float64), then of the squared deviations), so layer_norm
-// is bit for bit that chain of eager ops and the JIT fuses it into a row kernel with eager's bits
-// (jit/passes/layer_norm_split.h). Until 2026-11-29 the sums were 8 interleaved partial sums
-// (another order, the same accuracy).
+// Mean and variance are computed in x's dtype, as PyTorch's CPU kernel does, in the order of the
+// eager reductions (ops/reduce.h layer_norm_rows: the mean op of x, then of the squared
+// deviations), so layer_norm is bit for bit that chain of eager ops and the JIT fuses it into a
+// row kernel with eager's bits (jit/passes/layer_norm_split.h). Until 2026-11-29 the sums were 8
+// interleaved partial sums (another order, the same accuracy); until 2026-12-01 everything was
+// in double (x.to(Float64)), which halved the lanes of the JIT's Float32 row kernel.
 #include <cmath>
 
 #include "ops/eager_helpers.h"

@@ -31,9 +31,9 @@ void softmax_rows(const double* x, double* y, int64_t m, int64_t n, bool log = f
 void softmax_cols(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log);
 void softmax_cols(const double* x, double* y, int64_t outer, int64_t n, int64_t inner, bool log);
 // layer_norm of m contiguous rows of n >= 1 elements (ops/layer_norm.cpp; w and b: n elements or
-// null), in double: the mean and the biased variance as the eager mean op of x.to(Float64) and of
-// the squared deviations compute them, rstd = 1 / sqrt(var + eps), y = ((x - mean) * rstd) * w +
-// b rounded to T: bit for bit that chain of eager ops (the JIT rewrites layer_norm into it,
+// null), in T (as PyTorch's CPU layer_norm): the mean and the biased variance as the eager mean op
+// of x and of the squared deviations compute them, rstd = 1 / sqrt(var + T(eps)), y = ((x - mean)
+// * rstd) * w + b: bit for bit that chain of eager ops (the JIT rewrites layer_norm into it,
 // jit/passes/layer_norm_split.h).
 void layer_norm_rows(const float* x, const float* w, const float* b, float* y, int64_t m, int64_t n,
                      double eps);

@@ -47,20 +47,19 @@ inline double softmax_bound(DType d, double n, double c) {
 inline double log_softmax_bound(DType d, double n, double x, double c) {
   return unit_roundoff(d) * (n + 2 * log2n(n) + 64 + 24 * (std::fabs(x) + std::fabs(c)));
 }
-// layer_norm: both accumulate in Float64 (the CPU in order: n roundings), relative to the scale
-// of the normalized values (16: |x| / std and |x - mean| / std of the tests' data times |w|),
-// then one rounding to Float32.
+// layer_norm: both compute in the input's dtype (sums pairwise on the CPU, in a tree on CUDA),
+// relative to the scale of the normalized values (16: |x| / std and |x - mean| / std of the
+// tests' data times |w|).
 inline double layer_norm_bound(DType d, double n, double c) {
-  return (d == DType::Float32 ? 0x1p-23 * std::fabs(c) : 0) +
-         (n + 64) * 0x1p-52 * 16 * (1 + std::fabs(c));
+  return (4 * log2n(n) + 64) * unit_roundoff(d) * 16 * (1 + std::fabs(c));
 }
-// cross_entropy: per row a logsumexp in Float64 whose exps the CPU sums in order (`classes`
-// roundings), the mean of `rows` losses summed in order on the CPU, then one rounding to Float32.
+// cross_entropy: per row a logsumexp in the logits' dtype (as logsumexp_bound), the row losses
+// and their mean in Float64 (`rows` roundings), then one rounding to Float32.
 inline double cross_entropy_bound(DType d, double classes, double rows, double max_abs_x,
                                   double c) {
   return (d == DType::Float32 ? 0x1p-23 * std::fabs(c) : 0) +
-         4 * 0x1p-52 * (classes + 2 * log2n(classes) + 64 + rows + 20 * max_abs_x) *
-             (1 + std::fabs(c));
+         4 * unit_roundoff(d) * (2 * log2n(classes) + 64 + 20 * max_abs_x) * (1 + std::fabs(c)) +
+         4 * 0x1p-52 * rows * (1 + std::fabs(c));
 }
 
 // Values of `sizes`: normal * scale + shift for floats (with NaN and infinities when asked),

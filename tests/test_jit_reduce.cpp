@@ -16,6 +16,7 @@
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render_reduce.h"
+#include "jit/loop/row_pass_order.h"
 #include "jit/loop/row_program.h"
 #include "jit/plan/jit_plan.h"
 #include "jit/target.h"
@@ -277,6 +278,46 @@ TEST(JitReduceKernels, SoftmaxKernelKeepsItsExpsBitwise) {
         const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
         expect_bitwise_equal(got[0], ex / sum, what.c_str());
         expect_bitwise_equal(got[1], sum, what.c_str());
+      }
+    }
+  }
+}
+
+// A kernel lowered with a cheap Reduce after the costly one (cross_entropy's forward and
+// backward: the target logit's masked sum after the exps' sum) ends on the cheap pass, whose
+// values row_stash does not keep, so the element pass computed the exps again.
+// order_row_passes (jit/loop/row_pass_order.h) puts the cheap Reduce first: the exps are kept,
+// and the results are the original kernel's bits on every ISA; a kernel already in that order
+// is returned as it is.
+TEST(JitReduceKernels, CheapReducesGoFirstSoTheExpsAreKeptBitwise) {
+  for (DType dt : {kFloat32, kFloat64}) {
+    LoopKernel k = LoopKernel::uniform(dt, 2);
+    const int32_t x = k.load(0);
+    const int32_t m = k.reduce(ExprOp::ReduceMax, x);
+    const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, m));
+    const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+    const int32_t picked =
+        k.reduce(ExprOp::ReduceSum,
+                 k.select(k.binary(ExprOp::Gt, x, k.constant(1.0, dt)), x, k.constant(0.0, dt)));
+    k.stores = {k.binary(ExprOp::Div, e, s), picked};
+    EXPECT_TRUE(jit::row_stash(k).empty()) << "the last pass is the cheap one";
+    const LoopKernel ordered = jit::order_row_passes(k);
+    ordered.verify();
+    const std::vector<int32_t> kept = jit::row_stash(ordered);
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(ordered.exprs[static_cast<size_t>(kept[0])].op, ExprOp::Exp);
+    EXPECT_EQ(jit::order_row_passes(ordered), ordered);
+    for (const std::string& isa : testing::supported_jit_isas()) {
+      ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+      std::shared_ptr<jit::CompiledKernel> a = jit::cpu_target().compile(k);
+      std::shared_ptr<jit::CompiledKernel> b = jit::cpu_target().compile(ordered);
+      for (int64_t n : {1, 9, 17, 100, 1031}) {
+        const Tensor xt = row_data(5, n, dt, ExprOp::ReduceSum, static_cast<uint64_t>(n), false);
+        const std::string what = fmt::format("{} {} n={}", isa, dtype_name(dt), n);
+        const std::vector<Tensor> want = launch(*a, xt, zeros({5, 1}), {false, true});
+        const std::vector<Tensor> got = launch(*b, xt, zeros({5, 1}), {false, true});
+        expect_bitwise_equal(got[0], want[0], what.c_str());
+        expect_bitwise_equal(got[1], want[1], what.c_str());
       }
     }
   }
@@ -1314,16 +1355,18 @@ TEST_F(JitReducePlanTest, WhatStaysEagerStillMatches) {
 
 namespace {
 
-// layer_norm's chain of eager ops (jit/passes/layer_norm_split.h): in double, the mean, the mean
-// of the squared deviations, 1 / sqrt(var + eps), ((x - mean) * rstd) * w + b, rounded once.
-Tensor layer_norm_chain(const Tensor& x, int64_t k, const Tensor& w, const Tensor& b, double eps) {
+// layer_norm's chain of eager ops (jit/passes/layer_norm_split.h): in `dt` (x's dtype since
+// 2026-12-01, Float64 before), the mean, the mean of the squared deviations, 1 / sqrt(var +
+// eps), ((x - mean) * rstd) * w + b, rounded to x's dtype.
+Tensor layer_norm_chain(const Tensor& x, int64_t k, const Tensor& w, const Tensor& b, double eps,
+                        DType dt) {
   std::vector<int64_t> dims;
   for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
-  const Tensor xd = x.to(kFloat64);
+  const Tensor xd = x.to(dt);
   const Tensor d = xd - xd.mean(IntList(dims), true);
   Tensor y = d * (1.0 / ((d * d).mean(IntList(dims), true) + eps).sqrt());
-  if (w.defined()) y = y * w;
-  if (b.defined()) y = y + b;
+  if (w.defined()) y = y * w.to(dt);
+  if (b.defined()) y = y + b.to(dt);
   return y.to(x.dtype());
 }
 
@@ -1331,9 +1374,12 @@ Tensor layer_norm_chain(const Tensor& x, int64_t k, const Tensor& w, const Tenso
 
 // Eager layer_norm is that chain bit for bit (ops/reduce.h layer_norm_rows): the contract that
 // lets the JIT rewrite it. Both dtypes, with and without the affine parts, one and two
-// normalized dims, rows around the pairwise blocks and the 65536-element chunks, eps.
+// normalized dims, rows around the pairwise blocks and the 65536-element chunks, eps. Float32
+// is not the Float64 chain's rounding (the op before 2026-12-01): some rows tell them apart.
 TEST_F(JitReducePlanTest, EagerLayerNormIsItsChainBitwise) {
   JitMode off(false);
+  const Tensor xf = randn_of({64, 1000}, 799, kFloat32) * 3.0 + 1.0;
+  EXPECT_FALSE(equal(layer_norm(xf, {1000}), layer_norm_chain(xf, 1, {}, {}, 1e-5, kFloat64)));
   for (DType dt : {kFloat32, kFloat64}) {
     for (int64_t n : {1, 7, 8, 129, 1000, 65543}) {
       const int64_t rows = n > 5000 ? 2 : 5;
@@ -1343,7 +1389,7 @@ TEST_F(JitReducePlanTest, EagerLayerNormIsItsChainBitwise) {
         const Tensor ww = affine > 0 ? w : Tensor(), bb = affine > 1 ? b : Tensor();
         for (double eps : {1e-5, 0.25}) {
           expect_bitwise_equal(
-              layer_norm(x, {n}, ww, bb, eps), layer_norm_chain(x, 1, ww, bb, eps),
+              layer_norm(x, {n}, ww, bb, eps), layer_norm_chain(x, 1, ww, bb, eps, dt),
               fmt::format("{} n={} affine {} eps {}", dtype_name(dt), n, affine, eps).c_str());
         }
       }
@@ -1351,7 +1397,7 @@ TEST_F(JitReducePlanTest, EagerLayerNormIsItsChainBitwise) {
     const Tensor x3 = randn_of({4, 3, 50}, 803, dt);
     const Tensor w3 = randn_of({3, 50}, 804, dt);
     expect_bitwise_equal(layer_norm(x3, {3, 50}, w3, Tensor(), 1e-5),
-                         layer_norm_chain(x3, 2, w3, Tensor(), 1e-5), "two normalized dims");
+                         layer_norm_chain(x3, 2, w3, Tensor(), 1e-5, dt), "two normalized dims");
   }
 }
 

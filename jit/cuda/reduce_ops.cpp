@@ -118,23 +118,23 @@ LoopKernel softmax_kernel(DType in, DType out, bool log) {
   return k;
 }
 
-// ops/layer_norm.cpp in Float64: mean, then the sum of squared deviations, then
-// (x - mean) * (1 / sqrt(ss / D + eps)) [* w] [+ b]. Param 0 is eps.
+// ops/layer_norm.cpp in t: mean, then the sum of squared deviations, then
+// (x - mean) * (1 / sqrt(ss / D + eps)) [* w] [+ b]. Param 0 is eps (converted to t).
 LoopKernel layer_norm_kernel(DType t, bool has_w, bool has_b) {
   LoopKernel k;
   k.inputs.assign(1 + has_w + has_b, t);
-  k.params = {F64};
-  const int32_t x = k.as_type(k.load(0), F64);
-  const int32_t mean = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(F64));
+  k.params = {t};
+  const int32_t x = k.load(0);
+  const int32_t mean = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(t));
   const int32_t d = k.binary(ExprOp::Sub, x, mean);
   const int32_t ss = k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, d, d));
   const int32_t var_eps =
-      k.binary(ExprOp::Add, k.binary(ExprOp::Div, ss, k.row_size(F64)), k.param(0));
-  const int32_t rstd = k.binary(ExprOp::Div, k.constant(1.0, F64), k.unary(ExprOp::Sqrt, var_eps));
+      k.binary(ExprOp::Add, k.binary(ExprOp::Div, ss, k.row_size(t)), k.param(0));
+  const int32_t rstd = k.binary(ExprOp::Div, k.constant(1.0, t), k.unary(ExprOp::Sqrt, var_eps));
   int32_t v = k.binary(ExprOp::Mul, d, rstd);
-  if (has_w) v = k.binary(ExprOp::Mul, v, k.as_type(k.load(1), F64));
-  if (has_b) v = k.binary(ExprOp::Add, v, k.as_type(k.load(has_w ? 2 : 1), F64));
-  k.stores = {k.as_type(v, t)};
+  if (has_w) v = k.binary(ExprOp::Mul, v, k.load(1));
+  if (has_b) v = k.binary(ExprOp::Add, v, k.load(has_w ? 2 : 1));
+  k.stores = {v};
   k.verify();
   return k;
 }

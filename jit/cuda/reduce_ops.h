@@ -9,8 +9,8 @@
 //                   then their mean in a second kernel.
 // dtypes are eager's (ops/reduce.cpp): sum and prod of integers and Bool accumulate in Int64
 // (wrapping), amax/amin keep the dtype (Bool through Int32), logsumexp/softmax of integers
-// compute in Float32, layer_norm accumulates in Float64 and cross_entropy's losses and mean are
-// Float64 as the CPU kernels do.
+// compute in Float32, layer_norm computes in its input's dtype and cross_entropy's losses and
+// mean are Float64 as the CPU kernels do.
 // The float reductions go through the CPU JIT's lowering (jit/lower/lower_reduce.h); the others
 // are written here in the same IR. argmax/argmin along one dim: the extreme, then the least
 // index holding it (an input of the row's indices: the IR has no element index).

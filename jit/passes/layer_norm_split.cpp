@@ -29,7 +29,7 @@ bool splittable(const PassGraph& pg, size_t j, const std::vector<const ValueMeta
 
 // Emits the chain for node n; its last node defines n's value.
 void emit(NodeListBuilder& out, const Node& n, const ValueMeta& xm) {
-  const DType t = n.meta.dtype, f64 = DType::Float64;
+  const DType t = n.meta.dtype;
   const int64_t rank = static_cast<int64_t>(xm.sizes.size());
   const int64_t k = static_cast<int64_t>(n.attrs.dims.size());
   DimVector kept = xm.sizes;
@@ -42,44 +42,33 @@ void emit(NodeListBuilder& out, const Node& n, const ValueMeta& xm) {
     for (int64_t d = rank - k; d < rank; ++d) a.dims.push_back(d);
     a.ints[0] = 1;  // keepdim
     a.ints[1] = 0;  // no correction
-    return out.add(OpId::Mean, a, {v}, meta(kept, f64));
+    return out.add(OpId::Mean, a, {v}, meta(kept, t));
   };
   auto scalar = [&](OpId op, ValueId v, double s, ScalarSide side, const DimVector& sizes) {
     Attrs a;
     a.ints[0] = side;
     a.scalars[0] = Scalar(s);
-    return out.add(op, a, {v}, meta(sizes, f64));
+    return out.add(op, a, {v}, meta(sizes, t));
   };
   const bool has_w = n.attrs.ints[0] != 0, has_b = n.attrs.ints[1] != 0;
-  const bool cast = t != f64;
-  ValueId xd = n.inputs[0];
-  if (cast) {
-    Attrs a;
-    a.dtype = f64;
-    xd = out.add(OpId::Cast, a, {xd}, meta(xm.sizes, f64));
-  }
-  const ValueId m = mean(xd);
-  const ValueId d = out.add(OpId::Sub, Attrs{}, {xd, m}, meta(xm.sizes, f64));
-  const ValueId v = mean(out.add(OpId::Mul, Attrs{}, {d, d}, meta(xm.sizes, f64)));
+  const ValueId x = n.inputs[0];
+  const ValueId m = mean(x);
+  const ValueId d = out.add(OpId::Sub, Attrs{}, {x, m}, meta(xm.sizes, t));
+  const ValueId v = mean(out.add(OpId::Mul, Attrs{}, {d, d}, meta(xm.sizes, t)));
   const ValueId s = out.add(
       OpId::Sqrt, Attrs{},
-      {scalar(OpId::Add, v, n.attrs.scalars[0].to<double>(), kScalarRight, kept)}, meta(kept, f64));
+      {scalar(OpId::Add, v, n.attrs.scalars[0].to<double>(), kScalarRight, kept)}, meta(kept, t));
   const ValueId r = scalar(OpId::Div, s, 1.0, kScalarLeft, kept);
   // The node that defines n's value: the last of the chain.
   const int parts = 1 + has_w + has_b;
   int part = 0;
   auto step = [&](OpId op, ValueId a, ValueId b) {
-    const bool last = ++part == parts && !cast;
-    return out.add(op, Attrs{}, {a, b}, meta(xm.sizes, f64), last ? n.output : -1);
+    const bool last = ++part == parts;
+    return out.add(op, Attrs{}, {a, b}, meta(xm.sizes, t), last ? n.output : -1);
   };
   ValueId y = step(OpId::Mul, d, r);
   if (has_w) y = step(OpId::Mul, y, n.inputs[1]);
   if (has_b) y = step(OpId::Add, y, n.inputs[has_w ? 2 : 1]);
-  if (cast) {
-    Attrs a;
-    a.dtype = t;
-    out.add(OpId::Cast, a, {y}, meta(xm.sizes, t), n.output);
-  }
 }
 
 }  // namespace

@@ -4,17 +4,16 @@
 // step: its node has three inputs, and no kernel computed it. Rewritten, for x of dtype T over
 // the last k dims (normalized_shape):
 //
-//   xd = x.to(Float64)                          (Float32 only)
-//   m  = mean(xd, last k dims, keepdim)
-//   d  = xd - m
+//   m  = mean(x, last k dims, keepdim)
+//   d  = x - m
 //   r  = 1.0 / sqrt(mean(d * d, last k dims, keepdim) + eps)
-//   y  = (d * r) * w + b                         (w and b where given: Float64 times T)
-//   out = y.to(T)                                (Float32 only)
+//   y  = (d * r) * w + b                         (w and b where given)
 //
-// Exact (eager's bits): eager layer_norm computes in double with the mean op's order (pairwise
-// sums over the row's chunks, / D) for both the mean and the variance, then 1 / sqrt(var + eps)
-// and ((x - mean) * rstd) * w + b, rounded to T once: each step is one of these ops, in the same
-// order (w and b convert to double exactly, as the mixed-dtype multiply and add convert them).
+// Exact (eager's bits): eager layer_norm computes in T with the mean op's order (pairwise sums
+// over the row's chunks, / D) for both the mean and the variance, then 1 / sqrt(var + eps) and
+// ((x - mean) * rstd) * w + b: each step is one of these ops, in the same order. (In double, as
+// before 2026-12-01, the kernel ran at a Float64 kernel's lanes.) A training step's backward
+// (ops/nn_backward.cpp) computes the same mean, deviations and variance: CSE shares them.
 //
 // Only on the CPU, for a node without a promoted scalar (eps baked into the chain), and where x
 // moves along its last k dims as one contiguous run in the first recording (else the planner

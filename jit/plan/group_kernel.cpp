@@ -2,6 +2,7 @@
 
 #include "jit/cpu/cpu_target.h"
 #include "jit/loop/common_exprs.h"
+#include "jit/loop/row_pass_order.h"
 #include "jit/lower/lower_reduce.h"
 #include "jit/lower/lowering.h"
 #include "runtime/dispatcher.h"
@@ -100,6 +101,9 @@ std::unique_ptr<KernelStep> build_group_kernel(const Graph& g, const Group& grp,
   // Nodes lowered one by one repeat work (layer_norm's mean and var both sum the row): merged,
   // the kernel has less to compile and, for a Reduce, a pass fewer over each row.
   k = merge_common_exprs(k);
+  // A cheap Reduce lowered after a costly one goes first, so the last pass's costly values are
+  // kept for the element pass (row_pass_order.h).
+  if (grp.reduced_dims > 0) k = order_row_passes(k);
   CpuLaunchHint hint;  // for the variant rendered now (cpu_target.h)
   hint.elements = 1;
   for (int64_t s : step->sizes.empty() ? grp.sizes : step->sizes) hint.elements *= s;

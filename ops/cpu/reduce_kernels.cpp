@@ -294,39 +294,38 @@ void softmax_rows_impl(const T* x, T* y, int64_t m, int64_t n, bool log) {
                });
 }
 
-// layer_norm of contiguous rows (ops/layer_norm.cpp), in double: the row's mean as the eager mean
-// of x.to(Float64) computes it (pairwise sums of the row's chunks, combined in run_rows's tree,
-// / n), the mean of the squared deviations likewise, rstd = 1 / sqrt(var + eps), y = T(((x -
-// mean) * rstd) * w + b): bit for bit that chain of eager ops, which the JIT fuses into a row
-// kernel (jit/passes/layer_norm_split.h). w and b may be null.
+// layer_norm of contiguous rows (ops/layer_norm.cpp), in T: the row's mean as the eager mean op
+// computes it (pairwise sums of the row's chunks, combined in run_rows's tree, / n), the mean of
+// the squared deviations likewise, rstd = 1 / sqrt(var + T(eps)), y = ((x - mean) * rstd) * w +
+// b: bit for bit that chain of eager ops, which the JIT fuses into a row kernel
+// (jit/passes/layer_norm_split.h). w and b may be null.
 template <class T>
 void layer_norm_rows_impl(const T* x, const T* w, const T* b, T* y, int64_t m, int64_t n,
                           double eps) {
-  auto add = [](double p, double q) { return p + q; };
+  auto add = [](T p, T q) { return p + q; };
+  const T eps_t = static_cast<T>(eps);
   auto row = [&](const T* xr, T* yr) {
-    const double mean = whole_row<double>(
-                            n,
-                            [&](int64_t s, int64_t len) {
-                              return pairwise_sum<double>(xr + s, len, Cast<double>{});
-                            },
-                            add) /
-                        static_cast<double>(n);
-    const double var = whole_row<double>(
-                           n,
-                           [&](int64_t s, int64_t len) {
-                             return pairwise_sum<double>(xr + s, len, [mean](T v) {
-                               const double d = static_cast<double>(v) - mean;
-                               return d * d;
-                             });
-                           },
-                           add) /
-                       static_cast<double>(n);
-    const double rstd = 1.0 / std::sqrt(var + eps);
+    const T mean =
+        whole_row<T>(
+            n, [&](int64_t s, int64_t len) { return pairwise_sum<T>(xr + s, len, Cast<T>{}); },
+            add) /
+        static_cast<T>(n);
+    const T var = whole_row<T>(
+                      n,
+                      [&](int64_t s, int64_t len) {
+                        return pairwise_sum<T>(xr + s, len, [mean](T v) {
+                          const T d = v - mean;
+                          return d * d;
+                        });
+                      },
+                      add) /
+                  static_cast<T>(n);
+    const T rstd = T(1) / std::sqrt(var + eps_t);
     for (int64_t j = 0; j < n; ++j) {
-      double v = (static_cast<double>(xr[j]) - mean) * rstd;
-      if (w != nullptr) v *= static_cast<double>(w[j]);
-      if (b != nullptr) v += static_cast<double>(b[j]);
-      yr[j] = static_cast<T>(v);
+      T v = (xr[j] - mean) * rstd;
+      if (w != nullptr) v *= w[j];
+      if (b != nullptr) v += b[j];
+      yr[j] = v;
     }
   };
   parallel_for(0, m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, n)),
