@@ -1292,6 +1292,30 @@ TEST_F(JitReducePlanTest, ArgmaxArgminAreRowKernelsBitwise) {
   }
 }
 
+// argmax of a value computed through a transcendental from a row kernel's row values
+// (`softmax(x).argmax(-1)`): its two passes would each compute the exps again, so the softmax
+// kernel stores its output and a kernel of its own takes the argmax (planner.cpp
+// `costly_from_row_values`): two kernels, eager's bits. A prologue without one (`(x * w +
+// b).argmax(-1)` above) and a max of the softmax (one pass) stay in the kernel.
+TEST_F(JitReducePlanTest, ArgmaxOfASoftmaxIsAKernelOfItsOwnBitwise) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    const Tensor x = tie_data(9, 100, kFloat32, 74, true);
+    tracer::RegionCache::instance().clear();
+    int kernels = 0;
+    EXPECT_EQ(
+        run_both([&] { return TensorList{softmax(x, -1).argmax(-1)}; }, isa + " softmax", &kernels),
+        "k1 k1");
+    EXPECT_EQ(kernels, 2);
+    tracer::RegionCache::instance().clear();
+    EXPECT_EQ(run_both([&] { return TensorList{(x - x.amax({-1}, true)).exp().argmin(-1)}; },
+                       isa + " exp"),
+              "k3 k1");
+    tracer::RegionCache::instance().clear();
+    EXPECT_EQ(run_both([&] { return TensorList{softmax(x, -1).amax({-1})}; }, isa + " amax"), "k2");
+  }
+}
+
 // all / any of every dtype in row kernels (x != 0, NaN and -0 as eager; empty inputs), with a
 // fused comparison (`(x > 0.5).all()`: one kernel).
 TEST_F(JitReducePlanTest, AllAnyAreRowKernelsBitwise) {

@@ -257,6 +257,53 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // column kernel): into the group computing its input (or already loading it) when that group
   // has its input's shape, reduces the same dims or none yet, and loads only row- (column-)
   // friendly values; else into a new group; false: it stays an eager step.
+  // Whether value x of draft s is computed through a transcendental function from one of its
+  // group's row values (softmax's `exp(x - max) / sum`). A row kernel's later pass over x
+  // computes that function again per element: the row renderer keeps only the last reducing
+  // pass's costly values, for the element pass (render_reduce.h row_stash).
+  std::vector<int32_t> producer(nv, -1);
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    producer[static_cast<size_t>(g.nodes[j].output)] = static_cast<int32_t>(j);
+  auto costly_from_row_values = [&](const Group& grp, int32_t s, ValueId x) {
+    auto costly = [](OpId op) {
+      switch (op) {
+        case OpId::Exp:
+        case OpId::Log:
+        case OpId::Log1p:
+        case OpId::Expm1:
+        case OpId::Sin:
+        case OpId::Cos:
+        case OpId::Tanh:
+        case OpId::Sigmoid:
+        case OpId::Silu:
+        case OpId::Erf:
+        case OpId::Gelu:
+        case OpId::GeluTanh:
+        case OpId::Pow:
+        case OpId::PowScalar:
+          return true;
+        default:
+          return false;
+      }
+    };
+    std::vector<std::pair<ValueId, bool>> todo = {{x, false}};
+    std::vector<uint8_t> seen(nv, 0);
+    while (!todo.empty()) {
+      const auto [v, through] = todo.back();
+      todo.pop_back();
+      const int32_t j = producer[static_cast<size_t>(v)];
+      if (j < 0 || step_of[v] != s || seen[static_cast<size_t>(v)] > through) continue;
+      seen[static_cast<size_t>(v)] = through ? 2 : 1;
+      const Node& p = g.nodes[static_cast<size_t>(j)];
+      if (p.op == OpId::Softmax || p.op == OpId::LogSoftmax) return true;
+      const bool c = through || costly(p.op);
+      for (ValueId u : p.inputs) {
+        if (c && grp.is_row(u)) return true;
+        todo.push_back({u, c});
+      }
+    }
+    return false;
+  };
   auto place_reduction = [&](int32_t j, int r, int inner) {
     const Node& n = g.nodes[j];
     const ValueId x = n.inputs[0];
@@ -287,6 +334,14 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
         return false;
       for (ValueId v : grp.reads)
         if (!friendly(v)) return false;
+      // argmax / argmin take two passes (the extreme, then its first index: a pass that may
+      // stop early and keeps nothing), each computing x again: over a value computed through
+      // a transcendental from the kernel's row values (`softmax(x).argmax(-1)`: two more exps
+      // per element, 1.3x slower than eager's two ops) the kernel stores x and a kernel of
+      // its own reduces it.
+      if ((n.op == OpId::Argmax || n.op == OpId::Argmin) && inner == 0 && step_of[x] == s &&
+          grp.reduced_dims > 0 && costly_from_row_values(grp, s, x))
+        return false;
       return true;
     };
     // The group computing x; else the latest group already loading x; else the latest
