@@ -223,7 +223,7 @@ void var_rows(const ReducePlan& p, bool unbiased, T* out) {
       m, n,
       [&](int64_t r, int64_t s, int64_t len) {
         const T mu = mean[r];
-        return pairwise_sum<T>(x + r * n + s, len, [mu](T v) { return (v - mu) * (v - mu); });
+        return pairwise_sum<T>(x + r * n + s, len, [mu](auto v) { return (v - mu) * (v - mu); });
       },
       add, [&](int64_t i, T v) { out[i] = v / denom; });
 }
@@ -313,8 +313,8 @@ void layer_norm_rows_impl(const T* x, const T* w, const T* b, T* y, int64_t m, i
     const T var = whole_row<T>(
                       n,
                       [&](int64_t s, int64_t len) {
-                        return pairwise_sum<T>(xr + s, len, [mean](T v) {
-                          const T d = v - mean;
+                        return pairwise_sum<T>(xr + s, len, [mean](auto v) {
+                          const auto d = v - mean;  // lane-wise on 8 values at once
                           return d * d;
                         });
                       },
