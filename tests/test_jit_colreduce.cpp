@@ -1144,6 +1144,28 @@ TEST_F(JitColumnPlanTest, GatheredRowReductionsAreCopyAndRowKernels) {
   }
 }
 
+// A leaf reduced over a scattered dim set by one node stays that node (eager's gather and
+// reduction: the split's copy would be an eager step too, with non-temporal stores that its
+// kernel then reads from memory, jit/passes/gathered_rows.cpp); two reductions of it share one
+// copy and one row kernel.
+TEST_F(JitColumnPlanTest, ALeafReducedOnceKeepsEagersGather) {
+  const Tensor x = randn_of({4, 3, 5, 6}, 31);
+  // One eager node: no plan at all (the region is interpreted); split, it was `e e k1`.
+  EXPECT_EQ(plan_of(
+                [](const TensorList& in) {
+                  return TensorList{in[0].mean({0, 2, 3})};
+                },
+                {{x}}, "one"),
+            "");
+  tracer::RegionCache::instance().clear();
+  const std::string steps = plan_of(
+      [](const TensorList& in) {
+        return TensorList{in[0].mean({0, 2, 3}), in[0].var({0, 2, 3})};
+      },
+      {{x}}, "two");
+  EXPECT_EQ(eager_step_ops(), "permute copy") << steps;
+}
+
 // Where dropping the size-1 dims leaves eager a row in place or columns ([N, C, 1, 1] over {0,
 // 2, 3}; [1, C, H, W] over {0, 2, 3}) the reduction is not gathered (no permute or copy: the
 // reduction stays one eager step): still eager's bits.

@@ -41,6 +41,7 @@ mutations=(
   "64-bit row values join 32-bit row kernels|jit/plan/planner.cpp|    if (itemsize(n.meta.dtype) == 8 \&\& !has_64bit(grp)) return false;\n|\n|JitReducePlanTest.CrossEntropyOp*|"
   "row passes never reordered|jit/loop/row_pass_order.cpp|  if (reduces_before == reduces_after) return k;|  return k;|JitReduceKernels.CheapReducesGoFirst*|"
   "argmax of a softmax joins its row kernel|jit/plan/planner.cpp|n.op == OpId::Argmin) \&\& inner == 0 \&\& step_of[x] == s|n.op == OpId::Argmin) \&\& false \&\& step_of[x] == s|JitReducePlanTest.ArgmaxOfASoftmax*|"
+  "a leaf reduced once is gathered by a copy step|jit/passes/gathered_rows.cpp|readers(n.inputs[0], mask) < 2|readers(n.inputs[0], mask) < 1|JitColumnPlanTest.ALeafReducedOnce*|"
   "an expanded row is no broadcast|jit/plan/planner.cpp|    bool expanded = true;|    bool expanded = false;|JitReducePlanTest.ExpandedGradients*|"
   "unsqueezed row values are no row values|jit/plan/planner.cpp|    return grp.inner_dims == 0 \&\& grp.is_row(n.inputs[0]) \&\& grp.row_shape(n.meta.sizes) ? s : -1;|    return -1;|JitReducePlanTest.ExpandedGradients*|"
   "nodes over an expand are not lifted|jit/passes/broadcast_operands.cpp|    if (!lift) {|    if (true) {|JitPassesTest.Expands*:JitReducePlanTest.ExpandedGradients*|"
