@@ -263,6 +263,24 @@ class AsmVecOps {
     return true;
   }
 
+  // vecmath's optional hooks (exp_log.h, exp<true>): keep(m, lt_select(a, b)) and keep(m,
+  // scale2_rounded(x, kf)) as one zero-masked vminps / vscalefps on AVX-512 (the masked lanes are
+  // +0, as keep makes them). Elsewhere false: the template emits the op and the keep.
+  bool keep_lt_select(M m, F a, F b, F& out) const {
+    if (!kmask()) return false;
+    out = new_vec();
+    cc_.k(m.k).z().emit(kDouble ? asmjit::x86::Inst::kIdVminpd : asmjit::x86::Inst::kIdVminps, out,
+                        a, b);
+    return true;
+  }
+  bool scale2_rounded_keep(M m, F x, F kf, F& out) const {
+    if (!kmask()) return false;
+    out = new_vec();
+    cc_.k(m.k).z().emit(kDouble ? asmjit::x86::Inst::kIdVscalefpd : asmjit::x86::Inst::kIdVscalefps,
+                        out, x, kf);
+    return true;
+  }
+
   // vecmath's optional hook (common.h, round_small): x rounded to the nearest integer, ties to
   // even, in one vrndscaleps / vrndscalepd on AVX-512 (for |x| < 2^22 / 2^51 the magic trick's
   // integer; NaN stays NaN). Elsewhere false: the template adds and subtracts 1.5 * 2^p.

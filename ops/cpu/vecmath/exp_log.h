@@ -150,7 +150,24 @@ inline F exp(const O& o, F x) {
   };
   if constexpr (kZeroBelowLo) {
     const typename O::M keep = o.nlt(x, o.splat(C::kLo));  // x >= kLo, or NaN
-    return o.keep(keep, in_range(clamp_hi(o, o.keep(keep, x), C::kHi)));
+    // Optional backend hooks (the JIT's AVX-512 emitter): the masks folded into the clamp and
+    // the last step as zero-masked instructions. The same lanes: keep(m, min(hi, x)) is min(hi,
+    // keep(m, x)) (min(hi, +0) = +0), and keep(m, x * 2^k) zeroes what the last keep zeroes.
+    F xc;
+    if constexpr (requires(F out) { o.keep_lt_select(keep, x, x, out); }) {
+      if (!o.keep_lt_select(keep, o.splat(C::kHi), x, xc))
+        xc = clamp_hi(o, o.keep(keep, x), C::kHi);
+    } else {
+      xc = clamp_hi(o, o.keep(keep, x), C::kHi);
+    }
+    F r;
+    const Rounded<O> k = detail::exp_reduce(o, xc, r);
+    const F p = o.add(o.splat(1.0), detail::expm1_poly(o, r));
+    if constexpr (requires(F out) { o.scale2_rounded_keep(keep, p, k.f, out); }) {
+      F out;
+      if (o.scale2_rounded_keep(keep, p, k.f, out)) return out;
+    }
+    return o.keep(keep, scale2(o, p, k));
   } else {
     return in_range(clamp_hi(o, clamp_lo(o, x, C::kLo), C::kHi));
   }
