@@ -265,27 +265,6 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   for (size_t j = 0; j < g.nodes.size(); ++j)
     producer[static_cast<size_t>(g.nodes[j].output)] = static_cast<int32_t>(j);
   auto costly_from_row_values = [&](const Group& grp, int32_t s, ValueId x) {
-    auto costly = [](OpId op) {
-      switch (op) {
-        case OpId::Exp:
-        case OpId::Log:
-        case OpId::Log1p:
-        case OpId::Expm1:
-        case OpId::Sin:
-        case OpId::Cos:
-        case OpId::Tanh:
-        case OpId::Sigmoid:
-        case OpId::Silu:
-        case OpId::Erf:
-        case OpId::Gelu:
-        case OpId::GeluTanh:
-        case OpId::Pow:
-        case OpId::PowScalar:
-          return true;
-        default:
-          return false;
-      }
-    };
     std::vector<std::pair<ValueId, bool>> todo = {{x, false}};
     std::vector<uint8_t> seen(nv, 0);
     while (!todo.empty()) {
@@ -296,7 +275,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       seen[static_cast<size_t>(v)] = through ? 2 : 1;
       const Node& p = g.nodes[static_cast<size_t>(j)];
       if (p.op == OpId::Softmax || p.op == OpId::LogSoftmax) return true;
-      const bool c = through || costly(p.op);
+      const bool c = through || planning::transcendental(p.op);
       for (ValueId u : p.inputs) {
         if (c && grp.is_row(u)) return true;
         todo.push_back({u, c});
