@@ -28,6 +28,42 @@ void gather(const char* base, const SmallVector<Dim, 8>& order, size_t nk, int64
             E* dst) {
   const size_t nd = order.size();
   const size_t nr = nd - nk;
+  // One reduced dim, rows that differ only in the last kept dim and that dim contiguous in
+  // memory (a transposed input, `x.t().sum(-1)`): tiles of kTile rows by kTile reduced elements
+  // through a buffer, read along the rows' common lines and written as whole runs of each row.
+  // Row by row, every element read was on a line and a page of its own, and element by element
+  // across 64 rows every write was ([1024, 4096] from a transposed [4096, 1024]: 16 ms, 9 ms).
+  constexpr int64_t kTile = 32;
+  if (nk >= 1 && nr == 1 && order[nk - 1].stride == 1 && order[nk - 1].size >= kTile) {
+    const int64_t S = order[nk - 1].size, per = (S + kTile - 1) / kTile;
+    const int64_t stride = order[nd - 1].stride;
+    parallel_for(0, (m / S) * per, std::max<int64_t>(1, kParallelGrain / (kTile * n)),
+                 [&](int64_t b0, int64_t b1) {
+                   E buf[kTile][kTile];
+                   for (int64_t blk = b0; blk < b1; ++blk) {
+                     const int64_t i0 = (blk % per) * kTile, r0 = (blk / per) * S + i0;
+                     const int64_t rows = std::min(kTile, S - i0);
+                     int64_t off = 0, rem = r0;
+                     for (size_t d = nk; d-- > 0;) {
+                       off += (rem % order[d].size) * order[d].stride;
+                       rem /= order[d].size;
+                     }
+                     const E* src = reinterpret_cast<const E*>(base) + off;
+                     E* out = dst + r0 * n;
+                     for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+                       const int64_t cols = std::min(kTile, n - j0);
+                       for (int64_t c = 0; c < cols; ++c) {
+                         const E* q = src + (j0 + c) * stride;
+                         for (int64_t i = 0; i < rows; ++i) buf[i][c] = q[i];
+                       }
+                       for (int64_t i = 0; i < rows; ++i)
+                         std::memcpy(out + i * n + j0, buf[i],
+                                     static_cast<size_t>(cols) * sizeof(E));
+                     }
+                   }
+                 });
+    return;
+  }
   parallel_for(0, m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)),
                [&](int64_t b, int64_t e) {
                  DimVector idx(nr, 0);
