@@ -88,6 +88,13 @@ int main(int argc, char** argv) {
       {"x.std(-1)", [&] { return x.std({-1}); }},
       {"(x > 0).sum()", [&] { return (x > 0.0).sum(); }},
       {"x3.sum(1)", [&] { return x3.sum({1}); }},
+      {"short rows: mean of 32",
+       [&] {
+         return x.reshape({N, 32, 32}).mean({-1});
+       }},
+      {"x.t().sum(-1)", [&] { return xt.sum({-1}); }},
+      {"in-place mul_ add_", [&] { return y.clone().mul_(0.9).add_(x * 0.1); }},
+      {"int32 abs(3x + 7)", [&] { return (xi.to(kInt32) * 3 + 7).abs(); }},
       {"x3.mean(0)", [&] { return x3.mean({0}); }},
       {"img.mean({0, 2, 3})",
        [&] {
