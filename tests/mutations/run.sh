@@ -22,7 +22,7 @@ mutations=(
   "clamp backward -> pass-through|ops/pointwise_backward.cpp|      r = where(inside, gy, zeros_like(gy));|      r = gy;|Autograd*.*|"
   "floor backward -> pass-through|ops/pointwise_backward.cpp|    case OpId::Floor:\n    case OpId::Ceil:|    case OpId::Floor:\n      r = gy;\n      break;\n    case OpId::Ceil:|Autograd*.*|"
   "sign backward -> pass-through|ops/pointwise_backward.cpp|    case OpId::Sign:\n      r = zeros_like(gy);|    case OpId::Sign:\n      r = c.op == OpId::Sign ? gy : zeros_like(gy);|Autograd*.*|"
-  "Float32 var without Bessel for n > 500|ops/cpu/reduce_kernels.cpp|  const T denom = static_cast<T>(n - (unbiased ? 1 : 0));|  const T denom = static_cast<T>(n - (unbiased \&\& !(sizeof(T) == 4 \&\& n > 500) ? 1 : 0));|Reduce*.*|"
+  "Float32 var without Bessel for n > 500|ops/cpu/reduce_kernels.cpp|\n  const T denom = static_cast<T>(n - (unbiased ? 1 : 0));|\n  const T denom = static_cast<T>(n - (unbiased \&\& !(sizeof(T) == 4 \&\& n > 500) ? 1 : 0));|Reduce*.*|"
   "eager lane ignores KILN_JIT|runtime/eager_lane.h|!cfg_->jit |false |EagerTierTest.*|"
   "eager lane ignores KILN_JIT_EAGER_TIER|runtime/eager_lane.h|!cfg_->jit_eager_tier |false |EagerTierTest.*|"
   "eager lane ignores pending work|runtime/eager_lane.h|pending_->load(std::memory_order_relaxed))|false)|EagerTierTest.*|"
