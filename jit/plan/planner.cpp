@@ -253,10 +253,6 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     return element || is_floating(n.meta.dtype);
   };
-  // A reduction of the last r dims (inner == 0), or of the r dims before the last `inner` (a
-  // column kernel): into the group computing its input (or already loading it) when that group
-  // has its input's shape, reduces the same dims or none yet, and loads only row- (column-)
-  // friendly values; else into a new group; false: it stays an eager step.
   // Whether value x of draft s is computed through a transcendental function from one of its
   // group's row values (softmax's `exp(x - max) / sum`). A row kernel's later pass over x
   // computes that function again per element: the row renderer keeps only the last reducing
@@ -283,6 +279,10 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     }
     return false;
   };
+  // A reduction of the last r dims (inner == 0), or of the r dims before the last `inner` (a
+  // column kernel): into the group computing its input (or already loading it) when that group
+  // has its input's shape, reduces the same dims or none yet, and loads only row- (column-)
+  // friendly values; else into a new group; false: it stays an eager step.
   auto place_reduction = [&](int32_t j, int r, int inner) {
     const Node& n = g.nodes[j];
     const ValueId x = n.inputs[0];
