@@ -136,9 +136,11 @@ inline F log_core(const O& o, F f, F e) {
 // microcode assist: exp of -inf ran 3.5x slower than exp of 0 (eager, Emerald Rapids), a causal
 // attention's softmax 3x. The same bits either way (exp(kLo) rounds to +0 too); it costs a
 // compare and two single-uop masks where the clamp was one instruction (~5% of a softmax row
-// kernel in L1), so callers ask for it where -inf is expected: the softmax-family reductions,
-// and JIT kernels whose exp reads a select of -inf (jit/cpu/body_emitter.h). Subnormal results
-// (kLo < x < -87.3 for float) still underflow, as they must.
+// kernel in L1; on AVX-512 the JIT folds the masks into the clamp and the last step, below, and
+// pays the compare), so callers ask for it where -inf is expected: the softmax-family
+// reductions, and JIT exps of a select of -inf or of `x - max(x)` (jit/cpu/math.h
+// exp_input_may_be_masked). Subnormal results (kLo < x < -87.3 for float) still underflow, as
+// they must.
 template <bool kZeroBelowLo = false, class O, class F = typename O::F>
 inline F exp(const O& o, F x) {
   using C = detail::ExpC<typename O::T>;
