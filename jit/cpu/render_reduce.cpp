@@ -43,15 +43,10 @@ std::vector<int32_t> row_stash(const LoopKernel& k) {
   if (last < 0 || stores.empty()) return {};
   const std::vector<uint8_t> none(k.exprs.size(), 0);
   const std::vector<uint8_t> in_pass = closure(k, row, {k.exprs[last].a}, none);
-  std::vector<uint8_t> costly(k.exprs.size(), 0), shared(k.exprs.size(), 0);
-  for (size_t i = 0; i < k.exprs.size(); ++i) {
-    const Expr& e = k.exprs[i];
-    if (row[i]) continue;
-    costly[i] = expr_is_transcendental(e.op);
-    for (int32_t o : {e.a, e.b, e.c})
-      if (o >= 0 && !row[o]) costly[i] = costly[i] || costly[o];
-    shared[i] = costly[i] && in_pass[i] && is_floating(e.type);
-  }
+  const std::vector<uint8_t> costly = k.costly_element_values();
+  std::vector<uint8_t> shared(k.exprs.size(), 0);
+  for (size_t i = 0; i < k.exprs.size(); ++i)
+    shared[i] = costly[i] && in_pass[i] && is_floating(k.exprs[i].type);
   const std::vector<uint8_t> reached = closure(k, row, stores, shared);
   std::vector<int32_t> out;
   for (size_t i = 0; i < k.exprs.size(); ++i)

@@ -240,6 +240,19 @@ std::vector<uint8_t> LoopKernel::row_values() const {
   return row;
 }
 
+std::vector<uint8_t> LoopKernel::costly_element_values() const {
+  const std::vector<uint8_t> row = row_values();
+  std::vector<uint8_t> costly(exprs.size(), 0);
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    if (row[i]) continue;
+    const Expr& e = exprs[i];
+    costly[i] = expr_is_transcendental(e.op);
+    for (int32_t o : {e.a, e.b, e.c})
+      if (o >= 0 && !row[o]) costly[i] = costly[i] || costly[o];
+  }
+  return costly;
+}
+
 void LoopKernel::verify() const {
   KILN_CHECK(!stores.empty(), "loop kernel: no stores");
   for (size_t p = 0; p < params.size(); ++p)

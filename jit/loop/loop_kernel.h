@@ -181,6 +181,10 @@ struct LoopKernel {
   bool has_reduce() const;
   // Per expression: whether it is a row value (see the header), by the rule above.
   std::vector<uint8_t> row_values() const;
+  // Per expression: whether it is an element value that computes a transcendental function per
+  // element, itself or through the element values it reads (row values, computed once per row,
+  // do not count): what a row kernel's pass pays again when it recomputes the value.
+  std::vector<uint8_t> costly_element_values() const;
 
   // Checks the invariants (operands defined before use, operand and result types as each op
   // requires, constants representable, loads and params in range, at least one store); throws

@@ -4,16 +4,9 @@ namespace kiln::jit {
 
 LoopKernel order_row_passes(const LoopKernel& k) {
   const size_t n = k.exprs.size();
-  // Costly: an element value computed through a transcendental function (not through a Reduce:
-  // a row value is computed once per row).
-  std::vector<uint8_t> costly(n, 0), reduce(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    const Expr& e = k.exprs[i];
-    reduce[i] = expr_is_reduce(e.op);
-    costly[i] = expr_is_transcendental(e.op);
-    for (int32_t o : {e.a, e.b, e.c})
-      if (o >= 0 && !reduce[o]) costly[i] = costly[i] || costly[o];
-  }
+  const std::vector<uint8_t> costly = k.costly_element_values();
+  std::vector<uint8_t> reduce(n, 0);
+  for (size_t i = 0; i < n; ++i) reduce[i] = expr_is_reduce(k.exprs[i].op);
   std::vector<int32_t> users_left(n, 0);  // operands not yet emitted, per expression
   std::vector<std::vector<int32_t>> users(n);
   for (size_t i = 0; i < n; ++i) {
