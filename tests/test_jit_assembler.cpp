@@ -546,7 +546,7 @@ TEST(JitAssembler, AGivenUpRenderFallsBackToTheCompiler) {
 }
 
 // The kernels of a training step's loss and normalization (cross_entropy forward and backward,
-// whose logsumexp runs in Float64 lanes, layer_norm forward and backward, log_softmax) render
+// whose row losses and mean are Float64, layer_norm forward and backward, log_softmax) render
 // on the fast path on every ISA: with 16 vector registers (AVX2, SSE2) they spill, and a spill
 // choice that kept choosing the reload registers of its last round once gave up on four of
 // xent's kernels (the Compiler took 17 ms for one).

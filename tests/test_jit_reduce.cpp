@@ -255,6 +255,20 @@ TEST(JitReduceKernels, RowLoadsAreRowValuesBitwise) {
   }
 }
 
+// A softmax row's expressions without stores: x, its row max, e = exp(x - max), sum(e).
+struct SoftmaxRow {
+  LoopKernel k;
+  int32_t x = -1, e = -1, s = -1;
+};
+SoftmaxRow softmax_row(DType dt) {
+  SoftmaxRow r{LoopKernel::uniform(dt, 2)};
+  r.x = r.k.load(0);
+  const int32_t m = r.k.reduce(ExprOp::ReduceMax, r.x);
+  r.e = r.k.unary(ExprOp::Exp, r.k.binary(ExprOp::Sub, r.x, m));
+  r.s = r.k.reduce(ExprOp::ReduceSum, r.e);
+  return r;
+}
+
 // A softmax row kernel: exp(x - max) is computed by the sum's pass and needed by the element
 // pass; the CPU target keeps it in a scratch row between the two (render_reduce.h, row_stash)
 // instead of computing it twice. Bitwise against eager, every ISA, lengths around the lanes.
@@ -262,11 +276,7 @@ TEST(JitReduceKernels, SoftmaxKernelKeepsItsExpsBitwise) {
   for (const std::string& isa : testing::supported_jit_isas()) {
     ConfigOverride<std::string> isa_override(config().jit_isa, isa);
     for (DType dt : {kFloat32, kFloat64}) {
-      LoopKernel k = LoopKernel::uniform(dt, 2);
-      const int32_t x = k.load(0);
-      const int32_t m = k.reduce(ExprOp::ReduceMax, x);
-      const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, m));
-      const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+      auto [k, x, e, s] = softmax_row(dt);
       k.stores = {k.binary(ExprOp::Div, e, s), s};
       ASSERT_EQ(jit::row_stash(k), std::vector<int32_t>{e});
       std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
@@ -291,11 +301,7 @@ TEST(JitReduceKernels, SoftmaxKernelKeepsItsExpsBitwise) {
 // is returned as it is.
 TEST(JitReduceKernels, CheapReducesGoFirstSoTheExpsAreKeptBitwise) {
   for (DType dt : {kFloat32, kFloat64}) {
-    LoopKernel k = LoopKernel::uniform(dt, 2);
-    const int32_t x = k.load(0);
-    const int32_t m = k.reduce(ExprOp::ReduceMax, x);
-    const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, m));
-    const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+    auto [k, x, e, s] = softmax_row(dt);
     const int32_t picked =
         k.reduce(ExprOp::ReduceSum,
                  k.select(k.binary(ExprOp::Gt, x, k.constant(1.0, dt)), x, k.constant(0.0, dt)));
