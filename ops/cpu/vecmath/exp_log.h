@@ -144,34 +144,31 @@ inline F log_core(const O& o, F f, F e) {
 template <bool kZeroBelowLo = false, class O, class F = typename O::F>
 inline F exp(const O& o, F x) {
   using C = detail::ExpC<typename O::T>;
-  // exp of x already in [kLo, kHi].
-  auto in_range = [&](F xr) {
-    F r;
-    const Rounded<O> k = detail::exp_reduce(o, xr, r);
-    return scale2(o, o.add(o.splat(1.0), detail::expm1_poly(o, r)), k);
-  };
+  typename O::M keep{};
   if constexpr (kZeroBelowLo) {
-    const typename O::M keep = o.nlt(x, o.splat(C::kLo));  // x >= kLo, or NaN
-    // Optional backend hooks (the JIT's AVX-512 emitter): the masks folded into the clamp and
-    // the last step as zero-masked instructions. The same lanes: keep(m, min(hi, x)) is min(hi,
+    keep = o.nlt(x, o.splat(C::kLo));  // x >= kLo, or NaN
+    // Optional backend hooks (the JIT's AVX-512 emitter) fold the masks into the clamp and the
+    // last step as zero-masked instructions. The same lanes: keep(m, min(hi, x)) is min(hi,
     // keep(m, x)) (min(hi, +0) = +0), and keep(m, x * 2^k) zeroes what the last keep zeroes.
-    F xc;
-    if constexpr (requires(F out) { o.keep_lt_select(keep, x, x, out); }) {
-      if (!o.keep_lt_select(keep, o.splat(C::kHi), x, xc))
-        xc = clamp_hi(o, o.keep(keep, x), C::kHi);
-    } else {
-      xc = clamp_hi(o, o.keep(keep, x), C::kHi);
-    }
-    F r;
-    const Rounded<O> k = detail::exp_reduce(o, xc, r);
-    const F p = o.add(o.splat(1.0), detail::expm1_poly(o, r));
+    F clamped;
+    bool fused = false;
+    if constexpr (requires(F out) { o.keep_lt_select(keep, x, x, out); })
+      fused = o.keep_lt_select(keep, o.splat(C::kHi), x, clamped);
+    x = fused ? clamped : clamp_hi(o, o.keep(keep, x), C::kHi);
+  } else {
+    x = clamp_hi(o, clamp_lo(o, x, C::kLo), C::kHi);
+  }
+  F r;
+  const Rounded<O> k = detail::exp_reduce(o, x, r);
+  const F p = o.add(o.splat(1.0), detail::expm1_poly(o, r));
+  if constexpr (kZeroBelowLo) {
     if constexpr (requires(F out) { o.scale2_rounded_keep(keep, p, k.f, out); }) {
       F out;
       if (o.scale2_rounded_keep(keep, p, k.f, out)) return out;
     }
     return o.keep(keep, scale2(o, p, k));
   } else {
-    return in_range(clamp_hi(o, clamp_lo(o, x, C::kLo), C::kHi));
+    return scale2(o, p, k);
   }
 }
 
