@@ -18,8 +18,7 @@
 //   Float64.
 // - IndicesOf: input like; 0, 1, ..., C - 1 (Int64 [C], C its last dim; Int32 when attrs.dtype
 //   is Int32, for C < 2^31): the class indices that the rewrite compares with the targets to pick
-//   each row's target logit in a row kernel (Int32: a Float32 kernel keeps its 16 AVX-512 lanes,
-//   where an Int64 operand would halve them).
+//   each row's target logit in a row kernel (in ops/losses.h class_index_dtype).
 // - CrossEntropyTargetLogit: inputs the logits themselves and target, CrossEntropy's attrs; the
 //   targets' checks, then each row's logit at its target as Float64 ([N, 1], [1] unbatched; 0
 //   for an ignored row): the rewrite's pick where the logits are in memory anyway.

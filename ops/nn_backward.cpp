@@ -2,11 +2,11 @@
 // (ops/layer_norm.cpp), cross_entropy (ops/losses.cpp), dropout (ops/dropout.cpp) and embedding
 // (ops/embedding.cpp). Written with kiln ops only, so a recorded backward pass is an ordinary
 // graph. The composites (linear, mse_loss, scaled_dot_product_attention) need no rule.
-#include <limits>
 #include <numeric>
 
 #include "ops/functions.h"
 #include "ops/grad_utils.h"
+#include "ops/losses.h"
 
 namespace kiln {
 
@@ -70,12 +70,8 @@ void cross_entropy_bw(const BackwardCall& c, Grads g) {
   // The one-hot rows as a comparison with the class indices (pointwise: fused into softmax's row
   // kernel by the JIT, and a Bool tensor eagerly, not one_hot's Int64 one). An ignored target
   // (-100 by default) matches no class, or after the cast below may match one: its row is
-  // zeroed below either way. Float32 logits compare in Int32 where the classes fit (a counted
-  // target is one of them, so the cast is exact there): an Int64 operand would halve a Float32
-  // row kernel's lanes.
-  const DType index = logits.dtype() == DType::Float32 && C <= std::numeric_limits<int32_t>::max()
-                          ? DType::Int32
-                          : DType::Int64;
+  // zeroed below either way. The comparison's dtype: ops/losses.h class_index_dtype.
+  const DType index = class_index_dtype(logits.dtype(), C);
   Tensor onehot =
       eq(arange(C, dtype(index).device(target.device())), target.to(index).unsqueeze(-1))
           .to(logits.dtype());

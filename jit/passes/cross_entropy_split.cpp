@@ -1,9 +1,9 @@
 #include "jit/passes/cross_entropy_split.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "jit/lower/lower_reduce.h"
+#include "ops/losses.h"
 #include "ops/pointwise.h"
 
 namespace kiln::jit::passes {
@@ -62,10 +62,9 @@ struct EarlyValues {
   int32_t like_at = -1;  // the nodes defining like and the target (-1: graph inputs)
   int32_t target_at = -1;
   ValueId classes = -1, tk = -1, counted = -1;
-  // The targets as the class indices' dtype, unsqueezed (Int32 for Float32 logits where the
-  // classes fit: a Float32 row kernel keeps its full lanes), compared with them; a counted target
-  // is a class, so the cast is exact there, and an ignored row's pick is masked whatever it is. The
-  // same nodes as the gradient's one-hot comparison (ops/nn_backward.cpp), which CSE then shares.
+  // The targets as the class indices' dtype (ops/losses.h class_index_dtype), unsqueezed,
+  // compared with them: the same nodes as the gradient's one-hot comparison
+  // (ops/nn_backward.cpp), which CSE then shares.
   ValueId tk_index = -1;
   ValueId picked = -1;  // the gathered target logits, where the logits are `like` themselves
 };
@@ -83,10 +82,7 @@ void emit_early(NodeListBuilder& out, const Node& n, const ValueMeta& xm, const 
     ev.picked = out.add(OpId::CrossEntropyTargetLogit, n.attrs, {n.inputs[0], n.inputs[1]},
                         meta(kept, DType::Float64));
   }
-  const DType index =
-      xm.dtype == DType::Float32 && xm.sizes.back() <= std::numeric_limits<int32_t>::max()
-          ? DType::Int32
-          : DType::Int64;
+  const DType index = class_index_dtype(xm.dtype, xm.sizes.back());
   if (!in_memory && ev.classes < 0 && ev.like_at == at) {
     Attrs a;
     a.dtype = index;
