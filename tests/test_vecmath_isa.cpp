@@ -96,6 +96,26 @@ TEST(VecmathIsa, EveryWidthGivesTheSameBits) {
 }
 // clang-format on
 
+// The fma primitive rounds once at every width (a mul and an add would round twice): (1 + d)^2
+// - (1 + 2d) is d^2 exactly, and 0 after a rounded product (d = 2^-20 / 2^-30).
+template <class T, int W>
+void check_fma_rounds_once() {
+  using O = vm::GnuVecOps<T, W>;
+  const O o;
+  const T d = sizeof(T) == 4 ? T(0x1p-20) : T(0x1p-30);
+  const typename O::F r = o.fma(o.splat(1 + d), o.splat(1 + d), o.splat(-(1 + 2 * d)));
+  for (int i = 0; i < O::kLanes; ++i) EXPECT_EQ(r[i], d * d) << "W=" << W << " lane " << i;
+}
+
+TEST(VecmathIsa, FmaRoundsOnceAtEveryWidth) {
+  check_fma_rounds_once<float, 16>();
+  check_fma_rounds_once<float, 32>();
+  check_fma_rounds_once<float, 64>();
+  check_fma_rounds_once<double, 16>();
+  check_fma_rounds_once<double, 32>();
+  check_fma_rounds_once<double, 64>();
+}
+
 // pow at every width and through one lane: x from inputs(), y from a shifted copy of them plus
 // small integers and halves (negative bases, odd exponents).
 template <class T, int W>

@@ -5,6 +5,7 @@
 #pragma once
 #include <asmjit/x86.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -26,6 +27,17 @@ class ConstantTable {
     if (2 * (used_ + 1) > slots_.size()) grow();
     place(Slot{bits, shape, reg});
     ++used_;
+    if (asmjit::Operand::isVirtId(reg.id())) {
+      const size_t i = asmjit::Operand::virtIdToIndex(reg.id());
+      if (i >= is_constant_.size()) is_constant_.resize(std::max<size_t>(64, 2 * i + 2), 0);
+      is_constant_[i] = 1;
+    }
+  }
+  // Whether `reg` holds a constant of this table (a fused multiply-add picks its form by it).
+  bool holds(const asmjit::x86::Vec& reg) const {
+    if (!asmjit::Operand::isVirtId(reg.id())) return false;
+    const size_t i = asmjit::Operand::virtIdToIndex(reg.id());
+    return i < is_constant_.size() && is_constant_[i] != 0;
   }
   size_t size() const { return used_; }
 
@@ -51,7 +63,8 @@ class ConstantTable {
     for (const Slot& s : old)
       if (s.shape >= 0) place(s);
   }
-  std::vector<Slot> slots_;  // a power of two in size, at most half full
+  std::vector<Slot> slots_;           // a power of two in size, at most half full
+  std::vector<uint8_t> is_constant_;  // by virtual register index
   size_t used_ = 0;
 };
 

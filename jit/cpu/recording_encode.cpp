@@ -191,6 +191,13 @@ void RecordingAssembler::encode(const std::vector<RecordedInst>& code, const Reg
       xchg(x86::rcx, x86::Gpq(c));
       continue;
     }
+    // A register copy that register assignment gave one register (a fused multiply-add's copy
+    // of a value dying there, vec_emitter.h AsmVecOps::fma): nothing to move.
+    const bool vec_move = in.id == Inst::kIdVmovaps || in.id == Inst::kIdVmovapd ||
+                          in.id == Inst::kIdMovaps || in.id == Inst::kIdMovapd;
+    if (vec_move && !in.extra.isReg() && in.ops[0].isReg() && in.ops[1].isReg() &&
+        in.ops[0].id() == in.ops[1].id() && in.ops[0].size() == in.ops[1].size())
+      continue;
     setInstOptions(in.options);
     if (in.extra.isReg()) {
       RegOnly extra = in.extra;

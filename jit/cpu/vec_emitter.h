@@ -17,6 +17,7 @@
 #include <asmjit/x86.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -48,6 +49,24 @@ void reduce_pio2_huge_block(HugeLanesBlock* b) {
   using IT = std::conditional_t<std::is_same_v<T, double>, int64_t, int32_t>;
   vecmath::reduce_pio2_huge_lanes(reinterpret_cast<const T*>(b->x), b->lanes, b->bound,
                                   reinterpret_cast<T*>(b->r), reinterpret_cast<IT*>(b->k));
+}
+
+// What a baseline (SSE2) kernel hands libm's fma through one pointer (AsmVecOps::fma): SSE2
+// has no fused multiply-add, so each lane's a * b + c is rounded once by std::fma, as the eager
+// baseline backend computes it (correctly rounded either way: the same bits as vfmadd).
+struct alignas(64) FmaLanesBlock {
+  unsigned char a[16], b[16], c[16];  // 4 float / 2 double lanes; c is overwritten
+};
+
+template <class T>
+void fma_lanes_block(FmaLanesBlock* blk) {
+  constexpr int n = 16 / sizeof(T);
+  T a[n], b[n], c[n];
+  std::memcpy(a, blk->a, sizeof(a));
+  std::memcpy(b, blk->b, sizeof(b));
+  std::memcpy(c, blk->c, sizeof(c));
+  for (int i = 0; i < n; ++i) c[i] = std::fma(a[i], b[i], c[i]);
+  std::memcpy(blk->c, c, sizeof(c));
 }
 
 struct AsmMask {
@@ -132,6 +151,38 @@ class AsmVecOps {
     F d = new_vec();
     cc_.emit(vex() ? (kDouble ? kIdVsqrtpd_ : kIdVsqrtps_) : (kDouble ? kIdSqrtpd_ : kIdSqrtps_), d,
              a);
+    return d;
+  }
+  // a * b + c rounded once: vfmadd (the AVX2 tier requires FMA, jit/cpu/cpu_isa.cpp) on a
+  // register first defined as a copy (the instruction reads its destination): of a with the
+  // 213 form when c is a hoisted constant (Horner's coefficients: the running value usually
+  // dies here, so the copy lands in its register and is dropped, and c may be a memory
+  // operand), else of c with the 231 form. SSE2 has none, and its kernels call libm's fma on
+  // the lanes (fma_lanes_block), as the eager baseline backend does.
+  F fma(F a, F b, F c) const {
+    namespace Inst = asmjit::x86::Inst;
+    F d = new_vec();
+    if (vex()) {
+      const bool c_constant = ctx_.constants.holds(c) && !ctx_.constants.holds(a);
+      cc_.emit(kDouble ? kIdVmovapd_ : kIdVmovaps_, d, c_constant ? a : c);
+      if (c_constant)
+        cc_.emit(kDouble ? Inst::kIdVfmadd213pd : Inst::kIdVfmadd213ps, d, b, c);
+      else
+        cc_.emit(kDouble ? Inst::kIdVfmadd231pd : Inst::kIdVfmadd231ps, d, a, b);
+      return d;
+    }
+    using Block = FmaLanesBlock;
+    const asmjit::x86::Mem block = cc_.newStack(sizeof(Block), 64);
+    auto at = [&](uint32_t offset) {
+      asmjit::x86::Mem m = block.cloneAdjusted(offset);
+      m.setSize(16);
+      return m;
+    };
+    cc_.emit(Inst::kIdMovups, at(offsetof(Block, a)), a);
+    cc_.emit(Inst::kIdMovups, at(offsetof(Block, b)), b);
+    cc_.emit(Inst::kIdMovups, at(offsetof(Block, c)), c);
+    cc_.call_block(reinterpret_cast<void*>(&fma_lanes_block<T>), block);
+    cc_.emit(Inst::kIdMovups, d, at(offsetof(Block, c)));
     return d;
   }
   M lt(F a, F b) const { return cmp(a, b, 1); }  // LT_OS

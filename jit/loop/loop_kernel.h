@@ -76,7 +76,8 @@
 // nearest even; number -> Bool is `x != 0`, NaN included; Bool -> number is 0 or 1). The
 // operations are exactly those of the eager kernels' scalar functors
 // (ops/cpu/pointwise_functors.h) and the shared vector math (ops/cpu/vecmath/), so a kernel gives
-// the eager bits: no reassociation, no FMA contraction.
+// the eager bits: no reassociation, no FMA contraction of the graph's own multiplies and adds
+// (the vector math's fused multiply-adds are its own, the same in eager: vecmath/vec_ops.h).
 //
 // The text form (to_text) is stable and used by golden tests and KILN_DUMP; encode() is the one
 // canonical encoding that the kernel cache hashes and compares word for word.

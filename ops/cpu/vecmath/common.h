@@ -129,12 +129,13 @@ inline F scale2(const O& o, F x, const Rounded<O>& k) {
   return o.mul(o.mul(x, p1), p2);
 }
 
-// c[0] + x*(c[1] + x*(c[2] + ...)), Horner without fusing (c: an array of doubles).
+// c[0] + x*(c[1] + x*(c[2] + ...)), Horner with one fused multiply-add per step (c: an array of
+// doubles).
 template <class O, class C, class F = typename O::F>
 inline F horner(const O& o, F x, const C& c) {
   constexpr size_t N = sizeof(C) / sizeof(double);  // a double[N] or std::array<double, N>
   F p = o.splat(c[N - 1]);
-  for (size_t i = N - 1; i-- > 0;) p = o.add(o.mul(p, x), o.splat(c[i]));
+  for (size_t i = N - 1; i-- > 0;) p = o.fma(p, x, o.splat(c[i]));
   return p;
 }
 

@@ -1,8 +1,9 @@
 // Unevaluated sums of two T ("double-T": double-double for float64, float-float for float32),
-// written only with the primitives of the lane contract (vec_ops.h): no FMA, so exact products
-// use Dekker's method with operands split by clearing their low mantissa bits (exact, and the
-// same bits in every backend). Used where a function needs more than T's precision inside
-// (pow's log(x) * y).
+// written only with the primitives of the lane contract (vec_ops.h). Exact products use Dekker's
+// method with operands split by clearing their low mantissa bits (exact, and the same bits in
+// every backend); fma(a, b, -p) would take two operations on FMA hardware, but a baseline
+// kernel's fma is a call to libm per vector. Used where a function needs more than T's precision
+// inside (pow's log(x) * y).
 //   two_sum(a, b):       s + e == a + b exactly, s = fl(a + b) (Knuth, any magnitudes)
 //   fast_two_sum(a, b):  the same for |a| >= |b| or a == 0 (Dekker)
 //   two_prod(a, b):      p + e == a * b, p = fl(a * b); exact for float32; for float64 the

@@ -13,6 +13,10 @@
 #include "ops/cpu/vecmath/reduce_pio2.h"
 #include "ops/cpu/vecmath/vec_ops.h"
 
+#if defined(__FMA__)
+#include <immintrin.h>
+#endif
+
 // The ISA this translation unit is compiled for, as a type in kiln's ISA namespace. GnuVecOps and
 // the map/apply helpers take it as a defaulted template argument, so every vecmath template
 // instantiated over them gets a mangled name of its own per ISA. Without it `vecmath::tanh<
@@ -85,6 +89,35 @@ struct GnuVecOps {
   F sqrt(F a) const {
     F r = a;
     for (int i = 0; i < kLanes; ++i) r[i] = std::sqrt(a[i]);
+    return r;
+  }
+  // a * b + c rounded once: one vfmadd where the TU's ISA has FMA for this width, else libm's fma
+  // lane by lane (correctly rounded in software where the CPU has no FMA): the same bits.
+  F fma(F a, F b, F c) const {
+    [[maybe_unused]] constexpr bool f32 = sizeof(T) == 4;
+#if defined(__FMA__)
+    if constexpr (W == 16) {
+      if constexpr (f32)
+        return (F)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+      else
+        return (F)_mm_fmadd_pd((__m128d)a, (__m128d)b, (__m128d)c);
+    } else if constexpr (W == 32) {
+      if constexpr (f32)
+        return (F)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+      else
+        return (F)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+    }
+#endif
+#if defined(__AVX512F__)
+    if constexpr (W == 64) {
+      if constexpr (f32)
+        return (F)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+      else
+        return (F)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+    }
+#endif
+    F r = c;
+    for (int i = 0; i < kLanes; ++i) r[i] = std::fma(a[i], b[i], c[i]);
     return r;
   }
   M lt(F a, F b) const { return a < b; }

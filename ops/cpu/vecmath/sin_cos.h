@@ -58,17 +58,17 @@ inline F sin_quadrant(const O& o, F x, int q0) {
   using T = typename O::T;
   using C = SinCosC<T>;
   const Rounded<O> k = round_int(o, o.mul(x, o.splat(kTwoOverPi)));
-  F r = o.sub(x, o.mul(k.f, o.splat(C::kC1)));
-  r = o.sub(r, o.mul(k.f, o.splat(C::kC2)));
-  r = o.sub(r, o.mul(k.f, o.splat(C::kC3)));
-  r = o.sub(r, o.mul(k.f, o.splat(C::kC4)));
+  F r = o.fma(k.f, o.splat(-C::kC1), x);
+  r = o.fma(k.f, o.splat(-C::kC2), r);
+  r = o.fma(k.f, o.splat(-C::kC3), r);
+  r = o.fma(k.f, o.splat(-C::kC4), r);
   r = clamp_hi(o, clamp_lo(o, r, -0.8), 0.8);  // only past the Cody-Waite range
   typename O::I ki = k.i(o);
   // Past the Cody-Waite range: the exact reduction, lane by lane, where the backend has it.
   if constexpr (requires { o.reduce_pio2_huge(x, C::kHuge, r, ki); })
     o.reduce_pio2_huge(x, C::kHuge, r, ki);
   const F z = o.mul(r, r);
-  const F s = o.add(r, o.mul(o.mul(z, r), horner(o, z, C::kS)));
+  const F s = o.fma(o.mul(z, r), horner(o, z, C::kS), r);
   const F c =
       o.sub(o.splat(1.0), o.sub(o.mul(o.splat(0.5), z), o.mul(o.mul(z, z), horner(o, z, C::kC))));
   const typename O::I q = o.iadd(ki, o.isplat(q0));

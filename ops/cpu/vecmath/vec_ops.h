@@ -4,9 +4,12 @@
 //   - the eager kernels: O = GnuVecOps<T, W> (ops/cpu/vecmath/gnu_vec_ops.h), GCC vector
 //     extensions compiled once per ISA (W bytes: 16 baseline, 32 AVX2, 64 AVX-512);
 //   - the JIT: O = an asmjit emitter (jit/cpu/vec_emitter.h) whose methods emit instructions.
-// Because every operation below is exactly rounded (or exact) and none is contracted into an FMA,
-// one algorithm gives the same bits in every backend, at every vector width, on every ISA: a fused
-// JIT kernel reproduces the eager bits wherever it does not reassociate.
+// Because every operation below is exactly rounded (or exact), one algorithm gives the same bits
+// in every backend, at every vector width, on every ISA: a fused JIT kernel reproduces the eager
+// bits wherever it does not reassociate. The compiler never contracts a mul and an add on its own
+// (-ffp-contract=off); the algorithms ask for a fused multiply-add explicitly (fma below), which is
+// exactly rounded too: one instruction where the ISA has it (AVX2 and AVX-512 tiers), the same
+// bits from libm's correctly rounded fma lane by lane where it does not (baseline x86-64).
 //
 // Types of a backend O (T = float or double):
 //   O::T   the scalar type;   O::F  a vector of T lanes;
@@ -16,6 +19,7 @@
 //   F splat(T c)                  every lane c (T is given as double for both widths)
 //   F add(F,F) sub mul div        IEEE, round to nearest even; never fused
 //   F sqrt(F)                     IEEE square root
+//   F fma(F a, F b, F c)          a * b + c rounded once (IEEE fusedMultiplyAdd)
 //   M lt(F,F) le gt ge eq         ordered compares: false when either lane is NaN
 //   M unord(F,F)                  true when either lane is NaN
 //   M nlt(F,F)                    !(a < b): true when either lane is NaN (cmpps NLT_US)
@@ -32,8 +36,8 @@
 //   I shl(I, int n) shr(I, int n) shifts by a constant; shr is logical (no arithmetic shift:
 //                                 SSE2/AVX2 have none for 64-bit lanes)
 // Nothing else: no min/max with C's fmin/fmax NaN rules (write lt_select / gt_select), no
-// float<->int conversion (round with the 1.5*2^(mantissa bits) trick: add then subtract), no FMA,
-// no gather. A function that needs more asks for a new primitive here, implemented in both
+// float<->int conversion (round with the 1.5*2^(mantissa bits) trick: add then subtract), no
+// gather. A function that needs more asks for a new primitive here, implemented in both
 // backends and tested bitwise across them (tests/test_vecmath_*.cpp).
 // Optional hooks (a backend may have them; the templates test with `requires`): one
 // instruction for a step whose exactly rounded result the primitives above also compute, so
