@@ -61,6 +61,16 @@ Tensor eager_of(jit::ExprOp op, const Tensor& x) {
       return sigmoid(x);
     case jit::ExprOp::Erf:
       return erf(x);
+    case jit::ExprOp::Tanh:
+      return tanh(x);
+    case jit::ExprOp::Log:
+      return log(x);
+    case jit::ExprOp::Log1p:
+      return log1p(x);
+    case jit::ExprOp::Sin:
+      return sin(x);
+    case jit::ExprOp::Cos:
+      return cos(x);
     default:
       return pow(full_like(x, 2.5), x);
   }
@@ -99,7 +109,8 @@ void dense_on(const std::string& isa, const std::vector<T>& xs) {
   const auto n = static_cast<int64_t>(xs.size());
   const Tensor tx = from_vector<T>(xs, {n});
   for (jit::ExprOp op : {jit::ExprOp::Exp, jit::ExprOp::Expm1, jit::ExprOp::Sigmoid,
-                         jit::ExprOp::Erf, jit::ExprOp::Pow}) {
+                         jit::ExprOp::Erf, jit::ExprOp::Pow, jit::ExprOp::Tanh, jit::ExprOp::Log,
+                         jit::ExprOp::Log1p, jit::ExprOp::Sin, jit::ExprOp::Cos}) {
     Tensor want;
     {
       testing::JitMode off(false);

@@ -179,6 +179,14 @@ bool rm_last(InstId id) {
     case Inst::kIdVpmullq:
     case Inst::kIdVpmuludq:
     case Inst::kIdPmuludq:
+    case Inst::kIdVfmadd213ps:
+    case Inst::kIdVfmadd213pd:
+    case Inst::kIdVfmadd231ps:
+    case Inst::kIdVfmadd231pd:
+    case Inst::kIdVscalefps:
+    case Inst::kIdVscalefpd:
+    case Inst::kIdVrndscaleps:
+    case Inst::kIdVrndscalepd:
     case Inst::kIdVmovaps:
     case Inst::kIdVmovapd:
     case Inst::kIdMovaps:

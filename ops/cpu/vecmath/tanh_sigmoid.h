@@ -49,28 +49,39 @@ struct TanhQ {
 // tanh(x) = e / (e + 2) with e = expm1(2a), a = min(|x|, sat), computed in an equivalent form
 // with fewer operations and the same bits (every step below is exactly half the corresponding
 // step of expm1(2a) or a power-of-two multiple of it; no value is subnormal where that matters):
-//   k = round(2a log2e), computed as a * (2 log2e) (the same real product);
+//   k = round(2a log2e), computed as -round(a * (-2 log2e)) (the same real product);
 //   h = (a - k ln2hi/2) - k ln2lo/2 = r/2 (r: expm1's reduced argument of 2a);
 //   em1/2 = h + h^2 * 2q(r) (2q from Horner in h with scaled coefficients, TanhQ);
 //   n/2 = em1/2 + (1/2 - 2^(-k-1)), so e = n 2^k;
 //   tanh = e / (e + 2) = (n/2) / (n/2 + 2^-k) (numerator and denominator scaled by 2^-(k+1):
 //   exact, so the quotient rounds the same).
-// 2^(-k-1) comes from the bits of the rounding sum (as_int(t) = as_int(magic) + k) in one
-// integer subtraction. Against the expm1 form this drops 2a, the integer k, 2^k and the
-// multiply by it (tests/test_vecmath_tanh_form.cpp checks the two forms bitwise).
+// 2^(-k-1) comes from the bits of the rounding sum (as_int(t) = as_int(magic) - k) in one
+// integer addition, or one vscalefps (the JIT on AVX-512, which rounds with one vrndscaleps).
+// Against the expm1 form this drops 2a, the integer k, 2^k and the multiply by it
+// (tests/test_vecmath_tanh_form.cpp checks the two forms bitwise; tests/test_jit_exp_dense.cpp
+// the JIT's rendering against eager on every ISA).
 template <class O, class F = typename O::F>
 inline F tanh(const O& o, F x) {
   using T = typename O::T;
   using C = detail::ExpC<T>;
   const F a = clamp_hi(o, vabs(o, x), detail::kTanhSat<T>);
-  const F magic = o.splat(Fmt<T>::kRoundMagic);
-  const F t = o.add(o.mul(a, o.splat(2.0 * detail::kLog2e)), magic);
-  const F k = o.sub(t, magic);
-  const F h = o.fma(k, o.splat(-C::kLn2Lo / 2), o.fma(k, o.splat(-C::kLn2Hi / 2), a));
-  // 2^(-k-1): exponent field bias - 1 - k = (bias - 1 + bits(magic)) - bits(t).
-  constexpr int64_t magic_bits = Fmt<T>::kTwoPMantBits + (int64_t{1} << (Fmt<T>::kMant - 1));
-  const F half_inv = o.as_float(
-      o.shl(o.isub(o.isplat(Fmt<T>::kBias - 1 + magic_bits), o.as_int(t)), Fmt<T>::kMant));
+  // nk = -k, rounded from a * (-2 log2e): the same integer negated (the product is the same real
+  // number negated, and rounding to nearest even is symmetric), in one instruction where the
+  // backend has round_small's hook. h = (a + nk ln2hi/2) + nk ln2lo/2.
+  const Rounded<O> nk = round_small(o, o.mul(a, o.splat(-2.0 * detail::kLog2e)));
+  const F h = o.fma(nk.f, o.splat(C::kLn2Lo / 2), o.fma(nk.f, o.splat(C::kLn2Hi / 2), a));
+  // 2^(-k-1) = 0.5 * 2^nk: one vscalefps where the backend has scale2_rounded's hook (exact
+  // here); else from the bits of the rounding sum t = magic + nk: the exponent field
+  // bias - 1 + nk is bits(t) + (bias - 1 - bits(magic)), shifted into place.
+  F half_inv{};
+  bool scaled = false;
+  if constexpr (requires(F out) { o.scale2_rounded(a, a, out); })
+    scaled = o.scale2_rounded(o.splat(0.5), nk.f, half_inv);
+  if (!scaled) {
+    const F t = nk.has_t ? nk.t : o.add(nk.f, o.splat(Fmt<T>::kRoundMagic));
+    half_inv = o.as_float(o.shl(
+        o.iadd(o.as_int(t), o.isplat(Fmt<T>::kBias - 1 - Fmt<T>::kRoundMagicBits)), Fmt<T>::kMant));
+  }
   const F em1_half = o.fma(o.mul(h, h), horner(o, h, detail::TanhQ<T>::kC), h);
   const F n_half = o.add(em1_half, o.sub(o.splat(0.5), half_inv));
   const F q = o.div(n_half, o.add(n_half, o.add(half_inv, half_inv)));
