@@ -1951,6 +1951,50 @@ TEST_F(JitReducePlanTest, RowReductionsOfOtherInputsShareOneRowKernel) {
   }
 }
 
+// A sum or mean of a leaf that nothing else reads, alone over its index space, fuses nothing:
+// it stays the eager node (jit/plan/lone_reductions.h; eager's vectorized sum is as fast, and
+// faster over short rows). A sum of a computed value, two sums over one index space, a leaf
+// that another node reads, or a column reduction keep their kernel. Eager's bits either way.
+TEST_F(JitReducePlanTest, LoneSumsOfLeavesStayEagerNodes) {
+  const Tensor x = randn_of({64, 32, 32}, 870), y = randn_of({64, 32, 32}, 871);
+  auto steps_of = [&](const std::function<TensorList()>& program, const char* name) {
+    tracer::RegionCache::instance().clear();
+    int kernels = 0;
+    const std::string steps = run_both(program, name, &kernels);
+    return std::pair{kernels, steps};
+  };
+  for (const auto& [name, program] :
+       std::vector<std::pair<const char*, std::function<TensorList()>>>{
+           {"x.sum()", [&] { return TensorList{x.sum() * 2.0}; }},
+           {"short rows", [&] { return TensorList{x.mean({-1}) * 2.0}; }},
+           {"a reshaped leaf",
+            [&] {
+              return TensorList{x.reshape({64, 1024}).sum({-1}) * 2.0};
+            }},
+           {"x.sum(-1)", [&] { return TensorList{x.sum({-1}) * 2.0}; }}}) {
+    // The reduction an eager step, the multiply a kernel of its own (fused with the
+    // reduction, it would be one kernel of both).
+    const auto [kernels, steps] = steps_of(program, name);
+    EXPECT_EQ(steps, "e k1") << name;
+  }
+  for (const auto& [name, program] :
+       std::vector<std::pair<const char*, std::function<TensorList()>>>{
+           {"a computed value", [&] { return TensorList{(x * 2.0).sum({-1})}; }},
+           {"two sums", [&] { return TensorList{x.sum({-1}) + y.sum({-1})}; }},
+           {"a sum and a max",
+            [&] {
+              return TensorList{x.sum({-1}), x.amax({-1})};
+            }},
+           {"a leaf read twice",
+            [&] {
+              return TensorList{x.sum({-1}), x * 3.0};
+            }},
+           {"columns (the JIT's are faster)", [&] { return TensorList{x.mean({0}) * 2.0}; }}}) {
+    const auto [kernels, steps] = steps_of(program, name);
+    EXPECT_GE(kernels, 1) << name << ": " << steps;
+  }
+}
+
 // Products of Int32, Int64 and Bool rows and columns are kernels too (an Int64 product of the
 // values widened, as eager's wrapping product: exact in any order): small factors of both signs
 // (products that stay exact), long rows whose products wrap past the Int64 limits, Bool rows

@@ -12,6 +12,7 @@
 #include "jit/passes/passes.h"
 #include "jit/plan/blas_step.h"
 #include "jit/plan/group_kernel.h"
+#include "jit/plan/lone_reductions.h"
 #include "jit/plan/plan_group.h"
 #include "jit/plan/recompute_chains.h"
 #include "jit/plan/validating_plan.h"
@@ -99,6 +100,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
 
   std::vector<uint8_t> is_output(nv, 0);
   for (ValueId v : g.outputs) is_output[v] = 1;
+  const std::vector<uint8_t> lone_sum = planning::lone_sums_of_leaves(g, meta);
 
   // Group.
   std::vector<Group> groups;
@@ -453,6 +455,11 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     for (ValueId v : n.inputs) in_meta.push_back(meta[v]);
     const std::span<const tracer::ValueMeta* const> metas(in_meta.data(), in_meta.size());
     const SmallVector<ValueId, 4>& reads_of_node = n.inputs;
+    if (lone_sum[jj]) {  // nothing to fuse: eager's sum is as fast (lone_reductions.h)
+      drafts.push_back({j, -1});
+      step_of[n.output] = static_cast<int32_t>(drafts.size()) - 1;
+      continue;
+    }
     if (const int r = n.inputs.size() == 1 ? row_reduction_dims(n, *meta[n.inputs[0]]) : 0;
         r > 0 && place_reduction(j, r, 0))
       continue;
