@@ -616,3 +616,28 @@ TEST(Pointwise, ClampWithLowAboveHighGivesHigh) {
   i.clamp_(3, 1);
   EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 1}));
 }
+
+namespace kiln {
+namespace {
+
+// An operand with more dims than the output is an error naming the shapes, never a write past
+// the loop's stride arrays (a recorder bug once handed the copy op a [2, 2, 2] result for a
+// 0-dim tensor: heap corruption and a crash in a later free, under load only).
+TEST(ElementwiseLoopTest, AnOperandOfHigherRankThanTheOutputIsAnError) {
+  const Tensor out = empty_tensor({}, kFloat32, Device::cpu());
+  const Tensor in = ones({2, 2, 2});
+  const Tensor ins[] = {in};
+  try {
+    ElementwiseLoop loop(out, ins);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 2, 2]"), std::string::npos) << e.what();
+  }
+  // The shapes broadcasting allows still run: [2] into [2, 2].
+  const Tensor wide = empty_tensor({2, 2}, kFloat32, Device::cpu());
+  const Tensor row[] = {ones({2})};
+  EXPECT_NO_THROW(ElementwiseLoop(wide, row));
+}
+
+}  // namespace
+}  // namespace kiln

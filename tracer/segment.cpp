@@ -40,6 +40,11 @@ class FailedFlush final : public LazyProducer {
 // a body passed through is the user's tensor), else a copy.
 void hand_over(Storage& target, const Tensor& result, const DimVector& sizes, DType dtype) {
   const TensorImpl* r = result.impl();
+  // A result of another shape or dtype than the slot's is a recorder bug (a region's outputs
+  // matched to the wrong slots); fail the slot with it rather than copy a wrong geometry.
+  KILN_CHECK(r->sizes() == sizes && r->dtype() == dtype,
+             "recorder: a region's result {} {} does not match its tensor {} {}",
+             shape_str(r->sizes()), dtype_name(r->dtype()), shape_str(sizes), dtype_name(dtype));
   Storage* rs = r->storage();
   const bool exact = r->offset() == 0 && r->is_contiguous() && r->sizes() == sizes &&
                      r->dtype() == dtype && rs->nbytes() == target.nbytes() &&
@@ -563,6 +568,15 @@ void Segment::flush_locked(SyncReason reason) {
     const Tensor& r = run.outputs[live.size() + i];
     if (!r.defined() || target.impl()->numel() == 0) continue;  // a failed write leaves it as is
     if (r.impl() == target.impl()) continue;                    // computed in place
+    if (r.impl()->sizes() != target.impl()->sizes() || r.dtype() != target.dtype()) {
+      // As in hand_over: a recorder bug, reported instead of a copy of a wrong geometry.
+      if (!run.error)
+        run.error = std::make_exception_ptr(Error(
+            fmt::format("recorder: a region's result {} {} does not match the written tensor {} {}",
+                        shape_str(r.impl()->sizes()), dtype_name(r.dtype()),
+                        shape_str(target.impl()->sizes()), dtype_name(target.dtype()))));
+      continue;
+    }
     const Tensor src[] = {r};
     copy.eager(OpCall{OpId::Copy, src, Attrs{}}, target);
   }

@@ -63,6 +63,9 @@ ElementwiseLoop::ElementwiseLoop(const Tensor& out, std::span<const Tensor> inpu
     const TensorImpl* in = inputs[in_idx].impl();
     base_[k] = static_cast<char*>(in->data());
     int off = nd - static_cast<int>(in->dim());
+    KILN_CHECK(off >= 0,
+               "elementwise loop: operand {} of shape {} has more dims than the output {}", k,
+               shape_str(in->sizes()), shape_str(shape));
     int64_t isz = int64_t(itemsize(in->dtype()));
     for (int d = 0; d < in->dim(); ++d)
       st[k][d + off] = in->sizes()[d] == 1 ? 0 : in->strides()[d] * isz;
