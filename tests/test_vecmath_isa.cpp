@@ -105,6 +105,18 @@ void check_fma_rounds_once() {
   const T d = sizeof(T) == 4 ? T(0x1p-20) : T(0x1p-30);
   const typename O::F r = o.fma(o.splat(1 + d), o.splat(1 + d), o.splat(-(1 + 2 * d)));
   for (int i = 0; i < O::kLanes; ++i) EXPECT_EQ(r[i], d * d) << "W=" << W << " lane " << i;
+  if constexpr (sizeof(T) == 4) {
+    // Float lanes without FMA hardware go through double (GnuVecOps::fma_via_double): (1 +
+    // 2^-12)^2 + 2^-80 lies just above the midpoint 1 + 2^-11 + 2^-24 of two floats. Rounded
+    // to nearest in double it is the midpoint, which then rounds to even (down); rounded to
+    // odd, up, as the exact value does. Both signs.
+    for (const T s : {T(1), T(-1)}) {
+      const typename O::F q =
+          o.fma(o.splat(s * (1 + 0x1p-12f)), o.splat(1 + 0x1p-12f), o.splat(s * 0x1p-80f));
+      for (int i = 0; i < O::kLanes; ++i)
+        EXPECT_EQ(q[i], s * (1 + 0x1p-11f + 0x1p-23f)) << "W=" << W << " lane " << i;
+    }
+  }
 }
 
 TEST(VecmathIsa, FmaRoundsOnceAtEveryWidth) {

@@ -51,9 +51,10 @@ void reduce_pio2_huge_block(HugeLanesBlock* b) {
                                   reinterpret_cast<T*>(b->r), reinterpret_cast<IT*>(b->k));
 }
 
-// What a baseline (SSE2) kernel hands libm's fma through one pointer (AsmVecOps::fma): SSE2
-// has no fused multiply-add, so each lane's a * b + c is rounded once by std::fma, as the eager
-// baseline backend computes it (correctly rounded either way: the same bits as vfmadd).
+// What a baseline (SSE2) kernel hands libm's fma through one pointer (AsmVecOps::fma, double
+// lanes; float lanes are computed inline through double): SSE2 has no fused multiply-add, so
+// each lane's a * b + c is rounded once by std::fma, as the eager baseline backend computes it
+// (correctly rounded either way: the same bits as vfmadd).
 struct alignas(64) FmaLanesBlock {
   unsigned char a[16], b[16], c[16];  // 4 float / 2 double lanes; c is overwritten
 };
@@ -158,7 +159,8 @@ class AsmVecOps {
   // 213 form when c is a hoisted constant (Horner's coefficients: the running value usually
   // dies here, so the copy lands in its register and is dropped, and c may be a memory
   // operand), else of c with the 231 form. SSE2 has none, and its kernels call libm's fma on
-  // the lanes (fma_lanes_block), as the eager baseline backend does.
+  // the lanes (fma_lanes_block), as the eager baseline backend does; float lanes are computed
+  // exactly through double instead (fma_via_double), ten times faster than the call.
   F fma(F a, F b, F c) const {
     namespace Inst = asmjit::x86::Inst;
     F d = new_vec();
@@ -171,6 +173,7 @@ class AsmVecOps {
         cc_.emit(kDouble ? Inst::kIdVfmadd231pd : Inst::kIdVfmadd231ps, d, a, b);
       return d;
     }
+    if constexpr (!kDouble) return fma_via_double(a, b, c);
     using Block = FmaLanesBlock;
     const asmjit::x86::Mem block = cc_.newStack(sizeof(Block), 64);
     auto at = [&](uint32_t offset) {
@@ -183,6 +186,43 @@ class AsmVecOps {
     cc_.emit(Inst::kIdMovups, at(offsetof(Block, c)), c);
     cc_.call_block(reinterpret_cast<void*>(&fma_lanes_block<T>), block);
     cc_.emit(Inst::kIdMovups, d, at(offsetof(Block, c)));
+    return d;
+  }
+  // SSE2, float lanes: GnuVecOps::fma_via_double's steps (ops/cpu/vecmath/gnu_vec_ops.h says
+  // why they are exact) on each half of the register widened to two doubles, then narrowed and
+  // joined again.
+  F fma_via_double(F a, F b, F c) const {
+    namespace Inst = asmjit::x86::Inst;
+    AsmVecOps<double, E> od(ctx_, 2);
+    auto widen = [&](F x, bool high) {
+      F src = x;
+      if (high) {  // lanes 2 and 3 into 0 and 1
+        src = new_vec();
+        cc_.emit(Inst::kIdPshufd, src, x, asmjit::imm(0xEE));
+      }
+      F d = new_vec();
+      cc_.emit(Inst::kIdCvtps2pd, d, src);
+      return d;
+    };
+    auto half = [&](bool high) {
+      const F pa = widen(a, high), pb = widen(b, high), pc = widen(c, high);
+      const F p = od.mul(pa, pb);
+      const F s = od.add(p, pc);
+      const F bb = od.sub(s, p);
+      const F e = od.add(od.sub(p, od.sub(s, bb)), od.sub(pc, bb));
+      const F opposite = od.shr(od.bit_xor(e, s), 63);
+      const F odd = od.bit_or(od.isub(s, opposite), od.isplat(1));
+      const F as = od.bit_andnot(od.splat(-0.0), s);
+      const typename AsmVecOps<double, E>::M inexact =
+          od.mask_and(od.ne(e, od.splat(0.0)), od.lt(as, od.splat(kInfinity)));
+      F r = new_vec();
+      cc_.emit(Inst::kIdCvtpd2ps, r, od.select(inexact, odd, s));
+      return r;
+    };
+    const F lo = half(false), hi = half(true);
+    F d = new_vec();
+    cc_.emit(Inst::kIdMovaps, d, lo);
+    cc_.emit(Inst::kIdMovlhps, d, hi);
     return d;
   }
   M lt(F a, F b) const { return cmp(a, b, 1); }  // LT_OS

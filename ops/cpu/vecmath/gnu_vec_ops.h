@@ -93,7 +93,7 @@ struct GnuVecOps {
   }
   // a * b + c rounded once: one vfmadd where the TU's ISA has FMA for this width, else libm's fma
   // lane by lane (correctly rounded in software where the CPU has no FMA): the same bits.
-  F fma(F a, F b, F c) const {
+  [[gnu::always_inline]] F fma(F a, F b, F c) const {
     [[maybe_unused]] constexpr bool f32 = sizeof(T) == 4;
 #if defined(__FMA__)
     if constexpr (W == 16) {
@@ -116,9 +116,39 @@ struct GnuVecOps {
         return (F)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
     }
 #endif
-    F r = c;
-    for (int i = 0; i < kLanes; ++i) r[i] = std::fma(a[i], b[i], c[i]);
-    return r;
+    if constexpr (f32) {
+      return fma_via_double(a, b, c);
+    } else {
+      F r = c;
+      for (int i = 0; i < kLanes; ++i) r[i] = std::fma(a[i], b[i], c[i]);
+      return r;
+    }
+  }
+  // a * b + c for float lanes without an FMA instruction, exactly rounded: in double the product
+  // is exact (24 + 24 bits), the sum is rounded to odd (round to nearest, then its error from
+  // TwoSum moves an inexact even result to its odd neighbour on the exact value's side), and
+  // rounding that to float is the correctly rounded result, since 53 >= 24 + 2 (Boldo and
+  // Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to
+  // odd", 2008). Infinite and NaN sums are left as they are. jit/cpu/vec_emitter.h emits the same
+  // steps for SSE2 kernels. Both always inlined: GCC 12 passing three 64-byte vectors by value
+  // to an out-of-line copy from a loop in a baseline TU moved rsp down 192 bytes per call and
+  // never back, until the thread's stack ran out (VecmathUlp's tanh at W = 64).
+  [[gnu::always_inline]] static F fma_via_double(F a, F b, F c) {
+    typedef double D __attribute__((vector_size(2 * W)));
+    typedef int64_t L __attribute__((vector_size(2 * W)));
+    typedef uint64_t UL __attribute__((vector_size(2 * W)));
+    const D pa = __builtin_convertvector(a, D), pb = __builtin_convertvector(b, D),
+            pc = __builtin_convertvector(c, D);
+    const D p = pa * pb;
+    const D s = p + pc;
+    const D bb = s - p;
+    const D e = (p - (s - bb)) + (pc - bb);
+    const L sb = (L)s;
+    const L opposite = (L)(((UL)((L)e ^ sb)) >> 63);  // 1 where e and s differ in sign
+    const L odd = (sb - opposite) | 1;
+    const D as = (D)(sb & INT64_MAX);
+    const L inexact = (e != 0.0) & (as < D{} + INFINITY);
+    return __builtin_convertvector((D)((inexact & odd) | (~inexact & sb)), F);
   }
   M lt(F a, F b) const { return a < b; }
   M nlt(F a, F b) const { return ~(a < b); }
