@@ -19,6 +19,7 @@
 #include "jit/loop/row_pass_order.h"
 #include "jit/loop/row_program.h"
 #include "jit/plan/jit_plan.h"
+#include "jit/plan/planner.h"
 #include "jit/target.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
@@ -974,6 +975,41 @@ TEST_F(JitReducePlanTest, RowValuesWithoutKeepdim) {
   tracer::RegionCache::instance().clear();
   steps = run_both([&] { return TensorList{x * 2.0 + x.sum({-1})}; }, "[16] vs [16, 16]", &kernels);
   EXPECT_EQ(kernels, 2) << steps;  // (the sum's kernel and the broadcasting add's)
+}
+
+// A Bool op with a Bool scalar of a row value (`logical_not(x.var()) * true`) computes in Int32
+// with an Int32 constant, which the loop IR counts as an element value (LoopKernel::row_values:
+// integer pow(x, 0) lowers to a lone Int32 1): lowered in the row kernel, it was stored with the
+// kernel's shape, not its own. Until 2026-12-01 the planner still took it for a row value, and
+// the flush handed a [1, 2, 2] Bool result to the 0-d tensor (RecordFuzz seed 26037881, under
+// load, when the background planner was done before the program's second run: docs/tracer.md).
+// Now such a node stays out of the row kernel (the planner lowers it to check), with eager's
+// bits and no codegen failure; a float scalar (`var > 1.0`) keeps it in.
+TEST_F(JitReducePlanTest, BoolOpsWithANonFloatScalarOfRowValuesStayOutOfTheRowKernel) {
+  const int64_t failures = jit::codegen_failures();
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1, 2, 2}, {4, 8}}) {
+    const Tensor x = randn_of(shape, 43);
+    const std::vector<int64_t> all = {}, last = {-1};
+    for (const std::vector<int64_t>& dims : {all, last}) {
+      const std::string what = fmt::format("{} over {}", shape_str(shape), shape_str(dims));
+      tracer::RegionCache::instance().clear();
+      run_both(
+          [&] {
+            const Tensor v = var(x, dims, true, false);
+            Tensor b = logical_not(v);
+            b.mul_(Scalar(true));
+            return TensorList{b, logical_not(v) + Scalar(true), eq(logical_not(v), Scalar(true)),
+                              v > 1.0};
+          },
+          what);
+      int row_kernels = 0;
+      for_each_kernel_step([&](const jit::JitPlan&, const jit::KernelStep& st) {
+        row_kernels += st.reduced_dims > 0;
+      });
+      EXPECT_EQ(row_kernels, 1) << what << ": var and `v > 1.0` in one row kernel";
+    }
+  }
+  EXPECT_EQ(jit::codegen_failures(), failures);
 }
 
 // Outputs of 8 MiB and more with vector-aligned rows take non-temporal stores in the element

@@ -87,6 +87,27 @@ TEST(RecordFuzz, RandomProgramsMatchEagerBitwise) {
       static_cast<long long>(tier_ops));
 }
 
+// Seed 26037881 of the test above with its regions planned as soon as they are hot (no
+// background planner): its step 9, `mul_s(t8, true)` on t8 = logical_not(var(t1)), fused into
+// var's row kernel lowered to an element value, and the second recording's flush handed that
+// kernel's [2, 2, 2] result to t8's 0-d storage (caught by hand_over; before, a heap
+// corruption). With the background planner (KILN_JIT_ASYNC=1, the default) it failed only
+// when the plan was ready before the second recording, under load (docs/tracer.md);
+// JitReducePlanTest.BoolOpsWithANonFloatScalarOfRowValuesStayOutOfTheRowKernel pins the rule.
+TEST(RecordFuzz, ProgramWhosePlanIsReadyAtItsSecondRecordingMatchesEager) {
+  JitRestore restore;
+  kiln::sync();
+  tracer::RegionCache::instance().clear();
+  testing::ConfigOverride<bool> tier(config().jit_eager_tier, true);
+  testing::ConfigOverride<bool> sync_planning(config().jit_async, false);
+  testing::ConfigOverride<int> threshold(config().jit_threshold, -1);  // the planner's own
+  const uint64_t seed = 26037881;
+  const Program p = Generator(seed, seed).make();
+  const Outcome eager = execute(p, false);
+  expect_same(p, eager, execute(p, true), "first recording");
+  expect_same(p, eager, execute(p, true), "second recording (the plan runs)");
+}
+
 // The same program structures with other scalars and data: the region cache promotes the scalars
 // that changed to runtime inputs and must still reproduce eager's bits.
 TEST(RecordFuzz, ScalarVariantsMatchEagerBitwise) {

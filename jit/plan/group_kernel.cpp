@@ -6,6 +6,7 @@
 #include "jit/lower/lower_reduce.h"
 #include "jit/lower/lowering.h"
 #include "runtime/dispatcher.h"
+#include "runtime/error.h"
 
 namespace kiln::jit::planning {
 
@@ -93,6 +94,16 @@ std::unique_ptr<KernelStep> build_group_kernel(const Graph& g, const Group& grp,
   if (k.stores.empty()) return nullptr;
   if (grp.reduced_dims > 0) {  // row values are stored once per row, in the node's own shape
     const std::vector<uint8_t> row = k.row_values();
+    // Every value of such a group has its shape or a row shape (the planner's row values); the
+    // kernel stores an element value with the group's shape, so a row-shaped one must lower to
+    // a row value (the planner asks lowers_to_row_value). Else the plan would hand a result of
+    // the group's shape to a tensor of the row shape: a codegen failure instead (the nodes run
+    // eagerly).
+    for (size_t o = 0; o < step->outputs.size(); ++o)
+      KILN_CHECK(row[k.stores[o]] || meta[step->outputs[o]]->sizes == grp.sizes,
+                 "fused kernel: value %{} of shape {} lowers to an element value of the row "
+                 "kernel's shape {}",
+                 step->outputs[o], shape_str(meta[step->outputs[o]]->sizes), shape_str(grp.sizes));
     for (size_t o = 0; o < step->outputs.size(); ++o)
       step->row_output.push_back(!row[k.stores[o]]                                          ? 0
                                  : meta[step->outputs[o]]->sizes.size() == grp.sizes.size() ? 1

@@ -206,12 +206,48 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
            std::any_of(grp.reads.begin(), grp.reads.end(),
                        [&](ValueId v) { return wide(meta[v]->dtype); });
   };
+  // Whether pointwise node n, computed from row values alone, lowers to a row value by the
+  // loop IR's rule (LoopKernel::row_values), which the kernels decide each store by: there a
+  // non-float constant or param is an element value (integer pow(x, 0) lowers to a lone Int32
+  // 1), so a Bool or integer op with a scalar (`logical_not(x.var()) * true` computes in Int32
+  // with an Int32 1) is an element value although its inputs are row values. Such a node taken
+  // as a row value was stored with the group's shape, not its own: a [1, 2, 2] result handed to
+  // a 0-dim tensor (RecordFuzz seed 26037881, docs/tracer.md). Lowered alone on row loads of its
+  // inputs, as build_group_kernel lowers it on its group's row values.
+  auto lowers_to_row_value = [&](const Node& n) {
+    const size_t j = static_cast<size_t>(&n - g.nodes.data());
+    LoopKernel k;
+    SmallVector<int32_t, 4> in;
+    SmallVector<const tracer::ValueMeta*, 4> in_meta;
+    for (ValueId v : n.inputs) {
+      k.inputs.push_back(meta[v]->dtype);
+      in.push_back(k.load_row(k.num_inputs() - 1));
+      in_meta.push_back(meta[v]);
+    }
+    ScalarSource src;
+    for (int i = 0; i < 2; ++i)
+      if (promoted[j].param[i] >= 0) {
+        src.param[i] = k.num_params();
+        k.params.push_back(DType::Float64);  // the lowering sets its type
+      }
+    if (random_index[j] >= 0) {  // its Philox words (a drawing node is an element value)
+      src.philox = k.num_params();
+      for (int w = 0; w < 4; ++w) k.params.push_back(DType::Int32);
+    }
+    try {
+      const int32_t r =
+          lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
+      return k.row_values()[static_cast<size_t>(r)] != 0;
+    } catch (const std::exception&) {  // build_group_kernel meets it and runs the group eagerly
+      return true;
+    }
+  };
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
     if (!is_floating(n.meta.dtype) && n.meta.dtype != DType::Bool) return false;
     if (itemsize(n.meta.dtype) == 8 && !has_64bit(grp)) return false;
     for (ValueId v : n.inputs)
       if (!row_input(grp, v, s)) return false;
-    return true;
+    return lowers_to_row_value(n);
   };
   // Pointwise node n and column kernel draft s: a node of the index space joins when it reads
   // only column-friendly values, and row values of the keepdim shape (or dropped dims when
@@ -600,7 +636,7 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
     if (grp.row_shape(n.meta.sizes)) {  // a row value? (by the IR's rule)
       bool row = true;
       for (ValueId v : reads_of_node) row = row && row_input(grp, v, target);
-      if (row) grp.row_vals.push_back(n.output);
+      if (row && lowers_to_row_value(n)) grp.row_vals.push_back(n.output);
     }
     if (grp.inner_dims > 0 && !grp.is_row(n.output))  // computed from the group's results?
       for (ValueId v : reads_of_node)

@@ -54,6 +54,8 @@ mutations=(
   "mask counts stay Int64 sums|jit/passes/float_counts.cpp|    bool ok = count_of_mask;|    bool ok = false;|JitReducePlanTest.MaskCounts*|"
   "recorded result perturbed in the last bit|tracer/interpreter.cpp|          values[n.output] = run_eager(def, call, n.meta);\n        }|          values[n.output] = run_eager(def, call, n.meta);\n          Tensor\& o = values[n.output];\n          if (o.dtype() == kFloat32 \&\& o.impl()->numel() > 0) *static_cast<uint32_t*>(o.impl()->data()) ^= 1u;\n        }|Pointwise.*:Reduce*.*:IndexSelect.*:ShapeCat.*:RecordFuzz.RandomPrograms*|KILN_FUZZ_SEEDS=300"
   "lone sums of leaves become kernels|jit/plan/planner.cpp|    if (lone_sum[jj]) {|    if (false) {|JitReducePlanTest.LoneSums*|"
+  "row candidates taken without lowering them|jit/plan/planner.cpp|    return lowers_to_row_value(n);|    return true;|JitReducePlanTest.BoolOps*|"
+  "float fma through double rounds the sum to nearest|ops/cpu/vecmath/gnu_vec_ops.h|(e != 0.0)|(e != e)|VecmathIsa.*|"
   "eager baseline fma rounds twice|ops/cpu/vecmath/gnu_vec_ops.h|r[i] = std::fma(a[i], b[i], c[i]);|r[i] = a[i] * b[i] + c[i];|VecmathIsa.*|"
   "JIT fma's 213 form multiplies by the addend|jit/cpu/vec_emitter.h|Inst::kIdVfmadd213ps, d, b, c);|Inst::kIdVfmadd213ps, d, c, b);|JitExpDense.*|"
   "SSE2 kernels' fma rounds twice|jit/cpu/vec_emitter.h|c[i] = std::fma(a[i], b[i], c[i]);|c[i] = a[i] * b[i] + c[i];|JitExpDense.*|"
