@@ -144,8 +144,10 @@ struct GnuVecOps {
     const D bb = s - p;
     const D e = (p - (s - bb)) + (pc - bb);
     const L sb = (L)s;
-    const L opposite = (L)(((UL)((L)e ^ sb)) >> 63);  // 1 where e and s differ in sign
-    const L odd = (sb - opposite) | 1;
+    const UL opposite = ((UL)((L)e ^ sb)) >> 63;  // 1 where e and s differ in sign
+    // Unsigned: computed in every lane, used only where inexact (-0.0's bits minus 1 would be a
+    // signed overflow, which UBSan reports).
+    const L odd = (L)(((UL)sb - opposite) | 1);
     const D as = (D)(sb & INT64_MAX);
     const L inexact = (e != 0.0) & (as < D{} + INFINITY);
     return __builtin_convertvector((D)((inexact & odd) | (~inexact & sb)), F);
