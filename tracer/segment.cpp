@@ -40,8 +40,9 @@ class FailedFlush final : public LazyProducer {
 // a body passed through is the user's tensor), else a copy.
 void hand_over(Storage& target, const Tensor& result, const DimVector& sizes, DType dtype) {
   const TensorImpl* r = result.impl();
-  // A result of another shape or dtype than the slot's is a recorder bug (a region's outputs
-  // matched to the wrong slots); fail the slot with it rather than copy a wrong geometry.
+  // A result of another shape or dtype than the slot's is a bug of the plan that computed it (a
+  // planner once stored a 0-dim value with its row kernel's shape: docs/tracer.md); fail the
+  // slot with it rather than copy a wrong geometry.
   KILN_CHECK(r->sizes() == sizes && r->dtype() == dtype,
              "recorder: a region's result {} {} does not match its tensor {} {}",
              shape_str(r->sizes()), dtype_name(r->dtype()), shape_str(sizes), dtype_name(dtype));
@@ -569,7 +570,7 @@ void Segment::flush_locked(SyncReason reason) {
     if (!r.defined() || target.impl()->numel() == 0) continue;  // a failed write leaves it as is
     if (r.impl() == target.impl()) continue;                    // computed in place
     if (r.impl()->sizes() != target.impl()->sizes() || r.dtype() != target.dtype()) {
-      // As in hand_over: a recorder bug, reported instead of a copy of a wrong geometry.
+      // As in hand_over: a plan's bug, reported instead of a copy of a wrong geometry.
       if (!run.error)
         run.error = std::make_exception_ptr(Error(
             fmt::format("recorder: a region's result {} {} does not match the written tensor {} {}",

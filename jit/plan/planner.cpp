@@ -213,9 +213,12 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   // with an Int32 1) is an element value although its inputs are row values. Such a node taken
   // as a row value was stored with the group's shape, not its own: a [1, 2, 2] result handed to
   // a 0-dim tensor (RecordFuzz seed 26037881, docs/tracer.md). Lowered alone on row loads of its
-  // inputs, as build_group_kernel lowers it on its group's row values.
+  // inputs, as build_group_kernel lowers it on its group's row values. The answer depends on the
+  // node alone: kept per node (the fit test and the row-value marking both ask).
+  std::vector<int8_t> row_lowering(g.nodes.size(), -1);  // -1: not asked yet
   auto lowers_to_row_value = [&](const Node& n) {
     const size_t j = static_cast<size_t>(&n - g.nodes.data());
+    if (row_lowering[j] >= 0) return row_lowering[j] != 0;
     LoopKernel k;
     SmallVector<int32_t, 4> in;
     SmallVector<const tracer::ValueMeta*, 4> in_meta;
@@ -234,13 +237,15 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
       src.philox = k.num_params();
       for (int w = 0; w < 4; ++w) k.params.push_back(DType::Int32);
     }
+    bool row = true;  // a lowering error: build_group_kernel meets it and runs the group eagerly
     try {
       const int32_t r =
           lower_node(k, n, {in_meta.data(), in_meta.size()}, {in.data(), in.size()}, src);
-      return k.row_values()[static_cast<size_t>(r)] != 0;
-    } catch (const std::exception&) {  // build_group_kernel meets it and runs the group eagerly
-      return true;
+      row = k.row_values()[static_cast<size_t>(r)] != 0;
+    } catch (const std::exception&) {
     }
+    row_lowering[j] = row ? 1 : 0;
+    return row;
   };
   auto row_node_fits = [&](const Group& grp, const Node& n, int32_t s) {
     if (!is_floating(n.meta.dtype) && n.meta.dtype != DType::Bool) return false;
