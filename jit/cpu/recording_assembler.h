@@ -116,8 +116,18 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   // Where to split the body recorded as `copies` (U identical copies, consecutive, ending at
   // the end of the main stream), 0 for nowhere: after s instructions, s in [L/8, L/3] of the
   // body's L, crossed by the fewest values (ties: the nearest to L/5), all of them vectors and
-  // at most 16 over the U copies (they stay in registers across the loop's back edge).
+  // at most 16 over the U copies (they stay in registers across the loop's back edge), and
+  // the woven loop's vector values, U times woven_peak(), at most kPipelineVectorBudget.
   size_t pipeline_split(const std::vector<Range>& copies);
+  // Past this estimate of the pipelined loop's live vector values the allocator spills values
+  // (not only constants) to the stack inside the loop, and the plain woven loop is faster. The
+  // estimate counts a value live at its last reference, where the allocator already hands its
+  // register to the destination: hence above AVX-512's 32. Measured on the Zen 4 VM
+  // (2026-12-01, 3 copies unless said): erf-form gelu 3 x 13 = 39, stack spills, 1.50 ms for
+  // 2^22 floats pipelined against 1.11 plain; gelu(2x + 1) forward and backward 39, 2.19 against
+  // 1.74; tanh-form gelu 27, 0.75 against 0.86, and at 4 copies 36, no spill, 0.745 against
+  // 0.79; log1p(exp(x)) 33, no spill, 1.46 against 1.68.
+  static constexpr size_t kPipelineVectorBudget = 36;
 
   // Allocates registers and encodes everything (see the contract above).
   void finish();
@@ -142,6 +152,7 @@ class RecordingAssembler : public asmjit::x86::Assembler {
     asmjit::Operand_ op;
   };
   size_t own_registers(const Range& r);
+  size_t woven_peak(const Range& copy, size_t split);
   void commute_constants(std::vector<RecordedInst>& code) const;
 
   JitIsa isa_ = JitIsa::Sse2;

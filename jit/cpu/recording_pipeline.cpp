@@ -144,7 +144,48 @@ size_t RecordingAssembler::pipeline_split(const std::vector<Range>& copies) {
       split = s;
     }
   }
-  return split != 0 && best * copies.size() <= 16 ? split : 0;
+  if (split == 0 || best * copies.size() > 16) return 0;
+  return copies.size() * woven_peak(copies[0], split) <= kPipelineVectorBudget ? split : 0;
+}
+
+// The most vector values one copy holds at once in the pipelined loop, its tail woven with the
+// next vectors' head (pipeline() below): a value of the tail or of the head lives over its
+// references (the head's and the tail's positions counted from the loop's top), a crossing value
+// takes two registers: the carried one (read by the tail up to its last reference, written
+// again by the move once the next head is done with it, live to the loop's end) and the next
+// head's (from its definition to that move). copy_regs_ holds the copy's registers
+// (pipeline_split); slot_ is all -1 and left so.
+size_t RecordingAssembler::woven_peak(const Range& copy, size_t split) {
+  const CopyReg* c = copy_regs_.data();
+  const size_t n = copy_regs_.size();
+  for (size_t k = 0; k < n; ++k) slot_[c[k].reg] = static_cast<int32_t>(k);
+  last_head_.assign(n, -1);
+  for (size_t i = 0; i < split; ++i)
+    visit_vregs(main_[copy.first + i], [&](uint32_t v, const Operand_*) {
+      if (slot_[v] >= 0) last_head_[static_cast<size_t>(slot_[v])] = static_cast<int32_t>(i);
+    });
+  for (size_t k = 0; k < n; ++k) slot_[c[k].reg] = -1;
+  const int32_t S = static_cast<int32_t>(split);
+  const int32_t tail = static_cast<int32_t>(copy.second - copy.first) - S;
+  int32_t peak = 0;
+  for (int32_t i = 0; i < std::max(tail, S); ++i) {
+    int32_t live = 0;
+    for (size_t k = 0; k < n; ++k) {
+      if (regs_[c[k].reg].group != kVec) continue;
+      const int32_t lo = c[k].lo, hi = c[k].hi;
+      if (lo >= S) {
+        live += lo <= S + i && S + i <= hi;
+      } else if (hi < S) {
+        live += lo <= i && i <= hi;
+      } else {
+        const int32_t moved = std::max(hi - S, last_head_[k]);
+        live += i <= hi - S || i >= moved;
+        live += lo <= i && i <= moved;
+      }
+    }
+    peak = std::max(peak, live);
+  }
+  return static_cast<size_t>(peak);
 }
 
 bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vector<Range>& tail,

@@ -64,6 +64,7 @@ mutations=(
   "no OpenBLAS core hint for AVX-512 Intel CPUs|ops/cpu/blas_core_hint.cpp|  if (f.avx512_skx) return f.avx512_bf16 ? \"Cooperlake\" : \"SkylakeX\";|  if (f.avx512_skx) return nullptr;|OpenBlas*|"
   "drawing kernels pipelined on AVX-512|jit/cpu/render.cpp|isa == JitIsa::Avx512 \&\& !k.uses_index()) {|isa == JitIsa::Avx512) {|JitAssembler.DrawingKernelsTakeTheFastPath|"
   "Compiler weaves copies on its virtual stack|jit/cpu/interleave.cpp|      if (touches_virtual_stack(cc, n)) return false;|      (void)0;|JitFuzz.RandomPointwiseProgramsMatchEager|KILN_JIT=1 KILN_JIT_EAGER_TIER=0 KILN_JIT_ASSEMBLER=0 KILN_FUZZ_OFFSET=20 KILN_FUZZ_SEEDS=2"
+  "pipelined loops ignore the register budget|jit/cpu/recording_pipeline.cpp|  return copies.size() * woven_peak(copies[0], split) <= kPipelineVectorBudget ? split : 0;|  return split;|JitUnroll.PipelinesOnlyWhatFitsTheRegisters|KILN_JIT=1"
   "expands lifted over nodes a view reads|jit/passes/broadcast_operands.cpp| \&\& read_elementwise(n.output);|;|JitPassesRecordedTest.NodesReadByAView*|"
 )
 
