@@ -211,8 +211,8 @@ LoopKernel gelu_erf_kernel() {
   const int32_t x = k.load(0);
   auto c = [&](double v) { return k.constant(v, kFloat32); };
   const int32_t e = k.unary(ExprOp::Erf, k.binary(ExprOp::Mul, x, c(0.70710678)));
-  k.stores = {k.binary(ExprOp::Mul, k.binary(ExprOp::Mul, c(0.5), x),
-                       k.binary(ExprOp::Add, c(1.0), e))};
+  k.stores = {
+      k.binary(ExprOp::Mul, k.binary(ExprOp::Mul, c(0.5), x), k.binary(ExprOp::Add, c(1.0), e))};
   return k;
 }
 
@@ -232,8 +232,9 @@ TEST(JitUnroll, PipelinesOnlyWhatFitsTheRegisters) {
   if (host_jit_isa() < JitIsa::Avx512) GTEST_SKIP() << "needs AVX-512";
   asmjit::JitRuntime rt;
   auto listing = [&](const LoopKernel& k) {
-    const KernelVariant v{JitIsa::Avx512, all_contiguous(k), false,
-                          cpu_kernel_unroll(k, JitIsa::Avx512), false, true};
+    const KernelVariant v{JitIsa::Avx512, all_contiguous(k),
+                          false,          cpu_kernel_unroll(k, JitIsa::Avx512),
+                          false,          true};
     EXPECT_EQ(v.unroll, 3);
     return render_cpu_kernel(rt, k, v, true).assembly;
   };
