@@ -181,10 +181,11 @@ TEST(ReduceIsa, SoftmaxOverColumnsGivesIdenticalBitsOnEveryIsa) {
 
 TEST(ReduceIsa, ColumnsFollowTheDocumentedOrder) {
   // Rows around the 64-row runs, the two- and four-run folds (128, 256) and the 2048-row
-  // chunks; columns narrow (windows into the next rows; the last rows scalar), 16 and wider.
+  // chunks; columns narrow (windows into the next rows; the last rows scalar; 16- and 32-byte
+  // windows up to 8 floats or 4 doubles, exact at 4 and 8), 16 and wider.
   const int isas = kiln::testing::isas_to_compare("ReduceIsa.ColumnsFollowTheDocumentedOrder");
   for (int64_t n : {1, 2, 63, 64, 65, 128, 129, 130, 200, 256, 257, 2047, 2049, 5000})
-    for (int64_t w : {2, 3, 7, 15, 16, 17, 40}) {
+    for (int64_t w : {2, 3, 4, 7, 8, 15, 16, 17, 40}) {
       expect_documented_columns<float>(isas, n, w, false);
       expect_documented_columns<double>(isas, n, w, n > 100 && w == 7);
     }

@@ -480,6 +480,42 @@ inline void col_leaves16(const A* const (&p)[N], const int64_t (&len)[N], int64_
   for (int b = 0; b < N; ++b) std::memcpy(&acc[b], a[b], sizeof(V));
 }
 
+// Narrow slices (w <= NW columns, NW lanes of 16 or 32 bytes): N sibling leaves side by side as
+// col_leaves16 folds them, in windows of NW lanes (the lanes past w read the next row's values
+// and are dropped). The same operation per lane in the same order: the same bits. Why: the
+// 16-lane window loads 64 bytes per row of 16 ([4194304, 4].sum(0): four times the data, most
+// loads split across two cache lines): 8.3 GB/s on one Zen 4 core, 11.8 in these windows.
+template <class Op, class A, int N, int NW, class Pre>
+inline void col_leaves_narrow(const A* const (&p)[N], const int64_t (&len)[N], int64_t stride,
+                              const Pre& pre, A (&out)[N][NW]) {
+  static_assert(std::is_same_v<Op, SumOp> || std::is_same_v<Op, ProdOp>);
+  typedef A NV __attribute__((vector_size(NW * sizeof(A))));
+  int64_t lo = len[0];
+  for (int b = 1; b < N; ++b) lo = std::min(lo, len[b]);
+  NV a[N];
+  for (int b = 0; b < N; ++b) a[b] = NV{} + Op::template identity<A>();
+  auto step = [&](int b, int64_t i) {
+    NV v;
+    std::memcpy(&v, p[b] + i * stride, sizeof v);
+    pre.vec(v, 0);
+    if constexpr (std::is_same_v<Op, SumOp>)
+      a[b] = a[b] + v;
+    else
+      a[b] = a[b] * v;
+  };
+  // A leaf is a short stream (64 rows: 1 KiB of a [n, 4] input), too short for the hardware
+  // prefetchers to reach ahead: each stream fetches 256 rows ahead (the next blocks' leaves).
+  // [4194304, 4].sum(0) on one Zen 4 core: 6.1 -> 5.4 ms (the 16-lane windows: 7.7).
+  for (int64_t i = 0; i < lo; ++i)
+    for (int b = 0; b < N; ++b) {
+      __builtin_prefetch(p[b] + (i + 4 * kColBlock) * stride);
+      step(b, i);
+    }
+  for (int b = 0; b < N; ++b)
+    for (int64_t i = lo; i < len[b]; ++i) step(b, i);
+  for (int b = 0; b < N; ++b) std::memcpy(out[b], &a[b], sizeof(NV));
+}
+
 // Columns: reduces rows p[0..n) (each `stride` apart) of width w into buf, blockwise pairwise:
 // halves at n / 2 down to leaves of at most kColBlock rows, each folded row by row in order
 // (jit/loop/row_program.h's column program is this recursion). `end`: one past the input's last
@@ -522,6 +558,37 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, c
     return;
   }
   const int64_t half = n / 2;
+  if constexpr (kColVec<A, T> && std::is_same_v<Pre, AsLoaded> &&
+                (std::is_same_v<Op, SumOp> || std::is_same_v<Op, ProdOp>)) {
+    // Narrow slices: the same leaves side by side in 16- or 32-byte windows (col_leaves_narrow).
+    const bool four = half > kColBlock && n <= 4 * kColBlock;
+    constexpr int64_t kW16 = 16 / sizeof(A), kW32 = 32 / sizeof(A);
+    auto fits = [&](int64_t nw) { return w == nw || end - (p + (n - 1) * stride) >= nw; };
+    auto narrow = [&]<int NW>() {
+      const int64_t q0 = half / 2, q1 = (n - half) / 2;
+      A out[4][NW];
+      if (four) {
+        const A* const starts[4] = {p, p + q0 * stride, p + half * stride,
+                                    p + (half + q1) * stride};
+        const int64_t lens[4] = {q0, half - q0, q1, n - half - q1};
+        A o4[4][NW];
+        col_leaves_narrow<Op, A, 4, NW>(starts, lens, stride, pre, o4);
+        for (int k = 0; k < NW; ++k)
+          out[0][k] = Op::apply(Op::apply(o4[0][k], o4[1][k]), Op::apply(o4[2][k], o4[3][k]));
+      } else {
+        const A* const starts[2] = {p, p + half * stride};
+        const int64_t lens[2] = {half, n - half};
+        A o2[2][NW];
+        col_leaves_narrow<Op, A, 2, NW>(starts, lens, stride, pre, o2);
+        for (int k = 0; k < NW; ++k) out[0][k] = Op::apply(o2[0][k], o2[1][k]);
+      }
+      for (int64_t k = 0; k < w; ++k) buf[k] = out[0][k];
+    };
+    if ((four || n <= 2 * kColBlock) && w <= kW32) {
+      if (w <= kW16 && fits(kW16)) return narrow.template operator()<static_cast<int>(kW16)>();
+      if (fits(kW32)) return narrow.template operator()<static_cast<int>(kW32)>();
+    }
+  }
   if constexpr (kColVec<A, T>) {
     // Two or four leaves side by side (the recursion's leaves when n <= 128, or when both
     // halves split once more into leaves: 64 < n / 2, n <= 256); 16-column windows throughout.

@@ -65,6 +65,7 @@ mutations=(
   "drawing kernels pipelined on AVX-512|jit/cpu/render.cpp|isa == JitIsa::Avx512 \&\& !k.uses_index()) {|isa == JitIsa::Avx512) {|JitAssembler.DrawingKernelsTakeTheFastPath|"
   "Compiler weaves copies on its virtual stack|jit/cpu/interleave.cpp|      if (touches_virtual_stack(cc, n)) return false;|      (void)0;|JitFuzz.RandomPointwiseProgramsMatchEager|KILN_JIT=1 KILN_JIT_EAGER_TIER=0 KILN_JIT_ASSEMBLER=0 KILN_FUZZ_OFFSET=20 KILN_FUZZ_SEEDS=2"
   "pipelined loops ignore the register budget|jit/cpu/recording_pipeline.cpp|  return copies.size() * woven_peak(copies[0], split) <= kPipelineVectorBudget ? split : 0;|  return split;|JitUnroll.PipelinesOnlyWhatFitsTheRegisters|KILN_JIT=1"
+  "narrow column windows fold their four leaves out of order|ops/cpu/reduce_loops.h|Op::apply(Op::apply(o4[0][k], o4[1][k]), Op::apply(o4[2][k], o4[3][k]))|Op::apply(Op::apply(o4[0][k], o4[2][k]), Op::apply(o4[1][k], o4[3][k]))|ReduceIsa.ColumnsFollowTheDocumentedOrder|KILN_JIT=0"
   "expands lifted over nodes a view reads|jit/passes/broadcast_operands.cpp| \&\& read_elementwise(n.output);|;|JitPassesRecordedTest.NodesReadByAView*|"
 )
 
