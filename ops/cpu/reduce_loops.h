@@ -567,25 +567,23 @@ void col_block(const T* p, int64_t n, int64_t stride, int64_t w, const T* end, c
     const bool four = half > kColBlock && n <= 4 * kColBlock;
     constexpr int64_t kW16 = 16 / sizeof(A), kW32 = 32 / sizeof(A);
     auto fits = [&](int64_t nw) { return w == nw || end - (p + (n - 1) * stride) >= nw; };
-    auto narrow = [&]<int NW>() {
+    auto narrow = [&]<int NW>() {  // the leaves' windows, folded as col_block's halves
       const int64_t q0 = half / 2, q1 = (n - half) / 2;
-      A out[4][NW];
       if (four) {
         const A* const starts[4] = {p, p + q0 * stride, p + half * stride,
                                     p + (half + q1) * stride};
         const int64_t lens[4] = {q0, half - q0, q1, n - half - q1};
         A o4[4][NW];
         col_leaves_narrow<Op, A, 4, NW>(starts, lens, stride, pre, o4);
-        for (int k = 0; k < NW; ++k)
-          out[0][k] = Op::apply(Op::apply(o4[0][k], o4[1][k]), Op::apply(o4[2][k], o4[3][k]));
+        for (int64_t k = 0; k < w; ++k)
+          buf[k] = Op::apply(Op::apply(o4[0][k], o4[1][k]), Op::apply(o4[2][k], o4[3][k]));
       } else {
         const A* const starts[2] = {p, p + half * stride};
         const int64_t lens[2] = {half, n - half};
         A o2[2][NW];
         col_leaves_narrow<Op, A, 2, NW>(starts, lens, stride, pre, o2);
-        for (int k = 0; k < NW; ++k) out[0][k] = Op::apply(o2[0][k], o2[1][k]);
+        for (int64_t k = 0; k < w; ++k) buf[k] = Op::apply(o2[0][k], o2[1][k]);
       }
-      for (int64_t k = 0; k < w; ++k) buf[k] = out[0][k];
     };
     if ((four || n <= 2 * kColBlock) && w <= kW32) {
       if (w <= kW16 && fits(kW16)) return narrow.template operator()<static_cast<int>(kW16)>();
