@@ -152,6 +152,7 @@ class RecordingAssembler : public asmjit::x86::Assembler {
     asmjit::Operand_ op;
   };
   size_t own_registers(const Range& r);
+  void last_head_references(const Range& copy, const CopyReg* c, size_t n, size_t split);
   size_t woven_peak(const Range& copy, size_t split);
   void commute_constants(std::vector<RecordedInst>& code) const;
 

@@ -148,6 +148,19 @@ size_t RecordingAssembler::pipeline_split(const std::vector<Range>& copies) {
   return copies.size() * woven_peak(copies[0], split) <= kPipelineVectorBudget ? split : 0;
 }
 
+// Sets last_head_[k] to the last of the copy's first `split` instructions that references its
+// register c[k] (-1: none). slot_ (all -1) maps the registers meanwhile and is left so.
+void RecordingAssembler::last_head_references(const Range& copy, const CopyReg* c, size_t n,
+                                              size_t split) {
+  for (size_t k = 0; k < n; ++k) slot_[c[k].reg] = static_cast<int32_t>(k);
+  last_head_.assign(n, -1);
+  for (size_t i = 0; i < split; ++i)
+    visit_vregs(main_[copy.first + i], [&](uint32_t v, const Operand_*) {
+      if (slot_[v] >= 0) last_head_[static_cast<size_t>(slot_[v])] = static_cast<int32_t>(i);
+    });
+  for (size_t k = 0; k < n; ++k) slot_[c[k].reg] = -1;
+}
+
 // The most vector values one copy holds at once in the pipelined loop, its tail woven with the
 // next vectors' head (pipeline() below): a value of the tail or of the head lives over its
 // references (the head's and the tail's positions counted from the loop's top), a crossing value
@@ -158,13 +171,7 @@ size_t RecordingAssembler::pipeline_split(const std::vector<Range>& copies) {
 size_t RecordingAssembler::woven_peak(const Range& copy, size_t split) {
   const CopyReg* c = copy_regs_.data();
   const size_t n = copy_regs_.size();
-  for (size_t k = 0; k < n; ++k) slot_[c[k].reg] = static_cast<int32_t>(k);
-  last_head_.assign(n, -1);
-  for (size_t i = 0; i < split; ++i)
-    visit_vregs(main_[copy.first + i], [&](uint32_t v, const Operand_*) {
-      if (slot_[v] >= 0) last_head_[static_cast<size_t>(slot_[v])] = static_cast<int32_t>(i);
-    });
-  for (size_t k = 0; k < n; ++k) slot_[c[k].reg] = -1;
+  last_head_references(copy, c, n, split);
   const int32_t S = static_cast<int32_t>(split);
   const int32_t tail = static_cast<int32_t>(copy.second - copy.first) - S;
   int32_t peak = 0;
@@ -239,15 +246,9 @@ bool RecordingAssembler::pipeline(const std::vector<Range>& head, const std::vec
   for (size_t k = 0; k < nown; ++k)
     if (c0[k].lo < static_cast<int32_t>(split) && c0[k].hi >= static_cast<int32_t>(split))
       crossing.push_back(k);
-  // A crossing value's last reference in the head (slot_ maps the copy's registers meanwhile).
-  std::vector<int32_t>& last_head = last_head_;
-  last_head.assign(nown, -1);
-  for (size_t k = 0; k < nown; ++k) slot_[c0[k].reg] = static_cast<int32_t>(k);
-  for (size_t i = 0; i < split; ++i)
-    visit_vregs(main_[head[0].first + i], [&](uint32_t v, const Operand_*) {
-      if (slot_[v] >= 0) last_head[static_cast<size_t>(slot_[v])] = static_cast<int32_t>(i);
-    });
-  for (size_t k = 0; k < nown; ++k) slot_[c0[k].reg] = -1;
+  // A crossing value's last reference in the head.
+  last_head_references(head[0], c0, nown, split);
+  const std::vector<int32_t>& last_head = last_head_;
 
   // A tail's instruction reading its crossing values from the prologue copy's registers.
   // (slot_ maps the copy's crossing registers to their index while it is read: with_slots.)
