@@ -655,8 +655,10 @@ bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
   };
   auto room = [&] {
     CallRoom r{SmallVector<char*, 8>(nops),
-               std::unique_ptr<uint64_t[]>(new uint64_t[scratch_words]), words};
-    r.local[np + 1] = reinterpret_cast<uintptr_t>(r.scratch.get());
+               std::unique_ptr<uint64_t[]>(new uint64_t[scratch_words + 8]), words};
+    // From a cache line on: new[] gives 16 bytes, and a level's 64-byte loads and stores of
+    // every row then split lines (a plain [16, 512, 512].sum(1) ran 1.3-1.5x eager's time).
+    r.local[np + 1] = (reinterpret_cast<uintptr_t>(r.scratch.get()) + 63) & ~uintptr_t{63};
     return r;
   };
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
