@@ -316,12 +316,14 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
     }
     // The lanes, in eager's order: a tree for sums and products, in order for max / min.
     x86::Mem lanes = lanes_buf_;
-    // A Float32 sum in one register of 8 lanes (AVX2, AVX-512) folds its tree in registers:
-    // pairs of neighbours, then pairs of pairs, then the halves, each addition with the earlier
-    // lanes on the left, as the scalar tree below: the same bits without the lanes' store and
-    // eight loads (8-13% off a sum pass in L1: docs/jit.md).
-    const bool reg_fold =
-        op == ExprOp::ReduceSum && t == DType::Float32 && G == 1 && P == 8 && vex();
+    // A floating sum's 8 lanes in one register (Float32 on AVX2 and AVX-512, Float64 on
+    // AVX-512) or two (Float64 on AVX2) fold their tree in registers: pairs of neighbours, then
+    // pairs of pairs, then the halves, each addition with the earlier lanes on the left, as the
+    // scalar tree below: the same bits without the lanes' stores and eight loads (8-13% off a
+    // Float32 sum pass in L1: docs/jit.md).
+    constexpr bool dbl = std::is_same_v<T, double>;
+    const bool reg_fold = op == ExprOp::ReduceSum && is_floating(t) && vex() && P * G == 8 &&
+                          (dbl ? P == 8 || P == 4 : P == 8);
     if (!reg_fold)
       for (int g = 0; g < G; ++g) ao.store(lanes.cloneAdjusted(g * P * es), acc[g]);
     auto lane = [&](int i) {
@@ -330,17 +332,49 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
     };
     x86::Vec s = so.new_vec();
     if (reg_fold) {
-      // ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)): lane 0 of t1 is l0 + l1, of t2
-      // (l0 + l1) + (l2 + l3), lane 4 of t2 (l4 + l5) + (l6 + l7).
-      x86::Vec a = acc[0];
-      x86::Vec p1 = ao.new_vec(), t1 = ao.new_vec(), p2 = ao.new_vec(), t2 = ao.new_vec();
-      cc_.emit(Inst::kIdVpermilps, p1, a, imm(0xB1));
-      cc_.emit(Inst::kIdVaddps, t1, a, p1);
-      cc_.emit(Inst::kIdVpermilps, p2, t1, imm(0x4E));
-      cc_.emit(Inst::kIdVaddps, t2, t1, p2);
-      x86::Vec hi = AsmVecOps<float, E>::new_vec_of(cc_, 16);  // EVEX's form: xmm16-31 too
-      cc_.emit(kmask() ? Inst::kIdVextractf32x4 : Inst::kIdVextractf128, hi, t2, imm(1));
-      cc_.emit(Inst::kIdVaddss, s.xmm(), t2.xmm(), hi);
+      const auto add = dbl ? Inst::kIdVaddpd : Inst::kIdVaddps;
+      const auto add1 = dbl ? Inst::kIdVaddsd : Inst::kIdVaddss;
+      // t = a + (a's neighbours swapped): lane 2i holds l(2i) + l(2i + 1).
+      auto pairs = [&](x86::Vec a) {
+        x86::Vec p = ao.new_vec(), r = ao.new_vec();
+        if (dbl)
+          cc_.emit(Inst::kIdVpermilpd, p, a, imm(P == 8 ? 0x55 : 0x5));
+        else
+          cc_.emit(Inst::kIdVpermilps, p, a, imm(0xB1));
+        cc_.emit(add, r, a, p);
+        return r;
+      };
+      // The upper half of v (a register of `bytes`) in a register of its own (EVEX's forms
+      // on AVX-512: registers 16-31 too).
+      auto upper = [&](x86::Vec v, int bytes) {
+        x86::Vec h = AsmVecOps<float, E>::new_vec_of(cc_, bytes / 2);
+        if (bytes == 64)
+          cc_.emit(dbl ? Inst::kIdVextractf64x4 : Inst::kIdVextractf32x8, h, v, imm(1));
+        else
+          cc_.emit(kmask() ? (dbl ? Inst::kIdVextractf64x2 : Inst::kIdVextractf32x4)
+                           : Inst::kIdVextractf128,
+                   h, v, imm(1));
+        return h;
+      };
+      const int bytes = P * es;
+      if (dbl && P == 4) {  // two ymm of 4: ((l0 + l1) + (l2 + l3)) from each, then both
+        x86::Vec u[2];
+        for (int g = 0; g < 2; ++g) {
+          const x86::Vec t1 = pairs(acc[g]);
+          u[g] = so.new_vec();
+          cc_.emit(add1, u[g], t1.xmm(), upper(t1, bytes));
+        }
+        cc_.emit(add1, s.xmm(), u[0], u[1]);
+      } else {  // one register of 8: pairs, pairs of pairs (lanes 0 and 4), the halves
+        const x86::Vec t1 = pairs(acc[0]);
+        x86::Vec p2 = ao.new_vec(), t2 = ao.new_vec();
+        if (dbl)
+          cc_.emit(Inst::kIdVpermpd, p2, t1, imm(0x4E));
+        else
+          cc_.emit(Inst::kIdVpermilps, p2, t1, imm(0x4E));
+        cc_.emit(add, t2, t1, p2);
+        cc_.emit(add1, s.xmm(), t2.xmm(), upper(t2, bytes).xmm());
+      }
     } else if (op == ExprOp::ReduceSum || op == ExprOp::ReduceProd) {
       auto c = [&](x86::Vec a, x86::Vec b) { return combine(so, op, a, b); };
       move(s, c(c(c(lane(0), lane(1)), c(lane(2), lane(3))),
