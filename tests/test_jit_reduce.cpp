@@ -191,6 +191,41 @@ TEST(JitReduceKernels, EveryOpDtypeIsaAndRowLengthMatchesEagerBitwise) {
   }
 }
 
+// Which of two equal extremes wins: rows whose max (min) is a zero, +0 and -0 scattered among
+// negative (positive) values, so the sign of the result shows the order in which the row's
+// lanes were folded ("the later of two equal values": eager's lanes in order; the JIT folds
+// its accumulator's lanes as a tree in registers, row_passes.cpp, which must agree). Every ISA,
+// both float dtypes, lengths around the accumulator's lanes.
+TEST(JitReduceKernels, ExtremesOfSignedZerosFoldTheirLanesAsEager) {
+  KILN_SWEEPS_EVERY_ISA_ITSELF();
+  uint64_t seed = 7;
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (ExprOp op : {ExprOp::ReduceMax, ExprOp::ReduceMin}) {
+        LoopKernel k = LoopKernel::uniform(dt, 2);
+        k.stores = {k.reduce(op, k.load(0))};
+        std::shared_ptr<jit::CompiledKernel> kernel = jit::cpu_target().compile(k);
+        for (int64_t n : {4, 8, 9, 16, 17, 24, 32, 40, 64, 72}) {
+          const int64_t rows = 64;
+          std::mt19937_64 rng(seed++);
+          std::vector<double> v(static_cast<size_t>(rows * n));
+          for (double& e : v) {
+            const auto u = rng() % 3;
+            e = u == 0 ? 0.0 : u == 1 ? -0.0 : (op == ExprOp::ReduceMax ? -1.0 : 1.0);
+          }
+          const Tensor xt = from_vector<double>(v, {rows, n}).to(dt);
+          const Tensor ct = zeros({rows, 1}, TensorOptions().dtype(dt));
+          const std::vector<Tensor> got = launch(*kernel, xt, ct, {true});
+          expect_bitwise_equal(
+              got[0], eager_reduce(op, xt),
+              fmt::format("{} {} {} n={}", isa, dtype_name(dt), expr_op_name(op), n).c_str());
+        }
+      }
+    }
+  }
+}
+
 // Row loads (loop_kernel.h): a float input constant along the row, read once per row, is a row
 // value; row values computed from it are hoisted with the others. `q = sum(x) / c`, then
 // `sum((x - q) * c)` (read in a later pass) and `(x - q) / c` (the element pass): every ISA,

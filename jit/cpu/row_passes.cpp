@@ -320,10 +320,14 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
     // AVX-512) or two (Float64 on AVX2) fold their tree in registers: pairs of neighbours, then
     // pairs of pairs, then the halves, each addition with the earlier lanes on the left, as the
     // scalar tree below: the same bits without the lanes' stores and eight loads (8-13% off a
-    // Float32 sum pass in L1: docs/jit.md).
+    // Float32 sum pass in L1: docs/jit.md). A floating max / min in one register folds the same
+    // tree: eager folds its lanes in order, and "the later of two equal values, NaN first"
+    // (reduce_combine) is associative over an ordered sequence (the NaN lanes are one constant).
     constexpr bool dbl = std::is_same_v<T, double>;
-    const bool reg_fold = op == ExprOp::ReduceSum && is_floating(t) && vex() && P * G == 8 &&
-                          (dbl ? P == 8 || P == 4 : P == 8);
+    const bool sum = op == ExprOp::ReduceSum;
+    const bool reg_fold = is_floating(t) && vex() &&
+                          (sum ? P * G == 8 && (dbl ? P == 8 || P == 4 : P == 8)
+                               : extreme && G == 1 && P == (dbl ? 4 : 8));
     if (!reg_fold)
       for (int g = 0; g < G; ++g) ao.store(lanes.cloneAdjusted(g * P * es), acc[g]);
     auto lane = [&](int i) {
@@ -334,15 +338,27 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
     if (reg_fold) {
       const auto add = dbl ? Inst::kIdVaddpd : Inst::kIdVaddps;
       const auto add1 = dbl ? Inst::kIdVaddsd : Inst::kIdVaddss;
-      // t = a + (a's neighbours swapped): lane 2i holds l(2i) + l(2i + 1).
+      // r = a (op) b lane by lane, a's lanes the earlier ones.
+      auto vec_combine = [&](x86::Vec a, x86::Vec b) {
+        if (!sum) return combine(ao, op, a, b);
+        x86::Vec r = ao.new_vec();
+        cc_.emit(add, r, a, b);
+        return r;
+      };
+      auto scalar_combine = [&](x86::Vec d, x86::Vec a, x86::Vec b) {
+        if (sum)
+          cc_.emit(add1, d.xmm(), a.xmm(), b.xmm());
+        else
+          move(d, combine(so, op, a.xmm(), b.xmm()));
+      };
+      // a (op) (a's neighbours swapped): lane 2i holds l(2i) (op) l(2i + 1).
       auto pairs = [&](x86::Vec a) {
-        x86::Vec p = ao.new_vec(), r = ao.new_vec();
+        x86::Vec p = ao.new_vec();
         if (dbl)
           cc_.emit(Inst::kIdVpermilpd, p, a, imm(P == 8 ? 0x55 : 0x5));
         else
           cc_.emit(Inst::kIdVpermilps, p, a, imm(0xB1));
-        cc_.emit(add, r, a, p);
-        return r;
+        return vec_combine(a, p);
       };
       // The upper half of v (a register of `bytes`) in a register of its own (EVEX's forms
       // on AVX-512: registers 16-31 too).
@@ -357,23 +373,23 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
         return h;
       };
       const int bytes = P * es;
-      if (dbl && P == 4) {  // two ymm of 4: ((l0 + l1) + (l2 + l3)) from each, then both
+      if (dbl && P == 4) {  // ymm of 4: (l0 (op) l1) (op) (l2 (op) l3) from each
         x86::Vec u[2];
-        for (int g = 0; g < 2; ++g) {
+        for (int g = 0; g < G; ++g) {
           const x86::Vec t1 = pairs(acc[g]);
-          u[g] = so.new_vec();
-          cc_.emit(add1, u[g], t1.xmm(), upper(t1, bytes));
+          u[g] = G == 1 ? s : so.new_vec();
+          scalar_combine(u[g], t1, upper(t1, bytes));
         }
-        cc_.emit(add1, s.xmm(), u[0], u[1]);
+        if (G == 2) scalar_combine(s, u[0], u[1]);
       } else {  // one register of 8: pairs, pairs of pairs (lanes 0 and 4), the halves
         const x86::Vec t1 = pairs(acc[0]);
-        x86::Vec p2 = ao.new_vec(), t2 = ao.new_vec();
+        x86::Vec p2 = ao.new_vec();
         if (dbl)
           cc_.emit(Inst::kIdVpermpd, p2, t1, imm(0x4E));
         else
           cc_.emit(Inst::kIdVpermilps, p2, t1, imm(0x4E));
-        cc_.emit(add, t2, t1, p2);
-        cc_.emit(add1, s.xmm(), t2.xmm(), upper(t2, bytes).xmm());
+        const x86::Vec t2 = vec_combine(t1, p2);
+        scalar_combine(s, t2, upper(t2, bytes));
       }
     } else if (op == ExprOp::ReduceSum || op == ExprOp::ReduceProd) {
       auto c = [&](x86::Vec a, x86::Vec b) { return combine(so, op, a, b); };

@@ -67,6 +67,8 @@ mutations=(
   "pipelined loops ignore the register budget|jit/cpu/recording_pipeline.cpp|  return copies.size() * woven_peak(copies[0], split) <= kPipelineVectorBudget ? split : 0;|  return split;|JitUnroll.PipelinesOnlyWhatFitsTheRegisters|KILN_JIT=1"
   "narrow column windows fold their four leaves out of order|ops/cpu/reduce_loops.h|Op::apply(Op::apply(o4[0][k], o4[1][k]), Op::apply(o4[2][k], o4[3][k]))|Op::apply(Op::apply(o4[0][k], o4[2][k]), Op::apply(o4[1][k], o4[3][k]))|ReduceIsa.ColumnsFollowTheDocumentedOrder|KILN_JIT=0"
   "expands lifted over nodes a view reads|jit/passes/broadcast_operands.cpp| \&\& read_elementwise(n.output);|;|JitPassesRecordedTest.NodesReadByAView*|"
+  "row sum lanes folded in another tree|jit/cpu/row_passes.cpp|imm(P == 8 ? 0x55 : 0x5)|imm(P == 8 ? 0xAA : 0xA)|JitReduceKernels.*:Reduce.*|"
+  "row max/min lanes folded earlier-of-equal|jit/cpu/row_passes.cpp|if (!sum) return combine(ao, op, a, b);|if (!sum) return combine(ao, op, b, a);|JitReduceKernels.ExtremesOfSignedZeros*|"
 )
 
 results=()
