@@ -61,6 +61,8 @@ x86::Vec RowRenderer<E>::high_half(x86::Vec v, int bytes, bool dbl) {
   x86::Vec d = AsmVecOps<float, E>::new_vec_of(cc_, bytes / 2);
   if (bytes == 64)
     cc_.emit(dbl ? Inst::kIdVextractf64x4 : Inst::kIdVextractf32x8, d, v, imm(1));
+  else if (kmask())  // EVEX's form: registers 16-31 too
+    cc_.emit(dbl ? Inst::kIdVextractf64x2 : Inst::kIdVextractf32x4, d, v, imm(1));
   else
     cc_.emit(Inst::kIdVextractf128, d, v, imm(1));
   return d;
@@ -336,21 +338,7 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
     };
     x86::Vec s = so.new_vec();
     if (reg_fold) {
-      const auto add = dbl ? Inst::kIdVaddpd : Inst::kIdVaddps;
-      const auto add1 = dbl ? Inst::kIdVaddsd : Inst::kIdVaddss;
-      // r = a (op) b lane by lane, a's lanes the earlier ones.
-      auto vec_combine = [&](x86::Vec a, x86::Vec b) {
-        if (!sum) return combine(ao, op, a, b);
-        x86::Vec r = ao.new_vec();
-        cc_.emit(add, r, a, b);
-        return r;
-      };
-      auto scalar_combine = [&](x86::Vec d, x86::Vec a, x86::Vec b) {
-        if (sum)
-          cc_.emit(add1, d.xmm(), a.xmm(), b.xmm());
-        else
-          move(d, combine(so, op, a.xmm(), b.xmm()));
-      };
+      auto c = [&](auto& o, x86::Vec a, x86::Vec b) { return combine(o, op, a, b); };
       // a (op) (a's neighbours swapped): lane 2i holds l(2i) (op) l(2i + 1).
       auto pairs = [&](x86::Vec a) {
         x86::Vec p = ao.new_vec();
@@ -358,29 +346,17 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
           cc_.emit(Inst::kIdVpermilpd, p, a, imm(P == 8 ? 0x55 : 0x5));
         else
           cc_.emit(Inst::kIdVpermilps, p, a, imm(0xB1));
-        return vec_combine(a, p);
-      };
-      // The upper half of v (a register of `bytes`) in a register of its own (EVEX's forms
-      // on AVX-512: registers 16-31 too).
-      auto upper = [&](x86::Vec v, int bytes) {
-        x86::Vec h = AsmVecOps<float, E>::new_vec_of(cc_, bytes / 2);
-        if (bytes == 64)
-          cc_.emit(dbl ? Inst::kIdVextractf64x4 : Inst::kIdVextractf32x8, h, v, imm(1));
-        else
-          cc_.emit(kmask() ? (dbl ? Inst::kIdVextractf64x2 : Inst::kIdVextractf32x4)
-                           : Inst::kIdVextractf128,
-                   h, v, imm(1));
-        return h;
+        return c(ao, a, p);
       };
       const int bytes = P * es;
-      if (dbl && P == 4) {  // ymm of 4: (l0 (op) l1) (op) (l2 (op) l3) from each
-        x86::Vec u[2];
+      if (dbl && P == 4) {  // ymm of 4: (l0 (op) l1) (op) (l2 (op) l3) from each, then both
+        x86::Vec u;
         for (int g = 0; g < G; ++g) {
           const x86::Vec t1 = pairs(acc[g]);
-          u[g] = G == 1 ? s : so.new_vec();
-          scalar_combine(u[g], t1, upper(t1, bytes));
+          const x86::Vec ug = c(so, t1.xmm(), high_half(t1, bytes, dbl));
+          u = g == 0 ? ug : c(so, u, ug);
         }
-        if (G == 2) scalar_combine(s, u[0], u[1]);
+        move(s, u);
       } else {  // one register of 8: pairs, pairs of pairs (lanes 0 and 4), the halves
         const x86::Vec t1 = pairs(acc[0]);
         x86::Vec p2 = ao.new_vec();
@@ -388,8 +364,8 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
           cc_.emit(Inst::kIdVpermpd, p2, t1, imm(0x4E));
         else
           cc_.emit(Inst::kIdVpermilps, p2, t1, imm(0x4E));
-        const x86::Vec t2 = vec_combine(t1, p2);
-        scalar_combine(s, t2, upper(t2, bytes));
+        const x86::Vec t2 = c(ao, t1, p2);
+        move(s, c(so, t2.xmm(), high_half(t2, bytes, dbl).xmm()));
       }
     } else if (op == ExprOp::ReduceSum || op == ExprOp::ReduceProd) {
       auto c = [&](x86::Vec a, x86::Vec b) { return combine(so, op, a, b); };
