@@ -152,6 +152,49 @@ TEST(JitPow, KernelGivesEagerBitsOverDenseGridEveryIsa) {
   }
 }
 
+// A constant exponent (PowScalar's, a Const in the kernel) is rendered with its class known at
+// render time (vecmath::pow_scalar: none of y's tests in the code): each exponent of the grid
+// as its own kernel's constant, bitwise against eager's pow of the same bases and exponent.
+template <class T>
+void constant_exponents_on(const std::string& isa) {
+  constexpr DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+  const std::vector<T> xs = bases<T>(), ys = exponents<T>();
+  const auto nx = static_cast<int64_t>(xs.size()), ny = static_cast<int64_t>(ys.size());
+  Tensor want;
+  {
+    JitMode off(false);
+    want = pow(from_vector<T>(xs, {1, nx}), from_vector<T>(ys, {ny, 1})).contiguous();
+  }
+  ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+  for (int64_t j = 0; j < ny; ++j) {
+    jit::LoopKernel k = jit::LoopKernel::uniform(dtype, 1);
+    k.stores = {k.binary(jit::ExprOp::Pow, k.load(0), k.constant(double(ys[j]), dtype))};
+    const std::shared_ptr<jit::CompiledKernel> ck = jit::cpu_target().compile(k);
+    std::vector<T> out(static_cast<size_t>(nx), T(-7));
+    const auto es = static_cast<int64_t>(sizeof(T));
+    jit::LaunchArgs la;
+    la.sizes = {1, nx};
+    la.ptrs = {reinterpret_cast<char*>(out.data()),
+               reinterpret_cast<char*>(const_cast<T*>(xs.data()))};
+    la.strides = {{nx * es, es}, {nx * es, es}};
+    ck->launch(la);
+    const T* w = want.data_ptr<T>() + j * nx;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < nx; ++i)
+      if (canonical_bits(out[static_cast<size_t>(i)]) != canonical_bits(w[i]) && bad++ < 5)
+        ADD_FAILURE() << isa << " " << dtype_name(dtype) << " pow(" << xs[i] << ", const " << ys[j]
+                      << "): got " << out[static_cast<size_t>(i)] << ", eager " << w[i];
+    EXPECT_EQ(bad, 0) << isa << " " << dtype_name(dtype) << " exponent " << ys[j];
+  }
+}
+
+TEST(JitPow, ConstantExponentKernelsGiveEagerBitsEveryIsa) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    constant_exponents_on<float>(isa);
+    constant_exponents_on<double>(isa);
+  }
+}
+
 // ---- through the recorder and the planner ----
 
 using JitPowPlanTest = testing::JitRecordedTest<>;

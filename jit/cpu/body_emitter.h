@@ -514,7 +514,9 @@ class BodyEmitter {
         return o.mul(A, B);
       case ExprOp::Div:
         return o.div(A, B);
-      case ExprOp::Pow:  // PowF / PowScalarF: the shared vector math
+      case ExprOp::Pow:                         // PowF / PowScalarF: the shared vector math
+        if (k_.exprs[e.b].op == ExprOp::Const)  // the exponent's class known now (PowScalarF's)
+          return vecmath::pow_scalar(o, A, k_.exprs[e.b].value);
         return vecmath::pow(o, A, B);
       case ExprOp::Maximum:
       case ExprOp::Minimum: {  // NaN in a, else NaN in b, else the larger (smaller)

@@ -117,6 +117,8 @@ class AsmVecOps {
 
   bool kmask() const { return ctx_.isa == JitIsa::Avx512; }
   bool vex() const { return ctx_.isa != JitIsa::Sse2; }
+  // vecmath's optional hook (double_t.h two_prod): fma is one instruction on AVX2 and AVX-512.
+  bool fused_fma() const { return vex(); }
   int lanes() const { return lanes_; }
   // Bytes of the lanes (the register may be larger: at least an xmm).
   int bytes() const { return lanes_ * static_cast<int>(sizeof(T)); }

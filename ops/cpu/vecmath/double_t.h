@@ -9,7 +9,9 @@
 //   two_prod(a, b):      p + e == a * b, p = fl(a * b); exact for float32; for float64 the
 //                        low halves' product rounds (relative error of e below 2^-104 of a*b).
 //                        Valid while a*b and the halves' products neither overflow nor lose
-//                        bits to underflow.
+//                        bits to underflow. Float32 takes fma(a, b, -p) where the backend's
+//                        fma is one instruction (its optional fused_fma() hook, vec_ops.h):
+//                        the same exact e in that range.
 #pragma once
 #include "ops/cpu/vecmath/common.h"
 
@@ -46,6 +48,13 @@ inline DT<O> split(const O& o, F a) {
 template <class O, class F = typename O::F>
 inline DT<O> two_prod(const O& o, F a, F b) {
   const F p = o.mul(a, b);
+  if constexpr (sizeof(typename O::T) == 4 && requires { o.fused_fma(); }) {
+    // Float32 on a backend whose fma is one instruction: e = fma(a, b, -p), 3 operations instead
+    // of Dekker's 13. Both give the exact e wherever e is representable (no underflow), so the
+    // bits do not depend on the backend there; past it (|a b| below ~2^-103, or an overflow)
+    // the callers' results do not read e (pow.h says why).
+    if (o.fused_fma()) return {p, o.fma(a, b, o.bit_xor(p, o.splat(-0.0)))};
+  }
   const DT<O> as = split(o, a), bs = split(o, b);
   F e = o.sub(o.mul(as.hi, bs.hi), p);
   e = o.add(e, o.mul(as.hi, bs.lo));

@@ -91,6 +91,16 @@ struct GnuVecOps {
     for (int i = 0; i < kLanes; ++i) r[i] = std::sqrt(a[i]);
     return r;
   }
+  // Whether fma below is one instruction (vecmath's optional hook: double_t.h two_prod).
+  static constexpr bool fused_fma() {
+#if defined(__AVX512F__)
+    if constexpr (W == 64) return true;
+#endif
+#if defined(__FMA__)
+    if constexpr (W <= 32) return true;
+#endif
+    return false;
+  }
   // a * b + c rounded once: one vfmadd where the TU's ISA has FMA for this width, else libm's fma
   // lane by lane (correctly rounded in software where the CPU has no FMA): the same bits.
   [[gnu::always_inline]] F fma(F a, F b, F c) const {

@@ -46,7 +46,10 @@
 //   bool round_small(F x, F& out)            x rounded to an integer, ties to even, for
 //                                            |x| < 2^22 / 2^51 (common.h, round_small)
 //   void reduce_pio2_huge(...)               sin/cos's exact reduction (sin_cos.h)
+//   bool fused_fma()                         fma is one instruction: float32 two_prod takes
+//                                            fma(a, b, -p) (double_t.h; the same exact e)
 // The JIT has the first two on AVX-512 (vscalefps, vrndscaleps; false elsewhere); eager has
-// none. tests/test_jit_exp_dense.cpp checks the functions using them over the float range.
+// none of them but fused_fma (both: true on the AVX2 and AVX-512 tiers).
+// tests/test_jit_exp_dense.cpp checks the functions using them over the float range.
 #pragma once
 #include <cstdint>
