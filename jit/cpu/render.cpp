@@ -266,7 +266,7 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa) {
   if (math > kUnrollMaxMath || k.exprs.size() > kUnrollMaxExprs) return 1;
   if (k.has_reduce())
     return element_math > 0 && isa != JitIsa::Avx512 ? kUnrollMathFewRegisters : kRowUnroll;
-  if (k.uses_index()) return kUnrollDraw;
+  if (k.uses_index()) return isa == JitIsa::Avx512 ? kUnrollDraw : 1;
   return math > 0 ? 3 : 1;
 }
 

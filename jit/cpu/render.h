@@ -91,9 +91,13 @@ int cpu_kernel_lanes(const LoopKernel& k, JitIsa isa);
 // 1.60 TSC cycles per element at 2 / 3 (on Zen 3 2.13 / 2.29 / 2.08 at 2 / 3 / 4).
 inline constexpr int kUnrollMathFewRegisters = 2;
 // Pointwise kernels that draw (RandUniform: Philox rounds of integer products per element) take
-// 2: a dropout of 2^22 Float32 (`dropout(x * 1.5 + 0.25, 0.1, true) * 2`, Zen 3 VM,
-// 2026-11-30) ran 11.6-11.9 ms at 1, 9.3-9.8 at 2, 8.7-11.5 at 3 and 9.5-14.5 at 4 on AVX2
-// (Philox's state spills from 16 registers past 2), 33.4 / 23.6 / 37.8 ms at 1 / 2 / 3 on SSE2.
+// kUnrollDraw on AVX-512 and 1 on the 16-register ISAs. Until 2026-12-02 they took 2 everywhere
+// (a dropout of 2^22 Float32, `dropout(x * 1.5 + 0.25, 0.1, true) * 2`, Zen 3 VM, 2026-11-30:
+// 11.6-11.9 ms at 1, 9.3-9.8 at 2, 8.7-11.5 at 3 on AVX2; 33.4 / 23.6 / 37.8 ms at 1 / 2 / 3 on
+// SSE2). Since Float32 words are held as even and odd halves (philox_emitter.h), a copy's state
+// takes twice the registers: `dropout(x, 0.1, true)` of 4096x1024 Float32 (Zen 1, 2026-12-02)
+// ran 16.0 / 17.6 / 22.6 ms at unroll 1 / 2 / 3 on AVX2 (140 stack references at 2) and 20.6 /
+// 23.2 at 1 / 2 on SSE2. AVX-512's 32 registers hold two copies (not measured since).
 inline constexpr int kUnrollDraw = 2;
 inline constexpr int kUnrollMaxMath = 4;
 inline constexpr int kRowUnroll = 4;
@@ -102,10 +106,10 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa);
 // Whether the body of `k` may be unrolled at all (KILN_JIT_UNROLL included). Not: a kernel whose
 // body branches or calls out (sin/cos past the Cody-Waite range, integer pow's loop over a
 // runtime exponent), whose copies cannot be interleaved (unrolling would only add bodies), nor
-// a row kernel that draws. Pointwise kernels that draw unroll (kUnrollDraw), each copy drawing
-// at its own index offset. (Until 2026-11-30 drawing kernels did not: unrolled, they had given
-// wrong results in the differential fuzzer on SSE2 in an earlier renderer; 36000 fuzz seeds at
-// unroll 2, 3 and 4 on AVX2 and SSE2 and 24000 at 2 and 3 on AVX-512, JitSinCosHuge's kernel
+// a row kernel that draws. Pointwise kernels that draw unroll (kUnrollDraw on AVX-512), each copy
+// drawing at its own index offset. (Until 2026-11-30 drawing kernels did not: unrolled, they had
+// given wrong results in the differential fuzzer on SSE2 in an earlier renderer; 36000 fuzz seeds
+// at unroll 2, 3 and 4 on AVX2 and SSE2 and 24000 at 2 and 3 on AVX-512, JitSinCosHuge's kernel
 // among them, pass today.)
 bool cpu_kernel_unrolls(const LoopKernel& k);
 
