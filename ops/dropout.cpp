@@ -20,6 +20,7 @@
 #include "ops/functions.h"
 #include "ops/meta_helpers.h"
 #include "ops/nn_registry.h"
+#include "ops/random.h"
 #include "runtime/parallel.h"
 #include "runtime/philox.h"
 
@@ -54,16 +55,9 @@ void dropout_eager(const OpCall& c, const Tensor& out) {
       T* yp = static_cast<T*>(o->data());
       const T scale = static_cast<T>(1.0 / (1.0 - p));
       parallel_for(0, o->numel(), kParallelGrain / 8, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          const auto r = Philox::draw(seed, offset + static_cast<uint64_t>(i));
-          T u;
-          if constexpr (std::is_same_v<T, float>) {
-            u = Philox::uniform_float(r[0]);
-          } else {
-            u = Philox::uniform_double(r[0], r[1]);
-          }
+        for_each_uniform<T>(seed, offset, b, e, [&](int64_t i, T u) {
           yp[i] = static_cast<double>(u) >= p ? xp[i] * scale : xp[i] * T(0);
-        }
+        });
       });
     } else {
       fail("dropout: internal error: non-float dtype {}", o->dtype());

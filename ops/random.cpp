@@ -85,7 +85,7 @@ void random_eager(const OpCall& c, const Tensor& out) {
     if constexpr (std::is_floating_point_v<T>) {
       if (id == OpId::Rand) {
         parallel_for(0, n, kRandomGrain, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) o[i] = random_uniform<T>(seed, off + i);
+          for_each_uniform<T>(seed, off, b, e, [&](int64_t i, T u) { o[i] = u; });
         });
         return;
       }

@@ -8,6 +8,7 @@
 
 #include "runtime/attrs.h"
 #include "runtime/philox.h"
+#include "runtime/philox_block.h"
 
 namespace kiln {
 
@@ -33,6 +34,23 @@ inline T random_uniform(uint64_t seed, uint64_t counter) {
     return Philox::uniform_float(r[0]);
   else
     return Philox::uniform_double(r[0], r[1]);
+}
+
+// Calls f(i, random_uniform<T>(seed, counter + i)) for i in [b, e): four counters at a time
+// (philox_draw4), the same numbers.
+template <class T, class F>
+inline void for_each_uniform(uint64_t seed, uint64_t counter, int64_t b, int64_t e, F f) {
+  int64_t i = b;
+  for (; i + 4 <= e; i += 4) {
+    const PhiloxWords4 w = philox_draw4(seed, counter + static_cast<uint64_t>(i));
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (sizeof(T) == 4)
+        f(i + j, Philox::uniform_float(w.r0[j]));
+      else
+        f(i + j, Philox::uniform_double(w.r0[j], w.r1[j]));
+    }
+  }
+  for (; i < e; ++i) f(i, random_uniform<T>(seed, counter + static_cast<uint64_t>(i)));
 }
 
 // Standard normal by Box-Muller, computed in double and rounded to T.

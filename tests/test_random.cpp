@@ -10,6 +10,7 @@
 #include "expect_error.h"
 #include "kiln/kiln.h"
 #include "runtime/dispatcher.h"
+#include "runtime/philox_block.h"
 
 using namespace kiln;
 using kiln::testing::expect_error;
@@ -75,6 +76,21 @@ TEST(Philox, KilnDrawMatchesReference) {
   for (uint64_t seed : {0ull, 1ull, 42ull, 0x123456789abcdef0ull, ~0ull})
     for (uint64_t c : {0ull, 1ull, 7ull, 0xffffffffull, 0x100000000ull, 0xfedcba9876543210ull})
       EXPECT_EQ(Philox::draw(seed, c), ref_draw(seed, c)) << seed << " " << c;
+}
+
+// The four-counter draw of eager's loops (runtime/philox_block.h) against the reference, over
+// seeds and counters whose low word wraps inside the four (its carry into the high word).
+TEST(Philox, FourCounterDrawMatchesReference) {
+  for (uint64_t seed : {0ull, 1ull, 42ull, 0x123456789abcdef0ull, ~0ull})
+    for (uint64_t c : {0ull, 5ull, 0xfffffffdull, 0xfffffffeull, 0x1fffffffeull,
+                       0xfedcba9876543210ull, ~0ull - 1}) {
+      const PhiloxWords4 w = philox_draw4(seed, c);
+      for (uint64_t j = 0; j < 4; ++j) {
+        const U4 want = ref_draw(seed, c + j);
+        EXPECT_EQ(w.r0[j], want[0]) << seed << " " << c << " + " << j;
+        EXPECT_EQ(w.r1[j], want[1]) << seed << " " << c << " + " << j;
+      }
+    }
 }
 
 TEST(Random, CounterSchemeAndFormulas) {
