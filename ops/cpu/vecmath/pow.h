@@ -125,8 +125,9 @@ inline F exp_dt(const O& o, F th, F tl) {
 
 }  // namespace detail
 
-// One exponent known when the code is written, rounded to T, and its class (computed once:
-// eager's PowScalarF holds it for a whole launch).
+// One exponent known when the code is written (a JIT kernel's constant), rounded to T, and its
+// class. (Eager's PowScalarF keeps pow's lane tests of y: GCC hoists them out of its loop, where
+// these facts, runtime values there, cost a branch each per vector.)
 struct PowExponent {
   double y = 0;
   bool yint = false, yodd = false, yinf = false;
