@@ -43,4 +43,14 @@ asmjit::x86::Vec reduce_combine(AsmVecOps<T, E>& o, ExprOp op, asmjit::x86::Vec 
   }
 }
 
+// a = reduce_combine(o, op, a, b, integer), written into a by one instruction where one does it
+// (sums, floating products: the same instruction and operand order), else through `move(a, r)`.
+template <class T, class E, class Move>
+void reduce_combine_into(AsmVecOps<T, E>& o, ExprOp op, asmjit::x86::Vec a, asmjit::x86::Vec b,
+                         bool integer, Move move) {
+  if (op == ExprOp::ReduceSum) return integer ? o.iadd_to(a, b) : o.add_to(a, b);
+  if (op == ExprOp::ReduceProd && !integer) return o.mul_to(a, b);
+  move(a, reduce_combine(o, op, a, b, integer));
+}
+
 }  // namespace kiln::jit

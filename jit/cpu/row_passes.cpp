@@ -187,7 +187,9 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
       nan_seen = fresh_mask(vo.unord(id, id));  // all false
     }
     auto feed = [&](x86::Vec& a, x86::Vec v) {
-      if (!extreme) return move(a, combine(ao, op, a, v));
+      if (!extreme)  // in place: a move after each update was a third of a sum pass's code
+        return reduce_combine_into(ao, op, a, v, !is_floating(t),
+                                   [&](x86::Vec d, x86::Vec s) { move(d, s); });
       move(a, op == ExprOp::ReduceMax ? ao.gt_select(a, v) : ao.lt_select(a, v));
     };
     // `valid`: only these lanes were read (a masked group); the others hold what the

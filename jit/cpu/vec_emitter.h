@@ -289,6 +289,13 @@ class AsmVecOps {
   I as_int(F a) const { return a; }
   F as_float(I a) const { return a; }
   I iadd(I a, I b) const { return arith(I_(kIdVpaddd_, kIdVpaddq_, kIdPaddd_, kIdPaddq_), a, b); }
+  // d = d + b (d * b), written into d: a loop-carried accumulator updated by its own
+  // instruction, without a move after it (row_passes.cpp); the instruction of add / mul / iadd.
+  void add_to(F d, F b) const {
+    arith_to(I_(asmjit::x86::Inst::kIdVaddps, kIdVaddpd_, kIdAddps_, kIdAddpd_), d, b);
+  }
+  void mul_to(F d, F b) const { arith_to(I_(kIdVmulps_, kIdVmulpd_, kIdMulps_, kIdMulpd_), d, b); }
+  void iadd_to(I d, I b) const { arith_to(I_(kIdVpaddd_, kIdVpaddq_, kIdPaddd_, kIdPaddq_), d, b); }
   I isub(I a, I b) const { return arith(I_(kIdVpsubd_, kIdVpsubq_, kIdPsubd_, kIdPsubq_), a, b); }
   I shl(I a, int n) const { return shift(I_(kIdVpslld_, kIdVpsllq_, kIdPslld_, kIdPsllq_), a, n); }
   I shr(I a, int n) const { return shift(I_(kIdVpsrld_, kIdVpsrlq_, kIdPsrld_, kIdPsrlq_), a, n); }
@@ -550,6 +557,12 @@ class AsmVecOps {
     return vex() ? (kDouble ? q.vpd : q.vps) : (kDouble ? q.spd : q.sps);
   }
 
+  void arith_to(const Quad& q, F d, F b) const {
+    if (vex())
+      cc_.emit(pick(q), d, d, b);
+    else
+      cc_.emit(pick(q), d, b);
+  }
   F arith(const Quad& q, F a, F b) const {
     F d = new_vec();
     if (vex()) {
