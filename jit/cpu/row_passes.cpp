@@ -190,7 +190,10 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
       if (!extreme)  // in place: a move after each update was a third of a sum pass's code
         return reduce_combine_into(ao, op, a, v, !is_floating(t),
                                    [&](x86::Vec d, x86::Vec s) { move(d, s); });
-      move(a, op == ExprOp::ReduceMax ? ao.gt_select(a, v) : ao.lt_select(a, v));
+      if (op == ExprOp::ReduceMax)
+        ao.gt_select_to(a, v);
+      else
+        ao.lt_select_to(a, v);
     };
     // `valid`: only these lanes were read (a masked group); the others hold what the
     // prologue made of zeros, which may be NaN (0 / 0, log(0) * 0) and must not count.

@@ -272,16 +272,11 @@ class AsmVecOps {
   }
   // a < b ? a : b and a > b ? a : b: exactly minps / maxps (the second operand when either is
   // NaN), so a NaN-preserving clamp is one instruction instead of a compare and a select.
-  F lt_select(F a, F b) const {
-    return arith(I_(asmjit::x86::Inst::kIdVminps, asmjit::x86::Inst::kIdVminpd,
-                    asmjit::x86::Inst::kIdMinps, asmjit::x86::Inst::kIdMinpd),
-                 a, b);
-  }
-  F gt_select(F a, F b) const {
-    return arith(I_(asmjit::x86::Inst::kIdVmaxps, asmjit::x86::Inst::kIdVmaxpd,
-                    asmjit::x86::Inst::kIdMaxps, asmjit::x86::Inst::kIdMaxpd),
-                 a, b);
-  }
+  F lt_select(F a, F b) const { return arith(kMin, a, b); }
+  F gt_select(F a, F b) const { return arith(kMax, a, b); }
+  // d = lt_select(d, b) (gt_select), written into d (add_to below says why).
+  void lt_select_to(F d, F b) const { arith_to(kMin, d, b); }
+  void gt_select_to(F d, F b) const { arith_to(kMax, d, b); }
   F bit_and(F a, F b) const { return bit(kBitAnd, a, b); }
   F bit_or(F a, F b) const { return bit(kBitOr, a, b); }
   F bit_xor(F a, F b) const { return bit(kBitXor, a, b); }
@@ -553,6 +548,10 @@ class AsmVecOps {
     InstId vps, vpd, sps, spd;
   };
   static constexpr Quad I_(InstId a, InstId b, InstId c, InstId d) { return {a, b, c, d}; }
+  static constexpr Quad kMin = {asmjit::x86::Inst::kIdVminps, asmjit::x86::Inst::kIdVminpd,
+                                asmjit::x86::Inst::kIdMinps, asmjit::x86::Inst::kIdMinpd};
+  static constexpr Quad kMax = {asmjit::x86::Inst::kIdVmaxps, asmjit::x86::Inst::kIdVmaxpd,
+                                asmjit::x86::Inst::kIdMaxps, asmjit::x86::Inst::kIdMaxpd};
   InstId pick(const Quad& q) const {
     return vex() ? (kDouble ? q.vpd : q.vps) : (kDouble ? q.spd : q.sps);
   }
