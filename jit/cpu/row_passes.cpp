@@ -201,7 +201,7 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
       if (!extreme) return;
       AsmMask nan = vo.unord(v, v);
       if (valid != nullptr) nan = vo.mask_and(nan, *valid);
-      move_mask(nan_seen, vo.mask_or(nan_seen, nan));
+      vo.mask_or_to(nan_seen, nan);
     };
     Label l_vec = cc_.newLabel(), l_vdone = cc_.newLabel();
     const int step = split ? L_ : A;
@@ -409,7 +409,8 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
       cc_.bind(l_f);
       cc_.cmp(i, c);
       cc_.jge(l_fd);
-      move(s, combine(so, op, s, so.load(x86::ptr(lb, i, es == 8 ? 3 : 2))));
+      reduce_combine_into(so, op, s, so.load(x86::ptr(lb, i, es == 8 ? 3 : 2)), !is_floating(t),
+                          [&](x86::Vec d, x86::Vec r) { move(d, r); });
       cc_.inc(i);
       cc_.jmp(l_f);
       cc_.bind(l_fd);

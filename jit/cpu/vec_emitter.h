@@ -237,6 +237,13 @@ class AsmVecOps {
   M nlt(F a, F b) const { return cmp(a, b, 5); }    // NLT_US: true when either is NaN
   M mask_and(M a, M b) const { return mask_op(asmjit::x86::Inst::kIdKandw, a, b, kBitAnd); }
   M mask_or(M a, M b) const { return mask_op(asmjit::x86::Inst::kIdKorw, a, b, kBitOr); }
+  // d = d | b, written into d (a loop-carried mask: add_to says why).
+  void mask_or_to(M d, M b) const {
+    if (kmask())
+      cc_.emit(asmjit::x86::Inst::kIdKorw, d.k, d.k, b.k);
+    else
+      bit_to(kBitOr, d.v, b.v);
+  }
   M mask_not(M a) const {
     M r;
     if (kmask()) {
@@ -598,23 +605,32 @@ class AsmVecOps {
     return r;
   }
   enum BitOp { kBitAnd, kBitOr, kBitXor, kBitAndnot };
+  static constexpr InstId kBitEvex[] = {asmjit::x86::Inst::kIdVpandd, asmjit::x86::Inst::kIdVpord,
+                                        asmjit::x86::Inst::kIdVpxord,
+                                        asmjit::x86::Inst::kIdVpandnd};
+  static constexpr InstId kBitAvx[] = {asmjit::x86::Inst::kIdVandps, asmjit::x86::Inst::kIdVorps,
+                                       asmjit::x86::Inst::kIdVxorps, asmjit::x86::Inst::kIdVandnps};
+  static constexpr InstId kBitSse[] = {asmjit::x86::Inst::kIdAndps, asmjit::x86::Inst::kIdOrps,
+                                       asmjit::x86::Inst::kIdXorps, asmjit::x86::Inst::kIdAndnps};
   F bit(BitOp op, F a, F b) const {
-    static constexpr InstId evex[] = {asmjit::x86::Inst::kIdVpandd, asmjit::x86::Inst::kIdVpord,
-                                      asmjit::x86::Inst::kIdVpxord, asmjit::x86::Inst::kIdVpandnd};
-    static constexpr InstId avx[] = {asmjit::x86::Inst::kIdVandps, asmjit::x86::Inst::kIdVorps,
-                                     asmjit::x86::Inst::kIdVxorps, asmjit::x86::Inst::kIdVandnps};
-    static constexpr InstId sse[] = {asmjit::x86::Inst::kIdAndps, asmjit::x86::Inst::kIdOrps,
-                                     asmjit::x86::Inst::kIdXorps, asmjit::x86::Inst::kIdAndnps};
     F d = new_vec();
     if (kmask()) {
-      cc_.emit(evex[op], d, a, b);
+      cc_.emit(kBitEvex[op], d, a, b);
     } else if (vex()) {
-      cc_.emit(avx[op], d, a, b);
+      cc_.emit(kBitAvx[op], d, a, b);
     } else {
       cc_.emit(asmjit::x86::Inst::kIdMovaps, d, a);
-      cc_.emit(sse[op], d, b);
+      cc_.emit(kBitSse[op], d, b);
     }
     return d;
+  }
+  void bit_to(BitOp op, F d, F b) const {
+    if (kmask())
+      cc_.emit(kBitEvex[op], d, d, b);
+    else if (vex())
+      cc_.emit(kBitAvx[op], d, d, b);
+    else
+      cc_.emit(kBitSse[op], d, b);
   }
   M mask_op(InstId kinst, M a, M b, BitOp op) const {
     M r;
