@@ -151,6 +151,55 @@ TEST(JitRegAlloc, MoreLiveValuesThanRegistersSpillAndStillNeverShare) {
   }
 }
 
+TEST(JitRegAlloc, ASpilledValueTwoInstructionsInARowReadIsReloadedOnce) {
+  // A row stride `d`, loaded first and read last by two prefetch-like loads in a row, while 16
+  // pointers are live: d lives furthest ahead and goes to a stack slot. The second load reads
+  // the register the first one's reload filled (one reload, not two), and nothing shares.
+  Program p;
+  p.isa = JitIsa::Avx2;
+  const uint32_t base = p.add_reg(0, static_cast<int8_t>(x86::Gp::kIdDi));
+  const uint32_t d = p.add_reg(0);
+  p.inst(Inst::kIdMov, p.gp(d), x86::ptr(x86::Gpq(vid(base)), 512));
+  std::vector<uint32_t> ptrs;
+  for (int i = 0; i < 16; ++i) {
+    ptrs.push_back(p.add_reg(0));
+    p.inst(Inst::kIdMov, p.gp(ptrs.back()), x86::ptr(x86::Gpq(vid(base)), 8 * i));
+  }
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t v = p.add_reg(1);
+    p.inst(Inst::kIdVmovups, p.vec(v), x86::ptr(x86::Gpq(vid(ptrs[i]))));
+    p.inst(Inst::kIdVmovups, x86::ptr(x86::Gpq(vid(base)), 64 * i), p.vec(v));
+  }
+  const uint32_t a = p.add_reg(1), b = p.add_reg(1);
+  p.inst(Inst::kIdVmovups, p.vec(a), x86::ptr(x86::Gpq(vid(base)), x86::Gpq(vid(d))));
+  p.inst(Inst::kIdVmovups, p.vec(b), x86::ptr(x86::Gpq(vid(base)), x86::Gpq(vid(d)), 0, 64));
+  p.inst(Inst::kIdVaddps, p.vec(a), p.vec(a), p.vec(b));
+  p.inst(Inst::kIdVmovups, x86::ptr(x86::Gpq(vid(base))), p.vec(a));
+  p.end();
+  RegAssignment ra;
+  ASSERT_TRUE(assign(p, ra));
+  ASSERT_GT(ra.spilled, 0);
+  expect_no_conflicts(p, ra);
+  // The two loads through d's reload: the same index register, one reload (a general move
+  // from memory) right before the first and none between.
+  int first = -1;
+  for (size_t i = 0; i + 1 < p.code.size(); ++i) {
+    const RecordedInst &x = p.code[i], &y = p.code[i + 1];
+    if (x.id == Inst::kIdVmovups && y.id == Inst::kIdVmovups && x.ops[1].isMem() &&
+        y.ops[1].isMem() && x.ops[1].as<BaseMem>().hasIndexReg() &&
+        y.ops[1].as<BaseMem>().hasIndexReg())
+      first = static_cast<int>(i);
+  }
+  ASSERT_GT(first, 0) << "the two loads through d are not next to each other";
+  const RecordedInst &x = p.code[static_cast<size_t>(first)],
+                     &y = p.code[static_cast<size_t>(first) + 1];
+  EXPECT_EQ(x.ops[1].as<BaseMem>().indexId(), y.ops[1].as<BaseMem>().indexId());
+  const RecordedInst& reload = p.code[static_cast<size_t>(first) - 1];
+  EXPECT_TRUE(reload.id == Inst::kIdMov && reload.ops[1].isMem() &&
+              reload.ops[0].id() == x.ops[1].as<BaseMem>().indexId())
+      << "no reload of d right before its first use";
+}
+
 TEST(JitRegAlloc, DeadValuesFreeTheirRegistersForALongChain) {
   // 2000 dependent additions: each value dies at the next instruction, so a handful of
   // registers carry the whole chain (a scan that never released would run out at 32).

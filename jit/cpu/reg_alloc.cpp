@@ -248,6 +248,13 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
     return is_virt(id) && index_of(id) < spilled.size() && spilled[index_of(id)];
   };
   defined.assign(spilled.size(), 0);
+  // The reloads of the instruction before (spilled register -> its short-lived register, and
+  // the register's size): an instruction right after it that only reads one of those values
+  // reads the same register instead of loading it again (`prefetcht0 [p+d]; prefetcht0
+  // [p+d+64]` with d spilled, a demoted constant in two unrolled copies' vminps). Not across a
+  // label, a jump or a call, nor for a value the instruction before wrote.
+  uint32_t carried_from[8], carried_to[8], carried_size[8];
+  int carried = 0;
   for (RecordedInst& in : code) {
     // A move writes all of its register operand 0 without reading it (unless merge-masked):
     // a spilled destination needs no reload before it.
@@ -255,10 +262,13 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
         whole_move(in.id) && !(in.extra.isReg() && in.extra.id() != 0 &&
                                !Support::test(in.options, InstOptions::kX86_ZMask));
     if (in.id != RecordedInst::kBindLabel && in.ops[0].isReg() && is_spilled(in.ops[0].id()) &&
-        !homes[index_of(in.ops[0].id())].stack && in.ops[1].isMem())
+        !homes[index_of(in.ops[0].id())].stack && in.ops[1].isMem()) {
+      carried = 0;
       continue;  // a demoted constant's load before the loops
+    }
     const int rm = rm_slot(in);
-    uint32_t from[8], to[8];
+    uint32_t from[8], to[8], size[8];
+    bool wrote[8] = {};
     int n = 0;
     RecordedInst store;  // only operand 0 is written: one store at most
     bool has_store = false;
@@ -268,12 +278,23 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
       for (int t = 0; t < n; ++t)
         if (from[t] == r) return to[t];
       const uint8_t group = regs[r].group;
+      const uint32_t bytes = group == 1 ? view->as<BaseReg>().size() : 8;
+      const bool writes_r =
+          in.ops[0].isReg() && is_virt(in.ops[0].id()) && index_of(in.ops[0].id()) == r;
+      for (int t = 0; t < carried && !writes_r; ++t)
+        if (carried_from[t] == r && carried_size[t] == bytes) {
+          from[n] = r;
+          size[n] = bytes;
+          to[n++] = carried_to[t];
+          return carried_to[t];
+        }
       VirtReg v;
       v.group = group;
       v.spill_temp = true;
       regs.push_back(v);
       const uint32_t id = Operand::indexToVirtId(static_cast<uint32_t>(regs.size() - 1));
       from[n] = r;
+      size[n] = bytes;
       to[n++] = id;
       Operand_ reg = group == 0   ? Operand_(x86::Gpq(id))
                      : group == 2 ? Operand_(x86::KReg(id))
@@ -292,6 +313,7 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
         out.push_back(load);
       }
       if (writes) {
+        wrote[n - 1] = true;
         defined[r] = 1;
         has_store = true;
         store.id = move;
@@ -323,6 +345,15 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
       in.extra.setId(temp_for(index_of(in.extra.id()), nullptr));
     out.push_back(in);
     if (has_store) out.push_back(store);
+    carried = 0;
+    const bool straight = in.id != RecordedInst::kBindLabel && in.id != RecordedInst::kCall &&
+                          in.id != RecordedInst::kEndFunction && !in.ops[0].isLabel();
+    for (int t = 0; t < n && straight; ++t)
+      if (!wrote[t]) {
+        carried_from[carried] = from[t];
+        carried_to[carried] = to[t];
+        carried_size[carried++] = size[t];
+      }
   }
   code.swap(out);
 }

@@ -18,7 +18,9 @@
 // vector, 8 for a general or mask register), stored after each instruction that writes it (not
 // reloaded before a whole move to it, which reads nothing of it). A vector use in an
 // instruction's r/m slot then reads memory, any other use (a memory operand's base, a {k} write
-// mask) a reload into a short-lived register right before it; then the scan runs again: on the
+// mask) a reload into a short-lived register right before it (which the next instruction reads
+// too when it only reads the same value, with no label, jump or call between: one reload for
+// `prefetcht0 [p+d]; prefetcht0 [p+d+64]`); then the scan runs again: on the
 // same intervals less the demoted when every value it gave up is a constant read only from r/m
 // slots (dropping its load moves no other interval), else on the rewritten code. The
 // arguments are never spilled: running out of registers with only arguments live returns false
