@@ -279,9 +279,9 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
         if (from[t] == r) return to[t];
       const uint8_t group = regs[r].group;
       const uint32_t bytes = group == 1 ? view->as<BaseReg>().size() : 8;
-      const bool writes_r =
+      const bool writes =
           in.ops[0].isReg() && is_virt(in.ops[0].id()) && index_of(in.ops[0].id()) == r;
-      for (int t = 0; t < carried && !writes_r; ++t)
+      for (int t = 0; t < carried && !writes; ++t)
         if (carried_from[t] == r && carried_size[t] == bytes) {
           from[n] = r;
           size[n] = bytes;
@@ -303,8 +303,6 @@ void spill(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs,
       x86::Mem m = homes[r].mem;
       m.setSize(group == 0 ? 8 : group == 2 ? 2 : reg.as<BaseReg>().size());
       const InstId move = group == 0 ? Inst::kIdMov : group == 2 ? Inst::kIdKmovw : vmove;
-      const bool writes =
-          in.ops[0].isReg() && is_virt(in.ops[0].id()) && index_of(in.ops[0].id()) == r;
       if (!writes || (defined[r] && !overwrites)) {
         RecordedInst load;
         load.id = move;

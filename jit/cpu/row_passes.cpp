@@ -264,7 +264,7 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
         AsmMask any_nan = vo.unord(vals[0], vals[0]);
         for (int j = 1; j < U * per_step; ++j)
           any_nan = vo.mask_or(any_nan, vo.unord(vals[j], vals[j]));
-        move_mask(nan_seen, vo.mask_or(nan_seen, any_nan));
+        vo.mask_or_to(nan_seen, any_nan);
       } else {
         for (size_t g = 0; g < acc.size(); ++g)
           for (x86::Vec v : per_acc[g]) feed(acc[g], v);

@@ -185,15 +185,6 @@ AsmMask RowRenderer<E>::fresh_mask(const AsmMask& m) {
 }
 
 template <class E>
-void RowRenderer<E>::move_mask(const AsmMask& d, const AsmMask& s) {
-  if (kmask()) {
-    if (d.k.id() != s.k.id()) cc_.kmovw(d.k, s.k);
-  } else {
-    move(d.v, s.v);
-  }
-}
-
-template <class E>
 x86::Vec RowRenderer<E>::row_size(const Expr& e) {
   return broadcast_scalar(e.type, count_as_float(cc_, isa_, n_, e.ivalue, e.type));
 }
@@ -347,7 +338,6 @@ void RowRenderer<E>::copy_bytes(x86::Gp dst, x86::Gp src, x86::Gp cnt, int esize
 #define KILN_ROW_RENDERER_MEMBERS(E)                                                              \
   template void RowRenderer<E>::render();                                                         \
   template AsmMask RowRenderer<E>::fresh_mask(const AsmMask&);                                    \
-  template void RowRenderer<E>::move_mask(const AsmMask&, const AsmMask&);                        \
   template x86::Vec RowRenderer<E>::broadcast_scalar(DType, x86::Vec);                            \
   template void RowRenderer<E>::advance(int);                                                     \
   template void RowRenderer<E>::prefetch_next_row(int);                                           \

@@ -56,9 +56,8 @@ class RowRenderer {
   void move(x86::Vec d, x86::Vec s) {
     if (d.id() != s.id()) cc_.emit(vex() ? Inst::kIdVmovaps : Inst::kIdMovaps, d, s);
   }
-  // A mask in registers of its own (a loop-carried one), and assigning to it.
+  // A mask in registers of its own (a loop-carried one: updated in place, mask_or_to).
   AsmMask fresh_mask(const AsmMask& m);
-  void move_mask(const AsmMask& d, const AsmMask& s);
 
   // The emitter of t's lanes (Int64 sums in 64-bit lanes: with_vec_ops).
   template <class Fn>

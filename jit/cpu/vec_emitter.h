@@ -242,7 +242,7 @@ class AsmVecOps {
     if (kmask())
       cc_.emit(asmjit::x86::Inst::kIdKorw, d.k, d.k, b.k);
     else
-      bit_to(kBitOr, d.v, b.v);
+      bit_to(kBitOr, d.v, d.v, b.v);
   }
   M mask_not(M a) const {
     M r;
@@ -563,20 +563,19 @@ class AsmVecOps {
     return vex() ? (kDouble ? q.vpd : q.vps) : (kDouble ? q.spd : q.sps);
   }
 
-  void arith_to(const Quad& q, F d, F b) const {
-    if (vex())
-      cc_.emit(pick(q), d, d, b);
-    else
-      cc_.emit(pick(q), d, b);
+  // d = a op b: VEX's three operands, or SSE's copy of a into d (none when d is a) and op d, b.
+  void emit3(InstId vex_id, InstId sse_id, F d, F a, F b) const {
+    if (vex()) {
+      cc_.emit(vex_id, d, a, b);
+    } else {
+      if (d.id() != a.id()) cc_.emit(asmjit::x86::Inst::kIdMovaps, d, a);
+      cc_.emit(sse_id, d, b);
+    }
   }
+  void arith_to(const Quad& q, F d, F b) const { emit3(pick(q), pick(q), d, d, b); }
   F arith(const Quad& q, F a, F b) const {
     F d = new_vec();
-    if (vex()) {
-      cc_.emit(pick(q), d, a, b);
-    } else {
-      cc_.emit(asmjit::x86::Inst::kIdMovaps, d, a);
-      cc_.emit(pick(q), d, b);
-    }
+    emit3(pick(q), pick(q), d, a, b);
     return d;
   }
   I shift(const Quad& q, I a, int n) const {
@@ -612,25 +611,13 @@ class AsmVecOps {
                                        asmjit::x86::Inst::kIdVxorps, asmjit::x86::Inst::kIdVandnps};
   static constexpr InstId kBitSse[] = {asmjit::x86::Inst::kIdAndps, asmjit::x86::Inst::kIdOrps,
                                        asmjit::x86::Inst::kIdXorps, asmjit::x86::Inst::kIdAndnps};
+  void bit_to(BitOp op, F d, F a, F b) const {
+    emit3(kmask() ? kBitEvex[op] : kBitAvx[op], kBitSse[op], d, a, b);
+  }
   F bit(BitOp op, F a, F b) const {
     F d = new_vec();
-    if (kmask()) {
-      cc_.emit(kBitEvex[op], d, a, b);
-    } else if (vex()) {
-      cc_.emit(kBitAvx[op], d, a, b);
-    } else {
-      cc_.emit(asmjit::x86::Inst::kIdMovaps, d, a);
-      cc_.emit(kBitSse[op], d, b);
-    }
+    bit_to(op, d, a, b);
     return d;
-  }
-  void bit_to(BitOp op, F d, F b) const {
-    if (kmask())
-      cc_.emit(kBitEvex[op], d, d, b);
-    else if (vex())
-      cc_.emit(kBitAvx[op], d, d, b);
-    else
-      cc_.emit(kBitSse[op], d, b);
   }
   M mask_op(InstId kinst, M a, M b, BitOp op) const {
     M r;
