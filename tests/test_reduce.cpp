@@ -310,20 +310,28 @@ TEST(Reduce, ArgmaxArgminEveryLayoutDtypeDim) {
 
 // 4-D inputs: reduced dims forming one block before a kept inner dim of >= 16 take the column
 // kernel directly; other patterns and layouts are gathered first.
-// A reduction of a transposed input gathers its rows first (ops/cpu/reduce_plan.cpp); where the
-// last kept dim is contiguous in memory it gathers 32 x 32 tiles through a buffer. Bitwise the
-// reduction of the same rows made contiguous, around the tile edges (sizes 32, 45, 77, 100),
-// with a batch dim, for 4- and 8-byte elements.
-TEST(Reduce, TransposedRowsGatherInTilesBitwise) {
+// A reduction of a dense transposed input reads it as columns in memory order (ops/cpu/
+// reduce_plan.cpp): bitwise the column reduction of the untransposed tensor. One that is not dense
+// (sliced) gathers its rows first; where the last kept dim is contiguous in memory it gathers
+// 32 x 32 tiles through a buffer: bitwise the reduction of the same rows made contiguous, around
+// the tile edges (sizes 32, 45, 77, 100), with a batch dim, for 4- and 8-byte elements.
+TEST(Reduce, TransposedInputsReduceAsColumnsOrGatherInTilesBitwise) {
   std::mt19937 rng(77);
   for (DType dt : {DType::Float32, DType::Float64, DType::Int64}) {
     for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{77, 45}, {32, 32}, {100, 33}}) {
+      const std::string what = fmt::format("{} [{}, {}]", dtype_name(dt), r, c);
       const Tensor x = make_random({3, r, c}, dt, rng, -3, 4);
       const Tensor t = x.permute({0, 2, 1});  // [3, c, r]: the kept c has stride 1
-      const std::string what = fmt::format("{} [{}, {}]", dtype_name(dt), r, c);
-      EXPECT_TRUE(equal(sum(t, {-1}), sum(t.contiguous(), {-1}))) << what;
-      EXPECT_TRUE(equal(amax(t.select(0, 1), {-1}), amax(t.select(0, 1).contiguous(), {-1})))
+      EXPECT_TRUE(equal(sum(t, {-1}), sum(x, {1}))) << what;
+      EXPECT_TRUE(equal(amax(t.select(0, 1), {-1}), amax(x.select(0, 1), {0}))) << what;
+      const Tensor xs = make_random({3, r, c + 5}, dt, rng, -3, 4).narrow(2, 0, c);
+      const Tensor ts = xs.permute({0, 2, 1});  // not dense: gathered rows
+      EXPECT_TRUE(equal(sum(ts, {-1}), sum(ts.contiguous(), {-1}))) << what;
+      EXPECT_TRUE(equal(amax(ts.select(0, 1), {-1}), amax(ts.select(0, 1).contiguous(), {-1})))
           << what;
+      if (dt == DType::Float32 && r == 77) {  // the two orders differ: the test tells them apart
+        EXPECT_FALSE(equal(sum(t, {-1}), sum(t.contiguous(), {-1}))) << what;
+      }
     }
   }
 }

@@ -98,6 +98,45 @@ void gather(const char* base, const SmallVector<Dim, 8>& order, size_t nk, int64
                });
 }
 
+// Whether x over `mask` reduces as columns in memory order (plan_reduction); `inner`: the kept
+// extent after the reduced block.
+bool columns_in_memory_order(const TensorImpl& x, uint64_t mask, int64_t& inner) {
+  struct MemDim {
+    Dim dim;
+    int64_t logical;
+    bool reduced;
+  };
+  SmallVector<MemDim, 8> mem;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (x.sizes()[d] != 1)
+      mem.push_back({{x.sizes()[d], x.strides()[d]}, d, ((mask >> d) & 1u) != 0});
+  std::stable_sort(mem.begin(), mem.end(),
+                   [](const MemDim& a, const MemDim& b) { return a.dim.stride > b.dim.stride; });
+  int64_t expected = 1, last_kept = -1;
+  for (size_t i = mem.size(); i-- > 0;) {
+    if (mem[i].dim.stride != expected) return false;
+    expected *= mem[i].dim.size;
+  }
+  // kept* reduced+ kept+, the kept dims in increasing logical order.
+  size_t i = 0;
+  auto kept_in_order = [&] {
+    if (mem[i].logical < last_kept) return false;
+    last_kept = mem[i].logical;
+    return true;
+  };
+  for (; i < mem.size() && !mem[i].reduced; ++i)
+    if (!kept_in_order()) return false;
+  if (i == mem.size()) return false;
+  while (i < mem.size() && mem[i].reduced) ++i;
+  if (i == mem.size()) return false;
+  inner = 1;
+  for (; i < mem.size(); ++i) {
+    if (mem[i].reduced || !kept_in_order()) return false;
+    inner *= mem[i].dim.size;
+  }
+  return true;
+}
+
 }  // namespace
 
 ReducedRun reduced_run(const DimVector& sizes, uint64_t mask) {
@@ -121,14 +160,13 @@ ReducedRun reduced_run(const DimVector& sizes, uint64_t mask) {
 
 ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols) {
   ReducePlan plan;
-  SmallVector<Dim, 8> all, kept, red;  // non-1 dims only: size-1 dims never move an address
+  SmallVector<Dim, 8> kept, red;  // non-1 dims only: size-1 dims never move an address
   int64_t m = 1, n = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
     Dim dim{x.sizes()[d], x.strides()[d]};
     bool r = (mask >> d) & 1u;
     (r ? n : m) *= dim.size;
     if (dim.size == 1) continue;
-    all.push_back(dim);
     (r ? red : kept).push_back(dim);
   }
   plan.outer = m;
@@ -144,12 +182,14 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols) 
     return plan;
   }
 
-  if (min_cols > 0 && dense(all.data(), all.size()) &&
-      reduced_run(x.sizes(), mask) == ReducedRun::BlockThenKept) {
-    int64_t inner = 1;  // the kept dims after the block
-    for (int64_t d = x.dim(); d-- > 0 && !(((mask >> d) & 1u) && x.sizes()[d] != 1);)
-      inner *= x.sizes()[d];
-    if (inner >= min_cols) {
+  // Columns where the dims in memory order (decreasing stride) are dense, the reduced ones one
+  // block there with kept dims after it, and the kept dims in their own order (the outputs are
+  // written in that order): a row-major x, and a transposed one as well (`x.t().sum(-1)` of a
+  // row-major [4096, 1024] is x's column sum: 0.8 ms in columns, 7 ms gathered into rows, 2-core
+  // Zen 1).
+  if (min_cols > 0) {
+    int64_t inner = 0;
+    if (columns_in_memory_order(x, mask, inner) && inner >= min_cols) {
       plan.kind = ReducePlan::Kind::Cols;
       plan.inner = inner;
       plan.outer = m / inner;

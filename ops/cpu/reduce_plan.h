@@ -3,8 +3,10 @@
 //   Rows: [outer, n]        each output reduces one contiguous row of n elements;
 //   Cols: [outer, n, inner] each output reduces a column of n elements at distance `inner`
 //                           (a kept contiguous inner dim: accumulate whole rows into a vector).
-// Inputs that are neither (transposed, sliced, expanded) are gathered once into a Rows buffer
-// with the reduced dims innermost, ordered by decreasing input stride for locality.
+// Both are read in memory order (dims by decreasing stride), so a dense transposed input is one
+// of them too (`x.t().sum(-1)` reads x as columns). Inputs that are neither (sliced, expanded,
+// permuted kept dims) are gathered once into a Rows buffer with the reduced dims innermost,
+// ordered by decreasing input stride for locality.
 #pragma once
 #include <cstddef>
 #include <cstdint>
