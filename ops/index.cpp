@@ -20,8 +20,9 @@
 
 namespace kiln {
 
-void register_one_hot_op();    // ops/one_hot.cpp
-void register_triangle_ops();  // ops/triangle.cpp
+void register_one_hot_op();       // ops/one_hot.cpp
+void register_scatter_row_ops();  // ops/scatter_rows.cpp
+void register_triangle_ops();     // ops/triangle.cpp
 
 namespace {
 
@@ -295,6 +296,7 @@ void register_index_ops() {
   register_op(OpId::Gather, {"gather", gather_meta, gather_eager, kChecksData});
   register_op(OpId::ScatterAdd, {"scatter_add", scatter_add_meta, scatter_add_eager, kChecksData});
   register_one_hot_op();
+  register_scatter_row_ops();
   register_triangle_ops();
 }
 

@@ -26,7 +26,7 @@
   X(Matmul) X(Softmax) X(LogSoftmax) X(LayerNorm) X(Dropout) X(CrossEntropy)             \
   X(CrossEntropyCount) X(CrossEntropyTargetLogit) X(IndicesOf)                           \
   /* shape and indexing (stack is a composite of unsqueeze and cat) */                   \
-  X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(OneHot) X(Tril) X(Triu) X(Embedding)    \
+  X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(ScatterRowIndex) X(ScatterRowValue) X(OneHot) X(Tril) X(Triu) X(Embedding)    \
   /* functional writes through a view (the recorder's functionalization) */          \
   X(AsStridedScatter)                                                                    \
   /* higher-order nodes of recorded graphs (tracer/hop_nodes.h): never dispatched */     \

@@ -1,0 +1,145 @@
+// The CPU JIT's rewrite of a scatter_add into zeros of one value per line into a select
+// (jit/passes/scatter_select.h, ops/scatter_rows.cpp): eager's bits for a gather's gradient (a
+// hand-written NLL) and for direct scatters (signed zeros, NaN, Int32 and Int64 indices, batch
+// dims), no scatter_add or fill left in the plan, scatter_add's error for an index out of range,
+// and a plan recorded with an index over every line running one whose index reaches fewer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "expect_error.h"
+#include "jit_recorded_util.h"
+
+namespace kiln {
+namespace {
+
+using JitScatterSelectTest = testing::JitRecordedTest<>;
+using testing::expect_error;
+using testing::JitMode;
+
+// The ops of the cached plans' eager steps, and their kernel steps' count.
+std::vector<OpId> eager_ops(int* kernels) {
+  std::vector<OpId> ops;
+  *kernels = 0;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    const std::shared_ptr<tracer::RegionPlan> plan = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(plan.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& s : p->steps()) {
+      if (s.kernel)
+        ++*kernels;
+      else
+        ops.push_back(p->graph().nodes[static_cast<size_t>(s.node)].op);
+    }
+  }
+  return ops;
+}
+
+bool has(const std::vector<OpId>& ops, OpId op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+Tensor targets(int64_t n, int64_t classes, uint64_t seed, DType dt = kInt64) {
+  JitMode off(false);
+  manual_seed(seed);
+  return randint(0, classes, {n}, TensorOptions().dtype(dt));
+}
+
+TEST_F(JitScatterSelectTest, HandWrittenNllGradientIsASelectBitwise) {
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (int64_t classes : {1, 17, 1000}) {
+      const std::string what = fmt::format("{} C={}", dtype_name(dt), classes);
+      const Tensor x = testing::eager_normal({37, classes}, 600 + classes, dt);
+      const Tensor t = targets(37, classes, 601 + classes);
+      tracer::RegionCache::instance().clear();
+      testing::expect_iterations_match(
+          [&](int) {
+            const Tensor g = x.detach().requires_grad_();
+            const Tensor loss = -log_softmax(g * 1.5, -1).gather(1, t.unsqueeze(1)).mean();
+            loss.backward();
+            return TensorList{loss, g.grad()};
+          },
+          3, what);
+      int kernels = 0;
+      const std::vector<OpId> ops = eager_ops(&kernels);
+      EXPECT_FALSE(has(ops, OpId::ScatterAdd)) << what;
+      EXPECT_FALSE(has(ops, OpId::Fill)) << what;
+      EXPECT_TRUE(has(ops, OpId::ScatterRowIndex)) << what;
+      EXPECT_GE(kernels, 1) << what;
+    }
+  }
+}
+
+TEST_F(JitScatterSelectTest, DirectScattersGiveEagerBits) {
+  const float nan = std::nanf(""), inf = INFINITY;
+  for (DType it : {kInt64, kInt32}) {
+    for (DType dt : {kFloat32, kFloat64, kInt64}) {
+      const std::string what = fmt::format("{} index {}", dtype_name(dt), dtype_name(it));
+      Tensor src, index;
+      {
+        JitMode off(false);
+        // Signed zeros, NaN and infinities among the sources (Int64: their conversions).
+        std::vector<float> v = {-0.0f, 0.0f,   nan,  -inf,  inf,  2.5f,
+                                -3.0f, 1e-40f, 7.0f, -0.0f, 1.0f, 4.0f};
+        if (dt == kInt64) v = {-1, 0, 5, -7, 1, 2, 3, 4, 9, -9, 6, 8};
+        src = from_vector(v, {2, 6, 1}).to(dt);
+        index = targets(12, 9, 610, it).reshape({2, 6, 1});
+      }
+      tracer::RegionCache::instance().clear();
+      testing::expect_iterations_match(
+          [&](int) {
+            const Tensor out =
+                scatter_add(zeros({2, 6, 9}, TensorOptions().dtype(dt)), -1, index, src);
+            return TensorList{out * 2.0, out.sum({-1})};
+          },
+          2, what);
+      int kernels = 0;
+      const std::vector<OpId> ops = eager_ops(&kernels);
+      EXPECT_FALSE(has(ops, OpId::ScatterAdd)) << what;
+      EXPECT_TRUE(has(ops, OpId::ScatterRowIndex)) << what;
+    }
+  }
+}
+
+TEST_F(JitScatterSelectTest, AnIndexOutOfRangeRaisesScatterAddsError) {
+  Tensor bad;
+  {
+    JitMode off(false);
+    bad = targets(8, 5, 620).unsqueeze(1);
+    bad.narrow(0, 6, 1).fill_(5);
+  }
+  const Tensor src = testing::eager_normal({8, 1}, 621);
+  for (bool jit : {false, true}) {
+    JitMode mode(jit);
+    tracer::RegionCache::instance().clear();
+    expect_error(
+        [&] {
+          (scatter_add(zeros({8, 5}), 1, bad, src) * 2.0).sum().item<float>();
+        },
+        "scatter_add", "index 5 is out of range for dim 1 of size 5");
+  }
+}
+
+// One region, two recordings: the plan made from an index over all 6 lines runs one whose
+// index (a graph input of another batch size) reaches 4 of them; lines 4 and 5 stay zero, as
+// eager leaves them.
+TEST_F(JitScatterSelectTest, APlanRunsAnIndexReachingFewerLines) {
+  const Tensor full_index = targets(6, 7, 630).unsqueeze(1);
+  const Tensor short_index = targets(4, 7, 631).unsqueeze(1);
+  const Tensor src = testing::eager_normal({6, 1}, 632);
+  auto program = [&](int it) {
+    const Tensor index = it == 0 ? full_index : short_index;
+    return TensorList{scatter_add(zeros({6, 7}), 1, index, src) + 1.0};
+  };
+  testing::expect_iterations_match(program, 2, "short index");
+  EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u);
+  int kernels = 0;
+  const std::vector<OpId> ops = eager_ops(&kernels);
+  EXPECT_FALSE(has(ops, OpId::ScatterAdd));
+  EXPECT_TRUE(has(ops, OpId::ScatterRowIndex));
+}
+
+}  // namespace
+}  // namespace kiln
