@@ -1,6 +1,10 @@
 // one_hot: Int64 class indices to an Int64 tensor of shape index.shape + [num_classes].
 // Attrs: OneHot uses ints[0] = num_classes (already resolved: one_hot() infers -1 from the data
 // before dispatching, since the output shape must be known to the meta function).
+// OneHotClass {index} (attrs ints[0] = num_classes, dtype Int32 or Int64): the index as that
+// dtype with a trailing dim of 1, after one_hot's checks of its values (the same error): the CPU
+// JIT computes one_hot as `indices_of == that` in its readers' kernel
+// (jit/passes/one_hot_compare.h).
 #include <algorithm>
 
 #include "ops/cpu/strided_rows.h"
@@ -31,6 +35,34 @@ void one_hot_meta(const OpCall& c, OutputMeta& m) {
   m.sizes.push_back(classes);
 }
 
+[[noreturn]] void fail_class(int64_t value, int64_t classes) {
+  fail("one_hot: class value {} is out of range for num_classes {} (expected a value in [0, {}))",
+       value, classes, classes);
+}
+
+void one_hot_class_meta(const OpCall& c, OutputMeta& m) {
+  OutputMeta full;
+  one_hot_meta(c, full);
+  m.device = full.device;
+  m.dtype = c.attrs.dtype == DType::Int32 ? DType::Int32 : DType::Int64;
+  m.sizes = c.inputs[0].impl()->sizes();
+  m.sizes.push_back(1);
+}
+
+void one_hot_class_eager(const OpCall& c, const Tensor& out) {
+  const Tensor index = c.inputs[0].contiguous();
+  const int64_t* ix = static_cast<const int64_t*>(index.impl()->data());
+  const int64_t classes = c.attrs.ints[0], n = index.numel();
+  for (int64_t i = 0; i < n; ++i)
+    if (ix[i] < 0 || ix[i] >= classes) fail_class(ix[i], classes);
+  if (out.impl()->dtype() == DType::Int32) {
+    int32_t* o = static_cast<int32_t*>(out.impl()->data());
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int32_t>(ix[i]);
+  } else {
+    std::copy(ix, ix + n, static_cast<int64_t*>(out.impl()->data()));
+  }
+}
+
 void one_hot_eager(const OpCall& c, const Tensor& out) {
   const TensorImpl* ii = c.inputs[0].impl();
   const int64_t classes = c.attrs.ints[0];
@@ -52,15 +84,15 @@ void one_hot_eager(const OpCall& c, const Tensor& out) {
       pos += n;
     });
   });
-  if (bad.seen())
-    fail("one_hot: class value {} is out of range for num_classes {} (expected a value in [0, {}))",
-         bad.value(), classes, classes);
+  if (bad.seen()) fail_class(bad.value(), classes);
 }
 
 }  // namespace
 
 void register_one_hot_op() {
   register_op(OpId::OneHot, {"one_hot", one_hot_meta, one_hot_eager, kChecksData});
+  register_op(OpId::OneHotClass,
+              {"one_hot_class", one_hot_class_meta, one_hot_class_eager, kChecksData});
 }
 
 Tensor one_hot(const Tensor& index, int64_t num_classes) {

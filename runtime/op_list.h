@@ -26,8 +26,9 @@
   X(Matmul) X(Softmax) X(LogSoftmax) X(LayerNorm) X(Dropout) X(CrossEntropy)             \
   X(CrossEntropyCount) X(CrossEntropyTargetLogit) X(IndicesOf)                           \
   /* shape and indexing (stack is a composite of unsqueeze and cat) */                   \
-  X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(ScatterRowIndex) X(ScatterRowValue) X(OneHot) X(Tril) X(Triu) X(Embedding)    \
-  /* functional writes through a view (the recorder's functionalization) */          \
+  X(Cat) X(IndexSelect) X(Gather) X(ScatterAdd) X(ScatterRowIndex) X(ScatterRowValue)    \
+  X(OneHot) X(OneHotClass) X(Tril) X(Triu) X(Embedding)                                  \
+  /* functional writes through a view (the recorder's functionalization) */              \
   X(AsStridedScatter)                                                                    \
   /* higher-order nodes of recorded graphs (tracer/hop_nodes.h): never dispatched */     \
   X(Cond) X(WhileLoop) X(Scan) X(Map) X(Call) X(TupleGet)

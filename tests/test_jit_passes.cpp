@@ -213,6 +213,36 @@ TEST_F(JitPassesTest, ExactIdentitiesAreBypassed) {
                       "identities");
 }
 
+// cast(cast(y, m), d) reads y directly where m holds every value of y exactly (Bool to
+// anything, Int32 to Int64 or Float64), and only there: Int64 -> Float64 -> Float32 rounds twice
+// (2^60 + 2^36 + 1 becomes 2^60 + 2^36, a tie that goes to 2^60, where a direct cast gives
+// 2^60 + 2^37), Int32 -> Float32 is not exact either, and Float32 -> Float64 is left alone.
+TEST_F(JitPassesTest, CastChainsThroughExactTypesCollapse) {
+  Graph g;
+  const ValueId b = g.add_input({4}, DType::Bool);
+  const ValueId i = g.add_input({4}, kInt32);
+  const ValueId l = g.add_input({4}, kInt64);
+  const ValueId f = g.add_input({4}, kFloat32);
+  auto cast = [&](ValueId v, DType d) {
+    Attrs a;
+    a.dtype = d;
+    return g.add_node(OpId::Cast, a, {v}, vm({4}, d));
+  };
+  g.set_outputs({cast(cast(b, kInt64), kFloat32), cast(cast(i, kFloat64), kFloat32),
+                 cast(cast(i, kInt64), kFloat32), cast(cast(l, kFloat64), kFloat32),
+                 cast(cast(i, kFloat32), kInt32), cast(cast(f, kFloat64), kFloat32)});
+  const auto r = jit::passes::run_passes(g, {}, only(false, true, false, false));
+  EXPECT_EQ(r.counts.simplified, 3) << tracer::print_graph(r.graph);
+  const int64_t tie = (int64_t{1} << 60) + (int64_t{1} << 36) + 1;
+  const Tensor in[] = {
+      from_vector<bool>({true, false, true, true}, {4}),
+      from_vector<int32_t>({16777217, -2147483647 - 1, 2147483647, -33554435}, {4}),
+      from_vector<int64_t>({tie, -tie, 3, (int64_t{1} << 53) + 1}, {4}),
+      from_vector<float>({NAN, -0.0f, 1e-40f, 3.5f}, {4})};
+  expect_same_results(run_rewritten(r, {in, {}, {}, {}}), interpret_with(g, {}, {in, {}, {}, {}}),
+                      "cast chains");
+}
+
 TEST_F(JitPassesTest, InexactRulesAreNotApplied) {
   Graph g;
   const ValueId x = g.add_input({6}, kFloat32);

@@ -11,6 +11,7 @@
 #include "jit/passes/float_counts.h"
 #include "jit/passes/gathered_rows.h"
 #include "jit/passes/layer_norm_split.h"
+#include "jit/passes/one_hot_compare.h"
 #include "jit/passes/scatter_select.h"
 #include "jit/passes/simplify.h"
 #include "jit/passes/sink_views.h"
@@ -77,6 +78,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
     c.decomposed += split_layer_norms(pg);
     c.decomposed += split_cross_entropies(pg);
     c.decomposed += scatter_adds_to_selects(pg);
+    c.decomposed += one_hots_to_compares(pg);
   }
   // Elementwise readers of an expand read its input and broadcast it themselves, and unary
   // nodes of an expand move under it, until neither applies (before the views sink: an

@@ -86,6 +86,24 @@ int simplify(PassGraph& pg) {
       while (repl[v] != v) v = repl[v];
     if (pg.has_runtime_scalar(j) || !n.subgraphs.empty()) continue;
     const DType d = n.meta.dtype;
+    // cast(cast(y, m), d) = cast(y, d) where m holds every value of y's dtype exactly (Bool to
+    // anything, Int32 to Int64 or Float64): the outer cast then rounds or converts y's own value,
+    // as a direct cast does. (one_hot's compare reads Bool -> Int64 -> Float32: AVX2 has no
+    // Int64 -> Float32 conversion.)
+    if (n.op == OpId::Cast && n.inputs.size() == 1 && producer[n.inputs[0]] >= 0) {
+      const Node& inner = g.nodes[static_cast<size_t>(producer[n.inputs[0]])];
+      if (inner.op == OpId::Cast && inner.inputs.size() == 1 && inner.subgraphs.empty()) {
+        const DType src = meta[inner.inputs[0]]->dtype, mid = meta[n.inputs[0]]->dtype;
+        const bool exact = src == DType::Bool ||
+                           (src == DType::Int32 && (mid == DType::Int64 || mid == DType::Float64));
+        if (exact && meta[inner.inputs[0]]->sizes == n.meta.sizes) {
+          n.inputs[0] = inner.inputs[0];
+          readers[n.inputs[0]].push_back(static_cast<int32_t>(j));
+          ++count;
+          continue;
+        }
+      }
+    }
     // The operand whose value n equals, if a rule applies.
     ValueId same = tracer::kNoValue;
     const bool unary_scalar =

@@ -1,0 +1,98 @@
+// The CPU JIT's one_hot as a compare in its readers' kernel (jit/passes/one_hot_compare.h):
+// eager's bits for a hand-written NLL through one_hot and for one_hot itself as a result (batch
+// dims, one class), no one_hot step left in the plan, one_hot's error for a class out of range,
+// and one plan for targets of two lengths.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "expect_error.h"
+#include "jit_recorded_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::expect_error;
+using testing::JitMode;
+using JitOneHotCompareTest = testing::JitRecordedTest<>;
+
+// The ops of the cached plans' eager steps.
+std::vector<OpId> eager_ops() {
+  std::vector<OpId> ops;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    const std::shared_ptr<tracer::RegionPlan> plan = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(plan.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& s : p->steps())
+      if (!s.kernel) ops.push_back(p->graph().nodes[static_cast<size_t>(s.node)].op);
+  }
+  return ops;
+}
+
+bool has(const std::vector<OpId>& ops, OpId op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+Tensor targets(std::vector<int64_t> shape, int64_t classes, uint64_t seed) {
+  JitMode off(false);
+  manual_seed(seed);
+  return randint(0, classes, IntList(shape));
+}
+
+TEST_F(JitOneHotCompareTest, NllThroughOneHotIsOneKernelBitwise) {
+  for (DType dt : {kFloat32, kFloat64}) {
+    for (int64_t classes : {1, 17, 1000}) {
+      const std::string what = fmt::format("{} C={}", dtype_name(dt), classes);
+      const Tensor x = testing::eager_normal({37, classes}, 700 + classes, dt);
+      const Tensor t = targets({37}, classes, 701 + classes);
+      tracer::RegionCache::instance().clear();
+      testing::expect_iterations_match(
+          [&](int) {
+            return TensorList{
+                -(one_hot(t, classes).to(dt) * log_softmax(x * 1.5, -1)).sum({-1}).mean()};
+          },
+          2, what);
+      const std::vector<OpId> ops = eager_ops();
+      EXPECT_FALSE(has(ops, OpId::OneHot)) << what;
+      EXPECT_TRUE(has(ops, OpId::OneHotClass)) << what;
+    }
+  }
+}
+
+TEST_F(JitOneHotCompareTest, OneHotAsAResultGivesEagerBits) {
+  const Tensor t = targets({2, 3, 5}, 11, 710);
+  testing::expect_iterations_match(
+      [&](int) {
+        return TensorList{one_hot(t, 11), one_hot(t, 13) * 3};
+      },
+      2, "batched");
+  EXPECT_TRUE(has(eager_ops(), OpId::OneHotClass));
+}
+
+TEST_F(JitOneHotCompareTest, AClassOutOfRangeRaisesOneHotsError) {
+  Tensor bad;
+  {
+    JitMode off(false);
+    bad = targets({8}, 5, 720);
+    bad.narrow(0, 6, 1).fill_(-2);
+  }
+  for (bool jit : {false, true}) {
+    JitMode mode(jit);
+    tracer::RegionCache::instance().clear();
+    expect_error([&] { (one_hot(bad, 5) * 2).sum().item<int64_t>(); }, "one_hot",
+                 "class value -2 is out of range for num_classes 5");
+  }
+}
+
+TEST_F(JitOneHotCompareTest, OnePlanRunsTargetsOfTwoLengths) {
+  const Tensor a = targets({9}, 6, 730), b = targets({4}, 6, 731);
+  testing::expect_iterations_match(
+      [&](int it) { return TensorList{(one_hot(it == 0 ? a : b, 6) * 2).sum({0})}; }, 2,
+      "two lengths");
+  EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u);
+  EXPECT_TRUE(has(eager_ops(), OpId::OneHotClass));
+}
+
+}  // namespace
+}  // namespace kiln
