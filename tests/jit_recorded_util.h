@@ -4,6 +4,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -91,6 +92,30 @@ inline int plan_eager_steps(const std::function<TensorList(int)>& program, int i
     for (const jit::Step& s : jp->steps()) (s.kernel ? *kernels : eager) += 1;
   }
   return eager;
+}
+
+// The ops of every cached region's JIT plan's eager steps, in step order; sets *kernels (when
+// given) to their kernel steps.
+inline std::vector<OpId> plan_eager_ops(int* kernels = nullptr) {
+  std::vector<OpId> ops;
+  int k = 0;
+  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
+    const std::shared_ptr<tracer::RegionPlan> plan = r->jit_plan();
+    const auto* p = dynamic_cast<const jit::JitPlan*>(plan.get());
+    if (p == nullptr) continue;
+    for (const jit::Step& s : p->steps()) {
+      if (s.kernel)
+        ++k;
+      else
+        ops.push_back(p->graph().nodes[static_cast<size_t>(s.node)].op);
+    }
+  }
+  if (kernels != nullptr) *kernels = k;
+  return ops;
+}
+
+inline bool contains_op(const std::vector<OpId>& ops, OpId op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
 }  // namespace kiln::testing

@@ -17,23 +17,6 @@ using testing::expect_error;
 using testing::JitMode;
 using JitOneHotCompareTest = testing::JitRecordedTest<>;
 
-// The ops of the cached plans' eager steps.
-std::vector<OpId> eager_ops() {
-  std::vector<OpId> ops;
-  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
-    const std::shared_ptr<tracer::RegionPlan> plan = r->jit_plan();
-    const auto* p = dynamic_cast<const jit::JitPlan*>(plan.get());
-    if (p == nullptr) continue;
-    for (const jit::Step& s : p->steps())
-      if (!s.kernel) ops.push_back(p->graph().nodes[static_cast<size_t>(s.node)].op);
-  }
-  return ops;
-}
-
-bool has(const std::vector<OpId>& ops, OpId op) {
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
-}
-
 Tensor targets(std::vector<int64_t> shape, int64_t classes, uint64_t seed) {
   JitMode off(false);
   manual_seed(seed);
@@ -53,9 +36,9 @@ TEST_F(JitOneHotCompareTest, NllThroughOneHotIsOneKernelBitwise) {
                 -(one_hot(t, classes).to(dt) * log_softmax(x * 1.5, -1)).sum({-1}).mean()};
           },
           2, what);
-      const std::vector<OpId> ops = eager_ops();
-      EXPECT_FALSE(has(ops, OpId::OneHot)) << what;
-      EXPECT_TRUE(has(ops, OpId::OneHotClass)) << what;
+      const std::vector<OpId> ops = testing::plan_eager_ops();
+      EXPECT_FALSE(testing::contains_op(ops, OpId::OneHot)) << what;
+      EXPECT_TRUE(testing::contains_op(ops, OpId::OneHotClass)) << what;
     }
   }
 }
@@ -67,7 +50,7 @@ TEST_F(JitOneHotCompareTest, OneHotAsAResultGivesEagerBits) {
         return TensorList{one_hot(t, 11), one_hot(t, 13) * 3};
       },
       2, "batched");
-  EXPECT_TRUE(has(eager_ops(), OpId::OneHotClass));
+  EXPECT_TRUE(testing::contains_op(testing::plan_eager_ops(), OpId::OneHotClass));
 }
 
 TEST_F(JitOneHotCompareTest, AClassOutOfRangeRaisesOneHotsError) {
@@ -91,7 +74,7 @@ TEST_F(JitOneHotCompareTest, OnePlanRunsTargetsOfTwoLengths) {
       [&](int it) { return TensorList{(one_hot(it == 0 ? a : b, 6) * 2).sum({0})}; }, 2,
       "two lengths");
   EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u);
-  EXPECT_TRUE(has(eager_ops(), OpId::OneHotClass));
+  EXPECT_TRUE(testing::contains_op(testing::plan_eager_ops(), OpId::OneHotClass));
 }
 
 }  // namespace

@@ -19,28 +19,6 @@ using JitScatterSelectTest = testing::JitRecordedTest<>;
 using testing::expect_error;
 using testing::JitMode;
 
-// The ops of the cached plans' eager steps, and their kernel steps' count.
-std::vector<OpId> eager_ops(int* kernels) {
-  std::vector<OpId> ops;
-  *kernels = 0;
-  for (const tracer::CachedRegion* r : tracer::RegionCache::instance().regions()) {
-    const std::shared_ptr<tracer::RegionPlan> plan = r->jit_plan();
-    const auto* p = dynamic_cast<const jit::JitPlan*>(plan.get());
-    if (p == nullptr) continue;
-    for (const jit::Step& s : p->steps()) {
-      if (s.kernel)
-        ++*kernels;
-      else
-        ops.push_back(p->graph().nodes[static_cast<size_t>(s.node)].op);
-    }
-  }
-  return ops;
-}
-
-bool has(const std::vector<OpId>& ops, OpId op) {
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
-}
-
 Tensor targets(int64_t n, int64_t classes, uint64_t seed, DType dt = kInt64) {
   JitMode off(false);
   manual_seed(seed);
@@ -63,10 +41,10 @@ TEST_F(JitScatterSelectTest, HandWrittenNllGradientIsASelectBitwise) {
           },
           3, what);
       int kernels = 0;
-      const std::vector<OpId> ops = eager_ops(&kernels);
-      EXPECT_FALSE(has(ops, OpId::ScatterAdd)) << what;
-      EXPECT_FALSE(has(ops, OpId::Fill)) << what;
-      EXPECT_TRUE(has(ops, OpId::ScatterRowIndex)) << what;
+      const std::vector<OpId> ops = testing::plan_eager_ops(&kernels);
+      EXPECT_FALSE(testing::contains_op(ops, OpId::ScatterAdd)) << what;
+      EXPECT_FALSE(testing::contains_op(ops, OpId::Fill)) << what;
+      EXPECT_TRUE(testing::contains_op(ops, OpId::ScatterRowIndex)) << what;
       EXPECT_GE(kernels, 1) << what;
     }
   }
@@ -96,9 +74,9 @@ TEST_F(JitScatterSelectTest, DirectScattersGiveEagerBits) {
           },
           2, what);
       int kernels = 0;
-      const std::vector<OpId> ops = eager_ops(&kernels);
-      EXPECT_FALSE(has(ops, OpId::ScatterAdd)) << what;
-      EXPECT_TRUE(has(ops, OpId::ScatterRowIndex)) << what;
+      const std::vector<OpId> ops = testing::plan_eager_ops(&kernels);
+      EXPECT_FALSE(testing::contains_op(ops, OpId::ScatterAdd)) << what;
+      EXPECT_TRUE(testing::contains_op(ops, OpId::ScatterRowIndex)) << what;
     }
   }
 }
@@ -136,9 +114,9 @@ TEST_F(JitScatterSelectTest, APlanRunsAnIndexReachingFewerLines) {
   testing::expect_iterations_match(program, 2, "short index");
   EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u);
   int kernels = 0;
-  const std::vector<OpId> ops = eager_ops(&kernels);
-  EXPECT_FALSE(has(ops, OpId::ScatterAdd));
-  EXPECT_TRUE(has(ops, OpId::ScatterRowIndex));
+  const std::vector<OpId> ops = testing::plan_eager_ops(&kernels);
+  EXPECT_FALSE(testing::contains_op(ops, OpId::ScatterAdd));
+  EXPECT_TRUE(testing::contains_op(ops, OpId::ScatterRowIndex));
 }
 
 }  // namespace
