@@ -224,9 +224,14 @@ bool ElementwiseLoop::run_transposed_copy(size_t bytes) const {
       strides_[1][last] % b != 0 || strides_[0][last - 1] < 0 || strides_[1][last] < 0)
     return false;
   const int64_t so = strides_[0][last - 1] / b, si = strides_[1][last] / b;
-  // Tiles of 128 x 128 elements (measured against 8 x 8 to 256 x 64 on the 2-core Zen 3: the
-  // fastest; 4 KiB pages make any order touch many).
-  for_each_tile(128, 128,
+  // Tiles of 128 rows x 32 columns: [4096, 1024] Float32 from a transposed [1024, 4096], a
+  // harness of this loop on two threads: 2-core Zen 1 3.2-3.4 ms against 4.1-5.2 for 128 x 128
+  // (256 x 16 3.0-3.2, 64 x 64 3.7-4.4); 16-core Xeon (AVX-512) 1.6-1.8 against 2.8-3.1 (256 x 16
+  // 1.9-2.1, 64 x 64 1.8-2.6); with 16 threads every shape ran at memory speed (0.7 ms). (On
+  // the 2-core Zen 3 of 2026-11-29, 128 x 128 was the fastest of 8 x 8 to 256 x 64.) Rows of at
+  // most 128 elements stay whole: `img.permute({0, 2, 3, 1}).contiguous()` of [32, 64, 56, 56]
+  // (64 columns) took 4.8-5.3 ms in 32-column tiles against 4.7 whole (Zen 1).
+  for_each_tile(128, sizes_[last] <= 128 ? 128 : 32,
                 [&](const std::array<char*, kMaxOperands>& base, int64_t r0, int64_t r1, int64_t c0,
                     int64_t c1) {
                   if (bytes == 4)
