@@ -2,8 +2,10 @@
 // eager's bits for a hand-written NLL through one_hot and for one_hot itself as a result (batch
 // dims, one class), no one_hot step left in the plan, one_hot's error for a class out of range,
 // and one plan for targets of two lengths.
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,34 @@ TEST_F(JitOneHotCompareTest, OnePlanRunsTargetsOfTwoLengths) {
       "two lengths");
   EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u);
   EXPECT_TRUE(testing::contains_op(testing::plan_eager_ops(), OpId::OneHotClass));
+}
+
+// Random index shapes (rank 0 to 3, empty ones included) and class counts, the result read
+// as a float mask and summed over the classes: eager's bits, one_hot gone from the plan.
+TEST_F(JitOneHotCompareTest, RandomShapesGiveEagerBits) {
+  std::mt19937 rng(740);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int round = 0; round < 30; ++round) {
+    std::vector<int64_t> shape;
+    for (int64_t d = 0, rank = pick(0, 3); d < rank; ++d) shape.push_back(pick(0, 7));
+    const int64_t classes = pick(1, 70);
+    const std::string what =
+        fmt::format("round {}: index {} classes {}", round, fmt::join(shape, "x"), classes);
+    const Tensor t = targets(shape, classes, 741 + static_cast<uint64_t>(round));
+    const Tensor w = testing::eager_normal({classes}, 742);
+    tracer::RegionCache::instance().clear();
+    testing::expect_iterations_match(
+        [&](int) {
+          const Tensor h = one_hot(t, classes);
+          return TensorList{(h.to(kFloat32) * w).sum({-1}), h + 1};
+        },
+        2, what);
+    const std::vector<OpId> ops = testing::plan_eager_ops();
+    EXPECT_FALSE(testing::contains_op(ops, OpId::OneHot)) << what;
+    EXPECT_TRUE(testing::contains_op(ops, OpId::OneHotClass)) << what;
+  }
 }
 
 }  // namespace

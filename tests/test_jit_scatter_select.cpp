@@ -3,9 +3,12 @@
 // hand-written NLL) and for direct scatters (signed zeros, NaN, Int32 and Int64 indices, batch
 // dims), no scatter_add or fill left in the plan, scatter_add's error for an index out of range,
 // and a plan recorded with an index over every line running one whose index reaches fewer.
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -117,6 +120,51 @@ TEST_F(JitScatterSelectTest, APlanRunsAnIndexReachingFewerLines) {
   const std::vector<OpId> ops = testing::plan_eager_ops(&kernels);
   EXPECT_FALSE(testing::contains_op(ops, OpId::ScatterAdd));
   EXPECT_TRUE(testing::contains_op(ops, OpId::ScatterRowIndex));
+}
+
+// Random shapes: rank 1 to 3, the index reaching all lines or fewer along each kept dim (a
+// source at least as large), Int32 and Int64 indices, Float32, Float64 and Int64 values, the
+// result read by a row sum and an elementwise op; eager's bits, the scatter gone from the plan.
+TEST_F(JitScatterSelectTest, RandomShapesGiveEagerBits) {
+  std::mt19937 rng(640);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int round = 0; round < 40; ++round) {
+    const int64_t rank = pick(1, 3);
+    std::vector<int64_t> out, index_shape, src_shape;
+    for (int64_t d = 0; d + 1 < rank; ++d) {
+      out.push_back(pick(1, 9));
+      index_shape.push_back(pick(0, 1) ? out.back() : pick(1, out.back()));
+      src_shape.push_back(pick(index_shape.back(), out.back() + 2));
+    }
+    out.push_back(pick(1, 40));
+    index_shape.push_back(1);
+    src_shape.push_back(pick(1, 2));
+    const DType dt = std::array{kFloat32, kFloat64, kInt64}[pick(0, 2)];
+    const DType it = pick(0, 1) ? kInt64 : kInt32;
+    const std::string what = fmt::format("round {}: out {} index {} src {} {} {}", round,
+                                         fmt::join(out, "x"), fmt::join(index_shape, "x"),
+                                         fmt::join(src_shape, "x"), dtype_name(dt), dtype_name(it));
+    Tensor index, src;
+    {
+      JitMode off(false);
+      manual_seed(641 + static_cast<uint64_t>(round));
+      index = randint(0, out.back(), IntList(index_shape), TensorOptions().dtype(it));
+      src = (randn(IntList(src_shape)) * 10.0).to(dt);
+    }
+    tracer::RegionCache::instance().clear();
+    testing::expect_iterations_match(
+        [&](int) {
+          const Tensor r =
+              scatter_add(zeros(IntList(out), TensorOptions().dtype(dt)), -1, index, src);
+          return TensorList{r.sum({-1}), r * 3};
+        },
+        2, what);
+    const std::vector<OpId> ops = testing::plan_eager_ops();
+    EXPECT_FALSE(testing::contains_op(ops, OpId::ScatterAdd)) << what;
+    EXPECT_TRUE(testing::contains_op(ops, OpId::ScatterRowIndex)) << what;
+  }
 }
 
 }  // namespace
