@@ -62,12 +62,16 @@ TEST_F(JitOneHotCompareTest, AClassOutOfRangeRaisesOneHotsError) {
     bad = targets({8}, 5, 720);
     bad.narrow(0, 6, 1).fill_(-2);
   }
+  const Tensor good = targets({8}, 5, 721);
+  auto program = [](const Tensor& t) { return (one_hot(t, 5) * 2).sum().item<int64_t>(); };
   for (bool jit : {false, true}) {
     JitMode mode(jit);
     tracer::RegionCache::instance().clear();
-    expect_error([&] { (one_hot(bad, 5) * 2).sum().item<int64_t>(); }, "one_hot",
+    program(good);  // with the JIT: the plan, which the bad targets then run
+    expect_error([&] { program(bad); }, "one_hot",
                  "class value -2 is out of range for num_classes 5");
   }
+  EXPECT_TRUE(testing::contains_op(testing::plan_eager_ops(), OpId::OneHotClass));
 }
 
 TEST_F(JitOneHotCompareTest, OnePlanRunsTargetsOfTwoLengths) {
