@@ -47,7 +47,7 @@ mutations=(
   "argmax of a softmax joins its row kernel|jit/plan/planner.cpp|n.op == OpId::Argmin) \&\& inner == 0 \&\& step_of[x] == s|n.op == OpId::Argmin) \&\& false \&\& step_of[x] == s|JitReducePlanTest.ArgmaxOfASoftmax*|"
   "a leaf reduced once is gathered by a copy step|jit/passes/gathered_rows.cpp|readers(n.inputs[0], mask) < 2|readers(n.inputs[0], mask) < 1|JitColumnPlanTest.ALeafReducedOnce*|"
   "exp<true>'s folded last step merges instead of zeroing|jit/cpu/vec_emitter.h|    cc_.k(m.k).z().emit(kDouble ? asmjit::x86::Inst::kIdVscalefpd|    cc_.k(m.k).emit(kDouble ? asmjit::x86::Inst::kIdVscalefpd|JitExpDense.ExpOfMasked*|"
-  "a transposed gather tile reads the wrong element|ops/cpu/reduce_plan.cpp|buf[i][c] = q[i];|buf[i][c] = q[i / 2];|Reduce.TransposedRows*|"
+  "a transposed gather tile reads the wrong element|ops/cpu/reduce_plan.cpp|buf[i][c] = q[i];|buf[i][c] = q[i / 2];|Reduce.Transposed*|"
   "an expanded row is no broadcast|jit/plan/planner.cpp|    bool expanded = true;|    bool expanded = false;|JitReducePlanTest.ExpandedGradients*|"
   "unsqueezed row values are no row values|jit/plan/planner.cpp|    return grp.inner_dims == 0 \&\& grp.is_row(n.inputs[0]) \&\& grp.row_shape(n.meta.sizes) ? s : -1;|    return -1;|JitReducePlanTest.ExpandedGradients*|"
   "nodes over an expand are not lifted|jit/passes/broadcast_operands.cpp|    if (!lift) {|    if (true) {|JitPassesTest.Expands*:JitReducePlanTest.ExpandedGradients*|"
