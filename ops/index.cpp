@@ -26,11 +26,6 @@ void register_triangle_ops();     // ops/triangle.cpp
 
 namespace {
 
-[[noreturn]] void fail_index(const char* op, int64_t value, int64_t dim, int64_t size) {
-  fail("{}: index {} is out of range for dim {} of size {} (expected an index in [0, {}))", op,
-       value, dim, size, size);
-}
-
 // ---- meta functions ----
 
 void check_index_dtype(const char* op, const Tensor& index) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "runtime/error.h"
 #include "runtime/tensor_impl.h"
 
 namespace kiln {
@@ -24,6 +25,13 @@ class BadIndex {
   std::atomic<bool> seen_{false};
   std::atomic<int64_t> value_{0};
 };
+
+// The indexing ops' error for an index out of [0, size) along dim (gather, index_select,
+// scatter_add, and the JIT's scatter_row_index, which reports scatter_add's).
+[[noreturn]] inline void fail_index(const char* op, int64_t value, int64_t dim, int64_t size) {
+  fail("{}: index {} is out of range for dim {} of size {} (expected an index in [0, {}))", op,
+       value, dim, size, size);
+}
 
 inline DimVector nonempty_sizes(const TensorImpl* t) {
   return t->dim() == 0 ? DimVector{1} : t->sizes();

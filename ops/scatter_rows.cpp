@@ -9,6 +9,8 @@
 //   the index covers the line (the fill's 0 plus the one element added: eager's bits, -0 to +0),
 //   0 elsewhere.
 // A line of out is covered where each of its coordinates lies within the index's size.
+#include <algorithm>
+
 #include "ops/functions.h"
 #include "ops/index_common.h"
 #include "ops/meta_helpers.h"
@@ -60,31 +62,29 @@ void row_index_meta(const OpCall& c, OutputMeta& m) {
   m.sizes = line_sizes(c.attrs);
 }
 
+// K: the class dtype (out), I: the index's.
+template <class K, class I>
+void fill_row_index(const Tensor& out, const TensorImpl* index, const DimVector& dims) {
+  const int64_t classes = dims.back(), dim = static_cast<int64_t>(dims.size()) - 1;
+  const I* ix = static_cast<const I*>(index->data());
+  K* o = static_cast<K*>(out.impl()->data());
+  std::fill(o, o + out.numel(), K{-1});
+  for_covered_lines(dims, index, nullptr, [&](int64_t line, int64_t oi, int64_t) {
+    const int64_t v = ix[oi];
+    if (v < 0 || v >= classes) fail_index("scatter_add", v, dim, classes);
+    o[line] = static_cast<K>(v);
+  });
+}
+
 void row_index_eager(const OpCall& c, const Tensor& out) {
   const TensorImpl* ii = c.inputs[0].impl();
-  const DimVector& dims = c.attrs.dims;
-  const int64_t classes = dims.back(), dim = static_cast<int64_t>(dims.size()) - 1;
-  visit_dtype(out.impl()->dtype(), [&]<class K>(TypeTag<K>) {
-    if constexpr (std::is_same_v<K, int32_t> || std::is_same_v<K, int64_t>) {
-      K* o = static_cast<K*>(out.impl()->data());
-      std::fill(o, o + out.numel(), K{-1});
-      auto scan = [&]<class I>(const I* ix) {
-        for_covered_lines(dims, ii, nullptr, [&](int64_t line, int64_t oi, int64_t) {
-          const int64_t v = ix[oi];
-          if (v < 0 || v >= classes)
-            fail(
-                "scatter_add: index {} is out of range for dim {} of size {} (expected an index "
-                "in [0, {}))",
-                v, dim, classes, classes);
-          o[line] = static_cast<K>(v);
-        });
-      };
-      if (ii->dtype() == DType::Int32)
-        scan(static_cast<const int32_t*>(ii->data()));
-      else
-        scan(static_cast<const int64_t*>(ii->data()));
-    }
-  });
+  const bool k32 = out.impl()->dtype() == DType::Int32, i32 = ii->dtype() == DType::Int32;
+  if (k32)
+    i32 ? fill_row_index<int32_t, int32_t>(out, ii, c.attrs.dims)
+        : fill_row_index<int32_t, int64_t>(out, ii, c.attrs.dims);
+  else
+    i32 ? fill_row_index<int64_t, int32_t>(out, ii, c.attrs.dims)
+        : fill_row_index<int64_t, int64_t>(out, ii, c.attrs.dims);
 }
 
 void row_value_meta(const OpCall& c, OutputMeta& m) {

@@ -76,7 +76,7 @@ mutations=(
   "scatter select's value drops the fill's 0 + src|ops/scatter_rows.cpp|        o[line] = T(0) + s[os];|        o[line] = s[os];|JitScatterSelectTest.*|"
   "scatter select reaches every line|ops/scatter_rows.cpp|      covered = covered \&\& at[d] < index->sizes()[d];|      covered = covered \&\& at[d] < out[d];|JitScatterSelectTest.*|"
   "scatter select takes any fill value|jit/passes/scatter_select.cpp|  return s.to_double() == 0 \&\& !std::signbit(s.to_double());|  return true;|JitScatterSelectTest.*|"
-  "scatter_row_index wraps bad indices|ops/scatter_rows.cpp|          const int64_t v = ix[oi];|          const int64_t v = ix[oi] < 0 ? 0 : ix[oi] % classes;|JitScatterSelectTest.*|"
+  "scatter_row_index wraps bad indices|ops/scatter_rows.cpp|    const int64_t v = ix[oi];|    const int64_t v = ix[oi] < 0 ? 0 : ix[oi] % classes;|JitScatterSelectTest.*|"
   "one_hot_class checks nothing|ops/one_hot.cpp|) fail_class(ix[i], classes);|) (void)0;|JitOneHotCompareTest.*|"
   "casts collapse through Int64|jit/passes/simplify.cpp|const bool exact = src == DType::Bool |const bool exact = src == DType::Bool or src == DType::Int64 |JitPassesTest.CastChains*|"
   "transposed columns ignore the kept dims' order|ops/cpu/reduce_plan.cpp|    if (mem[i].logical < last_kept) return false;|    if (false) return false;|Reduce.Transposed*|"
