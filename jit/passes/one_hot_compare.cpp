@@ -30,18 +30,7 @@ void emit_compare(NodeListBuilder& out, const Node& n, const ValueMeta& t) {
   check.dtype = cls_dtype;
   const ValueId k =
       out.add(OpId::OneHotClass, check, {n.inputs[0]}, fresh_meta(lines, cls_dtype, cpu));
-  Attrs zero;
-  zero.dtype = DType::Int64;
-  zero.device = cpu;
-  const ValueId z = out.add(OpId::Fill, zero, {}, fresh_meta({}, DType::Int64, cpu));
-  Attrs expand;
-  expand.dims = {classes};
-  const ValueId like = out.add(OpId::Expand, expand, {z},
-                               view_meta(OpId::Expand, expand, fresh_meta({}, DType::Int64, cpu)));
-  Attrs indices;
-  indices.dtype = cls_dtype;
-  const ValueId cls =
-      out.add(OpId::IndicesOf, indices, {like}, fresh_meta({classes}, cls_dtype, cpu));
+  const ValueId cls = add_class_indices(out, classes, cls_dtype, cpu);
   const ValueId eq =
       out.add(OpId::Eq, Attrs{}, {cls, k}, fresh_meta(n.meta.sizes, DType::Bool, cpu));
   Attrs cast;

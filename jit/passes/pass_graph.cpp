@@ -105,4 +105,20 @@ void apply_replacements(tracer::Graph& g, const std::vector<ValueId>& repl) {
       while (repl[v] != v) v = repl[v];
 }
 
+tracer::ValueId add_class_indices(NodeListBuilder& out, int64_t classes, DType dtype,
+                                  Device device) {
+  Attrs zero;
+  zero.dtype = DType::Int64;
+  zero.device = device;
+  const tracer::ValueMeta zm = fresh_meta({}, DType::Int64, device);
+  const tracer::ValueId z = out.add(OpId::Fill, zero, {}, zm);
+  Attrs expand;
+  expand.dims = {classes};
+  const tracer::ValueId like =
+      out.add(OpId::Expand, expand, {z}, view_meta(OpId::Expand, expand, zm));
+  Attrs indices;
+  indices.dtype = dtype;
+  return out.add(OpId::IndicesOf, indices, {like}, fresh_meta({classes}, dtype, device));
+}
+
 }  // namespace kiln::jit::passes

@@ -81,6 +81,13 @@ tracer::ValueMeta fresh_meta(DimVector sizes, DType dtype, Device device);
 // The metadata view op `op`'s own meta function gives for an input of metadata `in`.
 tracer::ValueMeta view_meta(OpId op, const Attrs& attrs, const tracer::ValueMeta& in);
 
+// Adds the nodes of `indices_of(expand(full([], 0), [classes]))`: 0 .. classes-1 of `dtype`
+// (Int32 or Int64) with no value of that shape to take it from, for the rewrites that compare
+// classes with per-line indices (scatter_select.h, one_hot_compare.h); constant folding turns
+// them into one constant input. `classes` must be fixed by the region key (an attr).
+tracer::ValueId add_class_indices(NodeListBuilder& out, int64_t classes, DType dtype,
+                                  Device device);
+
 // Rewrites every read of a value through `repl` (repl[v] == v: unchanged). Outputs are not
 // rewritten (see the invariants).
 void apply_replacements(tracer::Graph& g, const std::vector<tracer::ValueId>& repl);

@@ -57,18 +57,7 @@ void emit_select(NodeListBuilder& out, const Node& n) {
       out.add(OpId::ScatterRowIndex, shape, {n.inputs[1]}, fresh_meta(lines, cls_dtype, cpu));
   const ValueId v =
       out.add(OpId::ScatterRowValue, shape, {n.inputs[2], n.inputs[1]}, fresh_meta(lines, t, cpu));
-  Attrs zero;
-  zero.dtype = t;
-  zero.device = cpu;
-  const ValueId z = out.add(OpId::Fill, zero, {}, fresh_meta({}, t, cpu));
-  Attrs expand;
-  expand.dims = {classes};
-  const ValueId like =
-      out.add(OpId::Expand, expand, {z}, view_meta(OpId::Expand, expand, fresh_meta({}, t, cpu)));
-  Attrs indices;
-  indices.dtype = cls_dtype;
-  const ValueId cls =
-      out.add(OpId::IndicesOf, indices, {like}, fresh_meta({classes}, cls_dtype, cpu));
+  const ValueId cls = add_class_indices(out, classes, cls_dtype, cpu);
   const ValueId other = out.add(OpId::Ne, Attrs{}, {cls, k}, fresh_meta(sizes, DType::Bool, cpu));
   Attrs fill0;
   fill0.scalars[0] = is_floating(t) ? Scalar(0.0) : Scalar(int64_t{0});
