@@ -32,6 +32,15 @@ inline Tensor eager_normal(std::vector<int64_t> shape, uint64_t seed, DType d = 
   return normal(std::move(shape), seed, d);
 }
 
+// randint(0, high) of `shape` and dtype d (class indices) from seed `seed`, made with the JIT
+// off.
+inline Tensor eager_randint(std::vector<int64_t> shape, int64_t high, uint64_t seed,
+                            DType d = kInt64) {
+  JitMode off(false);
+  manual_seed(seed);
+  return randint(0, high, IntList(shape), TensorOptions().dtype(d));
+}
+
 // Blocks the CPU allocator has handed out so far (cache hits and fresh ones).
 inline uint64_t cpu_allocations() {
   const CpuAllocatorStats s = cpu_allocator_stats();

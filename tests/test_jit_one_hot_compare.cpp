@@ -19,18 +19,12 @@ using testing::expect_error;
 using testing::JitMode;
 using JitOneHotCompareTest = testing::JitRecordedTest<>;
 
-Tensor targets(std::vector<int64_t> shape, int64_t classes, uint64_t seed) {
-  JitMode off(false);
-  manual_seed(seed);
-  return randint(0, classes, IntList(shape));
-}
-
 TEST_F(JitOneHotCompareTest, NllThroughOneHotIsOneKernelBitwise) {
   for (DType dt : {kFloat32, kFloat64}) {
     for (int64_t classes : {1, 17, 1000}) {
       const std::string what = fmt::format("{} C={}", dtype_name(dt), classes);
       const Tensor x = testing::eager_normal({37, classes}, 700 + classes, dt);
-      const Tensor t = targets({37}, classes, 701 + classes);
+      const Tensor t = testing::eager_randint({37}, classes, 701 + classes);
       tracer::RegionCache::instance().clear();
       testing::expect_iterations_match(
           [&](int) {
@@ -46,7 +40,7 @@ TEST_F(JitOneHotCompareTest, NllThroughOneHotIsOneKernelBitwise) {
 }
 
 TEST_F(JitOneHotCompareTest, OneHotAsAResultGivesEagerBits) {
-  const Tensor t = targets({2, 3, 5}, 11, 710);
+  const Tensor t = testing::eager_randint({2, 3, 5}, 11, 710);
   testing::expect_iterations_match(
       [&](int) {
         return TensorList{one_hot(t, 11), one_hot(t, 13) * 3};
@@ -59,10 +53,10 @@ TEST_F(JitOneHotCompareTest, AClassOutOfRangeRaisesOneHotsError) {
   Tensor bad;
   {
     JitMode off(false);
-    bad = targets({8}, 5, 720);
+    bad = testing::eager_randint({8}, 5, 720);
     bad.narrow(0, 6, 1).fill_(-2);
   }
-  const Tensor good = targets({8}, 5, 721);
+  const Tensor good = testing::eager_randint({8}, 5, 721);
   auto program = [](const Tensor& t) { return (one_hot(t, 5) * 2).sum().item<int64_t>(); };
   for (bool jit : {false, true}) {
     JitMode mode(jit);
@@ -75,7 +69,7 @@ TEST_F(JitOneHotCompareTest, AClassOutOfRangeRaisesOneHotsError) {
 }
 
 TEST_F(JitOneHotCompareTest, OnePlanRunsTargetsOfTwoLengths) {
-  const Tensor a = targets({9}, 6, 730), b = targets({4}, 6, 731);
+  const Tensor a = testing::eager_randint({9}, 6, 730), b = testing::eager_randint({4}, 6, 731);
   testing::expect_iterations_match(
       [&](int it) { return TensorList{(one_hot(it == 0 ? a : b, 6) * 2).sum({0})}; }, 2,
       "two lengths");
@@ -96,7 +90,7 @@ TEST_F(JitOneHotCompareTest, RandomShapesGiveEagerBits) {
     const int64_t classes = pick(1, 70);
     const std::string what =
         fmt::format("round {}: index {} classes {}", round, fmt::join(shape, "x"), classes);
-    const Tensor t = targets(shape, classes, 741 + static_cast<uint64_t>(round));
+    const Tensor t = testing::eager_randint(shape, classes, 741 + static_cast<uint64_t>(round));
     const Tensor w = testing::eager_normal({classes}, 742);
     tracer::RegionCache::instance().clear();
     testing::expect_iterations_match(

@@ -23,18 +23,12 @@ using JitScatterSelectTest = testing::JitRecordedTest<>;
 using testing::expect_error;
 using testing::JitMode;
 
-Tensor targets(int64_t n, int64_t classes, uint64_t seed, DType dt = kInt64) {
-  JitMode off(false);
-  manual_seed(seed);
-  return randint(0, classes, {n}, TensorOptions().dtype(dt));
-}
-
 TEST_F(JitScatterSelectTest, HandWrittenNllGradientIsASelectBitwise) {
   for (DType dt : {kFloat32, kFloat64}) {
     for (int64_t classes : {1, 17, 1000}) {
       const std::string what = fmt::format("{} C={}", dtype_name(dt), classes);
       const Tensor x = testing::eager_normal({37, classes}, 600 + classes, dt);
-      const Tensor t = targets(37, classes, 601 + classes);
+      const Tensor t = testing::eager_randint({37}, classes, 601 + classes);
       tracer::RegionCache::instance().clear();
       testing::expect_iterations_match(
           [&](int) {
@@ -67,7 +61,7 @@ TEST_F(JitScatterSelectTest, DirectScattersGiveEagerBits) {
                                 -3.0f, 1e-40f, 7.0f, -0.0f, 1.0f, 4.0f};
         if (dt == kInt64) v = {-1, 0, 5, -7, 1, 2, 3, 4, 9, -9, 6, 8};
         src = from_vector(v, {2, 6, 1}).to(dt);
-        index = targets(12, 9, 610, it).reshape({2, 6, 1});
+        index = testing::eager_randint({12}, 9, 610, it).reshape({2, 6, 1});
       }
       tracer::RegionCache::instance().clear();
       testing::expect_iterations_match(
@@ -99,11 +93,11 @@ TEST_F(JitScatterSelectTest, AnIndexOutOfRangeRaisesScatterAddsError) {
   Tensor bad;
   {
     JitMode off(false);
-    bad = targets(8, 5, 620).unsqueeze(1);
+    bad = testing::eager_randint({8}, 5, 620).unsqueeze(1);
     bad.narrow(0, 6, 1).fill_(5);
   }
   const Tensor src = testing::eager_normal({8, 1}, 621);
-  const Tensor good = targets(8, 5, 622).unsqueeze(1);
+  const Tensor good = testing::eager_randint({8}, 5, 622).unsqueeze(1);
   auto program = [&](const Tensor& index) {
     return (scatter_add(zeros({8, 5}), 1, index, src) * 2.0).sum().item<float>();
   };
@@ -121,8 +115,8 @@ TEST_F(JitScatterSelectTest, AnIndexOutOfRangeRaisesScatterAddsError) {
 // index (a graph input of another batch size) reaches 4 of them; lines 4 and 5 stay zero, as
 // eager leaves them.
 TEST_F(JitScatterSelectTest, APlanRunsAnIndexReachingFewerLines) {
-  const Tensor full_index = targets(6, 7, 630).unsqueeze(1);
-  const Tensor short_index = targets(4, 7, 631).unsqueeze(1);
+  const Tensor full_index = testing::eager_randint({6}, 7, 630).unsqueeze(1);
+  const Tensor short_index = testing::eager_randint({4}, 7, 631).unsqueeze(1);
   const Tensor src = testing::eager_normal({6, 1}, 632);
   auto program = [&](int it) {
     const Tensor index = it == 0 ? full_index : short_index;
