@@ -32,11 +32,11 @@ struct ReducePlan {
   }
 };
 
-// Where the reduced dims (bit d of `mask`: dim d) lie among the dims of size other than 1, which
-// decides plan_reduction's layout for a row-major input: none reduced (read as it is), the last
-// ones (rows in place), one block followed by kept dims only (columns, for an op with a column
-// kernel), anything else (gathered rows). The JIT's gathered reductions ask it too
-// (jit/passes/gathered_rows.h).
+// Where the reduced dims (bit d of `mask`: dim d) lie among the dims of size other than 1: for a
+// row-major input, the layout plan_reduction gives (which looks at the dims in memory order):
+// none reduced (read as it is), the last ones (rows in place), one block followed by kept dims
+// only (columns, for an op with a column kernel), anything else (gathered rows). The JIT's
+// gathered reductions ask it (jit/passes/gathered_rows.h).
 enum class ReducedRun { None, Last, BlockThenKept, Scattered };
 ReducedRun reduced_run(const DimVector& sizes, uint64_t mask);
 
