@@ -20,8 +20,8 @@ CpuBlasFeatures host_blas_features() {
 }
 
 const char* openblas_core_for(const CpuBlasFeatures& f) {
-  if (!f.intel) return nullptr;
   if (f.avx512_skx) return f.avx512_bf16 ? "Cooperlake" : "SkylakeX";
+  if (!f.intel) return nullptr;
   if (f.avx2_fma) return "Haswell";
   return nullptr;
 }
@@ -33,10 +33,21 @@ bool is_avx2_core(const char* name) {
   return false;
 }
 
+bool is_avx512_core(const char* name) {
+  for (const char* n : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (std::strcmp(name, n) == 0) return true;
+  return false;
+}
+
+bool is_slow_openblas_core(const CpuBlasFeatures& f, const char* core) {
+  if (core == nullptr) return false;
+  return (f.avx2_fma && !is_avx2_core(core)) || (f.avx512_skx && !is_avx512_core(core));
+}
+
 void warn_if_slow_openblas_core(const char* core, const char* why) {
   static std::once_flag once;
   const CpuBlasFeatures f = host_blas_features();
-  if (!f.avx2_fma || core == nullptr || is_avx2_core(core)) return;
+  if (!is_slow_openblas_core(f, core)) return;
   std::call_once(once, [&] {
     const char* better = openblas_core_for(f);
     KILN_WARN(

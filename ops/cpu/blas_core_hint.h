@@ -5,10 +5,13 @@
 // SkylakeX kernels the CPU can run (kiln-gemm-bench, docs/performance.md). OpenBLAS reads
 // OPENBLAS_CORETYPE once, when it loads; kiln loads it (ops/cpu/openblas_library.h) after
 // setting that variable, when the user has not, from the CPU's features:
-//   - Intel with AVX-512 F/CD/BW/DQ/VL (and the OS saving their registers): "Cooperlake" with
-//     AVX512_BF16, else "SkylakeX" (the two share their sgemm and dgemm kernels);
+//   - any CPU with AVX-512 F/CD/BW/DQ/VL (and the OS saving their registers): "Cooperlake" with
+//     AVX512_BF16, else "SkylakeX" (the two share their sgemm and dgemm kernels). That covers
+//     AMD's Zen 4 and Zen 5 too, which later OpenBLAS releases map to the same kernels: 0.3.21
+//     gives a Zen 5 (family 26) its AVX2 "Haswell" kernels, sgemm 1024^3 on one thread 20.0 ms
+//     against 11.5 ms with SkylakeX's (kiln-step-floor, docs/performance.md);
 //   - Intel with AVX2 and FMA: "Haswell";
-//   - anything else: no hint (AMD CPUs are mapped by family, not model, and get theirs).
+//   - anything else: no hint (AMD CPUs without AVX-512, Zen 1 to 3, get OpenBLAS's "Zen").
 // Every Intel model OpenBLAS 0.3.21 knows and that has these features gets these kernels anyway.
 #pragma once
 
@@ -30,9 +33,16 @@ const char* openblas_core_for(const CpuBlasFeatures& f);
 // Whether an OpenBLAS core name (openblas_get_corename()) has AVX2 and FMA kernels or better.
 bool is_avx2_core(const char* name);
 
-// Warns (once per process) when OpenBLAS runs `core`, a core without AVX2 kernels, on a CPU with
-// AVX2 and FMA; `why` says how it came to (the program loaded OpenBLAS before kiln could pick, or
-// set OPENBLAS_CORETYPE itself). The warning names the variable to set.
+// Whether an OpenBLAS core name has AVX-512 kernels.
+bool is_avx512_core(const char* name);
+
+// Whether OpenBLAS running `core` on a CPU with these features runs kernels below its ISA: no
+// AVX2 kernels on a CPU with AVX2 and FMA, or no AVX-512 kernels on a CPU with AVX-512.
+bool is_slow_openblas_core(const CpuBlasFeatures& f, const char* core);
+
+// Warns (once per process) when OpenBLAS runs `core`, a core below the host's ISA
+// (is_slow_openblas_core); `why` says how it came to (the program loaded OpenBLAS before kiln
+// could pick, or set OPENBLAS_CORETYPE itself). The warning names the variable to set.
 void warn_if_slow_openblas_core(const char* core, const char* why);
 
 }  // namespace kiln::blas
