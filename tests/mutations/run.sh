@@ -66,6 +66,8 @@ mutations=(
   "JIT keep-mask of exp<true> takes the ordered compare|jit/cpu/vec_emitter.h|  M nlt(F a, F b) const { return cmp(a, b, 5); }|  M nlt(F a, F b) const { return cmp(a, b, 1); }|JitExpDense.ExpOfMasked*|"
   "row max fold puts later values first|jit/cpu/row_passes.cpp|ao.gt_select(xs[i], xs[i + 1])|ao.gt_select(xs[i + 1], xs[i])|JitReduceKernels.PipelinedSoftmaxRowsBitwise|"
   "no OpenBLAS core hint for AVX-512 Intel CPUs|ops/cpu/blas_core_hint.cpp|  if (f.avx512_skx) return f.avx512_bf16 ? \"Cooperlake\" : \"SkylakeX\";|  if (f.avx512_skx) return nullptr;|OpenBlas*|"
+  "OpenBLAS core hint for Intel only (Zen 5 keeps Haswell)|ops/cpu/blas_core_hint.cpp|  if (f.avx512_skx) return f.avx512_bf16 ? \"Cooperlake\" : \"SkylakeX\";\n  if (!f.intel) return nullptr;|  if (!f.intel) return nullptr;\n  if (f.avx512_skx) return f.avx512_bf16 ? \"Cooperlake\" : \"SkylakeX\";|OpenBlas*|"
+  "slow OpenBLAS core ignores AVX-512|ops/cpu/blas_core_hint.cpp|(f.avx512_skx \&\& !is_avx512_core(core))|(f.avx512_skx \&\& false)|OpenBlas*|"
   "drawing kernels pipelined on AVX-512|jit/cpu/render.cpp|isa == JitIsa::Avx512 \&\& !k.uses_index()) {|isa == JitIsa::Avx512) {|JitAssembler.DrawingKernelsTakeTheFastPath|"
   "Compiler weaves copies on its virtual stack|jit/cpu/interleave.cpp|      if (touches_virtual_stack(cc, n)) return false;|      (void)0;|JitFuzz.RandomPointwiseProgramsMatchEager|KILN_JIT=1 KILN_JIT_EAGER_TIER=0 KILN_JIT_ASSEMBLER=0 KILN_FUZZ_OFFSET=20 KILN_FUZZ_SEEDS=2"
   "pipelined loops ignore the register budget|jit/cpu/recording_pipeline.cpp|  return copies.size() * woven_peak(copies[0], split) <= kPipelineVectorBudget ? split : 0;|  return split;|JitUnroll.PipelinesOnlyWhatFitsTheRegisters|KILN_JIT=1"
