@@ -273,6 +273,9 @@ TEST(Recorder, RegionGraphPrintsAsRecorded) {
 
 TEST(Recorder, TrainingStepIsOneRegionThatRepeats) {
   constexpr int kSteps = 6;
+  // Other tests may have cached the initialization's region (sizes are generic): the counts
+  // below are of a fresh cache.
+  tracer::RegionCache::instance().clear();
   auto train = [&](std::vector<float>& losses) {
     manual_seed(3);
     Tensor w1 = (randn({16, 4}) * 0.3).requires_grad_();
