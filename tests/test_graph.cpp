@@ -215,6 +215,36 @@ TEST(GraphPrinter, NestedSubgraphsAreIndented) {
             "}\n");
 }
 
+// A copy of a graph shares its nodes' bodies (Subgraphs): no body is copied node by node, and
+// appending a body to one copy's node leaves the other copy's list as it was.
+TEST(GraphSubgraphs, CopiesShareBodiesAndAppendCopiesTheList) {
+  Graph body;
+  ValueId a = body.add_input({4}, kFloat32);
+  body.set_outputs({body.add_node(OpId::Exp, Attrs{}, {a}, meta({4}))});
+  Graph g;
+  ValueId x = g.add_input({4}, kFloat32);
+  g.set_outputs({g.add_node(OpId::Where, Attrs{}, {x}, meta({4}), {body})});
+  EXPECT_TRUE(Graph{}.nodes.empty());
+  EXPECT_TRUE(Node{}.subgraphs.empty());
+  EXPECT_EQ(Node{}.subgraphs.size(), 0u);
+  EXPECT_EQ(Node{}.subgraphs.begin(), Node{}.subgraphs.end());
+
+  const Graph copy = g;
+  ASSERT_EQ(copy.nodes[0].subgraphs.size(), 1u);
+  EXPECT_EQ(&copy.nodes[0].subgraphs[0], &g.nodes[0].subgraphs[0]);  // shared, not copied
+  EXPECT_EQ(print_graph(copy), print_graph(g));
+
+  Graph grown = g;
+  grown.nodes[0].subgraphs.push_back(body);
+  EXPECT_EQ(grown.nodes[0].subgraphs.size(), 2u);
+  EXPECT_EQ(g.nodes[0].subgraphs.size(), 1u);
+  EXPECT_EQ(copy.nodes[0].subgraphs.size(), 1u);
+  EXPECT_NE(&grown.nodes[0].subgraphs[0], &g.nodes[0].subgraphs[0]);
+  int bodies = 0;
+  for (const Graph& b : grown.nodes[0].subgraphs) bodies += static_cast<int>(b.nodes.size());
+  EXPECT_EQ(bodies, 2);
+}
+
 // ---------------------------------------------------------------------------------------------
 // DOT
 

@@ -40,6 +40,16 @@ ValueId Graph::add_input(ValueMeta meta) {
   return id;
 }
 
+Subgraphs::Subgraphs(std::vector<Graph> bodies) {
+  if (!bodies.empty()) list_ = std::make_shared<const std::vector<Graph>>(std::move(bodies));
+}
+
+void Subgraphs::push_back(Graph body) {
+  std::vector<Graph> bodies = list_ ? *list_ : std::vector<Graph>{};
+  bodies.push_back(std::move(body));
+  *this = Subgraphs(std::move(bodies));
+}
+
 ValueId Graph::add_input(const DimVector& sizes, DType dtype, Device device) {
   ValueMeta meta;
   meta.sizes = sizes;

@@ -11,6 +11,7 @@
 // builders do no checking of their own: the recorder calls them once per op on the hot path.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,27 @@ struct GraphInput {
 
 class Graph;
 
+// The bodies of a higher-order node (cond branches, a loop body), shared by the node's copies.
+// Bodies are never edited once recorded, and graphs are copied whole several times on their way
+// to a plan (the region cache's key, the passes' working graph, the plan's own), so a copy of a
+// node shares its bodies instead of copying every body's nodes: a model of 48 `region` layers
+// records 48 call nodes of one body, and its first call copied that body hundreds of times.
+class Subgraphs {
+ public:
+  Subgraphs() = default;
+  Subgraphs(std::vector<Graph> bodies);  // NOLINT(google-explicit-constructor): as the vector
+  bool empty() const { return list_ == nullptr; }
+  size_t size() const;
+  const Graph& operator[](size_t i) const;
+  const Graph* begin() const;
+  const Graph* end() const;
+  // Appends a body (to a copy of the list, which other nodes may share).
+  void push_back(Graph body);
+
+ private:
+  std::shared_ptr<const std::vector<Graph>> list_;  // null: no bodies
+};
+
 struct Node {
   OpId op{};
   Attrs attrs;
@@ -53,7 +75,7 @@ struct Node {
   ValueMeta meta;  // of `output`
   // Bodies of a higher-order op (cond branches, a loop body). Each is self-contained: its value
   // ids are its own, and its inputs are bound by the op (node inputs, then lifted captures).
-  std::vector<Graph> subgraphs;
+  Subgraphs subgraphs;
 };
 
 class Graph {
@@ -106,5 +128,12 @@ class Graph {
  private:
   int32_t next_value_ = 0;
 };
+
+inline size_t Subgraphs::size() const { return list_ ? list_->size() : 0; }
+inline const Graph& Subgraphs::operator[](size_t i) const { return (*list_)[i]; }
+inline const Graph* Subgraphs::begin() const { return list_ ? list_->data() : nullptr; }
+inline const Graph* Subgraphs::end() const {
+  return list_ ? list_->data() + list_->size() : nullptr;
+}
 
 }  // namespace kiln::tracer
