@@ -534,6 +534,42 @@ TEST(GraphHash, SubgraphsAreCompared) {
   EXPECT_FALSE(structurally_equal(with_body(OpId::Exp), with_body(OpId::Log)));
 }
 
+// A body shared by several nodes (the calls of one region) is encoded once and its words copied
+// for the others: the encoding is the one of the same graph with a body of its own per node, and
+// a node whose body differs still changes it, in every mode.
+TEST(GraphHash, SharedBodiesEncodeAsSeparateOnes) {
+  auto body = [](OpId op, int64_t n) {
+    Graph b;
+    ValueId a = b.add_input({n}, kFloat32);
+    b.set_outputs({b.add_node(op, Attrs{}, {a}, meta({n}))});
+    return b;
+  };
+  // Three calls; `bodies[k]` is call k's list (lists shared between calls where they are equal).
+  auto calls = [](const std::vector<Subgraphs>& bodies) {
+    Graph g;
+    ValueId x = g.add_input({4}, kFloat32);
+    for (const Subgraphs& b : bodies) x = g.add_node(OpId::Relu, Attrs{}, {x}, meta({4}), b);
+    g.set_outputs({x});
+    return g;
+  };
+  const Subgraphs shared{body(OpId::Exp, 4), body(OpId::Log, 8)};
+  const Graph one_list = calls({shared, shared, shared});
+  const Graph own_lists = calls({Subgraphs{body(OpId::Exp, 4), body(OpId::Log, 8)},
+                                 Subgraphs{body(OpId::Exp, 4), body(OpId::Log, 8)},
+                                 Subgraphs{body(OpId::Exp, 4), body(OpId::Log, 8)}});
+  const Graph last_differs =
+      calls({shared, shared, Subgraphs{body(OpId::Exp, 4), body(OpId::Log, 16)}});
+  for (HashMode mode : {HashMode::Exact, HashMode::Shapeless, HashMode::Skeleton}) {
+    const std::vector<uint64_t> words = encode_graph(one_list, mode, ScalarKey::Values);
+    EXPECT_EQ(words, encode_graph(own_lists, mode, ScalarKey::Values));
+    EXPECT_TRUE(structurally_equal(one_list, own_lists, mode));
+    EXPECT_EQ(graph_hash(one_list, mode), graph_hash(own_lists, mode));
+    if (mode != HashMode::Exact) continue;  // sizes 8 and 16 are the same rank elsewhere
+    EXPECT_NE(words, encode_graph(last_differs, mode, ScalarKey::Values));
+    EXPECT_FALSE(structurally_equal(one_list, last_differs, mode));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dumps
 

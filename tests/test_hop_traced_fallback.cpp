@@ -221,9 +221,8 @@ TEST(HopTracedFallback, StridedArgumentPassedThrough) {
 TEST(HopTracedFallback, WhileLoopOverAStridedCarry) {
   expect_fallback("while_loop", kStridedCarry, [] {
     Tensor x = ramp({3, 4}).t();  // [4, 3], strides [1, 4]
-    TensorList out =
-        while_loop([](const TensorList&) { return from_vector<bool>({false}, {}); },
-                   [](const TensorList& c) { return TensorList{c[0] * 2.0}; }, {x});
+    TensorList out = while_loop([](const TensorList&) { return from_vector<bool>({false}, {}); },
+                                [](const TensorList& c) { return TensorList{c[0] * 2.0}; }, {x});
     EXPECT_EQ(out[0].strides(), x.strides());
     return out;
   });
@@ -303,6 +302,9 @@ TEST(HopTracedRegion, HundredCallsTraceOneBody) {
   for (const tracer::Node* n : calls) {
     ASSERT_EQ(n->subgraphs.size(), 1u);
     EXPECT_EQ(tracer::graph_hash(n->subgraphs[0]), tracer::graph_hash(calls[0]->subgraphs[0]));
+    // One body in memory: the calls share the region's traced body (tracer::Subgraphs), so a
+    // model of many layers does not copy it per call, nor per copy of the graph.
+    EXPECT_EQ(&n->subgraphs[0], &calls[0]->subgraphs[0]);
   }
 }
 

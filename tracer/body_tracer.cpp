@@ -128,7 +128,7 @@ class BodyTracer final : public ModeHandler, public LazyProducer, public HopReco
     values_[out.impl()] = r;
   }
 
-  std::vector<Tensor> record_hop(OpId op, const Attrs& attrs, std::vector<Graph> bodies,
+  std::vector<Tensor> record_hop(OpId op, const Attrs& attrs, Subgraphs bodies,
                                  std::span<const Tensor> inputs,
                                  std::span<const ValueMeta> results) override {
     SmallVector<ValueId, 4> ids;

@@ -44,6 +44,8 @@ Subgraphs::Subgraphs(std::vector<Graph> bodies) {
   if (!bodies.empty()) list_ = std::make_shared<const std::vector<Graph>>(std::move(bodies));
 }
 
+Subgraphs::Subgraphs(std::initializer_list<Graph> bodies) : Subgraphs(std::vector<Graph>(bodies)) {}
+
 void Subgraphs::push_back(Graph body) {
   std::vector<Graph> bodies = list_ ? *list_ : std::vector<Graph>{};
   bodies.push_back(std::move(body));
@@ -59,7 +61,7 @@ ValueId Graph::add_input(const DimVector& sizes, DType dtype, Device device) {
 }
 
 ValueId Graph::add_node(OpId op, const Attrs& attrs, std::span<const ValueId> ins, ValueMeta meta,
-                        std::vector<Graph> subgraphs) {
+                        Subgraphs subgraphs) {
   Node& n = nodes.emplace_back();
   n.op = op;
   n.attrs = attrs;

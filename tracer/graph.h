@@ -11,6 +11,7 @@
 // builders do no checking of their own: the recorder calls them once per op on the hot path.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -55,6 +56,7 @@ class Subgraphs {
  public:
   Subgraphs() = default;
   Subgraphs(std::vector<Graph> bodies);  // NOLINT(google-explicit-constructor): as the vector
+  Subgraphs(std::initializer_list<Graph> bodies);  // NOLINT(google-explicit-constructor)
   bool empty() const { return list_ == nullptr; }
   size_t size() const;
   const Graph& operator[](size_t i) const;
@@ -93,9 +95,9 @@ class Graph {
   ValueId add_input(const DimVector& sizes, DType dtype, Device device = Device::cpu());
   // Appends a node computing `op(inputs; attrs)` with output metadata `meta`; returns its value.
   ValueId add_node(OpId op, const Attrs& attrs, std::span<const ValueId> inputs, ValueMeta meta,
-                   std::vector<Graph> subgraphs = {});
+                   Subgraphs subgraphs = {});
   ValueId add_node(OpId op, const Attrs& attrs, std::initializer_list<ValueId> inputs,
-                   ValueMeta meta, std::vector<Graph> subgraphs = {}) {
+                   ValueMeta meta, Subgraphs subgraphs = {}) {
     return add_node(op, attrs, std::span<const ValueId>(inputs.begin(), inputs.size()),
                     std::move(meta), std::move(subgraphs));
   }

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace kiln::tracer {
@@ -94,7 +97,7 @@ class Encoder {
       meta(n.meta, /*is_input=*/false, base_offset(n));
       put(kSubgraphs);
       put(n.subgraphs.size());
-      for (const Graph& s : n.subgraphs) graph(s);
+      for (const Graph& s : n.subgraphs) body(s);
     }
     put(kOutputs);
     put(g.outputs.size());
@@ -104,6 +107,29 @@ class Encoder {
 
  private:
   void put(uint64_t w) { sink_.put(w); }
+
+  // A body's encoding depends on the body alone: one that several nodes share (tracer::Subgraphs:
+  // the calls of one region) is encoded once and its words copied for the others. Only a sink
+  // that keeps its words (the region cache's lookup, every flush) can copy them.
+  void body(const Graph& s) {
+    if constexpr (std::is_same_v<Sink, VectorSink>) {
+      std::vector<uint64_t>& w = sink_.words;
+      if (auto it = encoded_.find(&s); it != encoded_.end()) {
+        const auto [begin, end] = it->second;
+        const size_t at = w.size();
+        w.resize(at + (end - begin));
+        std::copy(w.begin() + static_cast<std::ptrdiff_t>(begin),
+                  w.begin() + static_cast<std::ptrdiff_t>(end),
+                  w.begin() + static_cast<std::ptrdiff_t>(at));
+        return;
+      }
+      const size_t begin = w.size();
+      graph(s);
+      encoded_.emplace(&s, std::pair{begin, w.size()});
+    } else {
+      graph(s);
+    }
+  }
 
   void attrs(OpId op, const Attrs& a) {
     put(kAttrs);
@@ -156,6 +182,7 @@ class Encoder {
   }
 
   Sink& sink_;
+  std::unordered_map<const Graph*, std::pair<size_t, size_t>> encoded_;  // body -> its words
   HashMode mode_;
   ScalarKey scalars_;
 };

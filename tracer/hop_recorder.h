@@ -13,7 +13,7 @@ class HopRecorder {
  public:
   // Records `op` (tracer/hop_nodes.h gives the layout of inputs, attrs and bodies) over the
   // tensors `inputs` and returns one lazy tensor per entry of `results`.
-  virtual std::vector<Tensor> record_hop(OpId op, const Attrs& attrs, std::vector<Graph> bodies,
+  virtual std::vector<Tensor> record_hop(OpId op, const Attrs& attrs, Subgraphs bodies,
                                          std::span<const Tensor> inputs,
                                          std::span<const ValueMeta> results) = 0;
 

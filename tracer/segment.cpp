@@ -329,7 +329,7 @@ bool Segment::reads_layout_of_written_input(const OpDef& def, const OpCall& call
   });
 }
 
-std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, std::vector<Graph> bodies,
+std::vector<Tensor> Segment::record_hop(OpId op, const Attrs& attrs, Subgraphs bodies,
                                         std::span<const Tensor> inputs,
                                         std::span<const ValueMeta> results) {
   for (const Tensor& t : inputs) {  // another thread's lazy tensor is computed first

@@ -59,7 +59,7 @@ class Segment final : public LazyProducer, public HopRecorder {
   // Records an in-place op writing into `out`.
   void record_into(const OpDef& def, const OpCall& call, const OutputMeta& meta, Tensor& out);
   // Records a higher-order node (tracer/hop_nodes.h) and returns its lazy results.
-  std::vector<Tensor> record_hop(OpId op, const Attrs& attrs, std::vector<Graph> bodies,
+  std::vector<Tensor> record_hop(OpId op, const Attrs& attrs, Subgraphs bodies,
                                  std::span<const Tensor> inputs,
                                  std::span<const ValueMeta> results) override;
   // Runs everything recorded so far (no-op when nothing is pending).

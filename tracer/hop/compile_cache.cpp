@@ -65,10 +65,7 @@ TensorList record_call(tracer::HopRecorder& recorder, const CompileCache::Entry&
   attrs.ints[0] = static_cast<int64_t>(args.size());
   TensorList inputs = args;
   inputs.insert(inputs.end(), e.captures.begin(), e.captures.end());
-  // One copy of the body (a braced list would copy it twice: its elements are const).
-  std::vector<tracer::Graph> bodies;
-  bodies.push_back(e.body);
-  return recorder.record_hop(OpId::Call, attrs, std::move(bodies), inputs, e.results);
+  return recorder.record_hop(OpId::Call, attrs, e.body, inputs, e.results);
 }
 
 bool needs_gradients(const TensorList& args) {
@@ -92,7 +89,9 @@ CompileCache::Entry trace_entry(const std::string& op, const Fn& fn, const Tenso
         },
         args);
     entry.traceable = true;
-    entry.body = std::move(body.graph);
+    std::vector<tracer::Graph> bodies;
+    bodies.push_back(std::move(body.graph));
+    entry.body = tracer::Subgraphs(std::move(bodies));
     entry.captures = std::move(body.captures);
     entry.results = std::move(body.results);
   } catch (const tracer::SpeculationAbort& abort) {
@@ -108,7 +107,7 @@ void validate(const std::string& op, const CompileCache::Entry& cached, const Fn
   CompileCache::Entry now = trace_entry(op, fn, args, cached.guards);
   if (!now.traceable) return;  // counted as a fallback; the cached body still runs
   bool same = now.captures.size() == cached.captures.size() &&
-              tracer::structurally_equal(now.body, cached.body);
+              tracer::structurally_equal(now.body[0], cached.body[0]);
   for (size_t i = 0; same && i < now.captures.size(); ++i)
     same = now.captures[i].impl() == cached.captures[i].impl();
   KILN_CHECK(same,
@@ -153,7 +152,7 @@ std::optional<TensorList> cached_call(const std::string& op, CompileCache& cache
     return std::nullopt;
   }
   CompileCache::Entry entry = trace_entry(op, fn, args, std::move(guards));
-  if (entry.traceable && on_trace) on_trace(entry.body);
+  if (entry.traceable && on_trace) on_trace(entry.body[0]);
   cache.add(entry, limit);
   if (!entry.traceable) return std::nullopt;
   return record_call(*recorder, entry, args);

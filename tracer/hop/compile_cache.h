@@ -33,8 +33,10 @@ class CompileCache {
     std::vector<tracer::ValueMeta> guards;
     bool traceable = false;       // false: calls with these guards run fn op by op
     std::string fallback_reason;  // why not (counted again at each such call)
-    tracer::Graph body;           // inputs: the arguments, then the captures
-    TensorList captures;          // what fn captured, read at each call
+    // The body (one; its inputs: the arguments, then the captures), shared by every call node
+    // recorded from this entry (tracer::Subgraphs): a region called N times records one body.
+    tracer::Subgraphs body;
+    TensorList captures;  // what fn captured, read at each call
     std::vector<tracer::ValueMeta> results;
   };
 
