@@ -109,8 +109,8 @@ class Encoder {
   void put(uint64_t w) { sink_.put(w); }
 
   // A body's encoding depends on the body alone: one that several nodes share (tracer::Subgraphs:
-  // the calls of one region) is encoded once and its words copied for the others. Only a sink
-  // that keeps its words (the region cache's lookup, every flush) can copy them.
+  // the calls of one region) is encoded once and its words copied for the others. A hash sink
+  // keeps no words: it mixes in each body's own hash (one word), computed once per body.
   void body(const Graph& s) {
     if constexpr (std::is_same_v<Sink, VectorSink>) {
       std::vector<uint64_t>& w = sink_.words;
@@ -127,7 +127,13 @@ class Encoder {
       graph(s);
       encoded_.emplace(&s, std::pair{begin, w.size()});
     } else {
-      graph(s);
+      auto it = hashed_.find(&s);
+      if (it == hashed_.end()) {
+        HashSink inner;
+        Encoder<HashSink>(inner, mode_, scalars_).graph(s);
+        it = hashed_.emplace(&s, inner.h).first;
+      }
+      put(it->second);
     }
   }
 
@@ -183,6 +189,7 @@ class Encoder {
 
   Sink& sink_;
   std::unordered_map<const Graph*, std::pair<size_t, size_t>> encoded_;  // body -> its words
+  std::unordered_map<const Graph*, uint64_t> hashed_;                    // body -> its hash
   HashMode mode_;
   ScalarKey scalars_;
 };

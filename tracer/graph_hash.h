@@ -1,7 +1,9 @@
 // Canonical structural hashing of graphs: the key of the region cache (DESIGN.md, "Guards").
 //
 // Both functions walk one canonical encoding of the graph (a stream of 64-bit words), so that
-// structurally_equal(a, b) implies graph_hash(a) == graph_hash(b) by construction. The encoding
+// structurally_equal(a, b) implies graph_hash(a) == graph_hash(b) by construction (graph_hash
+// mixes in each body's own hash where the encoding has the body's words: equal bodies, equal
+// hashes; a body shared by several nodes is hashed once). The encoding
 // covers: op ids; every Attrs field (scalars with their kind and their exact bit pattern, so 0.0
 // and -0.0, or two NaN payloads, are different keys); edges as definition positions (input i is
 // position i, node j is position #inputs + j), so renumbered but identical graphs are equal;

@@ -20,6 +20,9 @@ std::atomic<bool> g_warned_body{false};
 class BodyMemo {
  public:
   std::shared_ptr<tracer::RegionPlan> plan(const Graph& body, tracer::RegionPlanner& planner) {
+    // The very same body (nodes share their bodies: the calls of one region) needs no key.
+    for (const Entry& e : entries_)
+      if (e.body == &body) return e.plan;
     const uint64_t key = tracer::graph_hash(body);
     for (const Entry& e : entries_)
       if (e.key == key && tracer::structurally_equal(*e.body, body)) return e.plan;
