@@ -124,6 +124,34 @@ TEST_F(JitBodyPlanTest, WhileLoopAndCondBodiesRunFusedKernels) {
   EXPECT_GE(body_count().kernels, 3) << "the loop body and both branches";
 }
 
+// A scalar inside a body that changes from call to call (a branch's clamp bound, a loop body's
+// step, a scan's scale) makes another region: only top-level scalars are promoted to runtime
+// inputs, so a hit on the region planned with the first value baked into its body plans would
+// give the first call's results again (it did, before bodies were keyed by their scalars' values).
+TEST_F(JitBodyPlanTest, BodyScalarsThatChangeDoNotRunTheOldBodysPlan) {
+  const Tensor x0 = ramp({3, 17}, 0.25, 0.125), xs = data({4, 3, 17}, 6);
+  auto program = [&](int it) {
+    const double s = 1.0 + it;
+    TensorList c = cond(
+        full({}, 1.0).to(kBool),
+        [&](const TensorList& a) { return TensorList{clamp(a[0] * 3.0, 0.0, s).pow(s * 0.5) + s}; },
+        [](const TensorList& a) { return TensorList{a[0] * 0.0}; }, {x0});
+    TensorList w = while_loop([](const TensorList& st) { return st[0] < 3.0; },
+                              [&](const TensorList& st) {
+                                return TensorList{st[0] + 1.0, st[1] * (0.5 * s) + 1.0};
+                              },
+                              {full({}, 0.0), x0});
+    auto [carry, ys] = scan(
+        [&](const TensorList& h, const TensorList& x) {
+          Tensor n = tanh(h[0] * s + x[0]);
+          return std::pair<TensorList, TensorList>{{n}, {n * 2.0}};
+        },
+        {x0}, {xs});
+    return TensorList{c[0], w[1], carry[0], ys[0]};
+  };
+  expect_iterations_match(program, 4, "body scalars that change every call");
+}
+
 // Codegen fails for the body's kernels: they stay eager steps (or the body interpreted), and the
 // results are still eager's.
 TEST_F(JitBodyPlanTest, CodegenFaultInABodyKeepsEagerResults) {

@@ -112,6 +112,17 @@ class Encoder {
   // the calls of one region) is encoded once and its words copied for the others. A hash sink
   // keeps no words: it mixes in each body's own hash (one word), computed once per body.
   void body(const Graph& s) {
+    // A body's scalars are keyed by value (except in a skeleton): only the top level's scalars
+    // are promoted to runtime inputs when they vary (RegionCache::lookup), so a body whose
+    // scalar changed (a cond branch's `x * s` for another s) must not hit the region planned
+    // with the old value baked into its body plan. The skeleton keeps kinds, so those variants
+    // stay one family under the recompile limit.
+    const ScalarKey outer = scalars_;
+    if (mode_ != HashMode::Skeleton) scalars_ = ScalarKey::Values;
+    body_keyed(s);
+    scalars_ = outer;
+  }
+  void body_keyed(const Graph& s) {
     if constexpr (std::is_same_v<Sink, VectorSink>) {
       std::vector<uint64_t>& w = sink_.words;
       if (auto it = encoded_.find(&s); it != encoded_.end()) {
