@@ -41,13 +41,19 @@ ValueId Graph::add_input(ValueMeta meta) {
 }
 
 Subgraphs::Subgraphs(std::vector<Graph> bodies) {
-  if (!bodies.empty()) list_ = std::make_shared<const std::vector<Graph>>(std::move(bodies));
+  if (bodies.empty()) return;
+  auto list = std::make_shared<SubgraphList>();
+  const size_t n = bodies.size() * kKeyKinds;
+  list->ids = std::make_unique<std::atomic<uint64_t>[]>(n);
+  for (size_t i = 0; i < n; ++i) list->ids[i].store(0, std::memory_order_relaxed);
+  list->graphs = std::move(bodies);
+  list_ = std::move(list);
 }
 
 Subgraphs::Subgraphs(std::initializer_list<Graph> bodies) : Subgraphs(std::vector<Graph>(bodies)) {}
 
 void Subgraphs::push_back(Graph body) {
-  std::vector<Graph> bodies = list_ ? *list_ : std::vector<Graph>{};
+  std::vector<Graph> bodies = list_ ? list_->graphs : std::vector<Graph>{};
   bodies.push_back(std::move(body));
   *this = Subgraphs(std::move(bodies));
 }

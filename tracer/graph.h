@@ -10,6 +10,7 @@
 // (remove nodes, rewire inputs); verify() then checks that the result is still well formed. The
 // builders do no checking of their own: the recorder calls them once per op on the hot path.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -52,6 +53,8 @@ class Graph;
 // to a plan (the region cache's key, the passes' working graph, the plan's own), so a copy of a
 // node shares its bodies instead of copying every body's nodes: a model of 48 `region` layers
 // records 48 call nodes of one body, and its first call copied that body hundreds of times.
+struct SubgraphList;
+
 class Subgraphs {
  public:
   Subgraphs() = default;
@@ -65,8 +68,14 @@ class Subgraphs {
   // Appends a body (to a copy of the list, which other nodes may share).
   void push_back(Graph body);
 
+  // Body i's id in the canonical encoding's table of bodies for key kind k (graph_hash.cpp), or
+  // 0 where none was set yet; set once per body and kind, on the shared list.
+  static constexpr int kKeyKinds = 6;
+  uint64_t body_id(size_t i, int k) const;
+  void set_body_id(size_t i, int k, uint64_t id) const;
+
  private:
-  std::shared_ptr<const std::vector<Graph>> list_;  // null: no bodies
+  std::shared_ptr<const SubgraphList> list_;  // null: no bodies
 };
 
 struct Node {
@@ -131,11 +140,23 @@ class Graph {
   int32_t next_value_ = 0;
 };
 
-inline size_t Subgraphs::size() const { return list_ ? list_->size() : 0; }
-inline const Graph& Subgraphs::operator[](size_t i) const { return (*list_)[i]; }
-inline const Graph* Subgraphs::begin() const { return list_ ? list_->data() : nullptr; }
+// The storage Subgraphs share: the bodies, and their ids per key kind (0: not set yet).
+struct SubgraphList {
+  std::vector<Graph> graphs;
+  std::unique_ptr<std::atomic<uint64_t>[]> ids;  // graphs.size() * Subgraphs::kKeyKinds
+};
+
+inline size_t Subgraphs::size() const { return list_ ? list_->graphs.size() : 0; }
+inline const Graph& Subgraphs::operator[](size_t i) const { return list_->graphs[i]; }
+inline const Graph* Subgraphs::begin() const { return list_ ? list_->graphs.data() : nullptr; }
 inline const Graph* Subgraphs::end() const {
-  return list_ ? list_->data() + list_->size() : nullptr;
+  return list_ ? list_->graphs.data() + list_->graphs.size() : nullptr;
+}
+inline uint64_t Subgraphs::body_id(size_t i, int k) const {
+  return list_->ids[i * kKeyKinds + static_cast<size_t>(k)].load(std::memory_order_acquire);
+}
+inline void Subgraphs::set_body_id(size_t i, int k, uint64_t id) const {
+  list_->ids[i * kKeyKinds + static_cast<size_t>(k)].store(id, std::memory_order_release);
 }
 
 }  // namespace kiln::tracer

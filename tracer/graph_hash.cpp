@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <type_traits>
+#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -44,8 +44,41 @@ struct VectorSink {
 
 // Tags separate the sections, so that no two different graphs share an encoding (every list is
 // also length-prefixed).
-enum Tag : uint64_t { kGraph = 0x4b47, kInput, kNode, kAttrs, kMeta, kSubgraphs, kOutputs, kEnd };
+enum Tag : uint64_t {
+  kGraph = 0x4b47,
+  kInput,
+  kNode,
+  kAttrs,
+  kMeta,
+  kSubgraphs,
+  kOutputs,
+  kEnd,
+  kBodyId
+};
 constexpr uint64_t kUndefinedValue = ~0ull;
+
+// The process's table of body encodings, per key kind (Subgraphs::kKeyKinds): never shrinks, so
+// an id always names one encoding (a region's key may outlive every graph holding the body).
+struct BodyTable {
+  struct WordsHash {
+    size_t operator()(const std::vector<uint64_t>& w) const {
+      uint64_t h = w.size();
+      for (uint64_t x : w) h = mix(h ^ x);
+      return h;
+    }
+  };
+  std::mutex mu;
+  std::unordered_map<std::vector<uint64_t>, uint64_t, WordsHash> ids[Subgraphs::kKeyKinds];
+  uint64_t next = 1;
+};
+
+uint64_t intern_body(int kind, std::vector<uint64_t> words) {
+  static auto* table = new BodyTable();  // never destroyed: flushes may run during exit
+  std::lock_guard lock(table->mu);
+  auto [it, added] = table->ids[kind].try_emplace(std::move(words), table->next);
+  if (added) ++table->next;
+  return it->second;
+}
 
 template <class Sink>
 class Encoder {
@@ -97,7 +130,7 @@ class Encoder {
       meta(n.meta, /*is_input=*/false, base_offset(n));
       put(kSubgraphs);
       put(n.subgraphs.size());
-      for (const Graph& s : n.subgraphs) body(s);
+      for (size_t i = 0; i < n.subgraphs.size(); ++i) body(n.subgraphs, i);
     }
     put(kOutputs);
     put(g.outputs.size());
@@ -108,44 +141,28 @@ class Encoder {
  private:
   void put(uint64_t w) { sink_.put(w); }
 
-  // A body's encoding depends on the body alone: one that several nodes share (tracer::Subgraphs:
-  // the calls of one region) is encoded once and its words copied for the others. A hash sink
-  // keeps no words: it mixes in each body's own hash (one word), computed once per body.
-  void body(const Graph& s) {
-    // A body's scalars are keyed by value (except in a skeleton): only the top level's scalars
-    // are promoted to runtime inputs when they vary (RegionCache::lookup), so a body whose
-    // scalar changed (a cond branch's `x * s` for another s) must not hit the region planned
-    // with the old value baked into its body plan. The skeleton keeps kinds, so those variants
-    // stay one family under the recompile limit.
-    const ScalarKey outer = scalars_;
-    if (mode_ != HashMode::Skeleton) scalars_ = ScalarKey::Values;
-    body_keyed(s);
-    scalars_ = outer;
-  }
-  void body_keyed(const Graph& s) {
-    if constexpr (std::is_same_v<Sink, VectorSink>) {
-      std::vector<uint64_t>& w = sink_.words;
-      if (auto it = encoded_.find(&s); it != encoded_.end()) {
-        const auto [begin, end] = it->second;
-        const size_t at = w.size();
-        w.resize(at + (end - begin));
-        std::copy(w.begin() + static_cast<std::ptrdiff_t>(begin),
-                  w.begin() + static_cast<std::ptrdiff_t>(end),
-                  w.begin() + static_cast<std::ptrdiff_t>(at));
-        return;
-      }
-      const size_t begin = w.size();
-      graph(s);
-      encoded_.emplace(&s, std::pair{begin, w.size()});
-    } else {
-      auto it = hashed_.find(&s);
-      if (it == hashed_.end()) {
-        HashSink inner;
-        Encoder<HashSink>(inner, mode_, scalars_).graph(s);
-        it = hashed_.emplace(&s, inner.h).first;
-      }
-      put(it->second);
+  // A body is encoded as the id of its own encoding in a process-wide table (one table per key
+  // kind, ids never reused): equal bodies, equal ids; different bodies, different ids. So a key
+  // is canonical as before, but holds one word per body instead of its words, and the id is kept
+  // on the body's shared list (tracer::Subgraphs): the calls of one region are encoded once in a
+  // process, not at every flush (a 48-layer model's key held ~1 MB of body words before).
+  // A body's scalars are keyed by value (except in a skeleton): only the top level's scalars
+  // are promoted to runtime inputs when they vary (RegionCache::lookup), so a body whose
+  // scalar changed (a cond branch's `x * s` for another s) must not hit the region planned
+  // with the old value baked into its body plan. The skeleton keeps kinds, so those variants
+  // stay one family under the recompile limit.
+  void body(const Subgraphs& list, size_t i) {
+    const ScalarKey key = mode_ == HashMode::Skeleton ? scalars_ : ScalarKey::Values;
+    const int kind = static_cast<int>(mode_) * 2 + static_cast<int>(key);
+    uint64_t id = list.body_id(i, kind);
+    if (id == 0) {
+      VectorSink words;
+      Encoder<VectorSink>(words, mode_, key).graph(list[i]);
+      id = intern_body(kind, std::move(words.words));
+      list.set_body_id(i, kind, id);
     }
+    put(kBodyId);
+    put(id);
   }
 
   void attrs(OpId op, const Attrs& a) {
@@ -199,8 +216,6 @@ class Encoder {
   }
 
   Sink& sink_;
-  std::unordered_map<const Graph*, std::pair<size_t, size_t>> encoded_;  // body -> its words
-  std::unordered_map<const Graph*, uint64_t> hashed_;                    // body -> its hash
   HashMode mode_;
   ScalarKey scalars_;
 };
@@ -244,13 +259,8 @@ uint64_t graph_hash(const Graph& g, HashMode mode, ScalarKey scalars) {
 
 namespace {
 
-// Nodes and inputs of g and of its nodes' bodies, for a first guess of the encoding's length.
-size_t encoded_items(const Graph& g) {
-  size_t n = 24 * g.nodes.size() + 8 * g.inputs.size();
-  for (const Node& node : g.nodes)
-    for (const Graph& s : node.subgraphs) n += encoded_items(s);
-  return n;
-}
+// Nodes and inputs of g, for a first guess of the encoding's length (a body is one id).
+size_t encoded_items(const Graph& g) { return 24 * g.nodes.size() + 8 * g.inputs.size(); }
 
 }  // namespace
 
