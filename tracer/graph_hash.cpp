@@ -72,6 +72,10 @@ struct BodyTable {
   uint64_t next = 1;
 };
 
+static_assert(static_cast<int>(HashMode::Skeleton) * 2 + static_cast<int>(ScalarKey::Kinds) <
+                  Subgraphs::kKeyKinds,
+              "a key kind (mode, scalar key) per Subgraphs id slot");
+
 uint64_t intern_body(int kind, std::vector<uint64_t> words) {
   static auto* table = new BodyTable();  // never destroyed: flushes may run during exit
   std::lock_guard lock(table->mu);
