@@ -57,9 +57,13 @@ enum Tag : uint64_t {
 };
 constexpr uint64_t kUndefinedValue = ~0ull;
 
-// The process's table of body encodings, per key kind (Subgraphs::kKeyKinds): never shrinks, so
-// an id always names one encoding (a region's key may outlive every graph holding the body).
+// The process's table of body encodings, per key kind (Subgraphs::kKeyKinds). Ids are never
+// reused, so an id always names one encoding (a region's key may outlive every graph holding the
+// body). Past kMaxWords the table is emptied and starts over (a program whose loop body bakes a
+// new scalar on every call would grow it without end): a body seen again then gets a new id,
+// which costs a region-cache miss, never a wrong hit.
 struct BodyTable {
+  static constexpr size_t kMaxWords = size_t{1} << 23;  // 64 MiB of encodings
   struct WordsHash {
     size_t operator()(const std::vector<uint64_t>& w) const {
       uint64_t h = w.size();
@@ -70,6 +74,7 @@ struct BodyTable {
   std::mutex mu;
   std::unordered_map<std::vector<uint64_t>, uint64_t, WordsHash> ids[Subgraphs::kKeyKinds];
   uint64_t next = 1;
+  size_t words = 0;  // in the table
 };
 
 static_assert(static_cast<int>(HashMode::Skeleton) * 2 + static_cast<int>(ScalarKey::Kinds) <
@@ -79,8 +84,16 @@ static_assert(static_cast<int>(HashMode::Skeleton) * 2 + static_cast<int>(Scalar
 uint64_t intern_body(int kind, std::vector<uint64_t> words) {
   static auto* table = new BodyTable();  // never destroyed: flushes may run during exit
   std::lock_guard lock(table->mu);
+  const size_t size = words.size();
+  if (table->words + size > BodyTable::kMaxWords && !table->ids[kind].contains(words)) {
+    for (auto& m : table->ids) m.clear();
+    table->words = 0;
+  }
   auto [it, added] = table->ids[kind].try_emplace(std::move(words), table->next);
-  if (added) ++table->next;
+  if (added) {
+    ++table->next;
+    table->words += size;
+  }
   return it->second;
 }
 
