@@ -571,6 +571,41 @@ TEST(GraphHash, SharedBodiesEncodeAsSeparateOnes) {
   }
 }
 
+// The table of interned bodies starts over when it is full: ids from before are stale, so equal
+// bodies still encode equally (a body encoded before and one encoded after alike), different
+// bodies still differently, and a graph encoded before the restart encodes as it did.
+TEST(GraphHash, InternedBodiesStartOverWhenTheTableIsFull) {
+  auto with_body = [](int64_t n, double c) {
+    Graph body;
+    ValueId a = body.add_input({n}, kFloat32);
+    Attrs at;
+    at.scalars[0] = Scalar(c);
+    body.set_outputs({body.add_node(OpId::Mul, at, {a}, meta({n}))});
+    Graph g;
+    ValueId x = g.add_input({4}, kFloat32);
+    g.set_outputs({g.add_node(OpId::Relu, Attrs{}, {x}, meta({4}), {body})});
+    return g;
+  };
+  const size_t before = set_body_table_limit(200);  // a few bodies' words
+  const Graph first = with_body(4, 0.5);
+  const std::vector<uint64_t> first_words = encode_graph(first, HashMode::Exact, ScalarKey::Values);
+  for (int k = 0; k < 40; ++k) {  // distinct bodies: the table starts over several times
+    const Graph g = with_body(4, 1.0 + k);
+    const std::vector<uint64_t> w = encode_graph(g, HashMode::Exact, ScalarKey::Values);
+    EXPECT_EQ(w, encode_graph(with_body(4, 1.0 + k), HashMode::Exact, ScalarKey::Values)) << k;
+    EXPECT_NE(w, first_words) << k;
+    EXPECT_TRUE(structurally_equal(g, with_body(4, 1.0 + k)));
+    EXPECT_FALSE(structurally_equal(g, with_body(4, 2.0 + k)));
+  }
+  // The first graph's body was interned before the restarts: encoded again, it is interned anew
+  // and matches an equal body made now.
+  EXPECT_EQ(encode_graph(first, HashMode::Exact, ScalarKey::Values),
+            encode_graph(with_body(4, 0.5), HashMode::Exact, ScalarKey::Values));
+  EXPECT_TRUE(structurally_equal(first, with_body(4, 0.5)));
+  EXPECT_FALSE(structurally_equal(first, with_body(4, 0.25)));
+  set_body_table_limit(before);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Dumps
 

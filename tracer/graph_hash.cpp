@@ -3,6 +3,7 @@
 #include "ops/random.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <mutex>
 #include <unordered_map>
@@ -60,10 +61,11 @@ constexpr uint64_t kUndefinedValue = ~0ull;
 // The process's table of body encodings, per key kind (Subgraphs::kKeyKinds). Ids are never
 // reused, so an id always names one encoding (a region's key may outlive every graph holding the
 // body). Past kMaxWords the table is emptied and starts over (a program whose loop body bakes a
-// new scalar on every call would grow it without end): a body seen again then gets a new id,
-// which costs a region-cache miss, never a wrong hit.
+// new scalar on every call would grow it without end): ids below `first` are then stale, and a
+// body whose cached id is stale is interned again, so equal bodies keep equal ids; a region key
+// made before costs a cache miss, never a wrong hit.
 struct BodyTable {
-  static constexpr size_t kMaxWords = size_t{1} << 23;  // 64 MiB of encodings
+  size_t max_words = size_t{1} << 23;  // 64 MiB of encodings (set_body_table_limit: tests)
   struct WordsHash {
     size_t operator()(const std::vector<uint64_t>& w) const {
       uint64_t h = w.size();
@@ -74,20 +76,27 @@ struct BodyTable {
   std::mutex mu;
   std::unordered_map<std::vector<uint64_t>, uint64_t, WordsHash> ids[Subgraphs::kKeyKinds];
   uint64_t next = 1;
-  size_t words = 0;  // in the table
+  std::atomic<uint64_t> first{1};  // the first id of the table's contents
+  size_t words = 0;                // in the table
 };
+
+BodyTable& body_table() {
+  static auto* table = new BodyTable();  // never destroyed: flushes may run during exit
+  return *table;
+}
 
 static_assert(static_cast<int>(HashMode::Skeleton) * 2 + static_cast<int>(ScalarKey::Kinds) <
                   Subgraphs::kKeyKinds,
               "a key kind (mode, scalar key) per Subgraphs id slot");
 
 uint64_t intern_body(int kind, std::vector<uint64_t> words) {
-  static auto* table = new BodyTable();  // never destroyed: flushes may run during exit
+  BodyTable* table = &body_table();
   std::lock_guard lock(table->mu);
   const size_t size = words.size();
-  if (table->words + size > BodyTable::kMaxWords && !table->ids[kind].contains(words)) {
+  if (table->words + size > table->max_words && !table->ids[kind].contains(words)) {
     for (auto& m : table->ids) m.clear();
     table->words = 0;
+    table->first.store(table->next, std::memory_order_release);
   }
   auto [it, added] = table->ids[kind].try_emplace(std::move(words), table->next);
   if (added) {
@@ -172,7 +181,7 @@ class Encoder {
     const ScalarKey key = mode_ == HashMode::Skeleton ? scalars_ : ScalarKey::Values;
     const int kind = static_cast<int>(mode_) * 2 + static_cast<int>(key);
     uint64_t id = list.body_id(i, kind);
-    if (id == 0) {
+    if (id < body_table().first.load(std::memory_order_acquire)) {  // none yet (0), or stale
       VectorSink words;
       Encoder<VectorSink>(words, mode_, key).graph(list[i]);
       id = intern_body(kind, std::move(words.words));
@@ -266,6 +275,12 @@ const char* contiguity_name(Contiguity c) {
 bool is_philox_attr(OpId op, size_t int_index) {
   return (int_index == kPhiloxSeedInt || int_index == kPhiloxCounterInt) &&
          (op_def(op).flags & kIsRandom);
+}
+
+size_t set_body_table_limit(size_t words) {
+  BodyTable& table = body_table();
+  std::lock_guard lock(table.mu);
+  return std::exchange(table.max_words, words);
 }
 
 uint64_t graph_hash(const Graph& g, HashMode mode, ScalarKey scalars) {

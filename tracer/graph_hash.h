@@ -57,6 +57,10 @@ uint64_t graph_hash(const Graph& g, HashMode mode = HashMode::Exact,
 bool structurally_equal(const Graph& a, const Graph& b, HashMode mode = HashMode::Exact,
                         ScalarKey scalars = ScalarKey::Values);
 
+// The most words of body encodings the process keeps interned (graph_hash.cpp: past it the table
+// starts over); returns the previous limit. For tests (the default is 2^23, 64 MiB).
+size_t set_body_table_limit(size_t words);
+
 // The canonical encoding itself, and a (faster, different) hash of an encoding. The region cache
 // keeps each region's encoding, so that a lookup encodes the new graph once and compares words.
 std::vector<uint64_t> encode_graph(const Graph& g, HashMode mode, ScalarKey scalars);

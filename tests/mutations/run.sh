@@ -69,6 +69,7 @@ mutations=(
   "OpenBLAS core hint for Intel only (Zen 5 keeps Haswell)|ops/cpu/blas_core_hint.cpp|  if (f.avx512_skx) return f.avx512_bf16 ? \"Cooperlake\" : \"SkylakeX\";\n  if (!f.intel) return nullptr;|  if (!f.intel) return nullptr;\n  if (f.avx512_skx) return f.avx512_bf16 ? \"Cooperlake\" : \"SkylakeX\";|OpenBlas*|"
   "slow OpenBLAS core ignores AVX-512|ops/cpu/blas_core_hint.cpp|(f.avx512_skx \&\& !is_avx512_core(core))|(f.avx512_skx \&\& false)|OpenBlas*|"
   "one id for every interned body|tracer/graph_hash.cpp|    ++table->next;\n    table->words += size;|    table->words += size;|GraphHash.*|"
+  "stale interned ids kept after the table starts over|tracer/graph_hash.cpp|    if (id < body_table().first.load(std::memory_order_acquire)) {  // none yet (0), or stale|    if (id == 0) {|GraphHash.*|"
   "body scalars keyed by kind (a changed body scalar hits the old plan)|tracer/graph_hash.cpp|    if (mode_ != HashMode::Skeleton) scalars_ = ScalarKey::Values;|    (void)0;|JitBodyPlanTest.*|"
   "drawing kernels pipelined on AVX-512|jit/cpu/render.cpp|isa == JitIsa::Avx512 \&\& !k.uses_index()) {|isa == JitIsa::Avx512) {|JitAssembler.DrawingKernelsTakeTheFastPath|"
   "Compiler weaves copies on its virtual stack|jit/cpu/interleave.cpp|      if (touches_virtual_stack(cc, n)) return false;|      (void)0;|JitFuzz.RandomPointwiseProgramsMatchEager|KILN_JIT=1 KILN_JIT_EAGER_TIER=0 KILN_JIT_ASSEMBLER=0 KILN_FUZZ_OFFSET=20 KILN_FUZZ_SEEDS=2"
