@@ -1,13 +1,14 @@
 // Canonical structural hashing of graphs: the key of the region cache (DESIGN.md, "Guards").
 //
 // Both functions walk one canonical encoding of the graph (a stream of 64-bit words), so that
-// structurally_equal(a, b) implies graph_hash(a) == graph_hash(b) by construction (graph_hash
-// mixes in each body's own hash where the encoding has the body's words: equal bodies, equal
-// hashes; a body shared by several nodes is hashed once). The encoding
+// structurally_equal(a, b) implies graph_hash(a) == graph_hash(b) by construction. The encoding
 // covers: op ids; every Attrs field (scalars with their kind and their exact bit pattern, so 0.0
 // and -0.0, or two NaN payloads, are different keys); edges as definition positions (input i is
 // position i, node j is position #inputs + j), so renumbered but identical graphs are equal;
-// outputs; subgraphs recursively; and the metadata of inputs and node outputs, per mode:
+// outputs; subgraphs, each as the id of its own encoding in a process-wide table of bodies (equal
+// bodies, equal ids; computed once per shared body, tracer::Subgraphs), whose scalars are keyed
+// by value in every mode but the skeleton (only top-level scalars are promoted: ScalarKey); and
+// the metadata of inputs and node outputs, per mode:
 //
 // - HashMode::Exact: dtypes, devices, sizes, strides, and view offsets (relative to the offset
 //   of the view's base, input 0).
