@@ -33,6 +33,7 @@ CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
 
   CanonicalGraph out;
   out.graph.nodes.reserve(g.nodes.size());
+  out.graph.inputs.reserve(g.inputs.size());
   std::vector<ValueId> renumber(nvalues, kNoValue);
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const GraphInput& in = g.inputs[i];
