@@ -55,6 +55,23 @@ Graph add_sum_graph(DimVector xsizes = {8, 16}, DimVector bsizes = {16}) {
   return g;
 }
 
+// A body of one op over a [n] Float32 input: op(x) with `attrs`.
+Graph one_op_body(OpId op, int64_t n = 4, const Attrs& attrs = {}) {
+  Graph body;
+  ValueId a = body.add_input({n}, kFloat32);
+  body.set_outputs({body.add_node(op, attrs, {a}, meta({n}))});
+  return body;
+}
+
+// op(x) over a [4] Float32 input, its node owning `bodies` (any op stands in for a higher-order
+// one: the IR only cares that a node owns subgraphs).
+Graph owning(Subgraphs bodies, OpId op = OpId::Relu) {
+  Graph g;
+  ValueId x = g.add_input({4}, kFloat32);
+  g.set_outputs({g.add_node(op, Attrs{}, {x}, meta({4}), std::move(bodies))});
+  return g;
+}
+
 void expect_verify_error(const Graph& g, const std::string& fragment) {
   try {
     g.verify();
@@ -218,12 +235,8 @@ TEST(GraphPrinter, NestedSubgraphsAreIndented) {
 // A copy of a graph shares its nodes' bodies (Subgraphs): no body is copied node by node, and
 // appending a body to one copy's node leaves the other copy's list as it was.
 TEST(GraphSubgraphs, CopiesShareBodiesAndAppendCopiesTheList) {
-  Graph body;
-  ValueId a = body.add_input({4}, kFloat32);
-  body.set_outputs({body.add_node(OpId::Exp, Attrs{}, {a}, meta({4}))});
-  Graph g;
-  ValueId x = g.add_input({4}, kFloat32);
-  g.set_outputs({g.add_node(OpId::Where, Attrs{}, {x}, meta({4}), {body})});
+  const Graph body = one_op_body(OpId::Exp);
+  Graph g = owning({body}, OpId::Where);
   EXPECT_TRUE(Graph{}.nodes.empty());
   EXPECT_TRUE(Node{}.subgraphs.empty());
   EXPECT_EQ(Node{}.subgraphs.size(), 0u);
@@ -267,13 +280,7 @@ TEST(GraphDot, ContainsInputsOpsEdgesAndReturn) {
 }
 
 TEST(GraphDot, SubgraphsAreClustersWithTheirOwnNames) {
-  Graph body;
-  ValueId a = body.add_input({4}, kFloat32);
-  body.set_outputs({body.add_node(OpId::Exp, Attrs{}, {a}, meta({4}))});
-  Graph g;
-  ValueId x = g.add_input({4}, kFloat32);
-  g.set_outputs({g.add_node(OpId::Relu, Attrs{}, {x}, meta({4}), {body})});
-  const std::string dot = graph_to_dot(g);
+  const std::string dot = graph_to_dot(owning({one_op_body(OpId::Exp)}));
   EXPECT_NE(dot.find("subgraph cluster_n1s0_ {"), std::string::npos) << dot;
   EXPECT_NE(dot.find("label=\"relu subgraph 0\";"), std::string::npos);
   // The body's %0 and %1 do not collide with the outer graph's.
@@ -519,31 +526,18 @@ TEST(GraphHash, ShapelessIgnoresSizesOnly) {
 }
 
 TEST(GraphHash, SubgraphsAreCompared) {
-  auto with_body = [](OpId body_op) {
-    Graph body;
-    ValueId a = body.add_input({4}, kFloat32);
-    body.set_outputs({body.add_node(body_op, Attrs{}, {a}, meta({4}))});
-    Graph g;
-    ValueId x = g.add_input({4}, kFloat32);
-    g.set_outputs({g.add_node(OpId::Relu, Attrs{}, {x}, meta({4}), {body})});
-    return g;
-  };
+  auto with_body = [](OpId body_op) { return owning({one_op_body(body_op)}); };
   EXPECT_EQ(graph_hash(with_body(OpId::Exp)), graph_hash(with_body(OpId::Exp)));
   EXPECT_TRUE(structurally_equal(with_body(OpId::Exp), with_body(OpId::Exp)));
   EXPECT_NE(graph_hash(with_body(OpId::Exp)), graph_hash(with_body(OpId::Log)));
   EXPECT_FALSE(structurally_equal(with_body(OpId::Exp), with_body(OpId::Log)));
 }
 
-// A body shared by several nodes (the calls of one region) is encoded once and its words copied
-// for the others: the encoding is the one of the same graph with a body of its own per node, and
-// a node whose body differs still changes it, in every mode.
+// A body shared by several nodes (the calls of one region) is one interned id, computed once:
+// the encoding is the one of the same graph with a body of its own per node, and a node whose
+// body differs still changes it, in every mode.
 TEST(GraphHash, SharedBodiesEncodeAsSeparateOnes) {
-  auto body = [](OpId op, int64_t n) {
-    Graph b;
-    ValueId a = b.add_input({n}, kFloat32);
-    b.set_outputs({b.add_node(op, Attrs{}, {a}, meta({n}))});
-    return b;
-  };
+  auto body = [](OpId op, int64_t n) { return one_op_body(op, n); };
   // Three calls; `bodies[k]` is call k's list (lists shared between calls where they are equal).
   auto calls = [](const std::vector<Subgraphs>& bodies) {
     Graph g;
@@ -576,15 +570,9 @@ TEST(GraphHash, SharedBodiesEncodeAsSeparateOnes) {
 // bodies still differently, and a graph encoded before the restart encodes as it did.
 TEST(GraphHash, InternedBodiesStartOverWhenTheTableIsFull) {
   auto with_body = [](int64_t n, double c) {
-    Graph body;
-    ValueId a = body.add_input({n}, kFloat32);
     Attrs at;
     at.scalars[0] = Scalar(c);
-    body.set_outputs({body.add_node(OpId::Mul, at, {a}, meta({n}))});
-    Graph g;
-    ValueId x = g.add_input({4}, kFloat32);
-    g.set_outputs({g.add_node(OpId::Relu, Attrs{}, {x}, meta({4}), {body})});
-    return g;
+    return owning({one_op_body(OpId::Mul, n, at)});
   };
   const size_t before = set_body_table_limit(200);  // a few bodies' words
   const Graph first = with_body(4, 0.5);

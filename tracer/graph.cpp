@@ -44,8 +44,7 @@ Subgraphs::Subgraphs(std::vector<Graph> bodies) {
   if (bodies.empty()) return;
   auto list = std::make_shared<SubgraphList>();
   const size_t n = bodies.size() * kKeyKinds;
-  list->ids = std::make_unique<std::atomic<uint64_t>[]>(n);
-  for (size_t i = 0; i < n; ++i) list->ids[i].store(0, std::memory_order_relaxed);
+  list->ids = std::make_unique<std::atomic<uint64_t>[]>(n);  // value-initialized: 0, no id
   list->graphs = std::move(bodies);
   list_ = std::move(list);
 }
