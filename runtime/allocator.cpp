@@ -21,7 +21,9 @@
 #endif
 
 #include "runtime/allocator_size_class.h"
+#include "runtime/config.h"
 #include "runtime/error.h"
+#include "runtime/large_blocks.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KILN_ALLOCATOR_ASAN 1
@@ -59,12 +61,20 @@ void hand_out(void* p, size_t requested, size_t block) {
   (void)p, (void)requested, (void)block;
 #endif
 }
+// Large classed blocks are mapped on huge-page boundaries (runtime/large_blocks.h), except under
+// AddressSanitizer, whose heap puts a redzone after every block.
+#ifdef KILN_ALLOCATOR_ASAN
+constexpr bool mapped_block(size_t) { return false; }
+#else
+constexpr bool mapped_block(size_t block) { return detail::is_large_block(block); }
+#endif
+
+// Returns a classed block to the system.
 void release(void* p, size_t block) {
 #ifdef KILN_ALLOCATOR_ASAN
   ASAN_UNPOISON_MEMORY_REGION(p, block);
-#else
-  (void)block;
 #endif
+  if (mapped_block(block)) return detail::unmap_large_block(p, block);
   std::free(p);
 }
 
@@ -224,11 +234,20 @@ void count_allocation(ThreadCache& tc, size_t bytes, bool hit) {
   ++(hit ? sp.hits : sp.misses);
 }
 
-void* system_allocate(size_t bytes) {
-  void* p = std::aligned_alloc(kCpuAlignment, bytes);
+void* aligned_allocate(size_t bytes) {
+  if (mapped_block(bytes)) return detail::map_large_block(bytes, config().huge_pages);
+  return std::aligned_alloc(kCpuAlignment, bytes);
+}
+
+// A classed block (release() gives it back) or an unclassed one (std::free).
+void* system_allocate(size_t bytes, bool classed) {
+  auto get = [&] {
+    return classed ? aligned_allocate(bytes) : std::aligned_alloc(kCpuAlignment, bytes);
+  };
+  void* p = get();
   if (p == nullptr) {  // release what the caches hold, then try once more
     empty_cpu_cache();
-    p = std::aligned_alloc(kCpuAlignment, bytes);
+    p = get();
   }
   return p;
 }
@@ -246,7 +265,7 @@ void* allocate_slow(ThreadCache& tc, SizeClass sc, size_t nbytes) {
     }
   }
   bool hit = p != nullptr;
-  if (!hit) p = system_allocate(sc.bytes);
+  if (!hit) p = system_allocate(sc.bytes, true);
   KILN_CHECK(p != nullptr, "out of memory: could not allocate {} bytes on cpu", nbytes);
   count_allocation(tc, sc.bytes, hit);
   hand_out(p, nbytes, sc.bytes);
@@ -257,7 +276,7 @@ void* allocate_slow(ThreadCache& tc, SizeClass sc, size_t nbytes) {
 void* allocate_unclassed(size_t nbytes) {
   void* p = nullptr;
   if (nbytes <= SIZE_MAX - kCpuAlignment) {
-    p = system_allocate((nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment);
+    p = system_allocate((nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment, false);
   }
   KILN_CHECK(p != nullptr, "out of memory: could not allocate {} bytes on cpu", nbytes);
   return p;

@@ -32,6 +32,7 @@ struct Config {
                                         // ops (ops/cpu/store_choice.h)
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   Relaxed<int> num_threads = 0;           // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
+  Relaxed<bool> huge_pages = true;        // KILN_HUGE_PAGES: big CPU blocks on 2 MiB pages
   std::string log = "warn";               // KILN_LOG: e.g. "info,ops=debug"
   std::string cache_dir;                  // KILN_CACHE_DIR: on-disk kernel cache
   std::string dump;                       // KILN_DUMP: folder for graphs, code and asm

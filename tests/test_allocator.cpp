@@ -8,14 +8,19 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <random>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "kiln/kiln.h"
 #include "runtime/allocator.h"
 #include "runtime/allocator_size_class.h"
+#include "runtime/config.h"
+#include "runtime/large_blocks.h"
 #include "runtime/pooled.h"
 #include "tracer/region_runner.h"
 
@@ -85,6 +90,80 @@ TEST(CpuAllocator, AlignedAndWritableForManySizes) {
       cpu_free(p, n);
     }
   }
+}
+
+// The VmFlags of the mapping holding p (/proc/self/smaps), or "" where there is none.
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= addr && addr < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line.substr(8) + " ";
+    }
+  }
+  return "";
+}
+
+bool kernel_has_transparent_huge_pages() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  return std::getline(f, mode) && mode.find("[never]") == std::string::npos;
+}
+
+// Blocks of 2 MiB and up start on a huge-page boundary (runtime/large_blocks.h), on the first
+// allocation and when reused, and every byte asked for is usable.
+TEST(CpuAllocator, LargeBlocksStartOnAHugePageBoundary) {
+#ifdef KILN_TEST_ASAN
+  GTEST_SKIP() << "under AddressSanitizer large blocks come from its heap (redzones)";
+#endif
+  constexpr size_t kHuge = kiln::detail::kLargeBlockBytes;
+  for (int round = 0; round < 2; ++round) {
+    for (size_t n : {kHuge, kHuge + 1, (size_t{3} << 20) + 5, size_t{40} << 20}) {
+      auto* p = static_cast<unsigned char*>(cpu_allocate(n));
+      ASSERT_NE(p, nullptr) << n;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHuge, 0u) << n;
+      p[0] = 1;
+      p[n - 1] = 2;
+      EXPECT_EQ(p[0] + p[n - 1], 3) << n;
+      cpu_free(p, n);
+    }
+  }
+  // Just below: an ordinary heap block, 64-byte aligned.
+  void* small = cpu_allocate(kHuge - 1024);
+  EXPECT_TRUE(aligned(small));
+  cpu_free(small, kHuge - 1024);
+}
+
+// A new large block is advised for transparent huge pages (VmFlags "hg"), unless
+// KILN_HUGE_PAGES=0 (config().huge_pages) said not to. Whether the kernel then finds a free huge
+// page is its business; the advice is what kiln controls.
+TEST(CpuAllocator, LargeBlocksAskForHugePagesUnlessTurnedOff) {
+#ifdef KILN_TEST_ASAN
+  GTEST_SKIP() << "under AddressSanitizer large blocks come from its heap (redzones)";
+#endif
+  if (!kernel_has_transparent_huge_pages())
+    GTEST_SKIP() << "the kernel has no transparent huge pages (or they are set to never)";
+  const bool saved = kiln::config().huge_pages;
+  const size_t n = size_t{24} << 20;  // a class of its own here: the cache holds none of it
+  for (bool on : {true, false}) {
+    kiln::config().huge_pages = on;
+    kiln::empty_cpu_cache();  // a fresh mapping, not one cached under the other setting
+    void* p = cpu_allocate(n);
+    ASSERT_NE(p, nullptr);
+    static_cast<char*>(p)[0] = 1;
+    const std::string flags = vm_flags_of(p);
+    ASSERT_FALSE(flags.empty()) << "no mapping in /proc/self/smaps holds the block";
+    EXPECT_EQ(flags.find(" hg ") != std::string::npos, on) << "VmFlags:" << flags;
+    cpu_free(p, n);
+  }
+  kiln::config().huge_pages = saved;
+  kiln::empty_cpu_cache();
 }
 
 TEST(CpuAllocator, SizeClassesBoundTheWaste) {

@@ -14,7 +14,8 @@ const char* const kVars[] = {
     "KILN_JIT",          "KILN_JIT_THRESHOLD", "KILN_JIT_ASYNC",     "KILN_JIT_RECOMPILE_LIMIT",
     "KILN_JIT_VALIDATE", "KILN_DEVICE",        "KILN_NUM_THREADS",   "KILN_LOG",
     "KILN_CACHE_DIR",    "KILN_DUMP",          "KILN_PROFILE",       "KILN_STATS",
-    "KILN_JIT_PASSES",   "KILN_JIT_UNROLL",    "KILN_JIT_STREAMING", "KILN_JIT_EAGER_TIER"};
+    "KILN_JIT_PASSES",   "KILN_JIT_UNROLL",    "KILN_JIT_STREAMING", "KILN_JIT_EAGER_TIER",
+    "KILN_HUGE_PAGES"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {
@@ -73,6 +74,8 @@ TEST(Config, DefaultsAndGoodValues) {
   EXPECT_TRUE(d.jit_eager_tier);
   EXPECT_FALSE(with("KILN_JIT_EAGER_TIER", "0").jit_eager_tier);
   EXPECT_TRUE(with("KILN_STATS", "true").stats);
+  EXPECT_TRUE(d.huge_pages);
+  EXPECT_FALSE(with("KILN_HUGE_PAGES", "0").huge_pages);
   EXPECT_EQ(with("KILN_JIT_THRESHOLD", "7").jit_threshold, 7);
   EXPECT_EQ(with("KILN_JIT_RECOMPILE_LIMIT", "0").jit_recompile_limit, 0);
   EXPECT_EQ(d.jit_unroll, 0);
@@ -95,7 +98,7 @@ TEST(Config, DefaultsAndGoodValues) {
 TEST(Config, BadValuesNameTheVariableAndTheAcceptedValues) {
   EnvGuard g;
   for (const char* b : {"KILN_JIT", "KILN_JIT_ASYNC", "KILN_JIT_VALIDATE", "KILN_JIT_PASSES",
-                        "KILN_STATS", "KILN_JIT_EAGER_TIER"}) {
+                        "KILN_STATS", "KILN_JIT_EAGER_TIER", "KILN_HUGE_PAGES"}) {
     expect_bad(b, "maybe", {"0", "1", "true", "false"});
     expect_bad(b, "2", {"0", "1"});
   }

@@ -85,6 +85,8 @@ mutations=(
   "one_hot_class checks nothing|ops/one_hot.cpp|) fail_class(ix[i], classes);|) (void)0;|JitOneHotCompareTest.*|"
   "casts collapse through Int64|jit/passes/simplify.cpp|const bool exact = src == DType::Bool |const bool exact = src == DType::Bool or src == DType::Int64 |JitPassesTest.CastChains*|"
   "transposed columns ignore the kept dims' order|ops/cpu/reduce_plan.cpp|    if (mem[i].logical < last_kept) return false;|    if (false) return false;|Reduce.Transposed*|"
+  "large blocks not advised for huge pages|runtime/large_blocks.cpp|  if (huge_pages) madvise(p, length, MADV_HUGEPAGE);|  (void)huge_pages;|CpuAllocator.Large*|"
+  "large blocks advised whatever KILN_HUGE_PAGES says|runtime/allocator.cpp|map_large_block(bytes, config().huge_pages)|map_large_block(bytes, true)|CpuAllocator.Large*|"
 )
 
 results=()
