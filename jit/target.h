@@ -68,7 +68,7 @@ class KernelTarget {
  public:
   virtual ~KernelTarget() = default;
   virtual const char* name() const = 0;  // "cpu-avx512", "cuda-sm90": in stats, logs, dumps
-  // Interpreted runs a region gets before it is planned for this target (the CPU: 1).
+  // Interpreted runs a region gets before it is planned for this target (the CPU: 0).
   virtual int threshold() const = 0;
   // Whether the target can render this expression op with this value type (for a compare or a
   // Cast: its operand's type; else the planner keeps the node out of kernels).

@@ -777,6 +777,37 @@ TEST(Recorder, PlanFromOneRecordingRunsAnotherBatchSize) {
   EXPECT_EQ(backend.runs.load(), 3);      // batches 4, 9 and 17 ran the plan
 }
 
+// A threshold of 0 plans a region before its first run: synchronously, every run (the first
+// included) is the plan's; in the background, planning starts at the first run, which is
+// interpreted meanwhile. Either way the results are eager's and the region is planned once.
+TEST(Recorder, ThresholdZeroPlansBeforeTheFirstRun) {
+  for (bool async : {false, true}) {
+    CountingBackend backend;
+    ConfigOverride threshold(config().jit_threshold, 0);
+    ConfigOverride asynchronous(config().jit_async, async);
+    kiln::testing::PlannerOverride planner(&backend);
+    JitMode jit(true);
+    tracer::RegionCache::instance().clear();
+    Tensor x;
+    {
+      JitMode off(false);
+      x = ramp({7});
+    }
+    for (int i = 0; i < 3; ++i) {
+      Tensor y = (x * 2.0 + 1.0).tanh();
+      EXPECT_EQ(bytes_of(y), bytes_of((x.detach() * 2.0 + 1.0).tanh())) << "async=" << async;
+      if (i == 0 && !async) {
+        EXPECT_EQ(backend.compiles.load(), 1);
+        EXPECT_EQ(backend.runs.load(), 1) << "the first run is the plan's";
+      }
+      if (async) tracer::wait_for_compiles();  // then the 2nd and 3rd runs are the plan's
+    }
+    EXPECT_EQ(backend.compiles.load(), 1) << "async=" << async;
+    EXPECT_GE(backend.runs.load(), async ? 2 : 3) << "async=" << async;
+    EXPECT_LE(backend.runs.load(), 3) << "async=" << async;
+  }
+}
+
 // Planning in the background while other threads record, the cache is cleared under the queued
 // jobs and scalars are promoted: no job may touch a freed region (ASan), a failure must not
 // overwrite the reset state of a concurrent promotion, and every result stays eager's.

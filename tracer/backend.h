@@ -81,7 +81,8 @@ class RegionPlanner {
  public:
   virtual ~RegionPlanner() = default;
   virtual const char* name() const = 0;  // "jit": shown in stats and logs
-  // How many interpreted runs a region of `g` gets before plan() is asked (1: at first sight).
+  // How many interpreted runs a region of `g` gets before plan() is asked (0: before its first
+  // run, which is then the plan's when planning is synchronous).
   // config().jit_threshold overrides it when KILN_JIT_THRESHOLD is set.
   virtual int threshold(const Graph& g) const = 0;
   virtual std::unique_ptr<RegionPlan> plan(const Graph& g, const RuntimeScalars& runtime) = 0;

@@ -122,13 +122,16 @@ void plan_region(const std::shared_ptr<CachedRegion>& region, RegionPlanner* pla
   }
 }
 
-void maybe_plan(CachedRegion* region) {
+// Plans `region` (synchronously, or queued with KILN_JIT_ASYNC) once it has run `threshold`
+// times (`runs_so_far`) without a plan: a threshold of 0 plans before the first run, and a region
+// whose plan a scalar promotion dropped is planned again before its next run.
+void maybe_plan(CachedRegion* region, int64_t runs_so_far) {
   RegionPlanner* planner = g_planner.load(std::memory_order_acquire);
   if (planner == nullptr) return;
   if (region->plan_state.load(std::memory_order_relaxed) != CachedRegion::PlanState::None) return;
   const int threshold = config().jit_threshold >= 0 ? config().jit_threshold.load()
                                                     : planner->threshold(region->graph);
-  if (region->runs.load(std::memory_order_relaxed) < threshold) return;
+  if (runs_so_far < threshold) return;
   auto expected = CachedRegion::PlanState::None;
   if (!region->plan_state.compare_exchange_strong(expected, CachedRegion::PlanState::Queued))
     return;
@@ -197,7 +200,8 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
     if (!config().dump.empty())
       dump_graph(region->graph, fmt::format("region-{:016x}", region->id));
   }
-  region->runs.fetch_add(1, std::memory_order_relaxed);
+  const int64_t earlier_runs = region->runs.fetch_add(1, std::memory_order_relaxed);
+  maybe_plan(region, earlier_runs);  // a threshold of 0: before the first run
   if (region->plan_state.load(std::memory_order_acquire) == CachedRegion::PlanState::Ready) {
     if (std::shared_ptr<RegionPlan> plan = region->jit_plan()) {
       InterpretResult out;
@@ -218,7 +222,7 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
   const int64_t t1 = profiler::now_ns();
   region->interpret_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
   profiler::record_interpret(region->id, nodes, peak.peak_bytes(), t0, t1);
-  maybe_plan(region);
+  maybe_plan(region, earlier_runs + 1);
   return out;
 }
 

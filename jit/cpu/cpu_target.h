@@ -52,7 +52,7 @@ struct CpuLaunchHint {
 class CpuTarget final : public KernelTarget {
  public:
   const char* name() const override;
-  int threshold() const override { return 1; }  // asmjit compiles in microseconds
+  int threshold() const override { return 0; }  // asmjit compiles in microseconds
   bool supports(ExprOp op, DType dtype) const override;
   std::shared_ptr<CompiledKernel> compile(const LoopKernel& k) override;
   bool launches_column_reduction(const DimVector& sizes, int reduced_dims,
