@@ -229,9 +229,14 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
           const int threads = blas::threads_for(M, N, K);
           if (threads == 1 && batches > 1 && !in_parallel_region() && num_threads() > 1) {
             // A batch of small products: one BLAS thread each, the batch split over kiln's
-            // threads, each task holding at least blas::kFlopsPerThread.
-            const double flops = 2.0 * double(M) * double(N) * double(K);
-            const auto grain = static_cast<int64_t>(std::ceil(blas::kFlopsPerThread / flops));
+            // threads, each task holding at least a row block's kGemmSplitMinMnk multiply-adds
+            // (a TBB task costs microseconds; an OpenBLAS thread's wake-up, what
+            // kFlopsPerThread is about, milliseconds). Until 2026-12-02 the grain was
+            // kFlopsPerThread: attention's 64 products of 512x512x64 made 4 tasks, 4 of 16
+            // threads busy on the GPU host's CPU (kiln-step-floor: 175 GFLOP/s).
+            const double macs = double(M) * double(N) * double(K);
+            const auto grain = static_cast<int64_t>(
+                std::ceil(static_cast<double>(blas::kGemmSplitMinMnk) / std::max(macs, 1.0)));
             blas::set_threads(1);
             parallel_for(0, batches, std::max<int64_t>(1, grain), gemm);
             return;
