@@ -19,6 +19,7 @@
 #include "tracer/graph_dot.h"
 #include "tracer/graph_hash.h"
 #include "tracer/graph_printer.h"
+#include "tracer/interpreter.h"
 
 using namespace kiln;
 using namespace kiln::tracer;
@@ -256,6 +257,30 @@ TEST(GraphSubgraphs, CopiesShareBodiesAndAppendCopiesTheList) {
   int bodies = 0;
   for (const Graph& b : grown.nodes[0].subgraphs) bodies += static_cast<int>(b.nodes.size());
   EXPECT_EQ(bodies, 2);
+}
+
+// Interpreter plans of bodies follow the sharing: nodes that share one list of bodies (a region
+// called many times) share one list of plans, and an equal but separate list gets its own.
+TEST(GraphSubgraphs, SharedBodiesShareTheirInterpreterPlans) {
+  const Subgraphs shared{one_op_body(OpId::Exp), one_op_body(OpId::Neg)};
+  Graph g;
+  ValueId v = g.add_input({4}, kFloat32);
+  for (int i = 0; i < 3; ++i) v = g.add_node(OpId::Relu, Attrs{}, {v}, meta({4}), shared);
+  v = g.add_node(OpId::Relu, Attrs{}, {v}, meta({4}));  // no bodies
+  v = g.add_node(OpId::Relu, Attrs{}, {v}, meta({4}),
+                 Subgraphs{one_op_body(OpId::Exp), one_op_body(OpId::Neg)});  // equal, separate
+  g.set_outputs({v});
+  const InterpreterPlan plan = plan_interpreter(g);
+  ASSERT_EQ(plan.bodies.size(), 5u);
+  ASSERT_TRUE(plan.bodies[0]);
+  EXPECT_EQ(plan.bodies[0]->size(), 2u);
+  EXPECT_EQ(plan.bodies[1], plan.bodies[0]);
+  EXPECT_EQ(plan.bodies[2], plan.bodies[0]);
+  EXPECT_FALSE(plan.bodies[3]);
+  EXPECT_TRUE(body_plans(plan.bodies, 3).empty());
+  ASSERT_TRUE(plan.bodies[4]);
+  EXPECT_NE(plan.bodies[4], plan.bodies[0]);
+  EXPECT_EQ(body_plans(plan.bodies, 4).size(), 2u);
 }
 
 // ---------------------------------------------------------------------------------------------

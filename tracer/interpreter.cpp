@@ -1,9 +1,29 @@
 #include "tracer/interpreter.h"
 
+#include <unordered_map>
+
 #include "runtime/error.h"
 #include "tracer/hop_interpreter.h"
 
 namespace kiln::tracer {
+
+std::vector<BodyPlans> body_plans_of(const Graph& g) {
+  std::vector<BodyPlans> out(g.nodes.size());
+  std::unordered_map<const Graph*, BodyPlans> planned;  // by the shared list's first body
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    const Subgraphs& bodies = g.nodes[j].subgraphs;
+    if (bodies.empty()) continue;
+    BodyPlans& same = planned[bodies.begin()];
+    if (!same) {
+      auto plans = std::make_shared<std::vector<InterpreterPlan>>();
+      plans->reserve(bodies.size());
+      for (const Graph& body : bodies) plans->push_back(plan_interpreter(body));
+      same = std::move(plans);
+    }
+    out[j] = same;
+  }
+  return out;
+}
 
 InterpreterPlan plan_interpreter(const Graph& g) {
   const auto nvalues = static_cast<size_t>(g.num_values());
@@ -32,9 +52,7 @@ InterpreterPlan plan_interpreter(const Graph& g) {
       if (last_here) plan.moves[j] |= uint64_t{1} << k;
     }
   }
-  plan.bodies.resize(g.nodes.size());
-  for (size_t j = 0; j < g.nodes.size(); ++j)
-    for (const Graph& body : g.nodes[j].subgraphs) plan.bodies[j].push_back(plan_interpreter(body));
+  plan.bodies = body_plans_of(g);
   plan.donor.assign(g.nodes.size(), -1);
   std::vector<const Node*> producer(nvalues, nullptr);  // null: a graph input
   for (const Node& n : g.nodes) producer[n.output] = &n;
@@ -159,7 +177,7 @@ InterpretResult interpret(const Graph& g, const InterpreterPlan& plan,
           if (n.op == OpId::TupleGet)
             values[n.output] = tuples[n.inputs[0]].at(static_cast<size_t>(n.attrs.ints[0]));
           else
-            tuples[n.output] = run_hop_node(n, plan.bodies[j], args);
+            tuples[n.output] = run_hop_node(n, body_plans(plan.bodies, j), args);
         } else if (def.flags & kIsView) {
           OutputMeta m;  // from the actual input: a body may see it at another offset
           def.meta(call, m);

@@ -4,6 +4,7 @@
 // use, so intermediates live no longer than they must.
 #pragma once
 #include <exception>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -20,15 +21,26 @@ namespace kiln::tracer {
 // changes no bits (eager in-place ops write the same way) and saves an allocation per op.
 // moves[j] has bit k set when node j's input k is the last use of its value (the value table's
 // handle is moved into the argument list instead of copied: no reference-count traffic).
-// bodies[j] holds the plans of node j's subgraphs (empty for an ordinary node).
+// bodies[j] holds the plans of node j's subgraphs (null for an ordinary node): body_plans_of.
+struct InterpreterPlan;
+using BodyPlans = std::shared_ptr<const std::vector<InterpreterPlan>>;
 struct InterpreterPlan {
   std::vector<SmallVector<ValueId, 4>> release_after;
   std::vector<int8_t> donor;
   std::vector<uint64_t> moves;
-  std::vector<std::vector<InterpreterPlan>> bodies;
+  std::vector<BodyPlans> bodies;
   std::vector<int32_t> last_use;  // per value: the last node reading it (-1: none, -2: output)
 };
 InterpreterPlan plan_interpreter(const Graph& g);
+
+// The interpreter plans of each node's bodies (null for a node without any). Nodes that share
+// one list of bodies (tracer::Subgraphs: a region's calls, copies of a node) share one list of
+// plans: a region called 48 times plans its body once, not 48 times.
+std::vector<BodyPlans> body_plans_of(const Graph& g);
+// Node j's body plans as a span (empty where there are none).
+inline std::span<const InterpreterPlan> body_plans(const std::vector<BodyPlans>& b, size_t j) {
+  return b[j] ? std::span<const InterpreterPlan>(*b[j]) : std::span<const InterpreterPlan>();
+}
 
 // Runs `g` (canonical numbering) on `inputs` (one per graph input, materialized) and returns its
 // outputs in order. A node that throws (an index out of range found by its kernel) poisons its

@@ -36,10 +36,7 @@ JitPlan::JitPlan(Graph g, std::vector<Step> steps, std::vector<std::vector<Eager
       steps_(std::move(steps)),
       patches_(std::move(patches)),
       random_index_(std::move(random_index)) {
-  bodies_.resize(graph_.nodes.size());
-  for (size_t j = 0; j < graph_.nodes.size(); ++j)
-    for (const Graph& body : graph_.nodes[j].subgraphs)
-      bodies_[j].push_back(tracer::plan_interpreter(body));
+  bodies_ = tracer::body_plans_of(graph_);
   last_step_.assign(static_cast<size_t>(graph_.num_values()), -1);
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Step& st = steps_[s];
@@ -178,14 +175,14 @@ void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index,
                 ra.inputs = a;
                 r = p->run(ra);
               } else {
-                r = tracer::interpret(n.subgraphs[k], bodies_[j][k], a);
+                r = tracer::interpret(n.subgraphs[k], (*bodies_[j])[k], a);
               }
               if (r.error) std::rethrow_exception(r.error);
               return std::move(r.outputs);
             },
             in);
       else
-        f.tuples[n.output] = tracer::run_hop_node(n, bodies_[j], in);
+        f.tuples[n.output] = tracer::run_hop_node(n, tracer::body_plans(bodies_, j), in);
       return;
     }
     const OpCall call{n.op, in, attrs};

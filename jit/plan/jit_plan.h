@@ -157,7 +157,7 @@ class JitPlan final : public tracer::RegionPlan {
   std::vector<Step> steps_;
   std::vector<std::vector<EagerPatch>> patches_;  // per node: promoted scalars
   std::vector<int32_t> random_index_;             // per node: its RunArgs::random index, or -1
-  std::vector<std::vector<tracer::InterpreterPlan>> bodies_;  // per node: hop body plans
+  std::vector<tracer::BodyPlans> bodies_;  // per node: hop body plans (shared: body_plans_of)
   BodyPlans body_plans_;            // per node: the bodies' own plans (run instead where not null)
   std::vector<int32_t> last_step_;  // per value: the last step reading it (-2: an output)
   std::vector<int32_t> input_last_step_;  // per graph input
