@@ -66,7 +66,7 @@ void rearm_codegen_warning() { g_warned_codegen = false; }
 
 int64_t codegen_failures() { return g_codegen_failures.load(); }
 
-std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScalars& runtime) {
+std::unique_ptr<JitPlan> make_jit_plan(Graph g, const tracer::RuntimeScalars& runtime) {
   const size_t nv = static_cast<size_t>(g.num_values());
   std::vector<const tracer::ValueMeta*> meta(nv, nullptr);
   for (const auto& in : g.inputs) meta[in.id] = &in.meta;
@@ -778,8 +778,8 @@ std::unique_ptr<JitPlan> make_jit_plan(const Graph& g, const tracer::RuntimeScal
   for (size_t v = 0; v < nv; ++v)
     if (last[v] >= 0) steps[last[v]].release.push_back(static_cast<ValueId>(v));
 
-  auto plan =
-      std::make_unique<JitPlan>(g, std::move(steps), std::move(patches), std::move(random_index));
+  auto plan = std::make_unique<JitPlan>(std::move(g), std::move(steps), std::move(patches),
+                                        std::move(random_index));
   if (plan->num_kernels() == 0 && !has_matmul && !any_body) return nullptr;
   plan->set_body_plans(std::move(body_plans));
   return plan;
@@ -794,7 +794,7 @@ std::unique_ptr<tracer::RegionPlan> Planner::plan(const Graph& g,
     passes::PassOptions opts;
     opts.target = &cpu_target();
     passes::PassResult r = passes::run_passes(g, runtime, opts);
-    p = make_jit_plan(r.graph, r.runtime);
+    p = make_jit_plan(std::move(r.graph), r.runtime);
     if (p) p->set_arg_map(std::move(r.args));
   } else {
     p = make_jit_plan(g, runtime);

@@ -20,9 +20,10 @@
 
 namespace kiln::jit {
 
-// The plan of `g`, or null when it would fuse nothing (the region stays interpreted).
-std::unique_ptr<JitPlan> make_jit_plan(const tracer::Graph& g,
-                                       const tracer::RuntimeScalars& runtime);
+// The plan of `g`, or null when it would fuse nothing (the region stays interpreted). The plan
+// keeps `g`: pass a graph the caller no longer needs by rvalue (a 48-layer region's graph of 578
+// inputs was copied here, every node and input meta into fresh pages).
+std::unique_ptr<JitPlan> make_jit_plan(tracer::Graph g, const tracer::RuntimeScalars& runtime);
 
 class Planner final : public tracer::RegionPlanner {
  public:
