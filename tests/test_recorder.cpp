@@ -536,6 +536,47 @@ TEST(Recorder, ClearingTheCacheWhileFollowingLooksUpAgain) {
   EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u);
 }
 
+// Inputs that share memory are part of a region's key (the aliasing of its arguments), for few
+// inputs and for many (Segment::graph_args scans up to 32 and maps past that): a recording of
+// 40 leaves where two are views of one buffer is another region than 40 separate buffers, and
+// again where another pair shares one; each gives eager's result.
+TEST(Recorder, InputsSharingMemoryKeyTheirRegionForManyInputs) {
+  for (int64_t n : {6, 40}) {
+    JitMode jit(true);
+    tracer::RegionCache::instance().clear();
+    std::vector<Tensor> leaves;
+    Tensor shared;
+    {
+      JitMode off(false);
+      for (int64_t i = 0; i < n; ++i) leaves.push_back(ramp({4}) + static_cast<double>(i));
+      shared = ramp({8});
+    }
+    auto program = [&](const std::vector<Tensor>& in) {
+      Tensor acc = in[0] * 1.0;
+      for (size_t i = 1; i < in.size(); ++i) acc = acc + in[i] * static_cast<double>(i % 3 + 1);
+      return acc;
+    };
+    auto eager = [&](const std::vector<Tensor>& in) {
+      JitMode off(false);
+      return program(in);
+    };
+    std::vector<Tensor> separate = leaves, aliased = leaves, other = leaves;
+    aliased[1] = shared.slice(0, 0, 4);
+    aliased[n - 2] = shared.slice(0, 4, 8);
+    other[2] = shared.slice(0, 0, 4);
+    other[n - 1] = shared.slice(0, 4, 8);
+    for (const auto* in : {&separate, &separate, &aliased, &aliased, &other}) {
+      const Tensor want = eager(*in);
+      Tensor got = program(*in);
+      kiln::sync();
+      expect_bitwise_equal(got, want, n == 6 ? "6 inputs" : "40 inputs");
+    }
+    const tracer::CacheCounters c = tracer::RegionCache::instance().counters();
+    EXPECT_EQ(c.misses, 3) << n << " inputs: separate, aliased (1, n-2), aliased (2, n-1)";
+    EXPECT_EQ(c.hits, 2) << n << " inputs";
+  }
+}
+
 // The interpreter writes an elementwise op's result into a dead input buffer (InterpreterPlan::
 // donor); a buffer a live view still reaches, or a graph input, must never be reused.
 TEST(Recorder, InterpreterReusesOnlyDeadBuffers) {

@@ -36,9 +36,9 @@ CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
   out.graph.inputs.reserve(g.inputs.size());
   std::vector<ValueId> renumber(nvalues, kNoValue);
   for (size_t i = 0; i < g.inputs.size(); ++i) {
-    const GraphInput& in = g.inputs[i];
+    GraphInput& in = g.inputs[i];
     if (!live[in.id] && !keep_inputs) continue;
-    renumber[in.id] = out.graph.add_input(in.meta);
+    renumber[in.id] = out.graph.add_input(std::move(in.meta));
     out.input_origin.push_back(static_cast<int32_t>(i));
   }
   // Nodes are moved, then renumbered in place (no copy of attrs or metadata).

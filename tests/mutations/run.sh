@@ -88,6 +88,7 @@ mutations=(
   "large blocks not advised for huge pages|runtime/large_blocks.cpp|  if (huge_pages) madvise(p, length, MADV_HUGEPAGE);|  (void)huge_pages;|CpuAllocator.Large*|"
   "threshold 0 still interprets the first run|tracer/region_runner.cpp|  maybe_plan(region, earlier_runs);  // a threshold of 0: before the first run|  (void)earlier_runs;|Recorder.ThresholdZero*|"
   "body interpreter plans not shared|tracer/interpreter.cpp|    BodyPlans\& same = planned[bodies.begin()];|    BodyPlans same;|GraphSubgraphs.*|"
+  "many inputs' aliasing ignored|tracer/segment.cpp|      if (!added) alias = at->second;|      (void)at, (void)added;|Recorder.InputsSharing*|"
   "large blocks advised whatever KILN_HUGE_PAGES says|runtime/allocator.cpp|map_large_block(bytes, config().huge_pages)|map_large_block(bytes, true)|CpuAllocator.Large*|"
 )
 
