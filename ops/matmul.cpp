@@ -233,7 +233,7 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
             // (a TBB task costs microseconds; an OpenBLAS thread's wake-up, what
             // kFlopsPerThread is about, milliseconds). Until 2026-12-02 the grain was
             // kFlopsPerThread: attention's 64 products of 512x512x64 made 4 tasks, 4 of 16
-            // threads busy on the GPU host's CPU (kiln-step-floor: 175 GFLOP/s).
+            // threads busy on the GPU host's CPU (kiln-step-floor: 175 GFLOP/s; 618 since).
             const double macs = double(M) * double(N) * double(K);
             const auto grain = static_cast<int64_t>(
                 std::ceil(static_cast<double>(blas::kGemmSplitMinMnk) / std::max(macs, 1.0)));
