@@ -6,10 +6,10 @@
 // pages, 155 ms on fresh huge pages and 4 ms on huge pages the guest had used before (the
 // hypervisor backs fresh guest memory page by page either way); kiln-perf's eager first calls
 // (new 32-64 MiB outputs) ran 40-85% shorter (gelu 640 -> 365 ms, softmax 20-40 -> 5-6);
-// steady-state runs reuse cached blocks and did not change there. With THP "never", or no free huge page, a block is plain
-// 4 KiB pages and nothing else changes. A block's size alone says how it was allocated
-// (is_large_block), so switching the flag at run time never mismatches a free. Elsewhere than
-// Linux large blocks are aligned_alloc'd.
+// steady-state runs reuse cached blocks and did not change there. With THP "never", or no free huge
+// page, a block is plain 4 KiB pages and nothing else changes. A block's size alone says how it was
+// allocated (is_large_block), so switching the flag at run time never mismatches a free. Elsewhere
+// than Linux large blocks are aligned_alloc'd.
 #pragma once
 #include <cstddef>
 
