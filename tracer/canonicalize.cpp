@@ -33,13 +33,26 @@ CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
 
   CanonicalGraph out;
   out.graph.nodes.reserve(g.nodes.size());
-  out.graph.inputs.reserve(g.inputs.size());
   std::vector<ValueId> renumber(nvalues, kNoValue);
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    GraphInput& in = g.inputs[i];
-    if (!live[in.id] && !keep_inputs) continue;
-    renumber[in.id] = out.graph.add_input(std::move(in.meta));
-    out.input_origin.push_back(static_cast<int32_t>(i));
+  if (keep_inputs) {  // every input, in order: the list moves over whole, renumbered in place
+    out.graph.inputs = std::move(g.inputs);
+    out.input_origin.resize(out.graph.inputs.size());
+    for (size_t i = 0; i < out.graph.inputs.size(); ++i) {
+      GraphInput& in = out.graph.inputs[i];
+      if (in.meta.strides.empty() && !in.meta.sizes.empty())  // as add_input states them
+        in.meta.strides = contiguous_strides(in.meta.sizes);
+      renumber[in.id] = static_cast<ValueId>(i);
+      in.id = static_cast<ValueId>(i);
+      out.input_origin[i] = static_cast<int32_t>(i);
+    }
+  } else {
+    out.graph.inputs.reserve(g.inputs.size());
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      GraphInput& in = g.inputs[i];
+      if (!live[in.id]) continue;
+      renumber[in.id] = out.graph.add_input(std::move(in.meta));
+      out.input_origin.push_back(static_cast<int32_t>(i));
+    }
   }
   // Nodes are moved, then renumbered in place (no copy of attrs or metadata).
   int32_t next = static_cast<int32_t>(out.graph.inputs.size());
