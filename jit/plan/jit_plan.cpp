@@ -175,7 +175,7 @@ void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index,
                 ra.inputs = a;
                 r = p->run(ra);
               } else {
-                r = tracer::interpret(n.subgraphs[k], (*bodies_[j])[k], a);
+                r = tracer::interpret(n.subgraphs[k], tracer::body_plans(bodies_, j)[k], a);
               }
               if (r.error) std::rethrow_exception(r.error);
               return std::move(r.outputs);
