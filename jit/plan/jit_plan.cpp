@@ -394,7 +394,9 @@ tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
     const size_t first = s;
-    if (st.kernel) {
+    if (st.gathered) {
+      s += run_gathered(f, s);  // 1: the row kernel after it ran too
+    } else if (st.kernel) {
       run_kernel(f, *st.kernel, s);
     } else {
       const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;

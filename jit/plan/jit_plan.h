@@ -66,6 +66,9 @@ struct Step {
   // per row block right after that block's GEMM.
   bool blas = false;
   bool epilogue = false;
+  // A gather whose row kernel is the next step (jit/plan/gathered_step.h): the two run per
+  // block of rows, the gathered value never stored whole.
+  bool gathered = false;
   std::unique_ptr<KernelStep> kernel;    // a kernel step
   std::vector<tracer::ValueId> release;  // values that die after this step
 };
@@ -137,6 +140,8 @@ class JitPlan final : public tracer::RegionPlan {
   void finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, Launched launched);
   // A BLAS step (blas_step.cpp); returns 1 when it also ran the next step (its epilogue).
   size_t run_blas(Frame& f, size_t step_index);
+  // A gather and its row kernel (gathered_step.cpp); returns 1 (it ran the next step too).
+  size_t run_gathered(Frame& f, size_t step_index);
   // The destination (RunArgs::destinations) that value v may be computed into at this step, or
   // an undefined tensor: v is a graph output once, the destination has v's sizes and dtype, and
   // nothing reads the destination's old contents after this step (at it only through the very

@@ -11,6 +11,7 @@
 #include "jit/lower/lowering.h"
 #include "jit/passes/passes.h"
 #include "jit/plan/blas_step.h"
+#include "jit/plan/gathered_step.h"
 #include "jit/plan/group_kernel.h"
 #include "jit/plan/lone_reductions.h"
 #include "jit/plan/plan_group.h"
@@ -777,6 +778,7 @@ std::unique_ptr<JitPlan> make_jit_plan(Graph g, const tracer::RuntimeScalars& ru
   for (ValueId v : g.outputs) last[v] = -2;
   for (size_t v = 0; v < nv; ++v)
     if (last[v] >= 0) steps[last[v]].release.push_back(static_cast<ValueId>(v));
+  mark_gathered_steps(g, steps);
 
   auto plan = std::make_unique<JitPlan>(std::move(g), std::move(steps), std::move(patches),
                                         std::move(random_index));

@@ -1,0 +1,132 @@
+// Gathered row reductions run per block of rows (jit/plan/gathered_step.h): a reduction over
+// {0, 2, 3} of [N, C, H, W] gathers g = copy(permute(x)) and reduces g's rows; where g is large
+// and dies at its row kernel, each thread gathers a block of g's leading dim into a buffer of
+// its own and reduces it there. Bitwise eager's on every ISA path and thread count, for a leaf
+// (eager's copy per block) and a computed input (the gathering kernel per block), with a
+// partial last block; the kernel launches per run tell blocked runs from whole ones.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "jit/cpu/cpu_target.h"
+#include "jit/plan/gathered_step.h"
+#include "jit_kernel_util.h"
+#include "jit_recorded_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::ConfigOverride;
+using testing::JitMode;
+
+using JitGatheredBlocksTest = testing::JitRecordedTest<>;
+
+using Program = std::function<TensorList(const TensorList&)>;
+
+// Runs `program` on `in` eagerly, then twice with the JIT (bitwise equal each time); returns
+// the kernel launches of the second JIT run (the plan exists by then).
+int64_t launches_of_checked_run(const Program& program, const TensorList& in,
+                                const std::string& what) {
+  TensorList want;
+  {
+    JitMode off(false);
+    want = program(in);
+  }
+  int64_t launches = 0;
+  for (int it = 0; it < 2; ++it) {
+    const int64_t before = jit::cpu_jit_counters().launches.load();
+    JitMode on(true);
+    const TensorList got = program(in);
+    kiln::sync();
+    launches = jit::cpu_jit_counters().launches.load() - before;
+    testing::expect_lists_bitwise_equal(got, want, what);
+  }
+  return launches;
+}
+
+// The blocks a run of g of this leading dim, slab bytes and total bytes makes (1: run whole).
+int64_t expected_blocks(int64_t leading, int64_t slab_bytes) {
+  const int64_t total = leading * slab_bytes;
+  if (total < jit::kGatherBlockMinBytes || slab_bytes > jit::kGatherBlockMaxSlabBytes) return 1;
+  const int64_t per_block = std::max<int64_t>(1, jit::kGatherBlockBytes / slab_bytes);
+  return (leading + per_block - 1) / per_block;
+}
+
+// Batch-norm statistics of a leaf: eager's copy per block, then the row kernel (mean and both
+// variances in one) over the block. [2, 45, 110, 110] Float32: slabs of 96.8 KB, two per block,
+// the last block one channel; Float64: one channel per block. A smaller batch of the same plan
+// (under the size at which blocking pays) runs whole.
+TEST_F(JitGatheredBlocksTest, LeafStatisticsRunPerBlockBitwise) {
+  const Program stats = [](const TensorList& in) {
+    return TensorList{in[0].mean({0, 2, 3}, true), in[0].var({0, 2, 3}, false, true),
+                      in[0].var({0, 2, 3})};
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int threads : {1, 2}) {
+        ConfigOverride<int> t(config().num_threads, threads);
+        tracer::RegionCache::instance().clear();
+        const std::string what = fmt::format("{} {} {} threads", isa, dtype_name(dt), threads);
+        const int64_t hw = 110 * 110, es = static_cast<int64_t>(itemsize(dt));
+        const Tensor big = testing::eager_normal({2, 45, 110, 110}, 3, dt) * 2.0 + 0.5;
+        EXPECT_EQ(launches_of_checked_run(stats, {big}, what), expected_blocks(45, 2 * hw * es))
+            << what;
+        EXPECT_GT(expected_blocks(45, 2 * hw * es), 20) << what;
+        const Tensor small = testing::eager_normal({3, 45, 11, 13}, 4, dt);
+        EXPECT_EQ(launches_of_checked_run(stats, {small}, what + ", small"), 1) << what;
+        EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u) << what;
+      }
+    }
+  }
+}
+
+// The statistics of a computed input (a scale and shift): the gathering kernel computes the
+// producers at the gathered indices per block into the thread's buffer; two launches per block.
+// With a sum of another input's gathered copy in the same row kernel (read whole, at the
+// block's rows) and an amax beside it.
+TEST_F(JitGatheredBlocksTest, ComputedInputsGatherPerBlockBitwise) {
+  const Program stats = [](const TensorList& in) {
+    const Tensor y = in[0] * in[1] + 1.0;
+    return TensorList{y.mean({0, 2, 3}, true), y.var({0, 2, 3}, false, true), y.amax({0, 2, 3})};
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    tracer::RegionCache::instance().clear();
+    const Tensor x = testing::eager_normal({3, 41, 96, 96}, 5);
+    const Tensor w = testing::eager_normal({1, 41, 1, 1}, 6);
+    const int64_t blocks = expected_blocks(41, 3 * 96 * 96 * 4);
+    EXPECT_GT(blocks, 1) << isa;
+    EXPECT_EQ(launches_of_checked_run(stats, {x, w}, isa), 2 * blocks) << isa;
+  }
+  // Two inputs gathered over the same dims, reduced in one row kernel: the one gathered right
+  // before it per block, the other read whole at each block's rows.
+  const Program two = [](const TensorList& in) {
+    return TensorList{(in[0] * 3.0).sum({0, 2}), in[1].amax({0, 2}, true),
+                      (in[1] * 0.5).sum({0, 2})};
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    tracer::RegionCache::instance().clear();
+    const Tensor a = testing::eager_normal({64, 41, 500}, 7);
+    const Tensor b = testing::eager_normal({64, 41, 500}, 8);
+    launches_of_checked_run(two, {a, b}, isa + ", two inputs");
+  }
+}
+
+// A slab larger than kGatherBlockMaxSlabBytes (few channels of a large batch) gains nothing
+// from blocking: the pair runs whole, once.
+TEST_F(JitGatheredBlocksTest, SlabsPastTheBlockSizeRunWhole) {
+  const Program stats = [](const TensorList& in) {
+    return TensorList{in[0].mean({0, 2, 3}), in[0].var({0, 2, 3})};
+  };
+  const Tensor x = testing::eager_normal({40, 3, 128, 128}, 9);  // slabs of 2.6 MB
+  EXPECT_EQ(expected_blocks(3, 40 * 128 * 128 * 4), 1);
+  EXPECT_EQ(launches_of_checked_run(stats, {x}, "large slabs"), 1);
+}
+
+}  // namespace
+}  // namespace kiln
