@@ -29,6 +29,7 @@
 
 #include "expect_error.h"
 #include "op_matrix.h"
+#include "ops/cpu/reduce_plan.h"
 #include "ops/functions.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
@@ -336,6 +337,39 @@ TEST(Reduce, TransposedInputsReduceAsColumnsOrGatherInTilesBitwise) {
       if (dt == DType::Float32 && r == 77) {  // the two orders differ: the test tells them apart
         EXPECT_FALSE(equal(sum(t, {-1}), sum(t.contiguous(), {-1}))) << what;
       }
+    }
+  }
+}
+
+// Large gathered reductions (batch-norm statistics: [N, C, H, W] over {0, 2, 3}) gather and
+// reduce per block of rows (ops/cpu/reduce_plan.h for_row_blocks): bitwise the reduction of
+// the same rows laid out in place ([C, N * H * W] over its last dim, no gather). [2, 45, 110,
+// 110]: 4.4 MB of Float32 (two rows a block, the last block one row), 8.7 MB of Float64 and
+// Int64 (one row a block); [2, 45, 30, 30] gathers whole.
+TEST(Reduce, LargeGatheredRowsReducePerBlockBitwise) {
+  std::mt19937 rng(91);
+  for (DType dt : {DType::Float32, DType::Float64, DType::Int64}) {
+    for (int64_t hw : {110, 30}) {
+      const std::string what = fmt::format("{} [2, 45, {}, {}]", dtype_name(dt), hw, hw);
+      const Tensor x = make_random({2, 45, hw, hw}, dt, rng, -3, 4);
+      const Tensor rows = x.permute({1, 0, 2, 3}).contiguous().view({45, -1});
+      const int64_t before = row_block_reductions();
+      EXPECT_TRUE(equal(x.sum({0, 2, 3}), rows.sum({1}))) << what;
+      EXPECT_TRUE(equal(x.amax({0, 2, 3}), rows.amax({1}))) << what;
+      EXPECT_TRUE(equal(x.amin({0, 2, 3}, true).view({45}), rows.amin({1}))) << what;
+      if (dt != DType::Int64) {
+        EXPECT_TRUE(equal(x.mean({0, 2, 3}), rows.mean({1}))) << what;
+        EXPECT_TRUE(equal(x.var({0, 2, 3}), rows.var({1}))) << what;
+        EXPECT_TRUE(equal(x.var({0, 2, 3}, false), rows.var({1}, false))) << what;
+        EXPECT_TRUE(equal(x.logsumexp({0, 2, 3}), rows.logsumexp({1}))) << what;
+        const Tensor near1 = x * 1e-4 + 1.0;
+        EXPECT_TRUE(equal(near1.prod({0, 2, 3}),
+                          near1.permute({1, 0, 2, 3}).contiguous().view({45, -1}).prod({1})))
+            << what;
+      }
+      const int64_t blocked = row_block_reductions() - before;
+      const int64_t bytes = 2 * hw * hw * static_cast<int64_t>(itemsize(dt)) * 45;
+      EXPECT_EQ(blocked, bytes >= kRowBlocksMinBytes ? (dt == DType::Int64 ? 3 : 8) : 0) << what;
     }
   }
 }

@@ -431,50 +431,55 @@ void reduce_eager(const OpCall& c, const Tensor& out) {
                     op == OpId::Amin || op == OpId::Var || op == OpId::Argmax ||
                     op == OpId::Argmin || op == OpId::Logsumexp;
   const int64_t min_cols = cols ? 1 : 0;
-  const ReducePlan p = plan_reduction(x, mask, min_cols);
-  if (p.outputs() == 0 && op != OpId::All && op != OpId::Any) return;
-  void* o = out.impl()->data();
-  visit_dtype(x.dtype(), [&]<class T>(TypeTag<T>) {
-    switch (op) {
-      case OpId::Sum:
-      case OpId::Prod:
-      case OpId::Mean:
-        if constexpr (std::is_floating_point_v<T>)
-          sum_like<T>(op, p, static_cast<T*>(o), op == OpId::Mean ? c.attrs.ints[1] : 0);
-        else if (op != OpId::Mean)
-          sum_like<T>(op, p, static_cast<int64_t*>(o));
-        break;
-      case OpId::Amax:
-        extreme<MaxOp, T>(p, static_cast<T*>(o));
-        break;
-      case OpId::Amin:
-        extreme<MinOp, T>(p, static_cast<T*>(o));
-        break;
-      case OpId::Argmax:
-        if constexpr (!std::is_same_v<T, bool>) arg_extreme<true, T>(p, static_cast<int64_t*>(o));
-        break;
-      case OpId::Argmin:
-        if constexpr (!std::is_same_v<T, bool>) arg_extreme<false, T>(p, static_cast<int64_t*>(o));
-        break;
-      case OpId::Logsumexp:
-        if constexpr (std::is_floating_point_v<T>)
-          logsumexp_rows<T, T>(p, static_cast<T*>(o));
-        else
-          logsumexp_rows<T, float>(p, static_cast<float*>(o));
-        break;
-      case OpId::Var:
-        if constexpr (std::is_floating_point_v<T>)
-          var_rows<T>(p, c.attrs.ints[1] != 0, static_cast<T*>(o));
-        break;
-      case OpId::All:
-        all_any<T>(false, p, static_cast<bool*>(o));
-        break;
-      case OpId::Any:
-        all_any<T>(true, p, static_cast<bool*>(o));
-        break;
-      default:
-        fail_not_a_reduction(op);
-    }
+  ReducePlan whole = plan_reduction(x, mask, min_cols, /*defer=*/true);
+  if (whole.outputs() == 0 && op != OpId::All && op != OpId::Any) return;
+  // p: all rows, or a block of gathered rows whose outputs start at output `first`.
+  for_row_blocks(whole, itemsize(x.dtype()), [&](const ReducePlan& p, int64_t first) {
+    void* const o = out.impl()->data();
+    visit_dtype(x.dtype(), [&]<class T>(TypeTag<T>) {
+      switch (op) {
+        case OpId::Sum:
+        case OpId::Prod:
+        case OpId::Mean:
+          if constexpr (std::is_floating_point_v<T>)
+            sum_like<T>(op, p, static_cast<T*>(o) + first, op == OpId::Mean ? c.attrs.ints[1] : 0);
+          else if (op != OpId::Mean)
+            sum_like<T>(op, p, static_cast<int64_t*>(o) + first);
+          break;
+        case OpId::Amax:
+          extreme<MaxOp, T>(p, static_cast<T*>(o) + first);
+          break;
+        case OpId::Amin:
+          extreme<MinOp, T>(p, static_cast<T*>(o) + first);
+          break;
+        case OpId::Argmax:
+          if constexpr (!std::is_same_v<T, bool>)
+            arg_extreme<true, T>(p, static_cast<int64_t*>(o) + first);
+          break;
+        case OpId::Argmin:
+          if constexpr (!std::is_same_v<T, bool>)
+            arg_extreme<false, T>(p, static_cast<int64_t*>(o) + first);
+          break;
+        case OpId::Logsumexp:
+          if constexpr (std::is_floating_point_v<T>)
+            logsumexp_rows<T, T>(p, static_cast<T*>(o) + first);
+          else
+            logsumexp_rows<T, float>(p, static_cast<float*>(o) + first);
+          break;
+        case OpId::Var:
+          if constexpr (std::is_floating_point_v<T>)
+            var_rows<T>(p, c.attrs.ints[1] != 0, static_cast<T*>(o) + first);
+          break;
+        case OpId::All:
+          all_any<T>(false, p, static_cast<bool*>(o) + first);
+          break;
+        case OpId::Any:
+          all_any<T>(true, p, static_cast<bool*>(o) + first);
+          break;
+        default:
+          fail_not_a_reduction(op);
+      }
+    });
   });
 }
 

@@ -1,6 +1,7 @@
 #include "ops/cpu/reduce_plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "runtime/parallel.h"
@@ -22,19 +23,61 @@ bool dense(const Dim* d, size_t nd) {
   return true;
 }
 
+// Gathers rows [r0, r1) of x in row-major [kept..., reduced...] order to dst (row r0 first).
+template <class E>
+void gather_rows(const char* base, const SmallVector<Dim, 8>& order, size_t nk, int64_t r0,
+                 int64_t r1, int64_t n, E* dst) {
+  const size_t nd = order.size();
+  const size_t nr = nd - nk;
+  DimVector idx(nr, 0);
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t off = 0, rem = r;
+    for (size_t d = nk; d-- > 0;) {
+      off += (rem % order[d].size) * order[d].stride;
+      rem /= order[d].size;
+    }
+    E* out = dst + (r - r0) * n;
+    const E* src = reinterpret_cast<const E*>(base) + off;
+    if (nr == 0) {
+      out[0] = src[0];
+      continue;
+    }
+    // Odometer over the reduced dims; the innermost one is a tight loop.
+    const Dim last = order[nd - 1];
+    std::fill(idx.begin(), idx.end(), 0);
+    int64_t roff = 0;
+    for (int64_t j = 0; j < n; j += last.size) {
+      for (int64_t k = 0; k < last.size; ++k) out[j + k] = src[roff + k * last.stride];
+      for (size_t d = nr - 1; d-- > 0;) {
+        const Dim& dd = order[nk + d];
+        roff += dd.stride;
+        if (++idx[d] < dd.size) break;
+        roff -= dd.stride * dd.size;
+        idx[d] = 0;
+      }
+    }
+  }
+}
+
+// Whether gather() takes its tiled path (a transposed input's rows: tiles through a buffer).
+bool tiled_gather(const SmallVector<Dim, 8>& order, size_t nk) {
+  constexpr int64_t kTile = 32;
+  return nk >= 1 && order.size() - nk == 1 && order[nk - 1].stride == 1 &&
+         order[nk - 1].size >= kTile;
+}
+
 // Copies x into row-major [kept..., reduced...] order (dims given in `order`, nk kept first).
 template <class E>
 void gather(const char* base, const SmallVector<Dim, 8>& order, size_t nk, int64_t m, int64_t n,
             E* dst) {
   const size_t nd = order.size();
-  const size_t nr = nd - nk;
   // One reduced dim, rows that differ only in the last kept dim and that dim contiguous in
   // memory (a transposed input, `x.t().sum(-1)`): tiles of kTile rows by kTile reduced elements
   // through a buffer, read along the rows' common lines and written as whole runs of each row.
   // Row by row, every element read was on a line and a page of its own, and element by element
   // across 64 rows every write was ([1024, 4096] from a transposed [4096, 1024]: 16 ms, 9 ms).
   constexpr int64_t kTile = 32;
-  if (nk >= 1 && nr == 1 && order[nk - 1].stride == 1 && order[nk - 1].size >= kTile) {
+  if (tiled_gather(order, nk)) {
     const int64_t S = order[nk - 1].size, per = (S + kTile - 1) / kTile;
     const int64_t stride = order[nd - 1].stride;
     parallel_for(0, (m / S) * per, std::max<int64_t>(1, kParallelGrain / (kTile * n)),
@@ -65,37 +108,7 @@ void gather(const char* base, const SmallVector<Dim, 8>& order, size_t nk, int64
     return;
   }
   parallel_for(0, m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)),
-               [&](int64_t b, int64_t e) {
-                 DimVector idx(nr, 0);
-                 for (int64_t r = b; r < e; ++r) {
-                   int64_t off = 0, rem = r;
-                   for (size_t d = nk; d-- > 0;) {
-                     off += (rem % order[d].size) * order[d].stride;
-                     rem /= order[d].size;
-                   }
-                   E* out = dst + r * n;
-                   const E* src = reinterpret_cast<const E*>(base) + off;
-                   if (nr == 0) {
-                     out[0] = src[0];
-                     continue;
-                   }
-                   // Odometer over the reduced dims; the innermost one is a tight loop.
-                   const Dim last = order[nd - 1];
-                   std::fill(idx.begin(), idx.end(), 0);
-                   int64_t roff = 0;
-                   for (int64_t j = 0; j < n; j += last.size) {
-                     for (int64_t k = 0; k < last.size; ++k)
-                       out[j + k] = src[roff + k * last.stride];
-                     for (size_t d = nr - 1; d-- > 0;) {
-                       const Dim& dd = order[nk + d];
-                       roff += dd.stride;
-                       if (++idx[d] < dd.size) break;
-                       roff -= dd.stride * dd.size;
-                       idx[d] = 0;
-                     }
-                   }
-                 }
-               });
+               [&](int64_t b, int64_t e) { gather_rows(base, order, nk, b, e, n, dst + b * n); });
 }
 
 // Whether x over `mask` reduces as columns in memory order (plan_reduction); `inner`: the kept
@@ -158,7 +171,7 @@ ReducedRun reduced_run(const DimVector& sizes, uint64_t mask) {
   return ReducedRun::BlockThenKept;
 }
 
-ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols) {
+ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, bool defer) {
   ReducePlan plan;
   SmallVector<Dim, 8> kept, red;  // non-1 dims only: size-1 dims never move an address
   int64_t m = 1, n = 1;
@@ -199,20 +212,75 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols) 
   }
 
   const size_t isz = itemsize(x.dtype());
-  plan.owned.reset(new std::byte[static_cast<size_t>(m * n) * isz]);
   const char* base = static_cast<const char*>(x.data());
+  const size_t nk = kept.size();
+  if (defer && !tiled_gather(order, nk)) {
+    plan.gather_rows = [base, order, nk, n, isz](int64_t r0, int64_t r1, void* dst) {
+      switch (isz) {
+        case 1:
+          gather_rows(base, order, nk, r0, r1, n, static_cast<uint8_t*>(dst));
+          break;
+        case 4:
+          gather_rows(base, order, nk, r0, r1, n, static_cast<uint32_t*>(dst));
+          break;
+        default:
+          gather_rows(base, order, nk, r0, r1, n, static_cast<uint64_t*>(dst));
+      }
+    };
+    return plan;
+  }
+  plan.owned.reset(new std::byte[static_cast<size_t>(m * n) * isz]);
   switch (isz) {
     case 1:
-      gather(base, order, kept.size(), m, n, reinterpret_cast<uint8_t*>(plan.owned.get()));
+      gather(base, order, nk, m, n, reinterpret_cast<uint8_t*>(plan.owned.get()));
       break;
     case 4:
-      gather(base, order, kept.size(), m, n, reinterpret_cast<uint32_t*>(plan.owned.get()));
+      gather(base, order, nk, m, n, reinterpret_cast<uint32_t*>(plan.owned.get()));
       break;
     default:
-      gather(base, order, kept.size(), m, n, reinterpret_cast<uint64_t*>(plan.owned.get()));
+      gather(base, order, nk, m, n, reinterpret_cast<uint64_t*>(plan.owned.get()));
   }
   plan.data = plan.owned.get();
   return plan;
+}
+
+namespace {
+std::atomic<int64_t> g_row_block_reductions{0};
+}  // namespace
+
+int64_t row_block_reductions() { return g_row_block_reductions.load(); }
+
+void for_row_blocks(ReducePlan& p, size_t itemsize,
+                    const std::function<void(const ReducePlan& rows, int64_t first)>& reduce) {
+  if (!p.gather_rows || p.outer == 0 || p.n == 0) {
+    reduce(p, 0);
+    return;
+  }
+  const int64_t row_bytes = p.n * static_cast<int64_t>(itemsize);
+  const int64_t per_block = std::max<int64_t>(1, kRowBlockBytes / row_bytes);
+  const int64_t blocks = (p.outer + per_block - 1) / per_block;
+  if (p.outer * row_bytes < kRowBlocksMinBytes || row_bytes > kRowBlocksMaxRowBytes || blocks < 2) {
+    p.owned.reset(new std::byte[static_cast<size_t>(p.outer * row_bytes)]);
+    // Whole, rows split over kiln's threads as gather() splits them.
+    parallel_for(0, p.outer, std::max<int64_t>(1, kParallelGrain / p.n),
+                 [&](int64_t b, int64_t e) { p.gather_rows(b, e, p.owned.get() + b * row_bytes); });
+    p.data = p.owned.get();
+    reduce(p, 0);
+    return;
+  }
+  g_row_block_reductions.fetch_add(1, std::memory_order_relaxed);
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::unique_ptr<std::byte[]> buffer(new std::byte[static_cast<size_t>(per_block * row_bytes)]);
+    ReducePlan rows;
+    rows.n = p.n;
+    rows.data = buffer.get();
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * per_block, r1 = std::min(p.outer, r0 + per_block);
+      p.gather_rows(r0, r1, buffer.get());
+      rows.outer = r1 - r0;
+      reduce(rows, r0);
+    }
+  });
 }
 
 }  // namespace kiln

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "runtime/tensor_impl.h"
@@ -24,6 +25,9 @@ struct ReducePlan {
   int64_t inner = 1;  // Cols only: kept contiguous inner extent
   const void* data = nullptr;
   std::unique_ptr<std::byte[]> owned;  // the gathered copy, when one was needed
+  // A gather left to the caller (plan_reduction's `defer`): writes rows [r0, r1) of the
+  // gathered Rows to dst, row-major; data is null until gathered (for_row_blocks does it).
+  std::function<void(int64_t r0, int64_t r1, void* dst)> gather_rows;
 
   int64_t outputs() const { return outer * inner; }
   template <class T>
@@ -43,6 +47,25 @@ ReducedRun reduced_run(const DimVector& sizes, uint64_t mask);
 // mask: bit d set when dim d is reduced. min_cols: the fewest kept columns (the kept extent after
 // the reduced block) for which the op reduces in the Cols layout; 0: the op has no column kernel.
 // With zero outputs or n == 0 the plan has no data (callers fill outputs or return).
-ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols);
+// defer: a plan that needs a gather leaves it to for_row_blocks (gather_rows set, no data).
+ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, bool defer = false);
+
+// Gathered rows of these sizes run per block of rows (for_row_blocks): the gather at least
+// kRowBlocksMinBytes, one row at most kRowBlocksMaxRowBytes, about kRowBlockBytes a block.
+inline constexpr int64_t kRowBlockBytes = int64_t{256} << 10;
+inline constexpr int64_t kRowBlocksMaxRowBytes = int64_t{2} << 20;
+inline constexpr int64_t kRowBlocksMinBytes = int64_t{4} << 20;
+
+// Calls reduce(rows, first) for p's rows: once with p itself (first 0) where its data is there;
+// for a deferred gather of kRowBlocksMinBytes or more, per block of rows, kiln's threads over
+// the blocks, each block gathered into a buffer of the thread's own and reduced while in its
+// cache (`rows` a Rows plan of that block's rows; first: the block's first row, i.e. its first
+// output); else gathered whole first. A row is reduced alone in every case: the same bits
+// (batch-norm statistics of [32, 64, 56, 56] gathered whole wrote and read back 25.7 MB).
+void for_row_blocks(ReducePlan& p, size_t itemsize,
+                    const std::function<void(const ReducePlan& rows, int64_t first)>& reduce);
+
+// For tests: how many reductions for_row_blocks has run per block of rows in this process.
+int64_t row_block_reductions();
 
 }  // namespace kiln

@@ -92,6 +92,7 @@ mutations=(
   "large blocks advised whatever KILN_HUGE_PAGES says|runtime/allocator.cpp|map_large_block(bytes, config().huge_pages)|map_large_block(bytes, true)|CpuAllocator.Large*|"
   "gathered blocks' row values not offset to their rows|jit/plan/gathered_step.cpp|        for (size_t o = 0; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];\n        for (size_t o : g_operands)|        for (size_t o = 1; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];\n        for (size_t o : g_operands)|JitGatheredBlocks*|"
   "gathers never blocked|jit/plan/gathered_step.cpp|  if (blocks < 2) return whole();|  if (blocks > 0) return whole();|JitGatheredBlocks*|"
+  "eager row blocks' outputs not offset|ops/cpu/reduce_plan.cpp|      reduce(rows, r0);|      reduce(rows, 0);|Reduce.LargeGathered*|"
 )
 
 results=()
