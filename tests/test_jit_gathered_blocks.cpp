@@ -15,6 +15,7 @@
 #include "jit/plan/gathered_step.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
+#include "runtime/config.h"
 
 namespace kiln {
 namespace {
@@ -47,12 +48,16 @@ int64_t launches_of_checked_run(const Program& program, const TensorList& in,
   return launches;
 }
 
-// The blocks a run of g of this leading dim, slab bytes and total bytes makes (1: run whole).
+// The blocks a run of g of this leading dim and slab bytes makes (1: run whole), as
+// JitPlan::run_gathered picks them.
 int64_t expected_blocks(int64_t leading, int64_t slab_bytes) {
   const int64_t total = leading * slab_bytes;
   if (total < jit::kGatherBlockMinBytes || slab_bytes > jit::kGatherBlockMaxSlabBytes) return 1;
-  const int64_t per_block = std::max<int64_t>(1, jit::kGatherBlockBytes / slab_bytes);
-  return (leading + per_block - 1) / per_block;
+  const int64_t threads = std::max(2, num_threads());
+  const int64_t per_block =
+      std::max<int64_t>(1, std::min(jit::kGatherBlockBytes / slab_bytes, leading / threads));
+  const int64_t blocks = (leading + per_block - 1) / per_block;
+  return blocks < threads ? 1 : blocks;
 }
 
 // Batch-norm statistics of a leaf: eager's copy per block, then the row kernel (mean and both

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "jit/plan/plan_frame.h"
+#include "runtime/config.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
@@ -94,9 +95,13 @@ size_t JitPlan::run_gathered(Frame& f, size_t s) {
     return whole();
   const int64_t bytes = g->numel() * esize, slab = bytes / gsizes[0];
   if (bytes < kGatherBlockMinBytes || slab == 0 || slab > kGatherBlockMaxSlabBytes) return whole();
-  const int64_t per_block = std::max<int64_t>(1, kGatherBlockBytes / slab);
+  // Blocks of about kGatherBlockBytes, at least one per thread (a block's gather and reduction
+  // run on one thread: nested loops run inline); fewer leading indices than threads run whole.
+  const int64_t threads = std::max(2, num_threads());
+  const int64_t per_block =
+      std::max<int64_t>(1, std::min(kGatherBlockBytes / slab, gsizes[0] / threads));
   const int64_t blocks = (gsizes[0] + per_block - 1) / per_block;
-  if (blocks < 2) return whole();
+  if (blocks < threads) return whole();
 
   if (!prepare_kernel(f, rk, s + 1, klr, false)) return whole();
   bool ok = klr.la.sizes == gsizes && (!pk || klp.la.sizes == gsizes);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "runtime/config.h"
 #include "runtime/parallel.h"
 
 namespace kiln {
@@ -257,9 +258,14 @@ void for_row_blocks(ReducePlan& p, size_t itemsize,
     return;
   }
   const int64_t row_bytes = p.n * static_cast<int64_t>(itemsize);
-  const int64_t per_block = std::max<int64_t>(1, kRowBlockBytes / row_bytes);
+  // Blocks of about kRowBlockBytes, at least one per thread (a block's gather and reduction run
+  // on one thread: nested loops run inline); fewer rows than threads gather whole.
+  const int64_t threads = std::max(2, num_threads());
+  const int64_t per_block =
+      std::max<int64_t>(1, std::min(kRowBlockBytes / row_bytes, p.outer / threads));
   const int64_t blocks = (p.outer + per_block - 1) / per_block;
-  if (p.outer * row_bytes < kRowBlocksMinBytes || row_bytes > kRowBlocksMaxRowBytes || blocks < 2) {
+  if (p.outer * row_bytes < kRowBlocksMinBytes || row_bytes > kRowBlocksMaxRowBytes ||
+      blocks < threads) {
     p.owned.reset(new std::byte[static_cast<size_t>(p.outer * row_bytes)]);
     // Whole, rows split over kiln's threads as gather() splits them.
     parallel_for(0, p.outer, std::max<int64_t>(1, kParallelGrain / p.n),
