@@ -79,6 +79,8 @@ Config config_from_env() {
   if (auto v = env("KILN_DEVICE")) c.default_device = parse_device("KILN_DEVICE", v);
   if (auto v = env("KILN_NUM_THREADS")) c.num_threads = parse_int("KILN_NUM_THREADS", v, 0, 4096);
   if (auto v = env("KILN_HUGE_PAGES")) c.huge_pages = parse_bool("KILN_HUGE_PAGES", v);
+  if (auto v = env("KILN_GATHER_BLOCK_MIN_KIB"))
+    c.gather_block_min_kib = parse_int("KILN_GATHER_BLOCK_MIN_KIB", v, 0, 1 << 30);
   if (auto v = env("KILN_LOG")) {
     logging::check_levels(v);  // a bad spec fails here, naming KILN_LOG, not at the first log line
     c.log = v;

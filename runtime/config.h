@@ -33,6 +33,10 @@ struct Config {
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   Relaxed<int> num_threads = 0;           // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
   Relaxed<bool> huge_pages = true;        // KILN_HUGE_PAGES: big CPU blocks on 2 MiB pages
+  // KILN_GATHER_BLOCK_MIN_KIB: the smallest gathered copy (KiB) that a reduction over scattered
+  // dims, eager or CPU JIT, gathers and reduces per block of rows instead of whole (0: every
+  // one with a block per thread; ops/cpu/reduce_plan.h, jit/plan/gathered_step.h)
+  Relaxed<int> gather_block_min_kib = 4096;
   std::string log = "warn";               // KILN_LOG: e.g. "info,ops=debug"
   std::string cache_dir;                  // KILN_CACHE_DIR: on-disk kernel cache
   std::string dump;                       // KILN_DUMP: folder for graphs, code and asm

@@ -15,7 +15,7 @@ const char* const kVars[] = {
     "KILN_JIT_VALIDATE", "KILN_DEVICE",        "KILN_NUM_THREADS",   "KILN_LOG",
     "KILN_CACHE_DIR",    "KILN_DUMP",          "KILN_PROFILE",       "KILN_STATS",
     "KILN_JIT_PASSES",   "KILN_JIT_UNROLL",    "KILN_JIT_STREAMING", "KILN_JIT_EAGER_TIER",
-    "KILN_HUGE_PAGES"};
+    "KILN_HUGE_PAGES",   "KILN_GATHER_BLOCK_MIN_KIB"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {
@@ -80,6 +80,7 @@ TEST(Config, DefaultsAndGoodValues) {
   EXPECT_EQ(with("KILN_JIT_RECOMPILE_LIMIT", "0").jit_recompile_limit, 0);
   EXPECT_EQ(d.jit_unroll, 0);
   EXPECT_EQ(with("KILN_JIT_UNROLL", "3").jit_unroll, 3);
+  EXPECT_EQ(with("KILN_GATHER_BLOCK_MIN_KIB", "0").gather_block_min_kib, 0);
   EXPECT_EQ(d.jit_streaming, "auto");
   EXPECT_EQ(with("KILN_JIT_STREAMING", "off").jit_streaming, "off");
   EXPECT_EQ(with("KILN_JIT_STREAMING", "on").jit_streaming, "on");
@@ -107,6 +108,7 @@ TEST(Config, BadValuesNameTheVariableAndTheAcceptedValues) {
   expect_bad("KILN_JIT_THRESHOLD", "3x", {"integer"});
   expect_bad("KILN_JIT_RECOMPILE_LIMIT", "1.5", {"integer"});
   expect_bad("KILN_JIT_UNROLL", "5", {"integer", "[0,"});
+  expect_bad("KILN_GATHER_BLOCK_MIN_KIB", "-1", {"integer", "[0,"});
   expect_bad("KILN_JIT_STREAMING", "1", {"KILN_JIT_STREAMING", "auto", "on", "off"});
   expect_bad("KILN_NUM_THREADS", "-2", {"integer", "[0,"});
   expect_bad("KILN_NUM_THREADS", "many", {"integer"});

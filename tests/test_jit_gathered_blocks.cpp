@@ -52,7 +52,7 @@ int64_t launches_of_checked_run(const Program& program, const TensorList& in,
 // JitPlan::run_gathered picks them.
 int64_t expected_blocks(int64_t leading, int64_t slab_bytes) {
   const int64_t total = leading * slab_bytes;
-  if (total < jit::kGatherBlockMinBytes || slab_bytes > jit::kGatherBlockMaxSlabBytes) return 1;
+  if (total < int64_t{config().gather_block_min_kib} * 1024 || slab_bytes > jit::kGatherBlockMaxSlabBytes) return 1;
   const int64_t threads = std::max(2, num_threads());
   const int64_t per_block =
       std::max<int64_t>(1, std::min(jit::kGatherBlockBytes / slab_bytes, leading / threads));
@@ -63,7 +63,7 @@ int64_t expected_blocks(int64_t leading, int64_t slab_bytes) {
 // Batch-norm statistics of a leaf: eager's copy per block, then the row kernel (mean and both
 // variances in one) over the block. [2, 45, 110, 110] Float32: slabs of 96.8 KB, two per block,
 // the last block one channel; Float64: one channel per block. A smaller batch of the same plan
-// (under the size at which blocking pays) runs whole.
+// (under the size at which blocking pays, KILN_GATHER_BLOCK_MIN_KIB) runs whole.
 TEST_F(JitGatheredBlocksTest, LeafStatisticsRunPerBlockBitwise) {
   const Program stats = [](const TensorList& in) {
     return TensorList{in[0].mean({0, 2, 3}, true), in[0].var({0, 2, 3}, false, true),
@@ -82,7 +82,9 @@ TEST_F(JitGatheredBlocksTest, LeafStatisticsRunPerBlockBitwise) {
             << what;
         EXPECT_GT(expected_blocks(45, 2 * hw * es), 20) << what;
         const Tensor small = testing::eager_normal({3, 45, 11, 13}, 4, dt);
-        EXPECT_EQ(launches_of_checked_run(stats, {small}, what + ", small"), 1) << what;
+        EXPECT_EQ(launches_of_checked_run(stats, {small}, what + ", small"),
+                  expected_blocks(45, 3 * 11 * 13 * es))
+            << what;
         EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u) << what;
       }
     }

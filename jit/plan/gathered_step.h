@@ -24,11 +24,12 @@
 
 namespace kiln::jit {
 
-// The bytes of g's leading-dim block that a thread gathers and reduces at once, and the
-// smallest g worth blocking (below it g stays in the caches between the two steps anyway).
+// The bytes of g's leading-dim block that a thread gathers and reduces at once, and the largest
+// slab (one index of the leading dim) worth blocking. The smallest g blocked is
+// config().gather_block_min_kib (KILN_GATHER_BLOCK_MIN_KIB, default 4 MiB: below it g stays in
+// the caches between the two steps anyway).
 inline constexpr int64_t kGatherBlockBytes = int64_t{256} << 10;
 inline constexpr int64_t kGatherBlockMaxSlabBytes = int64_t{2} << 20;
-inline constexpr int64_t kGatherBlockMinBytes = int64_t{4} << 20;
 
 // Marks step s as a blocked gather (Step::gathered) where it produces one value g (an eager
 // Copy, or a pointwise kernel with g its only output and no random draws), step s + 1 is a row

@@ -264,7 +264,7 @@ void for_row_blocks(ReducePlan& p, size_t itemsize,
   const int64_t per_block =
       std::max<int64_t>(1, std::min(kRowBlockBytes / row_bytes, p.outer / threads));
   const int64_t blocks = (p.outer + per_block - 1) / per_block;
-  if (p.outer * row_bytes < kRowBlocksMinBytes || row_bytes > kRowBlocksMaxRowBytes ||
+  if (p.outer * row_bytes < int64_t{config().gather_block_min_kib} * 1024 || row_bytes > kRowBlocksMaxRowBytes ||
       blocks < threads) {
     p.owned.reset(new std::byte[static_cast<size_t>(p.outer * row_bytes)]);
     // Whole, rows split over kiln's threads as gather() splits them.

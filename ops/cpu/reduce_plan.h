@@ -50,14 +50,14 @@ ReducedRun reduced_run(const DimVector& sizes, uint64_t mask);
 // defer: a plan that needs a gather leaves it to for_row_blocks (gather_rows set, no data).
 ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, bool defer = false);
 
-// Gathered rows of these sizes run per block of rows (for_row_blocks): the gather at least
-// kRowBlocksMinBytes, one row at most kRowBlocksMaxRowBytes, about kRowBlockBytes a block.
+// Gathered rows run per block of rows (for_row_blocks) where the gather is at least
+// config().gather_block_min_kib (KILN_GATHER_BLOCK_MIN_KIB, default 4 MiB) and one row at most
+// kRowBlocksMaxRowBytes, in blocks of about kRowBlockBytes.
 inline constexpr int64_t kRowBlockBytes = int64_t{256} << 10;
 inline constexpr int64_t kRowBlocksMaxRowBytes = int64_t{2} << 20;
-inline constexpr int64_t kRowBlocksMinBytes = int64_t{4} << 20;
 
 // Calls reduce(rows, first) for p's rows: once with p itself (first 0) where its data is there;
-// for a deferred gather of kRowBlocksMinBytes or more, per block of rows, kiln's threads over
+// for a deferred gather of gather_block_min_kib or more, per block of rows, kiln's threads over
 // the blocks, each block gathered into a buffer of the thread's own and reduced while in its
 // cache (`rows` a Rows plan of that block's rows; first: the block's first row, i.e. its first
 // output); else gathered whole first. A row is reduced alone in every case: the same bits
