@@ -23,6 +23,31 @@ void cpu_free(void* p, size_t nbytes) noexcept;
 // The bytes a request of nbytes really occupies (its size class); 0 for 0.
 size_t cpu_block_size(size_t nbytes);
 
+// A kernel's scratch block from this allocator, freed when it goes: reused between calls (no
+// fresh page faults, and no munmap of 4 KiB pages, which on a shadow-paged VM makes every page
+// touched afterwards fault again; docs/jit.md "Compile time"), huge pages from 2 MiB.
+class CpuScratch {
+ public:
+  CpuScratch() = default;
+  explicit CpuScratch(size_t nbytes) : p_(cpu_allocate(nbytes)), n_(nbytes) {}
+  ~CpuScratch() { cpu_free(p_, n_); }
+  CpuScratch(CpuScratch&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; }
+  CpuScratch& operator=(CpuScratch&& o) noexcept {
+    if (this != &o) {
+      cpu_free(p_, n_);
+      p_ = o.p_;
+      n_ = o.n_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  std::byte* get() const { return static_cast<std::byte*>(p_); }
+
+ private:
+  void* p_ = nullptr;
+  size_t n_ = 0;
+};
+
 struct CpuAllocatorStats {
   size_t allocated = 0;  // bytes in blocks handed out and not yet freed (class sizes)
   size_t cached = 0;     // bytes in freed blocks kept for reuse (shared pool + thread caches)

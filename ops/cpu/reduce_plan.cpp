@@ -230,7 +230,7 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, 
     };
     return plan;
   }
-  plan.owned.reset(new std::byte[static_cast<size_t>(m * n) * isz]);
+  plan.owned = CpuScratch(static_cast<size_t>(m * n) * isz);
   switch (isz) {
     case 1:
       gather(base, order, nk, m, n, reinterpret_cast<uint8_t*>(plan.owned.get()));
@@ -264,9 +264,9 @@ void for_row_blocks(ReducePlan& p, size_t itemsize,
   const int64_t per_block =
       std::max<int64_t>(1, std::min(kRowBlockBytes / row_bytes, p.outer / threads));
   const int64_t blocks = (p.outer + per_block - 1) / per_block;
-  if (p.outer * row_bytes < int64_t{config().gather_block_min_kib} * 1024 || row_bytes > kRowBlocksMaxRowBytes ||
-      blocks < threads) {
-    p.owned.reset(new std::byte[static_cast<size_t>(p.outer * row_bytes)]);
+  if (p.outer * row_bytes < int64_t{config().gather_block_min_kib} * 1024 ||
+      row_bytes > kRowBlocksMaxRowBytes || blocks < threads) {
+    p.owned = CpuScratch(static_cast<size_t>(p.outer * row_bytes));
     // Whole, rows split over kiln's threads as gather() splits them.
     parallel_for(0, p.outer, std::max<int64_t>(1, kParallelGrain / p.n),
                  [&](int64_t b, int64_t e) { p.gather_rows(b, e, p.owned.get() + b * row_bytes); });
@@ -276,7 +276,7 @@ void for_row_blocks(ReducePlan& p, size_t itemsize,
   }
   g_row_block_reductions.fetch_add(1, std::memory_order_relaxed);
   parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::unique_ptr<std::byte[]> buffer(new std::byte[static_cast<size_t>(per_block * row_bytes)]);
+    const CpuScratch buffer(static_cast<size_t>(per_block * row_bytes));
     ReducePlan rows;
     rows.n = p.n;
     rows.data = buffer.get();

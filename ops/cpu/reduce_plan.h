@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 
+#include "runtime/allocator.h"
 #include "runtime/tensor_impl.h"
 
 namespace kiln {
@@ -24,7 +25,7 @@ struct ReducePlan {
   int64_t n = 1;      // elements reduced into each output
   int64_t inner = 1;  // Cols only: kept contiguous inner extent
   const void* data = nullptr;
-  std::unique_ptr<std::byte[]> owned;  // the gathered copy, when one was needed
+  CpuScratch owned;  // the gathered copy, when one was needed
   // A gather left to the caller (plan_reduction's `defer`): writes rows [r0, r1) of the
   // gathered Rows to dst, row-major; data is null until gathered (for_row_blocks does it).
   std::function<void(int64_t r0, int64_t r1, void* dst)> gather_rows;
