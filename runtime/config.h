@@ -37,11 +37,11 @@ struct Config {
   // dims, eager or CPU JIT, gathers and reduces per block of rows instead of whole (0: every
   // one with a block per thread; ops/cpu/reduce_plan.h, jit/plan/gathered_step.h)
   Relaxed<int> gather_block_min_kib = 4096;
-  std::string log = "warn";               // KILN_LOG: e.g. "info,ops=debug"
-  std::string cache_dir;                  // KILN_CACHE_DIR: on-disk kernel cache
-  std::string dump;                       // KILN_DUMP: folder for graphs, code and asm
-  std::string profile;                    // KILN_PROFILE: Chrome trace written at exit
-  Relaxed<bool> stats = false;            // KILN_STATS: summary printed at exit
+  std::string log = "warn";     // KILN_LOG: e.g. "info,ops=debug"
+  std::string cache_dir;        // KILN_CACHE_DIR: on-disk kernel cache
+  std::string dump;             // KILN_DUMP: folder for graphs, code and asm
+  std::string profile;          // KILN_PROFILE: Chrome trace written at exit
+  Relaxed<bool> stats = false;  // KILN_STATS: summary printed at exit
 };
 
 // The process-wide configuration (read from the environment on first call).

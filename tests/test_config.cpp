@@ -10,12 +10,15 @@ using namespace kiln::testutil;
 
 namespace {
 
-const char* const kVars[] = {
-    "KILN_JIT",          "KILN_JIT_THRESHOLD", "KILN_JIT_ASYNC",     "KILN_JIT_RECOMPILE_LIMIT",
-    "KILN_JIT_VALIDATE", "KILN_DEVICE",        "KILN_NUM_THREADS",   "KILN_LOG",
-    "KILN_CACHE_DIR",    "KILN_DUMP",          "KILN_PROFILE",       "KILN_STATS",
-    "KILN_JIT_PASSES",   "KILN_JIT_UNROLL",    "KILN_JIT_STREAMING", "KILN_JIT_EAGER_TIER",
-    "KILN_HUGE_PAGES",   "KILN_GATHER_BLOCK_MIN_KIB"};
+const char* const kVars[] = {"KILN_JIT",           "KILN_JIT_THRESHOLD",
+                             "KILN_JIT_ASYNC",     "KILN_JIT_RECOMPILE_LIMIT",
+                             "KILN_JIT_VALIDATE",  "KILN_DEVICE",
+                             "KILN_NUM_THREADS",   "KILN_LOG",
+                             "KILN_CACHE_DIR",     "KILN_DUMP",
+                             "KILN_PROFILE",       "KILN_STATS",
+                             "KILN_JIT_PASSES",    "KILN_JIT_UNROLL",
+                             "KILN_JIT_STREAMING", "KILN_JIT_EAGER_TIER",
+                             "KILN_HUGE_PAGES",    "KILN_GATHER_BLOCK_MIN_KIB"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {

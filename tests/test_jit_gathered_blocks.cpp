@@ -52,7 +52,9 @@ int64_t launches_of_checked_run(const Program& program, const TensorList& in,
 // JitPlan::run_gathered picks them.
 int64_t expected_blocks(int64_t leading, int64_t slab_bytes) {
   const int64_t total = leading * slab_bytes;
-  if (total < int64_t{config().gather_block_min_kib} * 1024 || slab_bytes > jit::kGatherBlockMaxSlabBytes) return 1;
+  if (total < int64_t{config().gather_block_min_kib} * 1024 ||
+      slab_bytes > jit::kGatherBlockMaxSlabBytes)
+    return 1;
   const int64_t threads = std::max(2, num_threads());
   const int64_t per_block =
       std::max<int64_t>(1, std::min(jit::kGatherBlockBytes / slab_bytes, leading / threads));

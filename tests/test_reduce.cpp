@@ -369,7 +369,10 @@ TEST(Reduce, LargeGatheredRowsReducePerBlockBitwise) {
       }
       const int64_t blocked = row_block_reductions() - before;
       const int64_t bytes = 2 * hw * hw * static_cast<int64_t>(itemsize(dt)) * 45;
-      EXPECT_EQ(blocked, bytes >= int64_t{config().gather_block_min_kib} * 1024 ? (dt == DType::Int64 ? 3 : 8) : 0) << what;
+      EXPECT_EQ(blocked, bytes >= int64_t{config().gather_block_min_kib} * 1024
+                             ? (dt == DType::Int64 ? 3 : 8)
+                             : 0)
+          << what;
     }
   }
 }

@@ -94,7 +94,9 @@ size_t JitPlan::run_gathered(Frame& f, size_t s) {
   if (static_cast<int>(gsizes.size()) <= rk.reduced_dims || gsizes[0] < 2 || !g->is_contiguous())
     return whole();
   const int64_t bytes = g->numel() * esize, slab = bytes / gsizes[0];
-  if (bytes < int64_t{config().gather_block_min_kib} * 1024 || slab == 0 || slab > kGatherBlockMaxSlabBytes) return whole();
+  if (bytes < int64_t{config().gather_block_min_kib} * 1024 || slab == 0 ||
+      slab > kGatherBlockMaxSlabBytes)
+    return whole();
   // Blocks of about kGatherBlockBytes, at least one per thread (a block's gather and reduction
   // run on one thread: nested loops run inline); fewer leading indices than threads run whole.
   const int64_t threads = std::max(2, num_threads());
