@@ -367,12 +367,14 @@ TEST(Reduce, LargeGatheredRowsReducePerBlockBitwise) {
                           near1.permute({1, 0, 2, 3}).contiguous().view({45, -1}).prod({1})))
             << what;
       }
+      // Counted where eager reduces them (under KILN_JIT=1 the JIT plans these reductions).
       const int64_t blocked = row_block_reductions() - before;
       const int64_t bytes = 2 * hw * hw * static_cast<int64_t>(itemsize(dt)) * 45;
-      EXPECT_EQ(blocked, bytes >= int64_t{config().gather_block_min_kib} * 1024
-                             ? (dt == DType::Int64 ? 3 : 8)
-                             : 0)
-          << what;
+      if (!config().jit)
+        EXPECT_EQ(blocked, bytes >= int64_t{config().gather_block_min_kib} * 1024
+                               ? (dt == DType::Int64 ? 3 : 8)
+                               : 0)
+            << what;
     }
   }
 }
