@@ -126,6 +126,31 @@ TEST_F(JitGatheredBlocksTest, ComputedInputsGatherPerBlockBitwise) {
   }
 }
 
+// Kept dims after the leading one (x [N, C, H, W] over {0, 2}: g is [C, W, N, H], rows of
+// (c, w), blocks of c): a block holds rows_per_index rows per leading index. Blocking forced
+// (KILN_GATHER_BLOCK_MIN_KIB 0) on small tensors, a leaf (eager's gather per block) and a
+// computed input (the gathering kernel), every ISA.
+TEST_F(JitGatheredBlocksTest, SeveralKeptDimsGatherWholeRowsPerBlock) {
+  ConfigOverride<int> min_kib(config().gather_block_min_kib, 0);
+  const Program leaf = [](const TensorList& in) {
+    return TensorList{in[0].mean({0, 2}), in[0].var({0, 2}, false, true)};
+  };
+  const Program computed = [](const TensorList& in) {
+    const Tensor y = in[0] * 2.0 - 1.0;
+    return TensorList{y.sum({0, 2}, true), y.amax({0, 2})};
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    const Tensor x = testing::eager_normal({6, 9, 20, 5}, 10);
+    const int64_t blocks = expected_blocks(9, 5 * 6 * 20 * 4);
+    EXPECT_GT(blocks, 1) << isa;
+    tracer::RegionCache::instance().clear();
+    EXPECT_EQ(launches_of_checked_run(leaf, {x}, isa + ", leaf"), blocks) << isa;
+    tracer::RegionCache::instance().clear();
+    EXPECT_EQ(launches_of_checked_run(computed, {x}, isa + ", computed"), 2 * blocks) << isa;
+  }
+}
+
 // A slab larger than kGatherBlockMaxSlabBytes (few channels of a large batch) gains nothing
 // from blocking: the pair runs whole, once.
 TEST_F(JitGatheredBlocksTest, SlabsPastTheBlockSizeRunWhole) {

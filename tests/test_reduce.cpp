@@ -370,11 +370,12 @@ TEST(Reduce, LargeGatheredRowsReducePerBlockBitwise) {
       // Counted where eager reduces them (under KILN_JIT=1 the JIT plans these reductions).
       const int64_t blocked = row_block_reductions() - before;
       const int64_t bytes = 2 * hw * hw * static_cast<int64_t>(itemsize(dt)) * 45;
-      if (!config().jit)
+      if (!config().jit) {
         EXPECT_EQ(blocked, bytes >= int64_t{config().gather_block_min_kib} * 1024
                                ? (dt == DType::Int64 ? 3 : 8)
                                : 0)
             << what;
+      }
     }
   }
 }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <span>
 
 #include "jit/plan/plan_frame.h"
+#include "ops/cpu/reduce_plan.h"
 #include "runtime/config.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
@@ -124,6 +126,14 @@ size_t JitPlan::run_gathered(Frame& f, size_t s) {
   for (size_t i = 0; i < rk.inputs.size(); ++i)
     if (rk.inputs[i] == gv) g_operands.push_back(rk.outputs.size() + i);
 
+  // A leaf's rows as eager reductions gather them (runs of the contiguous reduced dims copied
+  // whole: batch norm's H * W), else through eager's copy op.
+  const std::function<void(int64_t, int64_t, void*)> gather_rows =
+      pk ? nullptr : rows_gatherer(*src.impl(), rk.reduced_dims);
+  // gather_rows counts rows over all the kept dims: rows_per_index of them per leading index.
+  int64_t rows_per_index = 1;
+  for (size_t d = 1; d + static_cast<size_t>(rk.reduced_dims) < gsizes.size(); ++d)
+    rows_per_index *= gsizes[d];
   std::vector<std::exception_ptr> failed(static_cast<size_t>(blocks));
   const DType dtype = g->dtype();
   parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
@@ -140,6 +150,8 @@ size_t JitPlan::run_gathered(Frame& f, size_t s) {
           for (size_t o = 0; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];
           la.ptrs[0] = static_cast<char*>(buffer.impl()->data());
           pk->kernel->launch(la);
+        } else if (gather_rows) {  // eager reductions' gather of the source's rows [r0, r1)
+          gather_rows(r0 * rows_per_index, r1 * rows_per_index, buffer.impl()->data());
         } else {  // eager's copy of the source's rows [r0, r1)
           const TensorImpl* x = src.impl();
           const Tensor from(make_ref<TensorImpl>(block_sizes, x->strides(),

@@ -48,7 +48,10 @@ void gather_rows(const char* base, const SmallVector<Dim, 8>& order, size_t nk, 
     std::fill(idx.begin(), idx.end(), 0);
     int64_t roff = 0;
     for (int64_t j = 0; j < n; j += last.size) {
-      for (int64_t k = 0; k < last.size; ++k) out[j + k] = src[roff + k * last.stride];
+      if (last.stride == 1)
+        std::memcpy(out + j, src + roff, static_cast<size_t>(last.size) * sizeof(E));
+      else
+        for (int64_t k = 0; k < last.size; ++k) out[j + k] = src[roff + k * last.stride];
       for (size_t d = nr - 1; d-- > 0;) {
         const Dim& dd = order[nk + d];
         roff += dd.stride;
@@ -172,6 +175,56 @@ ReducedRun reduced_run(const DimVector& sizes, uint64_t mask) {
   return ReducedRun::BlockThenKept;
 }
 
+namespace {
+
+// gather_rows over `order` (nk kept dims first) for elements of isz bytes, as a function.
+std::function<void(int64_t, int64_t, void*)> gatherer(const char* base,
+                                                      const SmallVector<Dim, 8>& order, size_t nk,
+                                                      int64_t n, size_t isz) {
+  return [base, order, nk, n, isz](int64_t r0, int64_t r1, void* dst) {
+    switch (isz) {
+      case 1:
+        gather_rows(base, order, nk, r0, r1, n, static_cast<uint8_t*>(dst));
+        break;
+      case 4:
+        gather_rows(base, order, nk, r0, r1, n, static_cast<uint32_t*>(dst));
+        break;
+      default:
+        gather_rows(base, order, nk, r0, r1, n, static_cast<uint64_t*>(dst));
+    }
+  };
+}
+
+// Reduced dims contiguous one within the next as one (batch norm's H and W: runs of H * W
+// elements for the gather instead of W): the same elements in the same order.
+void merge_contiguous(SmallVector<Dim, 8>& red) {
+  for (size_t i = red.size(); i-- > 1;)
+    if (red[i - 1].stride == red[i].stride * red[i].size) {
+      red[i - 1] = {red[i - 1].size * red[i].size, red[i].stride};
+      red.erase(i);
+    }
+}
+
+}  // namespace
+
+std::function<void(int64_t, int64_t, void*)> rows_gatherer(const TensorImpl& x, int reduced) {
+  SmallVector<Dim, 8> order, red;
+  int64_t n = 1;
+  const int64_t first = x.dim() - reduced;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const Dim dim{x.sizes()[d], x.strides()[d]};
+    if (d >= first) n *= dim.size;
+    if (dim.size != 1) (d >= first ? red : order).push_back(dim);
+  }
+  for (size_t i = 1; i < red.size(); ++i)
+    if (red[i - 1].stride <= red[i].stride) return {};  // not by decreasing stride
+  const size_t nk = order.size();
+  merge_contiguous(red);
+  for (const Dim& d : red) order.push_back(d);
+  if (n == 0 || x.numel() == 0) return {};
+  return gatherer(static_cast<const char*>(x.data()), order, nk, n, itemsize(x.dtype()));
+}
+
 ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, bool defer) {
   ReducePlan plan;
   SmallVector<Dim, 8> kept, red;  // non-1 dims only: size-1 dims never move an address
@@ -189,6 +242,7 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, 
 
   std::stable_sort(red.begin(), red.end(),
                    [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
+  merge_contiguous(red);
   SmallVector<Dim, 8> order = kept;
   for (const Dim& d : red) order.push_back(d);
   if (dense(order.data(), order.size())) {
@@ -216,18 +270,7 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, 
   const char* base = static_cast<const char*>(x.data());
   const size_t nk = kept.size();
   if (defer && !tiled_gather(order, nk)) {
-    plan.gather_rows = [base, order, nk, n, isz](int64_t r0, int64_t r1, void* dst) {
-      switch (isz) {
-        case 1:
-          gather_rows(base, order, nk, r0, r1, n, static_cast<uint8_t*>(dst));
-          break;
-        case 4:
-          gather_rows(base, order, nk, r0, r1, n, static_cast<uint32_t*>(dst));
-          break;
-        default:
-          gather_rows(base, order, nk, r0, r1, n, static_cast<uint64_t*>(dst));
-      }
-    };
+    plan.gather_rows = gatherer(base, order, nk, n, isz);
     return plan;
   }
   plan.owned = CpuScratch(static_cast<size_t>(m * n) * isz);

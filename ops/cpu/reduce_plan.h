@@ -51,6 +51,13 @@ ReducedRun reduced_run(const DimVector& sizes, uint64_t mask);
 // defer: a plan that needs a gather leaves it to for_row_blocks (gather_rows set, no data).
 ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, bool defer = false);
 
+// Writes rows [r0, r1) of x, whose last `reduced` dims are a row's elements in x's own order
+// (row-major over x's dims), to dst row-major, as plan_reduction's gather does: a JIT gather of
+// a leaf per block (jit/plan/gathered_step.h). Empty where x's reduced dims of size other than
+// 1 do not run by decreasing stride (plan_reduction would order them otherwise), or x is empty.
+std::function<void(int64_t r0, int64_t r1, void* dst)> rows_gatherer(const TensorImpl& x,
+                                                                     int reduced);
+
 // Gathered rows run per block of rows (for_row_blocks) where the gather is at least
 // config().gather_block_min_kib (KILN_GATHER_BLOCK_MIN_KIB, default 4 MiB) and one row at most
 // kRowBlocksMaxRowBytes, in blocks of about kRowBlockBytes.
