@@ -29,20 +29,10 @@ void mark_blas_steps(const tracer::Graph& g, std::vector<Step>& steps) {
     if (s + 1 >= steps.size() || !steps[s + 1].kernel) continue;
     const KernelStep& k = *steps[s + 1].kernel;
     const tracer::ValueId product = g.nodes[st.node].output;
-    const bool draws =
-        std::any_of(k.params.begin(), k.params.end(), [](int32_t p) { return p < 0; });
-    st.epilogue = k.reduced_dims == 0 && !draws && k.sizes.empty() &&
+    st.epilogue = k.reduced_dims == 0 && !k.draws() && k.sizes.empty() &&
                   std::find(k.inputs.begin(), k.inputs.end(), product) != k.inputs.end();
   }
 }
-
-namespace {
-
-bool shares_memory(const Tensor& x, const Tensor& y) {
-  return x.impl()->storage() == y.impl()->storage();
-}
-
-}  // namespace
 
 size_t JitPlan::run_blas(Frame& f, size_t s) {
   const Step& st = steps_[s];

@@ -17,10 +17,6 @@ namespace kiln::jit {
 
 namespace {
 
-bool draws(const KernelStep& k) {
-  return std::any_of(k.params.begin(), k.params.end(), [](int32_t p) { return p < 0; });
-}
-
 bool contains(const std::vector<ValueId>& vs, ValueId v) {
   return std::find(vs.begin(), vs.end(), v) != vs.end();
 }
@@ -30,15 +26,11 @@ ValueId gathered_value(const tracer::Graph& g, const Step& st) {
   if (st.kernel) {
     const KernelStep& k = *st.kernel;
     const bool pointwise = k.reduced_dims == 0 && k.inner_dims == 0 && k.sizes.empty();
-    return pointwise && !draws(k) && k.outputs.size() == 1 ? k.outputs[0] : -1;
+    return pointwise && !k.draws() && k.outputs.size() == 1 ? k.outputs[0] : -1;
   }
   if (st.node < 0 || st.blas) return -1;
   const tracer::Node& n = g.nodes[st.node];
   return n.op == OpId::Copy && n.inputs.size() == 1 && n.meta.device.is_cpu() ? n.output : -1;
-}
-
-bool shares_memory(const Tensor& x, const Tensor& y) {
-  return x.defined() && y.defined() && x.impl()->storage() == y.impl()->storage();
 }
 
 }  // namespace
@@ -48,8 +40,8 @@ void mark_gathered_steps(const tracer::Graph& g, std::vector<Step>& steps) {
     const ValueId v = gathered_value(g, steps[s]);
     const KernelStep* rows = steps[s + 1].kernel.get();
     steps[s].gathered = v >= 0 && rows && rows->reduced_dims > 0 && rows->inner_dims == 0 &&
-                        !draws(*rows) && contains(rows->inputs, v) && !contains(rows->outputs, v) &&
-                        contains(steps[s + 1].release, v);
+                        !rows->draws() && contains(rows->inputs, v) &&
+                        !contains(rows->outputs, v) && contains(steps[s + 1].release, v);
   }
 }
 

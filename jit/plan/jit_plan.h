@@ -46,6 +46,13 @@ struct KernelStep {
   int inner_dims = 0;
   std::vector<uint8_t> row_output;
   std::atomic<bool> broken{false};  // a launch failed: the nodes run eagerly from now on
+
+  // Whether the kernel draws random numbers (a Philox word among its params).
+  bool draws() const {
+    for (int32_t p : params)
+      if (p < 0) return true;
+    return false;
+  }
 };
 
 // KernelStep::params entry for word w (0, 1: seed low and high; 2, 3: counter low and high) of

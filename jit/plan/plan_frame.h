@@ -12,6 +12,12 @@ namespace kiln::jit {
 
 using tracer::ValueId;
 
+// Whether two tensors are views of one storage (a blocked launch must not write what a later
+// block still reads: blas_step.cpp, gathered_step.cpp).
+inline bool shares_memory(const Tensor& x, const Tensor& y) {
+  return x.defined() && y.defined() && x.impl()->storage() == y.impl()->storage();
+}
+
 struct JitPlan::Frame {
   const tracer::RunArgs& args;
   bool use_destinations;
