@@ -15,6 +15,7 @@
 #include "jit/plan/gathered_step.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
+#include "ops/cpu/reduce_plan.h"
 #include "runtime/config.h"
 
 namespace kiln {
@@ -52,12 +53,11 @@ int64_t launches_of_checked_run(const Program& program, const TensorList& in,
 // JitPlan::run_gathered picks them.
 int64_t expected_blocks(int64_t leading, int64_t slab_bytes) {
   const int64_t total = leading * slab_bytes;
-  if (total < int64_t{config().gather_block_min_kib} * 1024 ||
-      slab_bytes > jit::kGatherBlockMaxSlabBytes)
+  if (total < int64_t{config().gather_block_min_kib} * 1024 || slab_bytes > kRowBlockMaxSlabBytes)
     return 1;
   const int64_t threads = std::max(2, num_threads());
   const int64_t per_block =
-      std::max<int64_t>(1, std::min(jit::kGatherBlockBytes / slab_bytes, leading / threads));
+      std::max<int64_t>(1, std::min(kRowBlockBytes / slab_bytes, leading / threads));
   const int64_t blocks = (leading + per_block - 1) / per_block;
   return blocks < threads ? 1 : blocks;
 }
@@ -151,7 +151,7 @@ TEST_F(JitGatheredBlocksTest, SeveralKeptDimsGatherWholeRowsPerBlock) {
   }
 }
 
-// A slab larger than kGatherBlockMaxSlabBytes (few channels of a large batch) gains nothing
+// A slab larger than kRowBlockMaxSlabBytes (few channels of a large batch) gains nothing
 // from blocking: the pair runs whole, once.
 TEST_F(JitGatheredBlocksTest, SlabsPastTheBlockSizeRunWhole) {
   const Program stats = [](const TensorList& in) {

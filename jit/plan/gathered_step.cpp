@@ -7,7 +7,6 @@
 
 #include "jit/plan/plan_frame.h"
 #include "ops/cpu/reduce_plan.h"
-#include "runtime/config.h"
 #include "runtime/dispatcher.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
@@ -87,17 +86,10 @@ size_t JitPlan::run_gathered(Frame& f, size_t s) {
   const int64_t esize = itemsize(g->dtype());
   if (static_cast<int>(gsizes.size()) <= rk.reduced_dims || gsizes[0] < 2 || !g->is_contiguous())
     return whole();
-  const int64_t bytes = g->numel() * esize, slab = bytes / gsizes[0];
-  if (bytes < int64_t{config().gather_block_min_kib} * 1024 || slab == 0 ||
-      slab > kGatherBlockMaxSlabBytes)
-    return whole();
-  // Blocks of about kGatherBlockBytes, at least one per thread (a block's gather and reduction
-  // run on one thread: nested loops run inline); fewer leading indices than threads run whole.
-  const int64_t threads = std::max(2, num_threads());
-  const int64_t per_block =
-      std::max<int64_t>(1, std::min(kGatherBlockBytes / slab, gsizes[0] / threads));
-  const int64_t blocks = (gsizes[0] + per_block - 1) / per_block;
-  if (blocks < threads) return whole();
+  // Blocks of g's leading dim as eager reductions block their rows (ops/cpu/reduce_plan.h).
+  const RowBlocks rb = plan_row_blocks(gsizes[0], g->numel() / gsizes[0] * esize);
+  if (rb.blocks == 0) return whole();
+  const int64_t per_block = rb.per_block, blocks = rb.blocks;
 
   if (!prepare_kernel(f, rk, s + 1, klr, false)) return whole();
   bool ok = klr.la.sizes == gsizes && (!pk || klp.la.sizes == gsizes);

@@ -9,6 +9,10 @@
 // thread gathers a block (a few hundred KiB) into a buffer of its own and reduces it while it
 // is still in its cache; g itself is never written.
 //
+// Blocks: plan_row_blocks (ops/cpu/reduce_plan.h), the eager reductions' rule: ~256 KiB of g's
+// leading dim a block, at least one block per thread, g of KILN_GATHER_BLOCK_MIN_KIB (4 MiB) or
+// more (below it g stays in the caches between the two steps anyway), slabs up to 2 MiB.
+//
 // Contract: the same bits as the two steps run whole. The gather writes the same elements (the
 // same copy or kernel, over a sub-range of its index space); the row kernel reduces whole rows
 // in its fixed order wherever they lie, and its row values are the whole launch's (long rows
@@ -16,20 +20,12 @@
 // run cannot block (a small g, one slab past the block size, a layout a kernel declines, an
 // output sharing memory with what the gather reads, a failed launch) runs the two steps whole.
 #pragma once
-#include <cstdint>
 #include <vector>
 
 #include "jit/plan/jit_plan.h"
 #include "tracer/graph.h"
 
 namespace kiln::jit {
-
-// The bytes of g's leading-dim block that a thread gathers and reduces at once, and the largest
-// slab (one index of the leading dim) worth blocking. The smallest g blocked is
-// config().gather_block_min_kib (KILN_GATHER_BLOCK_MIN_KIB, default 4 MiB: below it g stays in
-// the caches between the two steps anyway).
-inline constexpr int64_t kGatherBlockBytes = int64_t{256} << 10;
-inline constexpr int64_t kGatherBlockMaxSlabBytes = int64_t{2} << 20;
 
 // Marks step s as a blocked gather (Step::gathered) where it produces one value g (an eager
 // Copy, or a pointwise kernel with g its only output and no random draws), step s + 1 is a row

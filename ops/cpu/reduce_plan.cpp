@@ -1,7 +1,6 @@
 #include "ops/cpu/reduce_plan.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "runtime/config.h"
@@ -288,48 +287,25 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, 
   return plan;
 }
 
-namespace {
-std::atomic<int64_t> g_row_block_reductions{0};
-}  // namespace
-
-int64_t row_block_reductions() { return g_row_block_reductions.load(); }
-
-void for_row_blocks(ReducePlan& p, size_t itemsize,
-                    const std::function<void(const ReducePlan& rows, int64_t first)>& reduce) {
-  if (!p.gather_rows || p.outer == 0 || p.n == 0) {
-    reduce(p, 0);
-    return;
-  }
-  const int64_t row_bytes = p.n * static_cast<int64_t>(itemsize);
-  // Blocks of about kRowBlockBytes, at least one per thread (a block's gather and reduction run
-  // on one thread: nested loops run inline); fewer rows than threads gather whole.
+RowBlocks plan_row_blocks(int64_t leading, int64_t slab_bytes) {
+  if (slab_bytes <= 0 || slab_bytes > kRowBlockMaxSlabBytes ||
+      leading * slab_bytes < int64_t{config().gather_block_min_kib} * 1024)
+    return {};
   const int64_t threads = std::max(2, num_threads());
   const int64_t per_block =
-      std::max<int64_t>(1, std::min(kRowBlockBytes / row_bytes, p.outer / threads));
-  const int64_t blocks = (p.outer + per_block - 1) / per_block;
-  if (p.outer * row_bytes < int64_t{config().gather_block_min_kib} * 1024 ||
-      row_bytes > kRowBlocksMaxRowBytes || blocks < threads) {
-    p.owned = CpuScratch(static_cast<size_t>(p.outer * row_bytes));
-    // Whole, rows split over kiln's threads as gather() splits them.
-    parallel_for(0, p.outer, std::max<int64_t>(1, kParallelGrain / p.n),
-                 [&](int64_t b, int64_t e) { p.gather_rows(b, e, p.owned.get() + b * row_bytes); });
-    p.data = p.owned.get();
-    reduce(p, 0);
-    return;
-  }
-  g_row_block_reductions.fetch_add(1, std::memory_order_relaxed);
-  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    const CpuScratch buffer(static_cast<size_t>(per_block * row_bytes));
-    ReducePlan rows;
-    rows.n = p.n;
-    rows.data = buffer.get();
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t r0 = b * per_block, r1 = std::min(p.outer, r0 + per_block);
-      p.gather_rows(r0, r1, buffer.get());
-      rows.outer = r1 - r0;
-      reduce(rows, r0);
-    }
-  });
+      std::max<int64_t>(1, std::min(kRowBlockBytes / slab_bytes, leading / threads));
+  const int64_t blocks = (leading + per_block - 1) / per_block;
+  if (blocks < threads) return {};
+  return {per_block, blocks};
+}
+
+void gather_whole(ReducePlan& p, size_t itemsize) {
+  const int64_t row_bytes = p.n * static_cast<int64_t>(itemsize);
+  p.owned = CpuScratch(static_cast<size_t>(p.outer * row_bytes));
+  // Rows split over kiln's threads as gather() splits them.
+  parallel_for(0, p.outer, std::max<int64_t>(1, kParallelGrain / p.n),
+               [&](int64_t b, int64_t e) { p.gather_rows(b, e, p.owned.get() + b * row_bytes); });
+  p.data = p.owned.get();
 }
 
 }  // namespace kiln

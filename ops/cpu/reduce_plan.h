@@ -8,12 +8,15 @@
 // permuted kept dims) are gathered once into a Rows buffer with the reduced dims innermost,
 // ordered by decreasing input stride for locality.
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 
 #include "runtime/allocator.h"
+#include "runtime/parallel.h"
 #include "runtime/tensor_impl.h"
 
 namespace kiln {
@@ -58,22 +61,65 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, 
 std::function<void(int64_t r0, int64_t r1, void* dst)> rows_gatherer(const TensorImpl& x,
                                                                      int reduced);
 
-// Gathered rows run per block of rows (for_row_blocks) where the gather is at least
-// config().gather_block_min_kib (KILN_GATHER_BLOCK_MIN_KIB, default 4 MiB) and one row at most
-// kRowBlocksMaxRowBytes, in blocks of about kRowBlockBytes.
+// Gathered rows run per block of rows (for_row_blocks here, the JIT's gathered steps:
+// jit/plan/gathered_step.h) where the gather is at least config().gather_block_min_kib
+// (KILN_GATHER_BLOCK_MIN_KIB, default 4 MiB) and one slab (a row, or one index of the JIT's
+// leading dim) at most kRowBlockMaxSlabBytes, in blocks of about kRowBlockBytes.
 inline constexpr int64_t kRowBlockBytes = int64_t{256} << 10;
-inline constexpr int64_t kRowBlocksMaxRowBytes = int64_t{2} << 20;
+inline constexpr int64_t kRowBlockMaxSlabBytes = int64_t{2} << 20;
 
-// Calls reduce(rows, first) for p's rows: once with p itself (first 0) where its data is there;
-// for a deferred gather of gather_block_min_kib or more, per block of rows, kiln's threads over
-// the blocks, each block gathered into a buffer of the thread's own and reduced while in its
-// cache (`rows` a Rows plan of that block's rows; first: the block's first row, i.e. its first
-// output); else gathered whole first. A row is reduced alone in every case: the same bits
-// (batch-norm statistics of [32, 64, 56, 56] gathered whole wrote and read back 25.7 MB).
-void for_row_blocks(ReducePlan& p, size_t itemsize,
-                    const std::function<void(const ReducePlan& rows, int64_t first)>& reduce);
+// How `leading` slabs of slab_bytes each split into blocks: per_block slabs a block, `blocks`
+// blocks, at least one per thread (a block's gather and reduction run on one thread: nested
+// loops run inline); blocks 0: gather whole (small, slabs too large, fewer slabs than threads).
+struct RowBlocks {
+  int64_t per_block = 0;
+  int64_t blocks = 0;
+};
+RowBlocks plan_row_blocks(int64_t leading, int64_t slab_bytes);
+
+// p's deferred gather run whole into p.owned (for_row_blocks' fallback).
+void gather_whole(ReducePlan& p, size_t itemsize);
+
+namespace detail {
+inline std::atomic<int64_t> row_block_reductions{0};
+}  // namespace detail
 
 // For tests: how many reductions for_row_blocks has run per block of rows in this process.
-int64_t row_block_reductions();
+inline int64_t row_block_reductions() { return detail::row_block_reductions.load(); }
+
+// Calls reduce(rows, first) for p's rows: once with p itself (first 0) where its data is there;
+// per block of rows where plan_row_blocks says so, kiln's threads over the blocks, each block
+// gathered into a buffer of the thread's own and reduced while in its cache (`rows` a Rows plan
+// of that block's rows; first: the block's first row, i.e. its first output); else gathered
+// whole first. A row is reduced alone in every case: the same bits (batch-norm statistics of
+// [32, 64, 56, 56] gathered whole wrote and read back 25.7 MB). A template: the eager reduction
+// calls it for every reduction, which a std::function of its captures would allocate for.
+template <class Reduce>
+void for_row_blocks(ReducePlan& p, size_t itemsize, const Reduce& reduce) {
+  if (!p.gather_rows || p.outer == 0 || p.n == 0) {
+    reduce(static_cast<const ReducePlan&>(p), int64_t{0});
+    return;
+  }
+  const int64_t row_bytes = p.n * static_cast<int64_t>(itemsize);
+  const RowBlocks b = plan_row_blocks(p.outer, row_bytes);
+  if (b.blocks == 0) {
+    gather_whole(p, itemsize);
+    reduce(static_cast<const ReducePlan&>(p), int64_t{0});
+    return;
+  }
+  detail::row_block_reductions.fetch_add(1, std::memory_order_relaxed);
+  parallel_for(0, b.blocks, 1, [&](int64_t b0, int64_t b1) {
+    const CpuScratch buffer(static_cast<size_t>(b.per_block * row_bytes));
+    ReducePlan rows;
+    rows.n = p.n;
+    rows.data = buffer.get();
+    for (int64_t i = b0; i < b1; ++i) {
+      const int64_t r0 = i * b.per_block, r1 = std::min(p.outer, r0 + b.per_block);
+      p.gather_rows(r0, r1, buffer.get());
+      rows.outer = r1 - r0;
+      reduce(static_cast<const ReducePlan&>(rows), r0);
+    }
+  });
+}
 
 }  // namespace kiln

@@ -91,8 +91,8 @@ mutations=(
   "many inputs' aliasing ignored|tracer/segment.cpp|      if (!added) alias = at->second;|      (void)at, (void)added;|Recorder.InputsSharing*|"
   "large blocks advised whatever KILN_HUGE_PAGES says|runtime/allocator.cpp|map_large_block(bytes, config().huge_pages)|map_large_block(bytes, true)|CpuAllocator.Large*|"
   "gathered blocks' row values not offset to their rows|jit/plan/gathered_step.cpp|        for (size_t o = 0; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];\n        for (size_t o : g_operands)|        for (size_t o = 1; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];\n        for (size_t o : g_operands)|JitGatheredBlocks*|"
-  "gathers never blocked|jit/plan/gathered_step.cpp|  if (blocks < 2) return whole();|  if (blocks > 0) return whole();|JitGatheredBlocks*|"
-  "eager row blocks' outputs not offset|ops/cpu/reduce_plan.cpp|      reduce(rows, r0);|      reduce(rows, 0);|Reduce.LargeGathered*|"
+  "gathers never blocked|jit/plan/gathered_step.cpp|  if (rb.blocks == 0) return whole();|  if (rb.blocks >= 0) return whole();|JitGatheredBlocks*|"
+  "eager row blocks' outputs not offset|ops/cpu/reduce_plan.h|      reduce(static_cast<const ReducePlan\&>(rows), r0);|      reduce(static_cast<const ReducePlan\&>(rows), int64_t{0});|Reduce.LargeGathered*|"
   "a leaf's gathered block counts leading indices as rows|jit/plan/gathered_step.cpp|gather_rows(r0 * rows_per_index, r1 * rows_per_index, buffer.impl()->data());|gather_rows(r0, r1, buffer.impl()->data());|JitGatheredBlocks*|"
 )
 
