@@ -204,46 +204,56 @@ void merge_contiguous(SmallVector<Dim, 8>& red) {
     }
 }
 
+// x's dims split for a gather over `mask`: the kept dims of size other than 1 in their order,
+// then the reduced ones by decreasing stride (contiguous ones merged); m rows of n elements.
+// descending: the reduced dims already ran by strictly decreasing stride (their own order).
+struct GatherOrder {
+  SmallVector<Dim, 8> order;
+  size_t nk = 0;
+  int64_t m = 1, n = 1;
+  bool descending = true;
+};
+
+GatherOrder gather_order(const TensorImpl& x, uint64_t mask) {
+  GatherOrder g;
+  SmallVector<Dim, 8> red;  // non-1 dims only: size-1 dims never move an address
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const Dim dim{x.sizes()[d], x.strides()[d]};
+    const bool r = (mask >> d) & 1u;
+    (r ? g.n : g.m) *= dim.size;
+    if (dim.size == 1) continue;
+    if (r && !red.empty() && red.back().stride <= dim.stride) g.descending = false;
+    (r ? red : g.order).push_back(dim);
+  }
+  g.nk = g.order.size();
+  std::stable_sort(red.begin(), red.end(),
+                   [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
+  merge_contiguous(red);
+  for (const Dim& d : red) g.order.push_back(d);
+  return g;
+}
+
 }  // namespace
 
 std::function<void(int64_t, int64_t, void*)> rows_gatherer(const TensorImpl& x, int reduced) {
-  SmallVector<Dim, 8> order, red;
-  int64_t n = 1;
   const int64_t first = x.dim() - reduced;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    const Dim dim{x.sizes()[d], x.strides()[d]};
-    if (d >= first) n *= dim.size;
-    if (dim.size != 1) (d >= first ? red : order).push_back(dim);
-  }
-  for (size_t i = 1; i < red.size(); ++i)
-    if (red[i - 1].stride <= red[i].stride) return {};  // not by decreasing stride
-  const size_t nk = order.size();
-  merge_contiguous(red);
-  for (const Dim& d : red) order.push_back(d);
-  if (n == 0 || x.numel() == 0) return {};
-  return gatherer(static_cast<const char*>(x.data()), order, nk, n, itemsize(x.dtype()));
+  uint64_t mask = 0;
+  for (int64_t d = first; d < x.dim(); ++d) mask |= uint64_t{1} << d;
+  const GatherOrder g = gather_order(x, mask);
+  if (!g.descending || g.m == 0 || g.n == 0) return {};  // another order than x's own; empty
+  return gatherer(static_cast<const char*>(x.data()), g.order, g.nk, g.n, itemsize(x.dtype()));
 }
 
 ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, bool defer) {
   ReducePlan plan;
-  SmallVector<Dim, 8> kept, red;  // non-1 dims only: size-1 dims never move an address
-  int64_t m = 1, n = 1;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    Dim dim{x.sizes()[d], x.strides()[d]};
-    bool r = (mask >> d) & 1u;
-    (r ? n : m) *= dim.size;
-    if (dim.size == 1) continue;
-    (r ? red : kept).push_back(dim);
-  }
+  const GatherOrder g = gather_order(x, mask);
+  const SmallVector<Dim, 8>& order = g.order;
+  const size_t nk = g.nk;
+  const int64_t m = g.m, n = g.n;
   plan.outer = m;
   plan.n = n;
   if (m == 0 || n == 0) return plan;
 
-  std::stable_sort(red.begin(), red.end(),
-                   [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
-  merge_contiguous(red);
-  SmallVector<Dim, 8> order = kept;
-  for (const Dim& d : red) order.push_back(d);
   if (dense(order.data(), order.size())) {
     plan.data = x.data();
     return plan;
@@ -267,7 +277,6 @@ ReducePlan plan_reduction(const TensorImpl& x, uint64_t mask, int64_t min_cols, 
 
   const size_t isz = itemsize(x.dtype());
   const char* base = static_cast<const char*>(x.data());
-  const size_t nk = kept.size();
   if (defer && !tiled_gather(order, nk)) {
     plan.gather_rows = gatherer(base, order, nk, n, isz);
     return plan;
