@@ -155,6 +155,11 @@ bool columns_in_memory_order(const TensorImpl& x, uint64_t mask, int64_t& inner)
 
 }  // namespace
 
+ReducePlan::ReducePlan() = default;
+ReducePlan::~ReducePlan() = default;
+ReducePlan::ReducePlan(ReducePlan&&) noexcept = default;
+ReducePlan& ReducePlan::operator=(ReducePlan&&) noexcept = default;
+
 ReducedRun reduced_run(const DimVector& sizes, uint64_t mask) {
   // Over the dims of size other than 1: the first reduced one, the end of its run, and whether
   // another reduced dim follows.

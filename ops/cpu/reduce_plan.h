@@ -33,6 +33,14 @@ struct ReducePlan {
   // gathered Rows to dst, row-major; data is null until gathered (for_row_blocks does it).
   std::function<void(int64_t r0, int64_t r1, void* dst)> gather_rows;
 
+  // Out of line (reduce_plan.cpp, baseline flags): the ISA kernel objects that hold plans must
+  // not emit a weak copy built for their ISA, which the linker could keep for baseline callers
+  // (tests/cmake/check_isa_symbols.cmake).
+  ReducePlan();
+  ~ReducePlan();
+  ReducePlan(ReducePlan&&) noexcept;
+  ReducePlan& operator=(ReducePlan&&) noexcept;
+
   int64_t outputs() const { return outer * inner; }
   template <class T>
   const T* ptr() const {
