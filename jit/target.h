@@ -31,6 +31,10 @@ struct LaunchArgs {
   SmallVector<char*, 8> ptrs;
   std::vector<DimVector> strides;
   std::span<const Scalar> params;
+  // A launch over one part of a larger index space (a blocked run's per-block launch,
+  // jit/plan/gathered_step.cpp): the elements of the whole, which decide whether its outputs
+  // are large enough to go around the caches; 0: this launch is the whole.
+  int64_t whole_elements = 0;
 };
 
 class CompiledKernel {

@@ -3,7 +3,8 @@
 // and dies at its row kernel, each thread gathers a block of g's leading dim into a buffer of
 // its own and reduces it there. Bitwise eager's on every ISA path and thread count, for a leaf
 // (eager's copy per block) and a computed input (the gathering kernel per block), with a
-// partial last block; the kernel launches per run tell blocked runs from whole ones.
+// partial last block; the kernel launches per run tell blocked runs from whole ones. The
+// pointwise steps after the row kernel (batch norm's output) run per block too where they can.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -160,6 +161,113 @@ TEST_F(JitGatheredBlocksTest, SlabsPastTheBlockSizeRunWhole) {
   const Tensor x = testing::eager_normal({40, 3, 128, 128}, 9);  // slabs of 2.6 MB
   EXPECT_EQ(expected_blocks(3, 40 * 128 * 128 * 4), 1);
   EXPECT_EQ(launches_of_checked_run(stats, {x}, "large slabs"), 1);
+}
+
+// Batch norm's forward: after the statistics' row kernel, sqrt(var + eps) (a kernel over the
+// channels) and the output y = (x - mean) / s * w + b run per block too, y's block read from
+// the block's buffer (x's rows gathered there) and streamed out: three launches per block.
+// Bitwise eager's on every ISA path, Float32 and Float64, 1 and 2 threads.
+TEST_F(JitGatheredBlocksTest, BatchNormOutputRunsInTheBlocksBitwise) {
+  const Program norm = [](const TensorList& in) {
+    const Tensor mu = in[0].mean({0, 2, 3}, true);
+    const Tensor var = in[0].var({0, 2, 3}, false, true);
+    return TensorList{(in[0] - mu) / sqrt(var + 1e-5) * in[1] + in[2], mu, var};
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int threads : {1, 2}) {
+        ConfigOverride<int> t(config().num_threads, threads);
+        tracer::RegionCache::instance().clear();
+        const std::string what = fmt::format("{} {} {} threads", isa, dtype_name(dt), threads);
+        const Tensor x = testing::eager_normal({2, 45, 110, 110}, 11, dt) * 2.0 + 0.5;
+        const Tensor w = testing::eager_normal({1, 45, 1, 1}, 12, dt);
+        const Tensor b = testing::eager_normal({1, 45, 1, 1}, 13, dt);
+        const int64_t blocks =
+            expected_blocks(45, 2 * 110 * 110 * static_cast<int64_t>(itemsize(dt)));
+        EXPECT_GT(blocks, 1) << what;
+        EXPECT_EQ(launches_of_checked_run(norm, {x, w, b}, what), 3 * blocks) << what;
+      }
+    }
+  }
+}
+
+// A whole output of several MiB made per block streams (non-temporal stores) as the whole launch
+// would: the store choice looks at the whole launch's size (LaunchArgs::whole_elements).
+TEST_F(JitGatheredBlocksTest, BlockedOutputsStreamLikeTheWhole) {
+  ConfigOverride<std::string> stores(config().jit_streaming, "on");
+  const Program norm = [](const TensorList& in) {
+    const Tensor mu = in[0].mean({0, 2, 3}, true);
+    return TensorList{in[0] - mu, in[0].var({0, 2, 3})};
+  };
+  const Tensor x = testing::eager_normal({4, 64, 96, 96}, 14);  // 9.4 MB
+  const int64_t blocks = expected_blocks(64, 4 * 96 * 96 * 4);
+  const int64_t before = jit::cpu_jit_counters().streaming_launches.load();
+  EXPECT_EQ(launches_of_checked_run(norm, {x}, "streamed"), 2 * blocks);
+  EXPECT_GE(jit::cpu_jit_counters().streaming_launches.load() - before, 2 * blocks);
+}
+
+// Where the steps after the row kernel cannot run per block they run whole after the blocks,
+// with the same bits (a lone mean is an eager step: each program has a variance beside it): an
+// output written over x itself (later blocks still gather x), a read of x that is not its gathered
+// elements (a narrowed x: read from x, whole), the statistics of several kept dims (a row value is
+// not one per leading index). x read transposed is still its gathered elements (the buffer read
+// along other strides): per block.
+TEST_F(JitGatheredBlocksTest, StepsTheBlocksCannotRunRunWhole) {
+  ConfigOverride<int> min_kib(config().gather_block_min_kib, 0);
+  const Tensor x = testing::eager_normal({6, 9, 20, 20}, 15);
+  const int64_t blocks = expected_blocks(9, 6 * 20 * 20 * 4);
+  EXPECT_GT(blocks, 1);
+  // In place: x -= mean (the result's destination is x's memory).
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    tracer::RegionCache::instance().clear();
+    const auto center = [](Tensor& y) {
+      const Tensor var = y.var({0, 2, 3});
+      y.sub_(y.mean({0, 2, 3}, true));
+      return var;
+    };
+    Tensor want = x.clone(), want_var;
+    {
+      JitMode off(false);
+      want_var = center(want);
+    }
+    for (int it = 0; it < 2; ++it) {
+      Tensor got = x.clone(), got_var;
+      const int64_t before = jit::cpu_jit_counters().launches.load();
+      {
+        JitMode on(true);
+        got_var = center(got);
+        kiln::sync();
+      }
+      if (it == 1) {
+        EXPECT_EQ(jit::cpu_jit_counters().launches.load() - before, blocks + 1) << isa;
+      }
+      testing::expect_lists_bitwise_equal({got, got_var}, {want, want_var}, isa + ", in place");
+    }
+  }
+  const Program narrowed = [](const TensorList& in) {
+    const Tensor mu = in[0].mean({0, 2, 3}, true);
+    return TensorList{in[0].narrow(3, 0, 10) - mu, in[0].var({0, 2, 3})};
+  };
+  const Program transposed = [](const TensorList& in) {
+    const Tensor mu = in[0].mean({0, 2, 3}, true);
+    return TensorList{in[0].transpose(2, 3) * 2.0 - mu, in[0].var({0, 2, 3})};
+  };
+  const Program kept = [](const TensorList& in) {
+    const Tensor mu = in[0].mean({0, 2}, true);
+    return TensorList{in[0] - mu, in[0].var({0, 2})};
+  };
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    tracer::RegionCache::instance().clear();
+    EXPECT_EQ(launches_of_checked_run(narrowed, {x}, isa + ", narrowed"), blocks + 1) << isa;
+    tracer::RegionCache::instance().clear();
+    EXPECT_EQ(launches_of_checked_run(transposed, {x}, isa + ", transposed"), 2 * blocks) << isa;
+    tracer::RegionCache::instance().clear();
+    const int64_t kept_blocks = expected_blocks(9, 20 * 6 * 20 * 4);
+    EXPECT_EQ(launches_of_checked_run(kept, {x}, isa + ", kept"), kept_blocks + 1) << isa;
+  }
 }
 
 }  // namespace

@@ -135,6 +135,7 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   bool streaming = !tiled;
   int64_t numel = 1;
   for (int64_t s : c.sizes) numel *= s;
+  numel = std::max(numel, args.whole_elements);  // a part of a larger launch: the whole's size
   for (int32_t j = 0; j < k_.num_outputs() && streaming; ++j) {
     streaming = layout[j] == InnerLayout::Contiguous && numel * esize[j] >= kStreamingBytes &&
                 k_.output_dtype(j) != DType::Bool &&

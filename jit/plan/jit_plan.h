@@ -76,6 +76,9 @@ struct Step {
   // A gather whose row kernel is the next step (jit/plan/gathered_step.h): the two run per
   // block of rows, the gathered value never stored whole.
   bool gathered = false;
+  // Of a gathered step: how many pointwise kernels after the row kernel may run per block with
+  // it (gathered_step.cpp decides per run; the rest run as steps of their own).
+  int gathered_tail = 0;
   std::unique_ptr<KernelStep> kernel;    // a kernel step
   std::vector<tracer::ValueId> release;  // values that die after this step
 };
@@ -147,8 +150,15 @@ class JitPlan final : public tracer::RegionPlan {
   void finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, Launched launched);
   // A BLAS step (blas_step.cpp); returns 1 when it also ran the next step (its epilogue).
   size_t run_blas(Frame& f, size_t step_index);
-  // A gather and its row kernel (gathered_step.cpp); returns 1 (it ran the next step too).
+  // A gather and its row kernel (gathered_step.cpp); returns how many steps after the gather it
+  // ran too (1: the row kernel; more: pointwise steps after it that ran per block as well).
   size_t run_gathered(Frame& f, size_t step_index);
+  // A pointwise step after a gathered step's row kernel, run per block with it.
+  struct GatheredTail;
+  // Prepares the steps after the row kernel (launch `klr`) of gathered step s that join its
+  // blocks this run, into `tail` (empty where none can); `src` is the gathered leaf.
+  void prepare_gathered_tail(Frame& f, size_t s, const KernelLaunch& klr, const TensorImpl& src,
+                             std::vector<GatheredTail>& tail);
   // The destination (RunArgs::destinations) that value v may be computed into at this step, or
   // an undefined tensor: v is a graph output once, the destination has v's sizes and dtype, and
   // nothing reads the destination's old contents after this step (at it only through the very
