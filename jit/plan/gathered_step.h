@@ -19,6 +19,14 @@
 // split across threads keep their bits: docs/jit.md "Long rows across threads"). Whatever a
 // run cannot block (a small g, one slab past the block size, a layout a kernel declines, an
 // output sharing memory with what the gather reads, a failed launch) runs the two steps whole.
+//
+// The tail (Step::gathered_tail, a leaf's gather only): the pointwise kernels right after the
+// row kernel (views between them allowed) that read the leaf at its gathered elements or make
+// one value per leading index (batch norm's sqrt(var + eps) and its output) run per block too,
+// over the block's range of g's leading dim, right after its row kernel, reading the leaf from
+// the block's buffer: batch norm reads x once instead of twice. Each run takes the longest
+// prefix that fits (JitPlan::prepare_gathered_tail); the rest run as steps after the blocks.
+// Same bits: the same kernels over sub-ranges of their index spaces.
 #pragma once
 #include <vector>
 
@@ -29,7 +37,8 @@ namespace kiln::jit {
 
 // Marks step s as a blocked gather (Step::gathered) where it produces one value g (an eager
 // Copy, or a pointwise kernel with g its only output and no random draws), step s + 1 is a row
-// kernel reading g, and g dies there (steps' release lists already computed).
+// kernel reading g, and g dies there (steps' release lists already computed); for a Copy, the
+// steps after the row kernel that may join its blocks (Step::gathered_tail).
 void mark_gathered_steps(const tracer::Graph& g, std::vector<Step>& steps);
 
 }  // namespace kiln::jit
