@@ -1,7 +1,8 @@
 // The executor's state for one run of a JitPlan (jit/plan/jit_plan.h): the value table, the
 // results of higher-order nodes, which values a failed step poisoned, and the first error.
-// Private to jit/plan/ (jit_plan.cpp, blas_step.cpp).
+// Private to jit/plan/ (jit_plan.cpp, blas_step.cpp, gathered_step.cpp, gathered_tail.cpp).
 #pragma once
+#include <algorithm>
 #include <exception>
 #include <span>
 #include <vector>
@@ -11,6 +12,10 @@
 namespace kiln::jit {
 
 using tracer::ValueId;
+
+inline bool contains(const std::vector<ValueId>& vs, ValueId v) {
+  return std::find(vs.begin(), vs.end(), v) != vs.end();
+}
 
 // Whether two tensors are views of one storage (a blocked launch must not write what a later
 // block still reads: blas_step.cpp, gathered_step.cpp).
