@@ -95,7 +95,7 @@ mutations=(
   "eager row blocks' outputs not offset|ops/cpu/reduce_plan.h|      reduce(static_cast<const ReducePlan\&>(rows), r0);|      reduce(static_cast<const ReducePlan\&>(rows), int64_t{0});|Reduce.LargeGathered*|"
   "a gathered tail's launches not offset to the block|jit/plan/gathered_step.cpp|lt.ptrs[o] += r0 * lt.strides[o][gt.dim];|lt.ptrs[o] += 0 * lt.strides[o][gt.dim];|JitGatheredBlocks*|"
   "a gathered tail reads the buffer along the leaf's strides|jit/plan/gathered_step.cpp|            lt.strides[o] = gt.buffer_strides;|            (void)gt.buffer_strides;|JitGatheredBlocks*|"
-  "a gathered tail joins over memory the blocks read|jit/plan/gathered_step.cpp|  if (!apart) tail.clear();|  (void)apart;|JitGatheredBlocks*|"
+  "a gathered tail joins over memory the blocks read|jit/plan/gathered_tail.cpp|  if (!apart) tail.clear();|  (void)apart;|JitGatheredBlocks*|"
   "blocked launches stream by their own size|jit/cpu/cpu_kernel.cpp|  numel = std::max(numel, args.whole_elements);|  (void)args.whole_elements;|JitGatheredBlocks*|"
   "a leaf's gathered block counts leading indices as rows|jit/plan/gathered_step.cpp|gather_rows(r0 * rows_per_index, r1 * rows_per_index, buffer.impl()->data());|gather_rows(r0, r1, buffer.impl()->data());|JitGatheredBlocks*|"
 )
