@@ -143,7 +143,8 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
                 (rank < 2 || outer[j] % vec_bytes == 0);
     for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.stride(j, d) % vec_bytes == 0;
   }
-  const StoreChoice::Pick stores = pick_stores(streaming);
+  const StoreChoice::Pick stores =
+      args.whole_elements > 0 ? pick_part_stores(streaming) : pick_stores(streaming);
   const KernelFn fn = variant({layout.data(), layout.size()}, stores.streaming);
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 

@@ -149,6 +149,20 @@ class CpuKernel final : public CompiledKernel {
     return p;
   }
 
+  // The same for a part of a larger launch (LaunchArgs::whole_elements, a blocked run's launch
+  // per block): never timed, since a part's ordinary stores land in the caches and look fast
+  // while the whole pays their write-backs later (batch norm's blocked output chose them and
+  // lost its gain); streams unless KILN_JIT_STREAMING is off or this kernel's whole launches
+  // chose ordinary stores.
+  StoreChoice::Pick pick_part_stores(bool eligible) {
+    if (!eligible) return {false, false};
+    const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
+    const bool streaming = mode == StoreChoice::Mode::On ||
+                           (mode == StoreChoice::Mode::Auto && stores_.decided() != 0);
+    if (streaming) cpu_jit_counters().streaming_launches.fetch_add(1, std::memory_order_relaxed);
+    return {streaming, false};
+  }
+
   // Whether every element output of a launch over `elements` elements has kStreamingBytes or
   // more (a row kernel's row values do not count; at least one element output): the size half of
   // the launches' test for non-temporal stores, the other half (layouts, alignment) assumed.

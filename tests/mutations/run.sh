@@ -97,6 +97,7 @@ mutations=(
   "a gathered tail reads the buffer along the leaf's strides|jit/plan/gathered_step.cpp|            lt.strides[o] = gt.buffer_strides;|            (void)gt.buffer_strides;|JitGatheredBlocks*|"
   "a gathered tail joins over memory the blocks read|jit/plan/gathered_tail.cpp|  if (!apart) tail.clear();|  (void)apart;|JitGatheredBlocks*|"
   "blocked launches stream by their own size|jit/cpu/cpu_kernel.cpp|  numel = std::max(numel, args.whole_elements);|  (void)args.whole_elements;|JitGatheredBlocks*|"
+  "launches per block time their stores|jit/cpu/cpu_kernel.cpp|args.whole_elements > 0 ? pick_part_stores(streaming) : pick_stores(streaming);|pick_stores(streaming);|JitGatheredBlocks*|"
   "a leaf's gathered block counts leading indices as rows|jit/plan/gathered_step.cpp|gather_rows(r0 * rows_per_index, r1 * rows_per_index, buffer.impl()->data());|gather_rows(r0, r1, buffer.impl()->data());|JitGatheredBlocks*|"
 )
 
