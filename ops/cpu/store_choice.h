@@ -18,7 +18,9 @@
 //   the current default untimed, so that two launches never time each other.
 // - Both choices store the same bits: the choice changes speed only, never results.
 // "Eligible" is the launch's business (cpu_kernel.cpp, cpu_kernel_reduce.cpp): every element output
-// large (kStreamingBytes), contiguous and vector-aligned.
+// large (kStreamingBytes), contiguous and vector-aligned. A JIT launch that is one block of a
+// larger one (LaunchArgs::whole_elements) is judged by the whole's size and never timed
+// (CpuKernel::pick_part_stores).
 #pragma once
 #include <cstdint>
 #include <mutex>
