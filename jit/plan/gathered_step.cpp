@@ -177,6 +177,7 @@ size_t JitPlan::run_gathered(Frame& f, size_t s) {
     klp.clear();
     finish_kernel(f, rk, klr, Launched::Yes);
     for (GatheredTail& gt : tail) finish_kernel(f, *gt.k, gt.kl, Launched::Yes);
+    if (!tail.empty()) detail::gathered_tail_runs.fetch_add(1, std::memory_order_relaxed);
     return tail.empty() ? 1 : tail.back().step - s;
   }
   tail.clear();  // its steps run as steps of their own

@@ -1,6 +1,8 @@
 // The steps after a leaf's gathered row kernel that run per block with it (gathered_step.h,
 // "The tail"; docs/jit.md "The steps after the row kernel, per block too").
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <vector>
 
 #include "jit/plan/jit_plan.h"
@@ -14,6 +16,13 @@ bool pointwise_kernel(const Step& st);
 // How many steps after step s + 1 (the row kernel of a leaf's gather at s) may join s's blocks:
 // pointwise kernels (at most 4) and the view steps between them, ending with a kernel.
 int gathered_tail_length(const tracer::Graph& g, const std::vector<Step>& steps, size_t s);
+
+namespace detail {
+inline std::atomic<int64_t> gathered_tail_runs{0};
+}  // namespace detail
+
+// For tests: how many runs of a blocked gather ran tail kernels in its blocks in this process.
+inline int64_t gathered_tail_runs() { return detail::gathered_tail_runs.load(); }
 
 // One joined kernel of a run: its launch over the whole, and how a block's launch differs.
 struct JitPlan::GatheredTail {

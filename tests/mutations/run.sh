@@ -90,15 +90,15 @@ mutations=(
   "body interpreter plans not shared|tracer/interpreter.cpp|    BodyPlans\& same = planned[bodies.begin()];|    BodyPlans same;|GraphSubgraphs.*|"
   "many inputs' aliasing ignored|tracer/segment.cpp|      if (!added) alias = at->second;|      (void)at, (void)added;|Recorder.InputsSharing*|"
   "large blocks advised whatever KILN_HUGE_PAGES says|runtime/allocator.cpp|map_large_block(bytes, config().huge_pages)|map_large_block(bytes, true)|CpuAllocator.Large*|"
-  "gathered blocks' row values not offset to their rows|jit/plan/gathered_step.cpp|        for (size_t o = 0; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];\n        for (size_t o : g_operands)|        for (size_t o = 1; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];\n        for (size_t o : g_operands)|JitGatheredBlocks*|"
-  "gathers never blocked|jit/plan/gathered_step.cpp|  if (rb.blocks == 0) return whole();|  if (rb.blocks >= 0) return whole();|JitGatheredBlocks*|"
+  "gathered blocks' row values not offset to their rows|jit/plan/gathered_step.cpp|        for (size_t o = 0; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];\n        for (size_t o : g_operands)|        for (size_t o = 1; o < la.ptrs.size(); ++o) la.ptrs[o] += r0 * la.strides[o][0];\n        for (size_t o : g_operands)|JitGathered*|"
+  "gathers never blocked|jit/plan/gathered_step.cpp|  if (rb.blocks == 0) return whole();|  if (rb.blocks >= 0) return whole();|JitGathered*|"
   "eager row blocks' outputs not offset|ops/cpu/reduce_plan.h|      reduce(static_cast<const ReducePlan\&>(rows), r0);|      reduce(static_cast<const ReducePlan\&>(rows), int64_t{0});|Reduce.LargeGathered*|"
-  "a gathered tail's launches not offset to the block|jit/plan/gathered_step.cpp|lt.ptrs[o] += r0 * lt.strides[o][gt.dim];|lt.ptrs[o] += 0 * lt.strides[o][gt.dim];|JitGatheredBlocks*|"
-  "a gathered tail reads the buffer along the leaf's strides|jit/plan/gathered_step.cpp|            lt.strides[o] = gt.buffer_strides;|            (void)gt.buffer_strides;|JitGatheredBlocks*|"
-  "a gathered tail joins over memory the blocks read|jit/plan/gathered_tail.cpp|  if (!apart) tail.clear();|  (void)apart;|JitGatheredBlocks*|"
-  "blocked launches stream by their own size|jit/cpu/cpu_kernel.cpp|  numel = std::max(numel, args.whole_elements);|  (void)args.whole_elements;|JitGatheredBlocks*|"
-  "launches per block time their stores|jit/cpu/cpu_kernel.cpp|args.whole_elements > 0 ? pick_part_stores(streaming) : pick_stores(streaming);|pick_stores(streaming);|JitGatheredBlocks*|"
-  "a leaf's gathered block counts leading indices as rows|jit/plan/gathered_step.cpp|gather_rows(r0 * rows_per_index, r1 * rows_per_index, buffer.impl()->data());|gather_rows(r0, r1, buffer.impl()->data());|JitGatheredBlocks*|"
+  "a gathered tail's launches not offset to the block|jit/plan/gathered_step.cpp|lt.ptrs[o] += r0 * lt.strides[o][gt.dim];|lt.ptrs[o] += 0 * lt.strides[o][gt.dim];|JitGathered*|"
+  "a gathered tail reads the buffer along the leaf's strides|jit/plan/gathered_step.cpp|            lt.strides[o] = gt.buffer_strides;|            (void)gt.buffer_strides;|JitGathered*|"
+  "a gathered tail joins over memory the blocks read|jit/plan/gathered_tail.cpp|  if (!apart) tail.clear();|  (void)apart;|JitGathered*|"
+  "blocked launches stream by their own size|jit/cpu/cpu_kernel.cpp|  numel = std::max(numel, args.whole_elements);|  (void)args.whole_elements;|JitGathered*|"
+  "launches per block time their stores|jit/cpu/cpu_kernel.cpp|args.whole_elements > 0 ? pick_part_stores(streaming) : pick_stores(streaming);|pick_stores(streaming);|JitGathered*|"
+  "a leaf's gathered block counts leading indices as rows|jit/plan/gathered_step.cpp|gather_rows(r0 * rows_per_index, r1 * rows_per_index, buffer.impl()->data());|gather_rows(r0, r1, buffer.impl()->data());|JitGathered*|"
 )
 
 results=()
