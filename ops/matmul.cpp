@@ -226,8 +226,7 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
               return;
             }
           }
-          const int threads = blas::threads_for(M, N, K);
-          if (threads == 1 && batches > 1 && !in_parallel_region() && num_threads() > 1) {
+          if (batches > 1 && blas::split_batches(M, N, K)) {
             // A batch of small products: one BLAS thread each, the batch split over kiln's
             // threads, each task holding at least a row block's kGemmSplitMinMnk multiply-adds
             // (a TBB task costs microseconds; an OpenBLAS thread's wake-up, what
@@ -241,7 +240,7 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
             parallel_for(0, batches, std::max<int64_t>(1, grain), gemm);
             return;
           }
-          blas::set_threads(threads);
+          blas::set_threads(blas::threads_for(M, N, K));
           gemm(0, batches);
           return;
         }

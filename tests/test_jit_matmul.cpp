@@ -102,7 +102,7 @@ TEST(JitMatmulBlas, RowSplitsHoldTheMinimumWorkAndMatchEager) {
   for (int t = 0; t < 60; ++t) {
     const int64_t M = 2 + rng() % 500, N = 1 + rng() % 500, K = 1 + rng() % 500;
     const bool ta = rng() % 2, tb = rng() % 2;
-    const int threads = 2 + static_cast<int>(rng() % 3);
+    const int threads = 2 + static_cast<int>(rng() % 2);  // row blocks: 2 or 3 threads
     Tensor a = ta ? testing::eager_normal({K, M}, 2 * t).t() : testing::eager_normal({M, K}, 2 * t);
     Tensor b = tb ? testing::eager_normal({N, K}, 2 * t + 1).t()
                   : testing::eager_normal({K, N}, 2 * t + 1);
@@ -150,6 +150,42 @@ TEST(JitMatmulBlas, SplitOnlyWhereItKeepsTheBits) {
       0);  // a strided output
   ConfigOverride<int> one(config().num_threads, 1);
   EXPECT_EQ(blocks(testing::eager_normal({256, 256}, 1), testing::eager_normal({256, 256}, 2)), 0);
+}
+
+// From kWholeCallMinThreads kiln threads on, a product is one call on OpenBLAS's threads (no
+// row blocks), one per kMnkPerBlasThread multiply-adds up to the thread count; batches of small
+// products still go over kiln's threads. A linear layer's forward and backward through the JIT
+// (its BLAS steps, the epilogue as a step of its own) keep eager's bits at 4 and 16 threads.
+TEST_F(JitMatmulTest, ManyThreadsMakeOneCallOnOpenBlasThreads) {
+  const Tensor a = testing::eager_normal({256, 256}, 1), b = testing::eager_normal({256, 256}, 2);
+  for (int threads : {4, 16}) {
+    ConfigOverride<int> nt(config().num_threads, threads);
+    EXPECT_EQ(blas::plan_row_split(a.impl(), b.impl(), kFloat32, true).blocks, 0) << threads;
+    EXPECT_EQ(blas::threads_for(64, 256, 256), 4) << threads;  // 4.2M multiply-adds
+    EXPECT_EQ(blas::threads_for(256, 1024, 1024), threads) << threads;
+    EXPECT_EQ(blas::threads_for(16, 16, 16), 1) << threads;
+    EXPECT_TRUE(blas::split_batches(512, 512, 64)) << threads;
+    EXPECT_FALSE(blas::split_batches(2048, 1024, 512)) << threads;
+  }
+  {
+    ConfigOverride<int> nt(config().num_threads, 2);  // fewer: row blocks, one BLAS thread
+    EXPECT_EQ(blas::plan_row_split(a.impl(), b.impl(), kFloat32, true).blocks, 2);
+    EXPECT_EQ(blas::threads_for(64, 256, 256), 1);
+  }
+  const Tensor x = testing::eager_normal({256, 192}, 7), w = testing::eager_normal({320, 192}, 8),
+               bias = testing::eager_normal({320}, 9), g = testing::eager_normal({256, 320}, 10);
+  for (int threads : {4, 16}) {
+    ConfigOverride<int> nt(config().num_threads, threads);
+    tracer::RegionCache::instance().clear();
+    const std::string what = std::to_string(threads) + " threads";
+    run_both(
+        [&](int) {
+          return TensorList{relu(x.matmul(w.t()) + bias), g.matmul(w), g.t().matmul(x)};
+        },
+        what);
+    const PlanShape s = plan_shape();
+    EXPECT_EQ(s.blas, 3) << what;
+  }
 }
 
 // Only CPU products are BLAS steps (a CUDA matmul in a region stays an eager step, and a region

@@ -18,13 +18,31 @@ namespace kiln::blas {
 // (64x256x256: 262 us on one thread, 4329 us on two; 256x1024x1024: 10.5 against 14.7 ms); at
 // 2.1 GFLOP (4096x512x512) two threads won 1.3x in one run and tied in another. So one more
 // thread per kFlopsPerThread: a second thread from 1.07 GFLOP.
+//
+// With kWholeCallMinThreads or more kiln threads (the 16-core Intel Xeon host of the GPU
+// machine, 2026-12-02, kiln-gemm-bench at 4, 8 and 16 threads) one call on OpenBLAS's own
+// threads beats both one thread and row blocks over kiln's threads, which each pack all of B:
+// 64x256x256 (an rnn step's product) 76 us on one thread, 37-52 on 8-16, 72 in two row blocks;
+// 256x1024x784 2800 / 453 (16) / 927 (rows); 4096x1536x512 40462 / 4199 / 5868. So from 4
+// threads a product gets one OpenBLAS thread per kMnkPerBlasThread multiply-adds and no row
+// blocks (plan_row_split): kiln-perf at 16 threads, mlp_train 5.8 -> 4.3-4.5 ms (jit), rnn_loop
+// 12.0 -> 6.8-7.0, rnn_scan 12.4 -> 6.1-6.6. Batches of small products keep their split over
+// kiln's threads (split_batches; attention's 64 products of 512x512x64 on 16 OpenBLAS threads
+// each, one after another, made block 31 -> 50 ms).
 int threads_for(int64_t M, int64_t N, int64_t K) {
   // Inside a kiln parallel region the TBB workers already use every core: BLAS stays on the
   // calling thread (OpenBLAS's pool would oversubscribe the arena).
   if (in_parallel_region()) return 1;
   const double flops = 2.0 * double(M) * double(N) * double(K);
   const double cap = std::max(1, num_threads());
+  if (cap >= kWholeCallMinThreads)
+    return int(std::clamp(std::floor(flops / 2 / kMnkPerBlasThread), 1.0, cap));
   return int(std::clamp(std::floor(flops / kFlopsPerThread), 1.0, cap));
+}
+
+bool split_batches(int64_t M, int64_t N, int64_t K) {
+  if (in_parallel_region() || num_threads() < 2) return false;
+  return 2.0 * double(M) * double(N) * double(K) < 2 * kFlopsPerThread;
 }
 
 // Never more BLAS threads than KILN_NUM_THREADS, so TBB's arena and BLAS's pool do not
@@ -124,6 +142,7 @@ RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtyp
   s.N = b->sizes()[1];
   s.K = a->sizes()[1];
   if (threads < 2 || s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX || s.K == 0) return s;
+  if (threads >= kWholeCallMinThreads) return s;  // one call on OpenBLAS's threads
   s.la = layout(s.M, s.K, a->strides()[0], a->strides()[1]);
   s.lb = layout(s.K, s.N, b->strides()[0], b->strides()[1]);
   if (!s.la.ok || !s.lb.ok || s.la.ld > INT_MAX || s.lb.ld > INT_MAX) return s;

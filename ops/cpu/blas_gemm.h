@@ -10,7 +10,11 @@
 // the CPU: on the development machines (0.3.21, Cooperlake kernels) they do when every block
 // holds at least kGemmSplitMinMnk multiply-adds (below that OpenBLAS takes its small-matrix
 // path), on the GPU machine's CPU they do not always; nothing relies on it. Float64 products
-// are never split (dgemm blocks differed from one call at every size here).
+// are never split (dgemm blocks differed from one call at every size here). Row blocks are for
+// machines of 2 or 3 kiln threads: from kWholeCallMinThreads on, one call on OpenBLAS's own
+// threads is faster (ops/cpu/blas_gemm.cpp), and plan_row_split makes no blocks. Either way the
+// bits may follow the thread count (OpenBLAS's threaded 256x1024x784 differs from one thread's on
+// the GPU machine's CPU), never the mode: eager and the JIT make the same calls.
 #pragma once
 #include <cstdint>
 
@@ -25,8 +29,15 @@ inline constexpr int64_t kGemmSplitMinMnk = int64_t{1} << 21;
 // KILN_NUM_THREADS), and setting it (a process-wide setting, changed only when it differs).
 int threads_for(int64_t M, int64_t N, int64_t K);
 void set_threads(int n);
+// Whether a batch of products of M x N x K runs over kiln's threads, one OpenBLAS thread each
+// (small products: kFlopsPerThread), rather than one call after another on threads_for's.
+bool split_batches(int64_t M, int64_t N, int64_t K);
 // Flops per extra OpenBLAS thread (ops/cpu/blas_gemm.cpp: the measurement behind it).
 inline constexpr double kFlopsPerThread = 512e6;
+// From this many kiln threads on, a product is one OpenBLAS call on its own threads (one per
+// kMnkPerBlasThread multiply-adds), never row blocks over kiln's (ops/cpu/blas_gemm.cpp).
+inline constexpr int kWholeCallMinThreads = 4;
+inline constexpr double kMnkPerBlasThread = 1 << 20;
 
 // How one matrix (rows x cols, element strides sr / sc) goes to row-major BLAS: as is
 // (trans false, ld = the row stride) or transposed (ld = the column stride); ok false when
