@@ -133,6 +133,7 @@ TEST_F(JitGatheredBlocksTest, ComputedInputsGatherPerBlockBitwise) {
 // computed input (the gathering kernel), every ISA.
 TEST_F(JitGatheredBlocksTest, SeveralKeptDimsGatherWholeRowsPerBlock) {
   ConfigOverride<int> min_kib(config().gather_block_min_kib, 0);
+  ConfigOverride<int> threads(config().num_threads, 2);  // 9 channels: a block per thread
   const Program leaf = [](const TensorList& in) {
     return TensorList{in[0].mean({0, 2}), in[0].var({0, 2}, false, true)};
   };
@@ -222,6 +223,7 @@ TEST_F(JitGatheredBlocksTest, BlockedOutputsStreamLikeTheWhole) {
 // along other strides): per block.
 TEST_F(JitGatheredBlocksTest, StepsTheBlocksCannotRunRunWhole) {
   ConfigOverride<int> min_kib(config().gather_block_min_kib, 0);
+  ConfigOverride<int> threads(config().num_threads, 2);  // 9 channels: a block per thread
   const Tensor x = testing::eager_normal({6, 9, 20, 20}, 15);
   const int64_t blocks = expected_blocks(9, 6 * 20 * 20 * 4);
   EXPECT_GT(blocks, 1);
