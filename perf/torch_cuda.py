@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch on the same GPU workloads as `kiln-perf --devices cuda`, for a side-by-side table.
 
-Run it in the same device session as kiln-perf (docs/performance.md, "CUDA"): same GPU, same
+Run it in the same device session as kiln-perf (docs/performance-history.md, "CUDA"): same GPU, same
 sizes, same formulas (written out of primitives, as kiln-perf's workloads are), same GB/s
 accounting (one read + one write of the tensor). Each workload is timed in PyTorch eager, with
 the fused torch op where one exists (F.gelu(approximate='tanh'), F.layer_norm, softmax), and

@@ -13,7 +13,7 @@ namespace kiln::blas {
 // kFlopsPerThread: OpenBLAS's own rule (0.3.21: one thread only up to M*N*K = 2^18) splits
 // products that run faster on one thread. Measured with kiln-gemm-bench (perf/gemm_threads.cpp)
 // on the shared 2-core AMD EPYC (AVX-512) development machine under other engineers' builds (load
-// average 8), float32, figures in docs/performance.md ("Matmul threads"): up to 537 MFLOP
+// average 8), float32, figures in docs/performance-history.md ("Matmul threads"): up to 537 MFLOP
 // (2*M*N*K; every product of mlp_train and rnn_loop) one thread won or tied in every run
 // (64x256x256: 262 us on one thread, 4329 us on two; 256x1024x1024: 10.5 against 14.7 ms); at
 // 2.1 GFLOP (4096x512x512) two threads won 1.3x in one run and tied in another. So one more
