@@ -63,6 +63,21 @@ int64_t expected_blocks(int64_t leading, int64_t slab_bytes) {
   return blocks < threads ? 1 : blocks;
 }
 
+// Calls check(what, dtype) on every ISA path, for Float32 and Float64, at 1 and 2 threads, each
+// with an empty region cache.
+void on_every_path(const std::function<void(const std::string&, DType)>& check) {
+  for (const std::string& isa : testing::supported_jit_isas()) {
+    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (int threads : {1, 2}) {
+        ConfigOverride<int> t(config().num_threads, threads);
+        tracer::RegionCache::instance().clear();
+        check(fmt::format("{} {} {} threads", isa, dtype_name(dt), threads), dt);
+      }
+    }
+  }
+}
+
 // Batch-norm statistics of a leaf: eager's copy per block, then the row kernel (mean and both
 // variances in one) over the block. [2, 45, 110, 110] Float32: slabs of 96.8 KB, two per block,
 // the last block one channel; Float64: one channel per block. A smaller batch of the same plan
@@ -72,26 +87,18 @@ TEST_F(JitGatheredBlocksTest, LeafStatisticsRunPerBlockBitwise) {
     return TensorList{in[0].mean({0, 2, 3}, true), in[0].var({0, 2, 3}, false, true),
                       in[0].var({0, 2, 3})};
   };
-  for (const std::string& isa : testing::supported_jit_isas()) {
-    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
-    for (DType dt : {kFloat32, kFloat64}) {
-      for (int threads : {1, 2}) {
-        ConfigOverride<int> t(config().num_threads, threads);
-        tracer::RegionCache::instance().clear();
-        const std::string what = fmt::format("{} {} {} threads", isa, dtype_name(dt), threads);
-        const int64_t hw = 110 * 110, es = static_cast<int64_t>(itemsize(dt));
-        const Tensor big = testing::eager_normal({2, 45, 110, 110}, 3, dt) * 2.0 + 0.5;
-        EXPECT_EQ(launches_of_checked_run(stats, {big}, what), expected_blocks(45, 2 * hw * es))
-            << what;
-        EXPECT_GT(expected_blocks(45, 2 * hw * es), 20) << what;
-        const Tensor small = testing::eager_normal({3, 45, 11, 13}, 4, dt);
-        EXPECT_EQ(launches_of_checked_run(stats, {small}, what + ", small"),
-                  expected_blocks(45, 3 * 11 * 13 * es))
-            << what;
-        EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u) << what;
-      }
-    }
-  }
+  on_every_path([&](const std::string& what, DType dt) {
+    const int64_t hw = 110 * 110, es = static_cast<int64_t>(itemsize(dt));
+    const Tensor big = testing::eager_normal({2, 45, 110, 110}, 3, dt) * 2.0 + 0.5;
+    EXPECT_EQ(launches_of_checked_run(stats, {big}, what), expected_blocks(45, 2 * hw * es))
+        << what;
+    EXPECT_GT(expected_blocks(45, 2 * hw * es), 20) << what;
+    const Tensor small = testing::eager_normal({3, 45, 11, 13}, 4, dt);
+    EXPECT_EQ(launches_of_checked_run(stats, {small}, what + ", small"),
+              expected_blocks(45, 3 * 11 * 13 * es))
+        << what;
+    EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u) << what;
+  });
 }
 
 // The statistics of a computed input (a scale and shift): the gathering kernel computes the
@@ -174,23 +181,14 @@ TEST_F(JitGatheredBlocksTest, BatchNormOutputRunsInTheBlocksBitwise) {
     const Tensor var = in[0].var({0, 2, 3}, false, true);
     return TensorList{(in[0] - mu) / sqrt(var + 1e-5) * in[1] + in[2], mu, var};
   };
-  for (const std::string& isa : testing::supported_jit_isas()) {
-    ConfigOverride<std::string> isa_override(config().jit_isa, isa);
-    for (DType dt : {kFloat32, kFloat64}) {
-      for (int threads : {1, 2}) {
-        ConfigOverride<int> t(config().num_threads, threads);
-        tracer::RegionCache::instance().clear();
-        const std::string what = fmt::format("{} {} {} threads", isa, dtype_name(dt), threads);
-        const Tensor x = testing::eager_normal({2, 45, 110, 110}, 11, dt) * 2.0 + 0.5;
-        const Tensor w = testing::eager_normal({1, 45, 1, 1}, 12, dt);
-        const Tensor b = testing::eager_normal({1, 45, 1, 1}, 13, dt);
-        const int64_t blocks =
-            expected_blocks(45, 2 * 110 * 110 * static_cast<int64_t>(itemsize(dt)));
-        EXPECT_GT(blocks, 1) << what;
-        EXPECT_EQ(launches_of_checked_run(norm, {x, w, b}, what), 3 * blocks) << what;
-      }
-    }
-  }
+  on_every_path([&](const std::string& what, DType dt) {
+    const Tensor x = testing::eager_normal({2, 45, 110, 110}, 11, dt) * 2.0 + 0.5;
+    const Tensor w = testing::eager_normal({1, 45, 1, 1}, 12, dt);
+    const Tensor b = testing::eager_normal({1, 45, 1, 1}, 13, dt);
+    const int64_t blocks = expected_blocks(45, 2 * 110 * 110 * static_cast<int64_t>(itemsize(dt)));
+    EXPECT_GT(blocks, 1) << what;
+    EXPECT_EQ(launches_of_checked_run(norm, {x, w, b}, what), 3 * blocks) << what;
+  });
 }
 
 // A whole output of several MiB made per block streams (non-temporal stores) as the whole launch

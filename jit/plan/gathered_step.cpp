@@ -155,10 +155,7 @@ size_t JitPlan::run_gathered(Frame& f, size_t s) {
         for (size_t o : g_operands) la.ptrs[o] = static_cast<char*>(buffer.impl()->data());
         rk.kernel->launch(la);
         for (GatheredTail& gt : tail) {  // the same indices of the tail's launches
-          LaunchArgs lt = gt.kl.la;
-          int64_t whole = 1;
-          for (int64_t n : lt.sizes) whole *= n;
-          lt.whole_elements = whole;
+          LaunchArgs lt = gt.kl.la;      // whole_elements: the whole launch's (prepared)
           lt.sizes[gt.dim] = r1 - r0;
           for (size_t o = 0; o < lt.ptrs.size(); ++o) lt.ptrs[o] += r0 * lt.strides[o][gt.dim];
           for (size_t o : gt.from_buffer) {

@@ -25,8 +25,8 @@
 // one value per leading index (batch norm's sqrt(var + eps) and its output) run per block too,
 // over the block's range of g's leading dim, right after its row kernel, reading the leaf from
 // the block's buffer: batch norm reads x once instead of twice. Each run takes the longest
-// prefix that fits (JitPlan::prepare_gathered_tail, gathered_tail.h); the rest run as steps after the blocks.
-// Same bits: the same kernels over sub-ranges of their index spaces.
+// prefix that fits (JitPlan::prepare_gathered_tail, gathered_tail.h); the rest run as steps after
+// the blocks. Same bits: the same kernels over sub-ranges of their index spaces.
 #pragma once
 #include <vector>
 

@@ -109,6 +109,10 @@ void JitPlan::prepare_gathered_tail(Frame& f, size_t s, const KernelLaunch& klr,
     if (one_row_per_index && !rk.row_output.empty() && rk.row_output[o] != 0)
       per_index.push_back({rk.outputs[o], klr.la.ptrs[o], klr.la.strides[o][0]});
   }
+  auto per_index_of = [&](ValueId v) {
+    return std::find_if(per_index.begin(), per_index.end(),
+                        [&](const PerIndex& q) { return q.v == v; });
+  };
   std::vector<ValueId> reads(rk.inputs.begin(), rk.inputs.end());  // read across blocks
   reads.push_back(graph_.nodes[steps_[s].node].inputs[0]);         // the leaf's view
   for (int n = 0; n < steps_[s].gathered_tail; ++n) {
@@ -118,9 +122,8 @@ void JitPlan::prepare_gathered_tail(Frame& f, size_t s, const KernelLaunch& klr,
       run_eager_node(f, steps_[t].node, static_cast<int32_t>(t));
       if (!contains(made, node.inputs[0])) continue;
       made.push_back(node.output);
-      const auto p = std::find_if(per_index.begin(), per_index.end(),
-                                  [&](const PerIndex& q) { return q.v == node.inputs[0]; });
-      if (p != per_index.end()) per_index.push_back({node.output, p->base, p->stride});
+      if (const auto p = per_index_of(node.inputs[0]); p != per_index.end())
+        per_index.push_back({node.output, p->base, p->stride});
       continue;
     }
     KernelStep& k = *steps_[t].kernel;
@@ -135,9 +138,7 @@ void JitPlan::prepare_gathered_tail(Frame& f, size_t s, const KernelLaunch& klr,
       const ValueId v = k.inputs[i];
       const size_t o = k.outputs.size() + i;
       int d = -1;
-      const auto p = std::find_if(per_index.begin(), per_index.end(),
-                                  [&](const PerIndex& q) { return q.v == v; });
-      if (p != per_index.end()) {
+      if (const auto p = per_index_of(v); p != per_index.end()) {
         d = per_index_dim(la, o, *p, leading);
         fits = d >= 0;
       } else if (contains(made, v)) {
@@ -168,6 +169,8 @@ void JitPlan::prepare_gathered_tail(Frame& f, size_t s, const KernelLaunch& klr,
       break;
     }
     gt.dim = static_cast<size_t>(dim);
+    gt.kl.la.whole_elements = 1;  // each block's launch is a part of this one
+    for (int64_t n : la.sizes) gt.kl.la.whole_elements *= n;
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       f.values[k.outputs[o]] = gt.kl.outs[o];
       made.push_back(k.outputs[o]);
