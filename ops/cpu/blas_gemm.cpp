@@ -42,7 +42,8 @@ int threads_for(int64_t M, int64_t N, int64_t K) {
 
 bool split_batches(int64_t M, int64_t N, int64_t K) {
   if (in_parallel_region() || num_threads() < 2) return false;
-  return 2.0 * double(M) * double(N) * double(K) < 2 * kFlopsPerThread;
+  return 2.0 * double(M) * double(N) * double(K) <
+         2 * kFlopsPerThread;  // one thread by the few-core rule
 }
 
 // Never more BLAS threads than KILN_NUM_THREADS, so TBB's arena and BLAS's pool do not
