@@ -209,23 +209,7 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
           // blocks the JIT's BLAS step computes, so eager and jit give the same bits on any
           // CPU (OpenBLAS's bits for a block need not be the whole product's). Another 2-D
           // product is one call, the function the BLAS step calls for it.
-          if (batches == 1) {
-            const blas::RowSplit s = blas::plan_row_split(a.impl(), b.impl(), dt, true);
-            if (s.blocks >= 2) {
-              blas::set_threads(1);
-              parallel_for(0, s.blocks, 1, [&](int64_t i0, int64_t i1) {
-                for (int64_t i = i0; i < i1; ++i)
-                  blas::gemm_rows(s, a.impl(), b.impl(), out.impl(), blas::block_begin(s, i),
-                                  blas::block_begin(s, i + 1));
-              });
-              return;
-            }
-            const blas::WholeGemm g = blas::plan_whole_gemm(a.impl(), b.impl(), dt);
-            if (g.ok) {
-              blas::gemm_whole(g, a.impl(), b.impl(), out.impl());
-              return;
-            }
-          }
+          if (batches == 1 && blas::gemm_2d(a.impl(), b.impl(), out.impl())) return;
           if (batches > 1 && blas::split_batches(M, N, K)) {
             // A batch of small products: one BLAS thread each, the batch split over kiln's
             // threads, each task holding at least a row block's kGemmSplitMinMnk multiply-adds

@@ -60,6 +60,8 @@ Config config_from_env() {
     c.jit_segment_limit = parse_int("KILN_JIT_SEGMENT_LIMIT", v, 1, 1 << 30);
   if (auto v = env("KILN_JIT_VALIDATE")) c.jit_validate = parse_bool("KILN_JIT_VALIDATE", v);
   if (auto v = env("KILN_JIT_PASSES")) c.jit_passes = parse_bool("KILN_JIT_PASSES", v);
+  if (auto v = env("KILN_JIT_BATCH_PRODUCTS"))
+    c.jit_batch_products = parse_bool("KILN_JIT_BATCH_PRODUCTS", v);
   if (auto v = env("KILN_JIT_ISA")) {
     const std::string s = v;
     if (s != "avx512" && s != "avx2" && s != "sse2")

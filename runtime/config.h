@@ -20,8 +20,10 @@ struct Config {
   Relaxed<int> jit_segment_limit = 10000;  // KILN_JIT_SEGMENT_LIMIT: ops recorded before a flush
   Relaxed<bool> jit_validate = false;  // KILN_JIT_VALIDATE: check compiled regions against eager
   Relaxed<bool> jit_passes = true;  // KILN_JIT_PASSES: graph passes before planning (docs/jit.md)
-  std::string jit_isa;              // KILN_JIT_ISA: avx512 | avx2 | sse2 (empty: the best)
-  Relaxed<int> jit_unroll = 0;      // KILN_JIT_UNROLL: vectors per loop iteration; 0: auto
+  Relaxed<bool> jit_batch_products = true;  // KILN_JIT_BATCH_PRODUCTS: products of row slices
+                                            // as one GEMM (jit/plan/product_batch.h)
+  std::string jit_isa;                      // KILN_JIT_ISA: avx512 | avx2 | sse2 (empty: the best)
+  Relaxed<int> jit_unroll = 0;              // KILN_JIT_UNROLL: vectors per loop iteration; 0: auto
   Relaxed<bool> jit_warm_up =
       true;  // KILN_JIT_WARMUP: warm the CPU renderer up (jit/cpu/warm_up.h)
   Relaxed<bool> jit_eager_tier = true;  // KILN_JIT_EAGER_TIER: small ops between frequent syncs

@@ -10,15 +10,25 @@ using namespace kiln::testutil;
 
 namespace {
 
-const char* const kVars[] = {"KILN_JIT",           "KILN_JIT_THRESHOLD",
-                             "KILN_JIT_ASYNC",     "KILN_JIT_RECOMPILE_LIMIT",
-                             "KILN_JIT_VALIDATE",  "KILN_DEVICE",
-                             "KILN_NUM_THREADS",   "KILN_LOG",
-                             "KILN_CACHE_DIR",     "KILN_DUMP",
-                             "KILN_PROFILE",       "KILN_STATS",
-                             "KILN_JIT_PASSES",    "KILN_JIT_UNROLL",
-                             "KILN_JIT_STREAMING", "KILN_JIT_EAGER_TIER",
-                             "KILN_HUGE_PAGES",    "KILN_GATHER_BLOCK_MIN_KIB"};
+const char* const kVars[] = {"KILN_JIT",
+                             "KILN_JIT_THRESHOLD",
+                             "KILN_JIT_ASYNC",
+                             "KILN_JIT_RECOMPILE_LIMIT",
+                             "KILN_JIT_VALIDATE",
+                             "KILN_DEVICE",
+                             "KILN_NUM_THREADS",
+                             "KILN_LOG",
+                             "KILN_CACHE_DIR",
+                             "KILN_DUMP",
+                             "KILN_PROFILE",
+                             "KILN_STATS",
+                             "KILN_JIT_PASSES",
+                             "KILN_JIT_UNROLL",
+                             "KILN_JIT_STREAMING",
+                             "KILN_JIT_EAGER_TIER",
+                             "KILN_HUGE_PAGES",
+                             "KILN_GATHER_BLOCK_MIN_KIB",
+                             "KILN_JIT_BATCH_PRODUCTS"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {
@@ -74,6 +84,8 @@ TEST(Config, DefaultsAndGoodValues) {
   EXPECT_TRUE(with("KILN_JIT_VALIDATE", "yes").jit_validate);
   EXPECT_TRUE(d.jit_passes);
   EXPECT_FALSE(with("KILN_JIT_PASSES", "0").jit_passes);
+  EXPECT_TRUE(d.jit_batch_products);
+  EXPECT_FALSE(with("KILN_JIT_BATCH_PRODUCTS", "0").jit_batch_products);
   EXPECT_TRUE(d.jit_eager_tier);
   EXPECT_FALSE(with("KILN_JIT_EAGER_TIER", "0").jit_eager_tier);
   EXPECT_TRUE(with("KILN_STATS", "true").stats);

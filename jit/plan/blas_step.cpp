@@ -44,6 +44,14 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
     if (epi) run_kernel(f, *epi, s + 1);
     return consumed;
   };
+  if (st.batch >= 0 && batches_[st.batch].steps[0] == static_cast<int32_t>(s))
+    run_product_batch(f, st.batch);  // product_batch.h: sets the members' products
+  if (f.values[n.output].defined()) {
+    // Computed already: rows of a batch's product, or of a scan's products computed before its
+    // loop (scan_products.h). The epilogue alone.
+    if (epi) run_kernel(f, *epi, s + 1);
+    return consumed;
+  }
   if (f.any_poisoned(n.inputs)) return whole();
   const Tensor a = f.values[n.inputs[0]], b = f.values[n.inputs[1]];
   const TensorImpl *ai = a.impl(), *bi = b.impl();

@@ -9,7 +9,9 @@
 // the whole product's bits); the epilogue is the same compiled kernel launched on row ranges,
 // so its results are the unblocked kernel's. Whatever a run cannot block (Float64, a small or
 // batched product, an epilogue whose index space is not the product's, an epilogue output that
-// shares memory with an operand) runs the GEMM whole, then the epilogue step as usual.
+// shares memory with an operand) runs the GEMM whole, then the epilogue step as usual. A product
+// computed before its step (rows of a product batch's or a scan's stacked product:
+// product_batch.h, scan_products.h) is not computed again: the step runs its epilogue alone.
 #pragma once
 #include <vector>
 

@@ -49,6 +49,7 @@ JitPlan::JitPlan(Graph g, std::vector<Step> steps, std::vector<std::vector<Eager
   for (ValueId v : graph_.outputs) last_step_[v] = -2;
   for (Step& st : steps_)
     if (st.kernel) find_dying(*st.kernel);
+  invariant_products_ = find_invariant_products(graph_, steps_);
   // A graph input's old contents are read until the last read of it or of any view of it.
   std::vector<int32_t> root(static_cast<size_t>(graph_.num_values()), -1);  // input number
   for (size_t i = 0; i < graph_.inputs.size(); ++i)
@@ -165,6 +166,13 @@ void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index,
       if (f.tuples.empty()) f.tuples.resize(f.values.size());
       if (n.op == OpId::TupleGet)
         f.values[n.output] = f.tuples[n.inputs[0]].at(static_cast<size_t>(n.attrs.ints[0]));
+      else if (JitPlan* scan_body = n.op == OpId::Scan &&
+                                            j < static_cast<int32_t>(body_plans_.size()) &&
+                                            !body_plans_[j].empty()
+                                        ? dynamic_cast<JitPlan*>(body_plans_[j][0].get())
+                                        : nullptr;
+               scan_body && !scan_body->invariant_products().empty())
+        f.tuples[n.output] = run_scan_with_products(n, *scan_body, in);
       else if (j < static_cast<int32_t>(body_plans_.size()) && !body_plans_[j].empty())
         f.tuples[n.output] = tracer::run_hop_node(
             n,
@@ -384,13 +392,35 @@ tracer::InterpretResult JitPlan::run(const tracer::RunArgs& args) {
   return run_mapped(arg_map_->map(args, storage));
 }
 
-tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args) {
+tracer::InterpretResult JitPlan::run_with_products(
+    const tracer::RunArgs& args, std::span<const std::pair<ValueId, Tensor>> products) {
+  if (!arg_map_) return run_mapped(args, products);
+  passes::ArgMap::Storage storage;
+  return run_mapped(arg_map_->map(args, storage), products);
+}
+
+Tensor JitPlan::invariant_operand(const InvariantProduct& c, const tracer::RunArgs& args) {
+  passes::ArgMap::Storage storage;
+  const tracer::RunArgs mapped = arg_map_ ? arg_map_->map(args, storage) : args;
+  Frame f{.args = mapped,
+          .use_destinations = false,
+          .values = std::vector<Tensor>(static_cast<size_t>(graph_.num_values()))};
+  const ValueId root = graph_.inputs[c.right_input].id;
+  f.values[root] = mapped.inputs[c.right_input];
+  for (int32_t j : c.right_nodes) run_eager_node(f, j);
+  if (f.error) std::rethrow_exception(f.error);
+  return f.values[c.right_nodes.empty() ? root : graph_.nodes[c.right_nodes.back()].output];
+}
+
+tracer::InterpretResult JitPlan::run_mapped(const tracer::RunArgs& args,
+                                            std::span<const std::pair<ValueId, Tensor>> given) {
   KILN_CHECK(args.inputs.size() == graph_.inputs.size(), "jit plan: {} inputs, the graph has {}",
              args.inputs.size(), graph_.inputs.size());
   Frame f{.args = args,
           .use_destinations = true,
           .values = std::vector<Tensor>(static_cast<size_t>(graph_.num_values()))};
   for (size_t i = 0; i < args.inputs.size(); ++i) f.values[graph_.inputs[i].id] = args.inputs[i];
+  for (const auto& [v, t] : given) f.values[v] = t;  // products computed before (BLAS steps)
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
     const size_t first = s;

@@ -12,10 +12,12 @@
 #include <atomic>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "jit/passes/arg_map.h"
 #include "jit/plan/body_plans.h"
+#include "jit/plan/scan_products.h"
 #include "jit/target.h"
 #include "tracer/backend.h"
 #include "tracer/graph.h"
@@ -73,6 +75,9 @@ struct Step {
   // per row block right after that block's GEMM.
   bool blas = false;
   bool epilogue = false;
+  // A member of a product batch (jit/plan/product_batch.h): the index into the plan's batches,
+  // or -1. The batch's first step computes every member's product in one GEMM where it can.
+  int32_t batch = -1;
   // A gather whose row kernel is the next step (jit/plan/gathered_step.h): the two run per
   // block of rows, the gathered value never stored whole.
   bool gathered = false;
@@ -81,6 +86,11 @@ struct Step {
   int gathered_tail = 0;
   std::unique_ptr<KernelStep> kernel;    // a kernel step
   std::vector<tracer::ValueId> release;  // values that die after this step
+};
+
+// BLAS steps whose products run as one GEMM over stacked rows (jit/plan/product_batch.h).
+struct ProductBatch {
+  std::vector<int32_t> steps;  // in plan order; steps[0] computes the batch
 };
 
 class JitPlan final : public tracer::RegionPlan {
@@ -106,6 +116,18 @@ class JitPlan final : public tracer::RegionPlan {
   // Plans of the higher-order nodes' bodies (jit/plan/body_plans.h), per node and subgraph;
   // a null plan (or none set) interprets that body.
   void set_body_plans(BodyPlans plans) { body_plans_ = std::move(plans); }
+  // Product batches (product_batch.h), found by the planner.
+  void set_product_batches(std::vector<ProductBatch> b) { batches_ = std::move(b); }
+  const std::vector<ProductBatch>& product_batches() const { return batches_; }
+
+  // Products whose right operand is made from graph inputs by views alone (scan_products.h),
+  // the operand of one computed from this run's arguments, and a run given such products (their
+  // BLAS steps run only their epilogues).
+  const std::vector<InvariantProduct>& invariant_products() const { return invariant_products_; }
+  Tensor invariant_operand(const InvariantProduct& c, const tracer::RunArgs& args);
+  tracer::InterpretResult run_with_products(
+      const tracer::RunArgs& args, std::span<const std::pair<tracer::ValueId, Tensor>> products);
+
   // For tests and stats: the body plans, and how many distinct ones this plan runs.
   const BodyPlans& body_plans() const { return body_plans_; }
   int num_body_plans() const;
@@ -150,6 +172,10 @@ class JitPlan final : public tracer::RegionPlan {
   void finish_kernel(Frame& f, KernelStep& k, KernelLaunch& kl, Launched launched);
   // A BLAS step (blas_step.cpp); returns 1 when it also ran the next step (its epilogue).
   size_t run_blas(Frame& f, size_t step_index);
+  // The products of batch `b` as one GEMM (product_batch.cpp), run by its first step: their
+  // values are set to its rows, or left unset where this run cannot batch (each product then
+  // runs as its own BLAS step).
+  void run_product_batch(Frame& f, int32_t b);
   // A gather and its row kernel (gathered_step.cpp); returns how many steps after the gather it
   // ran too (1: the row kernel; more: pointwise steps after it that ran per block as well).
   size_t run_gathered(Frame& f, size_t step_index);
@@ -173,7 +199,8 @@ class JitPlan final : public tracer::RegionPlan {
   // donatable's test of the buffer alone (v's value is dying: no later reader).
   bool buffer_free(const Frame& f, tracer::ValueId v, const DimVector& sizes, DType dtype,
                    int32_t extra_handles) const;
-  tracer::InterpretResult run_mapped(const tracer::RunArgs& args);
+  tracer::InterpretResult run_mapped(
+      const tracer::RunArgs& args, std::span<const std::pair<tracer::ValueId, Tensor>> given = {});
 
   tracer::Graph graph_;  // the first recording (never the current one: its ops and attrs)
   std::vector<Step> steps_;
@@ -185,6 +212,8 @@ class JitPlan final : public tracer::RegionPlan {
   std::vector<int32_t> input_last_step_;  // per graph input
   std::vector<uint8_t> donor_ok_;         // per value: produced by a node whose buffer it owns
   std::shared_ptr<const passes::ArgMap> arg_map_;  // null: RunArgs index graph_ itself
+  std::vector<ProductBatch> batches_;
+  std::vector<InvariantProduct> invariant_products_;
 };
 
 }  // namespace kiln::jit

@@ -1,6 +1,7 @@
 // The executor's state for one run of a JitPlan (jit/plan/jit_plan.h): the value table, the
 // results of higher-order nodes, which values a failed step poisoned, and the first error.
-// Private to jit/plan/ (jit_plan.cpp, blas_step.cpp, gathered_step.cpp, gathered_tail.cpp).
+// Private to jit/plan/ (jit_plan.cpp, blas_step.cpp, product_batch.cpp, gathered_step.cpp,
+// gathered_tail.cpp).
 #pragma once
 #include <algorithm>
 #include <exception>

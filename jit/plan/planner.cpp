@@ -15,6 +15,7 @@
 #include "jit/plan/group_kernel.h"
 #include "jit/plan/lone_reductions.h"
 #include "jit/plan/plan_group.h"
+#include "jit/plan/product_batch.h"
 #include "jit/plan/recompute_chains.h"
 #include "jit/plan/validating_plan.h"
 #include "runtime/config.h"
@@ -765,6 +766,7 @@ std::unique_ptr<JitPlan> make_jit_plan(Graph g, const tracer::RuntimeScalars& ru
   }
 
   mark_blas_steps(g, steps);
+  std::vector<ProductBatch> batches = find_product_batches(g, steps);
 
   // Release each value after the last step reading it (steps may have multiplied above).
   std::vector<int32_t> last(nv, -1);
@@ -784,6 +786,7 @@ std::unique_ptr<JitPlan> make_jit_plan(Graph g, const tracer::RuntimeScalars& ru
                                         std::move(random_index));
   if (plan->num_kernels() == 0 && !has_matmul && !any_body) return nullptr;
   plan->set_body_plans(std::move(body_plans));
+  plan->set_product_batches(std::move(batches));
   return plan;
 }
 

@@ -165,4 +165,20 @@ void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, Tens
               static_cast<float*>(out->data()) + r0 * s.N);
 }
 
+bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
+  const RowSplit s = plan_row_split(a, b, out->dtype(), true);
+  if (s.blocks >= 2) {
+    set_threads(1);
+    parallel_for(0, s.blocks, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        gemm_rows(s, a, b, out, block_begin(s, i), block_begin(s, i + 1));
+    });
+    return true;
+  }
+  const WholeGemm g = plan_whole_gemm(a, b, out->dtype());
+  if (!g.ok) return false;
+  gemm_whole(g, a, b, out);
+  return true;
+}
+
 }  // namespace kiln::blas

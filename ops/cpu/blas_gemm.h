@@ -83,4 +83,10 @@ void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, Tens
 // Row block i of n: [M * i / n, M * (i + 1) / n).
 inline int64_t block_begin(const RowSplit& s, int64_t i) { return s.M * i / s.blocks; }
 
+// The GEMM calls eager matmul makes for a 2-D product out = a @ b (out row-major [M, N], not
+// overlapping a or b): row blocks over kiln's threads where plan_row_split makes them, else one
+// call with threads_for's OpenBLAS threads. false, with nothing computed, where BLAS cannot take
+// the operands as they are (the caller takes another path).
+bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out);
+
 }  // namespace kiln::blas
