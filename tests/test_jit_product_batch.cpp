@@ -3,10 +3,10 @@
 // equal to eager's separate products, with 1, 2 and 4 threads, Float32 and Float64; slices in
 // any order batch, slices with gaps or of separate tensors run one by one; a plan made at one
 // batch size runs another; products that are outputs, or a batch over the size cap, stay apart;
-// KILN_JIT_BATCH_PRODUCTS=0 plans no batch; a scan's input products (rnn_scan) run before its
-// loop, bitwise, except where its input's steps are not rows apart or the body returns the
-// product; the probe's answer is the rows' own comparison and
-// is asked of BLAS once per shape.
+// KILN_JIT_BATCH_PRODUCTS=0 plans no batch; a scan's input products (rnn_scan), and a map's,
+// run before the loop, bitwise, except where its input's steps are not rows apart or the body
+// returns the product; the probe's answer is the rows' own comparison and is asked of BLAS once per
+// shape.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -220,6 +220,21 @@ TEST_F(JitProductBatchTest, ScanInputProductsRunBeforeTheLoopBitwise) {
   for_each_rnn_case(140, [](const Rnn& r, const std::string& what) {
     const int64_t before = jit::batched_product_runs();
     testing::expect_iterations_match([&](int) { return run_rnn_scan(r); }, 3, what);
+    EXPECT_EQ(jit::batched_product_runs() - before, keeps_bits(r, r.xs.size(0)) ? 3 : 0) << what;
+  });
+}
+
+// A map's body multiplying each slice by a weight: the products before the loop, bitwise.
+TEST_F(JitProductBatchTest, MapInputProductsRunBeforeTheLoopBitwise) {
+  for_each_rnn_case(160, [](const Rnn& r, const std::string& what) {
+    const int64_t before = jit::batched_product_runs();
+    testing::expect_iterations_match(
+        [&](int) {
+          NoGradGuard no_grad;
+          return map([&](const TensorList& x) { return TensorList{relu(linear(x[0], r.w, r.b))}; },
+                     {r.xs});
+        },
+        3, what);
     EXPECT_EQ(jit::batched_product_runs() - before, keeps_bits(r, r.xs.size(0)) ? 3 : 0) << what;
   });
 }

@@ -134,6 +134,15 @@ bool JitPlan::buffer_free(const Frame& f, ValueId v, const DimVector& sizes, DTy
          !ti->storage()->is_lazy() && ti->autograd() == nullptr && ti->numel() > 0;
 }
 
+JitPlan* JitPlan::loop_body_plan(int32_t j) const {
+  const Node& n = graph_.nodes[j];
+  if ((n.op != OpId::Scan && n.op != OpId::Map) || j >= static_cast<int32_t>(body_plans_.size()) ||
+      body_plans_[j].empty())
+    return nullptr;
+  auto* body = dynamic_cast<JitPlan*>(body_plans_[j][0].get());
+  return body && !body->invariant_products().empty() ? body : nullptr;
+}
+
 void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index,
                              std::span<const ValueId> dying) {
   const Node& n = graph_.nodes[j];
@@ -166,13 +175,8 @@ void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index,
       if (f.tuples.empty()) f.tuples.resize(f.values.size());
       if (n.op == OpId::TupleGet)
         f.values[n.output] = f.tuples[n.inputs[0]].at(static_cast<size_t>(n.attrs.ints[0]));
-      else if (JitPlan* scan_body = n.op == OpId::Scan &&
-                                            j < static_cast<int32_t>(body_plans_.size()) &&
-                                            !body_plans_[j].empty()
-                                        ? dynamic_cast<JitPlan*>(body_plans_[j][0].get())
-                                        : nullptr;
-               scan_body && !scan_body->invariant_products().empty())
-        f.tuples[n.output] = run_scan_with_products(n, *scan_body, in);
+      else if (JitPlan* body = loop_body_plan(j))
+        f.tuples[n.output] = run_loop_with_products(n, *body, in);
       else if (j < static_cast<int32_t>(body_plans_.size()) && !body_plans_[j].empty())
         f.tuples[n.output] = tracer::run_hop_node(
             n,

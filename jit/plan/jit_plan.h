@@ -138,6 +138,8 @@ class JitPlan final : public tracer::RegionPlan {
   // elementwise node may write its result into.
   void run_eager_node(Frame& f, int32_t node, int32_t step_index = -1,
                       std::span<const tracer::ValueId> dying = {});
+  // The body plan of scan or map node j when it has invariant products (scan_products.h).
+  JitPlan* loop_body_plan(int32_t j) const;
   // A kernel step's nodes, run eagerly (its launch declined or failed).
   void run_nodes_eagerly(Frame& f, const KernelStep& k);
   void find_dying(KernelStep& k) const;  // KernelStep::dying, from last_step_

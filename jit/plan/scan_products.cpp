@@ -45,10 +45,12 @@ std::vector<InvariantProduct> find_invariant_products(const tracer::Graph& g,
   return found;
 }
 
-std::vector<Tensor> run_scan_with_products(const tracer::Node& n, JitPlan& body,
+std::vector<Tensor> run_loop_with_products(const tracer::Node& n, JitPlan& body,
                                            std::span<const Tensor> in) {
-  const auto init = static_cast<size_t>(n.attrs.ints[0]),
-             nxs = static_cast<size_t>(n.attrs.ints[1]);
+  // scan: [init..., xs..., captures...]; map: [xs..., captures...] (tracer/hop_nodes.h).
+  const bool scan = n.op == OpId::Scan;
+  const auto init = scan ? static_cast<size_t>(n.attrs.ints[0]) : size_t{0};
+  const auto nxs = static_cast<size_t>(n.attrs.ints[scan ? 1 : 0]);
   const std::span<const Tensor> xs = in.subspan(init, nxs);
   const int64_t steps = xs.front().impl()->sizes()[0];
   // Each candidate with a scanned left operand and an invariant right one: its stacked product.

@@ -1,7 +1,7 @@
-// Scan products (docs/jit.md "Product batches"): a scan whose body plan multiplies the step's
-// slice x_t of a scanned input by an operand made from loop-invariant inputs alone (a captured
-// weight, or its transpose: view nodes of it), such as rnn_scan's `linear(x_t, W, b)`, computes
-// that product for every step before the loop, as one GEMM over the scanned input's rows
+// Scan products (docs/jit.md "Product batches"): a scan (or map) whose body plan multiplies the
+// step's slice x_t of a scanned input by an operand made from loop-invariant inputs alone (a
+// captured weight, or its transpose: view nodes of it), such as rnn_scan's `linear(x_t, W, b)`,
+// computes that product for every step before the loop, as one GEMM over the scanned input's rows
 // (stacked_product, product_batch.h: only where it gives each step eager's bits for its own
 // product); each step's body run then takes its rows instead of calling BLAS, and runs the
 // product's epilogue as usual. Where the scan cannot (the probe's answer, a layout, the size
@@ -33,9 +33,10 @@ struct InvariantProduct {
 std::vector<InvariantProduct> find_invariant_products(const tracer::Graph& g,
                                                       const std::vector<Step>& steps);
 
-// Runs scan node `n` (inputs `in`: [init..., xs..., captures...]) with the body plan `body`,
-// computing its candidates' products before the loop where it can; the scan's results.
-std::vector<Tensor> run_scan_with_products(const tracer::Node& n, JitPlan& body,
+// Runs scan or map node `n` (inputs `in`: [init..., xs..., captures...], a map without init)
+// with the body plan `body`, computing its candidates' products before the loop where it can;
+// the node's results.
+std::vector<Tensor> run_loop_with_products(const tracer::Node& n, JitPlan& body,
                                            std::span<const Tensor> in);
 
 }  // namespace kiln::jit
