@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -25,6 +26,7 @@
 #include "ops/cpu/blas_gemm.h"
 #include "runtime/allocator.h"
 #include "runtime/dispatcher.h"
+#include "runtime/parallel.h"
 
 namespace kiln {
 namespace {
@@ -185,6 +187,58 @@ TEST_F(JitMatmulTest, ManyThreadsMakeOneCallOnOpenBlasThreads) {
         what);
     const PlanShape s = plan_shape();
     EXPECT_EQ(s.blas, 3) << what;
+  }
+}
+
+// Column blocks (ops/cpu/blas_gemm.h): small Float32 products on 4 or more threads split C's
+// columns, at least kColSplitMinCols each; not on fewer threads, inside a parallel region, for
+// Float64, one row or a large product. Each split product against a float64 reference within
+// the summation bound (a block computed at the wrong columns of A, B or C is off by far more),
+// every transpose combination, with a column count that does not divide evenly.
+TEST(JitMatmulBlas, ColumnBlocksOnManyThreadsComputeTheProduct) {
+  const Tensor a = testing::eager_normal({64, 256}, 1), w = testing::eager_normal({256, 256}, 2);
+  for (int threads : {4, 16}) {
+    ConfigOverride<int> nt(config().num_threads, threads);
+    EXPECT_EQ(blas::plan_col_split(a.impl(), w.t().impl(), kFloat32).blocks, threads);
+    const Tensor narrow_w = testing::eager_normal({40, 256}, 3);  // 40 columns: 2 blocks
+    EXPECT_EQ(blas::plan_col_split(a.impl(), narrow_w.t().impl(), kFloat32).blocks, 2);
+    const Tensor big = testing::eager_normal({1024, 1024}, 4);
+    EXPECT_LT(blas::plan_col_split(big.impl(), big.impl(), kFloat32).blocks, 2);
+    const Tensor a64 = testing::eager_normal({64, 256}, 5, kFloat64);
+    EXPECT_LT(blas::plan_col_split(a64.impl(), a64.t().impl(), kFloat64).blocks, 2);
+    parallel_for(0, 2, 1, [&](int64_t, int64_t) {
+      EXPECT_LT(blas::plan_col_split(a.impl(), w.impl(), kFloat32).blocks, 2);
+    });
+  }
+  {
+    ConfigOverride<int> nt(config().num_threads, 2);
+    EXPECT_LT(blas::plan_col_split(a.impl(), w.impl(), kFloat32).blocks, 2);
+  }
+  std::mt19937 rng(21);
+  for (int t = 0; t < 24; ++t) {
+    const int64_t M = 2 + rng() % 100, N = 32 + rng() % 300, K = 1 + rng() % 300;
+    const bool ta = rng() % 2, tb = rng() % 2;
+    ConfigOverride<int> nt(config().num_threads, t % 2 ? 16 : 5);
+    const Tensor x =
+        ta ? testing::eager_normal({K, M}, 3 * t).t() : testing::eager_normal({M, K}, 3 * t);
+    const Tensor y = tb ? testing::eager_normal({N, K}, 3 * t + 1).t()
+                        : testing::eager_normal({K, N}, 3 * t + 1);
+    const blas::ColSplit split = blas::plan_col_split(x.impl(), y.impl(), kFloat32);
+    ASSERT_GE(split.blocks, 2) << M << "x" << N << "x" << K;
+    const Tensor c = empty({M, N});
+    ASSERT_TRUE(blas::gemm_2d(x.impl(), y.impl(), c.impl()));
+    const std::vector<float> xv = x.contiguous().to_vector<float>(),
+                             yv = y.contiguous().to_vector<float>(), cv = c.to_vector<float>();
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double want = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          want += double(xv[i * K + k]) * yv[k * N + j];
+          mag += std::abs(double(xv[i * K + k]) * yv[k * N + j]);
+        }
+        ASSERT_LE(std::abs(cv[i * N + j] - want), 2.0 * double(K) * 0x1p-24 * mag + 1e-30)
+            << M << "x" << N << "x" << K << " ta " << ta << " tb " << tb << " at " << i << "," << j;
+      }
   }
 }
 

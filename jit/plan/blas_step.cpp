@@ -62,13 +62,13 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
     return whole();
   const blas::RowSplit split = blas::plan_row_split(ai, bi, dt, true);
   if (split.blocks < 2) {
-    // One call, the one eager's matmul makes, without the eager step's work (meta function,
-    // dispatch): an rnn step's products take a few microseconds each, and that work was a fifth
-    // of them.
+    // The calls eager's matmul makes (column blocks or one call: blas::gemm_2d), without the
+    // eager step's work (meta function, dispatch): an rnn step's products take a few
+    // microseconds each, and that work was a fifth of them.
     const blas::WholeGemm g = blas::plan_whole_gemm(ai, bi, dt);
     if (!g.ok) return whole();
     f.values[n.output] = empty_tensor({g.M, g.N}, dt, Device::cpu());
-    blas::gemm_whole(g, ai, bi, f.values[n.output].impl());
+    blas::gemm_2d(ai, bi, f.values[n.output].impl());
     if (epi) run_kernel(f, *epi, s + 1);
     return consumed;
   }

@@ -64,7 +64,8 @@ Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
 
 template <class T>
 void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
-          const T* B, T* C) {
+          const T* B, T* C, int64_t ldc) {
+  if (ldc == 0) ldc = N;
   const OpenBlas& ob = openblas();
   const BlasTranspose ta = la.trans ? kTrans : kNoTrans;
   const BlasTranspose tb = lb.trans ? kTrans : kNoTrans;
@@ -94,16 +95,16 @@ void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, c
   }
   if constexpr (std::is_same_v<T, float>) {
     ob.sgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, A, int(la.ld), B, int(lb.ld), 0.0f, C,
-             int(N));
+             int(ldc));
   } else {
     ob.dgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0, A, int(la.ld), B, int(lb.ld), 0.0, C,
-             int(N));
+             int(ldc));
   }
 }
 template void gemm<float>(const Layout&, const Layout&, int64_t, int64_t, int64_t, const float*,
-                          const float*, float*);
+                          const float*, float*, int64_t);
 template void gemm<double>(const Layout&, const Layout&, int64_t, int64_t, int64_t, const double*,
-                           const double*, double*);
+                           const double*, double*, int64_t);
 
 WholeGemm plan_whole_gemm(const TensorImpl* a, const TensorImpl* b, DType out_dtype) {
   WholeGemm g;
@@ -165,6 +166,40 @@ void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, Tens
               static_cast<float*>(out->data()) + r0 * s.N);
 }
 
+// Column blocks (kColSplitMaxMnk): on the 16-core Intel Xeon host of the GPU machine
+// (2026-12-03, a harness of one call on 1-16 OpenBLAS threads against row and column blocks over
+// 16 kiln threads, µs per call): 64x256x256 (an rnn step's product) 51 on threads_for's 4
+// OpenBLAS threads, 45 on 8, 26 in 16 column blocks; 16x256x256 27-30 against 13; 64x512x512
+// 144 (16 threads) against 134; 256x1024x784 670 against 693, so larger products keep one call.
+// Row blocks each pack all of B and were slower than columns at every size there.
+ColSplit plan_col_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype) {
+  ColSplit s;
+  if (!a->device().is_cpu() || !b->device().is_cpu() || a->dim() != 2 || b->dim() != 2 ||
+      out_dtype != DType::Float32 || a->dtype() != DType::Float32 || b->dtype() != DType::Float32)
+    return s;
+  if (in_parallel_region() || num_threads() < kWholeCallMinThreads) return s;
+  s.M = a->sizes()[0];
+  s.N = b->sizes()[1];
+  s.K = a->sizes()[1];
+  if (s.M < 2 || s.K == 0 || s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX ||
+      s.M * s.N * s.K > kColSplitMaxMnk)
+    return s;
+  s.la = layout(s.M, s.K, a->strides()[0], a->strides()[1]);
+  s.lb = layout(s.K, s.N, b->strides()[0], b->strides()[1]);
+  if (!s.la.ok || !s.lb.ok || s.la.ld > INT_MAX || s.lb.ld > INT_MAX) return s;
+  s.blocks = std::min<int64_t>(num_threads(), s.N / kColSplitMinCols);
+  return s;
+}
+
+void gemm_cols(const ColSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
+               int64_t c0, int64_t c1) {
+  const auto* B = static_cast<const float*>(b->data());
+  // Column c of op(B): element offset c as stored, or c * ld for a transposed B (row c).
+  B += s.lb.trans ? c0 * s.lb.ld : c0;
+  gemm<float>(s.la, s.lb, s.M, c1 - c0, s.K, static_cast<const float*>(a->data()), B,
+              static_cast<float*>(out->data()) + c0, s.N);
+}
+
 bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
   const RowSplit s = plan_row_split(a, b, out->dtype(), true);
   if (s.blocks >= 2) {
@@ -172,6 +207,15 @@ bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
     parallel_for(0, s.blocks, 1, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i)
         gemm_rows(s, a, b, out, block_begin(s, i), block_begin(s, i + 1));
+    });
+    return true;
+  }
+  const ColSplit c = plan_col_split(a, b, out->dtype());
+  if (c.blocks >= 2) {
+    set_threads(1);
+    parallel_for(0, c.blocks, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        gemm_cols(c, a, b, out, c.N * i / c.blocks, c.N * (i + 1) / c.blocks);
     });
     return true;
   }

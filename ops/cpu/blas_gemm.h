@@ -12,7 +12,8 @@
 // path), on the GPU machine's CPU they do not always; nothing relies on it. Float64 products
 // are never split (dgemm blocks differed from one call at every size here). Row blocks are for
 // machines of 2 or 3 kiln threads: from kWholeCallMinThreads on, one call on OpenBLAS's own
-// threads is faster (ops/cpu/blas_gemm.cpp), and plan_row_split makes no blocks. Either way the
+// threads is faster (ops/cpu/blas_gemm.cpp), and plan_row_split makes no blocks; a small
+// product is split into column blocks there instead (plan_col_split, below). Either way the
 // bits may follow the thread count (OpenBLAS's threaded 256x1024x784 differs from one thread's on
 // the GPU machine's CPU), never the mode: eager and the JIT make the same calls.
 #pragma once
@@ -35,7 +36,8 @@ bool split_batches(int64_t M, int64_t N, int64_t K);
 // Flops per extra OpenBLAS thread (ops/cpu/blas_gemm.cpp: the measurement behind it).
 inline constexpr double kFlopsPerThread = 512e6;
 // From this many kiln threads on, a product is one OpenBLAS call on its own threads (one per
-// kMnkPerBlasThread multiply-adds), never row blocks over kiln's (ops/cpu/blas_gemm.cpp).
+// kMnkPerBlasThread multiply-adds), never row blocks over kiln's (ops/cpu/blas_gemm.cpp), or,
+// when small, column blocks over kiln's threads (plan_col_split).
 inline constexpr int kWholeCallMinThreads = 4;
 inline constexpr double kMnkPerBlasThread = 1 << 20;
 
@@ -49,11 +51,11 @@ struct Layout {
 };
 Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc);
 
-// C [M, N] (row-major, leading dim N) = op(A) [M, K] @ op(B) [K, N], Float32 or Float64, with
-// the calling thread's OpenBLAS setting.
+// C [M, N] (row-major, leading dim ldc, N when 0) = op(A) [M, K] @ op(B) [K, N], Float32 or
+// Float64, with the calling thread's OpenBLAS setting.
 template <class T>
 void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
-          const T* B, T* C);
+          const T* B, T* C, int64_t ldc = 0);
 
 // A 2-D product out = a @ b (Float32 or Float64 alike, out row-major [M, N]) that BLAS takes
 // without copies, as one call with threads_for's OpenBLAS threads: eager matmul's path for a 2-D
@@ -83,10 +85,28 @@ void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, Tens
 // Row block i of n: [M * i / n, M * (i + 1) / n).
 inline int64_t block_begin(const RowSplit& s, int64_t i) { return s.M * i / s.blocks; }
 
+// Column blocks: a small 2-D Float32 product on kWholeCallMinThreads or more kiln threads is
+// split into blocks of C's columns over kiln's threads, one single-threaded sgemm each (its
+// columns of B, all of A, C's columns at leading dim N): OpenBLAS's own threads cost more than
+// such a product (ops/cpu/blas_gemm.cpp has the measurements). `blocks` < 2: not split.
+struct ColSplit {
+  int64_t blocks = 0;
+  int64_t M = 0, N = 0, K = 0;
+  Layout la, lb;
+};
+// Products up to this many multiply-adds, with at least kColSplitMinCols columns per block.
+inline constexpr int64_t kColSplitMaxMnk = int64_t{1} << 24;
+inline constexpr int64_t kColSplitMinCols = 16;
+ColSplit plan_col_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype);
+// Columns [c0, c1) of the split product into out (row-major [M, N]; one OpenBLAS thread).
+void gemm_cols(const ColSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
+               int64_t c0, int64_t c1);
+
 // The GEMM calls eager matmul makes for a 2-D product out = a @ b (out row-major [M, N], not
-// overlapping a or b): row blocks over kiln's threads where plan_row_split makes them, else one
-// call with threads_for's OpenBLAS threads. false, with nothing computed, where BLAS cannot take
-// the operands as they are (the caller takes another path).
+// overlapping a or b): row blocks over kiln's threads where plan_row_split makes them, column
+// blocks where plan_col_split does, else one call with threads_for's OpenBLAS threads. false, with
+// nothing computed, where BLAS cannot take the operands as they are (the caller takes another
+// path).
 bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out);
 
 }  // namespace kiln::blas
