@@ -5,8 +5,9 @@
 // batch size runs another; products that are outputs, or a batch over the size cap, stay apart;
 // KILN_JIT_BATCH_PRODUCTS=0 plans no batch; a scan's input products (rnn_scan), and a map's,
 // run before the loop, bitwise, except where its input's steps are not rows apart or the body
-// returns the product; the probe's answer is the rows' own comparison and is asked of BLAS once per
-// shape.
+// returns the product; where the probe finds other bits, the products' own blocks run in one
+// parallel loop (counted apart); the probe's answer is the rows' own comparison and is asked of
+// BLAS once per shape.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,6 +85,27 @@ bool keeps_bits(const Rnn& r, int64_t n) {
       {r.xs.dtype(), n, batch, hidden, hidden, true, num_threads(), in_parallel_region()});
 }
 
+// The two ways a batch runs: one GEMM (the probe agreed), or the products' own blocks in one
+// parallel loop (it did not, and eager splits each product into blocks).
+struct Runs {
+  int64_t one_gemm = 0, blocked = 0;
+};
+Runs runs_so_far() { return {jit::batched_product_runs(), jit::blocked_product_runs()}; }
+
+// How one run of a batch of r's n input products runs here, in the current context.
+Runs per_run(const Rnn& r, int64_t n) {
+  if (keeps_bits(r, n)) return {1, 0};
+  const Tensor slice = r.xs.select(0, 0), wt = r.w.t();
+  return {0, blas::plan_split_2d(slice.impl(), wt.impl(), r.xs.dtype()).blocks() >= 2 ? 1 : 0};
+}
+
+// Each way's runs since `before`: `runs` runs of `each`.
+void expect_runs(const Runs& before, const Runs& each, int64_t runs, const std::string& what) {
+  const Runs now = runs_so_far();
+  EXPECT_EQ(now.one_gemm - before.one_gemm, each.one_gemm * runs) << what << ": one GEMM";
+  EXPECT_EQ(now.blocked - before.blocked, each.blocked * runs) << what << ": blocks";
+}
+
 // Runs `check(r, what)` for three RNN shapes (Float32 and Float64) at 1, 2 and 4 threads, each
 // from a cold region cache.
 void for_each_rnn_case(uint64_t seed,
@@ -106,35 +128,36 @@ void for_each_rnn_case(uint64_t seed,
 
 TEST_F(JitProductBatchTest, RnnInputProductsRunAsOneGemmBitwise) {
   for_each_rnn_case(40, [](const Rnn& r, const std::string& what) {
-    const int64_t steps = r.xs.size(0), before = jit::batched_product_runs();
+    const int64_t steps = r.xs.size(0);
+    const Runs before = runs_so_far();
     testing::expect_iterations_match([&](int) { return run_rnn(r, iota_steps(steps)); }, 3, what);
     EXPECT_EQ(plan_batches(), std::vector<size_t>{static_cast<size_t>(steps)}) << what;
-    // Three recorded runs of one plan: each batched where the probe found eager's bits.
-    EXPECT_EQ(jit::batched_product_runs() - before, keeps_bits(r, steps) ? 3 : 0) << what;
+    // Three recorded runs of one plan: each one GEMM where the probe found eager's bits.
+    expect_runs(before, per_run(r, steps), 3, what);
   });
 }
 
 TEST_F(JitProductBatchTest, SlicesInAnyOrderBatchGapsAndSeparateTensorsDoNot) {
   ConfigOverride<int> nt(config().num_threads, 2);
   const Rnn r = make_rnn(12, 32, 64, kFloat32, 50);
-  const bool keeps = keeps_bits(r, 12);
+  const Runs each = per_run(r, 12);
   // Backwards in time (a bidirectional RNN's second direction): the slots are a permutation.
-  int64_t before = jit::batched_product_runs();
+  Runs before = runs_so_far();
   testing::expect_iterations_match([&](int) { return run_rnn(r, iota_steps(12, -1, 11)); }, 2,
                                    "backwards");
-  EXPECT_EQ(jit::batched_product_runs() - before, keeps ? 2 : 0);
+  expect_runs(before, each, 2, "backwards");
   // Every other step: the rows between the slices are not the products'.
   tracer::RegionCache::instance().clear();
-  before = jit::batched_product_runs();
+  before = runs_so_far();
   testing::expect_iterations_match([&](int) { return run_rnn(r, iota_steps(6, 2)); }, 2,
                                    "every other step");
   EXPECT_EQ(plan_batches(), std::vector<size_t>{6});
-  EXPECT_EQ(jit::batched_product_runs() - before, 0);
+  expect_runs(before, {}, 2, "every other step");
   // Each step's input its own tensor: a batch in the plan, never one storage in a run.
   tracer::RegionCache::instance().clear();
   std::vector<Tensor> parts;
   for (int64_t t = 0; t < 6; ++t) parts.push_back(testing::eager_normal({32, 64}, 60 + t));
-  before = jit::batched_product_runs();
+  before = runs_so_far();
   testing::expect_iterations_match(
       [&](int) {
         NoGradGuard no_grad;
@@ -144,7 +167,7 @@ TEST_F(JitProductBatchTest, SlicesInAnyOrderBatchGapsAndSeparateTensorsDoNot) {
       },
       2, "separate tensors");
   EXPECT_EQ(plan_batches(), std::vector<size_t>{6});
-  EXPECT_EQ(jit::batched_product_runs() - before, 0);
+  expect_runs(before, {}, 2, "separate tensors");
 }
 
 // Plans are size-generic: the plan made at batch 32 runs batch 48 (no new plan), and the new
@@ -152,13 +175,13 @@ TEST_F(JitProductBatchTest, SlicesInAnyOrderBatchGapsAndSeparateTensorsDoNot) {
 TEST_F(JitProductBatchTest, APlanMadeAtOneBatchSizeRunsAnother) {
   ConfigOverride<int> nt(config().num_threads, 2);
   const Rnn small = make_rnn(10, 32, 64, kFloat32, 70), big = make_rnn(10, 48, 64, kFloat32, 80);
-  const int64_t before = jit::batched_product_runs();
+  const Runs before = runs_so_far();
   testing::expect_iterations_match(
       [&](int it) { return run_rnn(it < 2 ? small : big, iota_steps(10)); }, 4, "32 then 48");
   EXPECT_EQ(tracer::RegionCache::instance().regions().size(), 1u);
   EXPECT_EQ(plan_batches(), std::vector<size_t>{10});
-  EXPECT_EQ(jit::batched_product_runs() - before,
-            (keeps_bits(small, 10) ? 2 : 0) + (keeps_bits(big, 10) ? 2 : 0));
+  const Runs a = per_run(small, 10), b = per_run(big, 10);
+  expect_runs(before, {a.one_gemm + b.one_gemm, a.blocked + b.blocked}, 2, "32 then 48");
 }
 
 TEST_F(JitProductBatchTest, OutputsTooLargeBatchesAndTheSwitchKeepProductsApart) {
@@ -185,7 +208,7 @@ TEST_F(JitProductBatchTest, OutputsTooLargeBatchesAndTheSwitchKeepProductsApart)
   tracer::RegionCache::instance().clear();
   const Tensor xl = testing::eager_normal({65, 256, 4}, 96),
                wl = testing::eager_normal({1024, 4}, 97);
-  const int64_t before = jit::batched_product_runs();
+  const Runs before = runs_so_far();
   testing::expect_iterations_match(
       [&](int) {
         NoGradGuard no_grad;
@@ -195,7 +218,7 @@ TEST_F(JitProductBatchTest, OutputsTooLargeBatchesAndTheSwitchKeepProductsApart)
       },
       2, "over the cap");
   EXPECT_EQ(plan_batches(), std::vector<size_t>{65});
-  EXPECT_EQ(jit::batched_product_runs() - before, 0);
+  expect_runs(before, {}, 2, "over the cap");
 }
 
 // perf/workloads/rnn.cpp's rnn_scan: the same cell as one kiln::scan, returning h and the
@@ -218,16 +241,16 @@ TensorList run_rnn_scan(const Rnn& r, bool return_products = false) {
 
 TEST_F(JitProductBatchTest, ScanInputProductsRunBeforeTheLoopBitwise) {
   for_each_rnn_case(140, [](const Rnn& r, const std::string& what) {
-    const int64_t before = jit::batched_product_runs();
+    const Runs before = runs_so_far();
     testing::expect_iterations_match([&](int) { return run_rnn_scan(r); }, 3, what);
-    EXPECT_EQ(jit::batched_product_runs() - before, keeps_bits(r, r.xs.size(0)) ? 3 : 0) << what;
+    expect_runs(before, per_run(r, r.xs.size(0)), 3, what);
   });
 }
 
 // A map's body multiplying each slice by a weight: the products before the loop, bitwise.
 TEST_F(JitProductBatchTest, MapInputProductsRunBeforeTheLoopBitwise) {
   for_each_rnn_case(160, [](const Rnn& r, const std::string& what) {
-    const int64_t before = jit::batched_product_runs();
+    const Runs before = runs_so_far();
     testing::expect_iterations_match(
         [&](int) {
           NoGradGuard no_grad;
@@ -235,7 +258,7 @@ TEST_F(JitProductBatchTest, MapInputProductsRunBeforeTheLoopBitwise) {
                      {r.xs});
         },
         3, what);
-    EXPECT_EQ(jit::batched_product_runs() - before, keeps_bits(r, r.xs.size(0)) ? 3 : 0) << what;
+    expect_runs(before, per_run(r, r.xs.size(0)), 3, what);
   });
 }
 
@@ -245,22 +268,22 @@ TEST_F(JitProductBatchTest, MapInputProductsRunBeforeTheLoopBitwise) {
 TEST_F(JitProductBatchTest, ScansKeepProductsTheyCannotStackInTheLoop) {
   ConfigOverride<int> nt(config().num_threads, 2);
   Rnn r = make_rnn(10, 32, 64, kFloat32, 150);
-  const bool keeps = keeps_bits(r, 10);
+  const Runs each = per_run(r, 10);
   r.xs = testing::eager_normal({32, 10, 64}, 151).transpose(0, 1);
-  int64_t before = jit::batched_product_runs();
+  Runs before = runs_so_far();
   testing::expect_iterations_match([&](int) { return run_rnn_scan(r); }, 2, "transposed xs");
-  EXPECT_EQ(jit::batched_product_runs() - before, 0);
+  expect_runs(before, {}, 2, "transposed xs");
   tracer::RegionCache::instance().clear();
   r.xs = testing::eager_normal({10, 32, 64}, 152);
-  before = jit::batched_product_runs();
+  before = runs_so_far();
   testing::expect_iterations_match([&](int) { return run_rnn_scan(r, true); }, 2,
                                    "a product returned");
-  EXPECT_EQ(jit::batched_product_runs() - before, keeps ? 2 : 0);
+  expect_runs(before, each, 2, "a product returned");
   ConfigOverride<bool> off(config().jit_batch_products, false);
   tracer::RegionCache::instance().clear();
-  before = jit::batched_product_runs();
+  before = runs_so_far();
   testing::expect_iterations_match([&](int) { return run_rnn_scan(r); }, 2, "off");
-  EXPECT_EQ(jit::batched_product_runs() - before, 0);
+  expect_runs(before, {}, 2, "off");
 }
 
 // The probe's answer is whether the rows agree, compared here by hand for every slice; and BLAS

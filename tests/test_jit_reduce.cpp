@@ -1012,6 +1012,30 @@ TEST_F(JitReducePlanTest, RowValuesWithoutKeepdim) {
   EXPECT_EQ(kernels, 2) << steps;  // (the sum's kernel and the broadcasting add's)
 }
 
+// A row value without keepdim times an input of one element per row, [N, 1] against the sum's
+// [N, M] of x [N, M, K] (JitFuzz seed 26459355): broadcast against [N, M], c varies along N, but
+// a row load reads it right-aligned to the index space [N, M, K], along M. Such an input is no
+// row load (the product runs after the sum's kernel); with keepdim (c [N, 1, 1] against the sum's
+// [N, M, 1]) or an input of one element, the row load lines up and the kernel stays one.
+TEST_F(JitReducePlanTest, RowLoadsLineUpWithTheRowShape) {
+  const Tensor x = randn_of({7, 6, 5}, 51), wide = randn_of({7, 2}, 52);
+  const Tensor c = wide.narrow(1, 1, 1);  // [7, 1], strides [2, 1]: a column of a wider tensor
+  const Tensor one = randn_of({1}, 53), per_row = randn_of({7, 1, 1}, 54);
+  int kernels = 0;
+  // (x + 1 makes the sum's step a row kernel: a lone sum is an eager step.)
+  run_both([&] { return TensorList{x.sum({-1}) * c, x + 1.0}; }, "sum * c", &kernels);
+  tracer::RegionCache::instance().clear();
+  run_both([&] { return TensorList{x.sum({-1}) * one, x + 1.0}; }, "sum * one", &kernels);
+  EXPECT_EQ(kernels, 1);
+  tracer::RegionCache::instance().clear();
+  run_both(
+      [&] {
+        return TensorList{x.sum({-1}, true) * per_row, x + 1.0};
+      },
+      "keepdim sum * per_row", &kernels);
+  EXPECT_EQ(kernels, 1);
+}
+
 // A Bool op with a Bool scalar of a row value (`logical_not(x.var()) * true`) computes in Int32
 // with an Int32 constant, which the loop IR counts as an element value (LoopKernel::row_values:
 // integer pow(x, 0) lowers to a lone Int32 1): lowered in the row kernel, it was stored with the

@@ -183,7 +183,12 @@ std::unique_ptr<JitPlan> make_jit_plan(Graph g, const tracer::RuntimeScalars& ru
     reduced[n.output] =
         n.inputs.size() == 1 && (row_reduction_dims(n, *meta[n.inputs[0]]) > 0 ||
                                  column_reduction_dims(n, *meta[n.inputs[0]]).reduced > 0);
-  auto row_input = [&](const Group& grp, ValueId v, int32_t s) {
+  // `node_sizes`: the reading node's shape, which its inputs broadcast against. A row load reads
+  // v right-aligned to the index space; against a row shape without the reduced dims (a sum
+  // without keepdim) v's dims line up one reduced dim count further left, so only a v of one
+  // element reads the same either way (JitFuzz seed 26459355: `x.sum(-1) * c` with c [N, 1]
+  // read c along the wrong dim).
+  auto row_input = [&](const Group& grp, ValueId v, int32_t s, const DimVector& node_sizes) {
     const DType t = meta[v]->dtype;
     if (step_of[v] == s)
       return grp.is_row(v) && (is_floating(t) || (t == DType::Bool && !reduced[v]));
@@ -191,6 +196,9 @@ std::unique_ptr<JitPlan> make_jit_plan(Graph g, const tracer::RuntimeScalars& ru
       return false;
     const DimVector& vs = meta[v]->sizes;
     if (vs.size() > grp.sizes.size()) return false;
+    if (node_sizes.size() != grp.sizes.size() &&
+        std::any_of(vs.begin(), vs.end(), [](int64_t d) { return d != 1; }))
+      return false;
     const size_t lead = grp.sizes.size() - vs.size();
     for (size_t d = grp.sizes.size() - static_cast<size_t>(grp.reduced_dims); d < grp.sizes.size();
          ++d)
@@ -253,7 +261,7 @@ std::unique_ptr<JitPlan> make_jit_plan(Graph g, const tracer::RuntimeScalars& ru
     if (!is_floating(n.meta.dtype) && n.meta.dtype != DType::Bool) return false;
     if (itemsize(n.meta.dtype) == 8 && !has_64bit(grp)) return false;
     for (ValueId v : n.inputs)
-      if (!row_input(grp, v, s)) return false;
+      if (!row_input(grp, v, s, n.meta.sizes)) return false;
     return lowers_to_row_value(n);
   };
   // Pointwise node n and column kernel draft s: a node of the index space joins when it reads
@@ -642,7 +650,7 @@ std::unique_ptr<JitPlan> make_jit_plan(Graph g, const tracer::RuntimeScalars& ru
     grp.draws = grp.draws || random_index[jj] >= 0;
     if (grp.row_shape(n.meta.sizes)) {  // a row value? (by the IR's rule)
       bool row = true;
-      for (ValueId v : reads_of_node) row = row && row_input(grp, v, target);
+      for (ValueId v : reads_of_node) row = row && row_input(grp, v, target, n.meta.sizes);
       if (row && lowers_to_row_value(n)) grp.row_vals.push_back(n.output);
     }
     if (grp.inner_dims > 0 && !grp.is_row(n.output))  // computed from the group's results?

@@ -30,9 +30,11 @@ namespace kiln::jit {
 std::vector<ProductBatch> find_product_batches(const tracer::Graph& g, std::vector<Step>& steps);
 
 // The product of n slices of M rows each, stacked (`stacked` is [n * M, K]), with b [K, N]: one
-// GEMM where that gives every slice eager's bits for its own product (batch_keeps_bits) and the
-// result stays under the size cap (64 MiB: it lives as long as its last slice); an undefined
-// tensor otherwise (the caller computes the products one by one).
+// GEMM where that gives every slice eager's bits for its own product (batch_keeps_bits); else,
+// where eager splits each product into blocks over kiln's threads (row or column blocks:
+// blas::plan_split_2d), those very calls for all n products in one parallel loop; an undefined
+// tensor otherwise (one call per product, perhaps on OpenBLAS's threads: the caller computes
+// them one by one), or past the size cap (64 MiB: it lives as long as its last slice).
 Tensor stacked_product(const Tensor& stacked, int64_t n, const Tensor& b);
 // Rows [t * M, (t + 1) * M) of a stacked product, as a view.
 Tensor rows_of(const Tensor& product, int64_t t, int64_t M);
@@ -57,5 +59,7 @@ void forget_batch_probes();
 // How many stacked products were computed as one GEMM (a batch's run, a scan's products), since
 // the process started.
 int64_t batched_product_runs();
+// How many were computed as the products' own blocks in one parallel loop instead.
+int64_t blocked_product_runs();
 
 }  // namespace kiln::jit
