@@ -117,11 +117,8 @@ std::vector<ProductBatch> find_product_batches(const tracer::Graph& g, std::vect
     if (n.meta.dtype != DType::Float32 && n.meta.dtype != DType::Float64) continue;
     groups[{n.inputs[1], {a->sizes[0], a->sizes[1]}}].push_back(static_cast<int32_t>(s));
   }
-  for (auto& [key, members] : groups) {
-    if (members.size() < 2) continue;
-    for (int32_t s : members) steps[s].batch = static_cast<int32_t>(batches.size());
-    batches.push_back({std::move(members)});
-  }
+  for (auto& [key, members] : groups)
+    if (members.size() >= 2) batches.push_back({std::move(members)});
   // Batch indices in the order of their first steps (a plan's text lists them so).
   std::sort(batches.begin(), batches.end(),
             [](const ProductBatch& x, const ProductBatch& y) { return x.steps[0] < y.steps[0]; });

@@ -191,31 +191,36 @@ ColSplit plan_col_split(const TensorImpl* a, const TensorImpl* b, DType out_dtyp
   return s;
 }
 
-void gemm_cols(const ColSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
-               int64_t c0, int64_t c1) {
-  const auto* B = static_cast<const float*>(b->data());
+Split2d plan_split_2d(const TensorImpl* a, const TensorImpl* b, DType out_dtype) {
+  Split2d s;
+  s.rows = plan_row_split(a, b, out_dtype, true);
+  if (s.rows.blocks < 2) s.cols = plan_col_split(a, b, out_dtype);
+  return s;
+}
+
+void Split2d::block(int64_t i, const float* A, const float* B, float* C) const {
+  if (rows.blocks >= 2) {
+    const int64_t r0 = block_begin(rows, i), r1 = block_begin(rows, i + 1);
+    // Row r of op(A): element offset r * ld as stored, or r for a transposed A (column r).
+    gemm<float>(rows.la, rows.lb, r1 - r0, rows.N, rows.K,
+                A + (rows.la.trans ? r0 : r0 * rows.la.ld), B, C + r0 * rows.N);
+    return;
+  }
+  const int64_t c0 = cols.N * i / cols.blocks, c1 = cols.N * (i + 1) / cols.blocks;
   // Column c of op(B): element offset c as stored, or c * ld for a transposed B (row c).
-  B += s.lb.trans ? c0 * s.lb.ld : c0;
-  gemm<float>(s.la, s.lb, s.M, c1 - c0, s.K, static_cast<const float*>(a->data()), B,
-              static_cast<float*>(out->data()) + c0, s.N);
+  gemm<float>(cols.la, cols.lb, cols.M, c1 - c0, cols.K, A,
+              B + (cols.lb.trans ? c0 * cols.lb.ld : c0), C + c0, cols.N);
 }
 
 bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
-  const RowSplit s = plan_row_split(a, b, out->dtype(), true);
-  if (s.blocks >= 2) {
+  const Split2d s = plan_split_2d(a, b, out->dtype());
+  if (s.blocks() >= 2) {
+    const auto* A = static_cast<const float*>(a->data());
+    const auto* B = static_cast<const float*>(b->data());
+    auto* C = static_cast<float*>(out->data());
     set_threads(1);
-    parallel_for(0, s.blocks, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i)
-        gemm_rows(s, a, b, out, block_begin(s, i), block_begin(s, i + 1));
-    });
-    return true;
-  }
-  const ColSplit c = plan_col_split(a, b, out->dtype());
-  if (c.blocks >= 2) {
-    set_threads(1);
-    parallel_for(0, c.blocks, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i)
-        gemm_cols(c, a, b, out, c.N * i / c.blocks, c.N * (i + 1) / c.blocks);
+    parallel_for(0, s.blocks(), 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) s.block(i, A, B, C);
     });
     return true;
   }

@@ -98,9 +98,19 @@ struct ColSplit {
 inline constexpr int64_t kColSplitMaxMnk = int64_t{1} << 24;
 inline constexpr int64_t kColSplitMinCols = 16;
 ColSplit plan_col_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype);
-// Columns [c0, c1) of the split product into out (row-major [M, N]; one OpenBLAS thread).
-void gemm_cols(const ColSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
-               int64_t c0, int64_t c1);
+
+// gemm_2d's choice of blocks for a product: row blocks, else column blocks; blocks() < 2 means
+// one call (with threads_for's OpenBLAS threads). block() computes block i of C [M, N]
+// (row-major, leading dim N) from raw pointers to op(A)'s and op(B)'s first elements, on one
+// OpenBLAS thread: a caller may run the blocks of several products of one shape in one parallel
+// loop (jit/plan/product_batch.h), making the very calls gemm_2d makes for each.
+struct Split2d {
+  RowSplit rows;
+  ColSplit cols;
+  int64_t blocks() const { return rows.blocks >= 2 ? rows.blocks : cols.blocks; }
+  void block(int64_t i, const float* A, const float* B, float* C) const;
+};
+Split2d plan_split_2d(const TensorImpl* a, const TensorImpl* b, DType out_dtype);
 
 // The GEMM calls eager matmul makes for a 2-D product out = a @ b (out row-major [M, N], not
 // overlapping a or b): row blocks over kiln's threads where plan_row_split makes them, column
