@@ -182,7 +182,7 @@ ColSplit plan_col_split(const TensorImpl* a, const TensorImpl* b, DType out_dtyp
   s.N = b->sizes()[1];
   s.K = a->sizes()[1];
   if (s.M < 2 || s.K == 0 || s.M > INT_MAX || s.N > INT_MAX || s.K > INT_MAX ||
-      s.M * s.N * s.K > kColSplitMaxMnk)
+      double(s.M) * double(s.N) * double(s.K) > double(kColSplitMaxMnk))
     return s;
   s.la = layout(s.M, s.K, a->strides()[0], a->strides()[1]);
   s.lb = layout(s.K, s.N, b->strides()[0], b->strides()[1]);
