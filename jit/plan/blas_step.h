@@ -4,9 +4,9 @@
 // consumes the product (bias, activation, residual, scaling: its epilogue) runs over each row
 // block right after that block's GEMM, while the block is in cache.
 //
-// Contract: the product's bits are eager matmul's (the same GEMM path; a Float32 product is
-// split into row blocks over kiln's threads only where ops/cpu/blas_gemm.h says the blocks keep
-// the whole product's bits); the epilogue is the same compiled kernel launched on row ranges,
+// Contract: the product's bits are eager matmul's (the same GEMM calls: row blocks over kiln's
+// threads, or column blocks for a small product from 4 threads, exactly where eager makes them,
+// ops/cpu/blas_gemm.h); the epilogue is the same compiled kernel launched on row ranges,
 // so its results are the unblocked kernel's. Whatever a run cannot block (Float64, a small or
 // batched product, an epilogue whose index space is not the product's, an epilogue output that
 // shares memory with an operand) runs the GEMM whole, then the epilogue step as usual. A product
