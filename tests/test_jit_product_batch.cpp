@@ -92,11 +92,14 @@ struct Runs {
 };
 Runs runs_so_far() { return {jit::batched_product_runs(), jit::blocked_product_runs()}; }
 
-// How one run of a batch of r's n input products runs here, in the current context.
+// How one run of a batch of r's n input products runs here, in the current context: one GEMM,
+// or (the probe said no) the products' own blocks or single-threaded calls in one loop.
 Runs per_run(const Rnn& r, int64_t n) {
   if (keeps_bits(r, n)) return {1, 0};
   const Tensor slice = r.xs.select(0, 0), wt = r.w.t();
-  return {0, blas::plan_split_2d(slice.impl(), wt.impl(), r.xs.dtype()).blocks() >= 2 ? 1 : 0};
+  const bool split = blas::plan_split_2d(slice.impl(), wt.impl(), r.xs.dtype()).blocks() >= 2;
+  const bool one_thread = blas::threads_for(slice.size(0), wt.size(1), slice.size(1)) == 1;
+  return {0, split || one_thread ? 1 : 0};
 }
 
 // Each way's runs since `before`: `runs` runs of `each`.
@@ -259,6 +262,27 @@ TEST_F(JitProductBatchTest, MapInputProductsRunBeforeTheLoopBitwise) {
         },
         3, what);
     expect_runs(before, per_run(r, r.xs.size(0)), 3, what);
+  });
+}
+
+// Where the probe says no (forced here, as on a CPU whose kernels give other bits), the batch
+// runs each product's own calls in one loop: its row or column blocks, or its single-threaded
+// call (Float64 too); a loop and a scan, bitwise.
+TEST_F(JitProductBatchTest, WhereTheProbeSaysNoTheProductsOwnCallsRunInOneLoop) {
+  struct Forced {
+    Forced() { jit::set_batch_probe_says_no(true); }
+    ~Forced() { jit::set_batch_probe_says_no(false); }
+  } forced;
+  for_each_rnn_case(170, [](const Rnn& r, const std::string& what) {
+    const int64_t steps = r.xs.size(0);
+    const Runs each = per_run(r, steps);
+    EXPECT_EQ(each.one_gemm, 0) << what;
+    Runs before = runs_so_far();
+    testing::expect_iterations_match([&](int) { return run_rnn(r, iota_steps(steps)); }, 2, what);
+    expect_runs(before, each, 2, what + ", loop");
+    before = runs_so_far();
+    testing::expect_iterations_match([&](int) { return run_rnn_scan(r); }, 2, what);
+    expect_runs(before, each, 2, what + ", scan");
   });
 }
 

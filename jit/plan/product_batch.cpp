@@ -25,6 +25,7 @@ constexpr int64_t kMaxBatchBytes = int64_t{64} << 20;
 std::mutex g_answers_mu;
 std::vector<std::pair<BatchShape, bool>> g_answers;
 std::atomic<int64_t> g_probes{0}, g_batched_runs{0}, g_blocked_runs{0};
+std::atomic<bool> g_probe_says_no{false};
 
 Tensor view_of(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
   const TensorImpl* b = base.impl();
@@ -75,6 +76,7 @@ bool probe(const BatchShape& s) {
 }  // namespace
 
 bool batch_keeps_bits(const BatchShape& s) {
+  if (g_probe_says_no.load(std::memory_order_relaxed)) return false;
   {
     std::lock_guard<std::mutex> lock(g_answers_mu);
     for (const auto& [shape, keeps] : g_answers)
@@ -90,6 +92,8 @@ bool batch_keeps_bits(const BatchShape& s) {
 }
 
 int64_t batch_probes() { return g_probes.load(); }
+
+void set_batch_probe_says_no(bool no) { g_probe_says_no.store(no); }
 
 void forget_batch_probes() {
   std::lock_guard<std::mutex> lock(g_answers_mu);
@@ -129,26 +133,43 @@ std::vector<ProductBatch> find_product_batches(const tracer::Graph& g, std::vect
 
 namespace {
 
-// The n products as eager computes each (its row or column blocks: blas::plan_split_2d), the
-// blocks of all of them in one parallel loop: the very calls, so the very bits, without a fork
-// and a join per product. Undefined where eager makes one call per product.
+// The n products as eager computes each, all in one parallel loop: its row or column blocks
+// (blas::plan_split_2d), or its one call where that call runs on one OpenBLAS thread
+// (threads_for): the very calls, so the very bits, without a fork and a join per product (and
+// small products, which eager runs one after another, side by side). Undefined where eager
+// gives each product OpenBLAS's own threads.
 Tensor blocked_products(const Tensor& stacked, int64_t n, const Tensor& b) {
-  const TensorImpl* a = stacked.impl();
-  const int64_t M = a->sizes()[0] / n, K = a->sizes()[1], N = b.impl()->sizes()[1];
+  const TensorImpl *a = stacked.impl(), *bt = b.impl();
+  const DType dt = a->dtype();
+  const int64_t M = a->sizes()[0] / n, K = a->sizes()[1], N = bt->sizes()[1];
   const int64_t row_stride = a->strides()[0];
   const Tensor first = view_of(stacked, {M, K}, {row_stride, 1}, a->offset());
-  const blas::Split2d split = blas::plan_split_2d(first.impl(), b.impl(), a->dtype());
+  const blas::Split2d split = blas::plan_split_2d(first.impl(), bt, dt);
+  const blas::WholeGemm whole = blas::plan_whole_gemm(first.impl(), bt, dt);
   const int64_t blocks = split.blocks();
-  if (blocks < 2) return {};
+  if (blocks < 2 && (!whole.ok || blas::threads_for(M, N, K) != 1)) return {};
   try {
-    Tensor product = empty_tensor({n * M, N}, a->dtype(), Device::cpu());
-    const auto* A = static_cast<const float*>(a->data());
-    const auto* B = static_cast<const float*>(b.impl()->data());
-    auto* C = static_cast<float*>(product.impl()->data());
+    Tensor product = empty_tensor({n * M, N}, dt, Device::cpu());
+    const auto* A = static_cast<const char*>(a->data());
+    const auto* B = static_cast<const char*>(bt->data());
+    auto* C = static_cast<char*>(product.impl()->data());
+    const int64_t item = static_cast<int64_t>(itemsize(dt)), per = std::max<int64_t>(blocks, 1);
     blas::set_threads(1);
-    parallel_for(0, n * blocks, 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i)
-        split.block(i % blocks, A + (i / blocks) * M * row_stride, B, C + (i / blocks) * M * N);
+    parallel_for(0, n * per, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const char* At = A + (i / per) * M * row_stride * item;
+        char* Ct = C + (i / per) * M * N * item;
+        if (blocks >= 2) {
+          split.block(i % per, reinterpret_cast<const float*>(At),
+                      reinterpret_cast<const float*>(B), reinterpret_cast<float*>(Ct));
+        } else if (dt == DType::Float32) {
+          blas::gemm<float>(whole.la, whole.lb, M, N, K, reinterpret_cast<const float*>(At),
+                            reinterpret_cast<const float*>(B), reinterpret_cast<float*>(Ct));
+        } else {
+          blas::gemm<double>(whole.la, whole.lb, M, N, K, reinterpret_cast<const double*>(At),
+                             reinterpret_cast<const double*>(B), reinterpret_cast<double*>(Ct));
+        }
+      }
     });
     g_blocked_runs.fetch_add(1, std::memory_order_relaxed);
     return product;

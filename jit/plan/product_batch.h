@@ -56,6 +56,8 @@ bool batch_keeps_bits(const BatchShape& s);
 // Testing hooks: how many probes ran in this process, and forgetting the answers.
 int64_t batch_probes();
 void forget_batch_probes();
+// While set, every probe answers no (the tests' way to the blocked loop on any CPU).
+void set_batch_probe_says_no(bool no);
 // How many stacked products were computed as one GEMM (a batch's run, a scan's products), since
 // the process started.
 int64_t batched_product_runs();
