@@ -205,10 +205,9 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
             for (int64_t i = i0; i < i1; ++i)
               blas::gemm<T>(la, lb, M, N, K, A + off.a[i], B + off.b[i], C + i * M * N);
           };
-          // A 2-D Float32 product big enough for row blocks (ops/cpu/blas_gemm.h): the same
-          // blocks the JIT's BLAS step computes, so eager and jit give the same bits on any
-          // CPU (OpenBLAS's bits for a block need not be the whole product's). Another 2-D
-          // product is one call, the function the BLAS step calls for it.
+          // A 2-D product: row blocks, column blocks or one call (blas::gemm_2d), the very
+          // calls the JIT's BLAS step makes, so eager and jit give the same bits on any CPU
+          // (OpenBLAS's bits for a block need not be the whole product's).
           if (batches == 1 && blas::gemm_2d(a.impl(), b.impl(), out.impl())) return;
           if (batches > 1 && blas::split_batches(M, N, K)) {
             // A batch of small products: one BLAS thread each, the batch split over kiln's

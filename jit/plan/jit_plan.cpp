@@ -173,10 +173,12 @@ void JitPlan::run_eager_node(Frame& f, int32_t j, int32_t step_index,
     const OpDef& def = op_def(n.op);
     if (def.flags & kHigherOrder) {
       if (f.tuples.empty()) f.tuples.resize(f.values.size());
+      std::optional<std::vector<Tensor>> done;  // a scan or map with products before its loop
+      if (JitPlan* body = loop_body_plan(j)) done = run_loop_with_products(n, *body, in);
       if (n.op == OpId::TupleGet)
         f.values[n.output] = f.tuples[n.inputs[0]].at(static_cast<size_t>(n.attrs.ints[0]));
-      else if (JitPlan* body = loop_body_plan(j))
-        f.tuples[n.output] = run_loop_with_products(n, *body, in);
+      else if (done)
+        f.tuples[n.output] = std::move(*done);
       else if (j < static_cast<int32_t>(body_plans_.size()) && !body_plans_[j].empty())
         f.tuples[n.output] = tracer::run_hop_node(
             n,

@@ -64,7 +64,7 @@ bool probe(const BatchShape& s) {
   Tensor part = empty_tensor({s.M, s.N}, s.dtype, cpu);
   const auto* w = static_cast<const char*>(whole.impl()->data());
   for (int64_t t = 0; t < s.n; ++t) {
-    const Tensor at = view_of(a, {s.M, s.K}, {s.K, 1}, t * s.M * s.K);
+    const Tensor at = row_view(a, s.M, s.K, s.K, t * s.M * s.K);
     if (!blas::gemm_2d(at.impl(), b.impl(), part.impl())) return false;
     if (std::memcmp(part.impl()->data(), w + t * s.M * s.N * item,
                     static_cast<size_t>(s.M * s.N * item)) != 0)
@@ -143,7 +143,7 @@ Tensor blocked_products(const Tensor& stacked, int64_t n, const Tensor& b) {
   const DType dt = a->dtype();
   const int64_t M = a->sizes()[0] / n, K = a->sizes()[1], N = bt->sizes()[1];
   const int64_t row_stride = a->strides()[0];
-  const Tensor first = view_of(stacked, {M, K}, {row_stride, 1}, a->offset());
+  const Tensor first = row_view(stacked, M, K, row_stride, a->offset());
   const blas::Split2d split = blas::plan_split_2d(first.impl(), bt, dt);
   const blas::WholeGemm whole = blas::plan_whole_gemm(first.impl(), bt, dt);
   const int64_t blocks = split.blocks();
@@ -205,7 +205,12 @@ Tensor stacked_product(const Tensor& stacked, int64_t n, const Tensor& b) {
 
 Tensor rows_of(const Tensor& product, int64_t t, int64_t M) {
   const int64_t N = product.impl()->sizes()[1];
-  return view_of(product, {M, N}, {N, 1}, t * M * N);
+  return row_view(product, M, N, N, t * M * N);
+}
+
+Tensor row_view(const Tensor& base, int64_t rows, int64_t cols, int64_t row_stride,
+                int64_t offset) {
+  return view_of(base, {rows, cols}, {row_stride, 1}, offset);
 }
 
 void JitPlan::run_product_batch(Frame& f, int32_t bi) {
@@ -235,8 +240,8 @@ void JitPlan::run_product_batch(Frame& f, int32_t bi) {
     slot.push_back(d / (M * row_stride));
     taken[static_cast<size_t>(slot.back())] = 1;
   }
-  const Tensor product = stacked_product(view_of(a0t, {n * M, K}, {row_stride, 1}, base), n,
-                                         f.values[first.inputs[1]]);
+  const Tensor product =
+      stacked_product(row_view(a0t, n * M, K, row_stride, base), n, f.values[first.inputs[1]]);
   if (!product.defined()) return;
   for (size_t i = 0; i < pb.steps.size(); ++i)
     f.values[graph_.nodes[steps_[pb.steps[i]].node].output] = rows_of(product, slot[i], M);

@@ -1,18 +1,19 @@
-// Product batches of a JIT plan (docs/jit.md "Matmul steps", batches): the products of a region
-// whose left operands are consecutive row slices of one tensor and whose right operand is one
-// value, such as a recorded RNN loop's input projections (x[t] @ W^T for every step t), run as
-// one GEMM over the stacked rows when the first of them runs; each product's value is then its
-// rows of that result (a view), and the later products' steps run only their epilogues.
+// Product batches of a JIT plan (docs/jit.md "Product batches"): the products of a region whose
+// left operands are consecutive row slices of one tensor and whose right operand is one value,
+// such as a recorded RNN loop's input projections (x[t] @ W^T for every step t), run together
+// when the first of them runs; each product's value is then its rows of the result (a view),
+// and the later products' steps run only their epilogues.
 //
-// Contract: bits. A batch runs only where it gives every product eager's bits: the product of
-// (n * M) rows is computed the way eager computes a 2-D product of that size
-// (blas::gemm_2d), and whether its rows equal n separate products of M rows (eager's calls for
-// each) depends on the BLAS kernels of the CPU, so it is probed once per shape, thread count and
-// layout in a process, on pseudo-random operands (a GEMM's order of operations does not depend
-// on the data: operands that tell two orders apart for 256 sums out of n * M * N tell them apart
-// for good). Where the probe finds a difference, or this run's operands are not consecutive
-// slices of one storage (plans are size-generic: every run checks), each product runs as its own
-// BLAS step, as without batches.
+// Contract: bits. One GEMM over the stacked rows runs only where it gives every product eager's
+// bits: the product of (n * M) rows is computed the way eager computes a 2-D product of that
+// size (blas::gemm_2d), and whether its rows equal n separate products of M rows (eager's calls
+// for each) depends on the BLAS kernels of the CPU, so it is probed once per shape, thread count
+// and layout in a process, on pseudo-random operands (a GEMM's order of operations does not
+// depend on the data: operands that tell two orders apart for n * M * N sums tell them apart for
+// good). Where the probe finds a difference, each product's own calls run in one parallel loop
+// (the same calls: the same bits), where eager makes them on kiln's threads or on one OpenBLAS
+// thread; otherwise, or where this run's operands are not consecutive slices of one storage
+// (plans are size-generic: every run checks), each product runs as its own BLAS step.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -38,6 +39,9 @@ std::vector<ProductBatch> find_product_batches(const tracer::Graph& g, std::vect
 Tensor stacked_product(const Tensor& stacked, int64_t n, const Tensor& b);
 // Rows [t * M, (t + 1) * M) of a stacked product, as a view.
 Tensor rows_of(const Tensor& product, int64_t t, int64_t M);
+// A [rows, cols] view of `base`'s storage: rows `row_stride` elements apart from element
+// `offset`, unit stride along a row (n slices of M rows stacked as one matrix, no copy).
+Tensor row_view(const Tensor& base, int64_t rows, int64_t cols, int64_t row_stride, int64_t offset);
 
 // One batched product's shape and the context that picks eager's calls for it.
 struct BatchShape {

@@ -1,5 +1,6 @@
 #include "jit/plan/scan_products.h"
 
+#include <optional>
 #include <utility>
 
 #include "jit/plan/jit_plan.h"
@@ -45,8 +46,8 @@ std::vector<InvariantProduct> find_invariant_products(const tracer::Graph& g,
   return found;
 }
 
-std::vector<Tensor> run_loop_with_products(const tracer::Node& n, JitPlan& body,
-                                           std::span<const Tensor> in) {
+std::optional<std::vector<Tensor>> run_loop_with_products(const tracer::Node& n, JitPlan& body,
+                                                          std::span<const Tensor> in) {
   // scan: [init..., xs..., captures...]; map: [xs..., captures...] (tracer/hop_nodes.h).
   const bool scan = n.op == OpId::Scan;
   const auto init = scan ? static_cast<size_t>(n.attrs.ints[0]) : size_t{0};
@@ -81,26 +82,14 @@ std::vector<Tensor> run_loop_with_products(const tracer::Node& n, JitPlan& body,
         tracer::RunArgs args;
         args.inputs = first;
         const Tensor b = body.invariant_operand(c, args);
-        const Tensor stacked(make_ref<TensorImpl>(DimVector{steps * M, K}, DimVector{row_stride, 1},
-                                                  x->offset(), x->dtype(), x->device(),
-                                                  x->storage_ref()));
-        Tensor all = stacked_product(stacked, steps, b);
+        Tensor all = stacked_product(
+            row_view(xs[left - init], steps * M, K, row_stride, x->offset()), steps, b);
         if (all.defined()) hoisted.push_back({c.product, M, std::move(all)});
       } catch (const Error&) {  // the operand's views failed: the steps compute it themselves
       }
     }
   }
-  if (hoisted.empty())
-    return tracer::run_hop_node(
-        n,
-        [&](size_t, std::vector<Tensor> a) {
-          tracer::RunArgs ra;
-          ra.inputs = a;
-          tracer::InterpretResult r = body.run(ra);
-          if (r.error) std::rethrow_exception(r.error);
-          return std::move(r.outputs);
-        },
-        in);
+  if (hoisted.empty()) return std::nullopt;
   // The interpreter runs the body once per step, in order: the t-th call is step t.
   int64_t t = 0;
   std::vector<std::pair<tracer::ValueId, Tensor>> given(hoisted.size());

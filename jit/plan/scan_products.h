@@ -8,6 +8,7 @@
 // cap, a body plan under KILN_JIT_VALIDATE), every step computes its product, as before.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,9 +35,10 @@ std::vector<InvariantProduct> find_invariant_products(const tracer::Graph& g,
                                                       const std::vector<Step>& steps);
 
 // Runs scan or map node `n` (inputs `in`: [init..., xs..., captures...], a map without init)
-// with the body plan `body`, computing its candidates' products before the loop where it can;
-// the node's results.
-std::vector<Tensor> run_loop_with_products(const tracer::Node& n, JitPlan& body,
-                                           std::span<const Tensor> in);
+// with the body plan `body`, its candidates' products computed before the loop: the node's
+// results, or nothing (nothing run) where no product could be (the caller runs the node as
+// usual).
+std::optional<std::vector<Tensor>> run_loop_with_products(const tracer::Node& n, JitPlan& body,
+                                                          std::span<const Tensor> in);
 
 }  // namespace kiln::jit

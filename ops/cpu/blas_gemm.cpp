@@ -157,13 +157,21 @@ RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtyp
   return s;
 }
 
+namespace {
+
+// Rows [r0, r1) of a row-split product from raw pointers to op(A), op(B) and C.
+void gemm_row_range(const RowSplit& s, const float* A, const float* B, float* C, int64_t r0,
+                    int64_t r1) {
+  // Row r of op(A): element offset r * ld as stored, or r for a transposed A (column r).
+  gemm<float>(s.la, s.lb, r1 - r0, s.N, s.K, A + (s.la.trans ? r0 : r0 * s.la.ld), B, C + r0 * s.N);
+}
+
+}  // namespace
+
 void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
                int64_t r0, int64_t r1) {
-  const auto* A = static_cast<const float*>(a->data());
-  // Row r of op(A): element offset r * ld as stored, or r for a transposed A (column r).
-  A += s.la.trans ? r0 : r0 * s.la.ld;
-  gemm<float>(s.la, s.lb, r1 - r0, s.N, s.K, A, static_cast<const float*>(b->data()),
-              static_cast<float*>(out->data()) + r0 * s.N);
+  gemm_row_range(s, static_cast<const float*>(a->data()), static_cast<const float*>(b->data()),
+                 static_cast<float*>(out->data()), r0, r1);
 }
 
 // Column blocks (kColSplitMaxMnk): on the 16-core Intel Xeon host of the GPU machine
@@ -200,10 +208,7 @@ Split2d plan_split_2d(const TensorImpl* a, const TensorImpl* b, DType out_dtype)
 
 void Split2d::block(int64_t i, const float* A, const float* B, float* C) const {
   if (rows.blocks >= 2) {
-    const int64_t r0 = block_begin(rows, i), r1 = block_begin(rows, i + 1);
-    // Row r of op(A): element offset r * ld as stored, or r for a transposed A (column r).
-    gemm<float>(rows.la, rows.lb, r1 - r0, rows.N, rows.K,
-                A + (rows.la.trans ? r0 : r0 * rows.la.ld), B, C + r0 * rows.N);
+    gemm_row_range(rows, A, B, C, block_begin(rows, i), block_begin(rows, i + 1));
     return;
   }
   const int64_t c0 = cols.N * i / cols.blocks, c1 = cols.N * (i + 1) / cols.blocks;
