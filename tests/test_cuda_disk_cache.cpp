@@ -312,14 +312,14 @@ TEST(CudaDiskCache, DefaultRootFollowsKilnCacheDirThenXdgThenHome) {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const std::string saved_xdg = xdg != nullptr ? xdg : "";
   config().cache_dir = "/some/where";
-  EXPECT_EQ(jit::cuda::default_cache_root(), "/some/where");
+  EXPECT_EQ(jit::default_cache_root(), "/some/where");
   config().cache_dir = "";
   ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  EXPECT_EQ(jit::cuda::default_cache_root(), "/xdg/kiln");
+  EXPECT_EQ(jit::default_cache_root(), "/xdg/kiln");
   ::setenv("XDG_CACHE_HOME", "relative", 1);  // invalid per the XDG spec: ignored
   const char* home = std::getenv("HOME");
   if (home != nullptr && home[0] != '\0') {
-    EXPECT_EQ(jit::cuda::default_cache_root(), std::string(home) + "/.cache/kiln");
+    EXPECT_EQ(jit::default_cache_root(), std::string(home) + "/.cache/kiln");
   }
   if (xdg != nullptr)
     ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);

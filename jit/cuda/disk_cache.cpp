@@ -1,36 +1,13 @@
 #include "jit/cuda/disk_cache.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
-
-#include "jit/cuda/content_hash.h"
-#include "runtime/config.h"
-#include "runtime/logging.h"
+#include <fmt/format.h>
 
 namespace kiln::jit::cuda {
 
 namespace {
 
-constexpr uint32_t kFormatVersion = 1;
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'U', 'B', '\0'};
-constexpr uint64_t kKeySeed = 3, kPayloadSeed = 4;
-
-struct Header {
-  char magic[8];
-  uint32_t version;
-  uint32_t header_size;
-  uint64_t key_size;
-  uint64_t payload_size;
-  uint64_t key_hash;
-  uint64_t payload_hash;
-};
-static_assert(sizeof(Header) == 48);
+constexpr DiskCacheFormat kFormat{
+    {'K', 'I', 'L', 'N', 'C', 'U', 'B', '\0'}, 1, "cuda", "cubin", "CUBIN cache"};
 
 void append_field(std::string& out, std::string_view name, std::string_view value) {
   out += fmt::format("{} {}\n", name, value.size());
@@ -38,53 +15,10 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
   out += '\n';
 }
 
-std::string errno_text(int e) { return std::strerror(e); }
-
-// Reads the whole file; false on an I/O error (errno set), including its absence.
-bool read_file(const std::string& path, std::string& out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    errno = e;
-    return false;
-  }
-  out.resize(size_t(st.st_size));
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      errno = e;
-      return false;
-    }
-    if (n == 0) break;  // the file shrank under us: what was read is judged like a truncation
-    done += size_t(n);
-  }
-  out.resize(done);
-  ::close(fd);
-  return true;
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string CubinKey::material() const {
-  std::string m = fmt::format("kiln cubin key v{}\n", kFormatVersion);
+  std::string m = fmt::format("kiln cubin key v{}\n", kFormat.version);
   append_field(m, "arch", arch);
   append_field(m, "compiler", compiler);
   m += fmt::format("options {}\n", options.size());
@@ -93,19 +27,21 @@ std::string CubinKey::material() const {
   return m;
 }
 
-CubinDiskCache::CubinDiskCache(std::string root)
-    : folder_(root.empty() ? std::string() : (std::filesystem::path(root) / "cuda").string()),
-      disk_writes_(!folder_.empty()) {}
+CubinDiskCache::CubinDiskCache(std::string root) : disk_(root, kFormat) {}
 
 std::string CubinDiskCache::entry_path(const CubinKey& key) const {
-  if (folder_.empty()) return "";
-  return fmt::format("{}/{}.v{}.cubin", folder_, content_hash_hex128(key.material()),
-                     kFormatVersion);
+  return disk_.entry_path(key.material());
 }
 
 CubinDiskCache::Stats CubinDiskCache::stats() const {
+  const DiskCache::Stats disk = disk_.stats();
   std::lock_guard lock(mu_);
-  return stats_;
+  Stats s = stats_;
+  s.corrupt = disk.corrupt;
+  s.collisions = disk.collisions;
+  s.writes = disk.writes;
+  s.write_failures = disk.write_failures;
+  return s;
 }
 
 std::optional<Cubin> CubinDiskCache::get(const CubinKey& key) {
@@ -117,8 +53,7 @@ std::optional<Cubin> CubinDiskCache::get(const CubinKey& key) {
       return *it->second;
     }
   }
-  std::optional<Cubin> found;
-  if (!folder_.empty()) found = read_entry(entry_path(key), material);
+  std::optional<Cubin> found = disk_.read(material);
   std::lock_guard lock(mu_);
   if (!found) {
     ++stats_.misses;
@@ -131,11 +66,7 @@ std::optional<Cubin> CubinDiskCache::get(const CubinKey& key) {
 
 void CubinDiskCache::put(const CubinKey& key, std::span<const char> cubin) {
   std::string material = key.material();
-  if (writes_to_disk()) {
-    bool ok = write_entry(entry_path(key), material, cubin);
-    std::lock_guard lock(mu_);
-    ++(ok ? stats_.writes : stats_.write_failures);
-  }
+  disk_.write(material, cubin);
   std::lock_guard lock(mu_);
   memory_[std::move(material)] = std::make_shared<const Cubin>(cubin.begin(), cubin.end());
 }
@@ -145,120 +76,6 @@ Cubin CubinDiskCache::get_or_compile(const CubinKey& key, const std::function<Cu
   Cubin cubin = compile();
   put(key, cubin);
   return cubin;
-}
-
-std::optional<Cubin> CubinDiskCache::read_entry(const std::string& path,
-                                                const std::string& material) {
-  std::string bytes;
-  if (!read_file(path, bytes)) {
-    // Absent is the usual miss; any other I/O error is not the entry's fault: keep the file.
-    if (errno != ENOENT)
-      KILN_DEBUG(Jit, "CUBIN cache: cannot read {}: {}", path, errno_text(errno));
-    return std::nullopt;
-  }
-  const char* damage = nullptr;
-  Header h{};
-  if (bytes.size() < sizeof(Header)) {
-    damage = "truncated header";
-  } else {
-    std::memcpy(&h, bytes.data(), sizeof(Header));
-    if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0)
-      damage = "bad magic";
-    else if (h.version != kFormatVersion || h.header_size != sizeof(Header))
-      damage = "unknown format version";
-    else if (h.key_size > bytes.size() || h.payload_size > bytes.size() ||
-             sizeof(Header) + h.key_size + h.payload_size != bytes.size())
-      damage = "truncated or oversized";
-  }
-  std::string_view stored_key, payload;
-  if (damage == nullptr) {
-    stored_key = std::string_view(bytes).substr(sizeof(Header), h.key_size);
-    payload = std::string_view(bytes).substr(sizeof(Header) + h.key_size);
-    if (content_hash(stored_key, kKeySeed) != h.key_hash)
-      damage = "key checksum mismatch";
-    else if (content_hash(payload, kPayloadSeed) != h.payload_hash)
-      damage = "payload checksum mismatch";
-  }
-  if (damage != nullptr) {
-    KILN_WARN(Jit, "CUBIN cache: {} is damaged ({}); deleting it, the kernel is recompiled", path,
-              damage);
-    ::unlink(path.c_str());
-    std::lock_guard lock(mu_);
-    ++stats_.corrupt;
-    return std::nullopt;
-  }
-  if (stored_key != material) {
-    // A sound entry for another key whose material hashes alike: a miss; put() replaces it.
-    KILN_INFO(Jit, "CUBIN cache: {} holds another kernel (hash collision); recompiling", path);
-    std::lock_guard lock(mu_);
-    ++stats_.collisions;
-    return std::nullopt;
-  }
-  return Cubin(payload.begin(), payload.end());
-}
-
-bool CubinDiskCache::write_entry(const std::string& path, const std::string& material,
-                                 std::span<const char> cubin) {
-  std::error_code ec;
-  std::filesystem::create_directories(folder_, ec);
-  if (ec) {
-    disable_disk(fmt::format("cannot create {}: {}", folder_, ec.message()));
-    return false;
-  }
-  Header h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
-  h.version = kFormatVersion;
-  h.header_size = sizeof(Header);
-  h.key_size = material.size();
-  h.payload_size = cubin.size();
-  h.key_hash = content_hash(std::string_view(material), kKeySeed);
-  h.payload_hash = content_hash(cubin, kPayloadSeed);
-
-  // Unique among threads and processes sharing the folder; the leading dot keeps it apart from
-  // entries. O_EXCL: never write into someone else's temporary file.
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = fmt::format("{}/.tmp-{}-{}.v{}", folder_, ::getpid(),
-                                counter.fetch_add(1, std::memory_order_relaxed), kFormatVersion);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    disable_disk(fmt::format("cannot create a file in {}: {}", folder_, errno_text(errno)));
-    return false;
-  }
-  bool ok = write_all(fd, reinterpret_cast<const char*>(&h), sizeof(h)) &&
-            write_all(fd, material.data(), material.size()) &&
-            write_all(fd, cubin.data(), cubin.size());
-  int e = ok ? 0 : (errno != 0 ? errno : EIO);
-  // close() reports deferred write errors on some filesystems (NFS: a full quota).
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    e = errno;
-  }
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    e = errno;
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    disable_disk(fmt::format("cannot write {}: {}", path, errno_text(e)));
-  }
-  return ok;
-}
-
-void CubinDiskCache::disable_disk(const std::string& why) {
-  // exchange: of several threads failing at once, exactly one warns.
-  if (disk_writes_.exchange(false))
-    KILN_WARN(Jit, "CUBIN cache: {}; compiled kernels are kept in memory only for this process",
-              why);
-}
-
-std::string default_cache_root() {
-  if (!config().cache_dir.empty()) return config().cache_dir;
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  // The XDG spec: a relative path is invalid and must be ignored.
-  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/kiln";
-  const char* home = std::getenv("HOME");
-  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/kiln";
-  return "";
 }
 
 CubinDiskCache& cubin_cache() {

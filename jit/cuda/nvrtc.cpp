@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "jit/cuda/content_hash.h"
+#include "jit/loop/content_hash.h"
 #include "runtime/cuda/nvrtc_library.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"

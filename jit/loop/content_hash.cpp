@@ -1,10 +1,10 @@
-#include "jit/cuda/content_hash.h"
+#include "jit/loop/content_hash.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 
-namespace kiln::jit::cuda {
+namespace kiln::jit {
 
 namespace {
 constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;  // odd: multiplication by it is a bijection
@@ -42,4 +42,4 @@ std::string content_hash_hex128(std::string_view s) {
   return fmt::format("{:016x}{:016x}", content_hash(s, 1), content_hash(s, 2));
 }
 
-}  // namespace kiln::jit::cuda
+}  // namespace kiln::jit
