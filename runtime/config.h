@@ -29,6 +29,8 @@ struct Config {
   Relaxed<bool> jit_eager_tier = true;  // KILN_JIT_EAGER_TIER: small ops between frequent syncs
                                         // run eagerly (tracer/eager_tier.h)
   Relaxed<bool> jit_assembler = true;   // KILN_JIT_ASSEMBLER: CPU kernels' fast path (docs/jit.md)
+  Relaxed<bool> jit_disk_cache = true;  // KILN_JIT_DISK_CACHE: CPU kernels kept in KILN_CACHE_DIR
+                                        // across processes (jit/cpu/disk_cache.h)
   std::string jit_streaming = "auto";   // KILN_JIT_STREAMING: auto | on | off: non-temporal stores
                                         // for large outputs of CPU JIT kernels and eager pointwise
                                         // ops (ops/cpu/store_choice.h)

@@ -28,7 +28,8 @@ const char* const kVars[] = {"KILN_JIT",
                              "KILN_JIT_EAGER_TIER",
                              "KILN_HUGE_PAGES",
                              "KILN_GATHER_BLOCK_MIN_KIB",
-                             "KILN_JIT_BATCH_PRODUCTS"};
+                             "KILN_JIT_BATCH_PRODUCTS",
+                             "KILN_JIT_DISK_CACHE"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {
@@ -86,6 +87,8 @@ TEST(Config, DefaultsAndGoodValues) {
   EXPECT_FALSE(with("KILN_JIT_PASSES", "0").jit_passes);
   EXPECT_TRUE(d.jit_batch_products);
   EXPECT_FALSE(with("KILN_JIT_BATCH_PRODUCTS", "0").jit_batch_products);
+  EXPECT_TRUE(with("KILN_JIT_DISK_CACHE", "1").jit_disk_cache);
+  EXPECT_FALSE(with("KILN_JIT_DISK_CACHE", "0").jit_disk_cache);
   EXPECT_TRUE(d.jit_eager_tier);
   EXPECT_FALSE(with("KILN_JIT_EAGER_TIER", "0").jit_eager_tier);
   EXPECT_TRUE(with("KILN_STATS", "true").stats);

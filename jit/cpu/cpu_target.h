@@ -18,6 +18,9 @@ struct CpuJitCounters {
   std::atomic<int64_t> max_compile_ns{0};
   std::atomic<int64_t> assembled{0};            // of `kernels`, rendered by the fast path
   std::atomic<int64_t> assembler_fallbacks{0};  // fast-path renders given up (render.h)
+  // Kernels loaded from the disk cache instead of rendered (disk_cache.h), and the time taken.
+  std::atomic<int64_t> disk_loads{0};
+  std::atomic<int64_t> disk_load_ns{0};
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
   // Of those, row kernels whose long rows were split across threads by chunks
@@ -38,6 +41,10 @@ CpuJitCounters& cpu_jit_counters();
 // take the renderings of a stretch of time (cpu_jit_compile_count() before, this after).
 std::vector<int64_t> cpu_jit_compile_times(size_t first = 0);
 size_t cpu_jit_compile_count();
+
+// Forgets the process's rendered kernels (tests, kiln-perf): the next launch of each looks in
+// the disk cache, then renders. Plans keep the code they hold; no code is freed.
+void forget_cpu_kernels();
 
 // Testing hook: while non-zero, the next that many renders throw (an injected codegen fault).
 void inject_cpu_codegen_faults(int count);

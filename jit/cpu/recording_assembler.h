@@ -86,6 +86,8 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   // save area of the frame, `lea rdi, block`, the call through rax, and the reloads. Other
   // calls (asmjit's invoke) are not supported.
   void call_block(void* fn, const asmjit::x86::Mem& block);
+  // Whether the function calls out (call_block): its code then holds the callee's address.
+  bool calls_out() const { return save_area_ >= 0; }
   asmjit::Error invoke(asmjit::InvokeNode**, const asmjit::Operand_&,
                        const asmjit::FuncSignature&) {
     throw Unsupported("a call");

@@ -31,6 +31,9 @@ struct RenderedKernel {
   std::string assembly;    // filled when asked (KILN_DUMP=...asm)
   bool assembler = false;  // rendered by the fast path (RenderPath)
   std::string fallback;    // why the fast path gave the kernel up, when it did
+  // No absolute address in the code (the fast path, no call out, no relocation): its bytes run
+  // at any address (disk_cache.h).
+  bool position_independent = false;
 };
 
 // How a kernel is rendered. Kernels are emitted once, by the same code, onto one of two emitters:

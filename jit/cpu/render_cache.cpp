@@ -11,6 +11,7 @@
 
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/cpu_target.h"
+#include "jit/cpu/disk_cache.h"
 #include "jit/loop/kernel_cache.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
@@ -90,16 +91,38 @@ int64_t thread_minor_faults() {
 RenderPath configured_render_path() {
   return config().jit_assembler ? RenderPath::Auto : RenderPath::Compiler;
 }
+
+// A kernel from the disk cache (disk_cache.h), or nullptr: counted and logged apart from renders.
+KernelFn load_from_disk(DiskCache& disk, const std::string& material) {
+  const int64_t t0 = profiler::now_ns();
+  std::optional<std::vector<char>> code = disk.read(material);
+  if (!code) return nullptr;
+  KernelFn fn = load_cpu_kernel(jit_runtime(), *code);
+  const int64_t t1 = profiler::now_ns();
+  CpuJitCounters& c = cpu_jit_counters();
+  c.disk_loads.fetch_add(1);
+  c.disk_load_ns.fetch_add(t1 - t0);
+  KILN_DEBUG(Jit, "cpu kernel: {} bytes loaded from {} in {} us", code->size(), disk.folder(),
+             (t1 - t0) / 1000);
+  return fn;
+}
+
 }  // namespace
 
 KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
   const RenderPath path = configured_render_path();
-  return fn_cache().get_or_make(render_key(k, v, path), [&] {
+  const std::vector<uint64_t> key = render_key(k, v, path);
+  return fn_cache().get_or_make(key, [&] {
     if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
       fail("cpu kernel: injected codegen fault");
+    const bool dump = tracer::dump_settings().wants(tracer::DumpKind::Asm);
+    // The disk cache, but for a dump of the assembly (only a render makes its listing).
+    const std::shared_ptr<DiskCache> disk = dump ? nullptr : cpu_kernel_disk_cache();
+    const std::string material = disk ? cpu_kernel_material(key, renderer_build_id()) : "";
+    if (disk)
+      if (KernelFn fn = load_from_disk(*disk, material)) return fn;
     const int64_t faults0 = thread_minor_faults();
     const int64_t t0 = profiler::now_ns();
-    const bool dump = tracer::dump_settings().wants(tracer::DumpKind::Asm);
     RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump, path);
     const int64_t t1 = profiler::now_ns();
     if (profiler::enabled())
@@ -127,6 +150,9 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
                r.code_bytes, jit_isa_name(v.isa), (t1 - t0) / 1000,
                r.assembler ? "assembler" : "compiler", thread_minor_faults() - faults0);
     if (dump) dump_assembly(k, v, r.assembly);
+    if (disk && r.position_independent)
+      disk->write(material, std::span<const char>(reinterpret_cast<const char*>(r.fn),
+                                                  r.code_bytes));
     return r.fn;
   });
 }
@@ -155,5 +181,7 @@ void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v) 
 }
 
 void inject_cpu_codegen_faults(int count) { g_injected_faults.store(count); }
+
+void forget_cpu_kernels() { fn_cache().clear(); }
 
 }  // namespace kiln::jit

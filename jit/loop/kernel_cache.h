@@ -40,6 +40,12 @@ class KernelCache {
     return v;
   }
 
+  // Drops every entry (what they point to lives on: compiled code is never freed).
+  void clear() {
+    std::lock_guard lock(mu_);
+    entries_.clear();
+  }
+
   Counters counters() const {
     std::lock_guard lock(mu_);
     return counters_;

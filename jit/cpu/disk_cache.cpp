@@ -1,0 +1,120 @@
+#include "jit/cpu/disk_cache.h"
+
+#include <elf.h>
+#include <fmt/format.h>
+#include <link.h>
+
+#include <memory>
+#include <mutex>
+
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/logging.h"
+
+namespace kiln::jit {
+
+namespace {
+
+constexpr DiskCacheFormat kFormat{{'K', 'I', 'L', 'N', 'C', 'P', 'U', '\0'}, 1, "cpu", "kernel",
+                                  "CPU kernel cache"};
+
+// The build id note of the loaded object whose segments hold `address`.
+struct BuildIdSearch {
+  uintptr_t address = 0;
+  std::string hex;
+};
+
+int find_build_id(dl_phdr_info* info, size_t, void* data) {
+  auto* search = static_cast<BuildIdSearch*>(data);
+  bool holds = false;
+  for (int i = 0; i < info->dlpi_phnum && !holds; ++i) {
+    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+    const uintptr_t begin = info->dlpi_addr + p.p_vaddr;
+    holds = p.p_type == PT_LOAD && search->address >= begin && search->address < begin + p.p_memsz;
+  }
+  if (!holds) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+    if (p.p_type != PT_NOTE) continue;
+    const char* at = reinterpret_cast<const char*>(info->dlpi_addr + p.p_vaddr);
+    const char* end = at + p.p_memsz;
+    while (at + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(at);
+      const char* name = at + sizeof(ElfW(Nhdr));
+      const char* desc = name + ((n->n_namesz + 3) & ~3u);
+      if (desc + n->n_descsz > end) break;
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::string_view(name, 3) == "GNU") {
+        for (uint32_t b = 0; b < n->n_descsz; ++b)
+          search->hex += fmt::format("{:02x}", static_cast<unsigned char>(desc[b]));
+        return 1;
+      }
+      at = desc + ((n->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;  // the object holding the address has no build id
+}
+
+struct ProcessCache {
+  std::mutex mu;
+  bool made = false;
+  std::shared_ptr<DiskCache> cache;
+};
+
+ProcessCache& process_cache() {
+  static auto* c = new ProcessCache();  // never destroyed: a background render may run at exit
+  return *c;
+}
+
+}  // namespace
+
+const std::string& renderer_build_id() {
+  static const std::string id = [] {
+    BuildIdSearch search;
+    search.address = reinterpret_cast<uintptr_t>(&renderer_build_id);
+    dl_iterate_phdr(find_build_id, &search);
+    return search.hex;
+  }();
+  return id;
+}
+
+std::string cpu_kernel_material(std::span<const uint64_t> render_key, const std::string& build_id) {
+  std::string m = fmt::format("kiln cpu kernel key v{}\nbuild {}\nwords {}\n", kFormat.version,
+                              build_id, render_key.size());
+  for (uint64_t w : render_key) m += fmt::format("{:016x}\n", w);
+  return m;
+}
+
+std::shared_ptr<DiskCache> cpu_kernel_disk_cache() {
+  if (!config().jit_disk_cache || renderer_build_id().empty()) return nullptr;
+  ProcessCache& p = process_cache();
+  std::lock_guard lock(p.mu);
+  if (!p.made) {
+    const std::string root = default_cache_root();
+    if (!root.empty()) p.cache = std::make_shared<DiskCache>(root, kFormat);
+    p.made = true;
+  }
+  return p.cache;
+}
+
+void set_cpu_kernel_disk_root(const std::string& root) {
+  ProcessCache& p = process_cache();
+  std::lock_guard lock(p.mu);
+  p.cache = root.empty() ? nullptr : std::make_shared<DiskCache>(root, kFormat);
+  p.made = true;
+}
+
+KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> code) {
+  asmjit::CodeHolder holder;
+  holder.init(rt.environment());
+  asmjit::x86::Assembler a(&holder);
+  if (a.embed(code.data(), code.size()) != asmjit::kErrorOk)
+    fail("cpu kernel cache: cannot take {} bytes of stored code", code.size());
+  KernelFn fn = nullptr;
+  const asmjit::Error err = rt.add(&fn, &holder);
+  if (err != asmjit::kErrorOk)
+    fail("cpu kernel cache: adding stored code failed: {}",
+         asmjit::DebugUtils::errorAsString(err));
+  return fn;
+}
+
+}  // namespace kiln::jit

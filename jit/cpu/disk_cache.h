@@ -1,0 +1,48 @@
+// The CPU kernel disk cache: rendered kernels' machine code kept across processes in the cache
+// root's cpu/ folder (jit/loop/disk_cache.h: the files, their format and failure modes), so
+// that a program's second run loads its kernels instead of rendering them. render_cached
+// (render_cache.h) looks here after a miss in the process's kernel cache and stores what it
+// renders. KILN_JIT_DISK_CACHE=0 turns it off; KILN_CACHE_DIR moves it.
+//
+// Key material: the render key (the loop kernel's canonical encoding, the variant, the render
+// path: render_cache.cpp) and the GNU build id of the binary that holds kiln's renderer, so that
+// any rebuild (the renderer, the vector math, asmjit) misses every older entry. A binary without
+// a build id gets no disk cache (nothing else identifies the code that rendered an entry).
+//
+// Only position-independent code is stored (RenderedKernel::position_independent: the fast
+// path's kernels without a call out; a call embeds a function's address, which moves between
+// processes). The code reaches its constant pool through rip-relative addresses and jumps
+// within itself only, so its bytes run at any address the JitRuntime gives them (64-byte
+// aligned, as the pool's aligned loads need: the render had the same). A kernel whose code
+// cannot be stored is rendered in every process, as before.
+#pragma once
+#include <asmjit/x86.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "jit/cpu/render.h"
+#include "jit/loop/disk_cache.h"
+
+namespace kiln::jit {
+
+// The GNU build id (hex) of the binary holding this code ("" when it has none).
+const std::string& renderer_build_id();
+
+// The key material of a rendering (`render_key`: render_cache.cpp's words) under `build_id`.
+std::string cpu_kernel_material(std::span<const uint64_t> render_key, const std::string& build_id);
+
+// The process's cache: nullptr when off (KILN_JIT_DISK_CACHE=0, no build id, no cache root).
+// The folder is the cache root's at first use, or the last set_cpu_kernel_disk_root's.
+// A render holds it while it reads or writes (set_cpu_kernel_disk_root may replace it meanwhile).
+std::shared_ptr<DiskCache> cpu_kernel_disk_cache();
+// Points the process's cache at root/cpu ("": no disk cache), for tests and kiln-perf.
+void set_cpu_kernel_disk_root(const std::string& root);
+
+// Adds stored machine code to `rt` as a function.
+KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> code);
+
+}  // namespace kiln::jit
