@@ -72,8 +72,7 @@ Config config_from_env() {
   if (auto v = env("KILN_JIT_WARMUP")) c.jit_warm_up = parse_bool("KILN_JIT_WARMUP", v);
   if (auto v = env("KILN_JIT_EAGER_TIER")) c.jit_eager_tier = parse_bool("KILN_JIT_EAGER_TIER", v);
   if (auto v = env("KILN_JIT_ASSEMBLER")) c.jit_assembler = parse_bool("KILN_JIT_ASSEMBLER", v);
-  if (auto v = env("KILN_JIT_DISK_CACHE"))
-    c.jit_disk_cache = parse_bool("KILN_JIT_DISK_CACHE", v);
+  if (auto v = env("KILN_JIT_DISK_CACHE")) c.jit_disk_cache = parse_bool("KILN_JIT_DISK_CACHE", v);
   if (auto v = env("KILN_JIT_STREAMING")) {
     const std::string s = v;
     if (s != "auto" && s != "on" && s != "off")

@@ -1,5 +1,5 @@
-// Helpers of the CUDA tests: a temporary folder removed at the end of a scope, and a skip when
-// libnvrtc cannot be loaded (the skip names why, so a CI without the toolkit shows it).
+// Helpers of the CUDA tests: a skip when libnvrtc cannot be loaded (the skip names why, so a CI
+// without the toolkit shows it).
 #pragma once
 #include <gtest/gtest.h>
 
@@ -18,29 +18,9 @@
 #include "jit/cuda/nvrtc.h"
 #include "runtime/cuda/nvrtc_library.h"
 #include "suite_passes.h"
+#include "temp_dir.h"
 
 namespace kiln::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "kiln-cuda-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // A test may leave a folder read-only: give permissions back so it can be removed.
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // The tests that compile CUDA kernels with NVRTC or run their source on the host (the CUDA
 // codegen) test nothing that KILN_JIT or the CPU JIT's ISA changes, and cost about 85 s a pass.

@@ -22,6 +22,7 @@ class SuiteDefaults : public ::testing::Environment {
 };
 
 // Registered before main() runs (gtest_main's main only initialises and runs): gtest owns it.
-::testing::Environment* const registered = ::testing::AddGlobalTestEnvironment(new SuiteDefaults);
+::testing::Environment* const suite_defaults =
+    ::testing::AddGlobalTestEnvironment(new SuiteDefaults);
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include "cuda_test_util.h"
 #include "jit/cuda/disk_cache.h"
+#include "jit_log.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 
@@ -29,6 +30,7 @@ namespace fs = std::filesystem;
 using jit::cuda::Cubin;
 using jit::cuda::CubinDiskCache;
 using jit::cuda::CubinKey;
+using testing::JitLog;
 using testing::TempDir;
 
 CubinKey key(std::string source = "extern \"C\" __global__ void k() {}") {
@@ -55,26 +57,6 @@ void write_all(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << bytes;
 }
-
-// Collects what the JIT's logger writes while it lives.
-class JitLog {
- public:
-  JitLog() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
-    logging::get(logging::Subsystem::Jit).sinks().push_back(sink_);
-  }
-  ~JitLog() { logging::get(logging::Subsystem::Jit).sinks().pop_back(); }
-  std::string text() const { return text_.str(); }
-  int count(const std::string& part) const {
-    int n = 0;
-    std::string t = text();
-    for (size_t p = t.find(part); p != std::string::npos; p = t.find(part, p + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
 
 int files_in(const std::string& dir) {
   std::error_code ec;

@@ -15,8 +15,8 @@ namespace kiln::jit {
 
 namespace {
 
-constexpr DiskCacheFormat kFormat{{'K', 'I', 'L', 'N', 'C', 'P', 'U', '\0'}, 1, "cpu", "kernel",
-                                  "CPU kernel cache"};
+constexpr DiskCacheFormat kFormat{
+    {'K', 'I', 'L', 'N', 'C', 'P', 'U', '\0'}, 1, "cpu", "kernel", "CPU kernel cache"};
 
 // The build id note of the loaded object whose segments hold `address`.
 struct BuildIdSearch {
@@ -100,7 +100,7 @@ void set_cpu_kernel_disk_root(const std::string& root) {
   ProcessCache& p = process_cache();
   std::lock_guard lock(p.mu);
   p.cache = root.empty() ? nullptr : std::make_shared<DiskCache>(root, kFormat);
-  p.made = true;
+  p.made = !root.empty();
 }
 
 KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> code) {
@@ -112,8 +112,7 @@ KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> code) {
   KernelFn fn = nullptr;
   const asmjit::Error err = rt.add(&fn, &holder);
   if (err != asmjit::kErrorOk)
-    fail("cpu kernel cache: adding stored code failed: {}",
-         asmjit::DebugUtils::errorAsString(err));
+    fail("cpu kernel cache: adding stored code failed: {}", asmjit::DebugUtils::errorAsString(err));
   return fn;
 }
 

@@ -39,7 +39,8 @@ std::string cpu_kernel_material(std::span<const uint64_t> render_key, const std:
 // The folder is the cache root's at first use, or the last set_cpu_kernel_disk_root's.
 // A render holds it while it reads or writes (set_cpu_kernel_disk_root may replace it meanwhile).
 std::shared_ptr<DiskCache> cpu_kernel_disk_cache();
-// Points the process's cache at root/cpu ("": no disk cache), for tests and kiln-perf.
+// Points the process's cache at root/cpu, for tests and kiln-perf ("": back to the cache root
+// at next use).
 void set_cpu_kernel_disk_root(const std::string& root);
 
 // Adds stored machine code to `rt` as a function.

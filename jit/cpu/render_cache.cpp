@@ -151,8 +151,8 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
                r.assembler ? "assembler" : "compiler", thread_minor_faults() - faults0);
     if (dump) dump_assembly(k, v, r.assembly);
     if (disk && r.position_independent)
-      disk->write(material, std::span<const char>(reinterpret_cast<const char*>(r.fn),
-                                                  r.code_bytes));
+      disk->write(material,
+                  std::span<const char>(reinterpret_cast<const char*>(r.fn), r.code_bytes));
     return r.fn;
   });
 }

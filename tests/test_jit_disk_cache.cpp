@@ -1,0 +1,203 @@
+// The CPU kernel disk cache (jit/cpu/disk_cache.h): what a run renders, a later run (after the
+// process forgot its kernels, or in another process, where the code lands at another address)
+// loads instead of rendering, with the eager bits; kernels that call out are never stored; a
+// damaged entry is rendered again and rewritten; the key covers the renderer's build and every
+// word of the render key; KILN_JIT_DISK_CACHE=0 stores nothing. The files' own failure modes
+// (torn writes, unwritable folders, collisions) are the generic cache's, tested through the
+// CUBIN cache (test_cuda_disk_cache.cpp).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "jit/cpu/cpu_target.h"
+#include "jit/cpu/disk_cache.h"
+#include "jit_log.h"
+#include "jit_recorded_util.h"
+#include "kiln/kiln.h"
+#include "record_util.h"
+#include "self_child.h"
+#include "temp_dir.h"
+#include "tracer/region_cache.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+int files_in(const std::string& dir) {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); ++it)
+    n += it->path().filename().string()[0] != '.';
+  return n;
+}
+
+// A pointwise chain with vector math, unrolled and software-pipelined on AVX-512, constants no
+// other test uses (`salt`): its kernels are rendered here first.
+TensorList chain_program(const Tensor& x, double salt) {
+  Tensor y = x * (0.8046875 + salt);
+  return TensorList{(y / ((y * -1.0).exp() + 1.0) + salt).tanh()};
+}
+
+// The counters a run changes.
+struct Counts {
+  int64_t renders, loads;
+  static Counts now() {
+    const jit::CpuJitCounters& c = jit::cpu_jit_counters();
+    return {c.kernels.load(), c.disk_loads.load()};
+  }
+};
+
+// A process that forgot its kernels and its plans: the next run plans anew and takes each
+// kernel from the disk cache (or renders it).
+void forget_everything() {
+  tracer::wait_for_compiles();
+  tracer::RegionCache::instance().clear();
+  jit::forget_cpu_kernels();
+}
+
+class JitDiskCacheTest : public testing::JitRecordedTest<0> {
+ protected:
+  void SetUp() override {
+    JitRecordedTest::SetUp();
+    jit::set_cpu_kernel_disk_root(dir_.path());
+  }
+  void TearDown() override {
+    JitRecordedTest::TearDown();
+    jit::set_cpu_kernel_disk_root("");
+  }
+  std::string folder() const { return dir_.path() + "/cpu"; }
+
+  testing::TempDir dir_;
+  testing::ConfigOverride<bool> on_{config().jit_disk_cache, true};
+};
+
+TEST_F(JitDiskCacheTest, RendererHasABuildId) {
+  EXPECT_GE(jit::renderer_build_id().size(), 32u) << "the toolchain links with --build-id";
+  EXPECT_NE(jit::cpu_kernel_disk_cache(), nullptr);
+}
+
+TEST_F(JitDiskCacheTest, RenderedKernelsAreLoadedByALaterRun) {
+  const Tensor x = testing::eager_normal({37, 301}, 71);
+  auto program = [&](int) { return chain_program(x, 0.001953125); };
+  const Counts before = Counts::now();
+  testing::expect_iterations_match(program, 2, "first run");
+  const Counts rendered = Counts::now();
+  ASSERT_GT(rendered.renders, before.renders);
+  EXPECT_EQ(rendered.loads, before.loads);
+  EXPECT_EQ(files_in(folder()), rendered.renders - before.renders) << "one entry per rendering";
+
+  forget_everything();
+  testing::expect_iterations_match(program, 2, "second run");
+  const Counts loaded = Counts::now();
+  EXPECT_EQ(loaded.renders, rendered.renders) << "nothing rendered again";
+  EXPECT_EQ(loaded.loads - rendered.loads, rendered.renders - before.renders);
+}
+
+// Run by AnotherProcessLoadsTheKernelsAtOtherAddresses in a fresh process: the same program, its
+// kernels loaded from the parent's entries (code placed wherever this process's JitRuntime puts
+// it: address-space randomization moves everything), none rendered, eager's bits.
+class JitDiskCacheChild : public testing::JitRecordedTest<0> {};
+
+TEST_F(JitDiskCacheChild, LoadsWithoutRendering) {
+  if (std::getenv("KILN_TEST_DISK_CACHE_CHILD") == nullptr)
+    GTEST_SKIP() << "run by AnotherProcessLoadsTheKernelsAtOtherAddresses";
+  const Tensor x = testing::eager_normal({37, 301}, 72);
+  const Counts before = Counts::now();
+  testing::expect_iterations_match([&](int) { return chain_program(x, 0.00390625); }, 2, "child");
+  EXPECT_EQ(Counts::now().renders, before.renders);
+  EXPECT_GT(Counts::now().loads, before.loads);
+}
+
+TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
+  const Tensor x = testing::eager_normal({37, 301}, 72);
+  testing::expect_iterations_match([&](int) { return chain_program(x, 0.00390625); }, 2, "parent");
+  ASSERT_GT(files_in(folder()), 0);
+  const testing::SelfChildResult child = testing::run_self_as_child(
+      "KILN_TEST_DISK_CACHE_CHILD=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 KILN_CACHE_DIR='" +
+          dir_.path() + "'",
+      "JitDiskCacheChild.LoadsWithoutRendering");
+  EXPECT_EQ(child.status, 0) << child.command;
+  EXPECT_EQ(child.completed, 1) << child.command;
+}
+
+// sin's kernel holds the address of its huge-argument reduction (a call out): never stored, so
+// every process renders it.
+TEST_F(JitDiskCacheTest, KernelsThatCallOutAreNeverStored) {
+  const Tensor x = testing::eager_normal({19, 203}, 73);
+  auto program = [&](int) { return TensorList{(x * 1.0078125).sin()}; };
+  const Counts before = Counts::now();
+  testing::expect_iterations_match(program, 1, "sin");
+  ASSERT_GT(Counts::now().renders, before.renders);
+  EXPECT_EQ(files_in(folder()), 0);
+  forget_everything();
+  const Counts again = Counts::now();
+  testing::expect_iterations_match(program, 1, "sin again");
+  EXPECT_GT(Counts::now().renders, again.renders);
+  EXPECT_EQ(Counts::now().loads, again.loads);
+}
+
+// A flipped byte in an entry's code: the checksum catches it, the kernel is rendered again (with
+// one warning per entry) and the entry rewritten; the damaged code never runs.
+TEST_F(JitDiskCacheTest, DamagedEntryIsRenderedAgainAndRewritten) {
+  const Tensor x = testing::eager_normal({23, 177}, 74);
+  auto program = [&](int) { return chain_program(x, 0.0078125); };
+  const Counts before = Counts::now();
+  testing::expect_iterations_match(program, 1, "first run");
+  const int64_t rendered = Counts::now().renders - before.renders;
+  ASSERT_GT(rendered, 0);
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(folder())) entries.push_back(e.path().string());
+  ASSERT_EQ(static_cast<int64_t>(entries.size()), rendered);
+  for (const std::string& path : entries) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(f.get());
+    f.seekp(-1, std::ios::end);
+    f.put(static_cast<char>(last ^ 0x10));
+  }
+  forget_everything();
+  testing::JitLog log;
+  const Counts again = Counts::now();
+  testing::expect_iterations_match(program, 1, "after the damage");
+  EXPECT_EQ(Counts::now().renders - again.renders, rendered);
+  EXPECT_EQ(Counts::now().loads, again.loads);
+  EXPECT_EQ(log.count("is damaged"), rendered) << log.text();
+  EXPECT_EQ(files_in(folder()), rendered) << "rewritten";
+  forget_everything();
+  const Counts third = Counts::now();
+  testing::expect_iterations_match(program, 1, "from the rewritten entries");
+  EXPECT_EQ(Counts::now().renders, third.renders);
+  EXPECT_EQ(Counts::now().loads - third.loads, rendered);
+}
+
+TEST_F(JitDiskCacheTest, OffStoresAndLoadsNothing) {
+  testing::ConfigOverride<bool> off(config().jit_disk_cache, false);
+  EXPECT_EQ(jit::cpu_kernel_disk_cache(), nullptr);
+  const Tensor x = testing::eager_normal({11, 130}, 75);
+  auto program = [&](int) { return chain_program(x, 0.015625); };
+  testing::expect_iterations_match(program, 1, "off");
+  EXPECT_FALSE(fs::exists(folder()));
+}
+
+TEST(JitDiskCacheKey, CoversTheBuildAndEveryWord) {
+  const std::vector<uint64_t> words{1, 2, 0x6370753a00000002ull, 3};
+  const std::string m = jit::cpu_kernel_material(words, "abcd");
+  EXPECT_EQ(m, jit::cpu_kernel_material(words, "abcd"));
+  EXPECT_NE(m, jit::cpu_kernel_material(words, "abce"));
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::vector<uint64_t> other = words;
+    other[i] ^= 1ull << 40;
+    EXPECT_NE(m, jit::cpu_kernel_material(other, "abcd")) << "word " << i;
+  }
+  std::vector<uint64_t> longer = words;
+  longer.push_back(0);
+  EXPECT_NE(m, jit::cpu_kernel_material(longer, "abcd"));
+}
+
+}  // namespace
+}  // namespace kiln
