@@ -72,6 +72,11 @@ struct Figure {
   std::optional<int64_t> kernels_compiled;
   std::optional<double> compile_us_median, compile_us_max, compile_us_total;
   std::optional<double> launches_per_run;
+  // jit mode on the CPU with the disk cache on (null otherwise): the first call of a fresh case
+  // after the process forgot its plans and kernels, which the CPU kernel disk cache then holds
+  // (as a program's second run finds them), and the kernels it loaded from there.
+  std::optional<double> disk_first_call_ms;
+  std::optional<int64_t> kernels_loaded;
   bool implicit = false;  // copy or ceiling added only as the copy_fraction reference
   // Mode libtorch: the thread count libtorch ran with (at::set_num_threads and OpenBLAS's);
   // kiln-perf runs each peer at 1 and at kiln's thread count. JSON "libtorch_threads", null

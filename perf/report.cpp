@@ -135,8 +135,10 @@ std::string comparison_text(const std::vector<Figure>& figures) {
 }
 
 constexpr const char* kLatencyNote =
-    "jit first calls hold planning and compiling (synchronous, at first sight); there is no "
-    "disk cache yet, so BENCHMARKS.md's warm-disk-cache first call does not exist yet";
+    "jit first calls hold planning and compiling (synchronous, at first sight); disk first: the "
+    "first call of a fresh case after the process forgot its plans and kernels, the kernels "
+    "found in the CPU kernel disk cache (this run's own folder: jit/cpu/disk_cache.h), as in a "
+    "program's second run; loaded: kernels taken from it (the rest rendered again)";
 
 // The ceiling's streaming copy is plain C++ (mode "native"): no first call of a kiln mode.
 bool in_latency(const Figure& f) { return !f.implicit && f.workload != "ceiling"; }
@@ -157,13 +159,23 @@ std::string latency_text(const std::vector<Figure>& figures) {
     if (!seen) keys.push_back(&f);
   }
   if (keys.empty()) return {};
+  // Modes with a warm-disk first call get two more columns.
+  std::vector<bool> disk(modes.size(), false);
+  for (size_t i = 0; i < modes.size(); ++i)
+    for (const Figure& f : figures)
+      disk[i] = disk[i] || (in_latency(f) && mode_label(f) == modes[i] && f.disk_first_call_ms);
   std::vector<std::string> head = {"workload", "size"};
-  for (const std::string& m : modes)
-    for (const char* col : {" first ms", " median ms", " first/median"}) head.push_back(m + col);
+  for (size_t i = 0; i < modes.size(); ++i) {
+    for (const char* col : {" first ms", " median ms", " first/median"})
+      head.push_back(modes[i] + col);
+    if (disk[i])
+      for (const char* col : {" disk first ms", " loaded"}) head.push_back(modes[i] + col);
+  }
   std::vector<std::vector<std::string>> rows;
   for (const Figure* k : keys) {
     std::vector<std::string> row = {figure_name(*k), k->shape};
-    for (const std::string& m : modes) {
+    for (size_t i = 0; i < modes.size(); ++i) {
+      const std::string& m = modes[i];
       const Figure* f = nullptr;
       for (const Figure& g : figures)
         if (in_latency(g) && g.workload == k->workload && g.param == k->param &&
@@ -171,12 +183,17 @@ std::string latency_text(const std::vector<Figure>& figures) {
           f = &g;
       if (!f) {
         row.insert(row.end(), {"-", "-", "-"});
+        if (disk[i]) row.insert(row.end(), {"-", "-"});
         continue;
       }
       row.push_back(fmt::format("{:.3f}", f->first_call_ms));
       row.push_back(fmt::format("{:.3f}", f->median_ms));
       row.push_back(f->median_ms > 0 ? fmt::format("{:.2f}x", f->first_call_ms / f->median_ms)
                                      : "-");
+      if (disk[i]) {
+        row.push_back(cell(f->disk_first_call_ms, "{:.3f}"));
+        row.push_back(f->kernels_loaded ? fmt::format("{}", *f->kernels_loaded) : "-");
+      }
     }
     rows.push_back(std::move(row));
   }
@@ -188,8 +205,10 @@ std::string latency_text(const std::vector<Figure>& figures) {
 }
 
 std::string latency_json(const std::vector<Figure>& figures) {
-  std::string out = fmt::format("{{\"disk_cache\": null, \"note\": {}, \"first_calls\": [",
-                                json_string(kLatencyNote));
+  bool disk = false;
+  for (const Figure& f : figures) disk = disk || (in_latency(f) && f.disk_first_call_ms);
+  std::string out = fmt::format("{{\"disk_cache\": {}, \"note\": {}, \"first_calls\": [",
+                                disk ? "\"cpu\"" : "null", json_string(kLatencyNote));
   bool first = true;
   for (const Figure& f : figures) {
     if (!in_latency(f)) continue;
@@ -199,9 +218,11 @@ std::string latency_json(const std::vector<Figure>& figures) {
                        json_string(f.mode), json_string(f.device));
     if (f.param) out += fmt::format("{}: {}, ", json_string(f.param_name), *f.param);
     if (f.libtorch_threads) out += fmt::format("\"libtorch_threads\": {}, ", *f.libtorch_threads);
-    out += fmt::format("\"first_call_ms\": {}, \"median_ms\": {}, \"first_over_median\": {}}}",
+    out += fmt::format("\"first_call_ms\": {}, \"median_ms\": {}, \"first_over_median\": {}, ",
                        json_number(f.first_call_ms), json_number(f.median_ms),
                        json_number(f.median_ms > 0 ? f.first_call_ms / f.median_ms : NAN));
+    out += fmt::format("\"disk_first_call_ms\": {}, \"kernels_loaded\": {}}}",
+                       json_number(f.disk_first_call_ms), json_count(f.kernels_loaded));
   }
   return out + "\n  ]}";
 }

@@ -92,8 +92,10 @@ RenderPath configured_render_path() {
   return config().jit_assembler ? RenderPath::Auto : RenderPath::Compiler;
 }
 
-// A kernel from the disk cache (disk_cache.h), or nullptr: counted and logged apart from renders.
-KernelFn load_from_disk(DiskCache& disk, const std::string& material) {
+// A kernel from the disk cache (disk_cache.h), or nullptr: counted and logged apart from renders,
+// traced as a kernel compile named "... from disk".
+KernelFn load_from_disk(DiskCache& disk, const std::string& material, const LoopKernel& k,
+                        const KernelVariant& v) {
   const int64_t t0 = profiler::now_ns();
   std::optional<std::vector<char>> code = disk.read(material);
   if (!code) return nullptr;
@@ -102,6 +104,10 @@ KernelFn load_from_disk(DiskCache& disk, const std::string& material) {
   CpuJitCounters& c = cpu_jit_counters();
   c.disk_loads.fetch_add(1);
   c.disk_load_ns.fetch_add(t1 - t0);
+  if (profiler::enabled())
+    profiler::record_kernel_compile(
+        fmt::format("kernel {:016x} {} from disk", hash_words(encode(k)), jit_isa_name(v.isa)), t0,
+        t1);
   KILN_DEBUG(Jit, "cpu kernel: {} bytes loaded from {} in {} us", code->size(), disk.folder(),
              (t1 - t0) / 1000);
   return fn;
@@ -120,7 +126,7 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
     const std::shared_ptr<DiskCache> disk = dump ? nullptr : cpu_kernel_disk_cache();
     const std::string material = disk ? cpu_kernel_material(key, renderer_build_id()) : "";
     if (disk)
-      if (KernelFn fn = load_from_disk(*disk, material)) return fn;
+      if (KernelFn fn = load_from_disk(*disk, material, k, v)) return fn;
     const int64_t faults0 = thread_minor_faults();
     const int64_t t0 = profiler::now_ns();
     RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump, path);
