@@ -1,6 +1,7 @@
 // The CPU kernel disk cache (jit/cpu/disk_cache.h): what a run renders, a later run (after the
 // process forgot its kernels, or in another process, where the code lands at another address)
-// loads instead of rendering, with the eager bits; kernels that call out are never stored; a
+// loads instead of rendering, with the eager bits; kernels that call out are stored with their
+// callees named and get this process's addresses on load; the Compiler's code is never stored; a
 // damaged entry is rendered again and rewritten; the key covers the renderer's build and every
 // word of the render key; KILN_JIT_DISK_CACHE=0 stores nothing. The files' own failure modes
 // (torn writes, unwritable folders, collisions) are the generic cache's, tested through the
@@ -41,6 +42,13 @@ int files_in(const std::string& dir) {
 TensorList chain_program(const Tensor& x, double salt) {
   Tensor y = x * (0.8046875 + salt);
   return TensorList{(y / ((y * -1.0).exp() + 1.0) + salt).tanh()};
+}
+
+// The parent's and the child's program: a chain, and a sin that calls out (huge arguments).
+TensorList child_program(const Tensor& x) {
+  TensorList out = chain_program(x, 0.00390625);
+  out.push_back((x * 65536.015625).sin());
+  return out;
 }
 
 // The counters a run changes.
@@ -108,14 +116,14 @@ TEST_F(JitDiskCacheChild, LoadsWithoutRendering) {
     GTEST_SKIP() << "run by AnotherProcessLoadsTheKernelsAtOtherAddresses";
   const Tensor x = testing::eager_normal({37, 301}, 72);
   const Counts before = Counts::now();
-  testing::expect_iterations_match([&](int) { return chain_program(x, 0.00390625); }, 2, "child");
+  testing::expect_iterations_match([&](int) { return child_program(x); }, 2, "child");
   EXPECT_EQ(Counts::now().renders, before.renders);
   EXPECT_GT(Counts::now().loads, before.loads);
 }
 
 TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
   const Tensor x = testing::eager_normal({37, 301}, 72);
-  testing::expect_iterations_match([&](int) { return chain_program(x, 0.00390625); }, 2, "parent");
+  testing::expect_iterations_match([&](int) { return child_program(x); }, 2, "parent");
   ASSERT_GT(files_in(folder()), 0);
   const testing::SelfChildResult child = testing::run_self_as_child(
       "KILN_TEST_DISK_CACHE_CHILD=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 KILN_CACHE_DIR='" +
@@ -125,20 +133,33 @@ TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
   EXPECT_EQ(child.completed, 1) << child.command;
 }
 
-// sin's kernel holds the address of its huge-argument reduction (a call out): never stored, so
-// every process renders it.
-TEST_F(JitDiskCacheTest, KernelsThatCallOutAreNeverStored) {
+// sin's kernel calls its huge-argument reduction: the entry names the callee, and a load writes
+// this process's address of it into the code (call_targets.h). Arguments up to ~2.6e5 take the
+// call (float sin reduces |x| > 6000 there).
+TEST_F(JitDiskCacheTest, KernelsThatCallOutAreStoredWithTheirCallees) {
   const Tensor x = testing::eager_normal({19, 203}, 73);
-  auto program = [&](int) { return TensorList{(x * 1.0078125).sin()}; };
+  auto program = [&](int) { return TensorList{(x * 65536.0078125).sin()}; };
   const Counts before = Counts::now();
   testing::expect_iterations_match(program, 1, "sin");
-  ASSERT_GT(Counts::now().renders, before.renders);
-  EXPECT_EQ(files_in(folder()), 0);
+  const int64_t rendered = Counts::now().renders - before.renders;
+  ASSERT_GT(rendered, 0);
+  EXPECT_EQ(files_in(folder()), rendered);
   forget_everything();
   const Counts again = Counts::now();
   testing::expect_iterations_match(program, 1, "sin again");
-  EXPECT_GT(Counts::now().renders, again.renders);
-  EXPECT_EQ(Counts::now().loads, again.loads);
+  EXPECT_EQ(Counts::now().renders, again.renders);
+  EXPECT_EQ(Counts::now().loads - again.loads, rendered);
+}
+
+// asmjit's Compiler places its own calls and relocations: its code is never stored.
+TEST_F(JitDiskCacheTest, TheCompilersCodeIsNeverStored) {
+  testing::ConfigOverride<bool> compiler(config().jit_assembler, false);
+  const Tensor x = testing::eager_normal({13, 150}, 76);
+  auto program = [&](int) { return chain_program(x, 0.03125); };
+  const Counts before = Counts::now();
+  testing::expect_iterations_match(program, 1, "compiler");
+  EXPECT_GT(Counts::now().renders, before.renders);
+  EXPECT_EQ(files_in(folder()), 0);
 }
 
 // A flipped byte in an entry's code: the checksum catches it, the kernel is rendered again (with

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <link.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -103,7 +104,43 @@ void set_cpu_kernel_disk_root(const std::string& root) {
   p.made = !root.empty();
 }
 
-KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> code) {
+std::optional<std::vector<char>> cpu_kernel_payload(const RenderedKernel& r) {
+  if (!r.relocatable || r.fn == nullptr) return std::nullopt;
+  std::vector<uint32_t> words{static_cast<uint32_t>(r.addresses.size())};
+  for (const CodeAddress& a : r.addresses) {
+    const int index = cpu_kernel_call_target_index(a.target);
+    if (index < 0 || a.offset + 8 > r.code_bytes) return std::nullopt;
+    words.push_back(a.offset);
+    words.push_back(static_cast<uint32_t>(index));
+  }
+  std::vector<char> payload(words.size() * 4 + r.code_bytes);
+  std::memcpy(payload.data(), words.data(), words.size() * 4);
+  std::memcpy(payload.data() + words.size() * 4, reinterpret_cast<const void*>(r.fn), r.code_bytes);
+  return payload;
+}
+
+KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> payload) {
+  auto word = [&](size_t i) {
+    uint32_t w;
+    std::memcpy(&w, payload.data() + 4 * i, 4);
+    return w;
+  };
+  if (payload.size() < 4) return nullptr;
+  const uint64_t count = word(0);
+  const uint64_t head = 4 + 8 * count;
+  if (head >= payload.size()) return nullptr;
+  std::vector<char> code(payload.begin() + static_cast<std::ptrdiff_t>(head), payload.end());
+  const std::span<const void* const> targets = cpu_kernel_call_targets();
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint32_t offset = word(1 + 2 * i), index = word(2 + 2 * i);
+    // The place must be a `movabs rax, imm64`'s immediate (call_block's), the callee known.
+    if (offset < 2 || offset + 8 > code.size() || index >= targets.size() ||
+        static_cast<unsigned char>(code[offset - 2]) != 0x48 ||
+        static_cast<unsigned char>(code[offset - 1]) != 0xB8)
+      return nullptr;
+    const uint64_t address = reinterpret_cast<uintptr_t>(targets[index]);
+    std::memcpy(code.data() + offset, &address, 8);
+  }
   asmjit::CodeHolder holder;
   holder.init(rt.environment());
   asmjit::x86::Assembler a(&holder);

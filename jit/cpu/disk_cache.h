@@ -9,17 +9,20 @@
 // any rebuild (the renderer, the vector math, asmjit) misses every older entry. A binary without
 // a build id gets no disk cache (nothing else identifies the code that rendered an entry).
 //
-// Only position-independent code is stored (RenderedKernel::position_independent: the fast
-// path's kernels without a call out; a call embeds a function's address, which moves between
-// processes). The code reaches its constant pool through rip-relative addresses and jumps
-// within itself only, so its bytes run at any address the JitRuntime gives them (64-byte
-// aligned, as the pool's aligned loads need: the render had the same). A kernel whose code
-// cannot be stored is rendered in every process, as before.
+// What is stored: the fast path's code (RenderedKernel::relocatable). It reaches its constant
+// pool through rip-relative addresses and jumps within itself, so its bytes run at any address
+// the JitRuntime gives them (64-byte aligned, as the pool's aligned loads need: the render had
+// the same), but for its calls out (sin and cos's huge-argument reduction, SSE2's Float64 FMA
+// lanes): each holds its callee's absolute address, which moves between processes. The entry
+// names each such place and callee (call_targets.h), and a load writes this process's address
+// there. Payload, host byte order: u32 count, count x {u32 offset, u32 callee index}, the code.
+// The Compiler path's code (asmjit's own calls) is rendered in every process, as before.
 #pragma once
 #include <asmjit/x86.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,7 +46,11 @@ std::shared_ptr<DiskCache> cpu_kernel_disk_cache();
 // at next use).
 void set_cpu_kernel_disk_root(const std::string& root);
 
-// Adds stored machine code to `rt` as a function.
-KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> code);
+// The payload of rendering `r` (its code at r.fn), or nothing when it cannot be stored (not
+// relocatable, a callee outside call_targets.h).
+std::optional<std::vector<char>> cpu_kernel_payload(const RenderedKernel& r);
+// Adds a payload's code to `rt`, this process's callee addresses written in: the function, or
+// nullptr for a payload that holds no well-formed kernel (the caller renders it instead).
+KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> payload);
 
 }  // namespace kiln::jit

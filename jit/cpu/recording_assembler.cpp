@@ -20,6 +20,7 @@ void RecordingAssembler::begin(JitIsa isa) {
   pool_.clear();
   frame_bytes_ = 0;
   save_area_ = -1;
+  addresses_.clear();
   pool_label_ = newLabel();
 }
 

@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "jit/cpu/call_targets.h"
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/reg_alloc.h"
 
@@ -86,8 +87,8 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   // save area of the frame, `lea rdi, block`, the call through rax, and the reloads. Other
   // calls (asmjit's invoke) are not supported.
   void call_block(void* fn, const asmjit::x86::Mem& block);
-  // Whether the function calls out (call_block): its code then holds the callee's address.
-  bool calls_out() const { return save_area_ >= 0; }
+  // Where the function's code holds its callees' addresses (call_block), after finish().
+  const std::vector<CodeAddress>& code_addresses() const { return addresses_; }
   asmjit::Error invoke(asmjit::InvokeNode**, const asmjit::Operand_&,
                        const asmjit::FuncSignature&) {
     throw Unsupported("a call");
@@ -169,6 +170,7 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   std::vector<uint8_t> pool_;
   uint32_t frame_bytes_ = 0;
   int32_t save_area_ = -1;               // call_block's save area in the frame (-1: no call yet)
+  std::vector<CodeAddress> addresses_;   // each call's target address in the encoded code
   std::vector<LiveAcross> live_across_;  // per recorded call, in order (finish())
   // The whole function and a buffer for its rewrites and weaving, kept across renders (the
   // workspace is pooled, render_workspace.h): no allocation and no page faults per render.

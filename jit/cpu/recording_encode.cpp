@@ -121,7 +121,14 @@ void RecordingAssembler::encode_call(const RecordedInst& in, const LiveAcross& l
   each(live.mask, [&](uint32_t i) { kmovw(slot(kSaveMask + 8 * int32_t(i), 2), x86::k(i)); });
   each(live.gp, [&](uint32_t i) { mov(slot(kSaveGp + 8 * int32_t(i), 8), x86::gpq(i)); });
   lea(x86::rdi, in.ops[1].as<x86::Mem>());
-  mov(x86::rax, in.ops[0].as<Imm>());
+  // Always the 10-byte form (REX.W B8, an 8-byte immediate), whatever the address: the disk
+  // cache rewrites those 8 bytes with the loading process's address (call_targets.h).
+  const size_t at = offset();
+  movabs(x86::rax, in.ops[0].as<Imm>());
+  if (offset() != at + 10 || bufferData()[at] != 0x48 || bufferData()[at + 1] != 0xB8)
+    throw Unsupported("a call target's address in another form than movabs rax, imm64");
+  addresses_.push_back(
+      {static_cast<uint32_t>(at + 2), reinterpret_cast<const void*>(in.ops[0].as<Imm>().value())});
   call(x86::rax);
   each(live.vec,
        [&](uint32_t i) { emit(vmove, vec(i), slot(kSaveVec + 64 * int32_t(i), vbytes)); });

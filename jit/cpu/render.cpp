@@ -314,11 +314,11 @@ RenderedKernel render_with_assembler(JitRuntime& rt, const LoopKernel& k, const 
   if (g_assembler_faults.load() > 0 && g_assembler_faults.fetch_sub(1) > 0)
     throw RecordingAssembler::Unsupported("an injected fault");
   as.finish();
-  const bool position_independent =
-      !as.calls_out() && code.relocEntries().empty() && !code.hasAddressTable();
+  const bool relocatable = code.relocEntries().empty() && !code.hasAddressTable();
   RenderedKernel out = add_to_runtime(rt, code, want_assembly ? &logger : nullptr);
   out.assembler = true;
-  out.position_independent = position_independent;
+  out.relocatable = relocatable;
+  out.addresses = as.code_addresses();
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/cpu/call_targets.h"
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/kernel_compiler.h"
 #include "jit/loop/loop_kernel.h"
@@ -31,9 +32,10 @@ struct RenderedKernel {
   std::string assembly;    // filled when asked (KILN_DUMP=...asm)
   bool assembler = false;  // rendered by the fast path (RenderPath)
   std::string fallback;    // why the fast path gave the kernel up, when it did
-  // No absolute address in the code (the fast path, no call out, no relocation): its bytes run
-  // at any address (disk_cache.h).
-  bool position_independent = false;
+  // The code runs at any address once each of `addresses` holds its target's address there
+  // (the fast path's code, without relocations: disk_cache.h); the Compiler's: false.
+  bool relocatable = false;
+  std::vector<CodeAddress> addresses;  // the callees' addresses in the code (call_targets.h)
 };
 
 // How a kernel is rendered. Kernels are emitted once, by the same code, onto one of two emitters:

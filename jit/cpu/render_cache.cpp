@@ -97,9 +97,14 @@ RenderPath configured_render_path() {
 KernelFn load_from_disk(DiskCache& disk, const std::string& material, const LoopKernel& k,
                         const KernelVariant& v) {
   const int64_t t0 = profiler::now_ns();
-  std::optional<std::vector<char>> code = disk.read(material);
-  if (!code) return nullptr;
-  KernelFn fn = load_cpu_kernel(jit_runtime(), *code);
+  std::optional<std::vector<char>> payload = disk.read(material);
+  if (!payload) return nullptr;
+  KernelFn fn = load_cpu_kernel(jit_runtime(), *payload);
+  if (fn == nullptr) {  // a sound file (its checksum held) of a malformed payload: render
+    KILN_WARN(Jit, "cpu kernel: a disk cache entry in {} holds no well-formed kernel; rendering it",
+              disk.folder());
+    return nullptr;
+  }
   const int64_t t1 = profiler::now_ns();
   CpuJitCounters& c = cpu_jit_counters();
   c.disk_loads.fetch_add(1);
@@ -108,7 +113,7 @@ KernelFn load_from_disk(DiskCache& disk, const std::string& material, const Loop
     profiler::record_kernel_compile(
         fmt::format("kernel {:016x} {} from disk", hash_words(encode(k)), jit_isa_name(v.isa)), t0,
         t1);
-  KILN_DEBUG(Jit, "cpu kernel: {} bytes loaded from {} in {} us", code->size(), disk.folder(),
+  KILN_DEBUG(Jit, "cpu kernel: {} bytes loaded from {} in {} us", payload->size(), disk.folder(),
              (t1 - t0) / 1000);
   return fn;
 }
@@ -156,9 +161,9 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
                r.code_bytes, jit_isa_name(v.isa), (t1 - t0) / 1000,
                r.assembler ? "assembler" : "compiler", thread_minor_faults() - faults0);
     if (dump) dump_assembly(k, v, r.assembly);
-    if (disk && r.position_independent)
-      disk->write(material,
-                  std::span<const char>(reinterpret_cast<const char*>(r.fn), r.code_bytes));
+    if (disk)
+      if (std::optional<std::vector<char>> payload = cpu_kernel_payload(r))
+        disk->write(material, *payload);
     return r.fn;
   });
 }
