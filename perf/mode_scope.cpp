@@ -18,6 +18,9 @@ ModeScope::ModeScope(const std::string& mode)
   if (records_) {
     tracer::wait_for_compiles();  // no planning job of an earlier job still running
     tracer::RegionCache::instance().clear();
+    // A jit job starts cold: no kernel an earlier job rendered (its first call renders every
+    // kernel it needs, as a program's first run does; its warm-disk first call then loads them).
+    if (compiles_) jit::forget_cpu_kernels();
     // interp must never compile, whatever is installed; jit uses the JIT's planner even where a
     // program installed another one.
     tracer::set_planner(compiles_ ? &jit::planner() : nullptr);

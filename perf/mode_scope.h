@@ -50,8 +50,8 @@ class RegionTally {
 };
 
 // CPU JIT kernels rendered between begin() and end() (jit::cpu_jit_compile_times: each one's
-// time) and kernel launches. The kernel cache is process-wide: a kernel an earlier job rendered
-// (same code, ISA and layouts) is found there and not rendered again.
+// time) and kernel launches. A jit job starts with the process's kernels forgotten (ModeScope),
+// so its first call renders every kernel it needs.
 class JitTally {
  public:
   void begin();

@@ -295,8 +295,8 @@ std::string jit_text(const std::vector<Figure>& figures) {
                   "compile µs median", "compile µs max", "compile ms total", "launches/run"},
                  rows, 2);
   return out +
-         "kernels: rendered during the job (first call, warm-up, timed runs); a kernel an earlier "
-         "job rendered comes from the process-wide kernel cache and is not counted\n"
+         "kernels: rendered during the job (first call, warm-up, timed runs); each jit job starts "
+         "with the process's kernels forgotten (none from an earlier job)\n"
          "launches/run: kernel launches per timed run (0: nothing fused, the region ran its ops "
          "as eager steps or stayed interpreted)\n";
 }
