@@ -9,13 +9,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/disk_cache.h"
+#include "jit/cpu/render.h"
+#include "jit/cpu/sample_kernels.h"
 #include "jit_log.h"
 #include "jit_recorded_util.h"
 #include "kiln/kiln.h"
@@ -203,6 +207,33 @@ TEST_F(JitDiskCacheTest, OffStoresAndLoadsNothing) {
   auto program = [&](int) { return chain_program(x, 0.015625); };
   testing::expect_iterations_match(program, 1, "off");
   EXPECT_FALSE(fs::exists(folder()));
+}
+
+// A payload is the callees' places and the code (disk_cache.h): a real rendering's loads; one
+// whose place is not a `movabs rax` immediate, whose callee is unknown, whose count runs past its
+// end, or that is too short, loads nothing (the caller renders).
+TEST(JitDiskCachePayload, LoadsARenderingAndRefusesMalformedOnes) {
+  asmjit::JitRuntime rt;
+  const jit::JitIsa isa = jit::active_jit_isa();
+  const jit::LoopKernel k = jit::sample_kernels::sin_cos(0.6171875);
+  const jit::KernelVariant v{isa, jit::all_contiguous(k), false, 1};
+  const jit::RenderedKernel r = jit::render_cpu_kernel(rt, k, v, false, jit::RenderPath::Assembler);
+  ASSERT_TRUE(r.relocatable);
+  ASSERT_FALSE(r.addresses.empty()) << "sin's huge-argument call";
+  const std::optional<std::vector<char>> payload = jit::cpu_kernel_payload(r);
+  ASSERT_TRUE(payload.has_value());
+  EXPECT_NE(jit::load_cpu_kernel(rt, *payload), nullptr);
+  auto with_word = [&](size_t i, uint32_t w) {
+    std::vector<char> p = *payload;
+    std::memcpy(p.data() + 4 * i, &w, 4);
+    return p;
+  };
+  uint32_t offset = 0;
+  std::memcpy(&offset, payload->data() + 4, 4);
+  EXPECT_EQ(jit::load_cpu_kernel(rt, with_word(1, offset + 1)), nullptr) << "not an immediate";
+  EXPECT_EQ(jit::load_cpu_kernel(rt, with_word(2, 1000)), nullptr) << "unknown callee";
+  EXPECT_EQ(jit::load_cpu_kernel(rt, with_word(0, 0x7fffffff)), nullptr) << "count past the end";
+  EXPECT_EQ(jit::load_cpu_kernel(rt, std::vector<char>(3)), nullptr) << "too short";
 }
 
 TEST(JitDiskCacheKey, CoversTheBuildAndEveryWord) {

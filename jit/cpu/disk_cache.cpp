@@ -9,7 +9,6 @@
 #include <mutex>
 
 #include "runtime/config.h"
-#include "runtime/error.h"
 #include "runtime/logging.h"
 
 namespace kiln::jit {
@@ -144,12 +143,10 @@ KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> payload) 
   asmjit::CodeHolder holder;
   holder.init(rt.environment());
   asmjit::x86::Assembler a(&holder);
-  if (a.embed(code.data(), code.size()) != asmjit::kErrorOk)
-    fail("cpu kernel cache: cannot take {} bytes of stored code", code.size());
   KernelFn fn = nullptr;
-  const asmjit::Error err = rt.add(&fn, &holder);
-  if (err != asmjit::kErrorOk)
-    fail("cpu kernel cache: adding stored code failed: {}", asmjit::DebugUtils::errorAsString(err));
+  if (a.embed(code.data(), code.size()) != asmjit::kErrorOk ||
+      rt.add(&fn, &holder) != asmjit::kErrorOk)
+    return nullptr;  // the render then meets the same trouble and reports it
   return fn;
 }
 

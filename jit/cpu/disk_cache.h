@@ -50,7 +50,8 @@ void set_cpu_kernel_disk_root(const std::string& root);
 // relocatable, a callee outside call_targets.h).
 std::optional<std::vector<char>> cpu_kernel_payload(const RenderedKernel& r);
 // Adds a payload's code to `rt`, this process's callee addresses written in: the function, or
-// nullptr for a payload that holds no well-formed kernel (the caller renders it instead).
+// nullptr for a payload that holds no well-formed kernel or that asmjit could not add (the
+// caller renders it instead).
 KernelFn load_cpu_kernel(asmjit::JitRuntime& rt, std::span<const char> payload);
 
 }  // namespace kiln::jit
