@@ -4,7 +4,10 @@
 // injected codegen fault.
 #include <gtest/gtest.h>
 
+#include <sys/utsname.h>
+
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "hop_traced_util.h"
+#include "jit/cpu/code_memory.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render_workspace.h"
 #include "jit/cpu/sample_kernels.h"
@@ -109,6 +113,20 @@ TEST(JitWarmUp, RendersBesideOtherThreadsRenders) {
   EXPECT_GE(warm.load(), 15);
   // Every one of the program's kernels rendered and counted, none of the warm-up's.
   EXPECT_EQ(jit::cpu_jit_counters().kernels.load(), before + 12);
+}
+
+// The warm-up populates the code memory's first block in one go (jit/cpu/code_memory.h): found
+// whole at the runtime's first allocation, populated where the kernel has MADV_POPULATE_WRITE
+// (Linux 5.14+).
+TEST(JitWarmUp, PopulatesTheFirstBlockOfCodeMemory) {
+  utsname u{};
+  ASSERT_EQ(::uname(&u), 0);
+  int major = 0, minor = 0;
+  std::sscanf(u.release, "%d.%d", &major, &minor);
+  if (major < 5 || (major == 5 && minor < 14))
+    GTEST_SKIP() << "MADV_POPULATE_WRITE needs Linux 5.14; this is " << u.release;
+  EXPECT_EQ(jit::prefault_cpu_code_memory(), jit::kFirstBlockBytes);
+  EXPECT_EQ(jit::prefault_cpu_code_memory(), jit::kFirstBlockBytes) << "once per process";
 }
 
 }  // namespace

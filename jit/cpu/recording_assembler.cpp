@@ -40,6 +40,17 @@ void RecordingAssembler::reserve(size_t instructions) {
   reserve_touched(code_, instructions);
   reserve_touched(scratch_, instructions);
   reserve_touched(regs_, instructions);  // about one register per instruction
+  reserve_touched(hoisted_, instructions / 8);
+  // The register scan's working memory: per register or per position, as many as instructions.
+  RegAllocScratch& w = reg_alloc_;
+  reserve_touched(w.iv, instructions);
+  reserve_touched(w.at_pos, instructions);
+  reserve_touched(w.order, instructions);
+  reserve_touched(w.dies_at, instructions);
+  reserve_touched(w.next_dying, instructions);
+  reserve_touched(w.homes, instructions);
+  reserve_touched(w.spilled, instructions);
+  reserve_touched(w.defined, instructions);
 }
 
 uint32_t RecordingAssembler::vreg(uint8_t group) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/cpu/code_memory.h"
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/disk_cache.h"
@@ -25,10 +26,7 @@ namespace {
 
 std::atomic<int> g_injected_faults{0};
 
-asmjit::JitRuntime& jit_runtime() {
-  static auto* rt = new asmjit::JitRuntime();  // never destroyed: kernels live for the process
-  return *rt;
-}
+asmjit::JitRuntime& jit_runtime() { return cpu_code_runtime(); }
 
 // Per-kernel rendering times (cpu_jit_compile_times): a few bytes per kernel, like the kernels.
 struct CompileTimes {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <vector>
 
+#include "jit/cpu/code_memory.h"
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render.h"
@@ -20,6 +21,7 @@ namespace {
 std::atomic<bool> g_started{false};
 
 int warm_up() {
+  prefault_cpu_code_memory();  // before the samples land in the block
   const JitIsa isa = active_jit_isa();
   const double c = 0.044715;
   std::vector<std::pair<LoopKernel, KernelVariant>> renders;
