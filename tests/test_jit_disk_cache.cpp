@@ -8,6 +8,7 @@
 // CUBIN cache (test_cuda_disk_cache.cpp).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -82,7 +83,7 @@ class JitDiskCacheTest : public testing::JitRecordedTest<0> {
     JitRecordedTest::TearDown();
     jit::set_cpu_kernel_disk_root("");
   }
-  std::string folder() const { return dir_.path() + "/cpu"; }
+  std::string folder() const { return dir_.path() + "/cpu/" + jit::renderer_build_id(); }
 
   testing::TempDir dir_;
   testing::ConfigOverride<bool> on_{config().jit_disk_cache, true};
@@ -234,6 +235,27 @@ TEST(JitDiskCachePayload, LoadsARenderingAndRefusesMalformedOnes) {
   EXPECT_EQ(jit::load_cpu_kernel(rt, with_word(2, 1000)), nullptr) << "unknown callee";
   EXPECT_EQ(jit::load_cpu_kernel(rt, with_word(0, 0x7fffffff)), nullptr) << "count past the end";
   EXPECT_EQ(jit::load_cpu_kernel(rt, std::vector<char>(3)), nullptr) << "too short";
+}
+
+// Each build keeps its entries in a folder of its own; opening the cache marks this build's as
+// used, and all but the most recently used few other builds' folders go.
+TEST(JitDiskCacheBuilds, OlderBuildsFoldersArePruned) {
+  testing::TempDir dir;
+  const fs::path builds = fs::path(dir.path()) / "cpu";
+  const auto now = fs::file_time_type::clock::now();
+  for (int i = 0; i < 6; ++i) {  // build0 the newest
+    const fs::path b = builds / ("build" + std::to_string(i));
+    fs::create_directories(b);
+    std::ofstream(b / "entry.v1.kernel") << "x";
+    fs::last_write_time(b, now - std::chrono::hours(i + 1));
+  }
+  fs::create_directories(builds / jit::renderer_build_id());
+  fs::last_write_time(builds / jit::renderer_build_id(), now - std::chrono::hours(100));
+  EXPECT_EQ(jit::prune_cpu_kernel_builds(builds.string(), 3), 3);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(fs::exists(builds / ("build" + std::to_string(i))), i < 3) << i;
+  EXPECT_TRUE(fs::exists(builds / jit::renderer_build_id())) << "the running build's stays";
+  EXPECT_EQ(jit::prune_cpu_kernel_builds(builds.string(), 3), 0);
 }
 
 TEST(JitDiskCacheKey, CoversTheBuildAndEveryWord) {

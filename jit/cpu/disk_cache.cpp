@@ -4,19 +4,38 @@
 #include <fmt/format.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 
 #include "runtime/config.h"
 #include "runtime/logging.h"
+#include "tracer/region_runner.h"
 
 namespace kiln::jit {
 
 namespace {
 
+// Entries go to <root>/cpu/<build id>/ (the folder is set per build: cache_in below).
 constexpr DiskCacheFormat kFormat{
-    {'K', 'I', 'L', 'N', 'C', 'P', 'U', '\0'}, 1, "cpu", "kernel", "CPU kernel cache"};
+    {'K', 'I', 'L', 'N', 'C', 'P', 'U', '\0'}, 1, "", "kernel", "CPU kernel cache"};
+
+// The cache of this build under `root`, its folder marked as just used, older builds' folders
+// pruned in the background.
+std::shared_ptr<DiskCache> cache_in(const std::string& root) {
+  const std::string builds = (std::filesystem::path(root) / "cpu").string();
+  DiskCacheFormat format = kFormat;
+  format.folder = renderer_build_id().c_str();  // a static string: lives as long as the cache
+  auto cache = std::make_shared<DiskCache>(builds, format);
+  std::error_code ec;
+  if (std::filesystem::exists(cache->folder(), ec))
+    std::filesystem::last_write_time(cache->folder(), std::filesystem::file_time_type::clock::now(),
+                                     ec);
+  tracer::run_in_background([builds] { prune_cpu_kernel_builds(builds, kKeptOtherBuilds); });
+  return cache;
+}
 
 // The build id note of the loaded object whose segments hold `address`.
 struct BuildIdSearch {
@@ -90,7 +109,7 @@ std::shared_ptr<DiskCache> cpu_kernel_disk_cache() {
   std::lock_guard lock(p.mu);
   if (!p.made) {
     const std::string root = default_cache_root();
-    if (!root.empty()) p.cache = std::make_shared<DiskCache>(root, kFormat);
+    if (!root.empty()) p.cache = cache_in(root);
     p.made = true;
   }
   return p.cache;
@@ -99,8 +118,34 @@ std::shared_ptr<DiskCache> cpu_kernel_disk_cache() {
 void set_cpu_kernel_disk_root(const std::string& root) {
   ProcessCache& p = process_cache();
   std::lock_guard lock(p.mu);
-  p.cache = root.empty() ? nullptr : std::make_shared<DiskCache>(root, kFormat);
+  p.cache = root.empty() ? nullptr : cache_in(root);
   p.made = !root.empty();
+}
+
+int prune_cpu_kernel_builds(const std::string& builds, int others) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> found;
+  for (auto it = fs::directory_iterator(builds, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    std::error_code e;
+    if (!it->is_directory(e) || it->path().filename() == renderer_build_id()) continue;
+    const fs::file_time_type t = fs::last_write_time(it->path(), e);
+    if (!e) found.emplace_back(t, it->path());
+  }
+  if (static_cast<int>(found.size()) <= others) return 0;
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  int removed = 0;
+  for (size_t i = static_cast<size_t>(others); i < found.size(); ++i) {
+    std::error_code e;
+    fs::remove_all(found[i].second, e);  // a folder another process still uses: its reads miss
+    removed += !e;
+  }
+  if (removed > 0)
+    KILN_DEBUG(Jit, "CPU kernel cache: removed the entries of {} older builds from {}", removed,
+               builds);
+  return removed;
 }
 
 std::optional<std::vector<char>> cpu_kernel_payload(const RenderedKernel& r) {

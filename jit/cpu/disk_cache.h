@@ -38,6 +38,16 @@ const std::string& renderer_build_id();
 // The key material of a rendering (`render_key`: render_cache.cpp's words) under `build_id`.
 std::string cpu_kernel_material(std::span<const uint64_t> render_key, const std::string& build_id);
 
+// The builds of kiln whose entries a cache folder keeps beside the running build's: entries go
+// to <root>/cpu/<build id>/, whose folder a process marks as used when it opens the cache; the
+// folders of all but the kKeptOtherBuilds most recently used other builds are removed then, in
+// the background (every rebuild of a program linking kiln is a new build: without this the
+// folder would grow by a program's kernels at every rebuild).
+inline constexpr int kKeptOtherBuilds = 3;
+// Removes the build folders under `builds` (<root>/cpu) but this build's and the `others` most
+// recently used; returns how many it removed.
+int prune_cpu_kernel_builds(const std::string& builds, int others);
+
 // The process's cache: nullptr when off (KILN_JIT_DISK_CACHE=0, no build id, no cache root).
 // The folder is the cache root's at first use, or the last set_cpu_kernel_disk_root's.
 // A render holds it while it reads or writes (set_cpu_kernel_disk_root may replace it meanwhile).
