@@ -1,6 +1,6 @@
 // The CPU kernel disk cache: rendered kernels' machine code kept across processes in the cache
-// root's cpu/ folder (jit/loop/disk_cache.h: the files, their format and failure modes), so
-// that a program's second run loads its kernels instead of rendering them. render_cached
+// root's cpu/<build id>/ folder (jit/loop/disk_cache.h: the files, their format and failure modes),
+// so that a program's second run loads its kernels instead of rendering them. render_cached
 // (render_cache.h) looks here after a miss in the process's kernel cache and stores what it
 // renders. KILN_JIT_DISK_CACHE=0 turns it off; KILN_CACHE_DIR moves it.
 //
