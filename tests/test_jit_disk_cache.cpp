@@ -87,6 +87,9 @@ class JitDiskCacheTest : public testing::JitRecordedTest<0> {
 
   testing::TempDir dir_;
   testing::ConfigOverride<bool> on_{config().jit_disk_cache, true};
+  // Only the Assembler path's code is stored: these tests take it whatever KILN_JIT_ASSEMBLER
+  // says (the suite's Compiler pass, kiln.jit_compiler, sets 0).
+  testing::ConfigOverride<bool> assembler_{config().jit_assembler, true};
 };
 
 TEST_F(JitDiskCacheTest, RendererHasABuildId) {
@@ -131,7 +134,8 @@ TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
   testing::expect_iterations_match([&](int) { return child_program(x); }, 2, "parent");
   ASSERT_GT(files_in(folder()), 0);
   const testing::SelfChildResult child = testing::run_self_as_child(
-      "KILN_TEST_DISK_CACHE_CHILD=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 KILN_CACHE_DIR='" +
+      "KILN_TEST_DISK_CACHE_CHILD=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 KILN_JIT_ASSEMBLER=1 "
+      "KILN_CACHE_DIR='" +
           dir_.path() + "'",
       "JitDiskCacheChild.LoadsWithoutRendering");
   EXPECT_EQ(child.status, 0) << child.command;
