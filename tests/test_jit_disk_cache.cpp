@@ -8,6 +8,7 @@
 // CUBIN cache (test_cuda_disk_cache.cpp).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "jit/cpu/cpu_target.h"
@@ -203,6 +205,42 @@ TEST_F(JitDiskCacheTest, DamagedEntryIsRenderedAgainAndRewritten) {
   testing::expect_iterations_match(program, 1, "from the rewritten entries");
   EXPECT_EQ(Counts::now().renders, third.renders);
   EXPECT_EQ(Counts::now().loads - third.loads, rendered);
+}
+
+// Renders on several threads store and load while another thread moves the cache between two
+// folders and the background prunes run (under ThreadSanitizer in CI: the tsan preset's filter).
+TEST_F(JitDiskCacheTest, RendersOnManyThreadsWhileTheFolderMoves) {
+  testing::TempDir other;
+  std::atomic<bool> done{false};
+  std::thread mover([&] {
+    for (int i = 0; !done.load(); ++i) {
+      jit::set_cpu_kernel_disk_root(i % 2 ? dir_.path() : other.path());
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  std::vector<std::thread> renders;
+  for (int t = 0; t < 4; ++t)
+    renders.emplace_back([t] {
+      for (int i = 0; i < 6; ++i)  // constants no other test uses: each a render or a load
+        jit::cpu_target().compile(jit::sample_kernels::gelu(0.21875 + 0.0078125 * (t * 6 + i)));
+    });
+  for (std::thread& r : renders) r.join();
+  done = true;
+  mover.join();
+  tracer::wait_for_compiles();  // the prunes
+  // Each kernel went to exactly the folder its render looked in: loading all 24 from one folder,
+  // then from the other, finds each exactly once.
+  int64_t loads = 0;
+  for (const std::string& root : {dir_.path(), other.path()}) {
+    jit::set_cpu_kernel_disk_root(root);
+    forget_everything();
+    const Counts before = Counts::now();
+    for (int k = 0; k < 24; ++k)
+      jit::cpu_target().compile(jit::sample_kernels::gelu(0.21875 + 0.0078125 * k));
+    loads += Counts::now().loads - before.loads;
+    // What this pass renders, it writes here: the next pass (the other folder) is unaffected.
+  }
+  EXPECT_EQ(loads, 24);
 }
 
 TEST_F(JitDiskCacheTest, OffStoresAndLoadsNothing) {
