@@ -66,9 +66,9 @@ struct Figure {
   // (interp, jit); null otherwise. Uncached: interpreted without a region (recompile limit).
   std::optional<int64_t> region_hits, region_misses, region_uncached;
   // jit mode (null otherwise): the CPU JIT kernels rendered during the job (first call, warm-up
-  // and timed runs; each job starts with the process's kernels forgotten, so its first call
-  // renders what it needs), the median, worst and total time per kernel, and kernel launches
-  // per timed run.
+  // and timed runs; each job starts with no kernel of an earlier job, in memory or on disk, so
+  // its first call renders what it needs), the median, worst and total time per kernel, and
+  // kernel launches per timed run.
   std::optional<int64_t> kernels_compiled;
   std::optional<double> compile_us_median, compile_us_max, compile_us_total;
   std::optional<double> launches_per_run;

@@ -1,42 +1,12 @@
 // kiln-perf: the benchmark suite of BENCHMARKS.md. See perf/harness.h for the pieces and
 // `kiln-perf --help` for the flags.
 #include <fmt/format.h>
-#include <stdlib.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <string>
-#include <system_error>
 
-#include "jit/cpu/disk_cache.h"
 #include "jit/cpu/warm_up.h"
 #include "perf/harness.h"
-
-namespace {
-
-// The CPU kernel disk cache in a folder of this run's own, removed at exit: the jit jobs' first
-// calls then render their kernels (a cold cache, whatever earlier runs left in KILN_CACHE_DIR),
-// and their warm-disk first calls load what this run rendered (perf/runner.cpp).
-class RunDiskCache {
- public:
-  RunDiskCache() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "kiln-perf-cache-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) return;  // then the user's folder, as a program's
-    path_ = pattern;
-    kiln::jit::set_cpu_kernel_disk_root(path_);
-  }
-  ~RunDiskCache() {
-    if (path_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-
- private:
-  std::string path_;
-};
-
-}  // namespace
+#include "perf/run_disk_cache.h"
 
 int main(int argc, char** argv) {
   using namespace kiln::perf;

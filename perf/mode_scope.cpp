@@ -1,6 +1,8 @@
 // See perf/mode_scope.h.
 #include "perf/mode_scope.h"
 
+#include "perf/run_disk_cache.h"
+
 #include "jit/cpu/cpu_target.h"
 #include "jit/plan/planner.h"
 #include "kiln/kiln.h"
@@ -18,9 +20,13 @@ ModeScope::ModeScope(const std::string& mode)
   if (records_) {
     tracer::wait_for_compiles();  // no planning job of an earlier job still running
     tracer::RegionCache::instance().clear();
-    // A jit job starts cold: no kernel an earlier job rendered (its first call renders every
-    // kernel it needs, as a program's first run does; its warm-disk first call then loads them).
-    if (compiles_) jit::forget_cpu_kernels();
+    // A jit job starts cold: no kernel an earlier job rendered, in memory or on disk (its first
+    // call renders every kernel it needs, as a program's first run does; its warm-disk first
+    // call then loads them).
+    if (compiles_) {
+      jit::forget_cpu_kernels();
+      use_fresh_job_disk_cache();
+    }
     // interp must never compile, whatever is installed; jit uses the JIT's planner even where a
     // program installed another one.
     tracer::set_planner(compiles_ ? &jit::planner() : nullptr);

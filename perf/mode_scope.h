@@ -50,7 +50,7 @@ class RegionTally {
 };
 
 // CPU JIT kernels rendered between begin() and end() (jit::cpu_jit_compile_times: each one's
-// time) and kernel launches. A jit job starts with the process's kernels forgotten (ModeScope),
+// time) and kernel launches. A jit job starts with no kernel of an earlier job (ModeScope),
 // so its first call renders every kernel it needs.
 class JitTally {
  public:

@@ -296,7 +296,7 @@ std::string jit_text(const std::vector<Figure>& figures) {
                  rows, 2);
   return out +
          "kernels: rendered during the job (first call, warm-up, timed runs); each jit job starts "
-         "with the process's kernels forgotten (none from an earlier job)\n"
+         "with no kernel of an earlier job, in memory or on disk\n"
          "launches/run: kernel launches per timed run (0: nothing fused, the region ran its ops "
          "as eager steps or stayed interpreted)\n";
 }
