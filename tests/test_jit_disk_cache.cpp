@@ -243,6 +243,21 @@ TEST_F(JitDiskCacheTest, RendersOnManyThreadsWhileTheFolderMoves) {
   EXPECT_EQ(loads, 24);
 }
 
+// A cache folder that cannot be made (its path runs through a regular file): one warning, the
+// kernels rendered and run as without a disk cache, the program's results unchanged.
+TEST_F(JitDiskCacheTest, AFolderThatCannotBeWrittenCostsOneWarning) {
+  const std::string file = dir_.path() + "/a-file";
+  std::ofstream(file) << "x";
+  jit::set_cpu_kernel_disk_root(file + "/kiln");
+  testing::JitLog log;
+  const Tensor x = testing::eager_normal({17, 190}, 77);
+  const Counts before = Counts::now();
+  testing::expect_iterations_match([&](int) { return chain_program(x, 0.0625); }, 2, "unwritable");
+  testing::expect_iterations_match([&](int) { return chain_program(x, 0.125); }, 1, "again");
+  EXPECT_GE(Counts::now().renders - before.renders, 2);
+  EXPECT_EQ(log.count("kept in memory only"), 1) << log.text();
+}
+
 TEST_F(JitDiskCacheTest, OffStoresAndLoadsNothing) {
   testing::ConfigOverride<bool> off(config().jit_disk_cache, false);
   EXPECT_EQ(jit::cpu_kernel_disk_cache(), nullptr);
