@@ -9,12 +9,23 @@ at each thread count of --threads, so that the table beside `kiln-perf --modes e
 answers BENCHMARKS.md's "faster than libtorch eager at its best thread count" on that machine.
 Times: wall clock around each repetition, median of --reps after --warmup runs.
 
+With --compile-latency it times torch.compile's first call instead, for BENCHMARKS.md's
+compile_latency beside kiln-perf's `jit first ms` and `jit disk first ms`: each workload in a
+fresh Python process (this script again, --first-call NAME), twice with one
+TORCHINDUCTOR_CACHE_DIR: first empty (cold), then holding what the first process stored (warm
+FX graph and kernel caches, as a program's second run finds them), at the machine's thread count.
+
 Usage: python3 perf/torch_cpu.py [--threads 1,2,4,8,16] [--reps N] [--json FILE]
+       python3 perf/torch_cpu.py --compile-latency [--workloads gelu,...]
 """
 import argparse
 import json
 import math
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
@@ -164,14 +175,55 @@ def time_ms(run, reps, warmup):
     return statistics.median(times), min(times)
 
 
+def first_call(name):
+    # This process's first torch.compile of the workload: the first call (tracing, compiling or
+    # loading from the caches, running), then the steady median.
+    run = torch.compile(CASES[name]())
+    t0 = time.perf_counter()
+    run()
+    first = (time.perf_counter() - t0) * 1e3
+    med, _ = time_ms(run, 5, 1)
+    print(json.dumps({"first_ms": first, "median_ms": med}))
+
+
+def compile_latency(workloads):
+    print(f"torch {torch.__version__} torch.compile on the CPU ({torch.get_num_threads()} threads): "
+          "first call in a fresh process, cold and warm TORCHINDUCTOR_CACHE_DIR")
+    print(f"{'workload':<12} {'cold first ms':>14} {'warm first ms':>14} {'median ms':>10}")
+    for name in workloads:
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
+            got = []
+            for _ in range(2):
+                out = subprocess.run([sys.executable, __file__, "--first-call", name], env=env,
+                                     capture_output=True, text=True)
+                lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+                if out.returncode != 0 or not lines:
+                    got.append(None)
+                    print(f"{name}: torch.compile failed: {out.stderr.strip()[-300:]}")
+                    continue
+                got.append(json.loads(lines[-1]))
+            cells = [f"{g['first_ms']:>14.1f}" if g else f"{'-':>14}" for g in got]
+            med = f"{got[-1]['median_ms']:>10.3f}" if got[-1] else f"{'-':>10}"
+            print(f"{name:<12} {cells[0]} {cells[1]} {med}")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--compile-latency", action="store_true")
+    ap.add_argument("--first-call")
     ap.add_argument("--threads", default="1,2,4,8,16")
     ap.add_argument("--workloads", default=",".join(CASES))
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--json")
     args = ap.parse_args()
+    if args.first_call:
+        first_call(args.first_call)
+        return
+    if args.compile_latency:
+        compile_latency(args.workloads.split(","))
+        return
     threads = [int(t) for t in args.threads.split(",")]
     print(f"torch {torch.__version__} eager on the CPU; median / min ms of {args.reps} runs")
     print("workload     " + "".join(f"{t:>10} thr" for t in threads) + "   best")
