@@ -5,7 +5,6 @@
 // No GPU and no NVRTC needed: payloads are arbitrary bytes.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,7 +18,7 @@
 
 #include "cuda_test_util.h"
 #include "jit/cuda/disk_cache.h"
-#include "jit_log.h"
+#include "log_capture.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 

@@ -5,12 +5,10 @@
 // with no new plan), an injected codegen fault while planning, KILN_JIT_VALIDATE, and every ISA
 // path.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <cmath>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +18,7 @@
 #include "jit/plan/planner.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
+#include "log_capture.h"
 #include "ops/cpu/elementwise_loop.h"
 #include "record_util.h"
 #include "runtime/allocator.h"
@@ -465,10 +464,7 @@ TEST_F(JitPlanTest, SecondBatchSizeReusesThePlan) {
 // A codegen fault while planning: that kernel's nodes run as eager steps, the rest stays fused,
 // the results are right, and the planner warns once.
 TEST_F(JitPlanTest, InjectedCodegenFaultLeavesEagerStepsAndOneWarning) {
-  std::ostringstream log;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  auto& logger = logging::get(logging::Subsystem::Jit);
-  logger.sinks().push_back(sink);
+  testing::JitLog log;  // removed at any return (an ASSERT's too)
   const Tensor x = testing::eager_normal({12, 90}, 60);
   // Constants no other test uses: these kernels are rendered (not found in the kernel cache).
   auto program = [&](int) {
@@ -494,8 +490,7 @@ TEST_F(JitPlanTest, InjectedCodegenFaultLeavesEagerStepsAndOneWarning) {
   jit::inject_cpu_codegen_faults(1);
   expect_iterations_match(program2, 3, "fault 2");
   jit::inject_cpu_codegen_faults(0);
-  logger.sinks().pop_back();
-  const std::string text = log.str();
+  const std::string text = log.text();
   size_t warnings = 0;
   for (size_t at = text.find("failed; they run eagerly"); at != std::string::npos;
        at = text.find("failed; they run eagerly", at + 1))

@@ -3,7 +3,6 @@
 // found by kernels, and the backend hand-off. The fuzzer (test_record_fuzz.cpp) and the thread
 // tests (test_record_threads.cpp) cover random programs and concurrency.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +12,7 @@
 #include <type_traits>
 
 #include "kiln/kiln.h"
+#include "log_capture.h"
 #include "record_util.h"
 #include "runtime/config.h"
 #include "runtime/init.h"
@@ -39,17 +39,9 @@ Tensor ramp(std::vector<int64_t> shape, double start = 0.5, double step = 0.25) 
 }
 
 // Collects what the tracer's logger writes while it lives.
-class TracerLog {
+class TracerLog : public kiln::testing::LogCapture {
  public:
-  TracerLog() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
-    logging::get(logging::Subsystem::Tracer).sinks().push_back(sink_);
-  }
-  ~TracerLog() { logging::get(logging::Subsystem::Tracer).sinks().pop_back(); }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+  TracerLog() : LogCapture(logging::Subsystem::Tracer) {}
 };
 
 // Restores one config field at the end of a scope.
