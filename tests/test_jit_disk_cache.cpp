@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,9 +24,9 @@
 #include "jit/cpu/disk_cache.h"
 #include "jit/cpu/render.h"
 #include "jit/cpu/sample_kernels.h"
-#include "jit_log.h"
 #include "jit_recorded_util.h"
 #include "kiln/kiln.h"
+#include "log_capture.h"
 #include "record_util.h"
 #include "self_child.h"
 #include "temp_dir.h"
@@ -75,6 +76,24 @@ void forget_everything() {
   jit::forget_cpu_kernels();
 }
 
+// Runs `program` `iterations` times against eager; the counters it moved.
+Counts run_counted(const std::function<TensorList(int)>& program, int iterations,
+                   const std::string& what) {
+  const Counts before = Counts::now();
+  testing::expect_iterations_match(program, iterations, what);
+  return {Counts::now().renders - before.renders, Counts::now().loads - before.loads};
+}
+
+// A later run of `program` in a process that forgot its plans and kernels: `stored` kernels
+// loaded from the disk, none rendered.
+void expect_loaded_not_rendered(const std::function<TensorList(int)>& program, int iterations,
+                                const std::string& what, int64_t stored) {
+  forget_everything();
+  const Counts moved = run_counted(program, iterations, what);
+  EXPECT_EQ(moved.renders, 0) << what << ": nothing rendered again";
+  EXPECT_EQ(moved.loads, stored) << what;
+}
+
 class JitDiskCacheTest : public testing::JitRecordedTest<0> {
  protected:
   void SetUp() override {
@@ -102,18 +121,11 @@ TEST_F(JitDiskCacheTest, RendererHasABuildId) {
 TEST_F(JitDiskCacheTest, RenderedKernelsAreLoadedByALaterRun) {
   const Tensor x = testing::eager_normal({37, 301}, 71);
   auto program = [&](int) { return chain_program(x, 0.001953125); };
-  const Counts before = Counts::now();
-  testing::expect_iterations_match(program, 2, "first run");
-  const Counts rendered = Counts::now();
-  ASSERT_GT(rendered.renders, before.renders);
-  EXPECT_EQ(rendered.loads, before.loads);
-  EXPECT_EQ(files_in(folder()), rendered.renders - before.renders) << "one entry per rendering";
-
-  forget_everything();
-  testing::expect_iterations_match(program, 2, "second run");
-  const Counts loaded = Counts::now();
-  EXPECT_EQ(loaded.renders, rendered.renders) << "nothing rendered again";
-  EXPECT_EQ(loaded.loads - rendered.loads, rendered.renders - before.renders);
+  const Counts first = run_counted(program, 2, "first run");
+  ASSERT_GT(first.renders, 0);
+  EXPECT_EQ(first.loads, 0);
+  EXPECT_EQ(files_in(folder()), first.renders) << "one entry per rendering";
+  expect_loaded_not_rendered(program, 2, "second run", first.renders);
 }
 
 // Run by AnotherProcessLoadsTheKernelsAtOtherAddresses in a fresh process: the same program, its
@@ -125,10 +137,9 @@ TEST_F(JitDiskCacheChild, LoadsWithoutRendering) {
   if (std::getenv("KILN_TEST_DISK_CACHE_CHILD") == nullptr)
     GTEST_SKIP() << "run by AnotherProcessLoadsTheKernelsAtOtherAddresses";
   const Tensor x = testing::eager_normal({37, 301}, 72);
-  const Counts before = Counts::now();
-  testing::expect_iterations_match([&](int) { return child_program(x); }, 2, "child");
-  EXPECT_EQ(Counts::now().renders, before.renders);
-  EXPECT_GT(Counts::now().loads, before.loads);
+  const Counts moved = run_counted([&](int) { return child_program(x); }, 2, "child");
+  EXPECT_EQ(moved.renders, 0);
+  EXPECT_GT(moved.loads, 0);
 }
 
 TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
@@ -150,26 +161,17 @@ TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
 TEST_F(JitDiskCacheTest, KernelsThatCallOutAreStoredWithTheirCallees) {
   const Tensor x = testing::eager_normal({19, 203}, 73);
   auto program = [&](int) { return TensorList{(x * 65536.0078125).sin()}; };
-  const Counts before = Counts::now();
-  testing::expect_iterations_match(program, 1, "sin");
-  const int64_t rendered = Counts::now().renders - before.renders;
+  const int64_t rendered = run_counted(program, 1, "sin").renders;
   ASSERT_GT(rendered, 0);
   EXPECT_EQ(files_in(folder()), rendered);
-  forget_everything();
-  const Counts again = Counts::now();
-  testing::expect_iterations_match(program, 1, "sin again");
-  EXPECT_EQ(Counts::now().renders, again.renders);
-  EXPECT_EQ(Counts::now().loads - again.loads, rendered);
+  expect_loaded_not_rendered(program, 1, "sin again", rendered);
 }
 
 // asmjit's Compiler places its own calls and relocations: its code is never stored.
 TEST_F(JitDiskCacheTest, TheCompilersCodeIsNeverStored) {
   testing::ConfigOverride<bool> compiler(config().jit_assembler, false);
   const Tensor x = testing::eager_normal({13, 150}, 76);
-  auto program = [&](int) { return chain_program(x, 0.03125); };
-  const Counts before = Counts::now();
-  testing::expect_iterations_match(program, 1, "compiler");
-  EXPECT_GT(Counts::now().renders, before.renders);
+  EXPECT_GT(run_counted([&](int) { return chain_program(x, 0.03125); }, 1, "compiler").renders, 0);
   EXPECT_EQ(files_in(folder()), 0);
 }
 
@@ -178,9 +180,7 @@ TEST_F(JitDiskCacheTest, TheCompilersCodeIsNeverStored) {
 TEST_F(JitDiskCacheTest, DamagedEntryIsRenderedAgainAndRewritten) {
   const Tensor x = testing::eager_normal({23, 177}, 74);
   auto program = [&](int) { return chain_program(x, 0.0078125); };
-  const Counts before = Counts::now();
-  testing::expect_iterations_match(program, 1, "first run");
-  const int64_t rendered = Counts::now().renders - before.renders;
+  const int64_t rendered = run_counted(program, 1, "first run").renders;
   ASSERT_GT(rendered, 0);
   std::vector<std::string> entries;
   for (const auto& e : fs::directory_iterator(folder())) entries.push_back(e.path().string());
@@ -194,17 +194,12 @@ TEST_F(JitDiskCacheTest, DamagedEntryIsRenderedAgainAndRewritten) {
   }
   forget_everything();
   testing::JitLog log;
-  const Counts again = Counts::now();
-  testing::expect_iterations_match(program, 1, "after the damage");
-  EXPECT_EQ(Counts::now().renders - again.renders, rendered);
-  EXPECT_EQ(Counts::now().loads, again.loads);
+  const Counts damaged = run_counted(program, 1, "after the damage");
+  EXPECT_EQ(damaged.renders, rendered);
+  EXPECT_EQ(damaged.loads, 0);
   EXPECT_EQ(log.count("is damaged"), rendered) << log.text();
   EXPECT_EQ(files_in(folder()), rendered) << "rewritten";
-  forget_everything();
-  const Counts third = Counts::now();
-  testing::expect_iterations_match(program, 1, "from the rewritten entries");
-  EXPECT_EQ(Counts::now().renders, third.renders);
-  EXPECT_EQ(Counts::now().loads - third.loads, rendered);
+  expect_loaded_not_rendered(program, 1, "from the rewritten entries", rendered);
 }
 
 // Renders on several threads store and load while another thread moves the cache between two
@@ -251,10 +246,10 @@ TEST_F(JitDiskCacheTest, AFolderThatCannotBeWrittenCostsOneWarning) {
   jit::set_cpu_kernel_disk_root(file + "/kiln");
   testing::JitLog log;
   const Tensor x = testing::eager_normal({17, 190}, 77);
-  const Counts before = Counts::now();
-  testing::expect_iterations_match([&](int) { return chain_program(x, 0.0625); }, 2, "unwritable");
-  testing::expect_iterations_match([&](int) { return chain_program(x, 0.125); }, 1, "again");
-  EXPECT_GE(Counts::now().renders - before.renders, 2);
+  const int64_t renders =
+      run_counted([&](int) { return chain_program(x, 0.0625); }, 2, "unwritable").renders +
+      run_counted([&](int) { return chain_program(x, 0.125); }, 1, "again").renders;
+  EXPECT_GE(renders, 2);
   EXPECT_EQ(log.count("kept in memory only"), 1) << log.text();
 }
 
