@@ -18,9 +18,9 @@ struct CpuJitCounters {
   std::atomic<int64_t> max_compile_ns{0};
   std::atomic<int64_t> assembled{0};            // of `kernels`, rendered by the fast path
   std::atomic<int64_t> assembler_fallbacks{0};  // fast-path renders given up (render.h)
-  // Kernels loaded from the disk cache instead of rendered (disk_cache.h), and the time taken.
+  // Kernels loaded from the disk cache instead of rendered (disk_cache.h; each load's time is
+  // in KILN_PROFILE's trace and KILN_LOG=jit=debug).
   std::atomic<int64_t> disk_loads{0};
-  std::atomic<int64_t> disk_load_ns{0};
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
   // Of those, row kernels whose long rows were split across threads by chunks

@@ -26,8 +26,6 @@ namespace {
 
 std::atomic<int> g_injected_faults{0};
 
-asmjit::JitRuntime& jit_runtime() { return cpu_code_runtime(); }
-
 // Per-kernel rendering times (cpu_jit_compile_times): a few bytes per kernel, like the kernels.
 struct CompileTimes {
   std::mutex mu;
@@ -97,16 +95,14 @@ KernelFn load_from_disk(DiskCache& disk, const std::string& material, const Loop
   const int64_t t0 = profiler::now_ns();
   std::optional<std::vector<char>> payload = disk.read(material);
   if (!payload) return nullptr;
-  KernelFn fn = load_cpu_kernel(jit_runtime(), *payload);
+  KernelFn fn = load_cpu_kernel(cpu_code_runtime(), *payload);
   if (fn == nullptr) {  // a sound file (its checksum held) of a malformed payload: render
     KILN_WARN(Jit, "cpu kernel: a disk cache entry in {} holds no well-formed kernel; rendering it",
               disk.folder());
     return nullptr;
   }
   const int64_t t1 = profiler::now_ns();
-  CpuJitCounters& c = cpu_jit_counters();
-  c.disk_loads.fetch_add(1);
-  c.disk_load_ns.fetch_add(t1 - t0);
+  cpu_jit_counters().disk_loads.fetch_add(1);
   if (profiler::enabled())
     profiler::record_kernel_compile(
         fmt::format("kernel {:016x} {} from disk", hash_words(encode(k)), jit_isa_name(v.isa)), t0,
@@ -132,7 +128,7 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
       if (KernelFn fn = load_from_disk(*disk, material, k, v)) return fn;
     const int64_t faults0 = thread_minor_faults();
     const int64_t t0 = profiler::now_ns();
-    RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, dump, path);
+    RenderedKernel r = render_cpu_kernel(cpu_code_runtime(), k, v, dump, path);
     const int64_t t1 = profiler::now_ns();
     if (profiler::enabled())
       profiler::record_kernel_compile(
@@ -185,8 +181,8 @@ size_t cpu_jit_compile_count() {
 }
 
 void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v) {
-  RenderedKernel r = render_cpu_kernel(jit_runtime(), k, v, false, configured_render_path());
-  jit_runtime().release(r.fn);
+  RenderedKernel r = render_cpu_kernel(cpu_code_runtime(), k, v, false, configured_render_path());
+  cpu_code_runtime().release(r.fn);
 }
 
 void inject_cpu_codegen_faults(int count) { g_injected_faults.store(count); }
