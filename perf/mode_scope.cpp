@@ -1,11 +1,10 @@
 // See perf/mode_scope.h.
 #include "perf/mode_scope.h"
 
-#include "perf/run_disk_cache.h"
-
 #include "jit/cpu/cpu_target.h"
 #include "jit/plan/planner.h"
 #include "kiln/kiln.h"
+#include "perf/run_disk_cache.h"
 #include "tracer/region_runner.h"
 
 namespace kiln::perf {

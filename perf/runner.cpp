@@ -99,7 +99,8 @@ Prepared prepare(const Job& job, Size size) {
 }
 
 // The first call of a fresh case in a process that forgot every plan and kernel: its kernels
-// come from the disk cache (kiln-perf's own folder, main.cpp), as in a program's second run.
+// come from the disk cache (the job's own folder: perf/run_disk_cache.h), as in a program's
+// second run.
 // Kernels that cannot be stored (disk_cache.h) are rendered again.
 void time_disk_first_call(const Job& job, const Options& o, Figure& f, Progress& progress) {
   progress.step("first call, warm disk cache", 0, 1);
