@@ -103,3 +103,27 @@ foreach(isa isa_baseline isa_avx2 isa_avx512)
   set_target_properties(kiln_${isa} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
   target_sources(kiln PRIVATE $<TARGET_OBJECTS:kiln_${isa}>)
 endforeach()
+
+# The build's fingerprint (runtime/build_fingerprint.h): a generated file, made again whenever a
+# library source or header, asmjit's library or the toolchain changes.
+file(GLOB_RECURSE KILN_FINGERPRINTED_FILES CONFIGURE_DEPENDS
+     ${PROJECT_SOURCE_DIR}/runtime/*.h ${PROJECT_SOURCE_DIR}/runtime/*.cpp
+     ${PROJECT_SOURCE_DIR}/ops/*.h ${PROJECT_SOURCE_DIR}/ops/*.cpp
+     ${PROJECT_SOURCE_DIR}/tracer/*.h ${PROJECT_SOURCE_DIR}/tracer/*.cpp
+     ${PROJECT_SOURCE_DIR}/jit/*.h ${PROJECT_SOURCE_DIR}/jit/*.cpp
+     ${PROJECT_SOURCE_DIR}/include/*.h)
+string(TOUPPER "${CMAKE_BUILD_TYPE}" kiln_build_type)
+string(JOIN " " kiln_toolchain ${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}
+       "${CMAKE_BUILD_TYPE}" ${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${kiln_build_type}}
+       ${KILN_FP_FLAGS} ${KILN_KERNEL_OPT} sanitize=${KILN_SANITIZE}/${KILN_SANITIZE_THREAD})
+set(KILN_FINGERPRINT_SOURCE ${CMAKE_CURRENT_BINARY_DIR}/generated/kiln_build_fingerprint.cpp)
+add_custom_command(
+  OUTPUT ${KILN_FINGERPRINT_SOURCE}
+  COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -DASMJIT=$<TARGET_FILE:asmjit::asmjit>
+          "-DTOOLCHAIN=${kiln_toolchain}" -DOUT=${KILN_FINGERPRINT_SOURCE}
+          -P ${PROJECT_SOURCE_DIR}/cmake/KilnFingerprint.cmake
+  DEPENDS ${KILN_FINGERPRINTED_FILES} ${PROJECT_SOURCE_DIR}/cmake/KilnFingerprint.cmake
+          $<TARGET_FILE:asmjit::asmjit>
+  COMMENT "kiln: the build's fingerprint" VERBATIM)
+target_sources(kiln PRIVATE ${KILN_FINGERPRINT_SOURCE})
+set_source_files_properties(${KILN_FINGERPRINT_SOURCE} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)

@@ -1,25 +1,29 @@
 // The CPU kernel disk cache (jit/cpu/disk_cache.h): what a run renders, a later run (after the
 // process forgot its kernels, or in another process, where the code lands at another address)
-// loads instead of rendering, with the eager bits; kernels that call out are stored with their
-// callees named and get this process's addresses on load; the Compiler's code is never stored; a
-// damaged entry is rendered again and rewritten; the key covers the renderer's build and every
-// word of the render key; KILN_JIT_DISK_CACHE=0 stores nothing. The files' own failure modes
+// loads instead of rendering, with the eager bits, and so does another program linking the same
+// library (the entries are the library build's: its fingerprint); kernels that call out are stored
+// with their callees named and get this process's addresses on load; the Compiler's code is never
+// stored; a damaged entry is rendered again and rewritten; the key covers the renderer's build and
+// every word of the render key; KILN_JIT_DISK_CACHE=0 stores nothing. The files' own failure modes
 // (torn writes, unwritable folders, collisions) are the generic cache's, tested through the
 // CUBIN cache (test_cuda_disk_cache.cpp).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "disk_cache_program.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/disk_cache.h"
 #include "jit/cpu/render.h"
@@ -28,6 +32,7 @@
 #include "kiln/kiln.h"
 #include "log_capture.h"
 #include "record_util.h"
+#include "runtime/build_fingerprint.h"
 #include "self_child.h"
 #include "temp_dir.h"
 #include "tracer/region_cache.h"
@@ -104,7 +109,7 @@ class JitDiskCacheTest : public testing::JitRecordedTest<0> {
     JitRecordedTest::TearDown();
     jit::set_cpu_kernel_disk_root("");
   }
-  std::string folder() const { return dir_.path() + "/cpu/" + jit::renderer_build_id(); }
+  std::string folder() const { return dir_.path() + "/cpu/" + jit::renderer_fingerprint(); }
 
   testing::TempDir dir_;
   testing::ConfigOverride<bool> on_{config().jit_disk_cache, true};
@@ -113,9 +118,13 @@ class JitDiskCacheTest : public testing::JitRecordedTest<0> {
   testing::ConfigOverride<bool> assembler_{config().jit_assembler, true};
 };
 
-TEST_F(JitDiskCacheTest, RendererHasABuildId) {
-  EXPECT_GE(jit::renderer_build_id().size(), 32u) << "the toolchain links with --build-id";
-  EXPECT_NE(jit::cpu_kernel_disk_cache(), nullptr);
+TEST_F(JitDiskCacheTest, EntriesGoToTheLibrarysFingerprintFolder) {
+  const std::string& f = jit::renderer_fingerprint();
+  ASSERT_EQ(f.size(), 32u);
+  EXPECT_EQ(f.find_first_not_of("0123456789abcdef"), std::string::npos) << f;
+  EXPECT_EQ(f, kiln::build_fingerprint());
+  ASSERT_NE(jit::cpu_kernel_disk_cache(), nullptr);
+  EXPECT_EQ(jit::cpu_kernel_disk_cache()->folder(), folder());
 }
 
 TEST_F(JitDiskCacheTest, RenderedKernelsAreLoadedByALaterRun) {
@@ -153,6 +162,36 @@ TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
       "JitDiskCacheChild.LoadsWithoutRendering");
   EXPECT_EQ(child.status, 0) << child.command;
   EXPECT_EQ(child.completed, 1) << child.command;
+}
+
+// Another program linking the same library (kiln-disk-cache-peer) loads what this one rendered:
+// the entries are the library build's (its fingerprint), not the program's, so relinking a
+// program, or running another, keeps the kernels. The peer checks its results against its own
+// eager run, bitwise.
+TEST_F(JitDiskCacheTest, AnotherProgramLoadsTheKernels) {
+  const Tensor x = testing::disk_cache_program_input();
+  const Counts here =
+      run_counted([&](int) { return testing::disk_cache_program(x); }, 2, "kiln-tests");
+  ASSERT_GT(here.renders, 0);
+  const std::string errors = dir_.path() + "/peer.stderr";
+  const std::string command =
+      std::string("'") + KILN_DISK_CACHE_PEER + "' '" + dir_.path() + "' 2>'" + errors + "'";
+  std::FILE* peer = ::popen(command.c_str(), "r");
+  ASSERT_NE(peer, nullptr) << command;
+  char line[256] = {};
+  const bool read = std::fgets(line, sizeof line, peer) != nullptr;
+  const int status = ::pclose(peer);
+  std::ifstream err(errors);
+  const std::string err_text((std::istreambuf_iterator<char>(err)), {});
+  ASSERT_TRUE(read) << command << "\n" << err_text;
+  EXPECT_EQ(status, 0) << command << ": " << line << err_text;
+  long long renders = -1, loads = -1;
+  int equal = 0;
+  ASSERT_EQ(std::sscanf(line, "renders %lld loads %lld equal %d", &renders, &loads, &equal), 3)
+      << line;
+  EXPECT_EQ(renders, 0) << line;
+  EXPECT_EQ(loads, here.renders) << line;
+  EXPECT_EQ(equal, 1) << "the peer's compiled results are not its eager ones: " << line;
 }
 
 // sin's kernel calls its huge-argument reduction: the entry names the callee, and a load writes
@@ -301,12 +340,12 @@ TEST(JitDiskCacheBuilds, OlderBuildsFoldersArePruned) {
     std::ofstream(b / "entry.v1.kernel") << "x";
     fs::last_write_time(b, now - std::chrono::hours(i + 1));
   }
-  fs::create_directories(builds / jit::renderer_build_id());
-  fs::last_write_time(builds / jit::renderer_build_id(), now - std::chrono::hours(100));
+  fs::create_directories(builds / jit::renderer_fingerprint());
+  fs::last_write_time(builds / jit::renderer_fingerprint(), now - std::chrono::hours(100));
   EXPECT_EQ(jit::prune_cpu_kernel_builds(builds.string(), 3), 3);
   for (int i = 0; i < 6; ++i)
     EXPECT_EQ(fs::exists(builds / ("build" + std::to_string(i))), i < 3) << i;
-  EXPECT_TRUE(fs::exists(builds / jit::renderer_build_id())) << "the running build's stays";
+  EXPECT_TRUE(fs::exists(builds / jit::renderer_fingerprint())) << "the running build's stays";
   EXPECT_EQ(jit::prune_cpu_kernel_builds(builds.string(), 3), 0);
 }
 

@@ -1,8 +1,6 @@
 #include "jit/cpu/disk_cache.h"
 
-#include <elf.h>
 #include <fmt/format.h>
-#include <link.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "runtime/build_fingerprint.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 #include "tracer/region_runner.h"
@@ -18,7 +17,7 @@ namespace kiln::jit {
 
 namespace {
 
-// Entries go to <root>/cpu/<build id>/ (the folder is set per build: cache_in below).
+// Entries go to <root>/cpu/<fingerprint>/ (the folder is set per build: cache_in below).
 constexpr DiskCacheFormat kFormat{
     {'K', 'I', 'L', 'N', 'C', 'P', 'U', '\0'}, 1, "", "kernel", "CPU kernel cache"};
 
@@ -27,7 +26,7 @@ constexpr DiskCacheFormat kFormat{
 std::shared_ptr<DiskCache> cache_in(const std::string& root) {
   const std::string builds = (std::filesystem::path(root) / "cpu").string();
   DiskCacheFormat format = kFormat;
-  format.folder = renderer_build_id().c_str();  // a static string: lives as long as the cache
+  format.folder = renderer_fingerprint().c_str();  // a static string: lives as long as the cache
   auto cache = std::make_shared<DiskCache>(builds, format);
   std::error_code ec;
   if (std::filesystem::exists(cache->folder(), ec))
@@ -35,42 +34,6 @@ std::shared_ptr<DiskCache> cache_in(const std::string& root) {
                                      ec);
   tracer::run_in_background([builds] { prune_cpu_kernel_builds(builds, kKeptOtherBuilds); });
   return cache;
-}
-
-// The build id note of the loaded object whose segments hold `address`.
-struct BuildIdSearch {
-  uintptr_t address = 0;
-  std::string hex;
-};
-
-int find_build_id(dl_phdr_info* info, size_t, void* data) {
-  auto* search = static_cast<BuildIdSearch*>(data);
-  bool holds = false;
-  for (int i = 0; i < info->dlpi_phnum && !holds; ++i) {
-    const ElfW(Phdr)& p = info->dlpi_phdr[i];
-    const uintptr_t begin = info->dlpi_addr + p.p_vaddr;
-    holds = p.p_type == PT_LOAD && search->address >= begin && search->address < begin + p.p_memsz;
-  }
-  if (!holds) return 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& p = info->dlpi_phdr[i];
-    if (p.p_type != PT_NOTE) continue;
-    const char* at = reinterpret_cast<const char*>(info->dlpi_addr + p.p_vaddr);
-    const char* end = at + p.p_memsz;
-    while (at + sizeof(ElfW(Nhdr)) <= end) {
-      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(at);
-      const char* name = at + sizeof(ElfW(Nhdr));
-      const char* desc = name + ((n->n_namesz + 3) & ~3u);
-      if (desc + n->n_descsz > end) break;
-      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::string_view(name, 3) == "GNU") {
-        for (uint32_t b = 0; b < n->n_descsz; ++b)
-          search->hex += fmt::format("{:02x}", static_cast<unsigned char>(desc[b]));
-        return 1;
-      }
-      at = desc + ((n->n_descsz + 3) & ~3u);
-    }
-  }
-  return 1;  // the object holding the address has no build id
 }
 
 struct ProcessCache {
@@ -86,25 +49,21 @@ ProcessCache& process_cache() {
 
 }  // namespace
 
-const std::string& renderer_build_id() {
-  static const std::string id = [] {
-    BuildIdSearch search;
-    search.address = reinterpret_cast<uintptr_t>(&renderer_build_id);
-    dl_iterate_phdr(find_build_id, &search);
-    return search.hex;
-  }();
-  return id;
+const std::string& renderer_fingerprint() {
+  static const std::string f(build_fingerprint());
+  return f;
 }
 
-std::string cpu_kernel_material(std::span<const uint64_t> render_key, const std::string& build_id) {
+std::string cpu_kernel_material(std::span<const uint64_t> render_key,
+                                const std::string& fingerprint) {
   std::string m = fmt::format("kiln cpu kernel key v{}\nbuild {}\nwords {}\n", kFormat.version,
-                              build_id, render_key.size());
+                              fingerprint, render_key.size());
   for (uint64_t w : render_key) m += fmt::format("{:016x}\n", w);
   return m;
 }
 
 std::shared_ptr<DiskCache> cpu_kernel_disk_cache() {
-  if (!config().jit_disk_cache || renderer_build_id().empty()) return nullptr;
+  if (!config().jit_disk_cache) return nullptr;
   ProcessCache& p = process_cache();
   std::lock_guard lock(p.mu);
   if (!p.made) {
@@ -129,7 +88,7 @@ int prune_cpu_kernel_builds(const std::string& builds, int others) {
   for (auto it = fs::directory_iterator(builds, ec); !ec && it != fs::directory_iterator();
        it.increment(ec)) {
     std::error_code e;
-    if (!it->is_directory(e) || it->path().filename() == renderer_build_id()) continue;
+    if (!it->is_directory(e) || it->path().filename() == renderer_fingerprint()) continue;
     const fs::file_time_type t = fs::last_write_time(it->path(), e);
     if (!e) found.emplace_back(t, it->path());
   }

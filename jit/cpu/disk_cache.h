@@ -1,13 +1,16 @@
 // The CPU kernel disk cache: rendered kernels' machine code kept across processes in the cache
-// root's cpu/<build id>/ folder (jit/loop/disk_cache.h: the files, their format and failure modes),
-// so that a program's second run loads its kernels instead of rendering them. render_cached
+// root's cpu/<fingerprint>/ folder (jit/loop/disk_cache.h: the files, their format and failure
+// modes), so that a program's second run loads its kernels instead of rendering them. render_cached
 // (render_cache.h) looks here after a miss in the process's kernel cache and stores what it
 // renders. KILN_JIT_DISK_CACHE=0 turns it off; KILN_CACHE_DIR moves it.
 //
 // Key material: the render key (the loop kernel's canonical encoding, the variant, the render
-// path: render_cache.cpp) and the GNU build id of the binary that holds kiln's renderer, so that
-// any rebuild (the renderer, the vector math, asmjit) misses every older entry. A binary without
-// a build id gets no disk cache (nothing else identifies the code that rendered an entry).
+// path: render_cache.cpp) and the library's build fingerprint (runtime/build_fingerprint.h: its
+// sources, asmjit's library, the toolchain), so that any change to the renderer, the vector math
+// or asmjit misses every older entry, while a program relinked against the same library (its own
+// code changed) keeps its kernels, and two programs share theirs. Nothing else decides a
+// rendering's bytes: the host enters through the variant's ISA, and the addresses that differ
+// between processes are written in at load (below).
 //
 // What is stored: the fast path's code (RenderedKernel::relocatable). It reaches its constant
 // pool through rip-relative addresses and jumps within itself, so its bytes run at any address
@@ -32,23 +35,24 @@
 
 namespace kiln::jit {
 
-// The GNU build id (hex) of the binary holding this code ("" when it has none).
-const std::string& renderer_build_id();
+// The library's build fingerprint (runtime/build_fingerprint.h), the folder of its entries.
+const std::string& renderer_fingerprint();
 
-// The key material of a rendering (`render_key`: render_cache.cpp's words) under `build_id`.
-std::string cpu_kernel_material(std::span<const uint64_t> render_key, const std::string& build_id);
+// The key material of a rendering (`render_key`: render_cache.cpp's words) under `fingerprint`.
+std::string cpu_kernel_material(std::span<const uint64_t> render_key,
+                                const std::string& fingerprint);
 
 // The builds of kiln whose entries a cache folder keeps beside the running build's: entries go
-// to <root>/cpu/<build id>/, whose folder a process marks as used when it opens the cache; the
-// folders of all but the kKeptOtherBuilds most recently used other builds are removed then, in
-// the background (every rebuild of a program linking kiln is a new build: without this the
-// folder would grow by a program's kernels at every rebuild).
+// to <root>/cpu/<fingerprint>/, whose folder a process marks as used when it opens the cache;
+// the folders of all but the kKeptOtherBuilds most recently used other builds are removed then,
+// in the background (every change to kiln's sources is a new build: without this the folder
+// would grow by a program's kernels at every such rebuild).
 inline constexpr int kKeptOtherBuilds = 3;
 // Removes the build folders under `builds` (<root>/cpu) but this build's and the `others` most
 // recently used; returns how many it removed.
 int prune_cpu_kernel_builds(const std::string& builds, int others);
 
-// The process's cache: nullptr when off (KILN_JIT_DISK_CACHE=0, no build id, no cache root).
+// The process's cache: nullptr when off (KILN_JIT_DISK_CACHE=0, no cache root).
 // The folder is the cache root's at first use, or the last set_cpu_kernel_disk_root's.
 // A render holds it while it reads or writes (set_cpu_kernel_disk_root may replace it meanwhile).
 std::shared_ptr<DiskCache> cpu_kernel_disk_cache();

@@ -123,7 +123,7 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
     const bool dump = tracer::dump_settings().wants(tracer::DumpKind::Asm);
     // The disk cache, but for a dump of the assembly (only a render makes its listing).
     const std::shared_ptr<DiskCache> disk = dump ? nullptr : cpu_kernel_disk_cache();
-    const std::string material = disk ? cpu_kernel_material(key, renderer_build_id()) : "";
+    const std::string material = disk ? cpu_kernel_material(key, renderer_fingerprint()) : "";
     if (disk)
       if (KernelFn fn = load_from_disk(*disk, material, k, v)) return fn;
     const int64_t faults0 = thread_minor_faults();
