@@ -1,13 +1,19 @@
 // kiln-jit-compile: the rendering time of CPU JIT kernels, warm and cold. kiln-perf's
-// `compile µs` are renders right after a job streamed hundreds of MB (caches and TLBs cold);
-// this tool reproduces both conditions on its own: a "warm" render follows another render of
-// a kernel; a "cold" one follows a pass over a 256 MiB buffer. Kernels: gelu's (tanh form out
-// of primitives, Float32, as the planner fuses perf/workloads/gelu.cpp) in its contiguous and
-// streaming variants, a short add-mul chain, softmax's and layer_norm's row kernels, a pow, a
-// random draw, sin + cos (a call in the body) and an integer pow (a loop in the body). Prints
-// median and worst per kernel and state. Usage: kiln-jit-compile [renders] [warm|cold|both]
-// [auto|compiler|assembler] (default 40 per kernel and state, both states, the target's own choice
-// of emitter: render.h RenderPath; the `path` column says which emitter rendered the kernels)
+// `compile µs` are renders right after a job streamed hundreds of MB and ran its eager code;
+// this tool reproduces those conditions on its own: a "warm" render follows another render of
+// a kernel; a "cold" one follows a pass over a 256 MiB buffer; an "other" one follows that pass
+// and some eager work (a product through OpenBLAS, a softmax, a gelu, sums: other code through
+// the core's caches and branch predictors). Measured 2026-12-03 (docs/performance.md): flushing
+// every loaded object's code from the caches (clflush) before a render changed nothing against
+// "cold", while the eager work raised renders 1-3x over it; kiln-perf's in-situ renders are
+// slower still (a job's first render 3-5x "cold"), so "other" approaches, not reproduces, them.
+// Kernels: gelu's (tanh form out of primitives, Float32, as the planner fuses
+// perf/workloads/gelu.cpp) in its contiguous and streaming variants, a short add-mul chain,
+// softmax's and layer_norm's row kernels, a pow, a random draw, sin + cos (a call in the body)
+// and an integer pow (a loop in the body). Prints median and worst per kernel and state.
+// Usage: kiln-jit-compile [renders] [warm|cold|other|all] [auto|compiler|assembler] (default 40
+// per kernel and state, all states, the target's own choice of emitter: render.h RenderPath;
+// the `path` column says which emitter rendered the kernels)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +25,7 @@
 #include "jit/cpu/render.h"
 #include "jit/cpu/sample_kernels.h"
 #include "jit/loop/loop_kernel.h"
+#include "kiln/kiln.h"
 
 using namespace kiln;
 using namespace kiln::jit;
@@ -30,11 +37,21 @@ void stream(std::vector<char>& buf) {
   for (size_t i = 0; i < buf.size(); i += 64) buf[i] = static_cast<char>(buf[i] + 1);
 }
 
+// Eager work between renders: other code through the core's caches and branch predictors.
+void other_code() {
+  static kiln::Tensor x = kiln::randn({512, 256});
+  static kiln::Tensor w = kiln::randn({256, 256});
+  kiln::Tensor y = kiln::softmax(x.matmul(w), -1);
+  kiln::Tensor z = kiln::gelu(y) + kiln::sum(x, {0});
+  volatile float s = z.sum().item<float>();
+  (void)s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int renders = argc > 1 ? std::atoi(argv[1]) : 40;
-  const std::string only = argc > 2 && std::string(argv[2]) != "both" ? argv[2] : "";
+  const std::string only = argc > 2 && std::string(argv[2]) != "all" ? argv[2] : "";
   const std::string path_name = argc > 3 ? argv[3] : "auto";
   const RenderPath path = path_name == "compiler"    ? RenderPath::Compiler
                           : path_name == "assembler" ? RenderPath::Assembler
@@ -61,8 +78,10 @@ int main(int argc, char** argv) {
         Case{"pow", sample_kernels::pow, false}, Case{"rand", sample_kernels::rand, false},
         Case{"sin + cos", sample_kernels::sin_cos, false},
         Case{"int pow", sample_kernels::int_pow, false}}) {
-    for (bool cold : {false, true}) {
-      if (!only.empty() && only != (cold ? "cold" : "warm")) continue;
+    for (int state : {0, 1, 2}) {
+      const bool cold = state > 0;
+      const char* state_name = state == 0 ? "warm" : state == 1 ? "cold" : "other";
+      if (!only.empty() && only != state_name) continue;
       std::vector<double> us;
       size_t bytes = 0;
       int unroll = 1;
@@ -73,6 +92,7 @@ int main(int argc, char** argv) {
         unroll = cpu_kernel_unroll(k, isa);
         KernelVariant v{isa, all_contiguous(k), c.streaming, unroll};
         if (cold) stream(big);
+        if (state == 2) other_code();
         const auto t0 = std::chrono::steady_clock::now();
         RenderedKernel r = render_cpu_kernel(rt, k, v, false, path);
         assembled = assembled && r.assembler;
@@ -83,9 +103,8 @@ int main(int argc, char** argv) {
         rt.release(r.fn);
       }
       std::sort(us.begin(), us.end());
-      std::printf("%-18s %-5s %6d %10zu %10.1f %10.1f %9s\n", c.name, cold ? "cold" : "warm",
-                  unroll, bytes, us[us.size() / 2], us.back(),
-                  assembled ? "assembler" : "compiler");
+      std::printf("%-18s %-5s %6d %10zu %10.1f %10.1f %9s\n", c.name, state_name, unroll, bytes,
+                  us[us.size() / 2], us.back(), assembled ? "assembler" : "compiler");
     }
   }
   return 0;
