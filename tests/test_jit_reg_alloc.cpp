@@ -224,6 +224,18 @@ TEST(JitRegAlloc, DeadValuesFreeTheirRegistersForALongChain) {
   expect_no_conflicts(p, ra);
 }
 
+// The code as RecordingAssembler::encode emits it: the loads of constants left in their pool
+// dropped, their reads replaced by the pool addresses (reg_alloc.h).
+void encoders_view(Program& p, const RegAssignment& ra) {
+  std::vector<RecordedInst> code;
+  for (RecordedInst in : p.code) {
+    if (loads_constant_left_in_pool(in, ra)) continue;
+    read_constants_from_pool(in, p.regs, ra);
+    code.push_back(in);
+  }
+  p.code = code;
+}
+
 TEST(JitRegAlloc, ConstantsReadFromRmSlotsAreDemotedToTheirPoolAddresses) {
   // 40 hoisted constants, each loaded once before the work and added from the r/m slot: with
   // demote_free_constants every one of them reads its pool address in place (no register, no
@@ -253,6 +265,9 @@ TEST(JitRegAlloc, ConstantsReadFromRmSlotsAreDemotedToTheirPoolAddresses) {
   EXPECT_EQ(ra.demoted, 40);
   EXPECT_EQ(ra.spilled, 0);
   EXPECT_EQ(ra.rounds, 1);  // the demotion shortcut: no rescan of the rewritten code
+  EXPECT_EQ(p.code.size(), before) << "nothing else given up: the code is left to the encoder";
+  for (uint32_t r : c) EXPECT_EQ(ra.phys[r], RegAssignment::kInPool) << r;
+  encoders_view(p, ra);
   EXPECT_EQ(p.code.size(), before - 40);
   int from_pool = 0;
   for (const RecordedInst& in : p.code)

@@ -172,7 +172,9 @@ void RecordingAssembler::encode(const std::vector<RecordedInst>& code, const Reg
       ret();
       continue;
     }
+    if (ra.in_pool && loads_constant_left_in_pool(rec, ra)) continue;
     RecordedInst in = rec;
+    if (ra.in_pool) read_constants_from_pool(in, regs_, ra);
     for (Operand_& op : in.ops) {
       if (op.isReg()) {
         op.as<BaseReg>().setId(phys(op.id()));

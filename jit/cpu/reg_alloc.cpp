@@ -474,6 +474,7 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
                       std::vector<RecordedInst>& scratch, RegAllocScratch& work,
                       bool demote_free_constants) {
   out.demoted = out.spilled = 0;
+  out.in_pool = false;
   out.rounds = 0;
   std::vector<Home>& homes = work.homes;
   homes.clear();
@@ -532,9 +533,17 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
       }
     }
     if (spills.empty()) return done;
-    const size_t nregs = regs.size();
+    if (done) {
+      // Every value given up is a constant read only from r/m slots (a scan that found more to
+      // spill ends the loop above with done false): no interval moves, and the encoder reads
+      // the pool address in place (read_constants_from_pool, reg_alloc.h). Rewriting the code for
+      // it was a tenth of a render (kiln-perf's gelu, softmax, layer norm and xent jobs,
+      // 2026-12-03).
+      for (uint32_t r : spills) out.phys[r] = RegAssignment::kInPool;
+      out.in_pool = true;
+      return true;
+    }
     spill(code, regs, homes, spilled, isa, scratch, work.defined);
-    if (done && regs.size() == nregs) return true;  // no reload registers: the assignment holds
   }
   return false;
 }

@@ -22,7 +22,9 @@
 // too when it only reads the same value, with no label, jump or call between: one reload for
 // `prefetcht0 [p+d]; prefetcht0 [p+d+64]`); then the scan runs again: on the
 // same intervals less the demoted when every value it gave up is a constant read only from r/m
-// slots (dropping its load moves no other interval), else on the rewritten code. The
+// slots (dropping its load moves no other interval; when that scan succeeds, the code is left
+// as it is and the encoder drops the loads and reads the pool addresses: RegAssignment::kInPool),
+// else on the rewritten code. The
 // arguments are never spilled: running out of registers with only arguments live returns false
 // (as does a scan that keeps finding more to spill), and the caller renders the kernel with
 // asmjit's Compiler.
@@ -64,9 +66,14 @@ struct VirtReg {
 };
 
 struct RegAssignment {
-  std::vector<int8_t> phys;  // per virtual register (-1: never referenced)
+  // A hoisted constant demoted with no rewrite of the code (every value the scan gave up was
+  // such a constant): it keeps its load and its register operands in `code`, and the encoder
+  // drops the one and reads the pool address in the others (from_pool below).
+  static constexpr int8_t kInPool = -2;
+  std::vector<int8_t> phys;  // per virtual register (-1: never referenced; kInPool)
   uint32_t gp_used = 0;      // bit per general register assigned
   int demoted = 0;           // constants demoted to memory
+  bool in_pool = false;      // some of them left to the encoder (kInPool)
   int spilled = 0;           // other values given a stack slot
   int short_of = -1;         // when false: the group that ran out (VirtReg::group)
   int rounds = 0;            // scans it took (each after a round of spills)
@@ -101,19 +108,41 @@ struct RegAllocScratch {
   std::vector<uint8_t> spilled, defined;
 };
 
-// Fills `out`; may rewrite `code` and append to `regs` (spills). False when the registers do
-// not suffice. `first_label`: the lowest label id the code binds (ids are the CodeHolder's,
-// which grow over a pooled CodeHolder's life). `frame_bytes`: the stack slots taken so far (rbp
-// keeps the frame when nonzero); spill slots are added after them.
-// `scratch`: a buffer for the rewrites, kept by the caller across renders (a kernel's code runs
-// to hundreds of KB: allocated anew, it is mapped and faulted in every time); `work`, the
-// scan's other buffers, likewise.
-// `demote_free_constants`: demote every hoisted constant read only from r/m slots before the
-// first scan (the caller knows registers will run short: a pipelined loop), saving a round.
+// Fills `out`; may rewrite `code` and append to `regs` (spills; constants demoted when nothing
+// else was given up are left to the encoder instead: RegAssignment::kInPool). False when the
+// registers do not suffice. `first_label`: the lowest label id the code binds (ids are the
+// CodeHolder's, which grow over a pooled CodeHolder's life). `frame_bytes`: the stack slots taken
+// so far (rbp keeps the frame when nonzero); spill slots are added after them. `scratch`: a buffer
+// for the rewrites, kept by the caller across renders (a kernel's code runs to hundreds of KB:
+// allocated anew, it is mapped and faulted in every time); `work`, the scan's other buffers,
+// likewise. `demote_free_constants`: demote every hoisted constant read only from r/m slots before
+// the first scan (the caller knows registers will run short: a pipelined loop), saving a round.
 bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& regs, JitIsa isa,
                       uint32_t first_label, uint32_t& frame_bytes, RegAssignment& out,
                       std::vector<RecordedInst>& scratch, RegAllocScratch& work,
                       bool demote_free_constants = false);
+
+// Where the encoder meets a constant the assignment left in its pool (RegAssignment::kInPool):
+// its load before the loops, which it drops; and each instruction that reads it (in an r/m slot
+// only: that is what let it stay there), whose operand it replaces by the pool address (the
+// register's size): `in` as it is encoded.
+inline bool loads_constant_left_in_pool(const RecordedInst& in, const RegAssignment& a) {
+  const asmjit::Operand_& d = in.ops[0];
+  return d.isReg() && asmjit::Operand::isVirtId(d.id()) && in.ops[1].isMem() &&
+         a.phys[asmjit::Operand::virtIdToIndex(d.id())] == RegAssignment::kInPool;
+}
+inline void read_constants_from_pool(RecordedInst& in, const std::vector<VirtReg>& regs,
+                                     const RegAssignment& a) {
+  for (int j = 1; j < RecordedInst::kOps; ++j) {
+    asmjit::Operand_& op = in.ops[j];
+    if (!op.isReg() || !asmjit::Operand::isVirtId(op.id())) continue;
+    const uint32_t r = asmjit::Operand::virtIdToIndex(op.id());
+    if (a.phys[r] != RegAssignment::kInPool) continue;
+    asmjit::x86::Mem m = regs[r].pool;
+    m.setSize(op.as<asmjit::BaseReg>().size());
+    op = m;
+  }
+}
 
 // The physical registers (a bit each, per group) holding a value live across a call: referenced
 // before it and after it (loops taken into account), assigned a register (a spilled value's
