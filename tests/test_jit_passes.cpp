@@ -16,6 +16,8 @@
 
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
+#include "jit/passes/dce.h"
+#include "jit/passes/pass_graph.h"
 #include "jit/passes/passes.h"
 #include "jit/plan/jit_plan.h"
 #include "jit/plan/planner.h"
@@ -132,6 +134,59 @@ class JitPassesTest : public ::testing::Test {
 };
 
 using testing::normal;
+
+// ---- The node list builder (pass_graph.h) ----
+
+// A chain x -> exp -> neg -> abs, its last node the output.
+Graph exp_neg_abs() {
+  Graph g;
+  const ValueId x = g.add_input(vm({8}));
+  const ValueId a = g.add_node(OpId::Exp, {}, {x}, vm({8}));
+  const ValueId b = g.add_node(OpId::Neg, {}, {a}, vm({8}));
+  g.set_outputs({g.add_node(OpId::Abs, {}, {b}, vm({8}))});
+  return g;
+}
+
+TEST_F(JitPassesTest, ANodeListKeptWholeIsNotCopied) {
+  jit::passes::PassGraph pg(exp_neg_abs(), {});
+  const tracer::Node* storage = pg.graph.nodes.data();
+  const std::string text = tracer::print_graph(pg.graph);
+  jit::passes::NodeListBuilder out(pg);
+  for (size_t j = 0; j < pg.graph.nodes.size(); ++j) out.keep(j);
+  out.commit();
+  EXPECT_EQ(pg.graph.nodes.data(), storage) << "every node kept in order: the list stays";
+  EXPECT_EQ(tracer::print_graph(pg.graph), text);
+  EXPECT_EQ(jit::passes::dce(pg), 0);
+  EXPECT_EQ(pg.graph.nodes.data(), storage) << "nothing dead: dce rebuilds nothing";
+}
+
+TEST_F(JitPassesTest, ANodeListBuilderCopiesWhatWasKeptOnTheFirstChange) {
+  // Keep exp, drop neg (abs reads exp instead), add a relu after abs: the kept prefix, then
+  // the changes, with their origins.
+  jit::passes::PassGraph pg(exp_neg_abs(), {});
+  const ValueId exp_out = pg.graph.nodes[0].output;
+  jit::passes::NodeListBuilder out(pg);
+  out.keep(0);
+  tracer::Node abs = pg.graph.nodes[2];
+  abs.inputs[0] = exp_out;
+  out.keep_as(2, abs);
+  const ValueId r = out.add(OpId::Relu, {}, {abs.output}, vm({8}));
+  out.commit();
+  pg.graph.set_outputs({r});
+  ASSERT_EQ(pg.graph.nodes.size(), 3u);
+  EXPECT_EQ(pg.graph.nodes[0].op, OpId::Exp);
+  EXPECT_EQ(pg.graph.nodes[1].op, OpId::Abs);
+  EXPECT_EQ(pg.graph.nodes[1].inputs[0], exp_out);
+  EXPECT_EQ(pg.graph.nodes[2].op, OpId::Relu);
+  EXPECT_EQ(pg.origin, (std::vector<int32_t>{0, 2, -1}));
+  // A pass that drops the last node only: the kept prefix is copied at commit.
+  jit::passes::NodeListBuilder drop(pg);
+  drop.keep(0);
+  drop.keep(1);
+  drop.commit();
+  ASSERT_EQ(pg.graph.nodes.size(), 2u);
+  EXPECT_EQ(pg.origin, (std::vector<int32_t>{0, 2}));
+}
 
 // ---- CSE ----
 

@@ -1,5 +1,6 @@
 #include "tracer/canonicalize.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace kiln::tracer {
@@ -16,12 +17,10 @@ bool checks_data(const Node& n) {
   return false;
 }
 
-}  // namespace
-
-CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
-  const auto nvalues = static_cast<size_t>(g.num_values());
-  // Liveness, backwards from the outputs.
-  std::vector<uint8_t> live(nvalues, 0);
+// Liveness, backwards from the outputs: per node, whether it runs; `live`, per value, whether a
+// running node or an output reads it.
+std::vector<uint8_t> live_nodes(const Graph& g, std::vector<uint8_t>& live) {
+  live.assign(static_cast<size_t>(g.num_values()), 0);
   for (ValueId v : g.outputs) live[v] = 1;
   std::vector<uint8_t> node_live(g.nodes.size(), 0);
   for (size_t j = g.nodes.size(); j-- > 0;) {
@@ -30,6 +29,30 @@ CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
     node_live[j] = 1;
     for (ValueId v : n.inputs) live[v] = 1;
   }
+  return node_live;
+}
+
+}  // namespace
+
+bool is_canonical_keeping_inputs(const Graph& g) {
+  const size_t ni = g.inputs.size();
+  if (static_cast<size_t>(g.num_values()) != ni + g.nodes.size()) return false;
+  for (size_t i = 0; i < ni; ++i) {
+    const GraphInput& in = g.inputs[i];
+    if (in.id != static_cast<ValueId>(i) || (in.meta.strides.empty() && !in.meta.sizes.empty()))
+      return false;
+  }
+  for (size_t j = 0; j < g.nodes.size(); ++j)
+    if (g.nodes[j].output != static_cast<ValueId>(ni + j)) return false;
+  std::vector<uint8_t> live;
+  const std::vector<uint8_t> node_live = live_nodes(g, live);
+  return std::find(node_live.begin(), node_live.end(), 0) == node_live.end();
+}
+
+CanonicalGraph canonicalize(Graph& g, bool keep_inputs) {
+  const auto nvalues = static_cast<size_t>(g.num_values());
+  std::vector<uint8_t> live;
+  const std::vector<uint8_t> node_live = live_nodes(g, live);
 
   CanonicalGraph out;
   out.graph.nodes.reserve(g.nodes.size());

@@ -27,4 +27,9 @@ struct CanonicalGraph {
 // (a higher-order op's body, whose inputs are bound by position) no input is dropped.
 CanonicalGraph canonicalize(Graph& g, bool keep_inputs = false);
 
+// Whether canonicalize(g, /*keep_inputs=*/true) would give `g` back as it is: every node live
+// (or checking data), values numbered by definition position, every input's strides stated.
+// Lets a pass pipeline skip a rebuild (a 1000-node graph is 376 KB of nodes) when nothing died.
+bool is_canonical_keeping_inputs(const Graph& g);
+
 }  // namespace kiln::tracer

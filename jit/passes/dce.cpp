@@ -5,6 +5,8 @@
 namespace kiln::jit::passes {
 
 int dce(PassGraph& pg) {
+  // Nothing dead and numbered in order: nothing to rebuild (most rounds on most graphs).
+  if (tracer::is_canonical_keeping_inputs(pg.graph)) return 0;
   const size_t before = pg.graph.nodes.size();
   tracer::CanonicalGraph cg = tracer::canonicalize(pg.graph, /*keep_inputs=*/true);
   std::vector<int32_t> origin(cg.node_origin.size());

@@ -30,6 +30,11 @@ bool float_arithmetic(const Node& r) {
 
 int float_counts(PassGraph& pg) {
   tracer::Graph& g = pg.graph;
+  // Most graphs count nothing: then the per-value tables below are not worth building.
+  bool any_sum = false;
+  for (const Node& n : g.nodes)
+    any_sum = any_sum || (n.op == OpId::Sum && n.meta.dtype == DType::Int64);
+  if (!any_sum) return 0;
   const std::vector<const ValueMeta*> meta = pg.metas();
   const std::vector<uint8_t> is_output = pg.output_flags();
   const std::vector<std::vector<int32_t>> readers = pg.readers();

@@ -1,5 +1,6 @@
 #include "jit/passes/pass_graph.h"
 
+#include <cstddef>
 #include <utility>
 
 #include "runtime/dispatcher.h"
@@ -43,12 +44,24 @@ std::vector<uint8_t> PassGraph::output_flags() const {
   return o;
 }
 
-NodeListBuilder::NodeListBuilder(PassGraph& pg) : pg_(pg), next_(pg.graph.num_values()) {
-  nodes_.reserve(pg.graph.nodes.size());
-  origin_.reserve(pg.graph.nodes.size());
+NodeListBuilder::NodeListBuilder(PassGraph& pg) : pg_(pg), next_(pg.graph.num_values()) {}
+
+void NodeListBuilder::copy_kept() {
+  if (copied_) return;
+  copied_ = true;
+  const std::vector<tracer::Node>& nodes = pg_.graph.nodes;
+  nodes_.reserve(nodes.size() + nodes.size() / 8);
+  origin_.reserve(nodes.size() + nodes.size() / 8);
+  nodes_.assign(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(same_));
+  origin_.assign(pg_.origin.begin(), pg_.origin.begin() + static_cast<std::ptrdiff_t>(same_));
 }
 
 void NodeListBuilder::keep(size_t j) {
+  if (!copied_ && j == same_) {
+    ++same_;
+    return;
+  }
+  copy_kept();
   nodes_.push_back(pg_.graph.nodes[j]);
   origin_.push_back(pg_.origin[j]);
 }
@@ -66,16 +79,23 @@ ValueId NodeListBuilder::add(OpId op, const Attrs& attrs, SmallVector<ValueId, 4
 }
 
 void NodeListBuilder::keep_as(size_t j, tracer::Node n) {
+  copy_kept();
   nodes_.push_back(std::move(n));
   origin_.push_back(pg_.origin[j]);
 }
 
 void NodeListBuilder::add(tracer::Node n) {
+  copy_kept();
   nodes_.push_back(std::move(n));
   origin_.push_back(-1);
 }
 
 void NodeListBuilder::commit() {
+  if (!copied_ && same_ == pg_.graph.nodes.size()) {  // every node kept, in order: no change
+    pg_.graph.set_num_values(next_);
+    return;
+  }
+  copy_kept();  // (the pass dropped the graph's last nodes)
   pg_.graph.nodes = std::move(nodes_);
   pg_.origin = std::move(origin_);
   pg_.graph.set_num_values(next_);
