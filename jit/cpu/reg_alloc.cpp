@@ -537,8 +537,8 @@ bool assign_registers(std::vector<RecordedInst>& code, std::vector<VirtReg>& reg
       // Every value given up is a constant read only from r/m slots (a scan that found more to
       // spill ends the loop above with done false): no interval moves, and the encoder reads
       // the pool address in place (read_constants_from_pool, reg_alloc.h). Rewriting the code for
-      // it was a tenth of a render (kiln-perf's gelu, softmax, layer norm and xent jobs,
-      // 2026-12-03).
+      // it was part of the 14% of in-situ render samples spent in spill() (kiln-perf's gelu,
+      // softmax, layer norm and xent jobs, 2026-12-03).
       for (uint32_t r : spills) out.phys[r] = RegAssignment::kInPool;
       out.in_pool = true;
       return true;

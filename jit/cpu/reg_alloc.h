@@ -68,7 +68,7 @@ struct VirtReg {
 struct RegAssignment {
   // A hoisted constant demoted with no rewrite of the code (every value the scan gave up was
   // such a constant): it keeps its load and its register operands in `code`, and the encoder
-  // drops the one and reads the pool address in the others (from_pool below).
+  // drops the one and reads the pool address in the others (read_constants_from_pool below).
   static constexpr int8_t kInPool = -2;
   std::vector<int8_t> phys;  // per virtual register (-1: never referenced; kInPool)
   uint32_t gp_used = 0;      // bit per general register assigned
