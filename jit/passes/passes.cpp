@@ -135,7 +135,7 @@ PassResult run_passes(const tracer::Graph& g, const tracer::RuntimeScalars& runt
   r.counts = c;
   if (c.changes() == 0) {
     // pg.graph is then g's copy as it was (dce found it canonical and rebuilt nothing): moved,
-    // not copied again (a 1000-node graph's copy was a fifth of planning it).
+    // not copied again (a 1000-node graph's copy was a sixth of planning it).
     const bool same = pg.graph.nodes.size() == g.nodes.size() &&
                       pg.graph.inputs.size() == g.inputs.size() &&
                       pg.graph.num_values() == g.num_values();

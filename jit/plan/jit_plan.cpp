@@ -258,7 +258,7 @@ void JitPlan::run_kernel(Frame& f, KernelStep& k, size_t step_index) {
 // once per plan.
 void JitPlan::find_dying(KernelStep& k) const {
   // Each value's last reader among the kernel's nodes (one pass: a scan of the later nodes per
-  // input was quadratic, a fifth of planning a 1000-add region); a kernel output never dies.
+  // input was quadratic, a sixth of planning a 1000-add region); a kernel output never dies.
   std::vector<int32_t> last_reader(static_cast<size_t>(graph_.num_values()), -1);
   for (size_t i = 0; i < k.nodes.size(); ++i)
     for (ValueId v : graph_.nodes[k.nodes[i]].inputs) last_reader[v] = static_cast<int32_t>(i);
