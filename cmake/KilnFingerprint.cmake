@@ -1,6 +1,7 @@
 # Writes OUT: a C++ file defining kiln::build_fingerprint() (runtime/build_fingerprint.h), a
 # SHA-256 over what decides the machine code kiln's JIT renders: every source and header of the
-# library under ROOT (runtime/, ops/, tracer/, jit/, include/), this script, the asmjit library
+# library under ROOT (runtime/, ops/, tracer/, jit/, include/), the build files that set its
+# flags (CMakeLists.txt, cmake/KilnLibrary.cmake), this script, the asmjit library
 # file ASMJIT (Debian's static libasmjit.a: its encoder writes the bytes) and TOOLCHAIN (the
 # compiler, its version and the flags). Run at build time by the custom command in
 # cmake/KilnLibrary.cmake, whenever one of those files changes; the program that links the
@@ -18,6 +19,8 @@ foreach(dir runtime ops tracer jit include)
        ${ROOT}/${dir}/*.cpp)
   list(APPEND files ${found})
 endforeach()
+# The build files that set the library's flags and sources (the ISA flags of the kernel files).
+list(APPEND files CMakeLists.txt cmake/KilnLibrary.cmake)
 list(SORT files)  # the order of the hashed lines is the files' names', not the file system's
 set(lines "kiln build fingerprint v1\ntoolchain ${TOOLCHAIN}\n")
 foreach(f ${files})

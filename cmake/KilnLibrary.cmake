@@ -123,6 +123,7 @@ add_custom_command(
           "-DTOOLCHAIN=${kiln_toolchain}" -DOUT=${KILN_FINGERPRINT_SOURCE}
           -P ${PROJECT_SOURCE_DIR}/cmake/KilnFingerprint.cmake
   DEPENDS ${KILN_FINGERPRINTED_FILES} ${PROJECT_SOURCE_DIR}/cmake/KilnFingerprint.cmake
+          ${PROJECT_SOURCE_DIR}/CMakeLists.txt ${PROJECT_SOURCE_DIR}/cmake/KilnLibrary.cmake
           $<TARGET_FILE:asmjit::asmjit>
   COMMENT "kiln: the build's fingerprint" VERBATIM)
 target_sources(kiln PRIVATE ${KILN_FINGERPRINT_SOURCE})
