@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "jit/cpu/disk_cache.h"
+#include "jit/loop/disk_cache_writer.h"
 
 namespace kiln::perf {
 
@@ -25,6 +26,7 @@ RunDiskCache::RunDiskCache() {
 
 RunDiskCache::~RunDiskCache() {
   if (g_run_folder.empty()) return;
+  jit::flush_disk_cache_writes();  // none lands in the folder after it is gone
   std::error_code ec;
   std::filesystem::remove_all(g_run_folder, ec);
   g_run_folder.clear();

@@ -28,6 +28,7 @@
 #include "jit/cpu/disk_cache.h"
 #include "jit/cpu/render.h"
 #include "jit/cpu/sample_kernels.h"
+#include "jit/loop/disk_cache_writer.h"
 #include "jit_recorded_util.h"
 #include "kiln/kiln.h"
 #include "log_capture.h"
@@ -77,6 +78,7 @@ struct Counts {
 // kernel from the disk cache (or renders it).
 void forget_everything() {
   tracer::wait_for_compiles();
+  jit::flush_disk_cache_writes();
   tracer::RegionCache::instance().clear();
   jit::forget_cpu_kernels();
 }
@@ -86,6 +88,7 @@ Counts run_counted(const std::function<TensorList(int)>& program, int iterations
                    const std::string& what) {
   const Counts before = Counts::now();
   testing::expect_iterations_match(program, iterations, what);
+  jit::flush_disk_cache_writes();  // the entries are written in the background
   return {Counts::now().renders - before.renders, Counts::now().loads - before.loads};
 }
 
@@ -137,6 +140,57 @@ TEST_F(JitDiskCacheTest, RenderedKernelsAreLoadedByALaterRun) {
   expect_loaded_not_rendered(program, 2, "second run", first.renders);
 }
 
+// An entry waiting for the background writer (disk_cache_writer.h) is read from memory, and
+// lands on disk when written: a process that forgets its kernels before the writer got to them
+// loads them still. (Without the held copy read() misses and this fails; without write_held
+// the file never appears.)
+TEST_F(JitDiskCacheTest, AnEntryWaitingForItsWriteIsReadFromMemory) {
+  const jit::DiskCacheFormat format{
+      {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "held", "entry", "test cache"};
+  auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
+  const std::string material = "key material";
+  const std::vector<char> payload{'c', 'o', 'd', 'e'};
+  ASSERT_TRUE(cache->hold(material, payload));
+  EXPECT_FALSE(fs::exists(cache->entry_path(material)));
+  EXPECT_EQ(cache->read(material), payload) << "held: read from memory";
+  EXPECT_TRUE(cache->write_held(material));
+  EXPECT_TRUE(fs::exists(cache->entry_path(material)));
+  EXPECT_FALSE(cache->write_held(material)) << "forgotten once written";
+  EXPECT_EQ(cache->read(material), payload) << "from the file";
+  EXPECT_EQ(cache->stats().writes, 1u);
+  // Queued through the writer and read before any flush: in memory or on disk, never a miss.
+  jit::write_in_background(cache, "second", {'x'});
+  EXPECT_EQ(cache->read("second"), std::vector<char>{'x'});
+  jit::flush_disk_cache_writes();
+  EXPECT_TRUE(fs::exists(cache->entry_path("second")));
+}
+
+// Run by AProcessThatExitsRightAwayLeavesItsKernels in a fresh process: renders with the
+// writer paused (so nothing is on disk when the renders return: the writes are not theirs) and
+// returns, no flush; only the exit can write what is queued.
+class JitDiskCacheExitChild : public testing::JitRecordedTest<0> {};
+
+TEST_F(JitDiskCacheExitChild, RendersAndExits) {
+  if (std::getenv("KILN_TEST_DISK_CACHE_EXIT_CHILD") == nullptr)
+    GTEST_SKIP() << "run by AProcessThatExitsRightAwayLeavesItsKernels";
+  jit::pause_disk_cache_writer_for_testing(true);
+  for (int i = 0; i < 8; ++i)  // constants no other test uses
+    jit::cpu_target().compile(jit::sample_kernels::gelu(0.4140625 + 0.0078125 * i));
+  EXPECT_EQ(jit::cpu_jit_counters().kernels.load(), 8);
+  EXPECT_EQ(files_in(jit::cpu_kernel_disk_cache()->folder()), 0) << "written at exit, not here";
+}
+
+TEST_F(JitDiskCacheTest, AProcessThatExitsRightAwayLeavesItsKernels) {
+  const testing::SelfChildResult child = testing::run_self_as_child(
+      "KILN_TEST_DISK_CACHE_EXIT_CHILD=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 KILN_JIT_ASSEMBLER=1 "
+      "KILN_CACHE_DIR='" +
+          dir_.path() + "'",
+      "JitDiskCacheExitChild.RendersAndExits");
+  ASSERT_EQ(child.status, 0) << child.command;
+  ASSERT_EQ(child.completed, 1) << child.command;
+  EXPECT_EQ(files_in(folder()), 8) << "the exit wrote every queued entry";
+}
+
 // Run by AnotherProcessLoadsTheKernelsAtOtherAddresses in a fresh process: the same program, its
 // kernels loaded from the parent's entries (code placed wherever this process's JitRuntime puts
 // it: address-space randomization moves everything), none rendered, eager's bits.
@@ -154,6 +208,7 @@ TEST_F(JitDiskCacheChild, LoadsWithoutRendering) {
 TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
   const Tensor x = testing::eager_normal({37, 301}, 72);
   testing::expect_iterations_match([&](int) { return child_program(x); }, 2, "parent");
+  jit::flush_disk_cache_writes();
   ASSERT_GT(files_in(folder()), 0);
   const testing::SelfChildResult child = testing::run_self_as_child(
       "KILN_TEST_DISK_CACHE_CHILD=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 KILN_JIT_ASSEMBLER=1 "

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "jit/loop/disk_cache_writer.h"
 #include "runtime/build_fingerprint.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
@@ -80,6 +81,7 @@ std::shared_ptr<DiskCache> cpu_kernel_disk_cache() {
 }
 
 void set_cpu_kernel_disk_root(const std::string& root) {
+  flush_disk_cache_writes();  // the replaced folder's entries land before its owner removes it
   ProcessCache& p = process_cache();
   std::lock_guard lock(p.mu);
   p.cache = root.empty() ? nullptr : cache_in(root);

@@ -13,6 +13,7 @@
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/disk_cache.h"
+#include "jit/loop/disk_cache_writer.h"
 #include "jit/loop/kernel_cache.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
@@ -155,9 +156,9 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
                r.code_bytes, jit_isa_name(v.isa), (t1 - t0) / 1000,
                r.assembler ? "assembler" : "compiler", thread_minor_faults() - faults0);
     if (dump) dump_assembly(k, v, r.assembly);
-    if (disk)
+    if (disk)  // off this thread: a write cost as much as the render (disk_cache_writer.h)
       if (std::optional<std::vector<char>> payload = cpu_kernel_payload(r))
-        disk->write(material, *payload);
+        write_in_background(disk, material, std::move(*payload));
     return r.fn;
   });
 }

@@ -95,6 +95,10 @@ DiskCache::Stats DiskCache::stats() const {
 
 std::optional<std::vector<char>> DiskCache::read(const std::string& material) {
   if (folder_.empty()) return std::nullopt;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = held_.find(material); it != held_.end()) return it->second;
+  }
   const std::string path = entry_path(material);
   std::string bytes;
   if (!read_file(path, bytes)) {
@@ -149,6 +153,28 @@ bool DiskCache::write(const std::string& material, std::span<const char> payload
   const bool ok = write_entry(material, payload);
   std::lock_guard lock(mu_);
   ++(ok ? stats_.writes : stats_.write_failures);
+  return ok;
+}
+
+bool DiskCache::hold(std::string material, std::vector<char> payload) {
+  if (!writes_to_disk()) return false;
+  std::lock_guard lock(mu_);
+  held_.insert_or_assign(std::move(material), std::move(payload));
+  return true;
+}
+
+bool DiskCache::write_held(const std::string& material) {
+  std::vector<char> payload;
+  {
+    std::lock_guard lock(mu_);
+    auto it = held_.find(material);
+    if (it == held_.end()) return false;
+    payload = it->second;  // kept held while it is written: a read finds it in one place or both
+  }
+  const bool ok = write(material, payload);
+  std::lock_guard lock(mu_);
+  // Unless a later hold() replaced it (its own write_held follows).
+  if (auto it = held_.find(material); it != held_.end() && it->second == payload) held_.erase(it);
   return ok;
 }
 

@@ -29,6 +29,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace kiln::jit {
@@ -50,6 +51,12 @@ class DiskCache {
   std::optional<std::vector<char>> read(const std::string& material);
   // Stores `payload` for `material`; false when the writes are off or this one failed.
   bool write(const std::string& material, std::span<const char> payload);
+  // Keeps `payload` for `material` in memory until write_held() writes it (the background
+  // writer: disk_cache_writer.h); read() finds it meanwhile. False when the writes are off.
+  bool hold(std::string material, std::vector<char> payload);
+  // Writes what hold() kept for `material` and forgets it: write()'s result (false when nothing
+  // is held for it).
+  bool write_held(const std::string& material);
 
   // Where `material`'s entry lives ("" when there is no folder).
   std::string entry_path(const std::string& material) const;
@@ -71,8 +78,9 @@ class DiskCache {
   DiskCacheFormat format_;
   std::string folder_;  // root/format.folder, or "" for none
   std::atomic<bool> writes_;
-  mutable std::mutex mu_;  // stats_
+  mutable std::mutex mu_;  // stats_, held_
   Stats stats_;
+  std::unordered_map<std::string, std::vector<char>> held_;  // material -> payload
 };
 
 // KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln ("" when none is known).
