@@ -12,6 +12,7 @@
 
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/disk_cache.h"
+#include "jit/loop/disk_cache_writer.h"
 #include "perf/harness.h"
 #include "perf/mode_scope.h"
 #include "perf/peers/peer.h"
@@ -105,6 +106,7 @@ Prepared prepare(const Job& job, Size size) {
 void time_disk_first_call(const Job& job, const Options& o, Figure& f, Progress& progress) {
   progress.step("first call, warm disk cache", 0, 1);
   tracer::wait_for_compiles();
+  jit::flush_disk_cache_writes();  // read from the files, as a program's second run would
   tracer::RegionCache::instance().clear();
   jit::forget_cpu_kernels();
   const bool jit_on = config().jit;
