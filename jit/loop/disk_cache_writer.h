@@ -15,6 +15,10 @@
 //   for the next. A process that dies abnormally loses what was queued (a cache: the next run
 //   compiles those kernels again).
 // - Where no thread can be started, the write happens on the caller's thread.
+// - Like the planning thread (tracer/region_runner.cpp), the writer does not follow fork(): a
+//   child forked without exec keeps the queue but not the thread (its flushes and its exit
+//   write the queue on the calling thread), and one forked while an entry was being written
+//   waits at exit for a write that only the parent finishes.
 #pragma once
 #include <memory>
 #include <string>
