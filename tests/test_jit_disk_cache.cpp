@@ -8,6 +8,9 @@
 // (torn writes, unwritable folders, collisions) are the generic cache's, tested through the
 // CUBIN cache (test_cuda_disk_cache.cpp).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -165,6 +168,44 @@ TEST_F(JitDiskCacheTest, AnEntryWaitingForItsWriteIsReadFromMemory) {
   EXPECT_TRUE(fs::exists(cache->entry_path("second")));
 }
 
+// fork() while the writer's thread is in the middle of a write (held there by the test): that
+// write is the parent's, and the child's flush and exit must not wait for it (the fork handlers
+// give the child a writer of its own); the child writes its own entry; the parent's lands once
+// its thread goes on. Without the handlers the child waits forever and is killed: a failure.
+TEST_F(JitDiskCacheTest, AChildForkedDuringAWriteWritesItsOwnAndExits) {
+  const jit::DiskCacheFormat format{
+      {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "forked", "entry", "test cache"};
+  auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
+  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::AfterTaking);
+  jit::write_in_background(cache, "parent", {'p'});
+  for (int i = 0; i < 2000 && jit::disk_cache_writes_in_progress() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(jit::disk_cache_writes_in_progress(), 1);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    jit::pause_disk_cache_writer_for_testing(jit::WriterPause::None);
+    jit::write_in_background(cache, "child", {'c'});
+    jit::flush_disk_cache_writes();
+    ::_exit(fs::exists(cache->entry_path("child")) ? 0 : 3);
+  }
+  ASSERT_GT(child, 0);
+  int status = -1;
+  bool exited = false;
+  for (int i = 0; i < 400 && !exited; ++i) {
+    exited = ::waitpid(child, &status, WNOHANG) == child;
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  if (!exited) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+  }
+  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::None);
+  jit::flush_disk_cache_writes();
+  EXPECT_TRUE(exited) << "the child waited for the parent's write";
+  EXPECT_TRUE(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(fs::exists(cache->entry_path("parent")));
+}
+
 // Run by AProcessThatExitsRightAwayLeavesItsKernels in a fresh process: renders with the
 // writer paused (so nothing is on disk when the renders return: the writes are not theirs) and
 // returns, no flush; only the exit can write what is queued.
@@ -173,7 +214,7 @@ class JitDiskCacheExitChild : public testing::JitRecordedTest<0> {};
 TEST_F(JitDiskCacheExitChild, RendersAndExits) {
   if (std::getenv("KILN_TEST_DISK_CACHE_EXIT_CHILD") == nullptr)
     GTEST_SKIP() << "run by AProcessThatExitsRightAwayLeavesItsKernels";
-  jit::pause_disk_cache_writer_for_testing(true);
+  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::BeforeTaking);
   for (int i = 0; i < 8; ++i)  // constants no other test uses
     jit::cpu_target().compile(jit::sample_kernels::gelu(0.4140625 + 0.0078125 * i));
   EXPECT_EQ(jit::cpu_jit_counters().kernels.load(), 8);

@@ -1,5 +1,7 @@
 #include "jit/loop/disk_cache_writer.h"
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -26,8 +28,9 @@ struct Writer {
   std::deque<Queued> queue;
   int writing = 0;  // entries taken off the queue, not yet written
   bool started = false;
-  bool no_thread = false;  // the thread could not be started: callers write
-  bool paused = false;     // tests: the thread takes nothing (flushes still write)
+  bool no_thread = false;                 // the thread could not be started: callers write
+  WriterPause pause = WriterPause::None;  // tests
+  bool hooked = false;  // the exit and fork handlers are registered (once per process)
 };
 
 Writer& writer() {
@@ -35,11 +38,13 @@ Writer& writer() {
   return *w;
 }
 
-// Writes the queue's first entry, the lock released meanwhile.
-void write_first(Writer& w, std::unique_lock<std::mutex>& lock) {
+// Writes the queue's first entry, the lock released meanwhile. `thread`: the writer's thread,
+// which a test's WriterPause::AfterTaking stops between taking the entry and writing it.
+void write_first(Writer& w, std::unique_lock<std::mutex>& lock, bool thread) {
   Queued q = std::move(w.queue.front());
   w.queue.pop_front();
   ++w.writing;
+  if (thread) w.more.wait(lock, [&] { return w.pause != WriterPause::AfterTaking; });
   lock.unlock();
   q.cache->write_held(q.material);
   q.cache.reset();
@@ -52,12 +57,24 @@ void work() {
   Writer& w = writer();
   std::unique_lock lock(w.mu);
   for (;;) {
-    w.more.wait(lock, [&] { return !w.queue.empty() && !w.paused; });
-    write_first(w, lock);
+    w.more.wait(lock, [&] { return !w.queue.empty() && w.pause != WriterPause::BeforeTaking; });
+    write_first(w, lock, true);
   }
 }
 
 void write_at_exit() { flush_disk_cache_writes(); }
+
+// fork(): the child has the queue but no thread, and an entry the parent's thread was writing
+// is the parent's to finish (the child would wait for it at exit). The lock is held across the
+// fork, so the child's copy of the state is consistent.
+void before_fork() { writer().mu.lock(); }
+void after_fork_in_parent() { writer().mu.unlock(); }
+void after_fork_in_child() {
+  Writer& w = writer();
+  w.started = false;  // the child's next write starts a thread of its own
+  w.writing = 0;
+  w.mu.unlock();
+}
 
 // Starts the thread once (under w.mu); false when it cannot be started.
 bool ensure_started(Writer& w) {
@@ -71,7 +88,10 @@ bool ensure_started(Writer& w) {
                e.what());
     return false;
   }
-  std::atexit(write_at_exit);
+  if (!std::exchange(w.hooked, true)) {  // a forked child inherits them
+    std::atexit(write_at_exit);
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+  }
   return true;
 }
 
@@ -94,15 +114,21 @@ void write_in_background(std::shared_ptr<DiskCache> cache, std::string material,
 void flush_disk_cache_writes() {
   Writer& w = writer();
   std::unique_lock lock(w.mu);
-  while (!w.queue.empty()) write_first(w, lock);
+  while (!w.queue.empty()) write_first(w, lock, false);
   w.idle.wait(lock, [&] { return w.queue.empty() && w.writing == 0; });
 }
 
-void pause_disk_cache_writer_for_testing(bool paused) {
+void pause_disk_cache_writer_for_testing(WriterPause pause) {
   Writer& w = writer();
   std::lock_guard lock(w.mu);
-  w.paused = paused;
-  if (!paused) w.more.notify_all();
+  w.pause = pause;
+  w.more.notify_all();
+}
+
+int disk_cache_writes_in_progress() {
+  Writer& w = writer();
+  std::lock_guard lock(w.mu);
+  return w.writing;
 }
 
 }  // namespace kiln::jit

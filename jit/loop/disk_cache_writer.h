@@ -15,10 +15,9 @@
 //   for the next. A process that dies abnormally loses what was queued (a cache: the next run
 //   compiles those kernels again).
 // - Where no thread can be started, the write happens on the caller's thread.
-// - Like the planning thread (tracer/region_runner.cpp), the writer does not follow fork(): a
-//   child forked without exec keeps the queue but not the thread (its flushes and its exit
-//   write the queue on the calling thread), and one forked while an entry was being written
-//   waits at exit for a write that only the parent finishes.
+// - fork(): a child forked without exec keeps the queue (its own copy: the parent writes the
+//   same entries, and a rename makes the second write harmless) and starts a thread of its own
+//   at its next write; an entry the parent's thread was writing is left to the parent.
 #pragma once
 #include <memory>
 #include <string>
@@ -36,8 +35,12 @@ void write_in_background(std::shared_ptr<DiskCache> cache, std::string material,
 // calling thread too). For a caller about to remove or replace a cache folder, tests, and exit.
 void flush_disk_cache_writes();
 
-// Tests: while paused, the background thread writes nothing (the queue waits for a flush, the
-// exit, or the end of the pause).
-void pause_disk_cache_writer_for_testing(bool paused);
+// Tests: the background thread stops before taking an entry (BeforeTaking: the queue waits for
+// a flush, the exit or the end of the pause) or after taking one and before writing it
+// (AfterTaking: a write in progress; a flush waits for it, so end the pause first).
+enum class WriterPause { None, BeforeTaking, AfterTaking };
+void pause_disk_cache_writer_for_testing(WriterPause pause);
+// Entries taken off the queue and not yet written.
+int disk_cache_writes_in_progress();
 
 }  // namespace kiln::jit
