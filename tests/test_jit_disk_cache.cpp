@@ -169,10 +169,11 @@ TEST_F(JitDiskCacheTest, AnEntryWaitingForItsWriteIsReadFromMemory) {
 }
 
 // fork() while the writer's thread is in the middle of a write (held there by the test): that
-// write is the parent's, and the child's flush and exit must not wait for it (the fork handlers
-// give the child a writer of its own); the child writes its own entry; the parent's lands once
-// its thread goes on. Without the handlers the child waits forever and is killed: a failure.
-TEST_F(JitDiskCacheTest, AChildForkedDuringAWriteWritesItsOwnAndExits) {
+// write is the parent's, and the child's flush (as its exit's) must not wait for it: the fork
+// handlers give the child a writer of its own. Without them the child waits forever and is
+// killed: a failure. (The child starts no thread: ThreadSanitizer refuses threads after a fork
+// of a threaded process.) The parent's entry lands once its thread goes on.
+TEST_F(JitDiskCacheTest, AChildForkedDuringAWriteDoesNotWaitForIt) {
   const jit::DiskCacheFormat format{
       {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "forked", "entry", "test cache"};
   auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
@@ -183,10 +184,8 @@ TEST_F(JitDiskCacheTest, AChildForkedDuringAWriteWritesItsOwnAndExits) {
   ASSERT_EQ(jit::disk_cache_writes_in_progress(), 1);
   const pid_t child = ::fork();
   if (child == 0) {
-    jit::pause_disk_cache_writer_for_testing(jit::WriterPause::None);
-    jit::write_in_background(cache, "child", {'c'});
     jit::flush_disk_cache_writes();
-    ::_exit(fs::exists(cache->entry_path("child")) ? 0 : 3);
+    ::_exit(jit::disk_cache_writes_in_progress() == 0 ? 0 : 3);
   }
   ASSERT_GT(child, 0);
   int status = -1;
