@@ -7,9 +7,10 @@
 // Contract:
 // - The entry stays readable while it waits: DiskCache::hold() keeps it and DiskCache::read()
 //   returns it, so a process that forgets its kernels loads them still (in memory or on disk).
-// - Entries are written in the order they were queued, each by DiskCache::write_held() (its
-//   stats, its failure handling: a folder that cannot be written turns writes off with one
-//   warning, from the writer's thread).
+// - Entries are taken in the order they were queued (a flush's thread may write one while the
+//   writer's thread writes the one before), each written by DiskCache::write_held() (its stats,
+//   its failure handling: a folder that cannot be written turns writes off with one warning,
+//   from whichever thread wrote).
 // - At process exit (std::atexit, registered when the thread starts) the queued entries are
 //   written before the process ends: a program whose first run is short still leaves its kernels
 //   for the next. A process that dies abnormally loses what was queued (a cache: the next run
@@ -31,8 +32,9 @@ namespace kiln::jit {
 void write_in_background(std::shared_ptr<DiskCache> cache, std::string material,
                          std::vector<char> payload);
 
-// Returns once every entry queued before the call is written (it writes queued entries on the
-// calling thread too). For a caller about to remove or replace a cache folder, tests, and exit.
+// Returns once the queue is empty and no write is in progress (entries queued meanwhile are
+// written too; the calling thread writes queued entries itself). For a caller about to remove
+// or replace a cache folder, tests, and exit.
 void flush_disk_cache_writes();
 
 // Tests: the background thread stops before taking an entry (BeforeTaking: the queue waits for
