@@ -168,6 +168,26 @@ TEST_F(JitDiskCacheTest, AnEntryWaitingForItsWriteIsReadFromMemory) {
   EXPECT_TRUE(fs::exists(cache->entry_path("second")));
 }
 
+// A writer that does not keep up (paused here) holds at most kMaxQueuedDiskWrites entries: the
+// render that finds the queue full writes its own entry (without the bound the file would wait
+// for the flush).
+TEST_F(JitDiskCacheTest, AFullQueueIsWrittenByTheCaller) {
+  const jit::DiskCacheFormat format{
+      {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "queued", "entry", "test cache"};
+  auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
+  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::BeforeTaking);
+  for (size_t i = 0; i < jit::kMaxQueuedDiskWrites; ++i)
+    jit::write_in_background(cache, "queued " + std::to_string(i), {'q'});
+  EXPECT_FALSE(fs::exists(cache->entry_path("queued 0")));
+  jit::write_in_background(cache, "one more", {'m'});
+  EXPECT_TRUE(fs::exists(cache->entry_path("one more"))) << "written by the caller";
+  EXPECT_FALSE(fs::exists(cache->entry_path("queued 0")));
+  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::None);
+  jit::flush_disk_cache_writes();
+  EXPECT_TRUE(fs::exists(cache->entry_path("queued 0")));
+  EXPECT_EQ(cache->stats().writes, jit::kMaxQueuedDiskWrites + 1);
+}
+
 // fork() while the writer's thread is in the middle of a write (held there by the test): that
 // write is the parent's, and the child's flush (as its exit's) must not wait for it: the fork
 // handlers give the child a writer of its own. Without them the child waits forever and is

@@ -102,7 +102,9 @@ void write_in_background(std::shared_ptr<DiskCache> cache, std::string material,
   if (!cache->hold(material, std::move(payload))) return;
   Writer& w = writer();
   std::unique_lock lock(w.mu);
-  if (!ensure_started(w)) {
+  // No thread, or a queue the thread is not keeping up with (a slow disk): the caller writes,
+  // so the entries held in memory stay bounded.
+  if (!ensure_started(w) || w.queue.size() >= kMaxQueuedDiskWrites) {
     lock.unlock();
     cache->write_held(material);
     return;

@@ -15,11 +15,14 @@
 //   written before the process ends: a program whose first run is short still leaves its kernels
 //   for the next. A process that dies abnormally loses what was queued (a cache: the next run
 //   compiles those kernels again).
-// - Where no thread can be started, the write happens on the caller's thread.
+// - Where no thread can be started, or kMaxQueuedDiskWrites entries already wait (the thread
+//   not keeping up: a slow disk), the write happens on the caller's thread: what is held in
+//   memory stays bounded.
 // - fork(): a child forked without exec keeps the queue (its own copy: the parent writes the
 //   same entries, and a rename makes the second write harmless) and starts a thread of its own
 //   at its next write; an entry the parent's thread was writing is left to the parent.
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +30,8 @@
 #include "jit/loop/disk_cache.h"
 
 namespace kiln::jit {
+
+inline constexpr size_t kMaxQueuedDiskWrites = 256;
 
 // Queues `payload` for `material` in `cache`; nothing when the cache's writes are off.
 void write_in_background(std::shared_ptr<DiskCache> cache, std::string material,
