@@ -105,6 +105,15 @@ void expect_loaded_not_rendered(const std::function<TensorList(int)>& program, i
   EXPECT_EQ(moved.loads, stored) << what;
 }
 
+// Pauses the background writer for a test and ends the pause however the test ends: a failed
+// assertion must not leave an entry held mid-write, which every later flush would wait for.
+struct WriterPaused {
+  explicit WriterPaused(jit::WriterPause p) { jit::pause_disk_cache_writer_for_testing(p); }
+  ~WriterPaused() { jit::pause_disk_cache_writer_for_testing(jit::WriterPause::None); }
+  WriterPaused(const WriterPaused&) = delete;
+  WriterPaused& operator=(const WriterPaused&) = delete;
+};
+
 class JitDiskCacheTest : public testing::JitRecordedTest<0> {
  protected:
   void SetUp() override {
@@ -175,14 +184,14 @@ TEST_F(JitDiskCacheTest, AFullQueueIsWrittenByTheCaller) {
   const jit::DiskCacheFormat format{
       {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "queued", "entry", "test cache"};
   auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
-  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::BeforeTaking);
+  std::optional<WriterPaused> paused(std::in_place, jit::WriterPause::BeforeTaking);
   for (size_t i = 0; i < jit::kMaxQueuedDiskWrites; ++i)
     jit::write_in_background(cache, "queued " + std::to_string(i), {'q'});
   EXPECT_FALSE(fs::exists(cache->entry_path("queued 0")));
   jit::write_in_background(cache, "one more", {'m'});
   EXPECT_TRUE(fs::exists(cache->entry_path("one more"))) << "written by the caller";
   EXPECT_FALSE(fs::exists(cache->entry_path("queued 0")));
-  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::None);
+  paused.reset();
   jit::flush_disk_cache_writes();
   EXPECT_TRUE(fs::exists(cache->entry_path("queued 0")));
   EXPECT_EQ(cache->stats().writes, jit::kMaxQueuedDiskWrites + 1);
@@ -197,7 +206,7 @@ TEST_F(JitDiskCacheTest, AChildForkedDuringAWriteDoesNotWaitForIt) {
   const jit::DiskCacheFormat format{
       {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "forked", "entry", "test cache"};
   auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
-  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::AfterTaking);
+  std::optional<WriterPaused> paused(std::in_place, jit::WriterPause::AfterTaking);
   jit::write_in_background(cache, "parent", {'p'});
   for (int i = 0; i < 2000 && jit::disk_cache_writes_in_progress() == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -218,7 +227,7 @@ TEST_F(JitDiskCacheTest, AChildForkedDuringAWriteDoesNotWaitForIt) {
     ::kill(child, SIGKILL);
     ::waitpid(child, &status, 0);
   }
-  jit::pause_disk_cache_writer_for_testing(jit::WriterPause::None);
+  paused.reset();
   jit::flush_disk_cache_writes();
   EXPECT_TRUE(exited) << "the child waited for the parent's write";
   EXPECT_TRUE(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
