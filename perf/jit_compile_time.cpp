@@ -7,18 +7,22 @@
 // every loaded object's code from the caches (clflush) before a render changed nothing against
 // "cold", while the eager work raised renders 1-3x over it; kiln-perf's in-situ renders are
 // slower still (a job's first render 3-5x "cold"), so "other" approaches, not reproduces, them.
+// An "idle" render follows 50 ms of sleep: measured 2026-12-03 evening, an idle of 10 ms or more
+// made renders 2-3x slower than warm ones, as slow as after the 256 MiB stream or slower (the
+// core's caches and predictors lost while the vCPU idles), 0.1-1 ms changed nothing.
 // Kernels: gelu's (tanh form out of primitives, Float32, as the planner fuses
 // perf/workloads/gelu.cpp) in its contiguous and streaming variants, a short add-mul chain,
 // softmax's and layer_norm's row kernels, a pow, a random draw, sin + cos (a call in the body)
 // and an integer pow (a loop in the body). Prints median and worst per kernel and state.
-// Usage: kiln-jit-compile [renders] [warm|cold|other|all] [auto|compiler|assembler] (default 40
-// per kernel and state, all states, the target's own choice of emitter: render.h RenderPath;
-// the `path` column says which emitter rendered the kernels)
+// Usage: kiln-jit-compile [renders] [warm|cold|other|idle|all] [auto|compiler|assembler] (default
+// 40 per kernel and state, all states, the target's own choice of emitter: render.h RenderPath; the
+// `path` column says which emitter rendered the kernels)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "jit/cpu/cpu_isa.h"
@@ -78,9 +82,12 @@ int main(int argc, char** argv) {
         Case{"pow", sample_kernels::pow, false}, Case{"rand", sample_kernels::rand, false},
         Case{"sin + cos", sample_kernels::sin_cos, false},
         Case{"int pow", sample_kernels::int_pow, false}}) {
-    for (int state : {0, 1, 2}) {
-      const bool cold = state > 0;
-      const char* state_name = state == 0 ? "warm" : state == 1 ? "cold" : "other";
+    for (int state : {0, 1, 2, 3}) {
+      const bool cold = state == 1 || state == 2;
+      const char* state_name = state == 0   ? "warm"
+                               : state == 1 ? "cold"
+                               : state == 2 ? "other"
+                                            : "idle";
       if (!only.empty() && only != state_name) continue;
       std::vector<double> us;
       size_t bytes = 0;
@@ -93,6 +100,7 @@ int main(int argc, char** argv) {
         KernelVariant v{isa, all_contiguous(k), c.streaming, unroll};
         if (cold) stream(big);
         if (state == 2) other_code();
+        if (state == 3) std::this_thread::sleep_for(std::chrono::milliseconds(50));
         const auto t0 = std::chrono::steady_clock::now();
         RenderedKernel r = render_cpu_kernel(rt, k, v, false, path);
         assembled = assembled && r.assembler;
