@@ -20,6 +20,7 @@
 #include "tracer/graph_hash.h"
 #include "tracer/graph_printer.h"
 #include "tracer/interpreter.h"
+#include "tracer/region_cache.h"
 
 using namespace kiln;
 using namespace kiln::tracer;
@@ -416,6 +417,29 @@ TEST(GraphHash, SameGraphBuiltTwiceIsEqual) {
   }
   EXPECT_NE(graph_hash(add_sum_graph(), HashMode::Exact),
             graph_hash(add_sum_graph(), HashMode::Shapeless));
+}
+
+// RegionCache::lookup_or_adopt: a miss makes a region that takes the graph (the caller's is left
+// empty and graph_to_run gives the region's, equal to what the caller had); a hit leaves the
+// caller's graph as it was and graph_to_run gives it back (its scalars are the recording's).
+TEST(RegionCacheAdopt, AMissTakesTheGraphAHitLeavesIt) {
+  RegionCache::instance().clear();
+  const std::vector<int32_t> aliasing{-1, -1};
+  Graph first = add_sum_graph({8, 16}, {16});
+  const CacheLookup made = RegionCache::instance().lookup_or_adopt(first, aliasing);
+  ASSERT_NE(made.region, nullptr);
+  EXPECT_FALSE(made.hit);
+  EXPECT_TRUE(first.nodes.empty() && first.inputs.empty()) << "taken, not copied";
+  EXPECT_EQ(&graph_to_run(made, first), &made.region->graph);
+  EXPECT_TRUE(
+      structurally_equal(made.region->graph, add_sum_graph({8, 16}, {16}), HashMode::Exact));
+  Graph again = add_sum_graph({8, 16}, {16});
+  const CacheLookup found = RegionCache::instance().lookup_or_adopt(again, aliasing);
+  EXPECT_TRUE(found.hit);
+  EXPECT_EQ(found.region, made.region);
+  EXPECT_EQ(again.nodes.size(), 2u) << "a hit keeps the caller's graph";
+  EXPECT_EQ(&graph_to_run(found, again), &again);
+  RegionCache::instance().clear();
 }
 
 TEST(GraphHash, ValueNumberingDoesNotMatter) {

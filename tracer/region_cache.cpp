@@ -154,6 +154,15 @@ RegionCache& RegionCache::instance() {
 }
 
 CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasing) {
+  return find_or_make(g, aliasing, nullptr);
+}
+
+CacheLookup RegionCache::lookup_or_adopt(Graph& g, std::span<const int32_t> aliasing) {
+  return find_or_make(g, aliasing, &g);
+}
+
+CacheLookup RegionCache::find_or_make(const Graph& g, std::span<const int32_t> aliasing,
+                                      Graph* adopt) {
   std::vector<uint64_t> words;  // a reused buffer (scratch_; a new region keeps a copy)
   {
     std::lock_guard lock(mu_);
@@ -214,9 +223,10 @@ CacheLookup RegionCache::lookup(const Graph& g, std::span<const int32_t> aliasin
   if (!family) family = std::make_unique<RegionFamily>();
   if (over_limit(*family)) return {};
   ++family->compiles;
+  // Adopting leaves `g` empty: nothing below reads it.
   bucket.push_back(std::make_shared<CachedRegion>(
-      key, g, std::vector<uint64_t>(words), std::vector<int32_t>(aliasing.begin(), aliasing.end()),
-      family.get()));
+      key, adopt != nullptr ? std::move(*adopt) : Graph(g), std::vector<uint64_t>(words),
+      std::vector<int32_t>(aliasing.begin(), aliasing.end()), family.get()));
   const std::shared_ptr<CachedRegion>& r = bucket.back();
   family->variants.push_back(r.get());
   order_.push_back(r.get());

@@ -90,12 +90,22 @@ struct CacheCounters {
   int64_t repeats = 0;  // hits found by following the last flush, without a lookup
 };
 
+// The graph a caller of lookup_or_adopt() runs: the region's when the lookup made it (it took
+// `g`), else `g` (a hit keeps the recording's own scalars; a null region is uncached).
+inline const Graph& graph_to_run(const CacheLookup& found, const Graph& g) {
+  return found.region != nullptr && !found.hit ? found.region->graph : g;
+}
+
 class RegionCache {
  public:
   static RegionCache& instance();
 
   // `aliasing[i]`: the index of the first earlier input sharing input i's storage, or -1.
   CacheLookup lookup(const Graph& g, std::span<const int32_t> aliasing);
+  // As lookup(), but a region made by this lookup (a miss) takes `g`'s contents instead of a
+  // copy, leaving `g` empty: the caller runs `graph_to_run(found, g)`. A copy of a large graph
+  // (compile_layers' outer graph at 48 layers: ~480 inputs) cost page faults on every first call.
+  CacheLookup lookup_or_adopt(Graph& g, std::span<const int32_t> aliasing);
 
   // Counts a hit on `r` found without a lookup (a segment recognised a repeat of its last flush,
   // tracer/flush_memo.h).
@@ -110,6 +120,9 @@ class RegionCache {
   void clear();
 
  private:
+  // lookup()'s work; a new region takes *adopt's contents when adopt is set (it is &g).
+  CacheLookup find_or_make(const Graph& g, std::span<const int32_t> aliasing, Graph* adopt);
+
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<CachedRegion>>> by_key_;
   std::unordered_map<uint64_t, std::unique_ptr<RegionFamily>> families_;

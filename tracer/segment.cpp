@@ -533,8 +533,9 @@ void Segment::flush_locked(SyncReason reason) {
     if (bodies) {  // never followed (FlushMemo::remember): no copy of the graph to remember
       CanonicalGraph cg = canonicalize(graph_);
       graph_args(cg, args, aliasing);
-      return run_cached_region(RegionCache::instance().lookup(cg.graph, aliasing), cg.graph, args,
-                               destinations);
+      // A new region takes the canonical graph instead of a copy of it.
+      const CacheLookup found = RegionCache::instance().lookup_or_adopt(cg.graph, aliasing);
+      return run_cached_region(found, graph_to_run(found, cg.graph), args, destinations);
     }
     Graph raw = graph_;  // canonicalize moves the nodes out
     CanonicalGraph cg = canonicalize(graph_);
