@@ -172,9 +172,10 @@ bool DiskCache::write_held(const std::string& material) {
     payload = it->second;  // kept held while it is written: a read finds it in one place or both
   }
   const bool ok = write(material, payload);
+  // A second hold() of the material meanwhile held the same bytes (a rendering is determined by
+  // its key): the file has them, and that hold's own write_held finds nothing to do.
   std::lock_guard lock(mu_);
-  // Unless a later hold() replaced it (its own write_held follows).
-  if (auto it = held_.find(material); it != held_.end() && it->second == payload) held_.erase(it);
+  held_.erase(material);
   return ok;
 }
 

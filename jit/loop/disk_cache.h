@@ -55,7 +55,7 @@ class DiskCache {
   // writer: disk_cache_writer.h); read() finds it meanwhile. False when the writes are off.
   bool hold(std::string material, std::vector<char> payload);
   // Writes what hold() kept for `material` and forgets it: write()'s result (false when nothing
-  // is held for it).
+  // is held for it, as when an earlier write_held of the same material wrote it).
   bool write_held(const std::string& material);
 
   // Where `material`'s entry lives ("" when there is no folder).

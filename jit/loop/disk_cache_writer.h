@@ -2,7 +2,8 @@
 // folder, a temporary file, rename: jit/loop/disk_cache.h) cost 30-250 µs per kernel in
 // kiln-perf on the 2-core Zen 5 VM (2026-12-03), as much as rendering the kernel, and it ran
 // inside the first call that rendered it. The renderer hands the entry to one background thread
-// of the process instead, and goes on.
+// of the process instead, and goes on. (Not the planning thread, tracer::run_in_background: its
+// exit drops the jobs not started, and the writes would wait behind plans.)
 //
 // Contract:
 // - The entry stays readable while it waits: DiskCache::hold() keeps it and DiskCache::read()
