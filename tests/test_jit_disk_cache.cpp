@@ -125,6 +125,21 @@ class JitDiskCacheTest : public testing::JitRecordedTest<0> {
     jit::set_cpu_kernel_disk_root("");
   }
   std::string folder() const { return dir_.path() + "/cpu/" + jit::renderer_fingerprint(); }
+  // A generic cache of the test's own (the writer's tests), in the folder `name`.
+  std::shared_ptr<jit::DiskCache> test_cache(const char* name) const {
+    const jit::DiskCacheFormat format{
+        {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, name, "entry", "test cache"};
+    return std::make_shared<jit::DiskCache>(dir_.path(), format);
+  }
+  // Runs the one test `filter` in a child process with the JIT, the disk cache in this test's
+  // folder and the Assembler path on, and `flag`=1 (the variable the child test waits for).
+  testing::SelfChildResult run_child(const std::string& flag, const std::string& filter) const {
+    return testing::run_self_as_child(flag +
+                                          "=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 "
+                                          "KILN_JIT_ASSEMBLER=1 KILN_CACHE_DIR='" +
+                                          dir_.path() + "'",
+                                      filter);
+  }
 
   testing::TempDir dir_;
   testing::ConfigOverride<bool> on_{config().jit_disk_cache, true};
@@ -157,9 +172,7 @@ TEST_F(JitDiskCacheTest, RenderedKernelsAreLoadedByALaterRun) {
 // loads them still. (Without the held copy read() misses and this fails; without write_held
 // the file never appears.)
 TEST_F(JitDiskCacheTest, AnEntryWaitingForItsWriteIsReadFromMemory) {
-  const jit::DiskCacheFormat format{
-      {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "held", "entry", "test cache"};
-  auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
+  auto cache = test_cache("held");
   const std::string material = "key material";
   const std::vector<char> payload{'c', 'o', 'd', 'e'};
   ASSERT_TRUE(cache->hold(material, payload));
@@ -181,9 +194,7 @@ TEST_F(JitDiskCacheTest, AnEntryWaitingForItsWriteIsReadFromMemory) {
 // render that finds the queue full writes its own entry (without the bound the file would wait
 // for the flush).
 TEST_F(JitDiskCacheTest, AFullQueueIsWrittenByTheCaller) {
-  const jit::DiskCacheFormat format{
-      {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "queued", "entry", "test cache"};
-  auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
+  auto cache = test_cache("queued");
   std::optional<WriterPaused> paused(std::in_place, jit::WriterPause::BeforeTaking);
   for (size_t i = 0; i < jit::kMaxQueuedDiskWrites; ++i)
     jit::write_in_background(cache, "queued " + std::to_string(i), {'q'});
@@ -203,9 +214,7 @@ TEST_F(JitDiskCacheTest, AFullQueueIsWrittenByTheCaller) {
 // killed: a failure. (The child starts no thread: ThreadSanitizer refuses threads after a fork
 // of a threaded process.) The parent's entry lands once its thread goes on.
 TEST_F(JitDiskCacheTest, AChildForkedDuringAWriteDoesNotWaitForIt) {
-  const jit::DiskCacheFormat format{
-      {'K', 'T', 'E', 'S', 'T', 0, 0, 0}, 1, "forked", "entry", "test cache"};
-  auto cache = std::make_shared<jit::DiskCache>(dir_.path(), format);
+  auto cache = test_cache("forked");
   std::optional<WriterPaused> paused(std::in_place, jit::WriterPause::AfterTaking);
   jit::write_in_background(cache, "parent", {'p'});
   for (int i = 0; i < 2000 && jit::disk_cache_writes_in_progress() == 0; ++i)
@@ -250,11 +259,8 @@ TEST_F(JitDiskCacheExitChild, RendersAndExits) {
 }
 
 TEST_F(JitDiskCacheTest, AProcessThatExitsRightAwayLeavesItsKernels) {
-  const testing::SelfChildResult child = testing::run_self_as_child(
-      "KILN_TEST_DISK_CACHE_EXIT_CHILD=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 KILN_JIT_ASSEMBLER=1 "
-      "KILN_CACHE_DIR='" +
-          dir_.path() + "'",
-      "JitDiskCacheExitChild.RendersAndExits");
+  const testing::SelfChildResult child =
+      run_child("KILN_TEST_DISK_CACHE_EXIT_CHILD", "JitDiskCacheExitChild.RendersAndExits");
   ASSERT_EQ(child.status, 0) << child.command;
   ASSERT_EQ(child.completed, 1) << child.command;
   EXPECT_EQ(files_in(folder()), 8) << "the exit wrote every queued entry";
@@ -279,11 +285,8 @@ TEST_F(JitDiskCacheTest, AnotherProcessLoadsTheKernelsAtOtherAddresses) {
   testing::expect_iterations_match([&](int) { return child_program(x); }, 2, "parent");
   jit::flush_disk_cache_writes();
   ASSERT_GT(files_in(folder()), 0);
-  const testing::SelfChildResult child = testing::run_self_as_child(
-      "KILN_TEST_DISK_CACHE_CHILD=1 KILN_JIT=1 KILN_JIT_DISK_CACHE=1 KILN_JIT_ASSEMBLER=1 "
-      "KILN_CACHE_DIR='" +
-          dir_.path() + "'",
-      "JitDiskCacheChild.LoadsWithoutRendering");
+  const testing::SelfChildResult child =
+      run_child("KILN_TEST_DISK_CACHE_CHILD", "JitDiskCacheChild.LoadsWithoutRendering");
   EXPECT_EQ(child.status, 0) << child.command;
   EXPECT_EQ(child.completed, 1) << child.command;
 }
