@@ -31,7 +31,7 @@ target_include_directories(kiln PUBLIC
 # OpenBLAS is loaded with dlopen on the first BLAS call, never linked (ops/cpu/openblas_library.h:
 # kiln picks its kernels first); only its header, and its library's path as a fallback name.
 target_link_libraries(kiln PUBLIC fmt::fmt spdlog::spdlog TBB::tbb TBB::tbbmalloc PRIVATE asmjit::asmjit
-                      ${CMAKE_DL_LIBS})
+                      kiln_xsmm ${CMAKE_DL_LIBS})
 target_include_directories(kiln SYSTEM PRIVATE ${OpenBLAS_INCLUDE_DIRS})
 set_source_files_properties(${PROJECT_SOURCE_DIR}/ops/cpu/openblas_library.cpp PROPERTIES
                             COMPILE_DEFINITIONS "KILN_OPENBLAS_LIBRARY=\"${KILN_OPENBLAS_LIBRARY}\"")

@@ -223,6 +223,11 @@ void matmul_eager(const OpCall& c, const Tensor& out) {
             parallel_for(0, batches, std::max<int64_t>(1, grain), gemm);
             return;
           }
+          if constexpr (std::is_same_v<T, float>) {
+            for (int64_t i = 0; i < batches; ++i)
+              blas::gemm_threaded(la, lb, M, N, K, A + off.a[i], B + off.b[i], C + i * M * N);
+            return;
+          }
           blas::set_threads(blas::threads_for(M, N, K));
           gemm(0, batches);
           return;

@@ -79,6 +79,11 @@ Config config_from_env() {
       fail("KILN_JIT_STREAMING={}: expected auto, on or off", s);
     c.jit_streaming = s;
   }
+  if (auto v = env("KILN_GEMM")) {
+    const std::string s = v;
+    if (s != "auto" && s != "openblas") fail("KILN_GEMM={}: expected auto or openblas", s);
+    c.gemm = s;
+  }
   if (auto v = env("KILN_DEVICE")) c.default_device = parse_device("KILN_DEVICE", v);
   if (auto v = env("KILN_NUM_THREADS")) c.num_threads = parse_int("KILN_NUM_THREADS", v, 0, 4096);
   if (auto v = env("KILN_HUGE_PAGES")) c.huge_pages = parse_bool("KILN_HUGE_PAGES", v);

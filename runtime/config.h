@@ -34,6 +34,8 @@ struct Config {
   std::string jit_streaming = "auto";   // KILN_JIT_STREAMING: auto | on | off: non-temporal stores
                                         // for large outputs of CPU JIT kernels and eager pointwise
                                         // ops (ops/cpu/store_choice.h)
+  std::string gemm = "auto";  // KILN_GEMM: auto (float32 products on libxsmm where it generates
+                              // code, else OpenBLAS) | openblas (ops/cpu/xsmm_gemm.h)
   Device default_device = Device::cpu();  // KILN_DEVICE: cpu | cuda | cuda:N
   Relaxed<int> num_threads = 0;           // KILN_NUM_THREADS: cap for TBB and BLAS; 0 = all cores
   Relaxed<bool> huge_pages = true;        // KILN_HUGE_PAGES: big CPU blocks on 2 MiB pages

@@ -29,7 +29,8 @@ const char* const kVars[] = {"KILN_JIT",
                              "KILN_HUGE_PAGES",
                              "KILN_GATHER_BLOCK_MIN_KIB",
                              "KILN_JIT_BATCH_PRODUCTS",
-                             "KILN_JIT_DISK_CACHE"};
+                             "KILN_JIT_DISK_CACHE",
+                             "KILN_GEMM"};
 
 // Sets the variables for one scope and restores their previous values after.
 class EnvGuard {
@@ -102,6 +103,8 @@ TEST(Config, DefaultsAndGoodValues) {
   EXPECT_EQ(d.jit_streaming, "auto");
   EXPECT_EQ(with("KILN_JIT_STREAMING", "off").jit_streaming, "off");
   EXPECT_EQ(with("KILN_JIT_STREAMING", "on").jit_streaming, "on");
+  EXPECT_EQ(d.gemm, "auto");
+  EXPECT_EQ(with("KILN_GEMM", "openblas").gemm, "openblas");
   EXPECT_EQ(with("KILN_NUM_THREADS", "3").num_threads, 3);
   EXPECT_EQ(with("KILN_NUM_THREADS", "0").num_threads, 0);  // 0 = all cores, as documented
   EXPECT_TRUE(with("KILN_DEVICE", "cuda").default_device.is_cuda());
@@ -128,6 +131,7 @@ TEST(Config, BadValuesNameTheVariableAndTheAcceptedValues) {
   expect_bad("KILN_JIT_UNROLL", "5", {"integer", "[0,"});
   expect_bad("KILN_GATHER_BLOCK_MIN_KIB", "-1", {"integer", "[0,"});
   expect_bad("KILN_JIT_STREAMING", "1", {"KILN_JIT_STREAMING", "auto", "on", "off"});
+  expect_bad("KILN_GEMM", "mkl", {"KILN_GEMM", "auto", "openblas"});
   expect_bad("KILN_NUM_THREADS", "-2", {"integer", "[0,"});
   expect_bad("KILN_NUM_THREADS", "many", {"integer"});
   expect_bad("KILN_NUM_THREADS", "99999999999", {"integer"});

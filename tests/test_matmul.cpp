@@ -258,6 +258,9 @@ TEST(Matmul, BlasThreadsFollowSizeAndKilnConfig) {
   kiln::sync();
   const bool saved_jit = config().jit;
   config().jit = false;
+  // OpenBLAS's threads (float32 products on libxsmm run on kiln's: tests/test_xsmm_gemm.cpp).
+  const std::string saved_gemm = config().gemm;
+  config().gemm = "openblas";
   auto run = [](int64_t n, DType dt, int64_t batch = 0) {
     const Shape s = batch ? Shape{batch, n, n} : Shape{n, n};
     (void)matmul(make_operand(s, dt, 1), make_operand(s, dt, 2)).sum().to(kFloat64).item<double>();
@@ -276,6 +279,7 @@ TEST(Matmul, BlasThreadsFollowSizeAndKilnConfig) {
   EXPECT_EQ(run(64, kFloat32), 1);
   set_num_threads(saved);
   config().jit = saved_jit;
+  config().gemm = saved_gemm;
 }
 
 // Shapes around the blocking and thread thresholds, each operand contiguous, transposed, with a

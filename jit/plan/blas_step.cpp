@@ -99,7 +99,7 @@ size_t JitPlan::run_blas(Frame& f, size_t s) {
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t r0 = blas::block_begin(split, i), r1 = blas::block_begin(split, i + 1);
       blas::gemm_rows(split, a.impl(), b.impl(), f.values[n.output].impl(), r0, r1);
-      if (!blocked) continue;
+      if (!blocked || r0 == r1) continue;
       LaunchArgs rows = kl.la;  // the same launch over rows [r0, r1)
       rows.sizes[0] = r1 - r0;
       for (size_t o = 0; o < rows.ptrs.size(); ++o) rows.ptrs[o] += r0 * rows.strides[o][0];

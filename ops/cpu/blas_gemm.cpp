@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ops/cpu/openblas_library.h"
+#include "ops/cpu/xsmm_gemm.h"
 #include "runtime/config.h"
 #include "runtime/parallel.h"
 
@@ -65,6 +66,7 @@ Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
 template <class T>
 void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
           const T* B, T* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;  // an empty block of a split (split_point)
   if (ldc == 0) ldc = N;
   const OpenBlas& ob = openblas();
   const BlasTranspose ta = la.trans ? kTrans : kNoTrans;
@@ -94,6 +96,7 @@ void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, c
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
+    if (xsmm_gemm(la, lb, M, N, K, A, B, C, ldc)) return;
     ob.sgemm(kRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, A, int(la.ld), B, int(lb.ld), 0.0f, C,
              int(ldc));
   } else {
@@ -122,14 +125,44 @@ WholeGemm plan_whole_gemm(const TensorImpl* a, const TensorImpl* b, DType out_dt
   return g;
 }
 
+void gemm_threaded(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K,
+                   const float* A, const float* B, float* C) {
+  const int threads = threads_for(M, N, K);
+  if (threads < 2 || M < 2 || !xsmm_enabled()) {
+    set_threads(threads);
+    gemm<float>(la, lb, M, N, K, A, B, C);
+    return;
+  }
+  // libxsmm's kernels run on the calling thread: the product in blocks over kiln's threads, whole
+  // panels of columns each where there are enough, else rows too (ops/cpu/xsmm_gemm.h: the bits
+  // of one call either way).
+  const int64_t panels = (N + kPanelCols - 1) / kPanelCols;
+  const int64_t col_blocks = std::min<int64_t>(threads, panels);
+  const int64_t row_blocks = std::min<int64_t>(std::max<int64_t>(1, threads / col_blocks), M);
+  set_threads(1);
+  parallel_for(0, col_blocks * row_blocks, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t c = i % col_blocks, r = i / col_blocks;
+      const int64_t c0 = panels * c / col_blocks * kPanelCols;
+      const int64_t c1 = std::min(N, panels * (c + 1) / col_blocks * kPanelCols);
+      const int64_t r0 = split_point(M, r, row_blocks, kBlockRows);
+      const int64_t r1 = split_point(M, r + 1, row_blocks, kBlockRows);
+      if (c0 >= c1 || r0 >= r1) continue;
+      gemm<float>(la, lb, r1 - r0, c1 - c0, K, A + (la.trans ? r0 : r0 * la.ld),
+                  B + (lb.trans ? c0 * lb.ld : c0), C + r0 * N + c0, N);
+    }
+  });
+}
+
 void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
+  if (out->dtype() == DType::Float32) {
+    gemm_threaded(g.la, g.lb, g.M, g.N, g.K, static_cast<const float*>(a->data()),
+                  static_cast<const float*>(b->data()), static_cast<float*>(out->data()));
+    return;
+  }
   set_threads(threads_for(g.M, g.N, g.K));
-  if (out->dtype() == DType::Float32)
-    gemm<float>(g.la, g.lb, g.M, g.N, g.K, static_cast<const float*>(a->data()),
-                static_cast<const float*>(b->data()), static_cast<float*>(out->data()));
-  else
-    gemm<double>(g.la, g.lb, g.M, g.N, g.K, static_cast<const double*>(a->data()),
-                 static_cast<const double*>(b->data()), static_cast<double*>(out->data()));
+  gemm<double>(g.la, g.lb, g.M, g.N, g.K, static_cast<const double*>(a->data()),
+               static_cast<const double*>(b->data()), static_cast<double*>(out->data()));
 }
 
 RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
@@ -211,7 +244,8 @@ void Split2d::block(int64_t i, const float* A, const float* B, float* C) const {
     gemm_row_range(rows, A, B, C, block_begin(rows, i), block_begin(rows, i + 1));
     return;
   }
-  const int64_t c0 = cols.N * i / cols.blocks, c1 = cols.N * (i + 1) / cols.blocks;
+  const int64_t c0 = split_point(cols.N, i, cols.blocks, kPanelCols);
+  const int64_t c1 = split_point(cols.N, i + 1, cols.blocks, kPanelCols);
   // Column c of op(B): element offset c as stored, or c * ld for a transposed B (row c).
   gemm<float>(cols.la, cols.lb, cols.M, c1 - c0, cols.K, A,
               B + (cols.lb.trans ? c0 * cols.lb.ld : c0), C + c0, cols.N);

@@ -1,22 +1,25 @@
 // The float GEMM path behind eager matmul (ops/matmul.cpp) and the JIT's BLAS steps
 // (jit/plan/blas_step.h): how an operand's strides become a BLAS transpose flag and leading
-// dim (a transposed view or a slice is never copied), OpenBLAS's per-call thread count, and a
-// 2-D product split into row blocks over kiln's threads.
+// dim (a transposed view or a slice is never copied), the thread count per call, and a 2-D
+// product split into row blocks over kiln's threads. Float32 products run on libxsmm's kernels
+// where it generates code (ops/cpu/xsmm_gemm.h), everything else on OpenBLAS.
 //
 // Row blocks: rows [r0, r1) of C = A @ B are the product of A's rows [r0, r1) with all of B, one
-// single-threaded sgemm per block, the blocks over kiln's threads. Eager matmul and the JIT's
+// single-threaded call per block, the blocks over kiln's threads. Eager matmul and the JIT's
 // BLAS steps split alike (same blocks, same calls), so they give the same bits on every CPU.
-// Whether the blocks give the bits of one whole-product call depends on OpenBLAS's kernels for
-// the CPU: on the development machines (0.3.21, Cooperlake kernels) they do when every block
-// holds at least kGemmSplitMinMnk multiply-adds (below that OpenBLAS takes its small-matrix
-// path), on the GPU machine's CPU they do not always; nothing relies on it. Float64 products
-// are never split (dgemm blocks differed from one call at every size here). Row blocks are for
-// machines of 2 or 3 kiln threads: from kWholeCallMinThreads on, one call on OpenBLAS's own
-// threads is faster (ops/cpu/blas_gemm.cpp), and plan_row_split makes no blocks; a small
-// product is split into column blocks there instead (plan_col_split, below). Either way the
-// bits may follow the thread count (OpenBLAS's threaded 256x1024x784 differs from one thread's on
-// the GPU machine's CPU), never the mode: eager and the JIT make the same calls.
+// On libxsmm, blocks (rows or columns, split_point) give the bits of one call. On OpenBLAS that
+// depends on its kernels for the CPU: on the development machines (0.3.21, Cooperlake kernels)
+// they do when every block holds at least kGemmSplitMinMnk multiply-adds (below that OpenBLAS
+// takes its small-matrix path), on the GPU machine's CPU they do not always; nothing relies on
+// it. Float64 products are never split (dgemm blocks differed from one call at every size here).
+// Row blocks are for machines of 2 or 3 kiln threads: from kWholeCallMinThreads on, one call
+// with threads_for's threads is faster (ops/cpu/blas_gemm.cpp: OpenBLAS's own, or blocks of
+// libxsmm's over kiln's: gemm_threaded), and plan_row_split makes no blocks; a small product is
+// split into column blocks there instead (plan_col_split, below). On OpenBLAS the bits may
+// follow the thread count (its threaded 256x1024x784 differs from one thread's on the GPU
+// machine's CPU), never the mode: eager and the JIT make the same calls.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "runtime/tensor.h"
@@ -57,6 +60,12 @@ template <class T>
 void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
           const T* B, T* C, int64_t ldc = 0);
 
+// C [M, N] (row-major, leading dim N) = op(A) @ op(B), Float32, with threads_for's threads: one
+// OpenBLAS call on that many of its threads, or, where libxsmm computes float32 products
+// (ops/cpu/xsmm_gemm.h), blocks of C over as many of kiln's threads.
+void gemm_threaded(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K,
+                   const float* A, const float* B, float* C);
+
 // A 2-D product out = a @ b (Float32 or Float64 alike, out row-major [M, N]) that BLAS takes
 // without copies, as one call with threads_for's OpenBLAS threads: eager matmul's path for a 2-D
 // product it does not split into row blocks, so a caller that runs it gets eager's bits. ok false
@@ -82,8 +91,21 @@ RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtyp
 // Rows [r0, r1) of the split product (one OpenBLAS thread: call set_threads(1) first).
 void gemm_rows(const RowSplit& s, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
                int64_t r0, int64_t r1);
-// Row block i of n: [M * i / n, M * (i + 1) / n).
-inline int64_t block_begin(const RowSplit& s, int64_t i) { return s.M * i / s.blocks; }
+// libxsmm's blocking (ops/cpu/xsmm_gemm.h): C's rows per kernel call, columns per packed panel.
+inline constexpr int64_t kBlockRows = 32;
+inline constexpr int64_t kPanelCols = 32;
+
+// Where block i of `blocks` over [0, total) begins: total * i / blocks rounded to the nearest
+// multiple of `unit` (total for i = blocks). Splits of a product fall on libxsmm's blocks of rows
+// and panels of columns (ops/cpu/xsmm_gemm.h), so that every element of C is computed by the same
+// kernel as in one call: the bits do not follow the thread count. A block may be empty.
+inline int64_t split_point(int64_t total, int64_t i, int64_t blocks, int64_t unit) {
+  return i >= blocks ? total : std::min(total, (total * i / blocks + unit / 2) / unit * unit);
+}
+// Row block i of n: [split_point(M, i, n, kBlockRows), split_point(M, i + 1, n, kBlockRows)).
+inline int64_t block_begin(const RowSplit& s, int64_t i) {
+  return split_point(s.M, i, s.blocks, kBlockRows);
+}
 
 // Column blocks: a small 2-D Float32 product on kWholeCallMinThreads or more kiln threads is
 // split into blocks of C's columns over kiln's threads, one single-threaded sgemm each (its

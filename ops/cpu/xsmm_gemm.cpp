@@ -1,0 +1,135 @@
+#include "ops/cpu/xsmm_gemm.h"
+
+#include <libxsmm.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "runtime/config.h"
+#include "runtime/logging.h"
+
+namespace kiln::blas {
+namespace {
+
+// One panel of op(B) ([K, width] floats), per thread, kept for the thread's next product.
+struct PanelBuffer {
+  struct Free {
+    void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  std::unique_ptr<float[], Free> data;
+  int64_t capacity = 0;
+
+  float* get(int64_t floats) {
+    if (floats > capacity) {
+      data.reset(static_cast<float*>(
+          ::operator new[](size_t(floats) * sizeof(float), std::align_val_t{64})));
+      capacity = floats;
+    }
+    return data.get();
+  }
+};
+
+// Whether libxsmm generates code here: a probe kernel (libxsmm's own cache keeps it).
+bool libxsmm_generates() {
+  static const bool ok = [] {
+    libxsmm_init();
+    const libxsmm_blasint m = kPanelCols, n = kBlockRows, k = 64;
+    const float alpha = 1, beta = 0;
+    const int flags = LIBXSMM_GEMM_FLAGS('N', 'N'), prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+    const bool generated =
+        libxsmm_smmdispatch(m, n, k, &m, &k, &m, &alpha, &beta, &flags, &prefetch) != nullptr;
+    if (!generated)
+      KILN_WARN(Ops, "libxsmm generates no float32 kernels on this CPU ({}): matmul uses OpenBLAS",
+                libxsmm_get_target_arch());
+    return generated;
+  }();
+  return ok;
+}
+
+// The kernels of one product: [tail panel][tail rows][tail depth][accumulate].
+class Kernels {
+ public:
+  Kernels(const Layout& la, int64_t ldc) : la_(la), ldc_(ldc) {}
+
+  libxsmm_smmfunction get(int64_t width, int64_t rows, int64_t depth, bool accumulate) {
+    const int i = (width != kPanelCols) * 8 + (rows != kBlockRows) * 4 +
+                  (depth != kDepthBlock) * 2 + accumulate;
+    if (!tried_[i]) {
+      tried_[i] = true;
+      const libxsmm_blasint m = libxsmm_blasint(width), n = libxsmm_blasint(rows),
+                            k = libxsmm_blasint(depth);
+      const libxsmm_blasint lda = m, ldb = libxsmm_blasint(la_.ld), ldc = libxsmm_blasint(ldc_);
+      const float alpha = 1, beta = accumulate ? 1.0f : 0.0f;
+      // The kernel is column-major: C^T [N, M] = op(B)^T [N, K] @ op(A)^T [K, M], op(B)^T
+      // being the packed panel; a transposed A is the kernel's transposed second operand.
+      const int flags = LIBXSMM_GEMM_FLAGS('N', la_.trans ? 'T' : 'N');
+      const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+      fn_[i] = libxsmm_smmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, &prefetch);
+    }
+    return fn_[i];
+  }
+
+ private:
+  Layout la_;
+  int64_t ldc_;
+  bool tried_[16] = {};
+  libxsmm_smmfunction fn_[16] = {};
+};
+
+// Packs op(B)'s columns [n0, n0 + width) as [K, width].
+void pack_panel(const Layout& lb, const float* B, int64_t K, int64_t n0, int64_t width,
+                float* dst) {
+  if (!lb.trans) {  // op(B)(k, n) at B[k * ld + n]
+    for (int64_t k = 0; k < K; ++k)
+      std::memcpy(dst + k * width, B + k * lb.ld + n0, size_t(width) * sizeof(float));
+    return;
+  }
+  // op(B)(k, n) at B[n * ld + k]: column-major [K, width] with leading dim ld, transposed.
+  libxsmm_otrans(dst, B + n0 * lb.ld, sizeof(float), libxsmm_blasint(K), libxsmm_blasint(width),
+                 libxsmm_blasint(lb.ld), libxsmm_blasint(width));
+}
+
+}  // namespace
+
+bool xsmm_enabled() {
+  const std::string& choice = config().gemm;
+  return choice != "openblas" && libxsmm_generates();
+}
+
+bool xsmm_gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const float* A,
+               const float* B, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0 || K <= 0 || !xsmm_enabled()) return false;
+  if (ldc == 0) ldc = N;
+  if (M > INT_MAX || N > INT_MAX || K > INT_MAX || la.ld > INT_MAX || lb.ld > INT_MAX ||
+      ldc > INT_MAX)
+    return false;
+  Kernels kernels(la, ldc);
+  // Every kernel the product needs, before anything is written.
+  for (int64_t width : {std::min(N, kPanelCols), N % kPanelCols})
+    for (int64_t rows : {std::min(M, kBlockRows), M % kBlockRows})
+      for (int64_t depth : {std::min(K, kDepthBlock), K % kDepthBlock})
+        for (bool accumulate : {false, true}) {
+          if (width == 0 || rows == 0 || depth == 0 || (accumulate && K <= kDepthBlock)) continue;
+          if (!kernels.get(width, rows, depth, accumulate)) return false;
+        }
+  thread_local PanelBuffer buffer;
+  float* panel = buffer.get(K * std::min(N, kPanelCols));
+  for (int64_t n0 = 0; n0 < N; n0 += kPanelCols) {
+    const int64_t width = std::min(kPanelCols, N - n0);
+    pack_panel(lb, B, K, n0, width, panel);
+    for (int64_t m0 = 0; m0 < M; m0 += kBlockRows) {
+      const int64_t rows = std::min(kBlockRows, M - m0);
+      for (int64_t k0 = 0; k0 < K; k0 += kDepthBlock) {
+        const int64_t depth = std::min(kDepthBlock, K - k0);
+        const float* a = la.trans ? A + m0 + k0 * la.ld : A + m0 * la.ld + k0;
+        kernels.get(width, rows, depth, k0 > 0)(panel + k0 * width, a, C + m0 * ldc + n0);
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace kiln::blas

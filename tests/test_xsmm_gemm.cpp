@@ -1,0 +1,145 @@
+// Float32 products on libxsmm's kernels (ops/cpu/xsmm_gemm.h) against a double-precision
+// reference written here, over every tail of its blocking (panels of 32 columns, blocks of 32
+// rows, depth blocks of 1024) and every operand layout; and the bits of blocks against one call.
+// Bound: |c - ref| <= K * 2^-24 * sum_k |a_mk * b_kn| (a K-term float32 dot product, any order
+// of fused multiply-adds), times 1.01 for the reference's own rounding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "ops/cpu/blas_gemm.h"
+#include "ops/cpu/xsmm_gemm.h"
+#include "runtime/config.h"
+#include "runtime/parallel.h"
+
+using namespace kiln;
+
+namespace {
+
+// op(X) [rows, cols] stored as is (row stride ld >= cols) or transposed (column stride ld >= rows).
+struct Operand {
+  std::vector<float> data;
+  blas::Layout layout;
+  int64_t rows = 0, cols = 0;
+  float at(int64_t r, int64_t c) const {
+    return layout.trans ? data[size_t(c * layout.ld + r)] : data[size_t(r * layout.ld + c)];
+  }
+};
+
+Operand make(int64_t rows, int64_t cols, bool trans, int64_t pad, unsigned seed) {
+  Operand o;
+  o.rows = rows;
+  o.cols = cols;
+  o.layout = {true, trans, (trans ? rows : cols) + pad};
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  o.data.resize(size_t((trans ? cols : rows) * o.layout.ld));
+  for (float& x : o.data) x = d(gen);
+  return o;
+}
+
+bool libxsmm_here() { return blas::xsmm_enabled(); }
+
+struct MNK {
+  int64_t M, N, K;
+};
+
+}  // namespace
+
+// Every tail: M and N below, at and past one block, K past one depth block (the accumulating
+// kernels) and not a multiple of it; each operand as is or transposed, with and without a
+// leading dim past its extent.
+TEST(XsmmGemm, MatchesADoubleReferenceOverEveryTailAndLayout) {
+  if (!libxsmm_here()) GTEST_SKIP() << "libxsmm generates no code on this CPU";
+  const MNK shapes[] = {{2, 3, 5},      {31, 33, 64},   {32, 32, 1024}, {33, 65, 1025},
+                        {70, 31, 2100}, {5, 100, 3000}, {64, 1, 17},    {1000, 40, 8}};
+  unsigned seed = 1;
+  for (const MNK& s : shapes)
+    for (int layouts = 0; layouts < 8; ++layouts) {
+      const bool ta = layouts & 1, tb = layouts & 2, pad = layouts & 4;
+      const Operand a = make(s.M, s.K, ta, pad ? 3 : 0, seed++);
+      const Operand b = make(s.K, s.N, tb, pad ? 5 : 0, seed++);
+      const int64_t ldc = s.N + (pad ? 2 : 0);
+      std::vector<float> c(size_t(s.M * ldc), 7.0f);
+      ASSERT_TRUE(blas::xsmm_gemm(a.layout, b.layout, s.M, s.N, s.K, a.data.data(), b.data.data(),
+                                  c.data(), ldc));
+      for (int64_t m = 0; m < s.M; ++m)
+        for (int64_t n = 0; n < s.N; ++n) {
+          double ref = 0, mag = 0;
+          for (int64_t k = 0; k < s.K; ++k) {
+            const double p = double(a.at(m, k)) * double(b.at(k, n));
+            ref += p;
+            mag += std::fabs(p);
+          }
+          const double err = std::fabs(double(c[size_t(m * ldc + n)]) - ref);
+          const double bound = 1.01 * double(s.K) * std::ldexp(1.0, -24) * mag;
+          if (err > bound) {
+            ADD_FAILURE() << s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << " pad "
+                          << pad << ": C(" << m << ", " << n << ") = " << c[size_t(m * ldc + n)]
+                          << ", reference " << ref << ", bound " << bound;
+            return;
+          }
+        }
+      // Past C's columns (the leading dim's padding) nothing is written.
+      for (int64_t m = 0; pad && m < s.M; ++m)
+        for (int64_t n = s.N; n < ldc; ++n) ASSERT_EQ(c[size_t(m * ldc + n)], 7.0f);
+    }
+}
+
+// Row blocks, column blocks (on the kernels' blocks) and gemm_threaded's grids (1 thread; 7: 3
+// panel blocks x 2 row blocks; 16: threads_for's 11, 3 x 3) give one call's bits (the promise
+// ops/cpu/blas_gemm.h's splits rely on).
+TEST(XsmmGemm, BlocksAndThreadsGiveTheBitsOfOneCall) {
+  if (!libxsmm_here()) GTEST_SKIP() << "libxsmm generates no code on this CPU";
+  const int64_t M = 150, N = 70, K = 1100;
+  for (int layouts = 0; layouts < 4; ++layouts) {
+    const Operand a = make(M, K, layouts & 1, 0, 50 + layouts);
+    const Operand b = make(K, N, layouts & 2, 0, 60 + layouts);
+    const float* A = a.data.data();
+    const float* B = b.data.data();
+    std::vector<float> whole(size_t(M * N)), part(size_t(M * N));
+    ASSERT_TRUE(blas::xsmm_gemm(a.layout, b.layout, M, N, K, A, B, whole.data(), N));
+    // Rows [0, 64) and [64, M); columns [0, 32) and [32, N): splits on the kernels' blocks
+    // (blas::split_point), the tails where one call has them.
+    for (int64_t r0 : {int64_t{0}, int64_t{64}}) {
+      const int64_t r1 = r0 ? M : 64;
+      for (int64_t c0 : {int64_t{0}, int64_t{32}}) {
+        const int64_t c1 = c0 ? N : 32;
+        ASSERT_TRUE(blas::xsmm_gemm(
+            a.layout, b.layout, r1 - r0, c1 - c0, K, A + (a.layout.trans ? r0 : r0 * a.layout.ld),
+            B + (b.layout.trans ? c0 * b.layout.ld : c0), part.data() + r0 * N + c0, N));
+      }
+    }
+    EXPECT_EQ(std::memcmp(whole.data(), part.data(), whole.size() * sizeof(float)), 0) << layouts;
+    const int saved = config().num_threads;
+    for (int threads : {1, 7, 16}) {
+      set_num_threads(threads);
+      std::fill(part.begin(), part.end(), 0.0f);
+      blas::gemm_threaded(a.layout, b.layout, M, N, K, A, B, part.data());
+      EXPECT_EQ(std::memcmp(whole.data(), part.data(), whole.size() * sizeof(float)), 0)
+          << layouts << ", " << threads << " threads";
+    }
+    set_num_threads(saved);
+  }
+}
+
+// KILN_GEMM=openblas: libxsmm computes nothing; blas::gemm takes OpenBLAS, within the bound.
+TEST(XsmmGemm, OpenBlasOnRequest) {
+  const std::string saved = config().gemm;
+  config().gemm = "openblas";
+  const Operand a = make(40, 300, false, 0, 7), b = make(300, 50, true, 0, 8);
+  std::vector<float> c(40 * 50);
+  EXPECT_FALSE(blas::xsmm_enabled());
+  EXPECT_FALSE(
+      blas::xsmm_gemm(a.layout, b.layout, 40, 50, 300, a.data.data(), b.data.data(), c.data(), 50));
+  blas::gemm<float>(a.layout, b.layout, 40, 50, 300, a.data.data(), b.data.data(), c.data());
+  double ref = 0;
+  for (int64_t k = 0; k < 300; ++k) ref += double(a.at(39, k)) * double(b.at(k, 49));
+  EXPECT_NEAR(c[39 * 50 + 49], ref, 300 * 6e-8 * 300);
+  config().gemm = saved;
+}
