@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kiln/kiln.h"
@@ -142,4 +143,24 @@ TEST(XsmmGemm, OpenBlasOnRequest) {
   for (int64_t k = 0; k < 300; ++k) ref += double(a.at(39, k)) * double(b.at(k, 49));
   EXPECT_NEAR(c[39 * 50 + 49], ref, 300 * 6e-8 * 300);
   config().gemm = saved;
+}
+
+// A thread's recorder runs its last recorded ops from a thread-exit destructor; a float32
+// product among them must not reach state of this thread that is already gone (the panel
+// buffer was a thread_local once, freed before the recorder's flush used it: heap corruption).
+TEST(XsmmGemm, AProductFlushedAtItsThreadsExitIsComputed) {
+  kiln::sync();
+  const bool saved = config().jit;
+  config().jit = true;
+  Tensor a = randn({70, 300}), b = randn({300, 50}), c;
+  for (int i = 0; i < 20; ++i) {
+    std::thread t([&] {
+      (void)matmul(a, b).sum().item<float>();  // a product run before: the thread's state exists
+      c = matmul(a + 1, b);                    // recorded, not synced, until the thread ends
+    });
+    t.join();
+  }
+  config().jit = saved;
+  const Tensor expected = matmul(a + 1, b);
+  EXPECT_TRUE(allclose(c, expected, 1e-5, 1e-4));
 }

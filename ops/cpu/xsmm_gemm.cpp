@@ -5,32 +5,13 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <memory>
-#include <new>
 
+#include "runtime/allocator.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 
 namespace kiln::blas {
 namespace {
-
-// One panel of op(B) ([K, width] floats), per thread, kept for the thread's next product.
-struct PanelBuffer {
-  struct Free {
-    void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
-  };
-  std::unique_ptr<float[], Free> data;
-  int64_t capacity = 0;
-
-  float* get(int64_t floats) {
-    if (floats > capacity) {
-      data.reset(static_cast<float*>(
-          ::operator new[](size_t(floats) * sizeof(float), std::align_val_t{64})));
-      capacity = floats;
-    }
-    return data.get();
-  }
-};
 
 // Whether libxsmm generates code here: a probe kernel (libxsmm's own cache keeps it).
 bool libxsmm_generates() {
@@ -115,8 +96,11 @@ bool xsmm_gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t
           if (width == 0 || rows == 0 || depth == 0 || (accumulate && K <= kDepthBlock)) continue;
           if (!kernels.get(width, rows, depth, accumulate)) return false;
         }
-  thread_local PanelBuffer buffer;
-  float* panel = buffer.get(K * std::min(N, kPanelCols));
+  // The panel from kiln's caching allocator, not a thread_local buffer: a thread's recorder
+  // flushes its last ops (matmuls among them) from a thread-exit destructor, when a
+  // thread_local of this file may already be gone (RecordFuzz.ProgramsHandedBetweenThreads).
+  CpuScratch scratch(size_t(K * std::min(N, kPanelCols)) * sizeof(float));
+  auto* panel = reinterpret_cast<float*>(scratch.get());
   for (int64_t n0 = 0; n0 < N; n0 += kPanelCols) {
     const int64_t width = std::min(kPanelCols, N - n0);
     pack_panel(lb, B, K, n0, width, panel);
