@@ -147,7 +147,8 @@ TEST(XsmmGemm, OpenBlasOnRequest) {
 
 // A thread's recorder runs its last recorded ops from a thread-exit destructor; a float32
 // product among them must not reach state of this thread that is already gone (the panel
-// buffer was a thread_local once, freed before the recorder's flush used it: heap corruption).
+// buffer was a thread_local std::vector once, freed before the recorder's flush used it: heap
+// corruption, and glibc aborted the process).
 TEST(XsmmGemm, AProductFlushedAtItsThreadsExitIsComputed) {
   kiln::sync();
   const bool saved = config().jit;

@@ -5,13 +5,55 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <new>
+#include <vector>
 
-#include "runtime/allocator.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 
 namespace kiln::blas {
 namespace {
+
+// The packed panel: one per thread, kept between products (no allocation in the steady state:
+// tests/test_jit_matmul.cpp counts them). It is trivially destructible, so a product computed
+// from another thread_local's destructor at the thread's exit (a recorder flushing its last
+// ops) still finds it; its owner frees it at the thread's exit, and a product after that takes
+// a buffer of its own (`own`). A thread_local std::vector here was freed before such a flush
+// used it: heap corruption (XsmmGemm.AProductFlushedAtItsThreadsExitIsComputed).
+struct PanelBuffer {
+  float* data = nullptr;
+  int64_t capacity = 0;
+  bool released = false;
+};
+constinit thread_local PanelBuffer t_panel;
+
+void free_panel(float* p) { ::operator delete[](p, std::align_val_t{64}); }
+
+struct PanelOwner {
+  bool armed = false;
+  ~PanelOwner() {
+    free_panel(t_panel.data);
+    t_panel = {nullptr, 0, true};
+  }
+};
+thread_local PanelOwner t_panel_owner;
+
+float* thread_panel(int64_t floats, std::vector<float>& own) {
+  if (t_panel.released) {
+    own.resize(size_t(floats));
+    return own.data();
+  }
+  t_panel_owner.armed = true;  // constructs the owner in this thread: its destructor runs
+  if (floats > t_panel.capacity) {
+    free_panel(t_panel.data);
+    t_panel.data = nullptr;
+    t_panel.capacity = 0;
+    t_panel.data =
+        static_cast<float*>(::operator new[](size_t(floats) * sizeof(float), std::align_val_t{64}));
+    t_panel.capacity = floats;
+  }
+  return t_panel.data;
+}
 
 // Whether libxsmm generates code here: a probe kernel (libxsmm's own cache keeps it).
 bool libxsmm_generates() {
@@ -96,11 +138,8 @@ bool xsmm_gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t
           if (width == 0 || rows == 0 || depth == 0 || (accumulate && K <= kDepthBlock)) continue;
           if (!kernels.get(width, rows, depth, accumulate)) return false;
         }
-  // The panel from kiln's caching allocator, not a thread_local buffer: a thread's recorder
-  // flushes its last ops (matmuls among them) from a thread-exit destructor, when a
-  // thread_local of this file may already be gone (RecordFuzz.ProgramsHandedBetweenThreads).
-  CpuScratch scratch(size_t(K * std::min(N, kPanelCols)) * sizeof(float));
-  auto* panel = reinterpret_cast<float*>(scratch.get());
+  std::vector<float> own;  // a product after the thread's panel was released (at its exit)
+  float* panel = thread_panel(K * std::min(N, kPanelCols), own);
   for (int64_t n0 = 0; n0 < N; n0 += kPanelCols) {
     const int64_t width = std::min(kPanelCols, N - n0);
     pack_panel(lb, B, K, n0, width, panel);
