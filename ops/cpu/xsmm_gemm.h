@@ -7,7 +7,8 @@
 // OPENBLAS_CORETYPE.
 //
 // The algorithm: C's columns in panels of kPanelCols (blas_gemm.h); for each panel, op(B)'s columns
-// are packed contiguously ([K, width], a copy or, for a transposed B, libxsmm's transpose), then
+// are packed contiguously ([K, width], a copy or, for a transposed B, libxsmm's transpose; a
+// row-major B is read where it lies for at most kPackMinRows rows of C), then
 // every block of kBlockRows rows of C is one kernel call per block of K (the first overwrites C,
 // the rest add to it), reading op(A) where it lies (a transposed A is the kernel's transposed
 // operand).
@@ -24,6 +25,7 @@
 namespace kiln::blas {
 
 inline constexpr int64_t kDepthBlock = 1024;  // K per kernel call (C's tile stays in L1 between)
+inline constexpr int64_t kPackMinRows = 64;   // a row-major op(B) is packed for more rows of C
 
 // Whether float32 products use libxsmm: KILN_GEMM=auto (the default) and libxsmm generates code
 // for this CPU (KILN_GEMM=openblas: OpenBLAS only).
