@@ -138,7 +138,8 @@ void gemm_threaded(const Layout& la, const Layout& lb, int64_t M, int64_t N, int
   // of one call either way).
   const int64_t panels = (N + kPanelCols - 1) / kPanelCols;
   const int64_t col_blocks = std::min<int64_t>(threads, panels);
-  const int64_t row_blocks = std::min<int64_t>(std::max<int64_t>(1, threads / col_blocks), M);
+  const int64_t row_blocks =
+      std::clamp<int64_t>(threads / col_blocks, 1, (M + kBlockRows - 1) / kBlockRows);
   set_threads(1);
   parallel_for(0, col_blocks * row_blocks, 1, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
@@ -148,8 +149,8 @@ void gemm_threaded(const Layout& la, const Layout& lb, int64_t M, int64_t N, int
       const int64_t r0 = split_point(M, r, row_blocks, kBlockRows);
       const int64_t r1 = split_point(M, r + 1, row_blocks, kBlockRows);
       if (c0 >= c1 || r0 >= r1) continue;
-      gemm<float>(la, lb, r1 - r0, c1 - c0, K, A + (la.trans ? r0 : r0 * la.ld),
-                  B + (lb.trans ? c0 * lb.ld : c0), C + r0 * N + c0, N);
+      gemm<float>(la, lb, r1 - r0, c1 - c0, K, A + offset_of(la, r0, 0), B + offset_of(lb, 0, c0),
+                  C + r0 * N + c0, N);
     }
   });
 }
@@ -195,8 +196,7 @@ namespace {
 // Rows [r0, r1) of a row-split product from raw pointers to op(A), op(B) and C.
 void gemm_row_range(const RowSplit& s, const float* A, const float* B, float* C, int64_t r0,
                     int64_t r1) {
-  // Row r of op(A): element offset r * ld as stored, or r for a transposed A (column r).
-  gemm<float>(s.la, s.lb, r1 - r0, s.N, s.K, A + (s.la.trans ? r0 : r0 * s.la.ld), B, C + r0 * s.N);
+  gemm<float>(s.la, s.lb, r1 - r0, s.N, s.K, A + offset_of(s.la, r0, 0), B, C + r0 * s.N);
 }
 
 }  // namespace
@@ -246,9 +246,8 @@ void Split2d::block(int64_t i, const float* A, const float* B, float* C) const {
   }
   const int64_t c0 = split_point(cols.N, i, cols.blocks, kPanelCols);
   const int64_t c1 = split_point(cols.N, i + 1, cols.blocks, kPanelCols);
-  // Column c of op(B): element offset c as stored, or c * ld for a transposed B (row c).
-  gemm<float>(cols.la, cols.lb, cols.M, c1 - c0, cols.K, A,
-              B + (cols.lb.trans ? c0 * cols.lb.ld : c0), C + c0, cols.N);
+  gemm<float>(cols.la, cols.lb, cols.M, c1 - c0, cols.K, A, B + offset_of(cols.lb, 0, c0), C + c0,
+              cols.N);
 }
 
 bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {

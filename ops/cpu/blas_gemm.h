@@ -53,6 +53,11 @@ struct Layout {
   int64_t ld = 0;
 };
 Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc);
+// The element offset of op(X)(r, c) for a matrix laid out as `l`: where a block of rows or
+// columns of a product begins.
+inline int64_t offset_of(const Layout& l, int64_t r, int64_t c) {
+  return l.trans ? r + c * l.ld : r * l.ld + c;
+}
 
 // C [M, N] (row-major, leading dim ldc, N when 0) = op(A) [M, K] @ op(B) [K, N], Float32 or
 // Float64, with the calling thread's OpenBLAS setting.

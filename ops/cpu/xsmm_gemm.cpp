@@ -138,14 +138,12 @@ bool xsmm_gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t
   // a packed product into blocks that are not).
   const bool pack = lb.trans || M > kPackMinRows;
   Kernels kernels(la, pack ? 0 : lb.ld, ldc);
-  // Every kernel the product needs, before anything is written.
-  for (int64_t width : {std::min(N, kPanelCols), N % kPanelCols})
-    for (int64_t rows : {std::min(M, kBlockRows), M % kBlockRows})
-      for (int64_t depth : {std::min(K, kDepthBlock), K % kDepthBlock})
-        for (bool accumulate : {false, true}) {
-          if (width == 0 || rows == 0 || depth == 0 || (accumulate && K <= kDepthBlock)) continue;
-          if (!kernels.get(width, rows, depth, accumulate)) return false;
-        }
+  // Every kernel the loop below calls, before anything is written: the first panel's and the
+  // last's widths, the first block's and the last's rows, each depth block (cached by shape).
+  for (int64_t width : {std::min(N, kPanelCols), N - (N - 1) / kPanelCols * kPanelCols})
+    for (int64_t rows : {std::min(M, kBlockRows), M - (M - 1) / kBlockRows * kBlockRows})
+      for (int64_t k0 = 0; k0 < K; k0 += kDepthBlock)
+        if (!kernels.get(width, rows, std::min(kDepthBlock, K - k0), k0 > 0)) return false;
   std::vector<float> own;  // a product after the thread's panel was released (at its exit)
   float* panel = pack ? thread_panel(K * std::min(N, kPanelCols), own) : nullptr;
   for (int64_t n0 = 0; n0 < N; n0 += kPanelCols) {
@@ -157,8 +155,8 @@ bool xsmm_gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t
       const int64_t rows = std::min(kBlockRows, M - m0);
       for (int64_t k0 = 0; k0 < K; k0 += kDepthBlock) {
         const int64_t depth = std::min(kDepthBlock, K - k0);
-        const float* a = la.trans ? A + m0 + k0 * la.ld : A + m0 * la.ld + k0;
-        kernels.get(width, rows, depth, k0 > 0)(b + k0 * ldb, a, C + m0 * ldc + n0);
+        kernels.get(width, rows, depth, k0 > 0)(b + k0 * ldb, A + offset_of(la, m0, k0),
+                                                C + m0 * ldc + n0);
       }
     }
   }
