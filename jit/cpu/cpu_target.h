@@ -21,6 +21,9 @@ struct CpuJitCounters {
   // Kernels loaded from the disk cache instead of rendered (disk_cache.h; each load's time is
   // in KILN_PROFILE's trace and KILN_LOG=jit=debug).
   std::atomic<int64_t> disk_loads{0};
+  // Kernels made as a streaming rendering's ordinary-stores twin (render.h render_cpu_kernel):
+  // not counted in `kernels`; their encoding's time is in the streaming rendering's.
+  std::atomic<int64_t> twins{0};
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
   // Of those, row kernels whose long rows were split across threads by chunks

@@ -11,6 +11,7 @@ namespace Inst = x86::Inst;
 void RecordingAssembler::begin(JitIsa isa) {
   isa_ = isa;
   replaying_ = false;
+  ordinary_stores_ = false;
   main_.clear();
   hoisted_.clear();
   seg_ = 0;

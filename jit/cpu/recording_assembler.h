@@ -134,6 +134,14 @@ class RecordingAssembler : public asmjit::x86::Assembler {
 
   // Allocates registers and encodes everything (see the contract above).
   void finish();
+  // After finish(), the CodeHolder reset, initialized and this emitter attached again (render.cpp):
+  // encodes the same recording once more with every non-temporal store (movntps, movntpd and
+  // their VEX forms) an ordinary unaligned one (movups, movupd) and every sfence left out. The
+  // kernel emitters make a streaming variant differ from the ordinary one in exactly those
+  // instructions (KernelVariant::streaming), so this is the ordinary variant's code, byte for
+  // byte, for the cost of an encoding instead of a render (tests/test_jit_store_twin.cpp compares
+  // the bytes). Labels are made again in the order finish() had them.
+  void encode_ordinary_twin();
 
   asmjit::Error _emit(asmjit::InstId id, const asmjit::Operand_& o0, const asmjit::Operand_& o1,
                       const asmjit::Operand_& o2, const asmjit::Operand_* ext) override;
@@ -147,6 +155,8 @@ class RecordingAssembler : public asmjit::x86::Assembler {
   static constexpr uint32_t kSaveBytes = kSaveGp + 16 * 8;
   uint32_t vreg(uint8_t group);
   void encode(const std::vector<RecordedInst>& code, const RegAssignment& regs);
+  bool ordinary_stores_ = false;  // encode(): non-temporal stores as ordinary ones, no sfence
+  uint32_t labels_ = 0;           // the CodeHolder's labels when finish() encoded
   void encode_call(const RecordedInst& call, const LiveAcross& live);
   // A register a copy of the unrolled body makes (pipeline_split, pipeline).
   struct CopyReg {

@@ -55,6 +55,22 @@ bool commutes_with_constant(InstId id, const uint8_t* lanes, size_t bytes) {
   }
 }
 
+// The ordinary store of a non-temporal one (same operands, same encoding length), else `id`.
+InstId ordinary_store(InstId id) {
+  switch (id) {
+    case Inst::kIdVmovntps:
+      return Inst::kIdVmovups;
+    case Inst::kIdVmovntpd:
+      return Inst::kIdVmovupd;
+    case Inst::kIdMovntps:
+      return Inst::kIdMovups;
+    case Inst::kIdMovntpd:
+      return Inst::kIdMovupd;
+    default:
+      return id;
+  }
+}
+
 }  // namespace
 
 // A hoisted constant as the first source of a commutative instruction (vecmath's Horner steps
@@ -95,7 +111,18 @@ void RecordingAssembler::finish() {
                       : ra.short_of == 2 ? "more mask registers than the machine has"
                                          : "more vector registers than spilling frees");
   live_across_calls(code, regs_, ra, isa_, pool_label_.id(), reg_alloc_, live_across_);
+  labels_ = this->code()->labelCount();
   encode(code, ra);
+}
+
+void RecordingAssembler::encode_ordinary_twin() {
+  while (code()->labelCount() < labels_) newLabel();
+  if (code()->labelCount() != labels_ || pool_label_.id() >= labels_)
+    throw Unsupported("a CodeHolder that is not a fresh one for the twin");
+  addresses_.clear();
+  ordinary_stores_ = true;
+  encode(code_, assignment_);
+  ordinary_stores_ = false;
 }
 
 void RecordingAssembler::encode_call(const RecordedInst& in, const LiveAcross& live) {
@@ -174,6 +201,10 @@ void RecordingAssembler::encode(const std::vector<RecordedInst>& code, const Reg
     }
     if (ra.in_pool && loads_constant_left_in_pool(rec, ra)) continue;
     RecordedInst in = rec;
+    if (ordinary_stores_) {
+      if (in.id == Inst::kIdSfence) continue;
+      in.id = ordinary_store(in.id);
+    }
     if (ra.in_pool) read_constants_from_pool(in, regs_, ra);
     for (Operand_& op : in.ops) {
       if (op.isReg()) {

@@ -15,6 +15,7 @@
 #include "jit/cpu/render_workspace.h"
 #include "jit/cpu/vec_emitter.h"
 #include "runtime/error.h"
+#include "runtime/logging.h"
 
 namespace kiln::jit {
 
@@ -299,7 +300,7 @@ RenderedKernel add_to_runtime(JitRuntime& rt, CodeHolder& code, StringLogger* lo
 // Assembler. Throws (RecordingAssembler::Unsupported, or kiln::Error for an asmjit error) with
 // nothing added to the runtime; the workspace is then dropped, not reused.
 RenderedKernel render_with_assembler(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,
-                                     bool want_assembly) {
+                                     bool want_assembly, RenderedKernel* ordinary_twin) {
   ThrowingHandler handler;
   StringLogger logger;
   RenderWorkspace workspace;
@@ -319,6 +320,27 @@ RenderedKernel render_with_assembler(JitRuntime& rt, const LoopKernel& k, const 
   out.assembler = true;
   out.relocatable = relocatable;
   out.addresses = as.code_addresses();
+  if (ordinary_twin != nullptr && v.streaming) {
+    // The same recording and registers encoded again with ordinary stores (render.h). A failure
+    // leaves the twin unmade (its variant is rendered when a launch asks for it), never the
+    // kernel just made.
+    try {
+      StringLogger twin_logger;
+      code.reset(ResetPolicy::kSoft);
+      code.init(rt.environment());
+      code.setErrorHandler(&handler);
+      if (want_assembly) code.setLogger(&twin_logger);
+      code.attach(&as);
+      as.encode_ordinary_twin();
+      RenderedKernel twin = add_to_runtime(rt, code, want_assembly ? &twin_logger : nullptr);
+      twin.assembler = true;
+      twin.relocatable = code.relocEntries().empty() && !code.hasAddressTable();
+      twin.addresses = as.code_addresses();
+      *ordinary_twin = std::move(twin);
+    } catch (const std::exception& e) {
+      KILN_DEBUG(Jit, "cpu kernel: no ordinary-stores twin ({})", e.what());
+    }
+  }
   return out;
 }
 
@@ -327,15 +349,17 @@ RenderedKernel render_with_assembler(JitRuntime& rt, const LoopKernel& k, const 
 void inject_assembler_faults(int count) { g_assembler_faults.store(count); }
 
 RenderedKernel render_cpu_kernel(JitRuntime& rt, const LoopKernel& k, const KernelVariant& v,
-                                 bool want_assembly, RenderPath path) {
+                                 bool want_assembly, RenderPath path,
+                                 RenderedKernel* ordinary_twin) {
   const int nops = k.num_operands() + (k.uses_index() ? 1 : 0);
   KILN_CHECK(static_cast<int>(v.layout.size()) == nops,
              "cpu kernel: {} operand layouts for {} operands", v.layout.size(), nops);
   std::string fallback;
-  if (path == RenderPath::Assembler) return render_with_assembler(rt, k, v, want_assembly);
+  if (path == RenderPath::Assembler)
+    return render_with_assembler(rt, k, v, want_assembly, ordinary_twin);
   if (path == RenderPath::Auto) {
     try {
-      return render_with_assembler(rt, k, v, want_assembly);
+      return render_with_assembler(rt, k, v, want_assembly, ordinary_twin);
     } catch (const std::exception& e) {
       fallback = e.what();  // rendered with the Compiler below
     }

@@ -119,9 +119,16 @@ int cpu_kernel_unroll(const LoopKernel& k, JitIsa isa);
 bool cpu_kernel_unrolls(const LoopKernel& k);
 
 // Throws kiln::Error when asmjit reports an error (the caller falls back to eager kernels).
+// `ordinary_twin`: for a streaming variant that the fast path renders, also the same variant
+// with ordinary stores (v.streaming false), made from the same recording and registers by a
+// second encoding (RecordingAssembler::encode_ordinary_twin): its code is byte for byte what
+// rendering that variant makes, for a fraction of a render (a streaming launch's StoreChoice
+// trial runs both, so each large pointwise or row kernel was rendered twice). Left empty (fn
+// null) otherwise: the Compiler renders no twin.
 RenderedKernel render_cpu_kernel(asmjit::JitRuntime& rt, const LoopKernel& k,
                                  const KernelVariant& v, bool want_assembly,
-                                 RenderPath path = RenderPath::Auto);
+                                 RenderPath path = RenderPath::Auto,
+                                 RenderedKernel* ordinary_twin = nullptr);
 
 // The layout with every operand (and the index, when `k` uses it) contiguous.
 std::vector<InnerLayout> all_contiguous(const LoopKernel& k);

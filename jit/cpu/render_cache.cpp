@@ -15,6 +15,7 @@
 #include "jit/cpu/disk_cache.h"
 #include "jit/loop/disk_cache_writer.h"
 #include "jit/loop/kernel_cache.h"
+#include "ops/cpu/store_choice.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/logging.h"
@@ -118,7 +119,17 @@ KernelFn load_from_disk(DiskCache& disk, const std::string& material, const Loop
 KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
   const RenderPath path = configured_render_path();
   const std::vector<uint64_t> key = render_key(k, v, path);
-  return fn_cache().get_or_make(key, [&] {
+  // A streaming variant's ordinary twin (render.h), made with it unless that variant is cached.
+  KernelVariant ordinary = v;
+  ordinary.streaming = false;
+  const std::vector<uint64_t> twin_key = v.streaming ? render_key(k, ordinary, path) : key;
+  RenderedKernel twin;
+  // (Not under KILN_JIT_STREAMING=on, where no launch runs it; contains() before make(), which
+  // runs under the cache's lock.)
+  const bool want_twin = v.streaming &&
+                         StoreChoice::mode_from(config().jit_streaming) != StoreChoice::Mode::On &&
+                         !fn_cache().contains(twin_key);
+  KernelFn fn = fn_cache().get_or_make(key, [&] {
     if (g_injected_faults.load() > 0 && g_injected_faults.fetch_sub(1) > 0)
       fail("cpu kernel: injected codegen fault");
     const bool dump = tracer::dump_settings().wants(tracer::DumpKind::Asm);
@@ -129,7 +140,8 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
       if (KernelFn fn = load_from_disk(*disk, material, k, v)) return fn;
     const int64_t faults0 = thread_minor_faults();
     const int64_t t0 = profiler::now_ns();
-    RenderedKernel r = render_cpu_kernel(cpu_code_runtime(), k, v, dump, path);
+    RenderedKernel r =
+        render_cpu_kernel(cpu_code_runtime(), k, v, dump, path, want_twin ? &twin : nullptr);
     const int64_t t1 = profiler::now_ns();
     if (profiler::enabled())
       profiler::record_kernel_compile(
@@ -159,8 +171,18 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
     if (disk)  // off this thread: a write cost as much as the render (disk_cache_writer.h)
       if (std::optional<std::vector<char>> payload = cpu_kernel_payload(r))
         write_in_background(disk, material, std::move(*payload));
+    if (twin.fn != nullptr) {
+      c.twins.fetch_add(1);
+      if (dump) dump_assembly(k, ordinary, twin.assembly);
+      if (disk)
+        if (std::optional<std::vector<char>> payload = cpu_kernel_payload(twin))
+          write_in_background(disk, cpu_kernel_material(twin_key, renderer_fingerprint()),
+                              std::move(*payload));
+    }
     return r.fn;
   });
+  if (twin.fn != nullptr) fn_cache().put(twin_key, twin.fn);
+  return fn;
 }
 
 CpuJitCounters& cpu_jit_counters() {

@@ -40,6 +40,27 @@ class KernelCache {
     return v;
   }
 
+  // Whether `key` has a value now (another thread may store one right after).
+  bool contains(const std::vector<uint64_t>& key) const {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(hash_words(key));
+    if (it == entries_.end()) return false;
+    for (const auto& [words, value] : it->second)
+      if (words == key) return true;
+    return false;
+  }
+
+  // Stores `value` under `key` unless a value is there already (made by another thread, which
+  // keeps it); counted neither as a hit nor as a miss.
+  void put(const std::vector<uint64_t>& key, Value value) {
+    const uint64_t h = hash_words(key);
+    std::lock_guard lock(mu_);
+    auto& bucket = entries_[h];
+    for (const auto& [words, v] : bucket)
+      if (words == key) return;
+    bucket.emplace_back(key, std::move(value));
+  }
+
   // Drops every entry (what they point to lives on: compiled code is never freed).
   void clear() {
     std::lock_guard lock(mu_);
