@@ -581,8 +581,9 @@ TEST(JitCpuKernels, IsaIsCapturedAtCompileTimeAndKeysTheCache) {
 // A kernel compiled for a large index space renders the variants its launches take while
 // planning, and none at the launches: with non-temporal stores (every output of kStreamingBytes
 // or more) under KILN_JIT_STREAMING=on, and with both kinds of stores under auto, which times
-// them (store_choice.h); one compiled without the size renders the plain variant and then the
-// streaming one at its first launch.
+// them (store_choice.h): one rendering, the streaming one, and its ordinary-stores twin
+// (render.h); one compiled without the size renders the plain variant and then the streaming
+// one at its first launch (no twin: the plain variant is there).
 TEST(JitCpuKernels, CompileForALargeIndexSpaceRendersTheVariantsItsLaunchesTake) {
   constexpr int64_t kN = (int64_t{8} << 20) / 4 + 48;  // 8 MiB of Float32 and a tail
   struct Free {
@@ -606,11 +607,13 @@ TEST(JitCpuKernels, CompileForALargeIndexSpaceRendersTheVariantsItsLaunchesTake)
                            : isa == "avx2" ? 0.5
                                            : 0.75);
         k.stores = {k.binary(ExprOp::Mul, k.load(0), k.constant(c0, DType::Float32))};
-        const int64_t before = c.kernels.load();
+        const int64_t before = c.kernels.load(), twins = c.twins.load();
         std::shared_ptr<CompiledKernel> kernel =
             cpu_target().compile(k, CpuLaunchHint{sized ? kN : 0, false});
-        const int64_t compiled = sized && !on ? 2 : 1;
+        const int64_t compiled = 1;
         EXPECT_EQ(c.kernels.load(), before + compiled) << isa << " " << mode << " sized " << sized;
+        EXPECT_EQ(c.twins.load(), twins + (sized && !on ? 1 : 0))
+            << isa << " " << mode << " sized " << sized;
         LaunchArgs la;
         la.sizes = {kN};
         la.ptrs = {reinterpret_cast<char*>(out.get()), reinterpret_cast<char*>(in.get())};
