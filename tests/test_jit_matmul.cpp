@@ -18,12 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "jit/cpu/cpu_target.h"
 #include "jit/plan/blas_step.h"
 #include "jit/plan/jit_plan.h"
 #include "jit/plan/planner.h"
 #include "jit_kernel_util.h"
 #include "jit_recorded_util.h"
 #include "ops/cpu/blas_gemm.h"
+#include "ops/cpu/xsmm_gemm.h"
 #include "runtime/allocator.h"
 #include "runtime/dispatcher.h"
 #include "runtime/parallel.h"
@@ -267,18 +269,27 @@ TEST(JitMatmulBlas, OnlyCpuMatmulsAreBlasSteps) {
 
 // relu(x.matmul(w.t()) + b): one BLAS step with its epilogue, one kernel, no other eager step
 // than w.t() (a view); the product is the run's only allocation (the transposed weight is not
-// copied and the epilogue writes over the product); every ISA, one and two threads.
+// copied and the epilogue writes over the product); every ISA, one, two and sixteen threads. The
+// epilogue runs once over the product on one thread, per row block on two, per tile of the
+// product's split over kiln's threads on sixteen (libxsmm: blas::AfterBlock; one launch when
+// OpenBLAS computes the product in one call).
 TEST_F(JitMatmulTest, LinearReluIsOneBlasStepAndOneEpilogueKernel) {
   const Tensor x = testing::eager_normal({256, 192}, 1), w = testing::eager_normal({320, 192}, 2),
                b = testing::eager_normal({320}, 3);
   for (const std::string& isa : testing::supported_jit_isas())
-    for (int threads : {1, 2}) {
+    for (int threads : {1, 2, 16}) {
       ConfigOverride<std::string> isa_override(config().jit_isa, isa);
       ConfigOverride<int> nt(config().num_threads, threads);
       tracer::RegionCache::instance().clear();
       const std::string what = isa + ", " + std::to_string(threads) + " threads";
+      const int64_t launches = jit::cpu_jit_counters().launches.load();
       const uint64_t allocations =
           run_both([&](int) { return TensorList{relu(x.matmul(w.t()) + b)}; }, what);
+      const int64_t per_run = (jit::cpu_jit_counters().launches.load() - launches) / 3;
+      if (threads == 1 || (threads == 16 && !blas::xsmm_enabled()))
+        EXPECT_EQ(per_run, 1) << what;
+      else
+        EXPECT_GE(per_run, threads == 2 ? 2 : 8) << what << ": an epilogue launch per block";
       const PlanShape s = plan_shape();
       EXPECT_EQ(s.blas, 1) << what;
       EXPECT_EQ(s.epilogues, 1) << what;
@@ -339,6 +350,11 @@ TEST_F(JitMatmulTest, EpiloguesAndProductsOfEveryKindMatchEager) {
       {"3-d linear", [&] { return TensorList{relu(linear(x3, w, b))}; }},
       {"batched scores", [&] { return TensorList{(q.matmul(k.transpose(1, 2)) * 0.125).exp()}; }},
       {"epilogue broadcast wider", [&] { return TensorList{x3 + x.slice(0, 0, 64).matmul(w)}; }},
+      {"product read transposed",  // a block's epilogue must not read rows of other blocks
+       [&] {
+         Tensor y = x.matmul(w);
+         return TensorList{y + y.t() * 2.0};
+       }},
   };
   for (const std::string& isa : testing::supported_jit_isas())
     for (int threads : {1, 2}) {
@@ -491,10 +507,10 @@ TEST_F(JitMatmulTest, TrainingStepsWithAccumulationAndZeroGradMatchEager) {
 // `w - lr * dW` kernels are recorded after the whole backward, and move up to run as the
 // epilogues of their weight gradients' BLAS steps (jit/plan/planner.cpp) where everything they
 // read is ready: every split dW gets its update as an epilogue. A kernel that reads a product and
-// a value computed later stays where it is. Bitwise equal to eager at every step, one and two
-// threads.
+// a value computed later stays where it is. Bitwise equal to eager at every step, one, two and
+// sixteen threads (an update per tile of its gradient: blas::AfterBlock).
 TEST_F(JitMatmulTest, SgdUpdatesRecordedLateBecomeEpiloguesOfTheirGradients) {
-  for (int threads : {1, 2}) {
+  for (int threads : {1, 2, 16}) {
     ConfigOverride<int> nt(config().num_threads, threads);
     tracer::RegionCache::instance().clear();
     auto train = [&](bool jit) {
@@ -551,15 +567,19 @@ TEST_F(JitMatmulTest, SgdUpdatesRecordedLateBecomeEpiloguesOfTheirGradients) {
 
 // Random products and epilogues (a small differential fuzzer): sizes around the split's
 // threshold, random transposes of either operand, an epilogue drawn from bias, activations,
-// scaling, a residual and a second reader of the product; Float32 and Float64; two threads;
-// bitwise equal to eager. KILN_FUZZ_SEEDS sets the count (default 40).
+// scaling, a residual and a second reader of the product; Float32 and Float64; two threads (row
+// blocks with the epilogue per block) and sixteen (libxsmm's tiles or column blocks over kiln's
+// threads, the epilogue per tile: blas::AfterBlock); bitwise equal to eager. KILN_FUZZ_SEEDS
+// sets the count (default 40).
 TEST_F(JitMatmulTest, RandomProductsAndEpiloguesMatchEager) {
-  ConfigOverride<int> nt(config().num_threads, 2);
   const char* env = std::getenv("KILN_FUZZ_SEEDS");
   const int seeds = env != nullptr ? std::atoi(env) : 40;
   for (int seed = 0; seed < seeds; ++seed) {
+    ConfigOverride<int> nt(config().num_threads, seed % 2 == 0 ? 2 : 16);
     std::mt19937 rng(1400 + seed);
-    const int64_t M = 1 + rng() % 300, N = 1 + rng() % 300, K = 1 + rng() % 300;
+    // On 16 threads up to 600: most products then pass kColSplitMaxMnk and take libxsmm's tiles.
+    const uint32_t most = config().num_threads == 16 ? 600 : 300;
+    const int64_t M = 1 + rng() % most, N = 1 + rng() % most, K = 1 + rng() % most;
     const bool ta = rng() % 2, tb = rng() % 2;
     const DType dt = rng() % 4 == 0 ? kFloat64 : kFloat32;
     const int epilogue = static_cast<int>(rng() % 7);
@@ -589,8 +609,8 @@ TEST_F(JitMatmulTest, RandomProductsAndEpiloguesMatchEager) {
       }
     };
     tracer::RegionCache::instance().clear();
-    run_both(program, fmt::format("seed {}: {}x{}x{} ta {} tb {} {} epilogue {}", seed, M, N, K, ta,
-                                  tb, dtype_name(dt), epilogue));
+    run_both(program, fmt::format("seed {}: {}x{}x{} ta {} tb {} {} epilogue {}, {} threads", seed,
+                                  M, N, K, ta, tb, dtype_name(dt), epilogue, config().num_threads));
   }
 }
 

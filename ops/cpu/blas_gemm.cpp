@@ -126,11 +126,12 @@ WholeGemm plan_whole_gemm(const TensorImpl* a, const TensorImpl* b, DType out_dt
 }
 
 void gemm_threaded(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K,
-                   const float* A, const float* B, float* C) {
+                   const float* A, const float* B, float* C, const AfterBlock* after) {
   const int threads = threads_for(M, N, K);
   if (threads < 2 || M < 2 || !xsmm_enabled()) {
     set_threads(threads);
     gemm<float>(la, lb, M, N, K, A, B, C);
+    if (after != nullptr && M > 0 && N > 0) (*after)(0, M, 0, N);
     return;
   }
   // libxsmm's kernels run on the calling thread: the product in blocks over kiln's threads, whole
@@ -151,19 +152,22 @@ void gemm_threaded(const Layout& la, const Layout& lb, int64_t M, int64_t N, int
       if (c0 >= c1 || r0 >= r1) continue;
       gemm<float>(la, lb, r1 - r0, c1 - c0, K, A + offset_of(la, r0, 0), B + offset_of(lb, 0, c0),
                   C + r0 * N + c0, N);
+      if (after != nullptr) (*after)(r0, r1, c0, c1);
     }
   });
 }
 
-void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
+void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
+                const AfterBlock* after) {
   if (out->dtype() == DType::Float32) {
     gemm_threaded(g.la, g.lb, g.M, g.N, g.K, static_cast<const float*>(a->data()),
-                  static_cast<const float*>(b->data()), static_cast<float*>(out->data()));
+                  static_cast<const float*>(b->data()), static_cast<float*>(out->data()), after);
     return;
   }
   set_threads(threads_for(g.M, g.N, g.K));
   gemm<double>(g.la, g.lb, g.M, g.N, g.K, static_cast<const double*>(a->data()),
                static_cast<const double*>(b->data()), static_cast<double*>(out->data()));
+  if (after != nullptr) (*after)(0, g.M, 0, g.N);
 }
 
 RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
@@ -239,18 +243,23 @@ Split2d plan_split_2d(const TensorImpl* a, const TensorImpl* b, DType out_dtype)
   return s;
 }
 
-void Split2d::block(int64_t i, const float* A, const float* B, float* C) const {
-  if (rows.blocks >= 2) {
-    gemm_row_range(rows, A, B, C, block_begin(rows, i), block_begin(rows, i + 1));
-    return;
-  }
-  const int64_t c0 = split_point(cols.N, i, cols.blocks, kPanelCols);
-  const int64_t c1 = split_point(cols.N, i + 1, cols.blocks, kPanelCols);
-  gemm<float>(cols.la, cols.lb, cols.M, c1 - c0, cols.K, A, B + offset_of(cols.lb, 0, c0), C + c0,
-              cols.N);
+Split2d::Bounds Split2d::bounds(int64_t i) const {
+  if (rows.blocks >= 2) return {block_begin(rows, i), block_begin(rows, i + 1), 0, rows.N};
+  return {0, cols.M, split_point(cols.N, i, cols.blocks, kPanelCols),
+          split_point(cols.N, i + 1, cols.blocks, kPanelCols)};
 }
 
-bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
+void Split2d::block(int64_t i, const float* A, const float* B, float* C) const {
+  const Bounds t = bounds(i);
+  if (rows.blocks >= 2) {
+    gemm_row_range(rows, A, B, C, t.r0, t.r1);
+    return;
+  }
+  gemm<float>(cols.la, cols.lb, cols.M, t.c1 - t.c0, cols.K, A, B + offset_of(cols.lb, 0, t.c0),
+              C + t.c0, cols.N);
+}
+
+bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out, const AfterBlock* after) {
   const Split2d s = plan_split_2d(a, b, out->dtype());
   if (s.blocks() >= 2) {
     const auto* A = static_cast<const float*>(a->data());
@@ -258,13 +267,17 @@ bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out) {
     auto* C = static_cast<float*>(out->data());
     set_threads(1);
     parallel_for(0, s.blocks(), 1, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) s.block(i, A, B, C);
+      for (int64_t i = i0; i < i1; ++i) {
+        s.block(i, A, B, C);
+        const Split2d::Bounds t = s.bounds(i);
+        if (after != nullptr && t.r0 < t.r1 && t.c0 < t.c1) (*after)(t.r0, t.r1, t.c0, t.c1);
+      }
     });
     return true;
   }
   const WholeGemm g = plan_whole_gemm(a, b, out->dtype());
   if (!g.ok) return false;
-  gemm_whole(g, a, b, out);
+  gemm_whole(g, a, b, out, after);
   return true;
 }
 

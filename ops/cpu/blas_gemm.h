@@ -21,6 +21,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 #include "runtime/tensor.h"
 
@@ -65,11 +66,17 @@ template <class T>
 void gemm(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K, const T* A,
           const T* B, T* C, int64_t ldc = 0);
 
+// What a caller does with each block of C [r0, r1) x [c0, c1) once it is computed (a JIT matmul
+// step's epilogue: jit/plan/blas_step.cpp), on the thread that computed it, while it is in that
+// core's cache: inside the product's parallel loop where the product is split over kiln's
+// threads, else once over all of C on the calling thread after the call. Never for an empty block.
+using AfterBlock = std::function<void(int64_t r0, int64_t r1, int64_t c0, int64_t c1)>;
+
 // C [M, N] (row-major, leading dim N) = op(A) @ op(B), Float32, with threads_for's threads: one
 // OpenBLAS call on that many of its threads, or, where libxsmm computes float32 products
-// (ops/cpu/xsmm_gemm.h), blocks of C over as many of kiln's threads.
+// (ops/cpu/xsmm_gemm.h), blocks of C over as many of kiln's threads. `after`: AfterBlock.
 void gemm_threaded(const Layout& la, const Layout& lb, int64_t M, int64_t N, int64_t K,
-                   const float* A, const float* B, float* C);
+                   const float* A, const float* B, float* C, const AfterBlock* after = nullptr);
 
 // A 2-D product out = a @ b (Float32 or Float64 alike, out row-major [M, N]) that BLAS takes
 // without copies, as one call with threads_for's OpenBLAS threads: eager matmul's path for a 2-D
@@ -81,7 +88,8 @@ struct WholeGemm {
   Layout la, lb;
 };
 WholeGemm plan_whole_gemm(const TensorImpl* a, const TensorImpl* b, DType out_dtype);
-void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, TensorImpl* out);
+void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
+                const AfterBlock* after = nullptr);
 
 // A 2-D Float32 product out = a @ b (out row-major) that BLAS takes without copies, big enough
 // to split into `blocks` row blocks of kGemmSplitMinMnk multiply-adds each; blocks < 2 means
@@ -136,6 +144,10 @@ struct Split2d {
   ColSplit cols;
   int64_t blocks() const { return rows.blocks >= 2 ? rows.blocks : cols.blocks; }
   void block(int64_t i, const float* A, const float* B, float* C) const;
+  struct Bounds {
+    int64_t r0, r1, c0, c1;
+  };
+  Bounds bounds(int64_t i) const;  // the rows and columns of C that block i computes
 };
 Split2d plan_split_2d(const TensorImpl* a, const TensorImpl* b, DType out_dtype);
 
@@ -143,7 +155,8 @@ Split2d plan_split_2d(const TensorImpl* a, const TensorImpl* b, DType out_dtype)
 // overlapping a or b): row blocks over kiln's threads where plan_row_split makes them, column
 // blocks where plan_col_split does, else one call with threads_for's OpenBLAS threads. false, with
 // nothing computed, where BLAS cannot take the operands as they are (the caller takes another
-// path).
-bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out);
+// path). `after`: AfterBlock, for each block or once for the one call.
+bool gemm_2d(const TensorImpl* a, const TensorImpl* b, TensorImpl* out,
+             const AfterBlock* after = nullptr);
 
 }  // namespace kiln::blas
