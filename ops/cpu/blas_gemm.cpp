@@ -170,6 +170,8 @@ void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, Te
   if (after != nullptr) (*after)(0, g.M, 0, g.N);
 }
 
+int64_t split_min_mnk() { return xsmm_enabled() ? kXsmmSplitMinMnk : kGemmSplitMinMnk; }
+
 RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtype,
                         bool out_row_major) {
   RowSplit s;
@@ -186,9 +188,12 @@ RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtyp
   s.la = layout(s.M, s.K, a->strides()[0], a->strides()[1]);
   s.lb = layout(s.K, s.N, b->strides()[0], b->strides()[1]);
   if (!s.la.ok || !s.lb.ok || s.la.ld > INT_MAX || s.lb.ld > INT_MAX) return s;
-  // As many blocks as threads while the smallest block (floor(M / blocks) rows) keeps the bits.
+  // As many blocks as threads while the smallest block (floor(M / blocks) rows) holds the floor
+  // (and, on libxsmm, a block of rows: its splits fall on them, so fewer rows make empty blocks).
+  const int64_t floor = split_min_mnk();
+  const int64_t min_rows = floor == kXsmmSplitMinMnk ? kBlockRows : 1;
   for (int64_t n = threads; n >= 2; --n)
-    if ((s.M / n) * s.N * s.K >= kGemmSplitMinMnk) {
+    if ((s.M / n) * s.N * s.K >= floor && s.M / n >= min_rows) {
       s.blocks = n;
       break;
     }

@@ -29,6 +29,14 @@ namespace kiln::blas {
 
 // Multiply-adds (M * N * K) each row block must hold for a split product to keep its bits.
 inline constexpr int64_t kGemmSplitMinMnk = int64_t{1} << 21;
+// Where libxsmm computes float32 products its blocks keep the bits at any size (split_point): a
+// row block then only has to pay for its task, from kXsmmSplitMinMnk multiply-adds (~10 µs of a
+// core). mlp_train's 256x10x1024, 256x1024x10 and 10x1024x256 products (2.6M each) ran on one
+// thread under the OpenBLAS rule (docs/performance.md).
+inline constexpr int64_t kXsmmSplitMinMnk = int64_t{1} << 19;
+// The floor plan_row_split applies: kXsmmSplitMinMnk where libxsmm computes float32 products
+// (ops/cpu/xsmm_gemm.h xsmm_enabled), else kGemmSplitMinMnk.
+int64_t split_min_mnk();
 
 // OpenBLAS threads for one product of M x N x K (1 inside a kiln parallel region; at most
 // KILN_NUM_THREADS), and setting it (a process-wide setting, changed only when it differs).
@@ -92,7 +100,7 @@ void gemm_whole(const WholeGemm& g, const TensorImpl* a, const TensorImpl* b, Te
                 const AfterBlock* after = nullptr);
 
 // A 2-D Float32 product out = a @ b (out row-major) that BLAS takes without copies, big enough
-// to split into `blocks` row blocks of kGemmSplitMinMnk multiply-adds each; blocks < 2 means
+// to split into `blocks` row blocks of split_min_mnk() multiply-adds each; blocks < 2 means
 // "do not split" (the caller takes its other path).
 struct RowSplit {
   int64_t blocks = 0;
