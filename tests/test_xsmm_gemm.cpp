@@ -1,10 +1,14 @@
 // Float32 products on libxsmm's kernels (ops/cpu/xsmm_gemm.h) against a double-precision
 // reference written here, over every tail of its blocking (panels of 32 columns, blocks of 32
 // rows, depth blocks of 1024) and every operand layout; and the bits of blocks against one call.
+// Also: a product flushed at its thread's exit, and fork() beside a thread generating kernels.
 // Bound: |c - ref| <= K * 2^-24 * sum_k |a_mk * b_kn| (a K-term float32 dot product, any order
 // of fused multiply-adds), times 1.01 for the reference's own rounding.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -164,4 +168,45 @@ TEST(XsmmGemm, AProductFlushedAtItsThreadsExitIsComputed) {
   config().jit = saved;
   const Tensor expected = matmul(a + 1, b);
   EXPECT_TRUE(allclose(c, expected, 1e-5, 1e-4));
+}
+
+// fork() while another thread generates libxsmm kernels (products of shapes not seen before):
+// the child's first product of a new shape must not find libxsmm's registry locked by a thread
+// that does not exist in it (ops/cpu/xsmm_gemm.cpp fork_guard; without it 9-10 of 300 children
+// spun until their alarm). Each child computes a product of its own new shape, checks it and
+// exits; one killed by its alarm is a hang. The children's products are small: one thread.
+TEST(XsmmGemm, ForkWhileAnotherThreadGeneratesKernels) {
+  if (!blas::xsmm_enabled()) GTEST_SKIP() << "libxsmm computes no float32 products here";
+  kiln::sync();
+  // Every op the threads run, once here first: a fork while the maker runs a function-local
+  // static's first initialization would hang the child in its guard (C++'s hazard, not kiln's).
+  (void)matmul(ones({40, 30}), ones({30, 20})).sum().item<float>();
+  std::atomic<bool> stop{false};
+  std::thread maker([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      const int64_t m = 1 + (i * 7) % 61, n = 1 + (i * 13) % 67, k = 1 + (i * 5) % 59;
+      (void)matmul(ones({m, k}), ones({k, n}));
+    }
+  });
+  int hung = 0, wrong = 0;
+  for (int f = 0; f < 200; ++f) {
+    ::usleep(200);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::alarm(10);
+      const int64_t m = 70 + f % 13, n = 73 + f % 11;  // K = 71: no shape of the maker's
+      const Tensor c = matmul(ones({m, 71}), ones({71, n}));
+      const bool right = c.sum().item<float>() == 71.0f * static_cast<float>(m * n);
+      ::_exit(right ? 0 : 3);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    hung += WIFSIGNALED(status);
+    wrong += WIFEXITED(status) && WEXITSTATUS(status) != 0;
+  }
+  stop = true;
+  maker.join();
+  EXPECT_EQ(hung, 0) << "children killed (their alarm: a hang)";
+  EXPECT_EQ(wrong, 0) << "children with a wrong product";
 }

@@ -1,11 +1,14 @@
 #include "ops/cpu/xsmm_gemm.h"
 
 #include <libxsmm.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <vector>
 
 #include "runtime/config.h"
@@ -13,6 +16,27 @@
 
 namespace kiln::blas {
 namespace {
+
+// fork(): libxsmm guards its code registry with spin locks of its own and registers no fork
+// handler, so a child forked while another thread was generating a kernel inherited that lock
+// held and spun forever at its first kernel of a new shape (tests/test_xsmm_gemm.cpp
+// ForkWhileAnotherThreadGeneratesKernels: 9-10 of 300 children hung on the 2-core Zen 5 VM,
+// none with KILN_GEMM=openblas). Every call into libxsmm but a generated kernel's (init,
+// dispatch, transposition) holds this lock shared; fork() takes it exclusively (pthread_atfork,
+// registered before the first such call), so no thread is inside libxsmm when the child is made.
+// The child makes the lock anew instead of unlocking it: a thread of the parent waiting to read
+// (pthread_rwlock's waiter counts) left it unusable in the child, whose first product hung there.
+std::shared_mutex* g_fork_guard = nullptr;
+std::shared_mutex& fork_guard() {
+  static const bool made = [] {
+    g_fork_guard = new std::shared_mutex();  // never destroyed: products may run at exit
+    pthread_atfork([] { g_fork_guard->lock(); }, [] { g_fork_guard->unlock(); },
+                   [] { g_fork_guard = new (g_fork_guard) std::shared_mutex(); });
+    return true;
+  }();
+  (void)made;
+  return *g_fork_guard;
+}
 
 // The packed panel: one per thread, kept between products (no allocation in the steady state:
 // tests/test_jit_matmul.cpp counts them). It is trivially destructible, so a product computed
@@ -58,6 +82,7 @@ float* thread_panel(int64_t floats, std::vector<float>& own) {
 // Whether libxsmm generates code here: a probe kernel (libxsmm's own cache keeps it).
 bool libxsmm_generates() {
   static const bool ok = [] {
+    std::shared_lock lock(fork_guard());
     libxsmm_init();
     const libxsmm_blasint m = kPanelCols, n = kBlockRows, k = 64;
     const float alpha = 1, beta = 0;
@@ -92,6 +117,7 @@ class Kernels {
       // being the packed panel; a transposed A is the kernel's transposed second operand.
       const int flags = LIBXSMM_GEMM_FLAGS('N', la_.trans ? 'T' : 'N');
       const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+      std::shared_lock lock(fork_guard());
       fn_[i] = libxsmm_smmdispatch(m, n, k, &lda, &ldb, &ldc, &alpha, &beta, &flags, &prefetch);
     }
     return fn_[i];
@@ -113,6 +139,7 @@ void pack_panel(const Layout& lb, const float* B, int64_t K, int64_t n0, int64_t
     return;
   }
   // op(B)(k, n) at B[n * ld + k]: column-major [K, width] with leading dim ld, transposed.
+  std::shared_lock lock(fork_guard());
   libxsmm_otrans(dst, B + n0 * lb.ld, sizeof(float), libxsmm_blasint(K), libxsmm_blasint(width),
                  libxsmm_blasint(lb.ld), libxsmm_blasint(width));
 }
