@@ -17,6 +17,7 @@
 #include "jit/target.h"
 #include "ops/cpu/store_choice.h"
 #include "runtime/config.h"
+#include "tracer/region_runner.h"
 
 namespace kiln::jit {
 namespace {
@@ -104,7 +105,10 @@ TEST(JitStoreChoice, ConcurrentAndAbandonedLaunchesAreNotTrials) {
 }
 
 // A kernel over a 9 MiB output: each mode's launches stream as it says, and every launch stores
-// the same bits (x * c + 1 against the scalar reference).
+// the same bits (x * c + 1 against the scalar reference). What is rendered: one kernel per mode;
+// under auto, whose trials run both kinds of stores, the streaming rendering and its
+// ordinary-stores twin (jit/cpu/render.h), or two renderings by the Compiler (KILN_JIT_ASSEMBLER=0:
+// ctest's jit_compiler pass), which makes no twin.
 TEST(JitStoreChoice, KernelLaunchesUnderEachMode) {
   constexpr int64_t kN =
       (int64_t{9} << 20) / 4 + 48;  // a tail after the vectors (a 64-byte multiple)
@@ -114,6 +118,10 @@ TEST(JitStoreChoice, KernelLaunchesUnderEachMode) {
   std::unique_ptr<float[], Free> in(static_cast<float*>(std::aligned_alloc(64, kN * 4))),
       out(static_cast<float*>(std::aligned_alloc(64, kN * 4)));
   for (int64_t i = 0; i < kN; ++i) in[i] = static_cast<float>(i % 977) * 0.25f - 100.0f;
+  ConfigOverride<std::string> no_disk(config().cache_dir, "");
+  // The counters are the process's: no plan of an earlier test may be rendering meanwhile (on
+  // the 16-core machine one was: 273 renders counted in one case).
+  tracer::wait_for_compiles();
   CpuJitCounters& counters = cpu_jit_counters();
   constexpr int kLaunches = 2 + 2 * StoreChoice::kTrials + 2;
   struct Case {
@@ -130,6 +138,7 @@ TEST(JitStoreChoice, KernelLaunchesUnderEachMode) {
     k.stores = {k.binary(ExprOp::Add,
                          k.binary(ExprOp::Mul, k.load(0), k.constant(c, DType::Float32)),
                          k.constant(1.0, DType::Float32))};
+    const int64_t kernels0 = counters.kernels.load(), twins0 = counters.twins.load();
     std::shared_ptr<CompiledKernel> kernel = cpu_target().compile(k, CpuLaunchHint{kN, false});
     LaunchArgs la;
     la.sizes = {kN};
@@ -142,6 +151,10 @@ TEST(JitStoreChoice, KernelLaunchesUnderEachMode) {
       for (int64_t i = 0; i < kN; ++i)
         ASSERT_EQ(out[i], in[i] * c + 1.0f) << m.mode << " launch " << l << " element " << i;
     }
+    const bool twin = std::string(m.mode) == "auto" && config().jit_assembler;
+    EXPECT_EQ(counters.twins.load() - twins0, twin ? 1 : 0) << m.mode;
+    EXPECT_EQ(counters.kernels.load() - kernels0, std::string(m.mode) == "auto" && !twin ? 2 : 1)
+        << m.mode << ": renderings";
     const int64_t streamed = counters.streaming_launches.load() - before;
     EXPECT_GE(streamed, m.min_streaming) << m.mode;
     EXPECT_LE(streamed, m.max_streaming) << m.mode;

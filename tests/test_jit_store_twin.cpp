@@ -3,31 +3,23 @@
 // recording a second time with ordinary stores instead of rendering the ordinary variant, so the
 // twin must be that rendering byte for byte: pointwise kernels (one with a call, sin), row
 // kernels and a column kernel, Float32 and Float64, on every ISA path the host runs, unrolled and
-// pipelined or not; its listing too. Then through the kernel cache: a large launch's store
-// trials render one kernel and take its twin, and a forced mode makes no twin it never runs.
+// pipelined or not; its listing too. Through the kernel cache (a large launch's store trials
+// render one kernel and take its twin; a forced mode makes none): JitStoreChoice.
+// KernelLaunchesUnderEachMode.
 #include <gtest/gtest.h>
 
 #include <asmjit/x86.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "hop_traced_util.h"
-#include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render.h"
-#include "jit/target.h"
 #include "jit_kernel_util.h"
-#include "ops/cpu/store_choice.h"
-#include "runtime/config.h"
-#include "tracer/region_runner.h"
 
 namespace kiln::jit {
 namespace {
 
-using kiln::testing::ConfigOverride;
 using kiln::testing::supported_jit_isas;
 
 JitIsa isa_of(const std::string& name) {
@@ -159,54 +151,6 @@ TEST(JitStoreTwin, TheCompilerMakesNoTwin) {
   EXPECT_FALSE(r.assembler);
   EXPECT_EQ(twin.fn, nullptr);
   rt.release(r.fn);
-}
-
-// Through the cache: a launch large enough to stream tries both kinds of store (store_choice.h);
-// under auto the trials run one rendering and its twin, under "on" no twin is made, under "off"
-// nothing streams and the ordinary variant is rendered. Every launch stores the reference's bits.
-TEST(JitStoreTwin, StoreTrialsRenderOneKernel) {
-  constexpr int64_t kN = (int64_t{9} << 20) / 4 + 48;
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  std::unique_ptr<float[], Free> in(static_cast<float*>(std::aligned_alloc(64, kN * 4))),
-      out(static_cast<float*>(std::aligned_alloc(64, kN * 4)));
-  for (int64_t i = 0; i < kN; ++i) in[i] = static_cast<float>(i % 977) * 0.25f - 100.0f;
-  ConfigOverride<std::string> no_disk(config().cache_dir, "");
-  // The counters are the process's: no plan of an earlier test may be rendering meanwhile (on
-  // the 16-core machine one was: 273 renders counted in the "off" case).
-  tracer::wait_for_compiles();
-  CpuJitCounters& counters = cpu_jit_counters();
-  struct Case {
-    const char* mode;
-    int64_t twins;
-  };
-  for (const Case& m : {Case{"auto", 1}, Case{"on", 0}, Case{"off", 0}}) {
-    ConfigOverride<std::string> mode(config().jit_streaming, m.mode);
-    LoopKernel k;
-    k.inputs.assign(1, DType::Float32);
-    const float c = 2.5f + static_cast<float>(m.mode[1]) / 64.0f;  // a new kernel per mode
-    k.stores = {k.binary(ExprOp::Sub,
-                         k.binary(ExprOp::Mul, k.load(0), k.constant(c, DType::Float32)),
-                         k.constant(3.0, DType::Float32))};
-    const int64_t kernels0 = counters.kernels.load(), twins0 = counters.twins.load();
-    std::shared_ptr<CompiledKernel> kernel = cpu_target().compile(k, CpuLaunchHint{kN, false});
-    LaunchArgs la;
-    la.sizes = {kN};
-    la.ptrs = {reinterpret_cast<char*>(out.get()), reinterpret_cast<char*>(in.get())};
-    la.strides = {DimVector{4}, DimVector{4}};
-    for (int l = 0; l < 2 + 2 * StoreChoice::kTrials; ++l) {
-      std::fill(out.get(), out.get() + kN, -1.0f);
-      kernel->launch(la);
-      for (int64_t i = 0; i < kN; ++i)
-        ASSERT_EQ(out[i], in[i] * c - 3.0f) << m.mode << " launch " << l << " element " << i;
-    }
-    // The Compiler (KILN_JIT_ASSEMBLER=0: ctest's jit_compiler pass) makes no twin: it renders
-    // the ordinary variant when a trial asks for it.
-    const int64_t twins = config().jit_assembler ? m.twins : 0;
-    EXPECT_EQ(counters.twins.load() - twins0, twins) << m.mode;
-    EXPECT_EQ(counters.kernels.load() - kernels0, m.twins - twins + 1) << m.mode << ": renderings";
-  }
 }
 
 }  // namespace
