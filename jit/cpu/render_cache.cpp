@@ -122,7 +122,8 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
   // A streaming variant's ordinary twin (render.h), made with it unless that variant is cached.
   KernelVariant ordinary = v;
   ordinary.streaming = false;
-  const std::vector<uint64_t> twin_key = v.streaming ? render_key(k, ordinary, path) : key;
+  const std::vector<uint64_t> twin_key =
+      v.streaming ? render_key(k, ordinary, path) : std::vector<uint64_t>{};
   RenderedKernel twin;
   // (Not under KILN_JIT_STREAMING=on, where no launch runs it; contains() before make(), which
   // runs under the cache's lock.)

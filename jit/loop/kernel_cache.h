@@ -25,14 +25,11 @@ class KernelCache {
   // so one key is never compiled twice; it may throw (nothing is stored).
   template <class Make>
   Value get_or_make(const std::vector<uint64_t>& key, Make&& make) {
-    const uint64_t h = hash_words(key);
     std::lock_guard lock(mu_);
-    auto& bucket = entries_[h];
-    for (const auto& [words, value] : bucket) {
-      if (words == key) {
-        ++counters_.hits;
-        return value;
-      }
+    auto& bucket = entries_[hash_words(key)];
+    if (const Value* hit = find(bucket, key)) {
+      ++counters_.hits;
+      return *hit;
     }
     Value v = make();
     bucket.emplace_back(key, v);
@@ -44,21 +41,15 @@ class KernelCache {
   bool contains(const std::vector<uint64_t>& key) const {
     std::lock_guard lock(mu_);
     auto it = entries_.find(hash_words(key));
-    if (it == entries_.end()) return false;
-    for (const auto& [words, value] : it->second)
-      if (words == key) return true;
-    return false;
+    return it != entries_.end() && find(it->second, key) != nullptr;
   }
 
   // Stores `value` under `key` unless a value is there already (made by another thread, which
   // keeps it); counted neither as a hit nor as a miss.
   void put(const std::vector<uint64_t>& key, Value value) {
-    const uint64_t h = hash_words(key);
     std::lock_guard lock(mu_);
-    auto& bucket = entries_[h];
-    for (const auto& [words, v] : bucket)
-      if (words == key) return;
-    bucket.emplace_back(key, std::move(value));
+    auto& bucket = entries_[hash_words(key)];
+    if (find(bucket, key) == nullptr) bucket.emplace_back(key, std::move(value));
   }
 
   // Drops every entry (what they point to lives on: compiled code is never freed).
@@ -79,8 +70,15 @@ class KernelCache {
   }
 
  private:
+  using Bucket = std::vector<std::pair<std::vector<uint64_t>, Value>>;
+  // The value stored under `key` in its hash's bucket (the whole key compared), or null.
+  static const Value* find(const Bucket& bucket, const std::vector<uint64_t>& key) {
+    for (const auto& [words, value] : bucket)
+      if (words == key) return &value;
+    return nullptr;
+  }
   mutable std::mutex mu_;
-  std::unordered_map<uint64_t, std::vector<std::pair<std::vector<uint64_t>, Value>>> entries_;
+  std::unordered_map<uint64_t, Bucket> entries_;
   Counters counters_;
 };
 
