@@ -190,8 +190,9 @@ RowSplit plan_row_split(const TensorImpl* a, const TensorImpl* b, DType out_dtyp
   if (!s.la.ok || !s.lb.ok || s.la.ld > INT_MAX || s.lb.ld > INT_MAX) return s;
   // As many blocks as threads while the smallest block (floor(M / blocks) rows) holds the floor
   // (and, on libxsmm, a block of rows: its splits fall on them, so fewer rows make empty blocks).
-  const int64_t floor = split_min_mnk();
-  const int64_t min_rows = floor == kXsmmSplitMinMnk ? kBlockRows : 1;
+  const bool xsmm = xsmm_enabled();
+  const int64_t floor = xsmm ? kXsmmSplitMinMnk : kGemmSplitMinMnk;  // split_min_mnk()
+  const int64_t min_rows = xsmm ? kBlockRows : 1;
   for (int64_t n = threads; n >= 2; --n)
     if ((s.M / n) * s.N * s.K >= floor && s.M / n >= min_rows) {
       s.blocks = n;
