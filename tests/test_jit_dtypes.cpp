@@ -29,7 +29,7 @@ using kiln::testing::supported_jit_isas;
 const DType kAll[] = {kBool, kInt32, kInt64, kFloat32, kFloat64};
 
 // n values (eagerly made) of dtype t: special values first, then a ramp of mixed magnitudes.
-Tensor values(DType t, int64_t n, int salt) {
+Tensor cast_values(DType t, int64_t n, int salt) {
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<double> sp = {0.0,     -0.0, 1.0,          -1.0,          0.5,          -0.5,
                                   1.5,     2.5,  -2.5,         inf,           -inf,         NAN,
@@ -105,7 +105,7 @@ TEST(JitDtypes, EveryCastEveryIsaMatchesEagerTo) {
         k.stores = {k.cast(k.load(0), to)};
         auto ck = compile_on(isa, k);
         for (int64_t n : kLengths) {
-          const Tensor x = values(from, n, static_cast<int>(n));
+          const Tensor x = cast_values(from, n, static_cast<int>(n));
           const Tensor got = launch(*ck, {x}, n)[0];
           EXPECT_EQ(bytes_of(got), bytes_of(x.to(to)))
               << isa << " " << dtype_name(from) << " -> " << dtype_name(to) << " n=" << n << "\n x "
@@ -147,7 +147,7 @@ TEST(JitDtypes, IntegerArithmeticAndComparesMatchEager) {
         k.stores = {k.binary(c.op, a, b)};
         auto ck = compile_on(isa, k);
         for (int64_t n : kLengths) {
-          const Tensor x = values(t, n, 1), y = values(t, n, 7);
+          const Tensor x = cast_values(t, n, 1), y = cast_values(t, n, 7);
           const Tensor y_eq = n > 2 ? y.clone() : y;  // some equal lanes for Eq / Le / Ge
           if (n > 2) y_eq.slice(0, 0, 2).copy_(x.slice(0, 0, 2));
           EXPECT_EQ(bytes_of(launch(*ck, {x, y_eq}, n)[0]), bytes_of(c.eager(x, y_eq)))
@@ -162,7 +162,7 @@ TEST(JitDtypes, IntegerArithmeticAndComparesMatchEager) {
         k.stores = {k.unary(op, k.load(0))};
         auto ck = compile_on(isa, k);
         for (int64_t n : kLengths) {
-          const Tensor x = values(t, n, 3);
+          const Tensor x = cast_values(t, n, 3);
           EXPECT_EQ(bytes_of(launch(*ck, {x}, n)[0]), bytes_of(eager(x)))
               << isa << " " << dtype_name(t) << " " << expr_op_name(op) << " n=" << n;
         }
@@ -184,13 +184,13 @@ TEST(JitDtypes, MixedWidthKernelWithBoolInAndOut) {
   for (const std::string& isa : supported_jit_isas()) {
     auto ck = compile_on(isa, k);
     for (int64_t n : kLengths) {
-      const Tensor mask = values(kFloat32, n, 5) > 0.0;
-      const Tensor ii = values(kInt64, n, 2), ff = values(kFloat32, n, 4);
+      const Tensor mask = cast_values(kFloat32, n, 5) > 0.0;
+      const Tensor ii = cast_values(kInt64, n, 2), ff = cast_values(kFloat32, n, 4);
       for (int form = 0; form < 3; ++form) {
         // The mask contiguous, broadcast (one element) or strided (every other of 2n).
         Tensor mk = mask;
         if (form == 1) mk = mask.slice(0, 0, 1);
-        if (form == 2) mk = (values(kFloat32, 2 * n, 5) > 0.0).slice(0, 0, 2 * n, 2);
+        if (form == 2) mk = (cast_values(kFloat32, 2 * n, 5) > 0.0).slice(0, 0, 2 * n, 2);
         const Tensor me = form == 1 ? mk.expand({n}) : mk;
         const std::vector<Tensor> got = launch(*ck, {mk, ii, ff}, n, {Scalar(int64_t{-7})});
         const Tensor want0 = where(me, (ii + (-7)).to(kFloat64), ff.to(kFloat64));

@@ -176,8 +176,7 @@ TEST(XsmmGemm, AProductFlushedAtItsThreadsExitIsComputed) {
 // that does not exist in it (ops/cpu/xsmm_gemm.cpp fork_guard; without it 9-10 of 300 children
 // spun until their alarm). Each child computes a product of its own new shape, checks it and
 // exits; one killed by its alarm is a hang. The children's products are small: one thread.
-// Eager: with KILN_JIT=1 a child can also hang on a region's planning lock that a background
-// planning thread held at the fork (the tracer has no fork handlers: docs/building.md).
+// Eager: the products are libxsmm's alone (tests/test_fork.cpp forks under KILN_JIT=1).
 TEST(XsmmGemm, ForkWhileAnotherThreadGeneratesKernels) {
   if (!blas::xsmm_enabled()) GTEST_SKIP() << "libxsmm computes no float32 products here";
   kiln::sync();

@@ -14,6 +14,7 @@
 #include "runtime/allocator.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
+#include "runtime/fork_handlers.h"
 #include "runtime/logging.h"
 #include "runtime/profiler.h"
 #include "tracer/dump.h"
@@ -35,6 +36,9 @@ class PlanQueue {
     static PlanQueue* q = [] {
       auto* queue = new PlanQueue();  // never destroyed: the worker is detached
       std::atexit([] { PlanQueue::instance().shut_down(); });
+      on_fork(ForkStage::Planning,
+              {[] { instance().before_fork(); }, [] { instance().mu_.unlock(); },
+               [] { instance().after_fork_in_child(); }});
       return queue;
     }();
     return *q;
@@ -45,19 +49,41 @@ class PlanQueue {
       if (stopping_) return;  // exiting: the region is never planned
       jobs_.push_back(std::move(job));
       ++pending_;
-      if (!started_) {
-        started_ = true;
-        std::thread([this] { work(); }).detach();
-      }
+      start_worker();
     }
     cv_.notify_all();
   }
   void wait_idle() {
     std::unique_lock lock(mu_);
+    if (pending_ > 0) start_worker();
     idle_.wait(lock, [&] { return pending_ == 0; });
   }
 
  private:
+  void start_worker() {  // under mu_
+    if (started_) return;
+    started_ = true;
+    std::thread([this] { work(); }).detach();
+  }
+  // fork(): the plan being made finishes first (it holds a region's locks, the kernel cache's,
+  // a render workspace's), and the worker takes no next job until the parent goes on, so the
+  // child copies no lock held and a queue whose jobs it runs itself: its own worker starts for
+  // the jobs that were queued. (Before, a child forked mid-plan hung at exit, waiting for a
+  // job that no thread of its own was running.)
+  void before_fork() {
+    std::unique_lock lock(mu_);
+    idle_.wait(lock, [&] { return !running_; });
+    lock.release();  // held across the fork; unlocked after it in the parent, remade in the child
+  }
+  // The child's jobs wait for its next push or wait_idle to start a worker: a thread started
+  // here would be one more in every forked child (and ThreadSanitizer ends a process that
+  // starts a thread after a multi-threaded fork).
+  void after_fork_in_child() {
+    remake_after_fork(mu_);  // the parent's worker waited on these
+    remake_after_fork(cv_);
+    remake_after_fork(idle_);
+    started_ = false;
+  }
   void shut_down() {
     std::unique_lock lock(mu_);
     stopping_ = true;

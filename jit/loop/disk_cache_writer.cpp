@@ -1,7 +1,5 @@
 #include "jit/loop/disk_cache_writer.h"
 
-#include <pthread.h>
-
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -10,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "runtime/fork_handlers.h"
 #include "runtime/logging.h"
 
 namespace kiln::jit {
@@ -73,7 +72,9 @@ void after_fork_in_child() {
   Writer& w = writer();
   w.started = false;  // the child's next write starts a thread of its own
   w.writing = 0;
-  w.mu.unlock();
+  remake_after_fork(w.mu);  // the parent's thread waited on these
+  remake_after_fork(w.more);
+  remake_after_fork(w.idle);
 }
 
 // Starts the thread once (under w.mu); false when it cannot be started.
@@ -90,7 +91,7 @@ bool ensure_started(Writer& w) {
   }
   if (!std::exchange(w.hooked, true)) {  // a forked child inherits them
     std::atexit(write_at_exit);
-    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+    on_fork(ForkStage::DiskWrites, {before_fork, after_fork_in_parent, after_fork_in_child});
   }
   return true;
 }

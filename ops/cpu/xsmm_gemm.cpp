@@ -1,7 +1,6 @@
 #include "ops/cpu/xsmm_gemm.h"
 
 #include <libxsmm.h>
-#include <pthread.h>
 
 #include <algorithm>
 #include <climits>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "runtime/config.h"
+#include "runtime/fork_handlers.h"
 #include "runtime/logging.h"
 
 namespace kiln::blas {
@@ -22,16 +22,18 @@ namespace {
 // held and spun forever at its first kernel of a new shape (tests/test_xsmm_gemm.cpp
 // ForkWhileAnotherThreadGeneratesKernels: 9-10 of 300 children hung on the 2-core Zen 5 VM,
 // none with KILN_GEMM=openblas). Every call into libxsmm but a generated kernel's (init,
-// dispatch, transposition) holds this lock shared; fork() takes it exclusively (pthread_atfork,
-// registered before the first such call), so no thread is inside libxsmm when the child is made.
+// dispatch, transposition) holds this lock shared; fork() takes it exclusively (registered
+// before the first such call, runtime/fork_handlers.h: in the last stage, after a plan being
+// made, which may call libxsmm, has finished), so no thread is inside libxsmm when the child is
+// made.
 // The child makes the lock anew instead of unlocking it: a thread of the parent waiting to read
 // (pthread_rwlock's waiter counts) left it unusable in the child, whose first product hung there.
 std::shared_mutex* g_fork_guard = nullptr;
 std::shared_mutex& fork_guard() {
   static const bool made = [] {
     g_fork_guard = new std::shared_mutex();  // never destroyed: products may run at exit
-    pthread_atfork([] { g_fork_guard->lock(); }, [] { g_fork_guard->unlock(); },
-                   [] { g_fork_guard = new (g_fork_guard) std::shared_mutex(); });
+    on_fork(ForkStage::Libraries, {[] { g_fork_guard->lock(); }, [] { g_fork_guard->unlock(); },
+                                   [] { remake_after_fork(*g_fork_guard); }});
     return true;
   }();
   (void)made;

@@ -1,0 +1,145 @@
+// fork() under KILN_JIT=1 (runtime/fork_handlers.h): the handlers' order, and a child forked
+// while the background thread plans regions, which must run the JIT and exit like any process.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "hop_traced_util.h"
+#include "jit/cpu/cpu_target.h"
+#include "kiln/kiln.h"
+#include "record_util.h"
+#include "runtime/config.h"
+#include "runtime/fork_handlers.h"
+#include "tracer/region_runner.h"
+
+namespace kiln {
+namespace {
+
+// What the handlers below ran, in order, while the test arms them (other tests fork too, and
+// registered handlers stay for the process's life).
+std::atomic<bool> g_armed{false};
+char g_calls[16];
+std::atomic<int> g_count{0};
+void note(char c) {
+  if (!g_armed.load()) return;
+  const int i = g_count.fetch_add(1);
+  if (i < 16) g_calls[i] = c;
+}
+
+// Prepare: stages first to last, in registration order within one; after the fork, in the
+// parent and in the child alike, the reverse (a later stage's locks are released first).
+TEST(Fork, HandlersRunByStageThenReversed) {
+  on_fork(ForkStage::Libraries, {[] { note('A'); }, [] { note('a'); }, [] { note('a'); }});
+  on_fork(ForkStage::Planning, {[] { note('B'); }, [] { note('b'); }, [] { note('b'); }});
+  on_fork(ForkStage::Planning, {[] { note('C'); }, [] { note('c'); }, [] { note('c'); }});
+  std::fflush(nullptr);
+  g_count = 0;
+  g_armed = true;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    g_armed = false;
+    const std::string calls(g_calls, g_count.load());
+    ::_exit(calls == "BCAacb" ? 0 : 3);
+  }
+  g_armed = false;
+  ASSERT_GT(child, 0);
+  EXPECT_EQ(std::string(g_calls, g_count.load()), "BCAacb");
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's order was wrong";
+}
+
+// A chain of 1-9 pointwise ops; `variant` picks which: consecutive variants make regions of
+// other structures, so each one is planned anew.
+Tensor chain(const Tensor& x, int variant) {
+  Tensor t = x;
+  const int length = 1 + variant % 9;
+  for (int i = 0; i < length; ++i) {
+    switch ((variant / 9 + i * (1 + variant % 4)) % 5) {
+      case 0:
+        t = t.sin();
+        break;
+      case 1:
+        t = t * t + 0.5;
+        break;
+      case 2:
+        t = (t * 0.25).exp();
+        break;
+      case 3:
+        t = t.abs().sqrt();
+        break;
+      default:
+        t = t.tanh() - 1.0;
+        break;
+    }
+  }
+  return t;
+}
+
+// fork() right after a sync hands a new region to the background planner, so most forks come
+// while a plan is being made. The child runs a new region through the JIT, planning it on its
+// own thread or (but under ThreadSanitizer, which ends a child that starts a thread) on a
+// worker of its own that it waits for, and checks it against eager. A quarter of the children
+// exit through std::exit, whose handlers wait for any plan in progress; the rest leave with
+// _exit (each exit runs libxsmm's finalization too, which unmaps every kernel it generated:
+// ~250 ms per child after the suite's products). Before the planning queue had fork handlers,
+// a child forked mid-plan inherited "a job is running" with no thread to finish it, and hung at
+// that wait or that exit: killed by its alarm, counted as hung (20 of 20 on the 2-core Zen 5 VM).
+TEST(Fork, ChildOfAProcessPlanningRegionsRunsTheJitAndExits) {
+  kiln::sync();
+  tracer::wait_for_compiles();
+  testing::JitRestore restore;
+  testing::ConfigOverride<bool> async(config().jit_async, true);
+  testing::ConfigOverride<int> threshold(config().jit_threshold, 0);
+  testing::ConfigOverride<bool> tier(config().jit_eager_tier, false);
+  Tensor x;
+  {
+    testing::JitMode off(false);
+    x = randn({4099});
+  }
+  config().jit = true;
+  int hung = 0, wrong = 0;
+  for (int f = 0; f < 48; ++f) {
+    (void)chain(x, f).sum().item<float>();  // a sync: the region's plan is queued
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::alarm(10);
+#if defined(__SANITIZE_THREAD__)
+      config().jit_async = false;
+#else
+      config().jit_async = f % 2 == 0;
+#endif
+      const int64_t launched = jit::cpu_jit_counters().launches.load();
+      Tensor got;
+      for (int run = 0; run < 2; ++run) {  // planned (and compiled, planning here), then run
+        got = chain(x, f + 1) * 2.0;
+        kiln::sync();
+        if (config().jit_async) tracer::wait_for_compiles();
+      }
+      config().jit = false;
+      const Tensor eager = chain(x, f + 1) * 2.0;
+      const int code = !allclose(got, eager, 1e-5, 1e-5)                     ? 3
+                       : jit::cpu_jit_counters().launches.load() == launched ? 4
+                                                                             : 0;
+      if (f % 4 == 1) std::exit(code);
+      ::_exit(code);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    hung += WIFSIGNALED(status);
+    wrong += WIFEXITED(status) && WEXITSTATUS(status) != 0;
+  }
+  tracer::wait_for_compiles();
+  EXPECT_EQ(hung, 0) << "children killed (their alarm: a hang)";
+  EXPECT_EQ(wrong, 0) << "children whose region was wrong or not compiled";
+}
+
+}  // namespace
+}  // namespace kiln
