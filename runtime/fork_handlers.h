@@ -29,6 +29,7 @@ struct ForkHandlers {
 
 // Registers `handlers` for `stage` for the rest of the process (a forked child inherits them).
 // Within a stage, handlers run in the order they were registered (after the fork: reversed).
+// Never called under a lock a handler takes: the registry's lock is held across a fork.
 void on_fork(ForkStage stage, ForkHandlers handlers);
 
 // Reconstructs `object` in place without destroying it: what the child of a fork does with a

@@ -29,11 +29,23 @@ struct Writer {
   bool started = false;
   bool no_thread = false;                 // the thread could not be started: callers write
   WriterPause pause = WriterPause::None;  // tests
-  bool hooked = false;  // the exit and fork handlers are registered (once per process)
 };
 
+void write_at_exit();
+void before_fork();
+void after_fork_in_parent();
+void after_fork_in_child();
+
+// Made with its exit and fork handlers (a forked child inherits them), under no lock of its own:
+// the fork handlers' registry is locked across a fork, which takes `mu` (a registration under
+// `mu` was a lock-order inversion: ThreadSanitizer, JitDiskCacheTest).
 Writer& writer() {
-  static auto* w = new Writer();  // never destroyed: the thread is detached
+  static auto* w = [] {
+    auto* made = new Writer();  // never destroyed: the thread is detached
+    std::atexit(write_at_exit);
+    on_fork(ForkStage::DiskWrites, {before_fork, after_fork_in_parent, after_fork_in_child});
+    return made;
+  }();
   return *w;
 }
 
@@ -88,10 +100,6 @@ bool ensure_started(Writer& w) {
     KILN_DEBUG(Jit, "disk cache writer: no thread ({}); entries are written by their renders",
                e.what());
     return false;
-  }
-  if (!std::exchange(w.hooked, true)) {  // a forked child inherits them
-    std::atexit(write_at_exit);
-    on_fork(ForkStage::DiskWrites, {before_fork, after_fork_in_parent, after_fork_in_child});
   }
   return true;
 }
