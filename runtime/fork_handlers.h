@@ -29,7 +29,8 @@ struct ForkHandlers {
 
 // Registers `handlers` for `stage` for the rest of the process (a forked child inherits them).
 // Within a stage, handlers run in the order they were registered (after the fork: reversed).
-// Never called under a lock a handler takes: the registry's lock is held across a fork.
+// A fork takes no lock of the registry's: a registration may come from a thread that a prepare
+// handler waits for (16 sets per stage at most; more: kiln::Error).
 void on_fork(ForkStage stage, ForkHandlers handlers);
 
 // Reconstructs `object` in place without destroying it: what the child of a fork does with a

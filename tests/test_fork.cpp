@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
@@ -15,6 +17,7 @@
 #include "record_util.h"
 #include "runtime/config.h"
 #include "runtime/fork_handlers.h"
+#include "self_child.h"
 #include "tracer/region_runner.h"
 
 namespace kiln {
@@ -52,6 +55,40 @@ TEST(Fork, HandlersRunByStageThenReversed) {
   int status = 0;
   ::waitpid(child, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's order was wrong";
+}
+
+// Run by ARegistrationDuringAForkDoesNotWaitForIt in a fresh process (its registry grows): a
+// planning job registers fork handlers (as a first render registers the disk cache writer's)
+// while the test's thread forks, whose planning stage waits for that job. With the registry
+// locked across the fork (before 2026-12-04) the two waited for each other: the alarm ends it.
+TEST(ForkChild, ForksWhileAPlanningJobRegistersHandlers) {
+  if (std::getenv("KILN_TEST_FORK_CHILD") == nullptr)
+    GTEST_SKIP() << "run by Fork.ARegistrationDuringAForkDoesNotWaitForIt";
+  ::alarm(30);
+  std::atomic<bool> running{false}, forking{false};
+  tracer::run_in_background([&] {
+    running = true;
+    while (!forking.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the fork is preparing
+    on_fork(ForkStage::Libraries, {});
+  });
+  while (!running.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  forking = true;
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  tracer::wait_for_compiles();
+}
+
+TEST(Fork, ARegistrationDuringAForkDoesNotWaitForIt) {
+  const testing::SelfChildResult r = testing::run_self_as_child(
+      "KILN_TEST_FORK_CHILD=1", "ForkChild.ForksWhileAPlanningJobRegistersHandlers");
+  EXPECT_EQ(r.status, 0) << r.command;
+  EXPECT_EQ(r.completed, 1) << r.command;
 }
 
 // A chain of 1-9 pointwise ops; `variant` picks which: consecutive variants make regions of

@@ -36,9 +36,7 @@ void before_fork();
 void after_fork_in_parent();
 void after_fork_in_child();
 
-// Made with its exit and fork handlers (a forked child inherits them), under no lock of its own:
-// the fork handlers' registry is locked across a fork, which takes `mu` (a registration under
-// `mu` was a lock-order inversion: ThreadSanitizer, JitDiskCacheTest).
+// Made with its exit and fork handlers (a forked child inherits them).
 Writer& writer() {
   static auto* w = [] {
     auto* made = new Writer();  // never destroyed: the thread is detached
