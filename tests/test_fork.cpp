@@ -180,3 +180,50 @@ TEST(Fork, ChildOfAProcessPlanningRegionsRunsTheJitAndExits) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A child forked after the parent's kernels ran on every thread (oneTBB's workers, OpenBLAS's
+// or libxsmm's products split over kiln's threads) runs large ops on many threads itself, eager
+// and compiled: a data loader's worker processes do. Each child checks its results against the
+// parent's, made before the fork, under an alarm.
+TEST(Fork, ChildRunsLargeOpsOnItsThreads) {
+  kiln::sync();
+  tracer::wait_for_compiles();
+  testing::JitRestore restore;
+  Tensor x, w, want_gelu, want_mm;
+  {
+    testing::JitMode off(false);
+    x = randn({1 << 22});
+    w = randn({512, 512});
+    want_gelu = gelu(x);  // on every thread
+    want_mm = matmul(w, w);
+  }
+  int hung = 0, wrong = 0;
+  for (int jit = 0; jit < 2; ++jit) {
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::alarm(20);
+      config().jit = jit == 1;
+      config().jit_async = false;
+      bool right = true;
+      for (int run = 0; run < 3; ++run) {  // (compiled from the first, in jit)
+        right = right && allclose(gelu(x), want_gelu, 1e-5, 1e-6) &&
+                allclose(matmul(w, w), want_mm, 1e-5, 1e-4);
+      }
+      ::_exit(right ? 0 : 3);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    hung += WIFSIGNALED(status);
+    wrong += WIFEXITED(status) && WEXITSTATUS(status) != 0;
+  }
+  EXPECT_EQ(hung, 0) << "children killed (their alarm: a hang)";
+  EXPECT_EQ(wrong, 0) << "children with wrong results";
+}
+
+}  // namespace
+}  // namespace kiln
