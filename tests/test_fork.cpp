@@ -184,6 +184,49 @@ TEST(Fork, ChildOfAProcessPlanningRegionsRunsTheJitAndExits) {
 namespace kiln {
 namespace {
 
+// A forked child that cannot start a planning thread (refused by the test's hook, as when the
+// process is out of threads) still plans its regions: its wait for compiles runs the queued plan
+// itself, and the region then runs compiled. Without that, the wait waited for a thread that
+// never came: the alarm.
+TEST(Fork, AChildWithoutAPlanningThreadPlansWhenItWaits) {
+  kiln::sync();
+  tracer::wait_for_compiles();
+  testing::JitRestore restore;
+  testing::ConfigOverride<bool> async(config().jit_async, true);
+  testing::ConfigOverride<int> threshold(config().jit_threshold, 0);
+  testing::ConfigOverride<bool> tier(config().jit_eager_tier, false);
+  Tensor x;
+  {
+    testing::JitMode off(false);
+    x = randn({4099});
+  }
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(20);
+    tracer::refuse_planning_thread_for_testing(true);
+    config().jit = true;
+    const int64_t launched = jit::cpu_jit_counters().launches.load();
+    Tensor got;
+    for (int run = 0; run < 2; ++run) {
+      got = (chain(x, 40) + x).cos() * 3.0;
+      kiln::sync();
+      tracer::wait_for_compiles();
+    }
+    config().jit = false;
+    const Tensor eager = (chain(x, 40) + x).cos() * 3.0;
+    const int code = !allclose(got, eager, 1e-5, 1e-5)                     ? 3
+                     : jit::cpu_jit_counters().launches.load() == launched ? 4
+                                                                           : 0;
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status)) << "the child was killed (its alarm: a hang)";
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0) << "3: wrong, 4: not compiled";
+}
+
 // A child forked after the parent's kernels ran on every thread (oneTBB's workers, OpenBLAS's
 // or libxsmm's products split over kiln's threads) runs large ops on many threads itself, eager
 // and compiled: a data loader's worker processes do. Each child checks its results against the

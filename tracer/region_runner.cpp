@@ -8,7 +8,9 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
+#include <utility>
 
 #include "ops/random.h"
 #include "runtime/allocator.h"
@@ -55,15 +57,29 @@ class PlanQueue {
   }
   void wait_idle() {
     std::unique_lock lock(mu_);
-    if (pending_ > 0) start_worker();
+    if (pending_ > 0 && !start_worker())  // no planning thread: this one plans what is queued
+      while (!jobs_.empty()) run_first(lock);
     idle_.wait(lock, [&] { return pending_ == 0; });
   }
+  std::atomic<bool> refuse_threads{false};  // tests: as if no thread could be started
 
  private:
-  void start_worker() {  // under mu_
-    if (started_) return;
+  // Under mu_; false when no thread can be started (out of threads): the queued jobs then wait
+  // for a wait_idle, which runs them on its own thread, and a later push tries again.
+  bool start_worker() {
+    if (started_) return true;
+    try {
+      if (refuse_threads.load())
+        throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+      std::thread([this] { work(); }).detach();
+    } catch (const std::system_error& e) {
+      if (!std::exchange(warned_, true))
+        KILN_WARN(Jit, "no planning thread ({}): regions are planned when compiles are waited for",
+                  e.what());
+      return false;
+    }
     started_ = true;
-    std::thread([this] { work(); }).detach();
+    return true;
   }
   // fork(): the plan being made finishes first (it holds a region's locks, the kernel cache's,
   // a render workspace's), and the worker takes no next job until the parent goes on, so the
@@ -72,7 +88,7 @@ class PlanQueue {
   // job that no thread of its own was running.)
   void before_fork() {
     std::unique_lock lock(mu_);
-    idle_.wait(lock, [&] { return !running_; });
+    idle_.wait(lock, [&] { return running_ == 0; });
     lock.release();  // held across the fork; unlocked after it in the parent, remade in the child
   }
   // The child's jobs wait for its next push or wait_idle to start a worker: a thread started
@@ -90,26 +106,26 @@ class PlanQueue {
     pending_ -= static_cast<int>(jobs_.size());
     jobs_.clear();
     cv_.notify_all();
-    idle_.wait(lock, [&] { return !running_; });
+    idle_.wait(lock, [&] { return running_ == 0; });
+  }
+  // Runs the first queued job, mu_ released meanwhile (`lock` holds it before and after).
+  void run_first(std::unique_lock<std::mutex>& lock) {
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    ++running_;
+    lock.unlock();
+    job();
+    lock.lock();
+    --running_;
+    --pending_;
+    idle_.notify_all();
   }
   void work() {
+    std::unique_lock lock(mu_);
     for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return !jobs_.empty() || stopping_; });
-        if (stopping_) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-        running_ = true;
-      }
-      job();
-      {
-        std::lock_guard lock(mu_);
-        running_ = false;
-        --pending_;
-      }
-      idle_.notify_all();
+      cv_.wait(lock, [&] { return !jobs_.empty() || stopping_; });
+      if (stopping_) return;
+      run_first(lock);
     }
   }
   std::mutex mu_;
@@ -117,7 +133,8 @@ class PlanQueue {
   std::deque<std::function<void()>> jobs_;
   int pending_ = 0;
   bool started_ = false;
-  bool running_ = false;
+  bool warned_ = false;  // that no planning thread could be started (once a process)
+  int running_ = 0;      // jobs running: the worker's, or those of a wait_idle without a worker
   bool stopping_ = false;
 };
 
@@ -199,6 +216,10 @@ void set_planner(RegionPlanner* planner) { g_planner.store(planner, std::memory_
 RegionPlanner* current_planner() { return g_planner.load(std::memory_order_acquire); }
 
 void wait_for_compiles() { PlanQueue::instance().wait_idle(); }
+
+void refuse_planning_thread_for_testing(bool refuse) {
+  PlanQueue::instance().refuse_threads = refuse;
+}
 
 void run_in_background(std::function<void()> job) { PlanQueue::instance().push(std::move(job)); }
 

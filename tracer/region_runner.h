@@ -30,8 +30,13 @@ InterpretResult run_cached_region(const CacheLookup& found, const Graph& g,
                                   std::span<const Tensor> inputs,
                                   std::span<const Tensor> destinations = {});
 
-// Waits until no planning job is queued or running (tests, and before reporting stats).
+// Waits until no planning job is queued or running (tests, and before reporting stats). Where
+// no planning thread can be started (out of threads), runs the queued jobs itself.
 void wait_for_compiles();
+
+// Tests: while `refuse`, a planning thread that is not running yet is not started, as when the
+// process is out of threads (a forked child's first plan starts one).
+void refuse_planning_thread_for_testing(bool refuse);
 
 // Runs `job` on the planning thread after the jobs queued before it (the JIT's renderer warm-up:
 // jit/cpu/warm_up.h); wait_for_compiles() waits for it too. At process exit a job not yet
