@@ -118,6 +118,29 @@ Tensor chain(const Tensor& x, int variant) {
   return t;
 }
 
+// What the tests below share: planning in the background at first sight, the eager tier off,
+// the JIT restored after; an input of 4099 elements (a tail) made eagerly.
+struct BackgroundPlanning {
+  BackgroundPlanning() {
+    kiln::sync();
+    tracer::wait_for_compiles();
+    testing::JitMode off(false);
+    x = randn({4099});
+  }
+  testing::JitRestore restore;
+  testing::ConfigOverride<bool> async{config().jit_async, true};
+  testing::ConfigOverride<int> threshold{config().jit_threshold, 0};
+  testing::ConfigOverride<bool> tier{config().jit_eager_tier, false};
+  Tensor x;
+};
+
+// A child's exit status: 3 when its compiled result is not eager's, 4 when no kernel launched
+// since `launched` (the region ran interpreted), else 0.
+int child_status(const Tensor& got, const Tensor& eager, int64_t launched) {
+  if (!allclose(got, eager, 1e-5, 1e-5)) return 3;
+  return jit::cpu_jit_counters().launches.load() == launched ? 4 : 0;
+}
+
 // fork() right after a sync hands a new region to the background planner, so most forks come
 // while a plan is being made. The child runs a new region through the JIT, planning it on its
 // own thread or (but under ThreadSanitizer, which ends a child that starts a thread) on a
@@ -128,17 +151,8 @@ Tensor chain(const Tensor& x, int variant) {
 // a child forked mid-plan inherited "a job is running" with no thread to finish it, and hung at
 // that wait or that exit: killed by its alarm, counted as hung (20 of 20 on the 2-core Zen 5 VM).
 TEST(Fork, ChildOfAProcessPlanningRegionsRunsTheJitAndExits) {
-  kiln::sync();
-  tracer::wait_for_compiles();
-  testing::JitRestore restore;
-  testing::ConfigOverride<bool> async(config().jit_async, true);
-  testing::ConfigOverride<int> threshold(config().jit_threshold, 0);
-  testing::ConfigOverride<bool> tier(config().jit_eager_tier, false);
-  Tensor x;
-  {
-    testing::JitMode off(false);
-    x = randn({4099});
-  }
+  const BackgroundPlanning planning;
+  const Tensor& x = planning.x;
   config().jit = true;
   int hung = 0, wrong = 0;
   for (int f = 0; f < 48; ++f) {
@@ -162,9 +176,7 @@ TEST(Fork, ChildOfAProcessPlanningRegionsRunsTheJitAndExits) {
       }
       config().jit = false;
       const Tensor eager = chain(x, f + 1) * 2.0;
-      const int code = !allclose(got, eager, 1e-5, 1e-5)                     ? 3
-                       : jit::cpu_jit_counters().launches.load() == launched ? 4
-                                                                             : 0;
+      const int code = child_status(got, eager, launched);
       if (f % 4 == 1) std::exit(code);
       ::_exit(code);
     }
@@ -178,28 +190,13 @@ TEST(Fork, ChildOfAProcessPlanningRegionsRunsTheJitAndExits) {
   EXPECT_EQ(wrong, 0) << "children whose region was wrong or not compiled";
 }
 
-}  // namespace
-}  // namespace kiln
-
-namespace kiln {
-namespace {
-
 // A forked child that cannot start a planning thread (refused by the test's hook, as when the
 // process is out of threads) still plans its regions: its wait for compiles runs the queued plan
 // itself, and the region then runs compiled. Without that, the wait waited for a thread that
 // never came: the alarm.
 TEST(Fork, AChildWithoutAPlanningThreadPlansWhenItWaits) {
-  kiln::sync();
-  tracer::wait_for_compiles();
-  testing::JitRestore restore;
-  testing::ConfigOverride<bool> async(config().jit_async, true);
-  testing::ConfigOverride<int> threshold(config().jit_threshold, 0);
-  testing::ConfigOverride<bool> tier(config().jit_eager_tier, false);
-  Tensor x;
-  {
-    testing::JitMode off(false);
-    x = randn({4099});
-  }
+  const BackgroundPlanning planning;
+  const Tensor& x = planning.x;
   std::fflush(nullptr);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -216,9 +213,7 @@ TEST(Fork, AChildWithoutAPlanningThreadPlansWhenItWaits) {
     }
     config().jit = false;
     const Tensor eager = (chain(x, 40) + x).cos() * 3.0;
-    const int code = !allclose(got, eager, 1e-5, 1e-5)                     ? 3
-                     : jit::cpu_jit_counters().launches.load() == launched ? 4
-                                                                           : 0;
+    const int code = child_status(got, eager, launched);
     ::_exit(code);
   }
   int status = 0;
