@@ -26,14 +26,20 @@ namespace {
 // before the first such call, runtime/fork_handlers.h: in the last stage, after a plan being
 // made, which may call libxsmm, has finished), so no thread is inside libxsmm when the child is
 // made.
-// The child makes the lock anew instead of unlocking it: a thread of the parent waiting to read
-// (pthread_rwlock's waiter counts) left it unusable in the child, whose first product hung there.
+// The child unlocks it and makes it anew: a thread of the parent waiting to read
+// (pthread_rwlock's waiter counts) left it unusable in the child, whose first product hung there
+// when it was only unlocked; the unlock first tells ThreadSanitizer, which does not see the
+// remaking, that the lock is free (it reported the child's first product as reading a
+// write-locked lock).
 std::shared_mutex* g_fork_guard = nullptr;
 std::shared_mutex& fork_guard() {
   static const bool made = [] {
     g_fork_guard = new std::shared_mutex();  // never destroyed: products may run at exit
     on_fork(ForkStage::Libraries, {[] { g_fork_guard->lock(); }, [] { g_fork_guard->unlock(); },
-                                   [] { remake_after_fork(*g_fork_guard); }});
+                                   [] {
+                                     g_fork_guard->unlock();
+                                     remake_after_fork(*g_fork_guard);
+                                   }});
     return true;
   }();
   (void)made;
