@@ -62,9 +62,13 @@ void note(char c) {
 // Prepare: stages first to last, in registration order within one; after the fork, in the
 // parent and in the child alike, the reverse (a later stage's locks are released first).
 TEST(Fork, HandlersRunByStageThenReversed) {
-  on_fork(ForkStage::Libraries, {[] { note('A'); }, [] { note('a'); }, [] { note('a'); }});
-  on_fork(ForkStage::Planning, {[] { note('B'); }, [] { note('b'); }, [] { note('b'); }});
-  on_fork(ForkStage::Planning, {[] { note('C'); }, [] { note('c'); }, [] { note('c'); }});
+  static const bool registered = [] {  // once a process: the registry only grows
+    on_fork(ForkStage::Libraries, {[] { note('A'); }, [] { note('a'); }, [] { note('a'); }});
+    on_fork(ForkStage::Planning, {[] { note('B'); }, [] { note('b'); }, [] { note('b'); }});
+    on_fork(ForkStage::Planning, {[] { note('C'); }, [] { note('c'); }, [] { note('c'); }});
+    return true;
+  }();
+  (void)registered;
   std::fflush(nullptr);
   g_count = 0;
   g_armed = true;
@@ -77,9 +81,9 @@ TEST(Fork, HandlersRunByStageThenReversed) {
   g_armed = false;
   ASSERT_GT(child, 0);
   EXPECT_EQ(std::string(g_calls, g_count.load()), "BCAacb");
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's order was wrong";
+  ChildEnds ends;
+  ends.wait_for(child);
+  ends.expect_clean("the child's order was wrong");
 }
 
 // Run by ARegistrationDuringAForkDoesNotWaitForIt in a fresh process (its registry grows): a
@@ -103,9 +107,9 @@ TEST(ForkChild, ForksWhileAPlanningJobRegistersHandlers) {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ASSERT_GT(child, 0);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ChildEnds ends;
+  ends.wait_for(child);
+  ends.expect_clean("the child did not exit cleanly");
   tracer::wait_for_compiles();
 }
 
@@ -238,10 +242,9 @@ TEST(Fork, AChildWithoutAPlanningThreadPlansWhenItWaits) {
     const int code = child_status(got, eager, launched);
     ::_exit(code);
   }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status)) << "the child was killed (its alarm: a hang)";
-  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0) << "3: wrong, 4: not compiled";
+  ChildEnds ends;
+  ends.wait_for(child);
+  ends.expect_clean("the child's region was wrong (3) or not compiled (4)");
 }
 
 // A child forked after the parent's kernels ran on every thread (oneTBB's workers, OpenBLAS's
