@@ -6,11 +6,17 @@
 // rendering them, and the tests that count renders, time them or inject codegen faults would
 // test the disk instead. The disk cache's own tests (test_jit_disk_cache.cpp) turn it on in a
 // folder of their own.
+//
+// Each test starts with no plan of an earlier test in flight: KILN_JIT_ASYNC plans regions on a
+// background thread, and a plan still running when the next test begins renders its kernels
+// under that test's settings and counters (2026-12-04, CI under ctest -j2: a test that dumps one
+// kernel with KILN_DUMP=code found 7 files, the other 6 an earlier test's).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 #include "runtime/config.h"
+#include "tracer/region_runner.h"
 
 namespace {
 
@@ -24,5 +30,15 @@ class SuiteDefaults : public ::testing::Environment {
 // Registered before main() runs (gtest_main's main only initialises and runs): gtest owns it.
 ::testing::Environment* const suite_defaults =
     ::testing::AddGlobalTestEnvironment(new SuiteDefaults);
+
+class NoPlanInFlightAtStart : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestStart(const ::testing::TestInfo&) override { kiln::tracer::wait_for_compiles(); }
+};
+
+const bool no_plan_in_flight = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new NoPlanInFlightAtStart);
+  return true;
+}();
 
 }  // namespace
