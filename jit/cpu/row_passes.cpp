@@ -90,14 +90,13 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
   std::vector<uint8_t> want_stash = want;
   for (int32_t i : stash_) want_stash[i] = want_stash[i] || stash;
   cur_ = cursors(operands_of(want_stash, known(preset_), no_store));
-  // The last pass prefetches the next row of the contiguous inputs it reads, at most four
-  // (each holds a register for its row stride over the pass).
-  ostride_.assign(static_cast<size_t>(nops_), x86::Gp());
+  // The last pass prefetches a row ahead of the contiguous inputs it reads, at most four (each
+  // holds a register for its distance over the pass; prefetch_next_row).
+  ahead_.assign(static_cast<size_t>(nops_), x86::Gp());
   for (int j = k_.num_outputs(), taken = 0; r == prefetch_pass_ && j < nops_ && taken < 4; ++j)
     if (contiguous(j) && cur_[j].isValid()) {
       ++taken;
-      ostride_[j] = cc_.newInt64("row_stride");
-      cc_.mov(ostride_[j], x86::ptr(outer_, j * 8));
+      ahead_[j] = prefetch_distance(j);
     }
   if (fused_) {  // the element bodies write the previous row
     std::vector<uint8_t> k = known(prev_);

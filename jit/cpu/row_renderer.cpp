@@ -217,10 +217,26 @@ void RowRenderer<E>::advance(int elements) {
 template <class E>
 void RowRenderer<E>::prefetch_next_row(int elements) {
   for (int j = k_.num_outputs(); j < nops_; ++j) {
-    if (!contiguous(j) || !ostride_[j].isValid()) continue;
+    if (!contiguous(j) || !ahead_[j].isValid()) continue;
     const int bytes = elements * esize_[j];
-    for (int b = 0; b < bytes; b += 64) cc_.prefetcht0(x86::ptr(cur_[j], ostride_[j], 0, b));
+    for (int b = 0; b < bytes; b += 64) cc_.prefetcht0(x86::ptr(cur_[j], ahead_[j], 0, b));
   }
+}
+
+template <class E>
+x86::Gp RowRenderer<E>::prefetch_distance(int j) {
+  constexpr int kAheadBytes = 8192;
+  x86::Gp ahead = cc_.newInt64("prefetch_ahead"), row_bytes = cc_.newInt64("row_bytes"),
+          farther = cc_.newInt64();
+  cc_.mov(ahead, x86::ptr(outer_, j * 8));  // the row stride: the next row
+  cc_.imul(row_bytes, n_, esize_[j]);
+  // Twice as far while a row is shorter than 8 KiB, 4 KiB, 2 KiB (each implies the one before).
+  for (int shorter_than = kAheadBytes; shorter_than >= kAheadBytes / 4; shorter_than /= 2) {
+    cc_.lea(farther, x86::ptr(ahead, ahead));
+    cc_.cmp(row_bytes, shorter_than);
+    cc_.cmovl(ahead, farther);
+  }
+  return ahead;
 }
 
 template <class E>
@@ -341,6 +357,7 @@ void RowRenderer<E>::copy_bytes(x86::Gp dst, x86::Gp src, x86::Gp cnt, int esize
   template x86::Vec RowRenderer<E>::broadcast_scalar(DType, x86::Vec);                            \
   template void RowRenderer<E>::advance(int);                                                     \
   template void RowRenderer<E>::prefetch_next_row(int);                                           \
+  template x86::Gp RowRenderer<E>::prefetch_distance(int);                                        \
   template void RowRenderer<E>::advance_by(x86::Gp);                                              \
   template void RowRenderer<E>::fused_element_body(const x86::KReg*, int, bool);                  \
   template std::vector<x86::Gp> RowRenderer<E>::stash_cursors(x86::Gp);                           \

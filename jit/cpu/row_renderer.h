@@ -77,10 +77,19 @@ class RowRenderer {
   }
 
   void advance(int elements);
-  // Software prefetch of the lines of the row after the one at cur_ that the next `elements`
-  // elements of each contiguous input cover (rows of 4 KiB are pages: the hardware prefetchers
-  // start over on each; a prefetch never faults, past the last row included).
+  // Software prefetch of the lines of a row ahead of the one at cur_ (ahead_ bytes on) that the
+  // next `elements` elements of each contiguous input cover: the hardware prefetchers stop at
+  // each 4 KiB page, and a row of 4 KiB is a page. A prefetch never faults, past the last row
+  // included.
   void prefetch_next_row(int elements);
+  // The byte distance from a row of operand j to the row its pass prefetches: the first row at
+  // least 8 KiB on, at most 8 rows on (rows of 4 KiB: 2 rows; of 1 KiB: 8; of 8 KiB or more:
+  // the next), so at most 16 KiB ahead. Measured 2026-12-04 on the 2-core Zen 5 (kiln-perf,
+  // 8192 x 1024 Float32, against the next row, interleaved runs): layer norm 0.88-0.90 ms
+  // against 0.92-0.96, softmax 1.16-1.24 against 1.23-1.29; in a slow phase of the machine
+  // (a 50-58 GB/s ceiling) softmax 1.41-1.53 against 1.66-1.84. 16 KiB ahead measured as 8;
+  // 32 KiB (against a 48 KiB L1 holding the row and its scratch row) lost the gain.
+  x86::Gp prefetch_distance(int j);
   // The same for a count in a register.
   void advance_by(x86::Gp c);
   // In a fused pass (render(), "pipelined"): the previous row's element values at ecur_ and
@@ -175,8 +184,8 @@ class RowRenderer {
   std::vector<x86::Vec> prev_;
   x86::Gp swrite_, sread_;  // the scratch rows the passes fill and the element pass reads
   std::vector<x86::Gp> base_, cur_;
-  // The row strides of the inputs the pass being emitted prefetches (prefetch_next_row).
-  std::vector<x86::Gp> ostride_;
+  // Per input the pass being emitted prefetches: its prefetch distance (prefetch_distance).
+  std::vector<x86::Gp> ahead_;
   int prefetch_pass_ = -1;  // the Reduce pass that prefetches the next row
   std::vector<int> esize_;
   std::unique_ptr<EmitContextT<E>> ctx_;
