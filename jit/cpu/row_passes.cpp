@@ -96,7 +96,8 @@ void RowRenderer<E>::pass_typed(int r, int32_t id, const Expr& e) {
   for (int j = k_.num_outputs(), taken = 0; r == prefetch_pass_ && j < nops_ && taken < 4; ++j)
     if (contiguous(j) && cur_[j].isValid()) {
       ++taken;
-      ahead_[j] = prefetch_distance(j);
+      ahead_[j] = cc_.newInt64("prefetch_ahead");
+      cc_.mov(ahead_[j], ahead_slot_[j]);
     }
   if (fused_) {  // the element bodies write the previous row
     std::vector<uint8_t> k = known(prev_);

@@ -59,8 +59,9 @@ void RowRenderer<E>::render() {
     if (k_.exprs[i].op == ExprOp::RowSize) preset_[i] = row_size(k_.exprs[i]);
   std::vector<x86::Vec> fixed = preset_;  // valid for the whole call
 
-  // The last Reduce pass prefetches the next row's inputs (prefetch_next_row).
+  // The last Reduce pass prefetches a later row's inputs (prefetch_next_row).
   prefetch_pass_ = static_cast<int>(reduces_.size()) - 1;
+  prefetch_distances();
   Label l_outer = cc_.newLabel(), l_done = cc_.newLabel();
   x86::Gp o = cc_.newInt64("o");
   cc_.xor_(o, o);
@@ -224,19 +225,24 @@ void RowRenderer<E>::prefetch_next_row(int elements) {
 }
 
 template <class E>
-x86::Gp RowRenderer<E>::prefetch_distance(int j) {
+void RowRenderer<E>::prefetch_distances() {
   constexpr int kAheadBytes = 8192;
-  x86::Gp ahead = cc_.newInt64("prefetch_ahead"), row_bytes = cc_.newInt64("row_bytes"),
-          farther = cc_.newInt64();
-  cc_.mov(ahead, x86::ptr(outer_, j * 8));  // the row stride: the next row
-  cc_.imul(row_bytes, n_, esize_[j]);
-  // Twice as far while a row is shorter than 8 KiB, 4 KiB, 2 KiB (each implies the one before).
-  for (int shorter_than = kAheadBytes; shorter_than >= kAheadBytes / 4; shorter_than /= 2) {
-    cc_.lea(farther, x86::ptr(ahead, ahead));
-    cc_.cmp(row_bytes, shorter_than);
-    cc_.cmovl(ahead, farther);
+  ahead_slot_.assign(static_cast<size_t>(nops_), x86::Mem());
+  for (int j = k_.num_outputs(); j < nops_; ++j) {
+    if (!contiguous(j)) continue;
+    x86::Gp ahead = cc_.newInt64("prefetch_ahead"), row_bytes = cc_.newInt64("row_bytes"),
+            farther = cc_.newInt64();
+    cc_.mov(ahead, x86::ptr(outer_, j * 8));  // the row stride: the next row
+    cc_.imul(row_bytes, n_, esize_[j]);
+    // Twice as far while a row is shorter than 8 KiB, 4 KiB, 2 KiB (each implies the one before).
+    for (int shorter_than = kAheadBytes; shorter_than >= kAheadBytes / 4; shorter_than /= 2) {
+      cc_.lea(farther, x86::ptr(ahead, ahead));
+      cc_.cmp(row_bytes, shorter_than);
+      cc_.cmovl(ahead, farther);
+    }
+    ahead_slot_[j] = cc_.newStack(8, 8);
+    cc_.mov(ahead_slot_[j], ahead);
   }
-  return ahead;
 }
 
 template <class E>
@@ -357,7 +363,7 @@ void RowRenderer<E>::copy_bytes(x86::Gp dst, x86::Gp src, x86::Gp cnt, int esize
   template x86::Vec RowRenderer<E>::broadcast_scalar(DType, x86::Vec);                            \
   template void RowRenderer<E>::advance(int);                                                     \
   template void RowRenderer<E>::prefetch_next_row(int);                                           \
-  template x86::Gp RowRenderer<E>::prefetch_distance(int);                                        \
+  template void RowRenderer<E>::prefetch_distances();                                             \
   template void RowRenderer<E>::advance_by(x86::Gp);                                              \
   template void RowRenderer<E>::fused_element_body(const x86::KReg*, int, bool);                  \
   template std::vector<x86::Gp> RowRenderer<E>::stash_cursors(x86::Gp);                           \
