@@ -85,12 +85,8 @@ class RowRenderer {
   // The byte distance from a row of each contiguous input to the row its last pass prefetches:
   // the first row at least 8 KiB on, at most 8 rows on (rows of 4 KiB: 2 rows; of 1 KiB: 8; of
   // 8 KiB or more: the next), so at most 16 KiB ahead. Computed once per call into a stack slot
-  // (ahead_slot_), which the pass loads at each row as it loaded the row stride before.
-  // Measured 2026-12-04 on the 2-core Zen 5 (kiln-perf, 8192 x 1024 Float32, against the next
-  // row, interleaved runs): layer norm 0.88-0.90 ms against 0.92-0.96, softmax 1.16-1.24
-  // against 1.23-1.29; in a slow phase of the machine (a 50-58 GB/s ceiling) softmax 1.41-1.53
-  // against 1.66-1.84. 16 KiB ahead measured as 8; 32 KiB (against a 48 KiB L1 holding the row
-  // and its scratch row) lost the gain.
+  // (ahead_slot_), which the pass loads at each row. Why these distances, measured: docs/jit.md
+  // "Prefetch".
   void prefetch_distances();
   // The same for a count in a register.
   void advance_by(x86::Gp c);
