@@ -71,6 +71,11 @@ struct Figure {
   // kernel launches per timed run.
   std::optional<int64_t> kernels_compiled;
   std::optional<double> compile_us_median, compile_us_max, compile_us_total;
+  // jit mode: the kernels given baseline code at first sight (jit/cpu/baseline_kernel.h; their
+  // renderings follow on the planning thread, counted above), and the median and worst time to
+  // make it: how long a first call waits for a kernel it can launch.
+  std::optional<int64_t> baselines;
+  std::optional<double> baseline_us_median, baseline_us_max;
   std::optional<double> launches_per_run;
   // jit mode on the CPU with the disk cache on (null otherwise): the first call of a fresh case
   // after the process forgot its plans and kernels, which the CPU kernel disk cache then holds

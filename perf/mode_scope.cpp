@@ -1,6 +1,7 @@
 // See perf/mode_scope.h.
 #include "perf/mode_scope.h"
 
+#include "jit/cpu/baseline_kernel.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/plan/planner.h"
 #include "kiln/kiln.h"
@@ -55,12 +56,15 @@ void RegionTally::end() {
 
 void JitTally::begin() {
   first_ = jit::cpu_jit_compile_count();
+  first_baseline_ = jit::cpu_jit_baseline_count();
   launches_before_ = jit::cpu_jit_counters().launches.load();
 }
 
 void JitTally::end() {
   std::vector<int64_t> more = jit::cpu_jit_compile_times(first_);
   compile_ns.insert(compile_ns.end(), more.begin(), more.end());
+  more = jit::cpu_jit_baseline_times(first_baseline_);
+  baseline_ns.insert(baseline_ns.end(), more.begin(), more.end());
   launches += jit::cpu_jit_counters().launches.load() - launches_before_;
 }
 

@@ -56,11 +56,12 @@ class JitTally {
  public:
   void begin();
   void end();
-  std::vector<int64_t> compile_ns;  // one per kernel rendered
+  std::vector<int64_t> compile_ns;   // one per kernel rendered
+  std::vector<int64_t> baseline_ns;  // one per kernel given baseline code (baseline_kernel.h)
   int64_t launches = 0;
 
  private:
-  size_t first_ = 0;
+  size_t first_ = 0, first_baseline_ = 0;
   int64_t launches_before_ = 0;
 };
 

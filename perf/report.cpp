@@ -2,7 +2,8 @@
 // BENCHMARKS.md: results[] of workload, mode, device, median_ms, min_ms, max_ms, gbps,
 // copy_fraction, first_call_ms; the rest are extras: ceiling_gbps, us_per_op, speedup_vs_eager,
 // region_hits, region_misses, region_uncached, kernels_compiled, compile_us_median,
-// compile_us_max, compile_us_total, launches_per_run, layers, libtorch_threads, and on the ceiling
+// compile_us_max, compile_us_total, launches_per_run, baselines, baseline_us_median,
+// baseline_us_max, layers, libtorch_threads, and on the ceiling
 // row stream_gbps and ceiling_from), the jit compile summary and the compile_latency summary of
 // first calls.
 #include <fmt/format.h>
@@ -279,26 +280,31 @@ std::string jit_text(const std::vector<Figure>& figures) {
   std::vector<std::vector<std::string>> rows;
   for (const Figure& f : figures) {
     if (!f.kernels_compiled) continue;
-    rows.push_back({figure_name(f), f.shape, fmt::format("{:.3f}", f.first_call_ms),
-                    fmt::format("{:.3f}", f.median_ms),
-                    fmt::format("{:.3f}", f.first_call_ms - f.median_ms),
-                    fmt::format("{}", *f.kernels_compiled), cell(f.compile_us_median, "{:.1f}"),
-                    cell(f.compile_us_max, "{:.1f}"),
-                    f.compile_us_total ? fmt::format("{:.3f}", *f.compile_us_total * 1e-3) : "-",
-                    cell(f.launches_per_run, "{:.1f}")});
+    rows.push_back(
+        {figure_name(f), f.shape, fmt::format("{:.3f}", f.first_call_ms),
+         fmt::format("{:.3f}", f.median_ms), fmt::format("{:.3f}", f.first_call_ms - f.median_ms),
+         fmt::format("{}", *f.kernels_compiled), cell(f.compile_us_median, "{:.1f}"),
+         cell(f.compile_us_max, "{:.1f}"),
+         f.compile_us_total ? fmt::format("{:.3f}", *f.compile_us_total * 1e-3) : "-",
+         cell(f.launches_per_run, "{:.1f}"), f.baselines ? fmt::format("{}", *f.baselines) : "-",
+         cell(f.baseline_us_median, "{:.1f}"), cell(f.baseline_us_max, "{:.1f}")});
   }
   if (rows.empty()) return {};
   std::string out =
       "\njit: first call (recording, planning and compiling, synchronous) against the steady "
       "state, and the CPU kernels compiled:\n";
   out += aligned({"workload", "size", "first ms", "median ms", "first - median ms", "kernels",
-                  "compile µs median", "compile µs max", "compile ms total", "launches/run"},
+                  "compile µs median", "compile µs max", "compile ms total", "launches/run",
+                  "baselines", "baseline µs median", "baseline µs max"},
                  rows, 2);
   return out +
          "kernels: rendered during the job (first call, warm-up, timed runs); each jit job starts "
          "with no kernel of an earlier job, in memory or on disk\n"
          "launches/run: kernel launches per timed run (0: nothing fused, the region ran its ops "
-         "as eager steps or stayed interpreted)\n";
+         "as eager steps or stayed interpreted)\n"
+         "baselines: kernels launched at first sight with baseline code (KILN_JIT_BASELINE), "
+         "their renders (counted in kernels) made on the planning thread; baseline µs: the "
+         "time to make it, which the first call waits for instead of the render\n";
 }
 
 void write_json(const std::string& path, const std::vector<Figure>& figures, const Options& o,
@@ -334,6 +340,9 @@ void write_json(const std::string& path, const std::vector<Figure>& figures, con
                        json_count(f.kernels_compiled), json_number(f.compile_us_median));
     out += fmt::format("\"compile_us_max\": {}, \"compile_us_total\": {}, ",
                        json_number(f.compile_us_max), json_number(f.compile_us_total));
+    out += fmt::format("\"baselines\": {}, \"baseline_us_median\": {}, \"baseline_us_max\": {}, ",
+                       json_count(f.baselines), json_number(f.baseline_us_median),
+                       json_number(f.baseline_us_max));
     out += fmt::format("\"launches_per_run\": {}, ", json_number(f.launches_per_run));
     out += fmt::format("\"libtorch_threads\": {}",
                        f.libtorch_threads ? fmt::format("{}", *f.libtorch_threads) : "null");

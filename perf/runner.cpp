@@ -190,6 +190,14 @@ Figure measure(const Job& job, const Options& o, int index, int total) {
       f.compile_us_max = *std::max_element(us.begin(), us.end());
       f.compile_us_total = total;
     }
+    std::vector<double> base;
+    for (const JitTally* t : {&jit, &timed_jit})
+      for (int64_t v : t->baseline_ns) base.push_back(static_cast<double>(v) * 1e-3);
+    f.baselines = static_cast<int64_t>(base.size());
+    if (!base.empty()) {
+      f.baseline_us_median = median(base);
+      f.baseline_us_max = *std::max_element(base.begin(), base.end());
+    }
   }
   if (mode.compiles() && job.device == "cpu" && jit::cpu_kernel_disk_cache())
     time_disk_first_call(job, o, f, progress);

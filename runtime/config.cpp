@@ -71,6 +71,17 @@ Config config_from_env() {
   if (auto v = env("KILN_JIT_UNROLL")) c.jit_unroll = parse_int("KILN_JIT_UNROLL", v, 0, 4);
   if (auto v = env("KILN_JIT_WARMUP")) c.jit_warm_up = parse_bool("KILN_JIT_WARMUP", v);
   if (auto v = env("KILN_JIT_EAGER_TIER")) c.jit_eager_tier = parse_bool("KILN_JIT_EAGER_TIER", v);
+  if (auto v = env("KILN_JIT_BASELINE")) {
+    const std::string s = v;
+    if (s == "off" || s == "0")
+      c.jit_baseline = BaselineTier::Off;
+    else if (s == "on" || s == "1")
+      c.jit_baseline = BaselineTier::On;
+    else if (s == "only")
+      c.jit_baseline = BaselineTier::Only;
+    else
+      fail("KILN_JIT_BASELINE={}: expected on, off or only", s);
+  }
   if (auto v = env("KILN_JIT_ASSEMBLER")) c.jit_assembler = parse_bool("KILN_JIT_ASSEMBLER", v);
   if (auto v = env("KILN_JIT_DISK_CACHE")) c.jit_disk_cache = parse_bool("KILN_JIT_DISK_CACHE", v);
   if (auto v = env("KILN_JIT_STREAMING")) {

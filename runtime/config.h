@@ -4,12 +4,19 @@
 // threads run ops (e.g. config().jit = false switches recording off at each thread's next op).
 // The string and Device fields are plain: set them before other threads use kiln.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "runtime/device.h"
 #include "runtime/relaxed.h"
 
 namespace kiln {
+
+// KILN_JIT_BASELINE: how a new CPU pointwise kernel runs while its own rendering is made
+// (jit/cpu/baseline_kernel.h): Off renders it before its first launch; On launches baseline code
+// made of op kernels at once and renders the kernel on the planning thread, swapping it in when
+// ready; Only never renders it (tests and measurements of the baseline code).
+enum class BaselineTier : uint8_t { Off, On, Only };
 
 struct Config {
   Relaxed<bool> jit = false;        // KILN_JIT: 0 eager, 1 record and compile hot regions
@@ -28,6 +35,7 @@ struct Config {
       true;  // KILN_JIT_WARMUP: warm the CPU renderer up (jit/cpu/warm_up.h)
   Relaxed<bool> jit_eager_tier = true;  // KILN_JIT_EAGER_TIER: small ops between frequent syncs
                                         // run eagerly (tracer/eager_tier.h)
+  Relaxed<BaselineTier> jit_baseline = BaselineTier::On;  // KILN_JIT_BASELINE: off | on | only
   Relaxed<bool> jit_assembler = true;   // KILN_JIT_ASSEMBLER: CPU kernels' fast path (docs/jit.md)
   Relaxed<bool> jit_disk_cache = true;  // KILN_JIT_DISK_CACHE: CPU kernels kept in KILN_CACHE_DIR
                                         // across processes (jit/cpu/disk_cache.h)

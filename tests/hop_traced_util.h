@@ -20,8 +20,8 @@ namespace kiln::testing {
 template <class T>
 class ConfigOverride {
  public:
-  // The bool and int fields are Relaxed<T> (runtime/relaxed.h), the others plain.
-  using Field = std::conditional_t<std::is_arithmetic_v<T>, Relaxed<T>, T>;
+  // The bool, int and enum fields are Relaxed<T> (runtime/relaxed.h), the others plain.
+  using Field = std::conditional_t<std::is_arithmetic_v<T> || std::is_enum_v<T>, Relaxed<T>, T>;
   ConfigOverride(Field& field, T value) : field_(field), saved_(field) { field_ = value; }
   ~ConfigOverride() { field_ = saved_; }
   ConfigOverride(const ConfigOverride&) = delete;

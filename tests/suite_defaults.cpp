@@ -7,6 +7,13 @@
 // test the disk instead. The disk cache's own tests (test_jit_disk_cache.cpp) turn it on in a
 // folder of their own.
 //
+// The baseline tier (jit/cpu/baseline_kernel.h) is off unless KILN_JIT_BASELINE is set: with it
+// on, a kernel's rendering moves to the planning thread after its first launches, and the tests
+// that count renders or launches of rendered code, inject codegen faults or dump assembly right
+// after a first call would see the baseline's launches instead. Its own tests
+// (test_jit_baseline.cpp) turn it on; the whole suite runs under KILN_JIT_BASELINE=only too
+// (docs/testing.md).
+//
 // Each test starts with no plan of an earlier test in flight: KILN_JIT_ASYNC plans regions on a
 // background thread, and a plan still running when the next test begins renders its kernels
 // under that test's settings and counters (2026-12-04, CI under ctest -j2: a test that dumps one
@@ -24,6 +31,8 @@ class SuiteDefaults : public ::testing::Environment {
  public:
   void SetUp() override {
     if (std::getenv("KILN_JIT_DISK_CACHE") == nullptr) kiln::config().jit_disk_cache = false;
+    if (std::getenv("KILN_JIT_BASELINE") == nullptr)
+      kiln::config().jit_baseline = kiln::BaselineTier::Off;
   }
 };
 

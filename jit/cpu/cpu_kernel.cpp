@@ -6,8 +6,10 @@
 
 #include "ops/cpu/elementwise_loop.h"
 #include "runtime/error.h"
+#include "runtime/logging.h"
 #include "runtime/parallel.h"
 #include "runtime/profiler.h"
+#include "tracer/region_runner.h"
 
 namespace kiln::jit {
 
@@ -143,9 +145,17 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
                 (rank < 2 || outer[j] % vec_bytes == 0);
     for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.stride(j, d) % vec_bytes == 0;
   }
-  const StoreChoice::Pick stores =
-      args.whole_elements > 0 ? pick_part_stores(streaming) : pick_stores(streaming);
-  const KernelFn fn = variant({layout.data(), layout.size()}, stores.streaming);
+  // Baseline code until the layout's rendering is made (it is not timed for the store choice).
+  const bool baseline =
+      baseline_ != nullptr && !tiered_up({layout.data(), layout.size()}, streaming);
+  StoreChoice::Pick stores{false, false};
+  KernelFn fn = nullptr;
+  if (baseline) {
+    cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    stores = args.whole_elements > 0 ? pick_part_stores(streaming) : pick_stores(streaming);
+    fn = variant({layout.data(), layout.size()}, stores.streaming);
+  }
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
   SmallVector<uint64_t, 16> param_words(static_cast<size_t>(k_.num_params()) + 1, 0);
@@ -173,7 +183,10 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
       for (size_t j = 0; j < nops; ++j) p[j] = args.ptrs[j] + off[j];
       if (with_index) p[nops] = reinterpret_cast<char*>(static_cast<uintptr_t>(off[nops]));
       const int64_t count = std::min(r1 - r0, n_outer - o);
-      fn(p.data(), inner.data(), outer.data(), i1 - i0, count, params);
+      if (fn != nullptr)
+        fn(p.data(), inner.data(), outer.data(), i1 - i0, count, params);
+      else
+        baseline_->run(p.data(), inner.data(), outer.data(), i1 - i0, count, params);
       r0 += count;
     }
   };
@@ -210,6 +223,83 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   }
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
   return true;
+}
+
+void CpuKernel::start_tier_up() {
+  {
+    std::lock_guard lock(mu_);
+    if (baseline_ == nullptr || tier_up_.empty() || tier_up_queued_ ||
+        config().jit_baseline == BaselineTier::Only)
+      return;
+    for (const TierUp& t : tier_up_) tier_up_asked_.push_back(t.layout);
+    tier_up_queued_ = true;
+  }
+  tracer::run_in_background([self = weak_from_this()] {
+    if (std::shared_ptr<CpuKernel> k = self.lock()) k->tier_up();
+  });
+}
+
+bool CpuKernel::tiered_up(std::span<const InnerLayout> layout, bool large) {
+  bool queue = false;
+  {
+    std::lock_guard lock(mu_);
+    auto same = [&](const std::vector<InnerLayout>& l) {
+      return std::equal(l.begin(), l.end(), layout.begin(), layout.end());
+    };
+    for (const Variant& v : variants_)
+      if (!v.columns && same(v.layout)) return true;
+    if (tier_up_failed_ || config().jit_baseline == BaselineTier::Only) return false;
+    for (const std::vector<InnerLayout>& l : tier_up_asked_)
+      if (same(l)) return false;
+    tier_up_asked_.emplace_back(layout.begin(), layout.end());
+    tier_up_.push_back({tier_up_asked_.back(), large});
+    queue = !tier_up_queued_;
+    tier_up_queued_ = true;
+  }
+  if (queue)
+    tracer::run_in_background([self = weak_from_this()] {
+      if (std::shared_ptr<CpuKernel> k = self.lock()) k->tier_up();
+    });
+  return false;
+}
+
+bool CpuKernel::runs_baseline(std::span<const InnerLayout> layout) const {
+  std::lock_guard lock(mu_);
+  if (baseline_ == nullptr) return false;
+  for (const Variant& v : variants_)
+    if (!v.columns && std::equal(v.layout.begin(), v.layout.end(), layout.begin(), layout.end()))
+      return false;
+  return true;
+}
+
+void CpuKernel::tier_up() {
+  const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
+  for (;;) {
+    TierUp t;
+    {
+      std::lock_guard lock(mu_);
+      if (tier_up_.empty() || tier_up_failed_) {
+        tier_up_.clear();
+        tier_up_queued_ = false;
+        return;
+      }
+      t = std::move(tier_up_.front());
+      tier_up_.erase(tier_up_.begin());
+    }
+    try {
+      if (t.large && mode != StoreChoice::Mode::Off) variant(t.layout, true);
+      if (!t.large || mode != StoreChoice::Mode::On) variant(t.layout, false);
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard lock(mu_);
+        tier_up_failed_ = true;
+      }
+      cpu_jit_counters().baseline_kept.fetch_add(1);
+      profiler::record_fallback("cpu kernel rendering", e.what());
+      KILN_WARN(Jit, "{}: rendering failed ({}); it keeps running its baseline code", name_,
+                e.what());
+    }
+  }
 }
 
 }  // namespace kiln::jit

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/cpu/baseline_kernel.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render.h"
 #include "jit/cpu/render_cache.h"
@@ -58,7 +59,7 @@ struct ReduceFacts {
 };
 ReduceFacts reduce_facts(const LoopKernel& k, JitIsa isa);
 
-class CpuKernel final : public CompiledKernel {
+class CpuKernel final : public CompiledKernel, public std::enable_shared_from_this<CpuKernel> {
  public:
   // The ISA and the unroll (KILN_JIT_UNROLL, else the target's choice) are fixed here, at
   // compile time, for every variant.
@@ -92,11 +93,31 @@ class CpuKernel final : public CompiledKernel {
     if (reduces() && !columns)
       for (int32_t j = 0; j < k.num_outputs(); ++j)
         if (facts_.row_output[j]) layout[j] = InnerLayout::Broadcast;
+    // A pointwise kernel under KILN_JIT_BASELINE launches baseline code at once and renders
+    // these variants on the planning thread (start_tier_up).
+    // (Under On not where the process has rendered this kernel already: another plan's, a
+    // loop's next step.)
     const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
     const bool large = large_outputs(hint.elements);
+    const BaselineTier tier = config().jit_baseline;
+    if (!reduces() && tier != BaselineTier::Off &&
+        (tier == BaselineTier::Only ||
+         cached_rendering(k, {isa_, layout, large && mode != StoreChoice::Mode::Off, unroll_, false,
+                              pipeline_}) == nullptr))
+      baseline_ = BaselineKernel::make(k, isa_);
+    if (baseline_ != nullptr) {
+      tier_up_.push_back({layout, large});
+      return;
+    }
     if (large && mode != StoreChoice::Mode::Off) variant(layout, true, columns);
     if (!large || mode != StoreChoice::Mode::On) variant(layout, false, columns);
   }
+  // Queues the renders of the variants its launches take (the constructor's, and each new
+  // layout's) on the planning thread, while its launches run its baseline code (none under
+  // KILN_JIT_BASELINE=only). Called once the kernel is owned by a shared_ptr (CpuTarget::compile).
+  void start_tier_up();
+  // Whether its launches run baseline code now (tests): a baseline and no rendering of `layout`.
+  bool runs_baseline(std::span<const InnerLayout> layout) const;
   const LoopKernel& source() const override { return k_; }
 
   void launch(const LaunchArgs& args) override;
@@ -178,13 +199,31 @@ class CpuKernel final : public CompiledKernel {
     return any;
   }
 
+  // Baseline tier (baseline_kernel.h): the rendering of this layout, or null where there is
+  // Whether `layout` has a rendering; where not, its render is queued (once) and the launch
+  // runs the baseline code. `large`: its outputs may stream (both store variants are rendered).
+  bool tiered_up(std::span<const InnerLayout> layout, bool large);
+  void tier_up();  // on the planning thread: renders what tier_up_ holds
+
   LoopKernel k_;
   ReduceFacts facts_;
+  std::unique_ptr<BaselineKernel> baseline_;
+  // Under mu_: the layouts to render (and whether their launches' outputs are large enough to
+  // stream: both store variants then), those queued or rendered, whether a job is queued, and
+  // whether a background render failed (the kernel then keeps its baseline code).
+  struct TierUp {
+    std::vector<InnerLayout> layout;
+    bool large = false;
+  };
+  std::vector<TierUp> tier_up_;
+  std::vector<std::vector<InnerLayout>> tier_up_asked_;
+  bool tier_up_queued_ = false;
+  bool tier_up_failed_ = false;
   JitIsa isa_;
   int unroll_;
   bool pipeline_;     // KILN_JIT_PIPELINE, fixed at compile time like the unroll
   std::string name_;  // in profiler traces: the hash of its loop IR, as in KILN_DUMP file names
-  std::mutex mu_;
+  mutable std::mutex mu_;
   struct Variant {
     std::vector<InnerLayout> layout;
     bool streaming;

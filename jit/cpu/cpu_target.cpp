@@ -77,7 +77,9 @@ std::shared_ptr<CompiledKernel> CpuTarget::compile(const LoopKernel& k, const Cp
   if (tracer::dump_settings().wants(tracer::DumpKind::Code))  // KILN_DUMP=code
     tracer::dump_text(tracer::DumpKind::Code,
                       fmt::format("kernel-{:016x}.txt", hash_words(encode(k))), to_text(k));
-  return std::make_shared<CpuKernel>(k, active_jit_isa(), hint);
+  auto kernel = std::make_shared<CpuKernel>(k, active_jit_isa(), hint);
+  kernel->start_tier_up();
+  return kernel;
 }
 
 CpuTarget& cpu_target() {

@@ -24,6 +24,11 @@ struct CpuJitCounters {
   // Kernels made as a streaming rendering's ordinary-stores twin (render.h render_cpu_kernel):
   // not counted in `kernels`; their encoding's time is in the streaming rendering's.
   std::atomic<int64_t> twins{0};
+  // Baseline tier (baseline_kernel.h): kernels given baseline code, launches that ran it, and
+  // kernels whose background render failed (they keep running it).
+  std::atomic<int64_t> baseline_kernels{0};
+  std::atomic<int64_t> baseline_launches{0};
+  std::atomic<int64_t> baseline_kept{0};
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
   // Of those, row kernels whose long rows were split across threads by chunks

@@ -186,6 +186,10 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
   return fn;
 }
 
+KernelFn cached_rendering(const LoopKernel& k, const KernelVariant& v) {
+  return fn_cache().lookup(render_key(k, v, configured_render_path()), nullptr);
+}
+
 CpuJitCounters& cpu_jit_counters() {
   static auto* c = new CpuJitCounters();  // never destroyed: planning may run during exit
   return *c;

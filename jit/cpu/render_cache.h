@@ -15,4 +15,7 @@ namespace kiln::jit {
 
 KernelFn render_cached(const LoopKernel& k, const KernelVariant& v);
 
+// The process's rendering of `k` as `v` when it has one (never renders, nor looks on disk).
+KernelFn cached_rendering(const LoopKernel& k, const KernelVariant& v);
+
 }  // namespace kiln::jit

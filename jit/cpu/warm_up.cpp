@@ -6,6 +6,7 @@
 #include "jit/cpu/code_memory.h"
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/cpu_target.h"
+#include "jit/cpu/op_kernels.h"
 #include "jit/cpu/render.h"
 #include "jit/cpu/render_cols.h"
 #include "jit/cpu/render_workspace.h"
@@ -23,6 +24,8 @@ std::atomic<bool> g_started{false};
 int warm_up() {
   prefault_cpu_code_memory();  // before the samples land in the block
   const JitIsa isa = active_jit_isa();
+  // The baseline tier's op kernels first: a program's first kernels find them.
+  if (config().jit_baseline != BaselineTier::Off) (void)render_op_kernels(common_op_kernels(), isa);
   const double c = 0.044715;
   std::vector<std::pair<LoopKernel, KernelVariant>> renders;
   const LoopKernel gelu = sample_kernels::gelu(c);

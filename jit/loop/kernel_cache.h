@@ -44,6 +44,16 @@ class KernelCache {
     return it != entries_.end() && find(it->second, key) != nullptr;
   }
 
+  // The value stored under `key`, or `none` (never makes one; counted neither as a hit nor as
+  // a miss).
+  Value lookup(const std::vector<uint64_t>& key, Value none) const {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(hash_words(key));
+    if (it == entries_.end()) return none;
+    const Value* v = find(it->second, key);
+    return v != nullptr ? *v : none;
+  }
+
   // Stores `value` under `key` unless a value is there already (made by another thread, which
   // keeps it); counted neither as a hit nor as a miss.
   void put(const std::vector<uint64_t>& key, Value value) {
