@@ -8,6 +8,7 @@
 // KILN_JIT_BASELINE=only in ctest (kiln.jit_baseline.kernels, tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -254,6 +255,40 @@ std::vector<float> run_affine(CompiledKernel& kernel, int64_t n) {
   la.strides = {DimVector{4}, DimVector{4}};
   kernel.launch(la);
   return y;
+}
+
+// The warm-up's op kernels (common_op_kernels) are the ones a gelu chain, a select between two
+// branches and a bias add ask for: the same sources, encoding for encoding (so that a program's
+// first kernels find them rendered).
+TEST(JitBaseline, TheWarmUpRendersTheOpKernelsOfCommonChains) {
+  std::vector<std::vector<uint64_t>> common;
+  for (const OpKernelRequest& r : common_op_kernels()) common.push_back(encode(r.source));
+  auto covered = [&](const LoopKernel& k) {
+    for (int32_t e = 0; e < static_cast<int32_t>(k.exprs.size()); ++e) {
+      const ExprOp op = k.exprs[static_cast<size_t>(e)].op;
+      if (op == ExprOp::Load || op == ExprOp::Const || op == ExprOp::Param) continue;
+      const std::vector<uint64_t> want = encode(op_kernel_source(k, e));
+      if (std::find(common.begin(), common.end(), want) == common.end()) {
+        ADD_FAILURE() << "not among the warm-up's op kernels:\n" << to_text(op_kernel_source(k, e));
+        return false;
+      }
+    }
+    return true;
+  };
+  LoopKernel gelu;
+  gelu.inputs = {DType::Float32};
+  const int32_t x = gelu.load(0);
+  const int32_t t = gelu.unary(
+      ExprOp::Tanh, gelu.binary(ExprOp::Mul, gelu.binary(ExprOp::Add, x, x),
+                                gelu.constant(0.7978845608, DType::Float32)));
+  gelu.stores = {gelu.binary(ExprOp::Mul, gelu.binary(ExprOp::Sub, t, x), x)};
+  EXPECT_TRUE(covered(gelu));
+  LoopKernel sel;
+  sel.inputs = {DType::Float32, DType::Float32};
+  const int32_t a = sel.load(0), b = sel.load(1);
+  sel.stores = {sel.select(sel.binary(ExprOp::Gt, a, b), sel.unary(ExprOp::Exp, a),
+                           sel.binary(ExprOp::Div, a, b))};
+  EXPECT_TRUE(covered(sel));
 }
 
 TEST(JitBaseline, TheRenderingSwapsInWhenReady) {

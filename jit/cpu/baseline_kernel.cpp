@@ -9,6 +9,7 @@
 
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/op_kernels.h"
+#include "runtime/logging.h"
 #include "runtime/profiler.h"
 
 namespace kiln::jit {
@@ -143,14 +144,11 @@ std::unique_ptr<BaselineKernel> BaselineKernel::build(const LoopKernel& k, JitIs
       continue;
     }
     switch (e.op) {
-      case ExprOp::Const: {
-        const int64_t bytes = kTileElements * 8;
-        s.const_at = static_cast<int64_t>(b->consts_.size()) * 8;
-        b->consts_.resize(b->consts_.size() + kTileElements);
-        char* at = reinterpret_cast<char*>(b->consts_.data()) + s.const_at;
-        const auto es = static_cast<int64_t>(itemsize(e.type));
-        for (int64_t x = 0; x < bytes / 8; ++x) write_constant(e, at + x * es);
-        continue;  // no tile of its own
+      case ExprOp::Const: {  // a tile of its own after the others' (filled once per run)
+        uint64_t bits = 0;
+        write_constant(e, reinterpret_cast<char*>(&bits));
+        b->consts_.push_back({i, bits});
+        continue;
       }
       case ExprOp::Load:
         s.operand = k.num_outputs() + e.index;
@@ -190,7 +188,11 @@ std::unique_ptr<BaselineKernel> BaselineKernel::build(const LoopKernel& k, JitIs
     live.emplace_back(stored[static_cast<size_t>(i)] ? INT32_MAX : last_use[static_cast<size_t>(i)],
                       s.slot);
   }
+  for (size_t c = 0; c < b->consts_.size(); ++c)
+    b->steps_[static_cast<size_t>(b->consts_[c].expr)].slot = b->slots_ + static_cast<int32_t>(c);
   if (!missing.empty()) {
+    KILN_DEBUG(Jit, "cpu kernel: no baseline code yet ({} op kernels not rendered, the first:\n{})",
+               missing.size(), to_text(missing.front().source));
     render_op_kernels_in_background(std::move(missing), isa);
     return nullptr;
   }
@@ -267,11 +269,19 @@ void BaselineKernel::run(char* const* ptrs, const int64_t* inner, const int64_t*
   }
   std::vector<uint64_t>& words = sc->words;
   std::vector<Tile>& at = sc->at;
-  const size_t need = static_cast<size_t>(slots_) * kTileElements + 8;
+  const size_t need = (static_cast<size_t>(slots_) + consts_.size()) * kTileElements + 8;
   if (words.size() < need) words.resize(need);
   if (at.size() < steps_.size()) at.resize(steps_.size());
   auto addr = reinterpret_cast<uintptr_t>(words.data());
   char* scratch = reinterpret_cast<char*>((addr + 63) & ~uintptr_t{63});
+  // The constants over a tile's width (every row of a tile reads the same one).
+  const int64_t width = std::min(n_inner, kTileElements);
+  for (const Constant& c : consts_) {
+    const size_t es = itemsize(steps_[static_cast<size_t>(c.expr)].type);
+    char* to = scratch +
+               static_cast<int64_t>(steps_[static_cast<size_t>(c.expr)].slot) * kTileElements * 8;
+    for (int64_t x = 0; x < width; ++x) std::memcpy(to + x * static_cast<int64_t>(es), &c.bits, es);
+  }
   if (n_inner >= kTileElements) {
     for (int64_t o = 0; o < n_outer; ++o)
       for (int64_t i0 = 0; i0 < n_inner; i0 += kTileElements)
@@ -302,7 +312,7 @@ void BaselineKernel::run_tile(char* scratch, char* const* ptrs, const int64_t* i
     const auto es = static_cast<int64_t>(itemsize(s.type));
     switch (s.op) {
       case ExprOp::Const:
-        at[i] = {reinterpret_cast<char*>(const_cast<uint64_t*>(consts_.data())) + s.const_at, 0};
+        at[i] = {tile(s.slot), 0};
         break;
       case ExprOp::Load: {
         char* from = operand(s.operand);

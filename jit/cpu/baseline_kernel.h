@@ -62,14 +62,13 @@ class BaselineKernel {
     DType type{};                    // its value type (the tile's elements)
     int32_t operand = 0;             // Load: the operand (outputs first); Param: the param
     int32_t args[3] = {-1, -1, -1};  // an operation's operands its op kernel loads (expressions)
-    int32_t slot = -1;               // its tile in the scratch (Load: when copied)
+    int32_t slot = -1;      // its tile in the scratch (Load: when copied; a Const: its own)
     int32_t direct = -1;    // the output it writes in place of a tile where that is contiguous
     bool dead = false;      // an operation nothing reads or stores
     KernelFn fn = nullptr;  // the op kernel
     KernelFn copy_broadcast = nullptr;  // Load, Param: a broadcast row into a tile
     KernelFn copy_strided = nullptr;    // Load: a strided row into a tile
     KernelFn copy = nullptr;            // Load of a stored input: a contiguous row into a tile
-    int64_t const_at = -1;              // Const: its splat's offset in consts_ (bytes)
   };
   struct Store {
     int32_t expr = 0;
@@ -83,8 +82,12 @@ class BaselineKernel {
   int32_t num_outputs_ = 0;
   std::vector<Step> steps_;  // one per expression, in order
   std::vector<Store> stores_;
-  int32_t slots_ = 0;             // tiles of kTileElements * 8 bytes in the scratch
-  std::vector<uint64_t> consts_;  // each Const splat over a tile's width
+  int32_t slots_ = 0;  // tiles of kTileElements * 8 bytes in the scratch
+  struct Constant {
+    int32_t expr;
+    uint64_t bits;  // its value in its storage type (low bytes)
+  };
+  std::vector<Constant> consts_;  // tiles slots_.. of the scratch, filled by each run()
 };
 
 // Each baseline kernel's making time in ns, in the order they were made, from index `first` on

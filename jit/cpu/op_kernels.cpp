@@ -60,10 +60,13 @@ LoopKernel unary_source(ExprOp op, DType t) {
   return s;
 }
 
+// (Loads made in order, as op_kernel_source makes them: arguments of one call are evaluated in
+// an unspecified order, and GCC's right to left gave another encoding of the same kernel.)
 LoopKernel binary_source(ExprOp op, DType t) {
   LoopKernel s;
   s.inputs = {t, t};
-  s.stores = {s.binary(op, s.load(0), s.load(1))};
+  const int32_t a = s.load(0), b = s.load(1);
+  s.stores = {s.binary(op, a, b)};
   return s;
 }
 
@@ -163,7 +166,8 @@ std::vector<OpKernelRequest> common_op_kernels() {
   {
     LoopKernel s;
     s.inputs = {DType::Bool, f, f};
-    s.stores = {s.select(s.load(0), s.load(1), s.load(2))};
+    const int32_t m = s.load(0), a = s.load(1), b = s.load(2);
+    s.stores = {s.select(m, a, b)};
     out.push_back({s, {C, C, C, C}});
   }
   out.push_back({binary_source(ExprOp::And, DType::Bool), {C, C, C}});

@@ -25,7 +25,11 @@ int warm_up() {
   prefault_cpu_code_memory();  // before the samples land in the block
   const JitIsa isa = active_jit_isa();
   // The baseline tier's op kernels first: a program's first kernels find them.
-  if (config().jit_baseline != BaselineTier::Off) (void)render_op_kernels(common_op_kernels(), isa);
+  if (config().jit_baseline != BaselineTier::Off) {
+    const int made = render_op_kernels(common_op_kernels(), isa);
+    KILN_DEBUG(Jit, "cpu renderer warm-up: {} op kernels rendered ({} in all)", made,
+               op_kernel_count());
+  }
   const double c = 0.044715;
   std::vector<std::pair<LoopKernel, KernelVariant>> renders;
   const LoopKernel gelu = sample_kernels::gelu(c);
