@@ -322,8 +322,44 @@ TEST(JitBaseline, TheRenderingSwapsInWhenReady) {
   EXPECT_EQ(run_affine(*cpu_target().compile(k), 1000), first);
 }
 
+// A launch large enough that baseline code would cost more than a render (baseline_pays: gelu
+// over 2^24 floats took 9.3 ms on it against 4.1 rendered) renders at once and waits: at the
+// launch, and at compile time where the plan's hint already says so.
+TEST(JitBaseline, ALargeLaunchWaitsForTheRendering) {
+  ConfigOverride<BaselineTier> on(config().jit_baseline, BaselineTier::On);
+  (void)render_op_kernels(common_op_kernels(), active_jit_isa());
+  const LoopKernel k = affine(1.375, -0.625);
+  const int64_t small = 1000, large = kMaxBaselineWork;  // 3 passes: past the limit
+  ASSERT_TRUE(baseline_pays(k, small));
+  ASSERT_FALSE(baseline_pays(k, large));
+  forget_cpu_kernels();
+  std::vector<float> want;
+  {
+    ConfigOverride<BaselineTier> off(config().jit_baseline, BaselineTier::Off);
+    want = run_affine(*cpu_target().compile(k), large);
+  }
+  forget_cpu_kernels();
+  PlanningThreadHold hold;  // no background render can land meanwhile
+  auto kernel = cpu_target().compile(k);
+  EXPECT_TRUE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(all_contiguous(k)));
+  const int64_t launches = cpu_jit_counters().baseline_launches.load();
+  const std::vector<float> got = run_affine(*kernel, large);
+  EXPECT_TRUE(got == want) << "the rendering's bits";
+  EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches) << "it did not run baseline code";
+  EXPECT_FALSE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(all_contiguous(k)));
+  forget_cpu_kernels();
+  CpuLaunchHint hint;
+  hint.elements = large;
+  const size_t baselines = cpu_jit_baseline_count();
+  auto hinted = cpu_target().compile(k, hint);
+  EXPECT_EQ(cpu_jit_baseline_count(), baselines) << "no baseline made for a large first launch";
+  EXPECT_FALSE(dynamic_cast<CpuKernel&>(*hinted).runs_baseline(all_contiguous(k)));
+}
+
 TEST(JitBaseline, AKernelWithAnOpKernelNotRenderedYetIsRenderedFirst) {
   ConfigOverride<BaselineTier> on(config().jit_baseline, BaselineTier::On);
+  // The add below needs its op kernel too: ctest runs this test alone, without the warm-up.
+  (void)render_op_kernels(common_op_kernels(), active_jit_isa());
   LoopKernel k;  // pow by an exponent no other test uses: its op kernel holds the constant
   k.inputs = {DType::Float32};
   k.stores = {k.binary(ExprOp::Pow, k.load(0), k.constant(2.625, DType::Float32))};

@@ -215,6 +215,12 @@ std::unique_ptr<BaselineKernel> BaselineKernel::make(const LoopKernel& k, JitIsa
   return b;
 }
 
+bool baseline_pays(const LoopKernel& k, int64_t elements) {
+  int64_t passes = k.num_outputs();
+  for (const Expr& e : k.exprs) passes += expr_arity(e.op) > 0 ? 1 : 0;
+  return elements <= kMaxBaselineWork / std::max<int64_t>(1, passes);
+}
+
 std::vector<int64_t> cpu_jit_baseline_times(size_t first) {
   BaselineTimes& times = baseline_times();
   std::lock_guard lock(times.mu);

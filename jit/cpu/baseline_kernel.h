@@ -90,6 +90,15 @@ class BaselineKernel {
   std::vector<Constant> consts_;  // tiles slots_.. of the scratch, filled by each run()
 };
 
+// Whether baseline code pays for a launch of `k` over `elements` elements: its passes over them
+// (about one per operation and store) cost what a render costs past kMaxBaselineWork
+// element-passes, and then the launch waits for the rendering instead. Measured (2026-12-04,
+// 2-core Zen 5, kiln-perf's gelu, 2^24 Float32, 10 passes): its first call took 9.3 ms on
+// baseline code against 4.1 rendered (the render 0.19 ms): ~0.03 ns per element-pass on two
+// threads, against renders of 0.1-0.4 ms in situ.
+inline constexpr int64_t kMaxBaselineWork = int64_t{1} << 22;
+bool baseline_pays(const LoopKernel& k, int64_t elements);
+
 // Each baseline kernel's making time in ns, in the order they were made, from index `first` on
 // (as cpu_jit_compile_times does for renders).
 std::vector<int64_t> cpu_jit_baseline_times(size_t first = 0);

@@ -145,9 +145,12 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
                 (rank < 2 || outer[j] % vec_bytes == 0);
     for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.stride(j, d) % vec_bytes == 0;
   }
-  // Baseline code until the layout's rendering is made (it is not timed for the store choice).
+  // Baseline code until the layout's rendering is made (it is not timed for the store choice);
+  // a launch too large for it to pay (baseline_pays) renders at once and waits instead.
   const bool baseline =
-      baseline_ != nullptr && !tiered_up({layout.data(), layout.size()}, streaming);
+      baseline_ != nullptr &&
+      (config().jit_baseline == BaselineTier::Only || baseline_pays(k_, numel)) &&
+      !tiered_up({layout.data(), layout.size()}, streaming);
   StoreChoice::Pick stores{false, false};
   KernelFn fn = nullptr;
   if (baseline) {

@@ -100,10 +100,12 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
     const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
     const bool large = large_outputs(hint.elements);
     const BaselineTier tier = config().jit_baseline;
+    // (Nor where its first launch is large enough to wait for the rendering: baseline_pays.)
     if (!reduces() && tier != BaselineTier::Off &&
         (tier == BaselineTier::Only ||
-         cached_rendering(k, {isa_, layout, large && mode != StoreChoice::Mode::Off, unroll_, false,
-                              pipeline_}) == nullptr))
+         ((hint.elements <= 0 || baseline_pays(k, hint.elements)) &&
+          cached_rendering(k, {isa_, layout, large && mode != StoreChoice::Mode::Off, unroll_,
+                               false, pipeline_}) == nullptr)))
       baseline_ = BaselineKernel::make(k, isa_);
     if (baseline_ != nullptr) {
       tier_up_.push_back({layout, large});
