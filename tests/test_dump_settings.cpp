@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "hop_traced_util.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/loop/loop_kernel.h"
-#include "hop_traced_util.h"
 #include "runtime/config.h"
 #include "tracer/dump.h"
 
@@ -65,8 +65,8 @@ void compile_and_launch(const std::string& spec, double c) {
   testing::ConfigOverride dump(config().dump, spec);
   jit::LoopKernel k;
   k.inputs = {DType::Float32};
-  k.stores.push_back(
-      k.binary(jit::ExprOp::Mul, k.unary(jit::ExprOp::Exp, k.load(0)), k.constant(c, DType::Float32)));
+  k.stores.push_back(k.binary(jit::ExprOp::Mul, k.unary(jit::ExprOp::Exp, k.load(0)),
+                              k.constant(c, DType::Float32)));
   auto kernel = jit::cpu_target().compile(k);
   std::vector<float> x(40, 0.5f), y(40, 0.0f);
   jit::LaunchArgs la;

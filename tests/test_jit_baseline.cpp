@@ -278,9 +278,9 @@ TEST(JitBaseline, TheWarmUpRendersTheOpKernelsOfCommonChains) {
   LoopKernel gelu;
   gelu.inputs = {DType::Float32};
   const int32_t x = gelu.load(0);
-  const int32_t t = gelu.unary(
-      ExprOp::Tanh, gelu.binary(ExprOp::Mul, gelu.binary(ExprOp::Add, x, x),
-                                gelu.constant(0.7978845608, DType::Float32)));
+  const int32_t t =
+      gelu.unary(ExprOp::Tanh, gelu.binary(ExprOp::Mul, gelu.binary(ExprOp::Add, x, x),
+                                           gelu.constant(0.7978845608, DType::Float32)));
   gelu.stores = {gelu.binary(ExprOp::Mul, gelu.binary(ExprOp::Sub, t, x), x)};
   EXPECT_TRUE(covered(gelu));
   LoopKernel sel;
@@ -345,7 +345,8 @@ TEST(JitBaseline, ALargeLaunchWaitsForTheRendering) {
   const int64_t launches = cpu_jit_counters().baseline_launches.load();
   const std::vector<float> got = run_affine(*kernel, large);
   EXPECT_TRUE(got == want) << "the rendering's bits";
-  EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches) << "it did not run baseline code";
+  EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches)
+      << "it did not run baseline code";
   EXPECT_FALSE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(all_contiguous(k)));
   forget_cpu_kernels();
   CpuLaunchHint hint;

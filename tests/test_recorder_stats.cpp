@@ -143,7 +143,7 @@ TEST(RecorderStats, TrainingLoopSummary) {
   const size_t step_at = stats.find(fmt::format("{:#018x}", step->id));
   const size_t other_at = stats.find(other_id);
   if (row[3] != other[3]) {
-    EXPECT_EQ(step_at < other_at, row[3] > other[3]) << stats;
+    EXPECT_EQ(step_at<other_at, row[3]> other[3]) << stats;
   }
 }
 

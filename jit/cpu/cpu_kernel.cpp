@@ -147,10 +147,9 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   }
   // Baseline code until the layout's rendering is made (it is not timed for the store choice);
   // a launch too large for it to pay (baseline_pays) renders at once and waits instead.
-  const bool baseline =
-      baseline_ != nullptr &&
-      (config().jit_baseline == BaselineTier::Only || baseline_pays(k_, numel)) &&
-      !tiered_up({layout.data(), layout.size()}, streaming);
+  const bool baseline = baseline_ != nullptr &&
+                        (config().jit_baseline == BaselineTier::Only || baseline_pays(k_, numel)) &&
+                        !tiered_up({layout.data(), layout.size()}, streaming);
   StoreChoice::Pick stores{false, false};
   KernelFn fn = nullptr;
   if (baseline) {

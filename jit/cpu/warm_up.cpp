@@ -1,6 +1,7 @@
 #include "jit/cpu/warm_up.h"
 
 #include <atomic>
+#include <chrono>
 #include <vector>
 
 #include "jit/cpu/code_memory.h"
@@ -26,9 +27,13 @@ int warm_up() {
   const JitIsa isa = active_jit_isa();
   // The baseline tier's op kernels first: a program's first kernels find them.
   if (config().jit_baseline != BaselineTier::Off) {
+    const auto t0 = std::chrono::steady_clock::now();
     const int made = render_op_kernels(common_op_kernels(), isa);
-    KILN_DEBUG(Jit, "cpu renderer warm-up: {} op kernels rendered ({} in all)", made,
-               op_kernel_count());
+    KILN_DEBUG(
+        Jit, "cpu renderer warm-up: {} op kernels rendered in {} us ({} in all)", made,
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count(),
+        op_kernel_count());
   }
   const double c = 0.044715;
   std::vector<std::pair<LoopKernel, KernelVariant>> renders;

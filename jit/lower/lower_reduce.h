@@ -30,8 +30,8 @@
 // jit/passes/column_split.h; all/any are not), and argmax/argmin in one pass:
 //   argmax / argmin over columns -> ReduceArgMax(Float64(x)) (ReduceArgMin): the value cast to
 //          Float64 (exact; the running row index then has the value's 64-bit lanes).
-// The rest (other dim sets) stays eager steps. mean's correction (attrs.ints[1], set by that split): ReduceSum(x) /
-// RowSize(-correction), NaN for an empty row.
+// The rest (other dim sets) stays eager steps. mean's correction (attrs.ints[1], set by that
+// split): ReduceSum(x) / RowSize(-correction), NaN for an empty row.
 #pragma once
 #include <cstdint>
 
