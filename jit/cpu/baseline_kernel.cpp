@@ -9,6 +9,7 @@
 
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/op_kernels.h"
+#include "jit/cpu/time_log.h"
 #include "runtime/logging.h"
 #include "runtime/profiler.h"
 
@@ -19,12 +20,8 @@ namespace {
 constexpr InnerLayout C = InnerLayout::Contiguous;
 
 // The time each baseline kernel took to make (cpu_jit_baseline_times).
-struct BaselineTimes {
-  std::mutex mu;
-  std::vector<int64_t> ns;
-};
-BaselineTimes& baseline_times() {
-  static auto* t = new BaselineTimes();  // never destroyed: planning may run during exit
+TimeLog& baseline_times() {
+  static auto* t = new TimeLog();  // never destroyed: planning may run during exit
   return *t;
 }
 
@@ -209,9 +206,7 @@ std::unique_ptr<BaselineKernel> BaselineKernel::make(const LoopKernel& k, JitIsa
         fmt::format("kernel {:016x} {} baseline", hash_words(encode(k)), jit_isa_name(isa)), t0,
         t1);
   cpu_jit_counters().baseline_kernels.fetch_add(1);
-  BaselineTimes& times = baseline_times();
-  std::lock_guard lock(times.mu);
-  times.ns.push_back(t1 - t0);
+  baseline_times().add(t1 - t0);
   return b;
 }
 
@@ -221,18 +216,9 @@ bool baseline_pays(const LoopKernel& k, int64_t elements) {
   return elements <= kMaxBaselineWork / std::max<int64_t>(1, passes);
 }
 
-std::vector<int64_t> cpu_jit_baseline_times(size_t first) {
-  BaselineTimes& times = baseline_times();
-  std::lock_guard lock(times.mu);
-  if (first >= times.ns.size()) return {};
-  return {times.ns.begin() + static_cast<std::ptrdiff_t>(first), times.ns.end()};
-}
+std::vector<int64_t> cpu_jit_baseline_times(size_t first) { return baseline_times().since(first); }
 
-size_t cpu_jit_baseline_count() {
-  BaselineTimes& times = baseline_times();
-  std::lock_guard lock(times.mu);
-  return times.ns.size();
-}
+size_t cpu_jit_baseline_count() { return baseline_times().size(); }
 
 struct BaselineKernel::Scratch {
   std::vector<uint64_t> words;

@@ -13,6 +13,7 @@
 #include "jit/cpu/cpu_isa.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/disk_cache.h"
+#include "jit/cpu/time_log.h"
 #include "jit/loop/disk_cache_writer.h"
 #include "jit/loop/kernel_cache.h"
 #include "ops/cpu/store_choice.h"
@@ -29,12 +30,8 @@ namespace {
 std::atomic<int> g_injected_faults{0};
 
 // Per-kernel rendering times (cpu_jit_compile_times): a few bytes per kernel, like the kernels.
-struct CompileTimes {
-  std::mutex mu;
-  std::vector<int64_t> ns;
-};
-CompileTimes& compile_times() {
-  static auto* t = new CompileTimes();
+TimeLog& compile_times() {
+  static auto* t = new TimeLog();  // never destroyed: planning may run during exit
   return *t;
 }
 
@@ -160,11 +157,7 @@ KernelFn render_cached(const LoopKernel& k, const KernelVariant& v) {
     int64_t prev = c.max_compile_ns.load();
     while (prev < t1 - t0 && !c.max_compile_ns.compare_exchange_weak(prev, t1 - t0)) {
     }
-    {
-      CompileTimes& times = compile_times();
-      std::lock_guard lock(times.mu);
-      times.ns.push_back(t1 - t0);
-    }
+    { compile_times().add(t1 - t0); }
     KILN_DEBUG(Jit, "cpu kernel: {} bytes of {} code in {} us ({}; {} minor page faults)",
                r.code_bytes, jit_isa_name(v.isa), (t1 - t0) / 1000,
                r.assembler ? "assembler" : "compiler", thread_minor_faults() - faults0);
@@ -195,18 +188,9 @@ CpuJitCounters& cpu_jit_counters() {
   return *c;
 }
 
-std::vector<int64_t> cpu_jit_compile_times(size_t first) {
-  CompileTimes& times = compile_times();
-  std::lock_guard lock(times.mu);
-  if (first >= times.ns.size()) return {};
-  return {times.ns.begin() + static_cast<std::ptrdiff_t>(first), times.ns.end()};
-}
+std::vector<int64_t> cpu_jit_compile_times(size_t first) { return compile_times().since(first); }
 
-size_t cpu_jit_compile_count() {
-  CompileTimes& times = compile_times();
-  std::lock_guard lock(times.mu);
-  return times.ns.size();
-}
+size_t cpu_jit_compile_count() { return compile_times().size(); }
 
 void render_and_discard_cpu_kernel(const LoopKernel& k, const KernelVariant& v) {
   RenderedKernel r = render_cpu_kernel(cpu_code_runtime(), k, v, false, configured_render_path());
