@@ -22,12 +22,14 @@
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/op_kernels.h"
 #include "jit_kernel_util.h"
+#include "planning_thread_hold.h"
 #include "tracer/region_runner.h"
 
 namespace kiln::jit {
 namespace {
 
 using kiln::testing::ConfigOverride;
+using kiln::testing::PlanningThreadHold;
 using kiln::testing::supported_jit_isas;
 
 // One operand's buffer and strides (in elements) over a [rows, cols] index space.
@@ -217,25 +219,6 @@ TEST(JitBaseline, GivesTheRenderedKernelsBits) {
     }
   }
 }
-
-// Holds the planning thread until release() (or the end of the scope): jobs queued meanwhile
-// wait behind it.
-class PlanningThreadHold {
- public:
-  PlanningThreadHold() {
-    tracer::wait_for_compiles();
-    tracer::run_in_background([f = go_.get_future().share()] { f.wait(); });
-  }
-  ~PlanningThreadHold() { release(); }
-  void release() {
-    if (!released_) go_.set_value();
-    released_ = true;
-  }
-
- private:
-  std::promise<void> go_;
-  bool released_ = false;
-};
 
 // x * a + b with a constant no other test uses (so that its rendering is new).
 LoopKernel affine(double a, double b) {

@@ -200,14 +200,17 @@ std::unique_ptr<BaselineKernel> BaselineKernel::make(const LoopKernel& k, JitIsa
   const int64_t t0 = profiler::now_ns();
   std::unique_ptr<BaselineKernel> b = build(k, isa);
   if (b == nullptr) return nullptr;
-  const int64_t t1 = profiler::now_ns();
+  note_baseline_made(k, isa, t0, profiler::now_ns());
+  return b;
+}
+
+void note_baseline_made(const LoopKernel& k, JitIsa isa, int64_t t0, int64_t t1) {
   if (profiler::enabled())
     profiler::record_kernel_compile(
         fmt::format("kernel {:016x} {} baseline", hash_words(encode(k)), jit_isa_name(isa)), t0,
         t1);
   cpu_jit_counters().baseline_kernels.fetch_add(1);
   baseline_times().add(t1 - t0);
-  return b;
 }
 
 bool baseline_pays(const LoopKernel& k, int64_t elements) {

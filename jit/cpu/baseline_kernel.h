@@ -51,6 +51,7 @@ class BaselineKernel {
   struct Scratch;  // a thread's tiles (baseline_kernel.cpp)
 
  private:
+  friend class BaselineRowKernel;  // its parts are baseline kernels (baseline_row_kernel.h)
   // A value of one tile: contiguous along the row, `outer` bytes from one row to the next (0: the
   // same row for every row of the tile).
   struct Tile {
@@ -98,6 +99,9 @@ class BaselineKernel {
 // threads, against renders of 0.1-0.4 ms in situ.
 inline constexpr int64_t kMaxBaselineWork = int64_t{1} << 22;
 bool baseline_pays(const LoopKernel& k, int64_t elements);
+
+// Counts, times and traces a baseline kernel of `k` made from t0 to t1 (ns: profiler::now_ns).
+void note_baseline_made(const LoopKernel& k, JitIsa isa, int64_t t0, int64_t t1);
 
 // Each baseline kernel's making time in ns, in the order they were made, from index `first` on
 // (as cpu_jit_compile_times does for renders).

@@ -230,7 +230,7 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
 void CpuKernel::start_tier_up() {
   {
     std::lock_guard lock(mu_);
-    if (baseline_ == nullptr || tier_up_.empty() || tier_up_queued_ ||
+    if (!has_baseline() || tier_up_.empty() || tier_up_queued_ ||
         config().jit_baseline == BaselineTier::Only)
       return;
     for (const TierUp& t : tier_up_) tier_up_asked_.push_back(t.layout);
@@ -267,7 +267,7 @@ bool CpuKernel::tiered_up(std::span<const InnerLayout> layout, bool large) {
 
 bool CpuKernel::runs_baseline(std::span<const InnerLayout> layout) const {
   std::lock_guard lock(mu_);
-  if (baseline_ == nullptr) return false;
+  if (!has_baseline()) return false;
   for (const Variant& v : variants_)
     if (!v.columns && std::equal(v.layout.begin(), v.layout.end(), layout.begin(), layout.end()))
       return false;

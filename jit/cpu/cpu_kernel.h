@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "jit/cpu/baseline_kernel.h"
+#include "jit/cpu/baseline_row_kernel.h"
 #include "jit/cpu/cpu_target.h"
 #include "jit/cpu/render.h"
 #include "jit/cpu/render_cache.h"
@@ -101,13 +102,18 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
     const bool large = large_outputs(hint.elements);
     const BaselineTier tier = config().jit_baseline;
     // (Nor where its first launch is large enough to wait for the rendering: baseline_pays.)
-    if (!reduces() && tier != BaselineTier::Off &&
+    // A row kernel likewise (baseline_row_kernel.h), launched as a row kernel (not columns).
+    if (!columns && tier != BaselineTier::Off &&
         (tier == BaselineTier::Only ||
          ((hint.elements <= 0 || baseline_pays(k, hint.elements)) &&
           cached_rendering(k, {isa_, layout, large && mode != StoreChoice::Mode::Off, unroll_,
-                               false, pipeline_}) == nullptr)))
-      baseline_ = BaselineKernel::make(k, isa_);
-    if (baseline_ != nullptr) {
+                               false, pipeline_}) == nullptr))) {
+      if (reduces())
+        baseline_rows_ = BaselineRowKernel::make(k, isa_);
+      else
+        baseline_ = BaselineKernel::make(k, isa_);
+    }
+    if (has_baseline()) {
       tier_up_.push_back({layout, large});
       return;
     }
@@ -128,6 +134,7 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
 
  private:
   bool reduces() const { return !facts_.reduces.empty(); }  // k_.has_reduce()
+  bool has_baseline() const { return baseline_ != nullptr || baseline_rows_ != nullptr; }
   // Both: false, having run nothing, where the layout has no machine code (`decline`; else
   // they throw saying why).
   bool launch_rows(const LaunchArgs& args, bool decline);  // a row kernel (k_.has_reduce())
@@ -209,7 +216,8 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
 
   LoopKernel k_;
   ReduceFacts facts_;
-  std::unique_ptr<BaselineKernel> baseline_;
+  std::unique_ptr<BaselineKernel> baseline_;          // a pointwise kernel's
+  std::unique_ptr<BaselineRowKernel> baseline_rows_;  // a row kernel's
   // Under mu_: the layouts to render (and whether their launches' outputs are large enough to
   // stream: both store variants then), those queued or rendered, whether a job is queued, and
   // whether a background render failed (the kernel then keeps its baseline code).

@@ -502,8 +502,22 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
   if (const int fuse = facts_.pipelined_pass; streaming && fuse >= 0)
     streaming = row_pieces_aligned(row_programs(n)->programs[static_cast<size_t>(fuse)],
                                    cpu_kernel_lanes(k_, isa_));
-  const StoreChoice::Pick stores = pick_stores(streaming);
-  const KernelFn fn = variant({layout.data(), layout.size()}, stores.streaming);
+  // Baseline code until this layout's rendering is made (baseline_row_kernel.h): not for long
+  // rows split across threads by chunks, nor where a render costs less (baseline_pays).
+  const bool chunked =
+      long_rows_want_threads(rows, n) && (facts_.splits_long_rows || facts_.elements_by_chunks);
+  const bool baseline =
+      baseline_rows_ != nullptr && !chunked && BaselineRowKernel::takes_rows(n) &&
+      (config().jit_baseline == BaselineTier::Only || baseline_pays(k_, rows * n)) &&
+      !tiered_up({layout.data(), layout.size()}, streaming);
+  StoreChoice::Pick stores{false, false};
+  KernelFn fn = nullptr;
+  if (baseline) {
+    cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    stores = pick_stores(streaming);
+    fn = variant({layout.data(), layout.size()}, stores.streaming);
+  }
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
 
   // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
@@ -526,7 +540,7 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
   // Timed whichever way the rows run (a pick left timed but never finished would stream
   // untimed from then on).
   const StoreTrial trial(&stores_, stores, rows * n, name_, logging::Subsystem::Jit);
-  if (long_rows_want_threads(rows, n) && (facts_.splits_long_rows || facts_.elements_by_chunks)) {
+  if (chunked) {
     std::vector<int64_t> step(nops, 0);
     for (size_t j = 0; j < nops; ++j)
       if (layout[j] == InnerLayout::Contiguous)
@@ -545,8 +559,9 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
   for (size_t r = 0; r < programs.size(); ++r)
     words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
   // Scratch rows (render_reduce.h).
-  const size_t stash =
-      row_scratch_words(facts_.stash_values, facts_.pipelined_pass >= 0, k_.num_outputs(), n);
+  const size_t stash = baseline ? 0
+                                : row_scratch_words(facts_.stash_values, facts_.pipelined_pass >= 0,
+                                                    k_.num_outputs(), n);
   auto run_rows = [&](int64_t r0, int64_t r1) {
     SmallVector<char*, 8> p(nops);
     SmallVector<uint64_t, 16> local;
@@ -562,7 +577,11 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
     while (r0 < r1) {
       row_ptrs(r0, p.data());
       const int64_t count = std::min(r1 - r0, n_outer - r0 % n_outer);
-      fn(p.data(), inner.data(), outer.data(), n, count, params);
+      if (fn != nullptr)
+        fn(p.data(), inner.data(), outer.data(), n, count, params);
+      else
+        baseline_rows_->run({layout.data(), layout.size()}, p.data(), outer.data(), n, count,
+                            words.data(), programs);
       r0 += count;
     }
   };

@@ -1,0 +1,315 @@
+// The baseline tier of CPU row kernels (jit/cpu/baseline_row_kernel.h, jit/loop/row_fold.h): a
+// new row kernel launches code made of pointwise baseline parts and folds in plain C++, its own
+// rendering follows on the planning thread. Checked here: the baseline code gives the rendered
+// row kernel's bits (softmax, layer norm with its statistics, a cross-entropy's fused kernel,
+// max / min / prod with NaNs and signed zeros, argmax's ReduceFirst, row loads, params and
+// RowSize, Float32 and Float64, row lengths around every piece and lane boundary, on every ISA
+// path), the swap to the rendering, and the launches it leaves to the rendering (rows longer
+// than a chunk). Every row-kernel test runs under KILN_JIT_BASELINE=only in ctest too
+// (kiln.jit_baseline.rows, tests/CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hop_traced_util.h"
+#include "jit/cpu/baseline_row_kernel.h"
+#include "jit/cpu/cpu_kernel.h"
+#include "jit/cpu/cpu_target.h"
+#include "jit/cpu/op_kernels.h"
+#include "jit/loop/row_program.h"
+#include "jit_kernel_util.h"
+#include "planning_thread_hold.h"
+#include "tracer/region_runner.h"
+
+namespace kiln::jit {
+namespace {
+
+using kiln::testing::ConfigOverride;
+using kiln::testing::supported_jit_isas;
+
+// How an operand lies over the [rows, n] index space.
+enum class Lie {
+  Elements,  // [rows, n], rows `pad` elements apart beyond n
+  RowValue,  // [rows, 1]: broadcast along the row (a row output, a row load)
+  Shared,    // [1, n]: one row for every row (a layer norm's weight)
+};
+
+struct Buffer {
+  DType type;
+  Lie lie;
+  std::vector<uint8_t> bytes;
+};
+
+// Values with the specials a fold's order shows: signed zeros, a NaN now and then (`nan`),
+// sums whose rounding depends on the order, and (Int32 / Int64 / Bool) small labels.
+void fill(Buffer& b, uint64_t seed, bool nan) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g;
+  const size_t es = itemsize(b.type);
+  const size_t count = b.bytes.size() / es;
+  for (size_t i = 0; i < count; ++i) {
+    double v = g(rng) * 8.0;
+    const auto u = rng() % 16;
+    if (u == 0) v = 0.0;
+    if (u == 1) v = -0.0;
+    if (nan && rng() % 97 == 0) v = std::numeric_limits<double>::quiet_NaN();
+    uint8_t* at = b.bytes.data() + i * es;
+    switch (b.type) {
+      case DType::Bool:
+        *at = rng() % 2;
+        break;
+      case DType::Int32: {
+        const auto x = static_cast<int32_t>(rng() % 5);
+        std::memcpy(at, &x, 4);
+        break;
+      }
+      case DType::Int64: {
+        const auto x = static_cast<int64_t>(rng() % 5);
+        std::memcpy(at, &x, 8);
+        break;
+      }
+      case DType::Float32: {
+        const auto x = static_cast<float>(v);
+        std::memcpy(at, &x, 4);
+        break;
+      }
+      case DType::Float64:
+        std::memcpy(at, &v, 8);
+        break;
+    }
+  }
+}
+
+constexpr int64_t kPad = 3;
+
+std::vector<Buffer> buffers(const LoopKernel& k, const std::vector<Lie>& lies, int64_t rows,
+                            int64_t n, uint64_t seed, bool nan) {
+  std::vector<Buffer> out;
+  for (int32_t j = 0; j < k.num_operands(); ++j) {
+    Buffer b{k.operand_dtype(j), lies[static_cast<size_t>(j)], {}};
+    const int64_t count = b.lie == Lie::Elements   ? rows * (n + kPad)
+                          : b.lie == Lie::RowValue ? rows
+                                                   : n;
+    b.bytes.assign(static_cast<size_t>(std::max<int64_t>(count, 1)) * itemsize(b.type), 0);
+    if (j >= k.num_outputs()) fill(b, seed + static_cast<uint64_t>(j) * 7919u, nan);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+void launch(CompiledKernel& kernel, std::vector<Buffer>& ops, int64_t rows, int64_t n,
+            const std::vector<Scalar>& params) {
+  LaunchArgs la;
+  la.sizes = {rows, n};
+  la.reduced_dims = 1;
+  for (Buffer& b : ops) {
+    const auto es = static_cast<int64_t>(itemsize(b.type));
+    la.ptrs.push_back(reinterpret_cast<char*>(b.bytes.data()));
+    la.strides.push_back(b.lie == Lie::Elements   ? DimVector{(n + kPad) * es, es}
+                         : b.lie == Lie::RowValue ? DimVector{es, 0}
+                                                  : DimVector{0, es});
+  }
+  la.params = std::span<const Scalar>(params.data(), params.size());
+  kernel.launch(la);
+}
+
+std::vector<InnerLayout> row_layout(const LoopKernel& k) {
+  std::vector<InnerLayout> l(static_cast<size_t>(k.num_operands()), InnerLayout::Contiguous);
+  const std::vector<uint8_t> row = k.row_values();
+  for (int32_t j = 0; j < k.num_operands(); ++j) {
+    const bool row_value = j < k.num_outputs()
+                               ? row[static_cast<size_t>(k.stores[static_cast<size_t>(j)])] != 0
+                               : false;
+    if (row_value) l[static_cast<size_t>(j)] = InnerLayout::Broadcast;
+  }
+  return l;
+}
+
+// The row kernel's baseline code and its rendering over the same inputs give the same bytes.
+void expect_row_baseline_bits(const LoopKernel& k, const std::vector<Lie>& lies,
+                              const std::string& isa, const std::string& what,
+                              const std::vector<Scalar>& params = {}) {
+  ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+  std::shared_ptr<CompiledKernel> rendered, baseline;
+  {
+    ConfigOverride<BaselineTier> off(config().jit_baseline, BaselineTier::Off);
+    rendered = cpu_target().compile(k);
+  }
+  forget_cpu_kernels();
+  ConfigOverride<BaselineTier> only(config().jit_baseline, BaselineTier::Only);
+  (void)cpu_target().compile(k);  // queues the op kernels it misses
+  tracer::wait_for_compiles();
+  baseline = cpu_target().compile(k);
+  auto* cpu = dynamic_cast<CpuKernel*>(baseline.get());
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_TRUE(cpu->runs_baseline(row_layout(k))) << what << "\n" << to_text(k);
+  const int64_t lengths[] = {1,   2,   7,   8,   9,   15,   16,   17,   31,  33,
+                             100, 128, 129, 136, 257, 1000, 1024, 1031, 4099};
+  uint64_t seed = 11;
+  for (int64_t n : lengths)
+    for (int64_t rows : {1, 3, 37}) {
+      if (rows * n > 60000) continue;
+      for (bool nan : {false, true}) {
+        std::vector<Buffer> a = buffers(k, lies, rows, n, ++seed, nan);
+        std::vector<Buffer> b = a;
+        const int64_t launches = cpu_jit_counters().baseline_launches.load();
+        launch(*baseline, a, rows, n, params);
+        EXPECT_GT(cpu_jit_counters().baseline_launches.load(), launches) << what << " n=" << n;
+        launch(*rendered, b, rows, n, params);
+        for (int32_t j = 0; j < k.num_outputs(); ++j)
+          EXPECT_EQ(a[static_cast<size_t>(j)].bytes, b[static_cast<size_t>(j)].bytes)
+              << what << " on " << isa << ": output " << j << " differs at [" << rows << ", " << n
+              << "]" << (nan ? " with NaNs" : "") << "\n"
+              << to_text(k);
+      }
+    }
+}
+
+LoopKernel softmax(DType t) {
+  LoopKernel k = LoopKernel::uniform(t, 1);
+  const int32_t x = k.load(0);
+  const int32_t m = k.reduce(ExprOp::ReduceMax, x);
+  const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, x, m));
+  k.stores = {k.binary(ExprOp::Div, e, k.reduce(ExprOp::ReduceSum, e))};
+  return k;
+}
+
+TEST(JitBaselineRows, GivesTheRenderedRowKernelsBits) {
+  for (const std::string& isa : supported_jit_isas()) {
+    for (DType t : {DType::Float32, DType::Float64})
+      expect_row_baseline_bits(softmax(t), {Lie::Elements, Lie::Elements}, isa,
+                               fmt::format("softmax {}", dtype_name(t)));
+    {  // layer norm with its weight and bias, its mean and variance stored as row values
+      LoopKernel k = LoopKernel::uniform(DType::Float32, 3);
+      const int32_t x = k.load(0);
+      const int32_t size = k.row_size(DType::Float32);
+      const int32_t mean = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), size);
+      const int32_t d = k.binary(ExprOp::Sub, x, mean);
+      const int32_t var =
+          k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, k.binary(ExprOp::Mul, d, d)),
+                   k.row_size(DType::Float32, -1));
+      const int32_t rstd =
+          k.unary(ExprOp::Rsqrt, k.binary(ExprOp::Add, var, k.constant(1e-5, DType::Float32)));
+      const int32_t y = k.binary(
+          ExprOp::Add, k.binary(ExprOp::Mul, k.binary(ExprOp::Mul, d, rstd), k.load(1)), k.load(2));
+      k.stores = {y, mean, rstd};
+      expect_row_baseline_bits(
+          k, {Lie::Elements, Lie::RowValue, Lie::RowValue, Lie::Elements, Lie::Shared, Lie::Shared},
+          isa, "layer norm");
+    }
+    {  // a cross-entropy's fused forward and backward (kiln-perf xent's kernel): labels, a
+       // Bool mask input, a masked sum, log-sum-exp, a row load
+      LoopKernel k;
+      k.inputs = {DType::Float32, DType::Float32, DType::Int32,   DType::Int32,
+                  DType::Float32, DType::Bool,    DType::Float32, DType::Float32};
+      const int32_t half = k.constant(0.5, DType::Float32);
+      const int32_t z = k.binary(ExprOp::Add, k.binary(ExprOp::Mul, k.load(0), half), k.load(1));
+      const int32_t hit = k.binary(ExprOp::Eq, k.load(2), k.load(3));
+      const int32_t picked = k.select(hit, z, k.constant(0.0, DType::Float32));
+      const int32_t m = k.reduce(ExprOp::ReduceMax, z);
+      const int32_t e = k.unary(ExprOp::Exp, k.binary(ExprOp::Sub, z, m));
+      const int32_t s = k.reduce(ExprOp::ReduceSum, e);
+      const int32_t lse = k.binary(ExprOp::Add, m, k.unary(ExprOp::Log, s));
+      const int32_t loss = k.binary(ExprOp::Sub, lse, k.reduce(ExprOp::ReduceSum, picked));
+      const int32_t p =
+          k.binary(ExprOp::Mul, e, k.binary(ExprOp::Div, k.constant(1.0, DType::Float32), s));
+      const int32_t g =
+          k.binary(ExprOp::Mul, k.binary(ExprOp::Sub, p, k.cast(hit, DType::Float32)), k.load(4));
+      const int32_t scaled = k.binary(ExprOp::Mul, k.select(k.load(5), g, k.load(6)), half);
+      k.stores = {k.binary(ExprOp::Div, loss, k.load_row(7)), scaled};
+      expect_row_baseline_bits(
+          k,
+          {Lie::RowValue, Lie::Elements, Lie::Elements, Lie::Elements, Lie::Elements, Lie::Elements,
+           Lie::Elements, Lie::Elements, Lie::Elements, Lie::RowValue},
+          isa, "cross-entropy");
+    }
+    for (DType t : {DType::Float32, DType::Float64}) {  // min, prod, a param, argmax
+      LoopKernel k = LoopKernel::uniform(t, 1, 1);
+      const int32_t x = k.load(0);
+      const int32_t mx = k.reduce(ExprOp::ReduceMax, x);
+      const int32_t at_max =
+          k.binary(ExprOp::Or, k.binary(ExprOp::Eq, x, mx), k.binary(ExprOp::Ne, x, x));
+      const int32_t first = k.reduce_first(k.cast(at_max, t));
+      const int32_t mn = k.reduce(ExprOp::ReduceMin, k.binary(ExprOp::Mul, x, k.param(0)));
+      const int32_t pr = k.reduce(ExprOp::ReduceProd,
+                                  k.binary(ExprOp::Add, k.constant(1.0, t),
+                                           k.binary(ExprOp::Mul, x, k.constant(0.0078125, t))));
+      k.stores = {first, mn, k.binary(ExprOp::Sub, pr, mx), k.binary(ExprOp::Sub, x, mn)};
+      expect_row_baseline_bits(
+          k, {Lie::RowValue, Lie::RowValue, Lie::RowValue, Lie::Elements, Lie::Elements}, isa,
+          fmt::format("argmax, min, prod {}", dtype_name(t)), {Scalar(-0.75)});
+    }
+    {  // plain sums: of a row shared by every row (folded where it lies), and of an input
+       // broadcast along the row (through the row buffer)
+      LoopKernel k = LoopKernel::uniform(DType::Float32, 3);
+      const int32_t s = k.reduce(ExprOp::ReduceSum, k.load(1));
+      const int32_t b = k.reduce(ExprOp::ReduceSum, k.load(2));
+      k.stores = {s, b, k.binary(ExprOp::Add, k.load(0), s)};
+      expect_row_baseline_bits(
+          k,
+          {Lie::RowValue, Lie::RowValue, Lie::Elements, Lie::Elements, Lie::Shared, Lie::RowValue},
+          isa, "plain sums");
+    }
+  }
+}
+
+// The rendering follows on the planning thread and takes over; compiled again, the kernel
+// takes the rendering at once.
+TEST(JitBaselineRows, TheRenderingSwapsInWhenReady) {
+  ConfigOverride<BaselineTier> on(config().jit_baseline, BaselineTier::On);
+  (void)render_op_kernels(common_op_kernels(), active_jit_isa());
+  LoopKernel k = softmax(DType::Float32);  // scaled by a constant no other test uses
+  k.stores[0] = k.binary(ExprOp::Mul, k.stores[0], k.constant(1.8125, DType::Float32));
+  const std::vector<Lie> lies = {Lie::Elements, Lie::Elements};
+  std::vector<Buffer> first = buffers(k, lies, 9, 300, 5, false), second = first;
+  std::shared_ptr<CompiledKernel> kernel;
+  const int64_t renders = cpu_jit_counters().kernels.load();
+  {
+    kiln::testing::PlanningThreadHold hold;
+    kernel = cpu_target().compile(k);
+    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders) << "rendered before its first launch";
+    const int64_t launches = cpu_jit_counters().baseline_launches.load();
+    launch(*kernel, first, 9, 300, {});
+    EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches + 1);
+  }
+  tracer::wait_for_compiles();
+  EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1) << "rendered on the planning thread";
+  const int64_t launches = cpu_jit_counters().baseline_launches.load();
+  launch(*kernel, second, 9, 300, {});
+  EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches) << "the rendering runs now";
+  EXPECT_EQ(first[0].bytes, second[0].bytes);
+  auto again = cpu_target().compile(k);
+  EXPECT_FALSE(dynamic_cast<CpuKernel&>(*again).runs_baseline(row_layout(k)));
+}
+
+// Rows longer than a chunk (their Reduces may split across threads) and launches too large for
+// baseline code to pay take the rendering, at once.
+TEST(JitBaselineRows, LongRowsAndLargeLaunchesTakeTheRendering) {
+  ConfigOverride<BaselineTier> on(config().jit_baseline, BaselineTier::On);
+  (void)render_op_kernels(common_op_kernels(), active_jit_isa());
+  LoopKernel k = softmax(DType::Float32);
+  k.stores[0] = k.binary(ExprOp::Mul, k.stores[0], k.constant(1.4375, DType::Float32));
+  const std::vector<Lie> lies = {Lie::Elements, Lie::Elements};
+  EXPECT_FALSE(BaselineRowKernel::takes_rows(kRowProgramChunk + 1));
+  for (const auto& [rows, n] : {std::pair<int64_t, int64_t>{1, kRowProgramChunk + 7},
+                                std::pair<int64_t, int64_t>{4096, 1024}}) {
+    forget_cpu_kernels();
+    kiln::testing::PlanningThreadHold hold;
+    auto kernel = cpu_target().compile(k);
+    ASSERT_TRUE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(row_layout(k)));
+    std::vector<Buffer> ops = buffers(k, lies, rows, n, 3, false);
+    const int64_t launches = cpu_jit_counters().baseline_launches.load();
+    const int64_t renders = cpu_jit_counters().kernels.load();
+    launch(*kernel, ops, rows, n, {});
+    EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches) << rows << " x " << n;
+    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1) << rows << " x " << n;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::jit
