@@ -5,7 +5,7 @@
 // path), the swap, a kernel with an op kernel not rendered yet (no baseline: rendered as before,
 // the op kernel queued), and a background render that fails (the kernel keeps its baseline code,
 // with a warning). The tier over random programs: the JIT fuzzers and JitCpuKernels run under
-// KILN_JIT_BASELINE=only in ctest (kiln.jit_baseline.pointwise, tests/CMakeLists.txt).
+// KILN_JIT_BASELINE=only in ctest (kiln.jit_baseline.kernels, tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <algorithm>

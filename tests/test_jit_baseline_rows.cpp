@@ -6,7 +6,7 @@
 // RowSize, Float32 and Float64, row lengths around every piece and lane boundary, on every ISA
 // path), the swap to the rendering, and the launches it leaves to the rendering (rows longer
 // than a chunk). Every row-kernel test runs under KILN_JIT_BASELINE=only in ctest too
-// (kiln.jit_baseline.rows, tests/CMakeLists.txt).
+// (kiln.jit_baseline.kernels, tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -309,6 +309,18 @@ TEST(JitBaselineRows, LongRowsAndLargeLaunchesTakeTheRendering) {
     EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches) << rows << " x " << n;
     EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1) << rows << " x " << n;
   }
+  // The planner's size hint says so at compile time: no baseline made, rendered at once.
+  forget_cpu_kernels();
+  CpuLaunchHint hint;
+  hint.elements = 4096 * 1024;
+  const size_t baselines = cpu_jit_baseline_count();
+  auto hinted = cpu_target().compile(k, hint);
+  EXPECT_EQ(cpu_jit_baseline_count(), baselines) << "no baseline made for a large first launch";
+  EXPECT_FALSE(dynamic_cast<CpuKernel&>(*hinted).runs_baseline(row_layout(k)));
+  hint.elements = 64 * 1024;
+  forget_cpu_kernels();
+  auto small = cpu_target().compile(k, hint);
+  EXPECT_EQ(cpu_jit_baseline_count(), baselines + 1) << "a small first launch gets one";
 }
 
 }  // namespace

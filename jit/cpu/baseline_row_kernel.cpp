@@ -120,7 +120,8 @@ std::unique_ptr<Derived> derive(const Cut& c, const std::vector<std::pair<int32_
 
 bool BaselineRowKernel::takes_rows(int64_t n) { return n <= kRowProgramChunk; }
 
-std::unique_ptr<BaselineRowKernel> BaselineRowKernel::make(const LoopKernel& k, JitIsa isa) {
+std::unique_ptr<BaselineRowKernel> BaselineRowKernel::make(const LoopKernel& k, JitIsa isa,
+                                                           int64_t elements) {
   const int64_t t0 = profiler::now_ns();
   if (!k.has_reduce() || k.uses_index()) return nullptr;
   const auto n = static_cast<int32_t>(k.exprs.size());
@@ -182,6 +183,7 @@ std::unique_ptr<BaselineRowKernel> BaselineRowKernel::make(const LoopKernel& k, 
     }
     p.code = BaselineKernel::build(d->k, isa);  // queues the op kernels it misses
     if (p.code == nullptr) missing = true;
+    if (!rows) b->work_ += static_cast<int64_t>(d->k.exprs.size() + d->k.stores.size());
     p.args = std::move(d->args);
     return p;
   };
@@ -206,18 +208,19 @@ std::unique_ptr<BaselineRowKernel> BaselineRowKernel::make(const LoopKernel& k, 
     s.slot = c.slot[static_cast<size_t>(reduces[q])];
     if (operand.op == ExprOp::Load) s.direct = k.num_outputs() + operand.index;
     s.part = part({{e.a, {Source::RowBuffer, 0, operand.type}}}, false, -1);
+    b->work_ += 4;  // the fold
     b->steps_.push_back(std::move(s));
     rows_kernel(static_cast<int32_t>(q) + 1);
   }
-  std::vector<std::pair<int32_t, Arg>> elements, row_outputs;
+  std::vector<std::pair<int32_t, Arg>> element_outputs, row_outputs;
   for (int32_t j = 0; j < k.num_outputs(); ++j) {
     const int32_t e = k.stores[static_cast<size_t>(j)];
-    (c.row[static_cast<size_t>(e)] ? row_outputs : elements)
+    (c.row[static_cast<size_t>(e)] ? row_outputs : element_outputs)
         .push_back({e, {Source::Operand, j, k.output_dtype(j)}});
   }
-  if (!elements.empty()) b->steps_.push_back({part(elements, false, -1)});
+  if (!element_outputs.empty()) b->steps_.push_back({part(element_outputs, false, -1)});
   if (!row_outputs.empty()) b->steps_.push_back({part(row_outputs, true, -1)});
-  if (missing) return nullptr;
+  if (missing || (elements > 0 && !b->pays(elements))) return nullptr;
   note_baseline_made(k, isa, t0, profiler::now_ns());
   return b;
 }

@@ -103,14 +103,14 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
     const BaselineTier tier = config().jit_baseline;
     // (Nor where its first launch is large enough to wait for the rendering: baseline_pays.)
     // A row kernel likewise (baseline_row_kernel.h), launched as a row kernel (not columns).
+    // (A row kernel's work is known once it is cut into parts: make() checks the hint.)
+    const bool only = tier == BaselineTier::Only;
     if (!columns && tier != BaselineTier::Off &&
-        (tier == BaselineTier::Only ||
-         ((hint.elements <= 0 || baseline_pays(k, hint.elements)) &&
-          cached_rendering(k, {isa_, layout, large && mode != StoreChoice::Mode::Off, unroll_,
-                               false, pipeline_}) == nullptr))) {
+        (only || cached_rendering(k, {isa_, layout, large && mode != StoreChoice::Mode::Off,
+                                      unroll_, false, pipeline_}) == nullptr)) {
       if (reduces())
-        baseline_rows_ = BaselineRowKernel::make(k, isa_);
-      else
+        baseline_rows_ = BaselineRowKernel::make(k, isa_, only ? 0 : hint.elements);
+      else if (only || hint.elements <= 0 || baseline_pays(k, hint.elements))
         baseline_ = BaselineKernel::make(k, isa_);
     }
     if (has_baseline()) {

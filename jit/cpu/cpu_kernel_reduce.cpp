@@ -503,12 +503,12 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
     streaming = row_pieces_aligned(row_programs(n)->programs[static_cast<size_t>(fuse)],
                                    cpu_kernel_lanes(k_, isa_));
   // Baseline code until this layout's rendering is made (baseline_row_kernel.h): not for long
-  // rows split across threads by chunks, nor where a render costs less (baseline_pays).
+  // rows split across threads by chunks, nor where a render costs less (pays).
   const bool chunked =
       long_rows_want_threads(rows, n) && (facts_.splits_long_rows || facts_.elements_by_chunks);
   const bool baseline =
       baseline_rows_ != nullptr && !chunked && BaselineRowKernel::takes_rows(n) &&
-      (config().jit_baseline == BaselineTier::Only || baseline_pays(k_, rows * n)) &&
+      (config().jit_baseline == BaselineTier::Only || baseline_rows_->pays(rows * n)) &&
       !tiered_up({layout.data(), layout.size()}, streaming);
   StoreChoice::Pick stores{false, false};
   KernelFn fn = nullptr;

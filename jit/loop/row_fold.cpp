@@ -4,6 +4,10 @@
 #include <limits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "jit/loop/row_program.h"
 #include "runtime/error.h"
 
@@ -45,29 +49,106 @@ struct Fold {
     }
   }
 
-  // A piece of `len` values, the first `vec` in lanes.
+  // The 8 lanes of a sum (kSum) or product over p[0, vec) (vec a multiple of 8), from the
+  // identity. In registers: GCC's vector types kept them on the stack, a store-to-load round trip
+  // per vector.
+  template <bool kSum>
+  void sum_lanes(const T* p, int64_t vec, T* out) const {
+#if defined(__SSE2__)
+    if constexpr (sizeof(T) == 4) {
+      __m128 a0 = _mm_set1_ps(identity()), a1 = a0;
+      for (int64_t i = 0; i < vec; i += 8) {
+        const __m128 v0 = _mm_loadu_ps(p + i), v1 = _mm_loadu_ps(p + i + 4);
+        a0 = kSum ? _mm_add_ps(a0, v0) : _mm_mul_ps(a0, v0);
+        a1 = kSum ? _mm_add_ps(a1, v1) : _mm_mul_ps(a1, v1);
+      }
+      _mm_storeu_ps(out, a0);
+      _mm_storeu_ps(out + 4, a1);
+    } else {
+      __m128d a[4];
+      for (auto& v : a) v = _mm_set1_pd(identity());
+      for (int64_t i = 0; i < vec; i += 8)
+        for (int r = 0; r < 4; ++r) {
+          const __m128d v = _mm_loadu_pd(p + i + 2 * r);
+          a[r] = kSum ? _mm_add_pd(a[r], v) : _mm_mul_pd(a[r], v);
+        }
+      for (int r = 0; r < 4; ++r) _mm_storeu_pd(out + 2 * r, a[r]);
+    }
+#else
+    for (int k = 0; k < 8; ++k) out[k] = identity();
+    for (int64_t i = 0; i < vec; ++i) out[i % 8] = kSum ? out[i % 8] + p[i] : out[i % 8] * p[i];
+#endif
+  }
+
+  // The lanes of max (kMax) or min over p[0, vec) (vec a multiple of the lanes), from the
+  // identity; true where a value was NaN.
+  template <bool kMax>
+  bool extreme_lanes(const T* p, int64_t vec, T* out) const {
+#if defined(__SSE2__)
+    if constexpr (sizeof(T) == 4) {
+      __m128 a0 = _mm_set1_ps(identity()), a1 = a0, u = _mm_setzero_ps();
+      for (int64_t i = 0; i < vec; i += 8) {
+        const __m128 v0 = _mm_loadu_ps(p + i), v1 = _mm_loadu_ps(p + i + 4);
+        a0 = kMax ? _mm_max_ps(a0, v0) : _mm_min_ps(a0, v0);
+        a1 = kMax ? _mm_max_ps(a1, v1) : _mm_min_ps(a1, v1);
+        u = _mm_or_ps(u, _mm_or_ps(_mm_cmpunord_ps(v0, v0), _mm_cmpunord_ps(v1, v1)));
+      }
+      _mm_storeu_ps(out, a0);
+      _mm_storeu_ps(out + 4, a1);
+      return _mm_movemask_ps(u) != 0;
+    } else {
+      __m128d a0 = _mm_set1_pd(identity()), a1 = a0, u = _mm_setzero_pd();
+      for (int64_t i = 0; i < vec; i += 4) {
+        const __m128d v0 = _mm_loadu_pd(p + i), v1 = _mm_loadu_pd(p + i + 2);
+        a0 = kMax ? _mm_max_pd(a0, v0) : _mm_min_pd(a0, v0);
+        a1 = kMax ? _mm_max_pd(a1, v1) : _mm_min_pd(a1, v1);
+        u = _mm_or_pd(u, _mm_or_pd(_mm_cmpunord_pd(v0, v0), _mm_cmpunord_pd(v1, v1)));
+      }
+      _mm_storeu_pd(out, a0);
+      _mm_storeu_pd(out + 2, a1);
+      return _mm_movemask_pd(u) != 0;
+    }
+#else
+    constexpr int kLanes = sizeof(T) == 4 ? 8 : 4;
+    bool nan = false;
+    for (int k = 0; k < kLanes; ++k) out[k] = identity();
+    for (int64_t i = 0; i < vec; ++i) {
+      const T v = p[i];
+      T& l = out[i % kLanes];
+      nan = nan || v != v;
+      l = kMax ? (l > v ? l : v) : (l < v ? l : v);
+    }
+    return nan;
+#endif
+  }
+
+  // A piece of `len` values, the first `vec` (a multiple of the lanes) in lanes: lane k takes
+  // values k, k + lanes, ... Whole vectors of lanes in GCC's vector types (the same IEEE
+  // operation per lane, so the same bits, about an element a cycle faster than lane by lane).
   T piece(int64_t len, int64_t vec) {
     const T* p = x;
     x += len;
-    const int lanes = reduce_lanes(op, sizeof(T) == 4 ? DType::Float32 : DType::Float64);
-    T lane[8];
-    for (int k = 0; k < lanes; ++k) lane[k] = identity();
     T s = identity();
     if (extreme()) {
-      // SSE2 max / min: the lane unless it is strictly better, else the new value; NaNs are
-      // tracked apart and make the whole piece the default NaN.
+      // SSE2 max / min (the lane unless it is strictly better, else the new value: maxps and
+      // minps exactly), NaNs tracked apart by an unordered compare: a NaN makes the whole piece
+      // the default NaN. GCC's vector types left this loop scalar (a compare and a move a lane).
+      constexpr int kLanes = sizeof(T) == 4 ? 8 : 4;  // reduce_lanes: two SSE2 registers
+      T lanes[kLanes];
       bool nan = false;
-      for (int64_t i = 0; i < vec; ++i) {
-        const T v = p[i];
-        T& l = lane[i % lanes];
-        nan = nan || v != v;
-        l = op == ExprOp::ReduceMax ? (l > v ? l : v) : (l < v ? l : v);
-      }
+      if (op == ExprOp::ReduceMax)
+        nan = extreme_lanes<true>(p, vec, lanes);
+      else
+        nan = extreme_lanes<false>(p, vec, lanes);
       if (nan) return std::numeric_limits<T>::quiet_NaN();
       if (vec > 0)
-        for (int k = 0; k < lanes; ++k) s = apply(s, lane[k]);
+        for (int k = 0; k < kLanes; ++k) s = apply(s, lanes[k]);
     } else {
-      for (int64_t i = 0; i < vec; ++i) lane[i % 8] = apply(lane[i % 8], p[i]);
+      T lane[8];
+      if (op == ExprOp::ReduceSum)
+        sum_lanes<true>(p, vec, lane);
+      else
+        sum_lanes<false>(p, vec, lane);
       s = apply(apply(apply(lane[0], lane[1]), apply(lane[2], lane[3])),
                 apply(apply(lane[4], lane[5]), apply(lane[6], lane[7])));
     }
