@@ -45,13 +45,18 @@ class BaselineKernel {
   // (CpuJitCounters::baseline_kernels) where it makes one.
   static std::unique_ptr<BaselineKernel> make(const LoopKernel& k, JitIsa isa);
 
+  // The same, neither timed nor counted: a part of a row or column kernel's baseline code
+  // (baseline_cut.h), which is counted whole.
+  static std::unique_ptr<BaselineKernel> make_part(const LoopKernel& k, JitIsa isa) {
+    return build(k, isa);
+  }
+
   void run(char* const* ptrs, const int64_t* inner, const int64_t* outer, int64_t n_inner,
            int64_t n_outer, const void* params) const;
 
   struct Scratch;  // a thread's tiles (baseline_kernel.cpp)
 
  private:
-  friend class BaselineRowKernel;  // its parts are baseline kernels (baseline_row_kernel.h)
   // A value of one tile: contiguous along the row, `outer` bytes from one row to the next (0: the
   // same row for every row of the tile).
   struct Tile {

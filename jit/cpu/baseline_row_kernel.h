@@ -4,18 +4,12 @@
 // in when it is ready, as for pointwise kernels (baseline_kernel.h, KILN_JIT_BASELINE).
 //
 // A baseline row kernel is the row kernel cut into pointwise kernels, each run as baseline code
-// (BaselineKernel: op kernels over tiles), and folds in plain C++ (jit/loop/row_fold.h), block
-// of rows by block of rows (about kBlockElements elements, at least one row):
-//   - a *rows* kernel per level: the row values that the Reduces done so far make computable
-//     (level 0: those of no Reduce), its elements the block's rows, each stored to an array of
-//     one value per row;
-//   - per Reduce, a *pass* kernel: its operand's element values over the block into a row
-//     buffer (none where the operand is a contiguous input: folded where it lies), then the fold
-//     of each row by the Reduce's row program into that Reduce's array;
-//   - an *element* kernel: the element outputs, reading row values from their arrays (broadcast
-//     along the row);
-//   - a last rows kernel: the row outputs from the arrays (after every read of the inputs, so an
-//     output that took over an input's buffer is written last, as the rendered kernel writes it).
+// (BaselineKernel: op kernels over tiles), and folds in plain C++ (jit/loop/row_fold.h), as
+// baseline_cut.h describes, block of rows by block of rows (about kBlockElements elements, at
+// least one row): values parts over the block's rows (a row load is an input strided by the row
+// stride), pass parts filling a row buffer (none where a Reduce's operand is a contiguous input:
+// folded where it lies), each row folded by its Reduce's row program, the element part reading
+// row values broadcast along the row.
 //
 // Contract:
 //   - run() computes what the rendered row function computes for a call over `rows` rows of `n`
@@ -34,6 +28,7 @@
 #include <span>
 #include <vector>
 
+#include "jit/cpu/baseline_cut.h"
 #include "jit/cpu/baseline_kernel.h"
 #include "jit/cpu/cpu_isa.h"
 #include "jit/loop/loop_kernel.h"
@@ -57,7 +52,7 @@ class BaselineRowKernel {
   // KILN_JIT_BASELINE=only, 8192 x 1024 Float32): layer norm 6.1 ms on baseline code against
   // 1.0 rendered, softmax 6.5 against 1.4: 0.6 ns an element more, which a render of 0.3 ms
   // pays back past about half a million elements; the limit here falls near 200 thousand.
-  bool pays(int64_t elements) const { return elements <= kMaxBaselineWork / work_; }
+  bool pays(int64_t elements) const { return elements <= kMaxBaselineWork / cut_->work; }
 
   // Whether run() takes rows of `n` elements.
   static bool takes_rows(int64_t n);
@@ -69,52 +64,8 @@ class BaselineRowKernel {
            int64_t rows, const uint64_t* params,
            const std::vector<std::vector<int64_t>>& programs) const;
 
-  // Where a derived kernel's operand points (public for the builder in the .cpp).
-  enum class Source : uint8_t {
-    Operand,    // an operand of the row kernel (outputs first, then inputs)
-    RowValues,  // the array of a row value (`index`: its slot)
-    RowBuffer,  // the row buffer a pass fills
-  };
-  struct Arg {
-    Source source = Source::Operand;
-    int32_t index = 0;
-    DType type{};
-    friend bool operator==(const Arg&, const Arg&) = default;
-  };
-
  private:
-  // One pointwise kernel the row kernel is cut into: over the block's rows (`over_rows`: one
-  // element per row) or over its elements.
-  struct Part {
-    std::unique_ptr<BaselineKernel> code;
-    std::vector<Arg> args;  // per operand of the derived kernel, outputs first
-    bool over_rows = false;
-  };
-  struct Step {
-    Part part;            // may be empty (a fold alone)
-    int32_t reduce = -1;  // a pass: the Reduce's ordinal, folded after `part`
-    ExprOp op{};          // the Reduce
-    DType type{};         // its operand's type (the values folded)
-    int32_t slot = -1;    // its array
-    int32_t direct = -1;  // its operand is a load of this operand (folded where it lies when
-                          // contiguous; `part` fills the buffer otherwise)
-  };
-  void run_part(const Part& p, std::span<const InnerLayout> layout, char* const* ptrs,
-                const int64_t* outer, int64_t n, int64_t rows, const uint64_t* params, char* arrays,
-                char* buffer) const;
-
-  std::vector<Step> steps_;
-  int32_t num_outputs_ = 0;
-  std::vector<DType> operand_types_;
-  int32_t num_params_ = 0;
-  // Params num_params_ + i of every derived kernel: RowSize, (type)(n + offset).
-  struct RowSizeParam {
-    DType type;
-    int64_t offset;
-  };
-  std::vector<RowSizeParam> row_sizes_;
-  int32_t slots_ = 0;  // row-value arrays (8 bytes per row each)
-  int64_t work_ = 1;   // element-passes per element (pays)
+  std::unique_ptr<baseline_cut::Cut> cut_;
 };
 
 }  // namespace kiln::jit

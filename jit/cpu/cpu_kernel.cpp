@@ -233,7 +233,7 @@ void CpuKernel::start_tier_up() {
     if (!has_baseline() || tier_up_.empty() || tier_up_queued_ ||
         config().jit_baseline == BaselineTier::Only)
       return;
-    for (const TierUp& t : tier_up_) tier_up_asked_.push_back(t.layout);
+    for (const TierUp& t : tier_up_) tier_up_asked_.push_back(t);
     tier_up_queued_ = true;
   }
   tracer::run_in_background([self = weak_from_this()] {
@@ -241,7 +241,7 @@ void CpuKernel::start_tier_up() {
   });
 }
 
-bool CpuKernel::tiered_up(std::span<const InnerLayout> layout, bool large) {
+bool CpuKernel::tiered_up(std::span<const InnerLayout> layout, bool large, bool columns) {
   bool queue = false;
   {
     std::lock_guard lock(mu_);
@@ -249,12 +249,13 @@ bool CpuKernel::tiered_up(std::span<const InnerLayout> layout, bool large) {
       return std::equal(l.begin(), l.end(), layout.begin(), layout.end());
     };
     for (const Variant& v : variants_)
-      if (!v.columns && same(v.layout)) return true;
+      if (v.columns == columns && same(v.layout)) return true;
     if (tier_up_failed_ || config().jit_baseline == BaselineTier::Only) return false;
-    for (const std::vector<InnerLayout>& l : tier_up_asked_)
-      if (same(l)) return false;
-    tier_up_asked_.emplace_back(layout.begin(), layout.end());
-    tier_up_.push_back({tier_up_asked_.back(), large});
+    for (const TierUp& t : tier_up_asked_)
+      if (t.columns == columns && same(t.layout)) return false;
+    tier_up_asked_.push_back(
+        {std::vector<InnerLayout>(layout.begin(), layout.end()), large, columns});
+    tier_up_.push_back(tier_up_asked_.back());
     queue = !tier_up_queued_;
     tier_up_queued_ = true;
   }
@@ -265,11 +266,13 @@ bool CpuKernel::tiered_up(std::span<const InnerLayout> layout, bool large) {
   return false;
 }
 
-bool CpuKernel::runs_baseline(std::span<const InnerLayout> layout) const {
+bool CpuKernel::runs_baseline(std::span<const InnerLayout> layout, bool columns) const {
   std::lock_guard lock(mu_);
-  if (!has_baseline()) return false;
+  if (columns ? baseline_cols_ == nullptr : baseline_ == nullptr && baseline_rows_ == nullptr)
+    return false;
   for (const Variant& v : variants_)
-    if (!v.columns && std::equal(v.layout.begin(), v.layout.end(), layout.begin(), layout.end()))
+    if (v.columns == columns &&
+        std::equal(v.layout.begin(), v.layout.end(), layout.begin(), layout.end()))
       return false;
   return true;
 }
@@ -289,8 +292,8 @@ void CpuKernel::tier_up() {
       tier_up_.erase(tier_up_.begin());
     }
     try {
-      if (t.large && mode != StoreChoice::Mode::Off) variant(t.layout, true);
-      if (!t.large || mode != StoreChoice::Mode::On) variant(t.layout, false);
+      if (t.large && mode != StoreChoice::Mode::Off) variant(t.layout, true, t.columns);
+      if (!t.large || mode != StoreChoice::Mode::On) variant(t.layout, false, t.columns);
     } catch (const std::exception& e) {
       {
         std::lock_guard lock(mu_);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/cpu/baseline_column_kernel.h"
 #include "jit/cpu/baseline_kernel.h"
 #include "jit/cpu/baseline_row_kernel.h"
 #include "jit/cpu/cpu_target.h"
@@ -94,27 +95,32 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
     if (reduces() && !columns)
       for (int32_t j = 0; j < k.num_outputs(); ++j)
         if (facts_.row_output[j]) layout[j] = InnerLayout::Broadcast;
-    // A pointwise kernel under KILN_JIT_BASELINE launches baseline code at once and renders
-    // these variants on the planning thread (start_tier_up).
-    // (Under On not where the process has rendered this kernel already: another plan's, a
-    // loop's next step.)
+    // A new kernel under KILN_JIT_BASELINE launches baseline code at once and renders these
+    // variants on the planning thread (start_tier_up): a pointwise kernel (baseline_kernel.h),
+    // a row kernel (baseline_row_kernel.h), a column kernel (baseline_column_kernel.h).
+    // Not under On where the process has rendered this kernel already (another plan's, a loop's
+    // next step), nor where its first launch is large enough to wait for the rendering
+    // (baseline_pays; a row or column kernel's work is known once it is cut: make() checks the
+    // hint).
     const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
     const bool large = large_outputs(hint.elements);
     const BaselineTier tier = config().jit_baseline;
-    // (Nor where its first launch is large enough to wait for the rendering: baseline_pays.)
-    // A row kernel likewise (baseline_row_kernel.h), launched as a row kernel (not columns).
-    // (A row kernel's work is known once it is cut into parts: make() checks the hint.)
     const bool only = tier == BaselineTier::Only;
-    if (!columns && tier != BaselineTier::Off &&
+    if (tier != BaselineTier::Off &&
         (only || cached_rendering(k, {isa_, layout, large && mode != StoreChoice::Mode::Off,
-                                      unroll_, false, pipeline_}) == nullptr)) {
-      if (reduces())
-        baseline_rows_ = BaselineRowKernel::make(k, isa_, only ? 0 : hint.elements);
-      else if (only || hint.elements <= 0 || baseline_pays(k, hint.elements))
+                                      unroll_, columns, pipeline_}) == nullptr)) {
+      // (Under Only, the tests' mode, a reduction gets both kinds where it can: a kernel
+      // compiled without the planner's hint may be launched as a column kernel.)
+      const int64_t elements = only ? 0 : hint.elements;
+      if (columns || (only && reduces() && facts_.column_ok))
+        baseline_cols_ = BaselineColumnKernel::make(k, isa_, elements);
+      if (!columns && reduces())
+        baseline_rows_ = BaselineRowKernel::make(k, isa_, elements);
+      else if (!reduces() && (elements <= 0 || baseline_pays(k, elements)))
         baseline_ = BaselineKernel::make(k, isa_);
     }
     if (has_baseline()) {
-      tier_up_.push_back({layout, large});
+      tier_up_.push_back({layout, large, columns});
       return;
     }
     if (large && mode != StoreChoice::Mode::Off) variant(layout, true, columns);
@@ -125,7 +131,7 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
   // KILN_JIT_BASELINE=only). Called once the kernel is owned by a shared_ptr (CpuTarget::compile).
   void start_tier_up();
   // Whether its launches run baseline code now (tests): a baseline and no rendering of `layout`.
-  bool runs_baseline(std::span<const InnerLayout> layout) const;
+  bool runs_baseline(std::span<const InnerLayout> layout, bool columns = false) const;
   const LoopKernel& source() const override { return k_; }
 
   void launch(const LaunchArgs& args) override;
@@ -134,7 +140,9 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
 
  private:
   bool reduces() const { return !facts_.reduces.empty(); }  // k_.has_reduce()
-  bool has_baseline() const { return baseline_ != nullptr || baseline_rows_ != nullptr; }
+  bool has_baseline() const {
+    return baseline_ != nullptr || baseline_rows_ != nullptr || baseline_cols_ != nullptr;
+  }
   // Both: false, having run nothing, where the layout has no machine code (`decline`; else
   // they throw saying why).
   bool launch_rows(const LaunchArgs& args, bool decline);  // a row kernel (k_.has_reduce())
@@ -211,22 +219,25 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
   // Baseline tier (baseline_kernel.h): the rendering of this layout, or null where there is
   // Whether `layout` has a rendering; where not, its render is queued (once) and the launch
   // runs the baseline code. `large`: its outputs may stream (both store variants are rendered).
-  bool tiered_up(std::span<const InnerLayout> layout, bool large);
+  bool tiered_up(std::span<const InnerLayout> layout, bool large, bool columns = false);
   void tier_up();  // on the planning thread: renders what tier_up_ holds
 
   LoopKernel k_;
   ReduceFacts facts_;
-  std::unique_ptr<BaselineKernel> baseline_;          // a pointwise kernel's
-  std::unique_ptr<BaselineRowKernel> baseline_rows_;  // a row kernel's
+  std::unique_ptr<BaselineKernel> baseline_;             // a pointwise kernel's
+  std::unique_ptr<BaselineRowKernel> baseline_rows_;     // a row kernel's
+  std::unique_ptr<BaselineColumnKernel> baseline_cols_;  // a column kernel's
   // Under mu_: the layouts to render (and whether their launches' outputs are large enough to
   // stream: both store variants then), those queued or rendered, whether a job is queued, and
   // whether a background render failed (the kernel then keeps its baseline code).
   struct TierUp {
     std::vector<InnerLayout> layout;
     bool large = false;
+    bool columns = false;  // a column kernel's variant
+    bool operator==(const TierUp& o) const { return layout == o.layout && columns == o.columns; }
   };
   std::vector<TierUp> tier_up_;
-  std::vector<std::vector<InnerLayout>> tier_up_asked_;
+  std::vector<TierUp> tier_up_asked_;
   bool tier_up_queued_ = false;
   bool tier_up_failed_ = false;
   JitIsa isa_;

@@ -645,8 +645,20 @@ bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
     }
     streaming = true;
   }
-  const StoreChoice::Pick stores = pick_stores(streaming);
-  const KernelFn fn = variant({split.layout.data(), split.layout.size()}, stores.streaming, true);
+  // Baseline code until this layout's rendering is made (baseline_column_kernel.h): not where
+  // the rows split across threads by chunks, nor where a render costs less (pays).
+  const bool baseline =
+      baseline_cols_ != nullptr && !calls.split_rows && n > 0 &&
+      (config().jit_baseline == BaselineTier::Only || baseline_cols_->pays(outer * n * w)) &&
+      !tiered_up({split.layout.data(), split.layout.size()}, streaming, true);
+  StoreChoice::Pick stores{false, false};
+  KernelFn fn = nullptr;
+  if (baseline) {
+    cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    stores = pick_stores(streaming);
+    fn = variant({split.layout.data(), split.layout.size()}, stores.streaming, true);
+  }
   cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
   cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
   // A level of the scratch: every Reduce's row of columns, 8 bytes a column (render_cols.h).
@@ -742,7 +754,11 @@ bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
     CallRoom r = room();
     for (int64_t t = b; t < e; ++t) {
       const int64_t cols = place(t, r.p);
-      fn(r.p.data(), split.row_stride.data(), split.row_stride.data(), cols, n, r.local.data());
+      if (fn != nullptr)
+        fn(r.p.data(), split.row_stride.data(), split.row_stride.data(), cols, n, r.local.data());
+      else
+        baseline_cols_->run({split.layout.data(), split.layout.size()}, r.p.data(),
+                            split.row_stride.data(), n, cols, words.data(), program);
     }
   };
   if (num_threads() <= 1 || items < 2 || outer * n * w <= kParallelGrain || in_parallel_region())

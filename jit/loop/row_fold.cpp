@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -14,6 +15,33 @@
 namespace kiln::jit {
 
 namespace {
+
+// x86's rule for an arithmetic operation on NaNs (SSE and AVX alike): the first operand's NaN,
+// quieted, else the second's; a NaN made from numbers (inf - inf, 0 * inf) is the default NaN,
+// whatever the order. C++ leaves the order to the compiler (it may swap the operands of a
+// commutative operation), so the fold spells the rule out: `a` is the rendered kernels' first
+// operand (the accumulator, the earlier result). `r`: a op b.
+template <class T>
+T quiet(T a) {
+  if constexpr (sizeof(T) == 4) {
+    uint32_t u;
+    std::memcpy(&u, &a, 4);
+    u |= 0x00400000u;
+    std::memcpy(&a, &u, 4);
+  } else {
+    uint64_t u;
+    std::memcpy(&u, &a, 8);
+    u |= 0x0008000000000000ull;
+    std::memcpy(&a, &u, 8);
+  }
+  return a;
+}
+template <class T>
+T nan_first(T a, T b, T r) {
+  if (a != a) return quiet(a);
+  if (b != b) return quiet(b);
+  return r;
+}
 
 template <class T>
 struct Fold {
@@ -39,9 +67,9 @@ struct Fold {
   T apply(T a, T b) const {
     switch (op) {
       case ExprOp::ReduceSum:
-        return a + b;
+        return nan_first(a, b, a + b);
       case ExprOp::ReduceProd:
-        return a * b;
+        return nan_first(a, b, a * b);
       case ExprOp::ReduceMax:
         return (a > b || a != a) ? a : b;
       default:
@@ -55,28 +83,39 @@ struct Fold {
   template <bool kSum>
   void sum_lanes(const T* p, int64_t vec, T* out) const {
 #if defined(__SSE2__)
+    // Each lane as nan_first: the accumulator's NaN (quieted), else the value's, else a op v.
     if constexpr (sizeof(T) == 4) {
+      const __m128 q = _mm_castsi128_ps(_mm_set1_epi32(0x00400000));
+      auto step = [&](__m128 a, __m128 v) {
+        __m128 r = kSum ? _mm_add_ps(a, v) : _mm_mul_ps(a, v);
+        const __m128 na = _mm_cmpunord_ps(a, a), nv = _mm_cmpunord_ps(v, v);
+        r = _mm_or_ps(_mm_and_ps(nv, _mm_or_ps(v, q)), _mm_andnot_ps(nv, r));
+        return _mm_or_ps(_mm_and_ps(na, _mm_or_ps(a, q)), _mm_andnot_ps(na, r));
+      };
       __m128 a0 = _mm_set1_ps(identity()), a1 = a0;
       for (int64_t i = 0; i < vec; i += 8) {
-        const __m128 v0 = _mm_loadu_ps(p + i), v1 = _mm_loadu_ps(p + i + 4);
-        a0 = kSum ? _mm_add_ps(a0, v0) : _mm_mul_ps(a0, v0);
-        a1 = kSum ? _mm_add_ps(a1, v1) : _mm_mul_ps(a1, v1);
+        a0 = step(a0, _mm_loadu_ps(p + i));
+        a1 = step(a1, _mm_loadu_ps(p + i + 4));
       }
       _mm_storeu_ps(out, a0);
       _mm_storeu_ps(out + 4, a1);
     } else {
+      const __m128d q = _mm_castsi128_pd(_mm_set1_epi64x(0x0008000000000000LL));
+      auto step = [&](__m128d a, __m128d v) {
+        __m128d r = kSum ? _mm_add_pd(a, v) : _mm_mul_pd(a, v);
+        const __m128d na = _mm_cmpunord_pd(a, a), nv = _mm_cmpunord_pd(v, v);
+        r = _mm_or_pd(_mm_and_pd(nv, _mm_or_pd(v, q)), _mm_andnot_pd(nv, r));
+        return _mm_or_pd(_mm_and_pd(na, _mm_or_pd(a, q)), _mm_andnot_pd(na, r));
+      };
       __m128d a[4];
       for (auto& v : a) v = _mm_set1_pd(identity());
       for (int64_t i = 0; i < vec; i += 8)
-        for (int r = 0; r < 4; ++r) {
-          const __m128d v = _mm_loadu_pd(p + i + 2 * r);
-          a[r] = kSum ? _mm_add_pd(a[r], v) : _mm_mul_pd(a[r], v);
-        }
+        for (int r = 0; r < 4; ++r) a[r] = step(a[r], _mm_loadu_pd(p + i + 2 * r));
       for (int r = 0; r < 4; ++r) _mm_storeu_pd(out + 2 * r, a[r]);
     }
 #else
     for (int k = 0; k < 8; ++k) out[k] = identity();
-    for (int64_t i = 0; i < vec; ++i) out[i % 8] = kSum ? out[i % 8] + p[i] : out[i % 8] * p[i];
+    for (int64_t i = 0; i < vec; ++i) out[i % 8] = apply(out[i % 8], p[i]);
 #endif
   }
 
@@ -217,7 +256,132 @@ int64_t first_typed(const T* f, int64_t n) {
   return n;
 }
 
+template <class T>
+T column_identity(ExprOp op) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return Fold<T>{op, nullptr, {}}.identity();
+  } else {
+    return op == ExprOp::ReduceProd ? T(1) : T(0);
+  }
+}
+
+// apply() of Fold for floats; a wrapping sum for Int64.
+template <class T>
+T column_apply(ExprOp op, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return Fold<T>{op, nullptr, {}}.apply(a, b);
+  } else {
+    return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  }
+}
+
+// The column code per op: the op a compile-time constant, so each loop over the columns is
+// straight arithmetic.
+template <class T, class Body>
+void with_column_op(ExprOp op, const Body& body) {
+  switch (op) {
+    case ExprOp::ReduceSum:
+      body(std::integral_constant<ExprOp, ExprOp::ReduceSum>{});
+      break;
+    case ExprOp::ReduceProd:
+      body(std::integral_constant<ExprOp, ExprOp::ReduceProd>{});
+      break;
+    case ExprOp::ReduceMax:
+      body(std::integral_constant<ExprOp, ExprOp::ReduceMax>{});
+      break;
+    default:
+      body(std::integral_constant<ExprOp, ExprOp::ReduceMin>{});
+  }
+}
+
+template <class T>
+void fold_piece_typed(ExprOp op, const T* x, int64_t len, int64_t w, T* level) {
+  with_column_op<T>(op, [&](auto o) {
+    const T id = column_identity<T>(o.value);
+    for (int64_t c = 0; c < w; ++c) level[c] = id;
+    for (int64_t r = 0; r < len; ++r)
+      for (int64_t c = 0; c < w; ++c) level[c] = column_apply<T>(o.value, level[c], x[r * w + c]);
+  });
+}
+
+template <class T>
+void combine_typed(ExprOp op, T* earlier, const T* later, int64_t w) {
+  with_column_op<T>(op, [&](auto o) {
+    for (int64_t c = 0; c < w; ++c) earlier[c] = column_apply<T>(o.value, earlier[c], later[c]);
+  });
+}
+
+// Eager's better(): whether v replaces the best so far (a NaN best stays; a NaN v wins).
+bool better(ExprOp op, double v, double best) {
+  if (best != best) return false;
+  if (v != v) return true;
+  return op == ExprOp::ReduceArgMax ? v > best : v < best;
+}
+
 }  // namespace
+
+void fold_column_piece(ExprOp op, DType type, const void* values, int64_t len, int64_t w,
+                       void* level) {
+  switch (type) {
+    case DType::Float32:
+      return fold_piece_typed(op, static_cast<const float*>(values), len, w,
+                              static_cast<float*>(level));
+    case DType::Float64:
+      return fold_piece_typed(op, static_cast<const double*>(values), len, w,
+                              static_cast<double*>(level));
+    case DType::Int64:
+      KILN_CHECK(op == ExprOp::ReduceSum, "column fold: {} of Int64 (sums only)", expr_op_name(op));
+      return fold_piece_typed(op, static_cast<const int64_t*>(values), len, w,
+                              static_cast<int64_t*>(level));
+    default:
+      KILN_CHECK(false, "column fold: {} over {}", expr_op_name(op), dtype_name(type));
+  }
+}
+
+void combine_column_levels(ExprOp op, DType type, void* earlier, const void* later, int64_t w) {
+  switch (type) {
+    case DType::Float32:
+      return combine_typed(op, static_cast<float*>(earlier), static_cast<const float*>(later), w);
+    case DType::Float64:
+      return combine_typed(op, static_cast<double*>(earlier), static_cast<const double*>(later), w);
+    case DType::Int64:
+      return combine_typed(op, static_cast<int64_t*>(earlier), static_cast<const int64_t*>(later),
+                           w);
+    default:
+      KILN_CHECK(false, "column fold: {} over {}", expr_op_name(op), dtype_name(type));
+  }
+}
+
+void fold_column_piece_arg(ExprOp op, const double* values, int64_t len, int64_t w,
+                           int64_t first_row, void* level) {
+  auto* best = static_cast<double*>(level);
+  auto* row = reinterpret_cast<int64_t*>(best + w);
+  for (int64_t c = 0; c < w; ++c) {
+    best[c] = op == ExprOp::ReduceArgMax ? -std::numeric_limits<double>::infinity()
+                                         : std::numeric_limits<double>::infinity();
+    row[c] = -1;
+  }
+  for (int64_t r = 0; r < len; ++r)
+    for (int64_t c = 0; c < w; ++c) {
+      const double v = values[r * w + c];
+      if (row[c] < 0 || better(op, v, best[c])) {
+        best[c] = v;
+        row[c] = first_row + r;
+      }
+    }
+}
+
+void combine_column_levels_arg(ExprOp op, void* earlier, const void* later, int64_t w) {
+  auto* best = static_cast<double*>(earlier);
+  auto* row = reinterpret_cast<int64_t*>(best + w);
+  const auto* best2 = static_cast<const double*>(later);
+  const auto* row2 = reinterpret_cast<const int64_t*>(best2 + w);
+  for (int64_t c = 0; c < w; ++c)
+    if (row2[c] >= 0 && (row[c] < 0 || better(op, best2[c], best[c]))) {
+      best[c] = best2[c];
+      row[c] = row2[c];
+    }
+}
 
 uint64_t fold_row(ExprOp op, DType type, const int64_t* program, const void* values) {
   KILN_CHECK(op == ExprOp::ReduceSum || op == ExprOp::ReduceProd || op == ExprOp::ReduceMax ||

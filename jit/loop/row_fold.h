@@ -18,6 +18,22 @@ namespace kiln::jit {
 // included. Returns the result's bits in the low bytes.
 uint64_t fold_row(ExprOp op, DType type, const int64_t* program, const void* values);
 
+// Column kernels (loop_kernel.h "Column kernels", row_program.h column_program): each piece of
+// a column program folds its `len` rows in order from the op's identity, column by column; two
+// levels combine column by column, the earlier on the left. `values`: `len` rows of `w` values
+// of `type`, row-major; a level: `w` results of the Reduce's type. ReduceSum, ReduceProd,
+// ReduceMax, ReduceMin of Float32 or Float64, and ReduceSum of Int64 (wrapping: exact in any
+// order).
+void fold_column_piece(ExprOp op, DType type, const void* values, int64_t len, int64_t w,
+                       void* level);
+void combine_column_levels(ExprOp op, DType type, void* earlier, const void* later, int64_t w);
+// ReduceArgMax / ReduceArgMin over Float64 values: a level holds per column the extreme value
+// (w doubles) and then its row (w Int64s); the first extreme wins, a NaN being the extreme and
+// the first NaN winning (eager's `better`). `first_row`: the row index of the piece's row 0.
+void fold_column_piece_arg(ExprOp op, const double* values, int64_t len, int64_t w,
+                           int64_t first_row, void* level);
+void combine_column_levels_arg(ExprOp op, void* earlier, const void* later, int64_t w);
+
 // ReduceFirst over `n` flags of float `type`: the index of the first nonzero one (NaN counts),
 // else n.
 int64_t first_nonzero(DType type, const void* flags, int64_t n);

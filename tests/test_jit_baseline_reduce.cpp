@@ -1,12 +1,14 @@
-// The baseline tier of CPU row kernels (jit/cpu/baseline_row_kernel.h, jit/loop/row_fold.h): a
-// new row kernel launches code made of pointwise baseline parts and folds in plain C++, its own
-// rendering follows on the planning thread. Checked here: the baseline code gives the rendered
-// row kernel's bits (softmax, layer norm with its statistics, a cross-entropy's fused kernel,
-// max / min / prod with NaNs and signed zeros, argmax's ReduceFirst, row loads, params and
-// RowSize, Float32 and Float64, row lengths around every piece and lane boundary, on every ISA
-// path), the swap to the rendering, and the launches it leaves to the rendering (rows longer
-// than a chunk). Every row-kernel test runs under KILN_JIT_BASELINE=only in ctest too
-// (kiln.jit_baseline.kernels, tests/CMakeLists.txt).
+// The baseline tier of CPU row and column kernels (jit/cpu/baseline_row_kernel.h,
+// baseline_column_kernel.h, baseline_cut.h, jit/loop/row_fold.h): a new reduction kernel
+// launches code made of pointwise baseline parts and folds in plain C++, its own rendering
+// follows on the planning thread. Checked here: the baseline code gives the rendered kernel's
+// bits (rows: softmax, layer norm with its statistics, a cross-entropy's fused kernel, max / min
+// / prod with NaNs and signed zeros, argmax's ReduceFirst, row loads, params and RowSize;
+// columns: every op, Int64 sums of masks, argmax / argmin, an epilogue, RowSize; Float32 and
+// Float64, lengths around every piece, lane, tile and block boundary, on every ISA path), the
+// swap to the rendering, and the launches it leaves to the rendering (rows longer than a chunk,
+// launches too large to pay). Every row and column kernel test runs under KILN_JIT_BASELINE=only
+// in ctest too (kiln.jit_baseline.kernels, tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -102,6 +104,38 @@ std::vector<Buffer> buffers(const LoopKernel& k, const std::vector<Lie>& lies, i
   return out;
 }
 
+// The buffers of a column launch of n rows by w columns (the lies' shapes above).
+std::vector<Buffer> column_buffers(const LoopKernel& k, const std::vector<Lie>& lies, int64_t n,
+                                   int64_t w, uint64_t seed, bool nan) {
+  std::vector<Buffer> out;
+  for (int32_t j = 0; j < k.num_operands(); ++j) {
+    Buffer b{k.operand_dtype(j), lies[static_cast<size_t>(j)], {}};
+    const int64_t count = b.lie == Lie::Elements ? n * w : b.lie == Lie::RowValue ? w : n;
+    b.bytes.assign(static_cast<size_t>(std::max<int64_t>(count, 1)) * itemsize(b.type), 0);
+    if (j >= k.num_outputs()) fill(b, seed + static_cast<uint64_t>(j) * 7919u, nan);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+void launch_columns(CompiledKernel& kernel, std::vector<Buffer>& ops, int64_t n, int64_t w,
+                    const std::vector<Scalar>& params) {
+  LaunchArgs la;
+  la.sizes = {n, w};
+  la.reduced_dims = 1;
+  la.inner_dims = 1;
+  for (Buffer& b : ops) {
+    const auto es = static_cast<int64_t>(itemsize(b.type));
+    la.ptrs.push_back(reinterpret_cast<char*>(b.bytes.data()));
+    la.strides.push_back(b.lie == Lie::Elements   ? DimVector{w * es, es}
+                         : b.lie == Lie::RowValue ? DimVector{0, es}
+                                                  : DimVector{es, 0});
+  }
+  la.params = std::span<const Scalar>(params.data(), params.size());
+  ASSERT_TRUE(kernel.can_launch(la));
+  kernel.launch(la);
+}
+
 void launch(CompiledKernel& kernel, std::vector<Buffer>& ops, int64_t rows, int64_t n,
             const std::vector<Scalar>& params) {
   LaunchArgs la;
@@ -164,6 +198,50 @@ void expect_row_baseline_bits(const LoopKernel& k, const std::vector<Lie>& lies,
         for (int32_t j = 0; j < k.num_outputs(); ++j)
           EXPECT_EQ(a[static_cast<size_t>(j)].bytes, b[static_cast<size_t>(j)].bytes)
               << what << " on " << isa << ": output " << j << " differs at [" << rows << ", " << n
+              << "]" << (nan ? " with NaNs" : "") << "\n"
+              << to_text(k);
+      }
+    }
+}
+
+// The same for a column kernel (compiled as one: the planner's hint).
+void expect_column_baseline_bits(const LoopKernel& k, const std::vector<Lie>& lies,
+                                 const std::string& isa, const std::string& what,
+                                 const std::vector<Scalar>& params = {}) {
+  ConfigOverride<std::string> isa_override(config().jit_isa, isa);
+  CpuLaunchHint hint;
+  hint.columns = true;
+  std::shared_ptr<CompiledKernel> rendered, baseline;
+  {
+    ConfigOverride<BaselineTier> off(config().jit_baseline, BaselineTier::Off);
+    rendered = cpu_target().compile(k, hint);
+  }
+  forget_cpu_kernels();
+  ConfigOverride<BaselineTier> only(config().jit_baseline, BaselineTier::Only);
+  baseline = cpu_target().compile(k, hint);
+  auto* cpu = dynamic_cast<CpuKernel*>(baseline.get());
+  ASSERT_NE(cpu, nullptr);
+  std::vector<InnerLayout> layout(static_cast<size_t>(k.num_operands()), InnerLayout::Contiguous);
+  for (size_t j = 0; j < lies.size(); ++j)
+    if (lies[j] == Lie::Shared) layout[j] = InnerLayout::Broadcast;
+  ASSERT_TRUE(cpu->runs_baseline(layout, true)) << what << "\n" << to_text(k);
+  uint64_t seed = 23;
+  for (int64_t n : {1, 2, 63, 64, 65, 129, 300, 2048, 2049})
+    for (int64_t w : {16, 17, 100, 257, 600}) {
+      if (n * w > 80000) continue;
+      for (bool nan : {false, true}) {
+        std::vector<Buffer> a = column_buffers(k, lies, n, w, ++seed, nan);
+        std::vector<Buffer> b = a;
+        const int64_t launches = cpu_jit_counters().baseline_launches.load();
+        launch_columns(*baseline, a, n, w, params);
+        // (Past a chunk of rows on few calls the rows split across threads: rendered.)
+        if (n <= kColRowChunk) {
+          EXPECT_GT(cpu_jit_counters().baseline_launches.load(), launches) << what << " n=" << n;
+        }
+        launch_columns(*rendered, b, n, w, params);
+        for (int32_t j = 0; j < k.num_outputs(); ++j)
+          EXPECT_EQ(a[static_cast<size_t>(j)].bytes, b[static_cast<size_t>(j)].bytes)
+              << what << " on " << isa << ": output " << j << " differs at [" << n << ", " << w
               << "]" << (nan ? " with NaNs" : "") << "\n"
               << to_text(k);
       }
@@ -244,6 +322,19 @@ TEST(JitBaselineRows, GivesTheRenderedRowKernelsBits) {
           k, {Lie::RowValue, Lie::RowValue, Lie::RowValue, Lie::Elements, Lie::Elements}, isa,
           fmt::format("argmax, min, prod {}", dtype_name(t)), {Scalar(-0.75)});
     }
+    for (DType t : {DType::Float32, DType::Float64}) {
+      // NaNs of two kinds meeting in a fold: the inputs' (positive) and the default NaN that
+      // inf - inf and 0 * inf make (negative): which one a sum or product keeps depends on the
+      // operands' order (x86: the first operand's), so the fold must keep the rendered order.
+      LoopKernel k = LoopKernel::uniform(t, 1);
+      const int32_t x = k.load(0);
+      const int32_t big =
+          k.binary(ExprOp::Mul, x, k.constant(t == DType::Float32 ? 1e38 : 1e307, t));
+      k.stores = {k.reduce(ExprOp::ReduceSum, big),
+                  k.reduce(ExprOp::ReduceProd, k.binary(ExprOp::Mul, big, x))};
+      expect_row_baseline_bits(k, {Lie::RowValue, Lie::RowValue, Lie::Elements}, isa,
+                               fmt::format("default NaNs {}", dtype_name(t)));
+    }
     {  // plain sums: of a row shared by every row (folded where it lies), and of an input
        // broadcast along the row (through the row buffer)
       LoopKernel k = LoopKernel::uniform(DType::Float32, 3);
@@ -254,6 +345,49 @@ TEST(JitBaselineRows, GivesTheRenderedRowKernelsBits) {
           k,
           {Lie::RowValue, Lie::RowValue, Lie::Elements, Lie::Elements, Lie::Shared, Lie::RowValue},
           isa, "plain sums");
+    }
+  }
+}
+
+TEST(JitBaselineColumns, GivesTheRenderedColumnKernelsBits) {
+  for (const std::string& isa : supported_jit_isas()) {
+    for (DType t : {DType::Float32, DType::Float64}) {
+      for (ExprOp op :
+           {ExprOp::ReduceSum, ExprOp::ReduceProd, ExprOp::ReduceMax, ExprOp::ReduceMin}) {
+        // reduce(x), reduce((x - c)^2) with c per column, x - reduce(x) (an epilogue), the mean
+        LoopKernel k = LoopKernel::uniform(t, 2);
+        const int32_t x = k.load(0), c = k.load(1);
+        const int32_t r = k.reduce(op, x);
+        const int32_t d = k.binary(ExprOp::Sub, x, c);
+        const int32_t mean = k.binary(ExprOp::Div, k.reduce(ExprOp::ReduceSum, x), k.row_size(t));
+        k.stores = {r, k.reduce(op, k.binary(ExprOp::Mul, d, d)), k.binary(ExprOp::Sub, x, r),
+                    mean};
+        expect_column_baseline_bits(k,
+                                    {Lie::RowValue, Lie::RowValue, Lie::Elements, Lie::RowValue,
+                                     Lie::Elements, Lie::RowValue},
+                                    isa, fmt::format("{} {}", expr_op_name(op), dtype_name(t)));
+      }
+    }
+    {  // argmax and argmin of computed Float64 values, a per-row scale, a param
+      LoopKernel k;
+      k.inputs = {DType::Float64, DType::Float64};
+      k.params = {DType::Float64};
+      const int32_t v =
+          k.binary(ExprOp::Add, k.binary(ExprOp::Mul, k.load(0), k.load(1)), k.param(0));
+      k.stores = {k.reduce_arg(ExprOp::ReduceArgMax, v), k.reduce_arg(ExprOp::ReduceArgMin, v)};
+      expect_column_baseline_bits(k, {Lie::RowValue, Lie::RowValue, Lie::Elements, Lie::Shared},
+                                  isa, "argmax, argmin", {Scalar(0.25)});
+    }
+    {  // Int64 counts of a mask and of integers (wrapping sums), elements stored beside them
+      LoopKernel k;
+      k.inputs = {DType::Bool, DType::Int32};
+      const int32_t m = k.load(0), i = k.load(1);
+      k.stores = {k.reduce(ExprOp::ReduceSum, k.cast(m, DType::Int64)),
+                  k.reduce(ExprOp::ReduceSum, k.cast(i, DType::Int64)),
+                  k.binary(ExprOp::Mul, i, k.constant_int(3, DType::Int32))};
+      expect_column_baseline_bits(
+          k, {Lie::RowValue, Lie::RowValue, Lie::Elements, Lie::Elements, Lie::Elements}, isa,
+          "counts");
     }
   }
 }
@@ -285,6 +419,37 @@ TEST(JitBaselineRows, TheRenderingSwapsInWhenReady) {
   EXPECT_EQ(first[0].bytes, second[0].bytes);
   auto again = cpu_target().compile(k);
   EXPECT_FALSE(dynamic_cast<CpuKernel&>(*again).runs_baseline(row_layout(k)));
+}
+
+// A column kernel's rendering (its column variant) follows likewise.
+TEST(JitBaselineColumns, TheRenderingSwapsInWhenReady) {
+  ConfigOverride<BaselineTier> on(config().jit_baseline, BaselineTier::On);
+  (void)render_op_kernels(common_op_kernels(), active_jit_isa());
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 2);  // (x * 1.6875 - c).sum(0), x - c
+  const int32_t d = k.binary(
+      ExprOp::Sub, k.binary(ExprOp::Mul, k.load(0), k.constant(1.6875, DType::Float32)), k.load(1));
+  k.stores = {k.reduce(ExprOp::ReduceSum, d), d};
+  const std::vector<Lie> lies = {Lie::RowValue, Lie::Elements, Lie::Elements, Lie::RowValue};
+  std::vector<Buffer> first = column_buffers(k, lies, 200, 40, 9, false), second = first;
+  CpuLaunchHint hint;
+  hint.columns = true;
+  std::shared_ptr<CompiledKernel> kernel;
+  const int64_t renders = cpu_jit_counters().kernels.load();
+  {
+    kiln::testing::PlanningThreadHold hold;
+    kernel = cpu_target().compile(k, hint);
+    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders) << "rendered before its first launch";
+    const int64_t launches = cpu_jit_counters().baseline_launches.load();
+    launch_columns(*kernel, first, 200, 40, {});
+    EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches + 1);
+  }
+  tracer::wait_for_compiles();
+  EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1) << "rendered on the planning thread";
+  const int64_t launches = cpu_jit_counters().baseline_launches.load();
+  launch_columns(*kernel, second, 200, 40, {});
+  EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches) << "the rendering runs now";
+  EXPECT_EQ(first[0].bytes, second[0].bytes);
+  EXPECT_EQ(first[1].bytes, second[1].bytes);
 }
 
 // Rows longer than a chunk (their Reduces may split across threads) and launches too large for
