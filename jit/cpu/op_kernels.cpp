@@ -170,6 +170,19 @@ std::vector<OpKernelRequest> common_op_kernels() {
     s.stores = {s.select(m, a, b)};
     out.push_back({s, {C, C, C, C}});
   }
+  // Losses and cross-entropy (2026-12-05, kiln-perf's mlp_train missed these): Float64
+  // arithmetic of the means, labels compared as integers.
+  for (ExprOp op : {ExprOp::Mul, ExprOp::Add, ExprOp::Sub, ExprOp::Div})
+    out.push_back({binary_source(op, DType::Float64), {C, C, C}});
+  for (DType t : {DType::Int64, DType::Int32})
+    for (ExprOp op : {ExprOp::Eq, ExprOp::Ne}) out.push_back({binary_source(op, t), {C, C, C}});
+  {
+    LoopKernel s;
+    s.inputs = {DType::Bool, DType::Float64, DType::Float64};
+    const int32_t m = s.load(0), a = s.load(1), b = s.load(2);
+    s.stores = {s.select(m, a, b)};
+    out.push_back({s, {C, C, C, C}});
+  }
   out.push_back({binary_source(ExprOp::And, DType::Bool), {C, C, C}});
   out.push_back({binary_source(ExprOp::Or, DType::Bool), {C, C, C}});
   out.push_back({unary_source(ExprOp::Not, DType::Bool), {C, C}});
@@ -177,7 +190,9 @@ std::vector<OpKernelRequest> common_op_kernels() {
                           {f, DType::Float64},
                           {DType::Float64, f},
                           {DType::Int64, f},
-                          {DType::Int32, f}}) {
+                          {DType::Int32, f},
+                          {DType::Int64, DType::Int32},
+                          {DType::Bool, DType::Int64}}) {
     LoopKernel s;
     s.inputs = {from};
     s.stores = {s.cast(s.load(0), to)};
