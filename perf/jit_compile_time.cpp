@@ -14,9 +14,13 @@
 // perf/workloads/gelu.cpp) in its contiguous and streaming variants, a short add-mul chain,
 // softmax's and layer_norm's row kernels, a pow, a random draw, sin + cos (a call in the body)
 // and an integer pow (a loop in the body). Prints median and worst per kernel and state.
-// Usage: kiln-jit-compile [renders] [warm|cold|other|idle|all] [auto|compiler|assembler] (default
-// 40 per kernel and state, all states, the target's own choice of emitter: render.h RenderPath; the
-// `path` column says which emitter rendered the kernels)
+// Usage: kiln-jit-compile [renders] [warm|cold|other|idle|all] [auto|compiler|assembler|baseline]
+// (default 40 per kernel and state, all states, the target's own choice of emitter: render.h
+// RenderPath; the `path` column says which emitter rendered the kernels). `baseline` times the
+// baseline tier's code instead (baseline_kernel.h, baseline_row_kernel.h: its op kernels rendered
+// first, as the warm-up renders them); a kernel it declines prints `declined`.
+// Measured 2026-12-05 (2-core Zen 5; docs/jit.md "The baseline tier"): baseline code in 1.5-15 µs
+// warm, 7-35 cold, against renders of 3-70 and 20-130.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,7 +29,10 @@
 #include <thread>
 #include <vector>
 
+#include "jit/cpu/baseline_kernel.h"
+#include "jit/cpu/baseline_row_kernel.h"
 #include "jit/cpu/cpu_isa.h"
+#include "jit/cpu/op_kernels.h"
 #include "jit/cpu/render.h"
 #include "jit/cpu/sample_kernels.h"
 #include "jit/loop/loop_kernel.h"
@@ -57,10 +64,12 @@ int main(int argc, char** argv) {
   const int renders = argc > 1 ? std::atoi(argv[1]) : 40;
   const std::string only = argc > 2 && std::string(argv[2]) != "all" ? argv[2] : "";
   const std::string path_name = argc > 3 ? argv[3] : "auto";
+  const bool baseline = path_name == "baseline";
   const RenderPath path = path_name == "compiler"    ? RenderPath::Compiler
                           : path_name == "assembler" ? RenderPath::Assembler
                                                      : RenderPath::Auto;
   const JitIsa isa = host_jit_isa();
+  if (baseline) (void)render_op_kernels(common_op_kernels(), isa);
   std::vector<char> big(size_t{256} << 20, 1);
   asmjit::JitRuntime rt;
   struct Case {
@@ -102,6 +111,15 @@ int main(int argc, char** argv) {
         if (state == 2) other_code();
         if (state == 3) std::this_thread::sleep_for(std::chrono::milliseconds(50));
         const auto t0 = std::chrono::steady_clock::now();
+        if (baseline) {
+          const bool made = k.has_reduce() ? BaselineRowKernel::make(k, isa) != nullptr
+                                           : BaselineKernel::make(k, isa) != nullptr;
+          us.push_back(
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                  .count());
+          assembled = assembled && made;
+          continue;
+        }
         RenderedKernel r = render_cpu_kernel(rt, k, v, false, path);
         assembled = assembled && r.assembler;
         us.push_back(
@@ -112,7 +130,9 @@ int main(int argc, char** argv) {
       }
       std::sort(us.begin(), us.end());
       std::printf("%-18s %-5s %6d %10zu %10.1f %10.1f %9s\n", c.name, state_name, unroll, bytes,
-                  us[us.size() / 2], us.back(), assembled ? "assembler" : "compiler");
+                  us[us.size() / 2], us.back(),
+                  baseline ? (assembled ? "baseline" : "declined")
+                           : (assembled ? "assembler" : "compiler"));
     }
   }
   return 0;
