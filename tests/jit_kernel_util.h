@@ -35,6 +35,33 @@ inline Tensor values(DType t, int64_t n, int salt) {
   return from_vector<double>(v, {n}).to(t);
 }
 
+// `v` stored at `at` as dtype t: Bool as the byte v != 0, integers truncated, floats rounded.
+inline void store_value(DType t, double v, void* at) {
+  switch (t) {
+    case DType::Bool:
+      *static_cast<uint8_t*>(at) = v != 0.0 ? 1 : 0;
+      break;
+    case DType::Int32: {
+      const auto x = static_cast<int32_t>(v);
+      std::memcpy(at, &x, 4);
+      break;
+    }
+    case DType::Int64: {
+      const auto x = static_cast<int64_t>(v);
+      std::memcpy(at, &x, 8);
+      break;
+    }
+    case DType::Float32: {
+      const auto x = static_cast<float>(v);
+      std::memcpy(at, &x, 4);
+      break;
+    }
+    case DType::Float64:
+      std::memcpy(at, &v, 8);
+      break;
+  }
+}
+
 // The KILN_JIT_ISA values whose paths this host can run, best first.
 inline std::vector<std::string> supported_jit_isas() {
   std::vector<std::string> out;

@@ -50,26 +50,14 @@ void fill(Operand& op, uint32_t salt) {
     uint8_t* at = op.bytes.data() + i * es;
     switch (op.type) {
       case DType::Bool:
-        *at = rng() % 2;
+        testing::store_value(op.type, static_cast<double>(rng() % 2), at);
         break;
-      case DType::Int32: {
-        const auto x = static_cast<int32_t>(rng() % 41) - 20;
-        std::memcpy(at, &x, 4);
+      case DType::Int32:
+      case DType::Int64:
+        testing::store_value(op.type, static_cast<double>(rng() % 41) - 20.0, at);
         break;
-      }
-      case DType::Int64: {
-        const auto x = static_cast<int64_t>(rng() % 41) - 20;
-        std::memcpy(at, &x, 8);
-        break;
-      }
-      case DType::Float32: {
-        const auto x = static_cast<float>(v);
-        std::memcpy(at, &x, 4);
-        break;
-      }
-      case DType::Float64:
-        std::memcpy(at, &v, 8);
-        break;
+      default:
+        testing::store_value(op.type, v, at);
     }
   }
 }

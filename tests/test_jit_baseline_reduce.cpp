@@ -63,26 +63,14 @@ void fill(Buffer& b, uint64_t seed, bool nan) {
     uint8_t* at = b.bytes.data() + i * es;
     switch (b.type) {
       case DType::Bool:
-        *at = rng() % 2;
+        testing::store_value(b.type, static_cast<double>(rng() % 2), at);
         break;
-      case DType::Int32: {
-        const auto x = static_cast<int32_t>(rng() % 5);
-        std::memcpy(at, &x, 4);
+      case DType::Int32:
+      case DType::Int64:
+        testing::store_value(b.type, static_cast<double>(rng() % 5), at);
         break;
-      }
-      case DType::Int64: {
-        const auto x = static_cast<int64_t>(rng() % 5);
-        std::memcpy(at, &x, 8);
-        break;
-      }
-      case DType::Float32: {
-        const auto x = static_cast<float>(v);
-        std::memcpy(at, &x, 4);
-        break;
-      }
-      case DType::Float64:
-        std::memcpy(at, &v, 8);
-        break;
+      default:
+        testing::store_value(b.type, v, at);
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "jit/cpu/render_cols.h"
 #include "jit/loop/row_fold.h"
@@ -25,10 +26,8 @@ std::unique_ptr<BaselineColumnKernel> BaselineColumnKernel::make(const LoopKerne
     if (!ok) return nullptr;
   }
   auto b = std::unique_ptr<BaselineColumnKernel>(new BaselineColumnKernel());
-  b->cut_ = baseline_cut::cut(k, isa);
-  if (b->cut_ == nullptr || (elements > 0 && !b->pays(elements))) return nullptr;
-  note_baseline_made(k, isa, t0, profiler::now_ns());
-  return b;
+  b->cut_ = baseline_cut::cut_made(k, isa, elements, t0);
+  return b->cut_ == nullptr ? nullptr : std::move(b);
 }
 
 void BaselineColumnKernel::run(std::span<const InnerLayout> layout, char* const* ptrs,

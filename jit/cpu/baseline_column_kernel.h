@@ -46,7 +46,7 @@ class BaselineColumnKernel {
                                                     int64_t elements = 0);
 
   // As BaselineRowKernel::pays (the same cost model, folds included).
-  bool pays(int64_t elements) const { return elements <= kMaxBaselineWork / cut_->work; }
+  bool pays(int64_t elements) const { return baseline_cut::pays(*cut_, elements); }
 
   // A call over n rows of w columns at ptrs (row 0, column 0 of the block), `params` the
   // kernel's runtime parameters (8 bytes each), `program` column_program(n).

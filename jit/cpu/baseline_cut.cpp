@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/profiler.h"
 #include "runtime/small_vector.h"
 
 namespace kiln::jit::baseline_cut {
@@ -211,6 +212,13 @@ std::unique_ptr<Cut> cut(const LoopKernel& k, JitIsa isa) {
   if (!row_outputs.empty()) b->steps.push_back({part(row_outputs, true, -1)});
   if (missing) return nullptr;
   return b;
+}
+
+std::unique_ptr<Cut> cut_made(const LoopKernel& k, JitIsa isa, int64_t elements, int64_t t0) {
+  std::unique_ptr<Cut> c = cut(k, isa);
+  if (c == nullptr || (elements > 0 && !pays(*c, elements))) return nullptr;
+  note_baseline_made(k, isa, t0, profiler::now_ns());
+  return c;
 }
 
 std::vector<uint64_t> part_params(const Cut& c, const uint64_t* params, int64_t n) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "jit/loop/row_fold.h"
 #include "jit/loop/row_program.h"
@@ -21,10 +22,8 @@ std::unique_ptr<BaselineRowKernel> BaselineRowKernel::make(const LoopKernel& k, 
         (expr_is_arg_reduce(e.op) || !is_floating(k.exprs[static_cast<size_t>(e.a)].type)))
       return nullptr;  // column kernels only; the CPU's row kernels reduce floats
   auto b = std::unique_ptr<BaselineRowKernel>(new BaselineRowKernel());
-  b->cut_ = baseline_cut::cut(k, isa);
-  if (b->cut_ == nullptr || (elements > 0 && !b->pays(elements))) return nullptr;
-  note_baseline_made(k, isa, t0, profiler::now_ns());
-  return b;
+  b->cut_ = baseline_cut::cut_made(k, isa, elements, t0);
+  return b->cut_ == nullptr ? nullptr : std::move(b);
 }
 
 void BaselineRowKernel::run(std::span<const InnerLayout> layout, char* const* ptrs,

@@ -52,7 +52,7 @@ class BaselineRowKernel {
   // KILN_JIT_BASELINE=only, 8192 x 1024 Float32): layer norm 6.1 ms on baseline code against
   // 1.0 rendered, softmax 6.5 against 1.4: 0.6 ns an element more, which a render of 0.3 ms
   // pays back past about half a million elements; the limit here falls near 200 thousand.
-  bool pays(int64_t elements) const { return elements <= kMaxBaselineWork / cut_->work; }
+  bool pays(int64_t elements) const { return baseline_cut::pays(*cut_, elements); }
 
   // Whether run() takes rows of `n` elements.
   static bool takes_rows(int64_t n);

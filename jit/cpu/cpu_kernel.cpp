@@ -147,18 +147,10 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   }
   // Baseline code until the layout's rendering is made (it is not timed for the store choice);
   // a launch too large for it to pay (baseline_pays) renders at once and waits instead.
-  const bool baseline = baseline_ != nullptr &&
-                        (config().jit_baseline == BaselineTier::Only || baseline_pays(k_, numel)) &&
-                        !tiered_up({layout.data(), layout.size()}, streaming);
   StoreChoice::Pick stores{false, false};
-  KernelFn fn = nullptr;
-  if (baseline) {
-    cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    stores = args.whole_elements > 0 ? pick_part_stores(streaming) : pick_stores(streaming);
-    fn = variant({layout.data(), layout.size()}, stores.streaming);
-  }
-  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+  const KernelFn fn =
+      launch_code(baseline_ != nullptr, baseline_pays(k_, numel), {layout.data(), layout.size()},
+                  streaming, false, args.whole_elements > 0, stores);
 
   SmallVector<uint64_t, 16> param_words(static_cast<size_t>(k_.num_params()) + 1, 0);
   pack_params(args, param_words.data());

@@ -216,6 +216,28 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
     return any;
   }
 
+  // The code a launch runs: its rendered variant for the layout and store choice (made in
+  // `stores`; a part of a larger launch picks as pick_part_stores), or null where it runs
+  // baseline code instead: `baseline_pays` (the launch's size pays for baseline code, or the
+  // tier is `only`) and the layout has no rendering yet (whose render tiered_up queues).
+  // Counts the launch (and the baseline launch).
+  KernelFn launch_code(bool has_baseline, bool baseline_pays, std::span<const InnerLayout> layout,
+                       bool streaming, bool columns, bool part, StoreChoice::Pick& stores) {
+    const bool baseline = has_baseline &&
+                          (baseline_pays || config().jit_baseline == BaselineTier::Only) &&
+                          !tiered_up(layout, streaming, columns);
+    KernelFn fn = nullptr;
+    stores = {false, false};
+    if (baseline) {
+      cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      stores = part ? pick_part_stores(streaming) : pick_stores(streaming);
+      fn = variant(layout, stores.streaming, columns);
+    }
+    cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+    return fn;
+  }
+
   // Baseline tier (baseline_kernel.h): the rendering of this layout, or null where there is
   // Whether `layout` has a rendering; where not, its render is queued (once) and the launch
   // runs the baseline code. `large`: its outputs may stream (both store variants are rendered).

@@ -506,19 +506,11 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
   // rows split across threads by chunks, nor where a render costs less (pays).
   const bool chunked =
       long_rows_want_threads(rows, n) && (facts_.splits_long_rows || facts_.elements_by_chunks);
-  const bool baseline =
-      baseline_rows_ != nullptr && !chunked && BaselineRowKernel::takes_rows(n) &&
-      (config().jit_baseline == BaselineTier::Only || baseline_rows_->pays(rows * n)) &&
-      !tiered_up({layout.data(), layout.size()}, streaming);
   StoreChoice::Pick stores{false, false};
-  KernelFn fn = nullptr;
-  if (baseline) {
-    cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    stores = pick_stores(streaming);
-    fn = variant({layout.data(), layout.size()}, stores.streaming);
-  }
-  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+  const KernelFn fn =
+      launch_code(baseline_rows_ != nullptr && !chunked && BaselineRowKernel::takes_rows(n),
+                  baseline_rows_ != nullptr && baseline_rows_->pays(rows * n),
+                  {layout.data(), layout.size()}, streaming, false, false, stores);
 
   // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
   const size_t np = static_cast<size_t>(k_.num_params());
@@ -559,9 +551,10 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
   for (size_t r = 0; r < programs.size(); ++r)
     words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
   // Scratch rows (render_reduce.h).
-  const size_t stash = baseline ? 0
-                                : row_scratch_words(facts_.stash_values, facts_.pipelined_pass >= 0,
-                                                    k_.num_outputs(), n);
+  const size_t stash =
+      fn == nullptr
+          ? 0
+          : row_scratch_words(facts_.stash_values, facts_.pipelined_pass >= 0, k_.num_outputs(), n);
   auto run_rows = [&](int64_t r0, int64_t r1) {
     SmallVector<char*, 8> p(nops);
     SmallVector<uint64_t, 16> local;
@@ -647,19 +640,11 @@ bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
   }
   // Baseline code until this layout's rendering is made (baseline_column_kernel.h): not where
   // the rows split across threads by chunks, nor where a render costs less (pays).
-  const bool baseline =
-      baseline_cols_ != nullptr && !calls.split_rows && n > 0 &&
-      (config().jit_baseline == BaselineTier::Only || baseline_cols_->pays(outer * n * w)) &&
-      !tiered_up({split.layout.data(), split.layout.size()}, streaming, true);
   StoreChoice::Pick stores{false, false};
-  KernelFn fn = nullptr;
-  if (baseline) {
-    cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    stores = pick_stores(streaming);
-    fn = variant({split.layout.data(), split.layout.size()}, stores.streaming, true);
-  }
-  cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
+  const KernelFn fn =
+      launch_code(baseline_cols_ != nullptr && !calls.split_rows && n > 0,
+                  baseline_cols_ != nullptr && baseline_cols_->pays(outer * n * w),
+                  {split.layout.data(), split.layout.size()}, streaming, true, false, stores);
   cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
   // A level of the scratch: every Reduce's row of columns, 8 bytes a column (render_cols.h).
   const int64_t wpad = (std::min(width, w) + 15) / 16 * 16;
