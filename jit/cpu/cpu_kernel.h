@@ -238,9 +238,9 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
     return fn;
   }
 
-  // Baseline tier (baseline_kernel.h): the rendering of this layout, or null where there is
-  // Whether `layout` has a rendering; where not, its render is queued (once) and the launch
-  // runs the baseline code. `large`: its outputs may stream (both store variants are rendered).
+  // Baseline tier: whether `layout` (a column kernel's where `columns`) has a rendering; where
+  // not, its render is queued (once) and the launch runs the baseline code. `large`: its outputs
+  // may stream (both store variants are rendered).
   bool tiered_up(std::span<const InnerLayout> layout, bool large, bool columns = false);
   void tier_up();  // on the planning thread: renders what tier_up_ holds
 
@@ -256,7 +256,6 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
     std::vector<InnerLayout> layout;
     bool large = false;
     bool columns = false;  // a column kernel's variant
-    bool operator==(const TierUp& o) const { return layout == o.layout && columns == o.columns; }
   };
   std::vector<TierUp> tier_up_;
   std::vector<TierUp> tier_up_asked_;

@@ -43,6 +43,47 @@ T nan_first(T a, T b, T r) {
   return r;
 }
 
+#if defined(__SSE2__)
+// One SSE2 register of T and the operations the folds use, for float and double alike.
+template <class T>
+struct Sse;
+template <>
+struct Sse<float> {
+  using V = __m128;
+  static constexpr int kWidth = 4;
+  static V set1(float x) { return _mm_set1_ps(x); }
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static V add(V a, V b) { return _mm_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm_mul_ps(a, b); }
+  static V max(V a, V b) { return _mm_max_ps(a, b); }
+  static V min(V a, V b) { return _mm_min_ps(a, b); }
+  static V unord(V a) { return _mm_cmpunord_ps(a, a); }
+  static V bit_or(V a, V b) { return _mm_or_ps(a, b); }
+  // m ? a : b, m a compare's mask
+  static V select(V m, V a, V b) { return _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b)); }
+  static V quiet_bit() { return _mm_castsi128_ps(_mm_set1_epi32(0x00400000)); }
+  static bool any(V m) { return _mm_movemask_ps(m) != 0; }
+};
+template <>
+struct Sse<double> {
+  using V = __m128d;
+  static constexpr int kWidth = 2;
+  static V set1(double x) { return _mm_set1_pd(x); }
+  static V load(const double* p) { return _mm_loadu_pd(p); }
+  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
+  static V add(V a, V b) { return _mm_add_pd(a, b); }
+  static V mul(V a, V b) { return _mm_mul_pd(a, b); }
+  static V max(V a, V b) { return _mm_max_pd(a, b); }
+  static V min(V a, V b) { return _mm_min_pd(a, b); }
+  static V unord(V a) { return _mm_cmpunord_pd(a, a); }
+  static V bit_or(V a, V b) { return _mm_or_pd(a, b); }
+  static V select(V m, V a, V b) { return _mm_or_pd(_mm_and_pd(m, a), _mm_andnot_pd(m, b)); }
+  static V quiet_bit() { return _mm_castsi128_pd(_mm_set1_epi64x(0x0008000000000000LL)); }
+  static bool any(V m) { return _mm_movemask_pd(m) != 0; }
+};
+#endif
+
 template <class T>
 struct Fold {
   ExprOp op;
@@ -78,75 +119,47 @@ struct Fold {
   }
 
   // The 8 lanes of a sum (kSum) or product over p[0, vec) (vec a multiple of 8), from the
-  // identity. In registers: GCC's vector types kept them on the stack, a store-to-load round trip
-  // per vector.
+  // identity, in SSE2 registers (GCC's vector types kept them on the stack: a store-to-load round
+  // trip per vector). Each lane as nan_first: the accumulator's NaN (quieted), else the value's,
+  // else a op v.
   template <bool kSum>
   void sum_lanes(const T* p, int64_t vec, T* out) const {
 #if defined(__SSE2__)
-    // Each lane as nan_first: the accumulator's NaN (quieted), else the value's, else a op v.
-    if constexpr (sizeof(T) == 4) {
-      const __m128 q = _mm_castsi128_ps(_mm_set1_epi32(0x00400000));
-      auto step = [&](__m128 a, __m128 v) {
-        __m128 r = kSum ? _mm_add_ps(a, v) : _mm_mul_ps(a, v);
-        const __m128 na = _mm_cmpunord_ps(a, a), nv = _mm_cmpunord_ps(v, v);
-        r = _mm_or_ps(_mm_and_ps(nv, _mm_or_ps(v, q)), _mm_andnot_ps(nv, r));
-        return _mm_or_ps(_mm_and_ps(na, _mm_or_ps(a, q)), _mm_andnot_ps(na, r));
-      };
-      __m128 a0 = _mm_set1_ps(identity()), a1 = a0;
-      for (int64_t i = 0; i < vec; i += 8) {
-        a0 = step(a0, _mm_loadu_ps(p + i));
-        a1 = step(a1, _mm_loadu_ps(p + i + 4));
+    using S = Sse<T>;
+    constexpr int kRegs = 8 / S::kWidth;
+    const typename S::V q = S::quiet_bit();
+    typename S::V a[kRegs];
+    for (auto& r : a) r = S::set1(identity());
+    for (int64_t i = 0; i < vec; i += 8)
+      for (int r = 0; r < kRegs; ++r) {
+        const typename S::V v = S::load(p + i + r * S::kWidth);
+        typename S::V x = kSum ? S::add(a[r], v) : S::mul(a[r], v);
+        x = S::select(S::unord(v), S::bit_or(v, q), x);
+        a[r] = S::select(S::unord(a[r]), S::bit_or(a[r], q), x);
       }
-      _mm_storeu_ps(out, a0);
-      _mm_storeu_ps(out + 4, a1);
-    } else {
-      const __m128d q = _mm_castsi128_pd(_mm_set1_epi64x(0x0008000000000000LL));
-      auto step = [&](__m128d a, __m128d v) {
-        __m128d r = kSum ? _mm_add_pd(a, v) : _mm_mul_pd(a, v);
-        const __m128d na = _mm_cmpunord_pd(a, a), nv = _mm_cmpunord_pd(v, v);
-        r = _mm_or_pd(_mm_and_pd(nv, _mm_or_pd(v, q)), _mm_andnot_pd(nv, r));
-        return _mm_or_pd(_mm_and_pd(na, _mm_or_pd(a, q)), _mm_andnot_pd(na, r));
-      };
-      __m128d a[4];
-      for (auto& v : a) v = _mm_set1_pd(identity());
-      for (int64_t i = 0; i < vec; i += 8)
-        for (int r = 0; r < 4; ++r) a[r] = step(a[r], _mm_loadu_pd(p + i + 2 * r));
-      for (int r = 0; r < 4; ++r) _mm_storeu_pd(out + 2 * r, a[r]);
-    }
+    for (int r = 0; r < kRegs; ++r) S::store(out + r * S::kWidth, a[r]);
 #else
     for (int k = 0; k < 8; ++k) out[k] = identity();
     for (int64_t i = 0; i < vec; ++i) out[i % 8] = apply(out[i % 8], p[i]);
 #endif
   }
 
-  // The lanes of max (kMax) or min over p[0, vec) (vec a multiple of the lanes), from the
-  // identity; true where a value was NaN.
+  // The lanes (two SSE2 registers: eager's range_extreme) of max (kMax) or min over p[0, vec)
+  // (vec a multiple of the lanes), from the identity; true where a value was NaN.
   template <bool kMax>
   bool extreme_lanes(const T* p, int64_t vec, T* out) const {
 #if defined(__SSE2__)
-    if constexpr (sizeof(T) == 4) {
-      __m128 a0 = _mm_set1_ps(identity()), a1 = a0, u = _mm_setzero_ps();
-      for (int64_t i = 0; i < vec; i += 8) {
-        const __m128 v0 = _mm_loadu_ps(p + i), v1 = _mm_loadu_ps(p + i + 4);
-        a0 = kMax ? _mm_max_ps(a0, v0) : _mm_min_ps(a0, v0);
-        a1 = kMax ? _mm_max_ps(a1, v1) : _mm_min_ps(a1, v1);
-        u = _mm_or_ps(u, _mm_or_ps(_mm_cmpunord_ps(v0, v0), _mm_cmpunord_ps(v1, v1)));
-      }
-      _mm_storeu_ps(out, a0);
-      _mm_storeu_ps(out + 4, a1);
-      return _mm_movemask_ps(u) != 0;
-    } else {
-      __m128d a0 = _mm_set1_pd(identity()), a1 = a0, u = _mm_setzero_pd();
-      for (int64_t i = 0; i < vec; i += 4) {
-        const __m128d v0 = _mm_loadu_pd(p + i), v1 = _mm_loadu_pd(p + i + 2);
-        a0 = kMax ? _mm_max_pd(a0, v0) : _mm_min_pd(a0, v0);
-        a1 = kMax ? _mm_max_pd(a1, v1) : _mm_min_pd(a1, v1);
-        u = _mm_or_pd(u, _mm_or_pd(_mm_cmpunord_pd(v0, v0), _mm_cmpunord_pd(v1, v1)));
-      }
-      _mm_storeu_pd(out, a0);
-      _mm_storeu_pd(out + 2, a1);
-      return _mm_movemask_pd(u) != 0;
+    using S = Sse<T>;
+    typename S::V a0 = S::set1(identity()), a1 = a0, u = S::unord(S::set1(0));
+    for (int64_t i = 0; i < vec; i += 2 * S::kWidth) {
+      const typename S::V v0 = S::load(p + i), v1 = S::load(p + i + S::kWidth);
+      a0 = kMax ? S::max(a0, v0) : S::min(a0, v0);
+      a1 = kMax ? S::max(a1, v1) : S::min(a1, v1);
+      u = S::bit_or(u, S::bit_or(S::unord(v0), S::unord(v1)));
     }
+    S::store(out, a0);
+    S::store(out + S::kWidth, a1);
+    return S::any(u);
 #else
     constexpr int kLanes = sizeof(T) == 4 ? 8 : 4;
     bool nan = false;
@@ -162,8 +175,8 @@ struct Fold {
   }
 
   // A piece of `len` values, the first `vec` (a multiple of the lanes) in lanes: lane k takes
-  // values k, k + lanes, ... Whole vectors of lanes in GCC's vector types (the same IEEE
-  // operation per lane, so the same bits, about an element a cycle faster than lane by lane).
+  // values k, k + lanes, ... (sum_lanes, extreme_lanes: the same IEEE operation per lane as lane
+  // by lane, so the same bits, 8-12x faster).
   T piece(int64_t len, int64_t vec) {
     const T* p = x;
     x += len;
@@ -171,7 +184,7 @@ struct Fold {
     if (extreme()) {
       // SSE2 max / min (the lane unless it is strictly better, else the new value: maxps and
       // minps exactly), NaNs tracked apart by an unordered compare: a NaN makes the whole piece
-      // the default NaN. GCC's vector types left this loop scalar (a compare and a move a lane).
+      // the default NaN (GCC's vector types left this loop scalar: a compare and a move a lane).
       constexpr int kLanes = sizeof(T) == 4 ? 8 : 4;  // reduce_lanes: two SSE2 registers
       T lanes[kLanes];
       bool nan = false;
