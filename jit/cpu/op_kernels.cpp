@@ -70,6 +70,15 @@ LoopKernel binary_source(ExprOp op, DType t) {
   return s;
 }
 
+// select(mask, a, b) of t.
+LoopKernel select_source(DType t) {
+  LoopKernel s;
+  s.inputs = {DType::Bool, t, t};
+  const int32_t m = s.load(0), a = s.load(1), b = s.load(2);
+  s.stores = {s.select(m, a, b)};
+  return s;
+}
+
 }  // namespace
 
 LoopKernel op_kernel_source(const LoopKernel& k, int32_t e) {
@@ -163,26 +172,14 @@ std::vector<OpKernelRequest> common_op_kernels() {
     if (target.supports(op, f)) out.push_back({unary_source(op, f), {C, C}});
   for (ExprOp op : {ExprOp::Gt, ExprOp::Lt, ExprOp::Ge, ExprOp::Le, ExprOp::Eq, ExprOp::Ne})
     out.push_back({binary_source(op, f), {C, C, C}});
-  {
-    LoopKernel s;
-    s.inputs = {DType::Bool, f, f};
-    const int32_t m = s.load(0), a = s.load(1), b = s.load(2);
-    s.stores = {s.select(m, a, b)};
-    out.push_back({s, {C, C, C, C}});
-  }
+  out.push_back({select_source(f), {C, C, C, C}});
   // Losses and cross-entropy (2026-12-05, kiln-perf's mlp_train missed these): Float64
   // arithmetic of the means, labels compared as integers.
   for (ExprOp op : {ExprOp::Mul, ExprOp::Add, ExprOp::Sub, ExprOp::Div})
     out.push_back({binary_source(op, DType::Float64), {C, C, C}});
   for (DType t : {DType::Int64, DType::Int32})
     for (ExprOp op : {ExprOp::Eq, ExprOp::Ne}) out.push_back({binary_source(op, t), {C, C, C}});
-  {
-    LoopKernel s;
-    s.inputs = {DType::Bool, DType::Float64, DType::Float64};
-    const int32_t m = s.load(0), a = s.load(1), b = s.load(2);
-    s.stores = {s.select(m, a, b)};
-    out.push_back({s, {C, C, C, C}});
-  }
+  out.push_back({select_source(DType::Float64), {C, C, C, C}});
   out.push_back({binary_source(ExprOp::And, DType::Bool), {C, C, C}});
   out.push_back({binary_source(ExprOp::Or, DType::Bool), {C, C, C}});
   out.push_back({unary_source(ExprOp::Not, DType::Bool), {C, C}});
