@@ -294,13 +294,17 @@ TEST(JitBaseline, TheRenderingSwapsInWhenReady) {
 }
 
 // A launch large enough that baseline code would cost more than a render (baseline_pays: gelu
-// over 2^24 floats took 9.3 ms on it against 4.1 rendered) renders at once and waits: at the
-// launch, and at compile time where the plan's hint already says so.
-TEST(JitBaseline, ALargeLaunchWaitsForTheRendering) {
+// over 2^24 floats took 9.3 ms on it against 4.1 rendered) waits for no render: it runs baseline
+// code by blocks on its own thread until the rendering lands on the planning thread, then the
+// rendering over the rest (a progressive launch), with the rendering's bits either way: (1) the
+// rendering held back, baseline code runs every block; (2) let land after the first block, the
+// rendering runs the rest; (3) the planner's size hint no longer keeps a kernel from its
+// baseline code.
+TEST(JitBaseline, ALargeLaunchRunsBaselineCodeUntilTheRenderingLands) {
   ConfigOverride<BaselineTier> on(config().jit_baseline, BaselineTier::On);
   (void)render_op_kernels(common_op_kernels(), active_jit_isa());
   const LoopKernel k = affine(1.375, -0.625);
-  const int64_t small = 1000, large = kMaxBaselineWork;  // 3 passes: past the limit
+  const int64_t small = 1000, large = kMaxBaselineWork + 4099;  // past the limit; a short chunk
   ASSERT_TRUE(baseline_pays(k, small));
   ASSERT_FALSE(baseline_pays(k, large));
   forget_cpu_kernels();
@@ -309,23 +313,60 @@ TEST(JitBaseline, ALargeLaunchWaitsForTheRendering) {
     ConfigOverride<BaselineTier> off(config().jit_baseline, BaselineTier::Off);
     want = run_affine(*cpu_target().compile(k), large);
   }
-  forget_cpu_kernels();
-  PlanningThreadHold hold;  // no background render can land meanwhile
-  auto kernel = cpu_target().compile(k);
-  EXPECT_TRUE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(all_contiguous(k)));
-  const int64_t launches = cpu_jit_counters().baseline_launches.load();
-  const std::vector<float> got = run_affine(*kernel, large);
-  EXPECT_TRUE(got == want) << "the rendering's bits";
-  EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches)
-      << "it did not run baseline code";
-  EXPECT_FALSE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(all_contiguous(k)));
-  forget_cpu_kernels();
-  CpuLaunchHint hint;
-  hint.elements = large;
-  const size_t baselines = cpu_jit_baseline_count();
-  auto hinted = cpu_target().compile(k, hint);
-  EXPECT_EQ(cpu_jit_baseline_count(), baselines) << "no baseline made for a large first launch";
-  EXPECT_FALSE(dynamic_cast<CpuKernel&>(*hinted).runs_baseline(all_contiguous(k)));
+  const int64_t block_chunks = kProgressiveBlockElements / 64;
+  const int64_t blocks = ((large + 63) / 64 + block_chunks - 1) / block_chunks;
+  {  // (1)
+    forget_cpu_kernels();
+    PlanningThreadHold hold;  // no background render can land meanwhile
+    auto kernel = cpu_target().compile(k);
+    EXPECT_TRUE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(all_contiguous(k)));
+    const int64_t launches = cpu_jit_counters().baseline_launches.load();
+    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
+    const int64_t renders = cpu_jit_counters().kernels.load();
+    int64_t ran = 0;
+    set_progressive_block_hook([&] { ++ran; });
+    const std::vector<float> got = run_affine(*kernel, large);
+    set_progressive_block_hook({});
+    EXPECT_TRUE(got == want) << "the rendering's bits";
+    EXPECT_EQ(ran, blocks) << "every block ran baseline code";
+    EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches + 1);
+    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
+    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders) << "it waited for no render";
+    hold.release();
+    tracer::wait_for_compiles();
+    EXPECT_FALSE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(all_contiguous(k)));
+    EXPECT_TRUE(run_affine(*kernel, large) == want);
+    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1) << "rendered now";
+  }
+  {  // (2)
+    forget_cpu_kernels();
+    PlanningThreadHold hold;
+    auto kernel = cpu_target().compile(k);
+    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
+    const int64_t renders = cpu_jit_counters().kernels.load();
+    int64_t ran = 0;
+    set_progressive_block_hook([&] {
+      if (++ran > 1) return;
+      hold.release();
+      tracer::wait_for_compiles();  // the rendering lands after the first block
+    });
+    const std::vector<float> got = run_affine(*kernel, large);
+    set_progressive_block_hook({});
+    EXPECT_TRUE(got == want) << "baseline code's first block and the rendering's rest";
+    EXPECT_EQ(ran, 1);
+    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
+    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1);
+  }
+  {  // (3)
+    forget_cpu_kernels();
+    PlanningThreadHold hold;
+    CpuLaunchHint hint;
+    hint.elements = large;
+    const size_t baselines = cpu_jit_baseline_count();
+    auto hinted = cpu_target().compile(k, hint);
+    EXPECT_EQ(cpu_jit_baseline_count(), baselines + 1) << "a large first launch gets one too";
+    EXPECT_TRUE(dynamic_cast<CpuKernel&>(*hinted).runs_baseline(all_contiguous(k)));
+  }
 }
 
 TEST(JitBaseline, AKernelWithAnOpKernelNotRenderedYetIsRenderedFirst) {

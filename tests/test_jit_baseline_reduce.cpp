@@ -440,17 +440,20 @@ TEST(JitBaselineColumns, TheRenderingSwapsInWhenReady) {
   EXPECT_EQ(first[1].bytes, second[1].bytes);
 }
 
-// Rows longer than a chunk (their Reduces may split across threads) and launches too large for
-// baseline code to pay take the rendering, at once.
-TEST(JitBaselineRows, LongRowsAndLargeLaunchesTakeTheRendering) {
+// Rows longer than a chunk (their Reduces may split across threads) take the rendering at once.
+// Launches too large for baseline code to pay run it by blocks of rows until the rendering lands,
+// then the rendering over the rest (a progressive launch), with its bits either way: all blocks
+// with the rendering held back, the first only when it lands after it; the planner's size hint
+// no longer keeps a kernel from its baseline code.
+TEST(JitBaselineRows, LongRowsRenderLargeLaunchesRunBaselineCodeUntilTheRenderingLands) {
   ConfigOverride<BaselineTier> on(config().jit_baseline, BaselineTier::On);
   (void)render_op_kernels(common_op_kernels(), active_jit_isa());
   LoopKernel k = softmax(DType::Float32);
   k.stores[0] = k.binary(ExprOp::Mul, k.stores[0], k.constant(1.4375, DType::Float32));
   const std::vector<Lie> lies = {Lie::Elements, Lie::Elements};
   EXPECT_FALSE(BaselineRowKernel::takes_rows(kRowProgramChunk + 1));
-  for (const auto& [rows, n] : {std::pair<int64_t, int64_t>{1, kRowProgramChunk + 7},
-                                std::pair<int64_t, int64_t>{4096, 1024}}) {
+  {
+    const int64_t rows = 1, n = kRowProgramChunk + 7;
     forget_cpu_kernels();
     kiln::testing::PlanningThreadHold hold;
     auto kernel = cpu_target().compile(k);
@@ -459,21 +462,91 @@ TEST(JitBaselineRows, LongRowsAndLargeLaunchesTakeTheRendering) {
     const int64_t launches = cpu_jit_counters().baseline_launches.load();
     const int64_t renders = cpu_jit_counters().kernels.load();
     launch(*kernel, ops, rows, n, {});
-    EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches) << rows << " x " << n;
-    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1) << rows << " x " << n;
+    EXPECT_EQ(cpu_jit_counters().baseline_launches.load(), launches);
+    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1);
   }
-  // The planner's size hint says so at compile time: no baseline made, rendered at once.
+  const int64_t rows = 4099, n = 1024;  // 4M elements: past the cost model's limit
+  std::vector<Buffer> want = buffers(k, lies, rows, n, 5, true);
+  {
+    ConfigOverride<BaselineTier> off(config().jit_baseline, BaselineTier::Off);
+    forget_cpu_kernels();
+    launch(*cpu_target().compile(k), want, rows, n, {});
+  }
+  const int64_t block_rows = kProgressiveBlockElements / n;
+  for (bool lands : {false, true}) {
+    forget_cpu_kernels();
+    kiln::testing::PlanningThreadHold hold;
+    auto kernel = cpu_target().compile(k);
+    ASSERT_TRUE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(row_layout(k)));
+    std::vector<Buffer> got = buffers(k, lies, rows, n, 5, true);
+    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
+    const int64_t renders = cpu_jit_counters().kernels.load();
+    int64_t ran = 0;
+    set_progressive_block_hook([&] {
+      if (++ran > 1 || !lands) return;
+      hold.release();
+      tracer::wait_for_compiles();
+    });
+    launch(*kernel, got, rows, n, {});
+    set_progressive_block_hook({});
+    EXPECT_EQ(got[0].bytes, want[0].bytes) << (lands ? "landing after a block" : "held back");
+    EXPECT_EQ(ran, lands ? 1 : (rows + block_rows - 1) / block_rows);
+    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
+    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + (lands ? 1 : 0));
+  }
   forget_cpu_kernels();
   CpuLaunchHint hint;
-  hint.elements = 4096 * 1024;
+  hint.elements = rows * n;
+  kiln::testing::PlanningThreadHold hold;
   const size_t baselines = cpu_jit_baseline_count();
   auto hinted = cpu_target().compile(k, hint);
-  EXPECT_EQ(cpu_jit_baseline_count(), baselines) << "no baseline made for a large first launch";
-  EXPECT_FALSE(dynamic_cast<CpuKernel&>(*hinted).runs_baseline(row_layout(k)));
-  hint.elements = 64 * 1024;
-  forget_cpu_kernels();
-  auto small = cpu_target().compile(k, hint);
-  EXPECT_EQ(cpu_jit_baseline_count(), baselines + 1) << "a small first launch gets one";
+  EXPECT_EQ(cpu_jit_baseline_count(), baselines + 1) << "a large first launch gets one too";
+  EXPECT_TRUE(dynamic_cast<CpuKernel&>(*hinted).runs_baseline(row_layout(k)));
+}
+
+// A column kernel's large launch likewise, by blocks of columns.
+TEST(JitBaselineColumns, LargeLaunchesRunBaselineCodeUntilTheRenderingLands) {
+  ConfigOverride<BaselineTier> on(config().jit_baseline, BaselineTier::On);
+  (void)render_op_kernels(common_op_kernels(), active_jit_isa());
+  LoopKernel k = LoopKernel::uniform(DType::Float32, 2);  // (x * 1.5625 - c).sum(0), x - c
+  const int32_t d = k.binary(
+      ExprOp::Sub, k.binary(ExprOp::Mul, k.load(0), k.constant(1.5625, DType::Float32)), k.load(1));
+  k.stores = {k.reduce(ExprOp::ReduceSum, d), d};
+  const std::vector<Lie> lies = {Lie::RowValue, Lie::Elements, Lie::Elements, Lie::RowValue};
+  const int64_t n = 600, w = 4100;  // 2.5M elements, past the limit; rows not split
+  CpuLaunchHint hint;
+  hint.columns = true;
+  std::vector<Buffer> want = column_buffers(k, lies, n, w, 9, true);
+  {
+    ConfigOverride<BaselineTier> off(config().jit_baseline, BaselineTier::Off);
+    forget_cpu_kernels();
+    launch_columns(*cpu_target().compile(k, hint), want, n, w, {});
+  }
+  for (bool lands : {false, true}) {
+    forget_cpu_kernels();
+    kiln::testing::PlanningThreadHold hold;
+    auto kernel = cpu_target().compile(k, hint);
+    std::vector<Buffer> got = column_buffers(k, lies, n, w, 9, true);
+    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
+    const int64_t renders = cpu_jit_counters().kernels.load();
+    int64_t ran = 0;
+    set_progressive_block_hook([&] {
+      if (++ran > 1 || !lands) return;
+      hold.release();
+      tracer::wait_for_compiles();
+    });
+    launch_columns(*kernel, got, n, w, {});
+    set_progressive_block_hook({});
+    EXPECT_EQ(got[0].bytes, want[0].bytes) << (lands ? "landing after a block" : "held back");
+    EXPECT_EQ(got[1].bytes, want[1].bytes) << (lands ? "landing after a block" : "held back");
+    if (lands) {
+      EXPECT_EQ(ran, 1);
+    } else {
+      EXPECT_GT(ran, 1) << "blocks of columns";
+    }
+    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
+    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + (lands ? 1 : 0));
+  }
 }
 
 }  // namespace

@@ -13,8 +13,7 @@
 
 namespace kiln::jit {
 
-std::unique_ptr<BaselineColumnKernel> BaselineColumnKernel::make(const LoopKernel& k, JitIsa isa,
-                                                                 int64_t elements) {
+std::unique_ptr<BaselineColumnKernel> BaselineColumnKernel::make(const LoopKernel& k, JitIsa isa) {
   const int64_t t0 = profiler::now_ns();
   if (!k.has_reduce() || !column_kernel_ok(k)) return nullptr;
   for (const Expr& e : k.exprs) {
@@ -26,7 +25,7 @@ std::unique_ptr<BaselineColumnKernel> BaselineColumnKernel::make(const LoopKerne
     if (!ok) return nullptr;
   }
   auto b = std::unique_ptr<BaselineColumnKernel>(new BaselineColumnKernel());
-  b->cut_ = baseline_cut::cut_made(k, isa, elements, t0);
+  b->cut_ = baseline_cut::cut_made(k, isa, t0);
   return b->cut_ == nullptr ? nullptr : std::move(b);
 }
 

@@ -40,10 +40,8 @@ class BaselineColumnKernel {
   // Columns per block: a piece's buffer (64 rows) and the levels stay in L1 and L2.
   static constexpr int64_t kBlockColumns = 256;
 
-  // Timed, traced and counted as BaselineKernel::make's are; null too where a launch over
-  // `elements` (> 0: the planner's hint) would not pay.
-  static std::unique_ptr<BaselineColumnKernel> make(const LoopKernel& k, JitIsa isa,
-                                                    int64_t elements = 0);
+  // Timed, traced and counted as BaselineKernel::make's are.
+  static std::unique_ptr<BaselineColumnKernel> make(const LoopKernel& k, JitIsa isa);
 
   // As BaselineRowKernel::pays (the same cost model, folds included).
   bool pays(int64_t elements) const { return baseline_cut::pays(*cut_, elements); }

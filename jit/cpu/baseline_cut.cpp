@@ -214,9 +214,9 @@ std::unique_ptr<Cut> cut(const LoopKernel& k, JitIsa isa) {
   return b;
 }
 
-std::unique_ptr<Cut> cut_made(const LoopKernel& k, JitIsa isa, int64_t elements, int64_t t0) {
+std::unique_ptr<Cut> cut_made(const LoopKernel& k, JitIsa isa, int64_t t0) {
   std::unique_ptr<Cut> c = cut(k, isa);
-  if (c == nullptr || (elements > 0 && !pays(*c, elements))) return nullptr;
+  if (c == nullptr) return nullptr;
   note_baseline_made(k, isa, t0, profiler::now_ns());
   return c;
 }

@@ -79,10 +79,9 @@ std::unique_ptr<Cut> cut(const LoopKernel& k, JitIsa isa);
 // c.work element-passes an element within kMaxBaselineWork, baseline_kernel.h).
 inline bool pays(const Cut& c, int64_t elements) { return elements <= kMaxBaselineWork / c.work; }
 
-// The cut of `k` where its code pays for a launch over `elements` (> 0: the planner's hint;
-// else any), counted and timed from t0 as a baseline kernel made (note_baseline_made); null
-// otherwise.
-std::unique_ptr<Cut> cut_made(const LoopKernel& k, JitIsa isa, int64_t elements, int64_t t0);
+// The cut of `k` (cut()), counted and timed from t0 as a baseline kernel made
+// (note_baseline_made); null where cut() declines.
+std::unique_ptr<Cut> cut_made(const LoopKernel& k, JitIsa isa, int64_t t0);
 
 // The params of the parts: the kernel's `params`, then each RowSize for `n` reduced elements.
 std::vector<uint64_t> part_params(const Cut& c, const uint64_t* params, int64_t n);

@@ -98,7 +98,8 @@ class BaselineKernel {
 
 // Whether baseline code pays for a launch of `k` over `elements` elements: its passes over them
 // (about one per operation and store) cost what a render costs past kMaxBaselineWork
-// element-passes, and then the launch waits for the rendering instead. Measured (2026-12-04,
+// element-passes, and then the launch runs it only until the rendering lands (a progressive
+// launch: CpuKernel::baseline_until_rendered), or waits for it. Measured (2026-12-04,
 // 2-core Zen 5, kiln-perf's gelu, 2^24 Float32, 10 passes): its first call took 9.3 ms on
 // baseline code against 4.1 rendered (the render 0.19 ms): ~0.03 ns per element-pass on two
 // threads, against renders of 0.1-0.4 ms in situ.

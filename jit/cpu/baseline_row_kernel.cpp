@@ -14,15 +14,14 @@ namespace kiln::jit {
 
 bool BaselineRowKernel::takes_rows(int64_t n) { return n <= kRowProgramChunk; }
 
-std::unique_ptr<BaselineRowKernel> BaselineRowKernel::make(const LoopKernel& k, JitIsa isa,
-                                                           int64_t elements) {
+std::unique_ptr<BaselineRowKernel> BaselineRowKernel::make(const LoopKernel& k, JitIsa isa) {
   const int64_t t0 = profiler::now_ns();
   for (const Expr& e : k.exprs)
     if (expr_is_reduce(e.op) &&
         (expr_is_arg_reduce(e.op) || !is_floating(k.exprs[static_cast<size_t>(e.a)].type)))
       return nullptr;  // column kernels only; the CPU's row kernels reduce floats
   auto b = std::unique_ptr<BaselineRowKernel>(new BaselineRowKernel());
-  b->cut_ = baseline_cut::cut_made(k, isa, elements, t0);
+  b->cut_ = baseline_cut::cut_made(k, isa, t0);
   return b->cut_ == nullptr ? nullptr : std::move(b);
 }
 

@@ -40,10 +40,8 @@ class BaselineRowKernel {
   // Elements per block of rows: its row buffer and arrays stay in L1 and L2.
   static constexpr int64_t kBlockElements = 1024;
 
-  // Timed, traced and counted as BaselineKernel::make's are. Null too where a launch over
-  // `elements` (> 0: the planner's hint) would not pay.
-  static std::unique_ptr<BaselineRowKernel> make(const LoopKernel& k, JitIsa isa,
-                                                 int64_t elements = 0);
+  // Timed, traced and counted as BaselineKernel::make's are.
+  static std::unique_ptr<BaselineRowKernel> make(const LoopKernel& k, JitIsa isa);
 
   // Whether baseline code pays for a launch over `elements` elements (rows times their length):
   // its work, about one pass over the elements per operation, store and row-value broadcast of

@@ -1,7 +1,10 @@
 #include "jit/cpu/cpu_kernel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <vector>
 
 #include "ops/cpu/elementwise_loop.h"
@@ -47,6 +50,28 @@ CoalescedLaunch coalesce_dims(const LaunchArgs& a, size_t d0, size_t d1) {
     for (size_t j = 0; j < nops; ++j) c.flat[d * nops + j] = flat[(rank - 1 - d) * nops + j];
   }
   return c;
+}
+
+namespace {
+std::mutex g_block_hook_mu;
+std::function<void()> g_block_hook;  // under g_block_hook_mu
+std::atomic<bool> g_has_block_hook{false};
+}  // namespace
+
+void set_progressive_block_hook(std::function<void()> hook) {
+  std::lock_guard lock(g_block_hook_mu);
+  g_has_block_hook.store(static_cast<bool>(hook));
+  g_block_hook = std::move(hook);
+}
+
+void progressive_block_done() {
+  if (!g_has_block_hook.load()) return;
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(g_block_hook_mu);
+    hook = g_block_hook;
+  }
+  if (hook) hook();
 }
 
 void CpuKernel::pack_params(const LaunchArgs& args, uint64_t* words) const {
@@ -146,11 +171,13 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
     for (size_t d = 0; d + 2 < rank && streaming; ++d) streaming = c.stride(j, d) % vec_bytes == 0;
   }
   // Baseline code until the layout's rendering is made (it is not timed for the store choice);
-  // a launch too large for it to pay (baseline_pays) renders at once and waits instead.
+  // a launch too large for it to pay (baseline_pays) runs it only until the rendering lands (a
+  // progressive launch), or, tiled, renders at once and waits.
   StoreChoice::Pick stores{false, false};
-  const KernelFn fn =
-      launch_code(baseline_ != nullptr, baseline_pays(k_, numel), {layout.data(), layout.size()},
-                  streaming, false, args.whole_elements > 0, stores);
+  bool progressive = false;
+  KernelFn fn = launch_code(baseline_ != nullptr, baseline_pays(k_, numel), !tiled,
+                            {layout.data(), layout.size()}, streaming, false,
+                            args.whole_elements > 0, stores, progressive);
 
   SmallVector<uint64_t, 16> param_words(static_cast<size_t>(k_.num_params()) + 1, 0);
   pack_params(args, param_words.data());
@@ -188,7 +215,35 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   const int threads = num_threads();
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
   const StoreTrial trial(&stores_, stores, total, name_, logging::Subsystem::Jit);
-  if (tiled) {
+  if (progressive) {
+    // Items: the (row, 64-element chunk) pairs, in order, as the split of few long rows below
+    // takes them (every chunk starts aligned, for non-temporal stores); a range of them runs as
+    // whole rows where it covers them.
+    const int64_t chunks = (n_inner + 63) / 64, items = rows * chunks;
+    auto run_items = [&](int64_t b, int64_t e) {
+      while (b < e) {
+        const int64_t r = b / chunks, c = b % chunks;
+        if (c == 0 && e - b >= chunks) {
+          const int64_t whole = (e - b) / chunks;
+          run_rows(r, r + whole, 0, n_inner);
+          b += whole * chunks;
+        } else {
+          const int64_t end = std::min(chunks, c + (e - b));
+          run_rows(r, r + 1, c * 64, std::min(n_inner, end * 64));
+          b += end - c;
+        }
+      }
+    };
+    const int64_t done = baseline_until_rendered(items, kProgressiveBlockElements / 64,
+                                                 {layout.data(), layout.size()}, streaming, false,
+                                                 fn, stores, run_items);
+    if (fn != nullptr && done < items) {
+      if (threads <= 1 || (items - done) * 64 <= kParallelGrain || in_parallel_region())
+        run_items(done, items);
+      else
+        parallel_for(done, items, std::max<int64_t>(1, kParallelGrain / 64), run_items);
+    }
+  } else if (tiled) {
     const int64_t tr = (rows + kTileRows - 1) / kTileRows,
                   tc = (n_inner + kTileCols - 1) / kTileCols;
     auto tiles = [&](int64_t a, int64_t b) {

@@ -4,6 +4,7 @@
 // classifies each operand's innermost stride, takes the variant for that layout and store
 // choice (store_choice.h), and splits the work across oneTBB within KILN_NUM_THREADS.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,14 @@
 #include "runtime/config.h"
 
 namespace kiln::jit {
+
+// Elements per block of a progressive launch's baseline code (CpuKernel::baseline_until_rendered):
+// 20-40 µs of it (baseline code runs 0.6-1.1 ns an element on one thread: baseline_kernel.h),
+// so that a rendering that lands takes over within that.
+inline constexpr int64_t kProgressiveBlockElements = 32768;
+
+// Calls set_progressive_block_hook's hook, if any (cpu_target.h).
+void progressive_block_done();
 
 // Whether a column kernel of row values only (a sum over columns, its prologue fused) launches
 // at these sizes, as CpuKernel::may_launch decides (16 columns or more, and no wider split in
@@ -99,9 +108,9 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
     // variants on the planning thread (start_tier_up): a pointwise kernel (baseline_kernel.h),
     // a row kernel (baseline_row_kernel.h), a column kernel (baseline_column_kernel.h).
     // Not under On where the process has rendered this kernel already (another plan's, a loop's
-    // next step), nor where its first launch is large enough to wait for the rendering
-    // (baseline_pays; a row or column kernel's work is known once it is cut: make() checks the
-    // hint).
+    // next step). Where the planner's hint says its launches are too large for baseline code to
+    // pay (baseline_pays), they run it only until the rendering lands (a progressive launch:
+    // baseline_until_rendered), instead of waiting for the render.
     const StoreChoice::Mode mode = StoreChoice::mode_from(config().jit_streaming);
     const bool large = large_outputs(hint.elements);
     const BaselineTier tier = config().jit_baseline;
@@ -111,12 +120,11 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
                                       unroll_, columns, pipeline_}) == nullptr)) {
       // (Under Only, the tests' mode, a reduction gets both kinds where it can: a kernel
       // compiled without the planner's hint may be launched as a column kernel.)
-      const int64_t elements = only ? 0 : hint.elements;
       if (columns || (only && reduces() && facts_.column_ok))
-        baseline_cols_ = BaselineColumnKernel::make(k, isa_, elements);
+        baseline_cols_ = BaselineColumnKernel::make(k, isa_);
       if (!columns && reduces())
-        baseline_rows_ = BaselineRowKernel::make(k, isa_, elements);
-      else if (!reduces() && (elements <= 0 || baseline_pays(k, elements)))
+        baseline_rows_ = BaselineRowKernel::make(k, isa_);
+      else if (!reduces())
         baseline_ = BaselineKernel::make(k, isa_);
     }
     if (has_baseline()) {
@@ -218,24 +226,74 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
 
   // The code a launch runs: its rendered variant for the layout and store choice (made in
   // `stores`; a part of a larger launch picks as pick_part_stores), or null where it runs
-  // baseline code instead: `baseline_pays` (the launch's size pays for baseline code, or the
-  // tier is `only`) and the layout has no rendering yet (whose render tiered_up queues).
-  // Counts the launch (and the baseline launch).
-  KernelFn launch_code(bool has_baseline, bool baseline_pays, std::span<const InnerLayout> layout,
-                       bool streaming, bool columns, bool part, StoreChoice::Pick& stores) {
-    const bool baseline = has_baseline &&
-                          (baseline_pays || config().jit_baseline == BaselineTier::Only) &&
-                          !tiered_up(layout, streaming, columns);
+  // baseline code instead, while the layout has no rendering yet (whose render tiered_up
+  // queues): the whole launch where `baseline_pays` (its size pays for baseline code, or the
+  // tier is `only`); else, where the launch can run in blocks (`progressive_ok`), a progressive
+  // launch (`progressive` set: baseline_until_rendered), which waits for no render. Else the
+  // rendering is made here and waited for. Counts the launch (and a whole baseline launch).
+  KernelFn launch_code(bool has_baseline, bool baseline_pays, bool progressive_ok,
+                       std::span<const InnerLayout> layout, bool streaming, bool columns, bool part,
+                       StoreChoice::Pick& stores, bool& progressive) {
+    const bool only = config().jit_baseline == BaselineTier::Only;
+    const bool whole = baseline_pays || only;
+    const bool baseline =
+        has_baseline && (whole || progressive_ok) && !tiered_up(layout, streaming, columns);
+    progressive = baseline && !whole;
     KernelFn fn = nullptr;
     stores = {false, false};
     if (baseline) {
-      cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
+      if (!progressive)
+        cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
     } else {
       stores = part ? pick_part_stores(streaming) : pick_stores(streaming);
       fn = variant(layout, stores.streaming, columns);
     }
     cpu_jit_counters().launches.fetch_add(1, std::memory_order_relaxed);
     return fn;
+  }
+
+  // A progressive launch (launch_code): its items [0, items) run as baseline code on this
+  // thread by `run(begin, end)`, `block` items at a time, until a rendering of `layout` lands
+  // on the planning thread (one with non-temporal stores only where `streaming`: the launch
+  // allows them). Returns how many items ran so, with the rendering in `fn` and its stores in
+  // `stores` (fn null: the baseline code ran them all, the rendering having failed or come too
+  // late). The bits do not change where the rendering takes over: baseline code gives the
+  // rendering's (baseline_kernel.h), and the items are independent (elements, rows, blocks of
+  // columns), as the launch's threads take them. Counted as a baseline and a progressive launch
+  // where any item ran baseline code.
+  template <class RunBaseline>
+  int64_t baseline_until_rendered(int64_t items, int64_t block, std::span<const InnerLayout> layout,
+                                  bool streaming, bool columns, KernelFn& fn,
+                                  StoreChoice::Pick& stores, RunBaseline&& run) {
+    int64_t done = 0;
+    fn = nullptr;
+    while (done < items && !rendering(layout, streaming, columns, fn, stores)) {
+      const int64_t end = std::min(items, done + std::max<int64_t>(block, 1));
+      run(done, end);
+      done = end;
+      progressive_block_done();
+    }
+    if (done > 0) {
+      cpu_jit_counters().baseline_launches.fetch_add(1, std::memory_order_relaxed);
+      cpu_jit_counters().progressive_launches.fetch_add(1, std::memory_order_relaxed);
+    }
+    return done;
+  }
+  // A rendering of `layout` made already (baseline_until_rendered), without rendering: its code
+  // and its stores (never timed: a part of a launch), streaming only where `streaming`.
+  bool rendering(std::span<const InnerLayout> layout, bool streaming, bool columns, KernelFn& fn,
+                 StoreChoice::Pick& stores) {
+    std::lock_guard lock(mu_);
+    for (const Variant& v : variants_)
+      if (v.columns == columns && (streaming || !v.streaming) &&
+          std::equal(v.layout.begin(), v.layout.end(), layout.begin(), layout.end())) {
+        fn = v.fn;
+        stores = {v.streaming, false};
+        if (v.streaming)
+          cpu_jit_counters().streaming_launches.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+    return false;
   }
 
   // Baseline tier: whether `layout` (a column kernel's where `columns`) has a rendering; where

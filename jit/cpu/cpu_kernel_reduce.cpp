@@ -503,14 +503,16 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
     streaming = row_pieces_aligned(row_programs(n)->programs[static_cast<size_t>(fuse)],
                                    cpu_kernel_lanes(k_, isa_));
   // Baseline code until this layout's rendering is made (baseline_row_kernel.h): not for long
-  // rows split across threads by chunks, nor where a render costs less (pays).
+  // rows split across threads by chunks; only until the rendering lands where it would cost
+  // more than a render (pays: a progressive launch, by blocks of rows).
   const bool chunked =
       long_rows_want_threads(rows, n) && (facts_.splits_long_rows || facts_.elements_by_chunks);
   StoreChoice::Pick stores{false, false};
-  const KernelFn fn =
+  bool progressive = false;
+  KernelFn fn =
       launch_code(baseline_rows_ != nullptr && !chunked && BaselineRowKernel::takes_rows(n),
-                  baseline_rows_ != nullptr && baseline_rows_->pays(rows * n),
-                  {layout.data(), layout.size()}, streaming, false, false, stores);
+                  baseline_rows_ != nullptr && baseline_rows_->pays(rows * n), true,
+                  {layout.data(), layout.size()}, streaming, false, false, stores, progressive);
 
   // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
   const size_t np = static_cast<size_t>(k_.num_params());
@@ -550,11 +552,13 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
   const std::vector<std::vector<int64_t>>& programs = held->programs;
   for (size_t r = 0; r < programs.size(); ++r)
     words[np + r] = reinterpret_cast<uintptr_t>(programs[r].data());
-  // Scratch rows (render_reduce.h).
-  const size_t stash =
-      fn == nullptr
-          ? 0
-          : row_scratch_words(facts_.stash_values, facts_.pipelined_pass >= 0, k_.num_outputs(), n);
+  // Scratch rows of the rendering (render_reduce.h).
+  auto stash_of = [&](KernelFn code) {
+    return code == nullptr ? size_t{0}
+                           : row_scratch_words(facts_.stash_values, facts_.pipelined_pass >= 0,
+                                               k_.num_outputs(), n);
+  };
+  size_t stash = stash_of(fn);
   auto run_rows = [&](int64_t r0, int64_t r1) {
     SmallVector<char*, 8> p(nops);
     SmallVector<uint64_t, 16> local;
@@ -579,10 +583,22 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
     }
   };
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
-  if (num_threads() <= 1 || rows < 2 || rows * n <= kParallelGrain || in_parallel_region())
-    run_rows(0, rows);
-  else
-    parallel_for(0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), run_rows);
+  int64_t r0 = 0;  // the rows left to the rendering from r0 on
+  if (progressive) {
+    r0 = baseline_until_rendered(rows, kProgressiveBlockElements / std::max<int64_t>(n, 1),
+                                 {layout.data(), layout.size()}, streaming, false, fn, stores,
+                                 run_rows);
+    if (fn == nullptr) r0 = rows;
+    stash = stash_of(fn);
+  }
+  if (r0 == rows) {
+  } else if (num_threads() <= 1 || rows - r0 < 2 || (rows - r0) * n <= kParallelGrain ||
+             in_parallel_region()) {
+    run_rows(r0, rows);
+  } else {
+    parallel_for(r0, rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)),
+                 run_rows);
+  }
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
   return true;
 }
@@ -639,12 +655,14 @@ bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
     streaming = true;
   }
   // Baseline code until this layout's rendering is made (baseline_column_kernel.h): not where
-  // the rows split across threads by chunks, nor where a render costs less (pays).
+  // the rows split across threads by chunks; only until the rendering lands where it would cost
+  // more than a render (pays: a progressive launch, by blocks of columns).
   StoreChoice::Pick stores{false, false};
-  const KernelFn fn =
-      launch_code(baseline_cols_ != nullptr && !calls.split_rows && n > 0,
-                  baseline_cols_ != nullptr && baseline_cols_->pays(outer * n * w),
-                  {split.layout.data(), split.layout.size()}, streaming, true, false, stores);
+  bool progressive = false;
+  KernelFn fn = launch_code(baseline_cols_ != nullptr && !calls.split_rows && n > 0,
+                            baseline_cols_ != nullptr && baseline_cols_->pays(outer * n * w), true,
+                            {split.layout.data(), split.layout.size()}, streaming, true, false,
+                            stores, progressive);
   cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
   // A level of the scratch: every Reduce's row of columns, 8 bytes a column (render_cols.h).
   const int64_t wpad = (std::min(width, w) + 15) / 16 * 16;
@@ -746,10 +764,20 @@ bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
                             split.row_stride.data(), n, cols, words.data(), program);
     }
   };
-  if (num_threads() <= 1 || items < 2 || outer * n * w <= kParallelGrain || in_parallel_region())
-    run(0, items);
-  else
-    parallel_for(0, items, 1, run);
+  int64_t done = 0;  // the calls left to the rendering from `done` on
+  if (progressive) {
+    done = baseline_until_rendered(
+        items, kProgressiveBlockElements / std::max<int64_t>(n * width, 1),
+        {split.layout.data(), split.layout.size()}, streaming, true, fn, stores, run);
+    if (fn == nullptr) done = items;
+  }
+  if (done == items) {
+  } else if (num_threads() <= 1 || items - done < 2 ||
+             (items - done) * n * width <= kParallelGrain || in_parallel_region()) {
+    run(done, items);
+  } else {
+    parallel_for(done, items, 1, run);
+  }
   if (t0 != 0) profiler::record_kernel_launch(name_, t0, profiler::now_ns());
   return true;
 }

@@ -6,6 +6,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "jit/target.h"
@@ -29,6 +30,9 @@ struct CpuJitCounters {
   std::atomic<int64_t> baseline_kernels{0};
   std::atomic<int64_t> baseline_launches{0};
   std::atomic<int64_t> baseline_kept{0};
+  // Of the baseline launches, progressive ones: too large for baseline code to pay, they ran it
+  // only until the rendering landed (CpuKernel::baseline_until_rendered).
+  std::atomic<int64_t> progressive_launches{0};
   std::atomic<int64_t> launches{0};
   std::atomic<int64_t> column_launches{0};  // of those, column kernels (render_cols.h)
   // Of those, row kernels whose long rows were split across threads by chunks
@@ -56,6 +60,11 @@ void forget_cpu_kernels();
 
 // Testing hook: while non-zero, the next that many renders throw (an injected codegen fault).
 void inject_cpu_codegen_faults(int count);
+
+// Testing hook: called on the launching thread after each block of baseline code that a
+// progressive launch runs (CpuKernel::baseline_until_rendered: a test lets the rendering land
+// there, mid-launch); empty for none.
+void set_progressive_block_hook(std::function<void()> hook);
 
 // What the planner knows of a kernel's launches: the elements of its index space (0: unknown)
 // and whether it runs as a column kernel (LaunchArgs::inner_dims > 0).
