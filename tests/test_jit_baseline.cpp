@@ -357,6 +357,37 @@ TEST(JitBaseline, ALargeLaunchRunsBaselineCodeUntilTheRenderingLands) {
     EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
     EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1);
   }
+  {  // (1) for a launch in tiles (its input transposed against its output)
+    const int64_t rows = 2048, cols = 2100;
+    std::vector<float> x(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 1013) * 0.375f - 99.0f;
+    auto transposed = [&](CompiledKernel& kernel) {
+      std::vector<float> y(x.size(), -1.0f);
+      LaunchArgs la;
+      la.sizes = {rows, cols};
+      la.ptrs = {reinterpret_cast<char*>(y.data()), reinterpret_cast<char*>(x.data())};
+      la.strides = {DimVector{cols * 4, 4}, DimVector{4, rows * 4}};
+      kernel.launch(la);
+      return y;
+    };
+    std::vector<float> tiled_want;
+    {
+      ConfigOverride<BaselineTier> off(config().jit_baseline, BaselineTier::Off);
+      forget_cpu_kernels();
+      tiled_want = transposed(*cpu_target().compile(k));
+    }
+    forget_cpu_kernels();
+    PlanningThreadHold hold;
+    auto kernel = cpu_target().compile(k);
+    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
+    int64_t ran = 0;
+    set_progressive_block_hook([&] { ++ran; });
+    const std::vector<float> got = transposed(*kernel);
+    set_progressive_block_hook({});
+    EXPECT_TRUE(got == tiled_want) << "the rendering's bits, in tiles";
+    EXPECT_GT(ran, 1);
+    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
+  }
   {  // (3)
     forget_cpu_kernels();
     PlanningThreadHold hold;

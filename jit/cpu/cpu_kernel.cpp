@@ -172,10 +172,10 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   }
   // Baseline code until the layout's rendering is made (it is not timed for the store choice);
   // a launch too large for it to pay (baseline_pays) runs it only until the rendering lands (a
-  // progressive launch), or, tiled, renders at once and waits.
+  // progressive launch).
   StoreChoice::Pick stores{false, false};
   bool progressive = false;
-  KernelFn fn = launch_code(baseline_ != nullptr, baseline_pays(k_, numel), !tiled,
+  KernelFn fn = launch_code(baseline_ != nullptr, baseline_pays(k_, numel), true,
                             {layout.data(), layout.size()}, streaming, false,
                             args.whole_elements > 0, stores, progressive);
 
@@ -215,11 +215,19 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   const int threads = num_threads();
   const int64_t t0 = profiler::enabled() ? profiler::now_ns() : 0;
   const StoreTrial trial(&stores_, stores, total, name_, logging::Subsystem::Jit);
+  const int64_t tr = (rows + kTileRows - 1) / kTileRows, tc = (n_inner + kTileCols - 1) / kTileCols;
+  auto tiles = [&](int64_t a, int64_t b) {
+    for (int64_t t = a; t < b; ++t) {
+      const int64_t r = t / tc, c = t % tc;
+      run_rows(r * kTileRows, std::min(rows, (r + 1) * kTileRows), c * kTileCols,
+               std::min(n_inner, (c + 1) * kTileCols));
+    }
+  };
   if (progressive) {
-    // Items: the (row, 64-element chunk) pairs, in order, as the split of few long rows below
-    // takes them (every chunk starts aligned, for non-temporal stores); a range of them runs as
-    // whole rows where it covers them.
-    const int64_t chunks = (n_inner + 63) / 64, items = rows * chunks;
+    // Items: the tiles, or the (row, 64-element chunk) pairs, in order, as the split of few long
+    // rows below takes them (every chunk starts aligned, for non-temporal stores); a range of
+    // them runs as whole rows where it covers them.
+    const int64_t chunks = (n_inner + 63) / 64;
     auto run_items = [&](int64_t b, int64_t e) {
       while (b < e) {
         const int64_t r = b / chunks, c = b % chunks;
@@ -234,25 +242,19 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
         }
       }
     };
-    const int64_t done = baseline_until_rendered(items, kProgressiveBlockElements / 64,
-                                                 {layout.data(), layout.size()}, streaming, false,
-                                                 fn, stores, run_items);
+    const int64_t per_item = tiled ? kTileRows * kTileCols : 64;
+    const int64_t items = tiled ? tr * tc : rows * chunks;
+    auto run = [&](int64_t b, int64_t e) { tiled ? tiles(b, e) : run_items(b, e); };
+    const int64_t done =
+        baseline_until_rendered(items, kProgressiveBlockElements / per_item,
+                                {layout.data(), layout.size()}, streaming, false, fn, stores, run);
     if (fn != nullptr && done < items) {
-      if (threads <= 1 || (items - done) * 64 <= kParallelGrain || in_parallel_region())
-        run_items(done, items);
+      if (threads <= 1 || (items - done) * per_item <= kParallelGrain || in_parallel_region())
+        run(done, items);
       else
-        parallel_for(done, items, std::max<int64_t>(1, kParallelGrain / 64), run_items);
+        parallel_for(done, items, std::max<int64_t>(1, kParallelGrain / per_item), run);
     }
   } else if (tiled) {
-    const int64_t tr = (rows + kTileRows - 1) / kTileRows,
-                  tc = (n_inner + kTileCols - 1) / kTileCols;
-    auto tiles = [&](int64_t a, int64_t b) {
-      for (int64_t t = a; t < b; ++t) {
-        const int64_t r = t / tc, c = t % tc;
-        run_rows(r * kTileRows, std::min(rows, (r + 1) * kTileRows), c * kTileCols,
-                 std::min(n_inner, (c + 1) * kTileCols));
-      }
-    };
     if (threads <= 1 || total <= kParallelGrain || in_parallel_region())
       tiles(0, tr * tc);
     else
