@@ -175,9 +175,9 @@ bool CpuKernel::launch_any(const LaunchArgs& args, bool decline) {
   // progressive launch).
   StoreChoice::Pick stores{false, false};
   bool progressive = false;
-  KernelFn fn = launch_code(baseline_ != nullptr, baseline_pays(k_, numel), true,
-                            {layout.data(), layout.size()}, streaming, false,
-                            args.whole_elements > 0, stores, progressive);
+  KernelFn fn =
+      launch_code(baseline_ != nullptr, baseline_pays(k_, numel), {layout.data(), layout.size()},
+                  streaming, false, args.whole_elements > 0, stores, progressive);
 
   SmallVector<uint64_t, 16> param_words(static_cast<size_t>(k_.num_params()) + 1, 0);
   pack_params(args, param_words.data());

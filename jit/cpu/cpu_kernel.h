@@ -228,17 +228,14 @@ class CpuKernel final : public CompiledKernel, public std::enable_shared_from_th
   // `stores`; a part of a larger launch picks as pick_part_stores), or null where it runs
   // baseline code instead, while the layout has no rendering yet (whose render tiered_up
   // queues): the whole launch where `baseline_pays` (its size pays for baseline code, or the
-  // tier is `only`); else, where the launch can run in blocks (`progressive_ok`), a progressive
-  // launch (`progressive` set: baseline_until_rendered), which waits for no render. Else the
-  // rendering is made here and waited for. Counts the launch (and a whole baseline launch).
-  KernelFn launch_code(bool has_baseline, bool baseline_pays, bool progressive_ok,
-                       std::span<const InnerLayout> layout, bool streaming, bool columns, bool part,
-                       StoreChoice::Pick& stores, bool& progressive) {
-    const bool only = config().jit_baseline == BaselineTier::Only;
-    const bool whole = baseline_pays || only;
-    const bool baseline =
-        has_baseline && (whole || progressive_ok) && !tiered_up(layout, streaming, columns);
-    progressive = baseline && !whole;
+  // tier is `only`); else a progressive launch (`progressive` set: baseline_until_rendered),
+  // which waits for no render. Without baseline code the rendering is made here and waited for.
+  // Counts the launch (and a whole baseline launch).
+  KernelFn launch_code(bool has_baseline, bool baseline_pays, std::span<const InnerLayout> layout,
+                       bool streaming, bool columns, bool part, StoreChoice::Pick& stores,
+                       bool& progressive) {
+    const bool baseline = has_baseline && !tiered_up(layout, streaming, columns);
+    progressive = baseline && !baseline_pays && config().jit_baseline != BaselineTier::Only;
     KernelFn fn = nullptr;
     stores = {false, false};
     if (baseline) {

@@ -511,7 +511,7 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
   bool progressive = false;
   KernelFn fn =
       launch_code(baseline_rows_ != nullptr && !chunked && BaselineRowKernel::takes_rows(n),
-                  baseline_rows_ != nullptr && baseline_rows_->pays(rows * n), true,
+                  baseline_rows_ != nullptr && baseline_rows_->pays(rows * n),
                   {layout.data(), layout.size()}, streaming, false, false, stores, progressive);
 
   // Params at p * 8 bytes, then a pointer to each Reduce's row program (render_reduce.h).
@@ -591,7 +591,7 @@ bool CpuKernel::launch_rows(const LaunchArgs& args, bool decline) {
     if (fn == nullptr) r0 = rows;
     stash = stash_of(fn);
   }
-  if (r0 == rows) {
+  if (r0 == rows) {  // baseline code ran them all
   } else if (num_threads() <= 1 || rows - r0 < 2 || (rows - r0) * n <= kParallelGrain ||
              in_parallel_region()) {
     run_rows(r0, rows);
@@ -660,7 +660,7 @@ bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
   StoreChoice::Pick stores{false, false};
   bool progressive = false;
   KernelFn fn = launch_code(baseline_cols_ != nullptr && !calls.split_rows && n > 0,
-                            baseline_cols_ != nullptr && baseline_cols_->pays(outer * n * w), true,
+                            baseline_cols_ != nullptr && baseline_cols_->pays(outer * n * w),
                             {split.layout.data(), split.layout.size()}, streaming, true, false,
                             stores, progressive);
   cpu_jit_counters().column_launches.fetch_add(1, std::memory_order_relaxed);
@@ -771,7 +771,7 @@ bool CpuKernel::launch_cols(const LaunchArgs& args, bool decline) {
         {split.layout.data(), split.layout.size()}, streaming, true, fn, stores, run);
     if (fn == nullptr) done = items;
   }
-  if (done == items) {
+  if (done == items) {  // baseline code ran them all
   } else if (num_threads() <= 1 || items - done < 2 ||
              (items - done) * n * width <= kParallelGrain || in_parallel_region()) {
     run(done, items);
