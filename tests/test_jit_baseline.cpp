@@ -23,6 +23,7 @@
 #include "jit/cpu/op_kernels.h"
 #include "jit_kernel_util.h"
 #include "planning_thread_hold.h"
+#include "progressive_launch.h"
 #include "tracer/region_runner.h"
 
 namespace kiln::jit {
@@ -339,23 +340,14 @@ TEST(JitBaseline, ALargeLaunchRunsBaselineCodeUntilTheRenderingLands) {
     EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1) << "rendered now";
   }
   {  // (2)
-    forget_cpu_kernels();
-    PlanningThreadHold hold;
-    auto kernel = cpu_target().compile(k);
-    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
-    const int64_t renders = cpu_jit_counters().kernels.load();
-    int64_t ran = 0;
-    set_progressive_block_hook([&] {
-      if (++ran > 1) return;
-      hold.release();
-      tracer::wait_for_compiles();  // the rendering lands after the first block
-    });
-    const std::vector<float> got = run_affine(*kernel, large);
-    set_progressive_block_hook({});
+    std::vector<float> got;
+    const kiln::testing::Progress p = kiln::testing::progressive_launch(
+        true, [&] { return cpu_target().compile(k); },
+        [&](CompiledKernel& kernel) { got = run_affine(kernel, large); });
     EXPECT_TRUE(got == want) << "baseline code's first block and the rendering's rest";
-    EXPECT_EQ(ran, 1);
-    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
-    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + 1);
+    EXPECT_EQ(p.blocks, 1);
+    EXPECT_EQ(p.progressive, 1);
+    EXPECT_EQ(p.renders, 1);
   }
   {  // (1) for a launch in tiles (its input transposed against its output)
     const int64_t rows = 2048, cols = 2100;
@@ -376,17 +368,13 @@ TEST(JitBaseline, ALargeLaunchRunsBaselineCodeUntilTheRenderingLands) {
       forget_cpu_kernels();
       tiled_want = transposed(*cpu_target().compile(k));
     }
-    forget_cpu_kernels();
-    PlanningThreadHold hold;
-    auto kernel = cpu_target().compile(k);
-    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
-    int64_t ran = 0;
-    set_progressive_block_hook([&] { ++ran; });
-    const std::vector<float> got = transposed(*kernel);
-    set_progressive_block_hook({});
+    std::vector<float> got;
+    const kiln::testing::Progress p = kiln::testing::progressive_launch(
+        false, [&] { return cpu_target().compile(k); },
+        [&](CompiledKernel& kernel) { got = transposed(kernel); });
     EXPECT_TRUE(got == tiled_want) << "the rendering's bits, in tiles";
-    EXPECT_GT(ran, 1);
-    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
+    EXPECT_GT(p.blocks, 1);
+    EXPECT_EQ(p.progressive, 1);
   }
   {  // (3)
     forget_cpu_kernels();

@@ -26,6 +26,7 @@
 #include "jit/loop/row_program.h"
 #include "jit_kernel_util.h"
 #include "planning_thread_hold.h"
+#include "progressive_launch.h"
 #include "tracer/region_runner.h"
 
 namespace kiln::jit {
@@ -474,25 +475,19 @@ TEST(JitBaselineRows, LongRowsRenderLargeLaunchesRunBaselineCodeUntilTheRenderin
   }
   const int64_t block_rows = kProgressiveBlockElements / n;
   for (bool lands : {false, true}) {
-    forget_cpu_kernels();
-    kiln::testing::PlanningThreadHold hold;
-    auto kernel = cpu_target().compile(k);
-    ASSERT_TRUE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(row_layout(k)));
     std::vector<Buffer> got = buffers(k, lies, rows, n, 5, true);
-    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
-    const int64_t renders = cpu_jit_counters().kernels.load();
-    int64_t ran = 0;
-    set_progressive_block_hook([&] {
-      if (++ran > 1 || !lands) return;
-      hold.release();
-      tracer::wait_for_compiles();
-    });
-    launch(*kernel, got, rows, n, {});
-    set_progressive_block_hook({});
+    const kiln::testing::Progress p = kiln::testing::progressive_launch(
+        lands,
+        [&] {
+          auto kernel = cpu_target().compile(k);
+          EXPECT_TRUE(dynamic_cast<CpuKernel&>(*kernel).runs_baseline(row_layout(k)));
+          return kernel;
+        },
+        [&](CompiledKernel& kernel) { launch(kernel, got, rows, n, {}); });
     EXPECT_EQ(got[0].bytes, want[0].bytes) << (lands ? "landing after a block" : "held back");
-    EXPECT_EQ(ran, lands ? 1 : (rows + block_rows - 1) / block_rows);
-    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
-    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + (lands ? 1 : 0));
+    EXPECT_EQ(p.blocks, lands ? 1 : (rows + block_rows - 1) / block_rows);
+    EXPECT_EQ(p.progressive, 1);
+    EXPECT_EQ(p.renders, lands ? 1 : 0);
   }
   forget_cpu_kernels();
   CpuLaunchHint hint;
@@ -523,29 +518,19 @@ TEST(JitBaselineColumns, LargeLaunchesRunBaselineCodeUntilTheRenderingLands) {
     launch_columns(*cpu_target().compile(k, hint), want, n, w, {});
   }
   for (bool lands : {false, true}) {
-    forget_cpu_kernels();
-    kiln::testing::PlanningThreadHold hold;
-    auto kernel = cpu_target().compile(k, hint);
     std::vector<Buffer> got = column_buffers(k, lies, n, w, 9, true);
-    const int64_t progressive = cpu_jit_counters().progressive_launches.load();
-    const int64_t renders = cpu_jit_counters().kernels.load();
-    int64_t ran = 0;
-    set_progressive_block_hook([&] {
-      if (++ran > 1 || !lands) return;
-      hold.release();
-      tracer::wait_for_compiles();
-    });
-    launch_columns(*kernel, got, n, w, {});
-    set_progressive_block_hook({});
+    const kiln::testing::Progress p = kiln::testing::progressive_launch(
+        lands, [&] { return cpu_target().compile(k, hint); },
+        [&](CompiledKernel& kernel) { launch_columns(kernel, got, n, w, {}); });
     EXPECT_EQ(got[0].bytes, want[0].bytes) << (lands ? "landing after a block" : "held back");
     EXPECT_EQ(got[1].bytes, want[1].bytes) << (lands ? "landing after a block" : "held back");
+    EXPECT_EQ(p.progressive, 1);
+    EXPECT_EQ(p.renders, lands ? 1 : 0);
     if (lands) {
-      EXPECT_EQ(ran, 1);
+      EXPECT_EQ(p.blocks, 1);
     } else {
-      EXPECT_GT(ran, 1) << "blocks of columns";
+      EXPECT_GT(p.blocks, 1) << "blocks of columns";
     }
-    EXPECT_EQ(cpu_jit_counters().progressive_launches.load(), progressive + 1);
-    EXPECT_EQ(cpu_jit_counters().kernels.load(), renders + (lands ? 1 : 0));
   }
 }
 
